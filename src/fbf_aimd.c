@@ -1,0 +1,195 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_aimd.c
+ *	  FBF sizing and the AIMD controller's decision step.
+ *
+ * No PostgreSQL includes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+
+#include "fbf_aimd.h"
+
+/* largest filter count whose FBF fits in max_bytes, or 0 */
+static int
+filters_within(uint64_t max_bytes, uint32_t nbits)
+{
+	int			n;
+
+	for (n = FBF_MAX_FILTERS; n > 0; n--)
+	{
+		if (fbf_size(nbits, n) <= max_bytes)
+			return n;
+	}
+	return 0;
+}
+
+FbfAimdDecision
+fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
+				double fpp)
+{
+	FbfAimdDecision d;
+
+	d.action = FBF_AIMD_HOLD;
+	d.nfilters = nfilters;
+	d.period = period;
+	d.capped = false;
+	d.reason = "estimate within band";
+
+	if (fpp >= cfg->increase_at * cfg->target_fpp)
+	{
+		int			cap = filters_within(cfg->max_bytes, cfg->nbits);
+		int			grown = 2 * nfilters;
+		int64_t		shorter = period - cfg->period_step;
+		int64_t		needed;
+
+		if (cap > cfg->max_filters)
+			cap = cfg->max_filters;
+		if (grown > cap)
+		{
+			grown = cap;
+			d.capped = true;
+		}
+		if (grown <= nfilters)
+		{
+			d.reason = cap == cfg->max_filters ?
+				"at the filter limit" : "at the memory cap";
+			return d;
+		}
+
+		/* the window (grown - 1) * period' must still cover retention */
+		needed = (cfg->retention + grown - 2) / (grown - 1);
+		if (shorter < cfg->period_min)
+			shorter = cfg->period_min;
+		if (shorter < needed)
+			shorter = needed;
+		if (shorter > period)
+			shorter = period;
+
+		d.action = FBF_AIMD_GROW;
+		d.nfilters = grown;
+		d.period = shorter;
+		d.reason = d.capped ? "estimate high, growth limited by a cap" :
+			"estimate high";
+		return d;
+	}
+
+	if (fpp <= cfg->decrease_at * cfg->target_fpp)
+	{
+		int			shrunk = nfilters - 1;
+		int64_t		longer = period + cfg->period_step;
+
+		if (shrunk < cfg->min_filters)
+		{
+			d.reason = "at the minimum number of filters";
+			return d;
+		}
+		if ((int64_t) (shrunk - 1) * period < cfg->retention)
+		{
+			d.reason = "retention needs every filter";
+			return d;
+		}
+		if (longer > cfg->period_max)
+			longer = cfg->period_max;
+		if (longer < period)
+			longer = period;
+
+		d.action = FBF_AIMD_SHRINK;
+		d.nfilters = shrunk;
+		d.period = longer;
+		d.reason = "estimate low";
+	}
+	return d;
+}
+
+/*
+ * Steady-state estimate just before a refresh: the future filter holds one
+ * period's elements, every older live filter two.
+ */
+static double
+steady_fpp(uint32_t nbits, int nhashes, int nfilters, uint64_t per_period,
+		   FbfCheck check)
+{
+	uint64_t	counts[FBF_MAX_FILTERS];
+	int			i;
+
+	counts[0] = per_period;
+	for (i = 1; i < nfilters; i++)
+		counts[i] = 2 * per_period;
+	return fbf_estimate_fpp_counts(nbits, nhashes, nfilters, counts, check,
+								   FBF_MODEL_SHARED);
+}
+
+/* smallest nbits with estimate <= target, or 0 */
+static uint32_t
+smallest_nbits(int nhashes, int nfilters, uint64_t per_period, double target,
+			   FbfCheck check)
+{
+	uint32_t	lo = FBF_MIN_NBITS;
+	uint32_t	hi = FBF_MAX_NBITS;
+
+	if (steady_fpp(hi, nhashes, nfilters, per_period, check) > target)
+		return 0;
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (steady_fpp(mid, nhashes, nfilters, per_period, check) <= target)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+bool
+fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
+		 FbfPlan *plan, const char **why)
+{
+	size_t		best_size = 0;
+	int			n;
+
+	if (!(retention > 0) || !(rate >= 0) || !(target_fpp > 0 && target_fpp < 1))
+	{
+		*why = "Retention must be positive, the rate non-negative and the target FPP between 0 and 1.";
+		return false;
+	}
+
+	for (n = FBF_MIN_FILTERS; n <= FBF_MAX_FILTERS; n++)
+	{
+		double		period = retention / (n - 1);
+		double		per_period = ceil(rate * period);
+		int			k;
+
+		if (per_period > (double) (UINT64_C(1) << 52))
+			continue;
+
+		for (k = 1; k <= FBF_MAX_HASHES; k++)
+		{
+			uint32_t	nbits = smallest_nbits(k, n, (uint64_t) per_period,
+											   target_fpp, check);
+			size_t		size;
+
+			if (nbits == 0 || fbf_size(nbits, n) > FBF_MAX_BYTES)
+				continue;
+			size = fbf_size(nbits, n);
+			if (best_size == 0 || size < best_size)
+			{
+				best_size = size;
+				plan->nbits = nbits;
+				plan->nhashes = k;
+				plan->nfilters = n;
+				plan->period = period;
+				plan->fpp = steady_fpp(nbits, k, n, (uint64_t) per_period,
+									   check);
+			}
+		}
+	}
+	if (best_size == 0)
+	{
+		*why = "No filter of at most 256 MB meets the target at that rate.";
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,88 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_aimd.h
+ *	  Sizing an FBF for a workload, and the AIMD controller's decision step
+ *	  (paper Algorithm 3) as pure functions: state in, configuration out.
+ *
+ * Times (period, retention) are in one unit of the caller's choosing.
+ *
+ * No PostgreSQL includes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FBF_AIMD_H
+#define FBF_AIMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fbf_core.h"
+
+typedef struct FbfAimdConfig
+{
+	double		target_fpp;		/* keep the estimate under this */
+	double		increase_at;	/* grow when fpp >= increase_at * target */
+	double		decrease_at;	/* shrink when fpp <= decrease_at * target */
+	int64_t		retention;		/* (nfilters - 1) * period must cover this */
+	int64_t		period_step;	/* t moves by this much per decision */
+	int64_t		period_min;
+	int64_t		period_max;
+	int			min_filters;	/* >= FBF_MIN_FILTERS */
+	int			max_filters;	/* <= FBF_MAX_FILTERS */
+	uint64_t	max_bytes;		/* memory cap for the whole FBF */
+	uint32_t	nbits;			/* per filter; fixed for the FBF's life */
+} FbfAimdConfig;
+
+typedef enum FbfAimdAction
+{
+	FBF_AIMD_HOLD,
+	FBF_AIMD_GROW,				/* multiplicative increase */
+	FBF_AIMD_SHRINK				/* additive decrease */
+} FbfAimdAction;
+
+typedef struct FbfAimdDecision
+{
+	FbfAimdAction action;
+	int			nfilters;		/* new configuration (unchanged on HOLD) */
+	int64_t		period;
+	bool		capped;			/* wanted to grow, limited by a cap */
+	const char *reason;			/* short English phrase for logs */
+} FbfAimdDecision;
+
+/*
+ * One controller step for an FBF of nfilters filters refreshed every period,
+ * whose estimated FPP is fpp.
+ *
+ * Grow: nfilters doubles (clamped to the filter and memory caps; capped is
+ * set when that clamp bites), period shrinks by one step but never so far
+ * that (nfilters' - 1) * period' < retention.
+ * Shrink: one filter fewer and period one step longer, only if
+ * (nfilters' - 1) * period >= retention, so the window keeps covering the
+ * retention even before the longer period takes effect.  The caller must
+ * still check fbf_drop_is_safe() before dropping a live filter.
+ */
+extern FbfAimdDecision fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters,
+									   int64_t period, double fpp);
+
+/* A shape that meets a target for a workload. */
+typedef struct FbfPlan
+{
+	uint32_t	nbits;
+	int			nhashes;
+	int			nfilters;
+	double		period;			/* retention / (nfilters - 1) */
+	double		fpp;			/* steady-state estimate */
+} FbfPlan;
+
+/*
+ * Smallest FBF (in bytes) whose steady-state estimated FPP under `check`
+ * stays under target_fpp when `rate` elements per unit of time arrive and
+ * operations must be remembered for `retention`.  In steady state every
+ * live filter holds two periods' worth of elements (one as future, one as
+ * present), so the estimate uses counts of 2 * rate * period.  Returns false
+ * (and why) if no shape within the limits meets the target.
+ */
+extern bool fbf_plan(double retention, double target_fpp, double rate,
+					 FbfCheck check, FbfPlan *plan, const char **why);
+
+#endif							/* FBF_AIMD_H */

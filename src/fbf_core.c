@@ -1,0 +1,411 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_core.c
+ *	  The Forgetful Bloom Filter: insert, membership checks, refresh,
+ *	  resizing and the false-positive estimate.
+ *
+ * See fbf_core.h for the structure and the partner bookkeeping that keeps
+ * the no-false-negative invariant across refreshes and resizes.
+ *
+ * No PostgreSQL includes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "fbf_core.h"
+
+bool
+fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
+				const char **why)
+{
+	if (nhashes < 1 || nhashes > FBF_MAX_HASHES)
+	{
+		*why = "The number of hash functions must be between 1 and 32.";
+		return false;
+	}
+	if (nfilters < FBF_MIN_FILTERS || nfilters > FBF_MAX_FILTERS)
+	{
+		*why = "The number of filters must be between 3 and 64 (1 to 62 past filters).";
+		return false;
+	}
+	if (nbits < FBF_MIN_NBITS || nbits > FBF_MAX_NBITS)
+	{
+		*why = "The number of bits per filter must be between 64 and 1073741824.";
+		return false;
+	}
+	if (fbf_size((uint32_t) nbits, (int) nfilters) > FBF_MAX_BYTES)
+	{
+		*why = "The filter would be larger than 256 MB.";
+		return false;
+	}
+	return true;
+}
+
+size_t
+fbf_size(uint32_t nbits, int nfilters)
+{
+	return sizeof(Fbf) + (size_t) nfilters * sizeof(FbfFilterMeta)
+		+ (size_t) nfilters * fbf_nwords(nbits) * 8;
+}
+
+void
+fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters,
+		 int64_t period, int64_t now)
+{
+	int			i;
+
+	memset(f, 0, fbf_size(nbits, nfilters));
+	f->nbits = nbits;
+	f->nhashes = (uint16_t) nhashes;
+	f->nfilters = (uint16_t) nfilters;
+	f->nlive = (uint16_t) nfilters;
+	f->head = 0;
+	/* filter i was born at epoch (epoch - i), so start where all are >= 0 */
+	f->epoch = nfilters - 1;
+	f->period = period;
+	for (i = 0; i < nfilters; i++)
+		f->meta[i].born_at = now;
+}
+
+uint64_t
+fbf_membership(const Fbf *f, const FbfHash *hash)
+{
+	uint32_t	probes[FBF_MAX_HASHES];
+	uint64_t	mask = 0;
+	int			i;
+
+	fbf_probes(hash, f->nhashes, f->nbits, probes);
+	for (i = 0; i < f->nlive; i++)
+	{
+		if (bloom_test(fbf_words_const(f, i), probes, f->nhashes))
+			mask |= UINT64_C(1) << i;
+	}
+	return mask;
+}
+
+/*
+ * Bit i of mask says whether live filter i contains the element; bits at
+ * and above nlive are zero.  Logical neighbours among live filters are true
+ * partners (see fbf_core.h), so "some pair both contain e" is
+ * mask & (mask >> 1).
+ */
+bool
+fbf_check_mask(uint64_t mask, int nlive, FbfCheck check)
+{
+	uint64_t	oldest = UINT64_C(1) << (nlive - 1);
+
+	switch (check)
+	{
+		case FBF_CHECK_SIMPLE:
+			return mask != 0;
+		case FBF_CHECK_OPTIMIZED:
+			{
+				uint64_t	pastward = mask >> 1;	/* present is bit 0 */
+
+				return (mask & 1) != 0 ||
+					(pastward & (pastward >> 1)) != 0 ||
+					(mask & oldest) != 0;
+			}
+		case FBF_CHECK_PAIRED:
+			return (mask & (mask >> 1)) != 0 || (mask & oldest) != 0;
+	}
+	return true;				/* unreachable; never a false negative */
+}
+
+bool
+fbf_contains(const Fbf *f, const FbfHash *hash, FbfCheck check)
+{
+	return fbf_check_mask(fbf_membership(f, hash), f->nlive, check);
+}
+
+void
+fbf_insert(Fbf *f, const FbfHash *hash)
+{
+	uint32_t	probes[FBF_MAX_HASHES];
+	int			i;
+
+	fbf_probes(hash, f->nhashes, f->nbits, probes);
+	for (i = 0; i < 2; i++)
+	{
+		bloom_set(fbf_words(f, i), probes, f->nhashes);
+		fbf_meta(f, i)->count++;
+	}
+}
+
+bool
+fbf_add(Fbf *f, const FbfHash *hash, FbfCheck check)
+{
+	if (fbf_contains(f, hash, check))
+		return false;
+	fbf_insert(f, hash);
+	return true;
+}
+
+void
+fbf_refresh(Fbf *f, int64_t now)
+{
+	int			oldest = f->nfilters - 1;
+	FbfFilterMeta *meta = fbf_meta(f, oldest);
+
+	/* recycle the oldest slot (unborn or live) as the new future */
+	memset(fbf_words(f, oldest), 0, fbf_words_per_filter(f) * 8);
+	meta->count = 0;
+	meta->born_at = now;
+	f->head = (uint16_t) fbf_slot(f, oldest);
+	if (f->nlive < f->nfilters)
+		f->nlive++;
+	f->epoch++;
+}
+
+bool
+fbf_refresh_drops(const Fbf *f)
+{
+	return f->nlive == f->nfilters;
+}
+
+bool
+fbf_drop_is_safe(const Fbf *f, int64_t now, int64_t retention)
+{
+	const FbfFilterMeta *younger = fbf_meta_const(f, f->nlive - 2);
+
+	return now - younger->born_at > retention;
+}
+
+void
+fbf_resize(Fbf *dst, const Fbf *src, int nfilters)
+{
+	int			keep = nfilters < src->nfilters ? nfilters : src->nfilters;
+	size_t		filter_bytes = fbf_words_per_filter(src) * 8;
+	int			i;
+
+	memset(dst, 0, fbf_size(src->nbits, nfilters));
+	dst->nbits = src->nbits;
+	dst->nhashes = src->nhashes;
+	dst->nfilters = (uint16_t) nfilters;
+	dst->nlive = src->nlive < keep ? src->nlive : (uint16_t) keep;
+	dst->head = 0;
+	dst->epoch = src->epoch;
+	dst->period = src->period;
+	for (i = 0; i < dst->nlive; i++)
+	{
+		*fbf_meta(dst, i) = *fbf_meta_const(src, i);
+		memcpy(fbf_words(dst, i), fbf_words_const(src, i), filter_bytes);
+	}
+}
+
+bool
+fbf_same_shape(const Fbf *a, const Fbf *b, const char **why)
+{
+	if (a->nbits != b->nbits)
+		*why = "The filters have different numbers of bits.";
+	else if (a->nhashes != b->nhashes)
+		*why = "The filters have different numbers of hash functions.";
+	else if (a->nfilters != b->nfilters)
+		*why = "The filters have different numbers of past filters.";
+	else if (a->period != b->period)
+		*why = "The filters have different refresh periods.";
+	else
+		return true;
+	return false;
+}
+
+/*
+ * The element count of a filter that is the OR of two non-empty filters is
+ * unknown (their overlap is); estimate it from the set bits, bounded by what
+ * the inputs allow.
+ */
+static uint64_t
+union_count(const Fbf *f, const uint64_t *words, uint64_t a, uint64_t b)
+{
+	double		est;
+
+	if (a == 0 || b == 0)
+		return a + b;
+	est = bloom_cardinality(f->nbits, f->nhashes,
+							bloom_popcount(words, fbf_words_per_filter(f)));
+	if (!(est < (double) (a + b)))
+		return a + b;
+	if (est < (double) (a > b ? a : b))
+		return a > b ? a : b;
+	return (uint64_t) llround(est);
+}
+
+/*
+ * The result is what refreshing the older operand forward to the newer one's
+ * epoch and then OR-ing filter by filter gives.  Live filters stay a prefix
+ * with true partners only if the result keeps no more live filters than
+ * either side: a filter checked alone in one operand (its oldest) must stay
+ * the oldest, or elements that live only in it would need a partner that
+ * never held them.
+ */
+void
+fbf_union_into(Fbf *dst, const Fbf *src)
+{
+	int64_t		lag = dst->epoch - src->epoch;
+	int64_t		src_reach = lag + src->nlive;
+	int			nlive = src_reach < dst->nlive ? (int) src_reach : dst->nlive;
+	int			first = lag < nlive ? (int) lag : nlive;
+	uint32_t	nwords = fbf_words_per_filter(dst);
+	int			i;
+
+	for (i = first; i < nlive; i++)
+	{
+		int			j = i - first;
+		const FbfFilterMeta *sm = fbf_meta_const(src, j);
+		FbfFilterMeta *dm = fbf_meta(dst, i);
+		const uint64_t *sw = fbf_words_const(src, j);
+		uint64_t   *dw = fbf_words(dst, i);
+		uint32_t	w;
+
+		for (w = 0; w < nwords; w++)
+			dw[w] |= sw[w];
+		dm->count = union_count(dst, dw, dm->count, sm->count);
+		if (sm->born_at > dm->born_at)
+			dm->born_at = sm->born_at;
+	}
+
+	/* filters past the common reach become unborn */
+	for (i = nlive; i < dst->nlive; i++)
+	{
+		memset(fbf_words(dst, i), 0, fbf_words_per_filter(dst) * 8);
+		memset(fbf_meta(dst, i), 0, sizeof(FbfFilterMeta));
+	}
+	dst->nlive = (uint16_t) nlive;
+}
+
+/* probability that n elements set one given bit */
+static double
+bit_set(uint32_t nbits, int nhashes, double n)
+{
+	return n > 0 ? -expm1(-(double) nhashes * n / nbits) : 0.0;
+}
+
+/*
+ * Probability that a non-member hits both filters of a neighbour pair.
+ * Neighbours share one epoch's elements (`shared`), which set the same bits
+ * in both; each also holds elements of another epoch (`only_a`, `only_b`).
+ * A probed bit is set in both if a shared element set it, or else if
+ * elements of both other epochs did.  With only_a = 0 (future, present)
+ * this is exactly the future filter's p(B): future AND present answers as
+ * future alone does, because future's bits are a subset of present's.
+ */
+static double
+pair_fpp(uint32_t nbits, int nhashes, double shared, double only_a,
+		 double only_b)
+{
+	double		s = bit_set(nbits, nhashes, shared);
+	double		both = s + (1 - s) * bit_set(nbits, nhashes, only_a) *
+		bit_set(nbits, nhashes, only_b);
+
+	return pow(both, nhashes);
+}
+
+double
+fbf_estimate_fpp_counts(uint32_t nbits, int nhashes, int nlive,
+						const uint64_t *counts, FbfCheck check,
+						FbfModel model)
+{
+	double		p[FBF_MAX_FILTERS] = {0};
+	double		epoch[FBF_MAX_FILTERS] = {0};
+	double		miss = 1.0;		/* probability that no check fires */
+	int			first_pair = check == FBF_CHECK_OPTIMIZED ? 1 : 0;
+	int			i;
+
+	for (i = 0; i < nlive; i++)
+	{
+		p[i] = bloom_fpp(nbits, nhashes, counts[i]);
+
+		/*
+		 * Filter i holds the elements of the epoch it was future in and of
+		 * the next one (as present): epoch[i] = counts[i] - epoch[i - 1].
+		 * Counts merged by a union are estimates, hence the clamp.
+		 */
+		epoch[i] = (double) counts[i] - (i > 0 ? epoch[i - 1] : 0.0);
+		if (epoch[i] < 0)
+			epoch[i] = 0;
+	}
+
+	if (check == FBF_CHECK_SIMPLE)
+	{
+		for (i = 0; i < nlive; i++)
+			miss *= 1.0 - p[i];
+		return 1.0 - miss;
+	}
+
+	if (check == FBF_CHECK_OPTIMIZED)
+		miss *= 1.0 - p[0];		/* future alone */
+	for (i = first_pair; i + 1 < nlive; i++)
+	{
+		double		both;
+
+		if (model == FBF_MODEL_INDEPENDENT)
+			both = p[i] * p[i + 1];
+		else
+		{
+			double		shared = epoch[i];
+			double		only_a = (double) counts[i] - shared;
+			double		only_b = (double) counts[i + 1] - shared;
+
+			both = pair_fpp(nbits, nhashes, shared,
+							only_a > 0 ? only_a : 0, only_b > 0 ? only_b : 0);
+		}
+		miss *= 1.0 - both;
+	}
+	miss *= 1.0 - p[nlive - 1]; /* oldest alone */
+	return 1.0 - miss;
+}
+
+double
+fbf_estimate_fpp_model(const Fbf *f, FbfCheck check, FbfModel model)
+{
+	uint64_t	counts[FBF_MAX_FILTERS];
+	int			i;
+
+	for (i = 0; i < f->nlive; i++)
+		counts[i] = fbf_meta_const(f, i)->count;
+	return fbf_estimate_fpp_counts(f->nbits, f->nhashes, f->nlive, counts,
+								   check, model);
+}
+
+double
+fbf_estimate_fpp(const Fbf *f, FbfCheck check)
+{
+	return fbf_estimate_fpp_model(f, check, FBF_MODEL_SHARED);
+}
+
+const char *
+fbf_check_name(FbfCheck check)
+{
+	switch (check)
+	{
+		case FBF_CHECK_SIMPLE:
+			return "simple";
+		case FBF_CHECK_OPTIMIZED:
+			return "optimized";
+		case FBF_CHECK_PAIRED:
+			return "paired";
+	}
+	return "?";
+}
+
+bool
+fbf_check_from_name(const char *name, FbfCheck *check)
+{
+	static const FbfCheck all[] = {
+		FBF_CHECK_SIMPLE, FBF_CHECK_OPTIMIZED, FBF_CHECK_PAIRED
+	};
+	size_t		i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+	{
+		if (strcmp(name, fbf_check_name(all[i])) == 0)
+		{
+			*check = all[i];
+			return true;
+		}
+	}
+	return false;
+}

@@ -1,0 +1,249 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_core.h
+ *	  The Forgetful Bloom Filter: a sliding window of Bloom filters.
+ *
+ * An FBF with N past filters is a ring of N + 2 Bloom filters of equal
+ * shape (nbits bits, nhashes probes).  In logical order, newest first:
+ *
+ *		index 0		future
+ *		index 1		present
+ *		index 2..	past_1 (newest) ... past_N (oldest)
+ *
+ * insert(e) sets e's bits in future and present only; refresh() recycles the
+ * oldest filter as the new, empty future.  An element inserted while filter
+ * F was future therefore lives in F and in the filter born one refresh
+ * before F, and nowhere else.
+ *
+ * Bookkeeping of true partners.  Each refresh increments `epoch`; the
+ * filter at logical index i became future at epoch (epoch - i).  Filters
+ * that hold elements ("live") are always a prefix 0..nlive-1 of the logical
+ * order, with consecutive birth epochs, so two logical neighbours among the
+ * live filters are always true partners.  Growing the FBF appends unborn
+ * (empty) filters at the old end: they are never probed and never pair with
+ * a live filter; a refresh recycles them before any live filter is dropped.
+ * Shrinking removes filters from the old end, unborn ones first.  The oldest
+ * live filter's older partner is gone, so it is checked alone.  This is what
+ * keeps "no false negative inside the window" true across resizes.
+ *
+ * Memory layout.  An Fbf is one flat block, so it can be a varlena payload,
+ * a shared-memory chunk or page contents without pointer fixups:
+ *
+ *		Fbf header | FbfFilterMeta[nfilters] | words[nfilters][ceil(nbits / 64)]
+ *
+ * meta[] and the word arrays are indexed by physical slot; the slot of
+ * logical index i is (head + i) % nfilters.  Native byte order: the portable
+ * little-endian form is produced by fbf_serialize() (see docs/fbf-format.md).
+ *
+ * No PostgreSQL includes: the standalone tests and benchmarks link this.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FBF_CORE_H
+#define FBF_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fbf_hash.h"
+
+/* Limits on the shape.  A membership mask is one uint64, hence 64 filters. */
+#define FBF_MIN_FILTERS		3	/* future, present, one past (N = 1) */
+#define FBF_MAX_FILTERS		64
+#define FBF_MIN_NBITS		64
+#define FBF_MAX_NBITS		(UINT32_C(1) << 30) /* 128 MiB per filter */
+#define FBF_MAX_BYTES		(UINT64_C(256) << 20)	/* whole FBF */
+#define FBF_MAX_EPOCH		(INT64_C(1) << 62)	/* refreshes; never reached */
+
+/* Membership-check variants (DESIGN.md 1.4). */
+typedef enum FbfCheck
+{
+	FBF_CHECK_SIMPLE,			/* any filter contains e (baseline only) */
+	FBF_CHECK_OPTIMIZED,		/* paper's Algorithm 2: future alone, pairs
+								 * from (present, past_1) on, oldest alone */
+	FBF_CHECK_PAIRED			/* ours: (future AND present), pairs, oldest
+								 * alone; answers exactly as OPTIMIZED does,
+								 * since future's bits are a subset of
+								 * present's (kept so benchmarks show it) */
+} FbfCheck;
+
+#define FBF_CHECK_DEFAULT	FBF_CHECK_OPTIMIZED
+
+typedef struct FbfFilterMeta
+{
+	int64_t		born_at;		/* caller's clock when it became future; 0 if
+								 * unborn or unknown */
+	uint64_t	count;			/* elements inserted into this filter */
+} FbfFilterMeta;
+
+typedef struct Fbf
+{
+	uint32_t	nbits;			/* m, bits per filter */
+	uint16_t	nhashes;		/* k */
+	uint16_t	nfilters;		/* N + 2 */
+	uint16_t	nlive;			/* live filters: logical 0..nlive-1 */
+	uint16_t	head;			/* physical slot of the future filter */
+	uint32_t	reserved;		/* zero */
+	int64_t		epoch;			/* refreshes so far; birth epoch of future */
+	int64_t		period;			/* intended refresh period, caller's unit; 0
+								 * if refreshed by hand */
+	FbfFilterMeta meta[];		/* by physical slot; words follow */
+} Fbf;
+
+/* ---- shape and memory ---- */
+
+/*
+ * Check a shape; on failure return false and point *why at a sentence
+ * fit for errdetail.
+ */
+extern bool fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
+							const char **why);
+
+/* bytes needed for an Fbf of this (valid) shape */
+extern size_t fbf_size(uint32_t nbits, int nfilters);
+
+/* initialise f (fbf_size() bytes) as an empty FBF, all filters live */
+extern void fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters,
+					 int64_t period, int64_t now);
+
+static inline int
+fbf_slot(const Fbf *f, int logical)
+{
+	return (f->head + logical) % f->nfilters;
+}
+
+/* 64-bit words per filter; bits past nbits in the last word stay zero */
+static inline uint32_t
+fbf_nwords(uint32_t nbits)
+{
+	return (nbits + 63) / 64;
+}
+
+static inline uint32_t
+fbf_words_per_filter(const Fbf *f)
+{
+	return fbf_nwords(f->nbits);
+}
+
+static inline uint64_t *
+fbf_words(Fbf *f, int logical)
+{
+	uint64_t   *base = (uint64_t *) &f->meta[f->nfilters];
+
+	return base + (size_t) fbf_slot(f, logical) * fbf_words_per_filter(f);
+}
+
+static inline const uint64_t *
+fbf_words_const(const Fbf *f, int logical)
+{
+	return fbf_words((Fbf *) f, logical);
+}
+
+static inline FbfFilterMeta *
+fbf_meta(Fbf *f, int logical)
+{
+	return &f->meta[fbf_slot(f, logical)];
+}
+
+static inline const FbfFilterMeta *
+fbf_meta_const(const Fbf *f, int logical)
+{
+	return &f->meta[fbf_slot(f, logical)];
+}
+
+/* ---- membership ---- */
+
+/* bit i set iff live filter i (logical order) contains the element */
+extern uint64_t fbf_membership(const Fbf *f, const FbfHash *hash);
+
+/* evaluate a membership mask under a check variant */
+extern bool fbf_check_mask(uint64_t mask, int nlive, FbfCheck check);
+
+extern bool fbf_contains(const Fbf *f, const FbfHash *hash, FbfCheck check);
+
+/*
+ * Insert unless already contained (under `check`).  Returns true if the
+ * element was absent and has been inserted.
+ */
+extern bool fbf_add(Fbf *f, const FbfHash *hash, FbfCheck check);
+
+/* set the element's bits in future and present, unconditionally */
+extern void fbf_insert(Fbf *f, const FbfHash *hash);
+
+/* ---- the window ---- */
+
+/* rotate: the oldest filter (unborn or live) becomes the empty future */
+extern void fbf_refresh(Fbf *f, int64_t now);
+
+/*
+ * Would the next refresh drop a live filter?  (False while unborn filters
+ * remain at the old end.)
+ */
+extern bool fbf_refresh_drops(const Fbf *f);
+
+/*
+ * May the oldest live filter be dropped at time `now` without forgetting an
+ * element of age `retention` or less?  Elements that live only in the
+ * oldest live filter were inserted before its younger neighbour was born,
+ * so the drop is safe iff that neighbour was born more than `retention`
+ * ago.
+ */
+extern bool fbf_drop_is_safe(const Fbf *f, int64_t now, int64_t retention);
+
+/*
+ * Copy src into dst (fbf_size(src->nbits, nfilters) bytes) with nfilters
+ * filters: growing appends unborn filters at the old end, shrinking removes
+ * filters from the old end, unborn ones first.  dst is normalised to
+ * head = 0.  The caller checks fbf_drop_is_safe() before a shrink that
+ * removes a live filter.
+ */
+extern void fbf_resize(Fbf *dst, const Fbf *src, int nfilters);
+
+/*
+ * OR src into dst, aligning filters by birth epoch.  Both must have the same
+ * nbits, nhashes, nfilters and period (see fbf_same_shape); dst must have
+ * the larger or equal epoch (swap the operands otherwise).  The result keeps
+ * as many live filters as the shorter-reaching operand: an element of either
+ * is still found unless it lived only in a filter that refreshing the older
+ * operand forward would have dropped, or in one past the other's reach.
+ */
+extern bool fbf_same_shape(const Fbf *a, const Fbf *b, const char **why);
+extern void fbf_union_into(Fbf *dst, const Fbf *src);
+
+/* ---- accuracy ---- */
+
+/*
+ * How a pair check's probability is estimated (DESIGN.md 1.5).  The paper
+ * multiplies the two filters' p(B) as if independent; but neighbours share
+ * the elements of one epoch, which set the same bits in both, so the
+ * independent product underestimates, badly so when the pair terms
+ * dominate (many filters).  FBF_MODEL_SHARED accounts for the shared epoch
+ * and is what the controller uses; FBF_MODEL_INDEPENDENT reproduces the
+ * paper's formula for comparison.
+ */
+typedef enum FbfModel
+{
+	FBF_MODEL_SHARED,
+	FBF_MODEL_INDEPENDENT
+} FbfModel;
+
+/* estimated false-positive probability of `check`, shared-epoch model */
+extern double fbf_estimate_fpp(const Fbf *f, FbfCheck check);
+extern double fbf_estimate_fpp_model(const Fbf *f, FbfCheck check,
+									 FbfModel model);
+
+/*
+ * Same estimate for hypothetical per-filter counts (newest first), for
+ * sizing before an FBF exists.
+ */
+extern double fbf_estimate_fpp_counts(uint32_t nbits, int nhashes, int nlive,
+									  const uint64_t *counts, FbfCheck check,
+									  FbfModel model);
+
+/* ---- names ---- */
+
+extern const char *fbf_check_name(FbfCheck check);
+extern bool fbf_check_from_name(const char *name, FbfCheck *check);
+
+#endif							/* FBF_CORE_H */

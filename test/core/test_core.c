@@ -1,0 +1,868 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_core.c
+ *	  Standalone tests of the pure FBF core: hashing, the no-false-negative
+ *	  window under random refreshes and resizes, the retention guarantee
+ *	  under the AIMD controller, the FPP estimate against measurement,
+ *	  union, sizing, and the codec.
+ *
+ * Usage: test_core [seed]   (prints TAP; the seed makes failures repeatable)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "fbf_aimd.h"
+#include "fbf_codec.h"
+#include "fbf_core.h"
+#include "fbf_hash.h"
+#include "tap.h"
+
+static uint64_t seed = 20151103;
+
+static Fbf *
+new_fbf(uint32_t nbits, int nhashes, int nfilters)
+{
+	Fbf		   *f = malloc(fbf_size(nbits, nfilters));
+
+	fbf_init(f, nbits, nhashes, nfilters, 0, 0);
+	return f;
+}
+
+/* hash of the i-th element of a test stream; streams never overlap */
+static FbfHash
+element(uint64_t stream, uint64_t i)
+{
+	uint64_t	key[2] = {stream, i};
+
+	return fbf_hash_bytes(key, sizeof(key));
+}
+
+static Fbf *
+resized(Fbf *f, int nfilters)
+{
+	Fbf		   *g = malloc(fbf_size(f->nbits, nfilters));
+
+	fbf_resize(g, f, nfilters);
+	free(f);
+	return g;
+}
+
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Hash values are part of the storage format: these must never change.
+ */
+static void
+test_hash_golden(void)
+{
+	FbfHash		h = fbf_hash_bytes("", 0);
+	FbfHash		a = fbf_hash_bytes("abc", 3);
+	FbfHash		i = fbf_hash_int64(42);
+	uint32_t	probes[5];
+
+	CHECK(h.h1 == UINT64_C(0x5027631132651e81) &&
+		  h.h2 == UINT64_C(0x8f50cf1a72bc633b),
+		  "empty: %016llx %016llx", (unsigned long long) h.h1,
+		  (unsigned long long) h.h2);
+	CHECK(a.h1 == UINT64_C(0xeb29dccd270f6d06) &&
+		  a.h2 == UINT64_C(0x048a0c3a73c53745),
+		  "abc: %016llx %016llx", (unsigned long long) a.h1,
+		  (unsigned long long) a.h2);
+	CHECK(i.h1 == UINT64_C(0xb6d53aa8ff71fd33) &&
+		  i.h2 == UINT64_C(0xf6c420153a619acb),
+		  "42: %016llx %016llx", (unsigned long long) i.h1,
+		  (unsigned long long) i.h2);
+	fbf_probes(&a, 5, 6250, probes);
+	CHECK(probes[0] == 5741 && probes[1] == 5852 && probes[2] == 5962 &&
+		  probes[3] == 6073 && probes[4] == 6184,
+		  "probes %u %u %u %u %u", probes[0], probes[1], probes[2],
+		  probes[3], probes[4]);
+}
+
+/* the portable multiply-high equals the 128-bit one */
+static void
+test_reduce_portable(void)
+{
+	uint64_t	s = seed;
+	int			n;
+
+	for (n = 0; n < 1000000; n++)
+	{
+		uint64_t	x = test_rand(&s);
+		uint32_t	r = (uint32_t) test_rand(&s) | 1;
+		uint64_t	lo = (x & UINT64_C(0xffffffff)) * r;
+		uint64_t	hi = (x >> 32) * r;
+		uint32_t	portable = (uint32_t) ((hi + (lo >> 32)) >> 32);
+
+		CHECK(portable == fbf_reduce(x, r), "x=%llu r=%u",
+			  (unsigned long long) x, r);
+		CHECK(fbf_reduce(x, r) < r, "out of range");
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+
+typedef struct Tracked
+{
+	FbfHash		hash;
+	int64_t		epoch;			/* birth epoch of the future filter then */
+} Tracked;
+
+/*
+ * The structural invariant: an element inserted while the filter born at
+ * epoch e was future is reported present, under every check, for as long
+ * as that filter is live; adding it again is refused.  Random inserts,
+ * refreshes, grows and shrinks (including shrinks that drop live filters).
+ */
+static void
+test_no_false_negative_random_ops(void)
+{
+	uint64_t	s = seed ^ 1;
+	int			round;
+
+	for (round = 0; round < 60; round++)
+	{
+		uint32_t	nbits = 64 + (uint32_t) test_rand_below(&s, 4000);
+		int			nhashes = 1 + (int) test_rand_below(&s, 8);
+		int			nfilters = 3 + (int) test_rand_below(&s, 6);
+		Fbf		   *f = new_fbf(nbits, nhashes, nfilters);
+		Tracked    *tracked = malloc(sizeof(Tracked) * 4000);
+		int			ntracked = 0;
+		int			step;
+		uint64_t	next = 0;
+
+		for (step = 0; step < 1500; step++)
+		{
+			uint64_t	op = test_rand_below(&s, 100);
+			const char *why;
+			int			t;
+
+			if (op < 70 && ntracked < 4000)
+			{
+				FbfHash		h = element(round, next++);
+
+				if (fbf_add(f, &h, (FbfCheck) test_rand_below(&s, 3)))
+				{
+					tracked[ntracked].hash = h;
+					tracked[ntracked].epoch = f->epoch;
+					ntracked++;
+				}
+			}
+			else if (op < 88)
+				fbf_refresh(f, (int64_t) step);
+			else if (op < 94 && f->nfilters * 2 <= FBF_MAX_FILTERS)
+				f = resized(f, f->nfilters + 1 + (int) test_rand_below(&s, f->nfilters));
+			else if (op < 100 && f->nfilters > FBF_MIN_FILTERS)
+				f = resized(f, f->nfilters - 1);
+
+			CHECK(fbf_check_invariants(f, &why), "round %d step %d: %s",
+				  round, step, why);
+			for (t = 0; t < ntracked; t++)
+			{
+				int64_t		index = f->epoch - tracked[t].epoch;
+
+				if (index >= f->nlive)
+					continue;	/* forgotten: allowed */
+				CHECK(fbf_contains(f, &tracked[t].hash, FBF_CHECK_PAIRED) &&
+					  fbf_contains(f, &tracked[t].hash, FBF_CHECK_OPTIMIZED) &&
+					  fbf_contains(f, &tracked[t].hash, FBF_CHECK_SIMPLE),
+					  "round %d step %d: element %d (index %lld) missing",
+					  round, step, t, (long long) index);
+				CHECK(!fbf_add(f, &tracked[t].hash, FBF_CHECK_PAIRED),
+					  "re-add accepted");
+			}
+			/* paired answers exactly as optimized (future within present) */
+			{
+				FbfHash		probe = element(UINT64_C(0xabc), step);
+
+				CHECK(fbf_contains(f, &probe, FBF_CHECK_PAIRED) ==
+					  fbf_contains(f, &probe, FBF_CHECK_OPTIMIZED),
+					  "paired differs from optimized");
+			}
+		}
+		free(tracked);
+		free(f);
+	}
+}
+
+/*
+ * The time guarantee under the controller: a simulated clock, a retention R,
+ * refreshes when due, and grow/shrink decisions from fbf_aimd_decide fed
+ * random estimates.  Live filters are only ever dropped after
+ * fbf_drop_is_safe().  Every element younger than R must be found.
+ */
+static void
+test_retention_under_aimd(void)
+{
+	uint64_t	s = seed ^ 2;
+	int			round;
+
+	for (round = 0; round < 40; round++)
+	{
+		FbfAimdConfig cfg;
+		int64_t		now = 1000;
+		int64_t		period;
+		int64_t		last_refresh = now;
+		Fbf		   *f;
+		Tracked    *tracked = malloc(sizeof(Tracked) * 20000);
+		int64_t    *inserted_at = malloc(sizeof(int64_t) * 20000);
+		int			ntracked = 0;
+		int			tick;
+		uint64_t	next = 0;
+		int			grows = 0,
+					shrinks = 0,
+					deferred = 0;
+
+		cfg.target_fpp = 0.01;
+		cfg.increase_at = 0.9;
+		cfg.decrease_at = 0.1;
+		cfg.retention = 20 + (int64_t) test_rand_below(&s, 100);
+		cfg.period_step = 1 + (int64_t) test_rand_below(&s, 5);
+		cfg.period_min = 1;
+		cfg.period_max = cfg.retention;
+		cfg.min_filters = FBF_MIN_FILTERS;
+		cfg.max_filters = 24;
+		cfg.nbits = 512;
+		cfg.max_bytes = fbf_size(cfg.nbits, 24);
+
+		period = (cfg.retention + 1) / 2;	/* 3 filters: 2 periods cover R */
+		f = malloc(fbf_size(cfg.nbits, 3));
+		fbf_init(f, cfg.nbits, 3, 3, period, now);
+
+		for (tick = 0; tick < 3000; tick++, now++)
+		{
+			int			n = (int) test_rand_below(&s, 4);
+			int			t;
+
+			while (n-- > 0 && ntracked < 20000)
+			{
+				FbfHash		h = element(1000 + round, next++);
+
+				if (fbf_add(f, &h, FBF_CHECK_PAIRED))
+				{
+					tracked[ntracked].hash = h;
+					inserted_at[ntracked] = now;
+					ntracked++;
+				}
+			}
+
+			if (now - last_refresh >= period)
+			{
+				if (!fbf_refresh_drops(f) ||
+					fbf_drop_is_safe(f, now, cfg.retention))
+				{
+					fbf_refresh(f, now);
+					last_refresh = now;
+				}
+				else
+					deferred++;
+			}
+
+			if (tick % 7 == 0)
+			{
+				double		fpp = test_rand_below(&s, 3) == 0 ? 0.5 : 0.0001;
+				FbfAimdDecision d = fbf_aimd_decide(&cfg, f->nfilters, period,
+													fpp);
+
+				if (d.action == FBF_AIMD_GROW)
+				{
+					CHECK((d.nfilters - 1) * d.period >= cfg.retention,
+						  "grow breaks retention");
+					f = resized(f, d.nfilters);
+					period = d.period;
+					grows++;
+				}
+				else if (d.action == FBF_AIMD_SHRINK &&
+						 (f->nlive < f->nfilters ||
+						  fbf_drop_is_safe(f, now, cfg.retention)))
+				{
+					CHECK((d.nfilters - 1) * period >= cfg.retention,
+						  "shrink breaks retention");
+					f = resized(f, d.nfilters);
+					period = d.period;
+					shrinks++;
+				}
+			}
+
+			for (t = ntracked - 1; t >= 0 && now - inserted_at[t] <= cfg.retention; t--)
+				CHECK(fbf_contains(f, &tracked[t].hash, FBF_CHECK_PAIRED),
+					  "round %d tick %d: element aged %lld of retention %lld forgotten",
+					  round, tick, (long long) (now - inserted_at[t]),
+					  (long long) cfg.retention);
+		}
+		CHECK(grows > 0 && shrinks > 0, "round %d: grows %d shrinks %d",
+			  round, grows, shrinks);
+		(void) deferred;
+		free(tracked);
+		free(inserted_at);
+		free(f);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* measured FPP of f under a check, over `probes` never-inserted elements */
+static double
+measured_fpp(const Fbf *f, FbfCheck check, int probes)
+{
+	int			hits = 0;
+	int			i;
+
+	for (i = 0; i < probes; i++)
+	{
+		FbfHash		h = element(UINT64_C(0xdead), (uint64_t) i);
+
+		hits += fbf_contains(f, &h, check);
+	}
+	return (double) hits / probes;
+}
+
+/*
+ * The paper's setting: basic FBF (N = 1), m = 6250, k = 5, 100..1000
+ * elements spread over refreshes, 200,000 non-members.  The estimate must
+ * be within 25% (relative) of the measurement, or within 0.002 absolute
+ * where the FPP is tiny; and the optimized check must beat the simple one.
+ */
+static void
+test_estimate_matches_measured(void)
+{
+	int			total;
+
+	for (total = 100; total <= 1000; total += 100)
+	{
+		Fbf		   *f = new_fbf(6250, 5, 3);
+		int			i;
+		FbfCheck	checks[] = {FBF_CHECK_SIMPLE, FBF_CHECK_OPTIMIZED,
+		FBF_CHECK_PAIRED};
+		int			c;
+
+		/* three periods' worth, refreshing in between, as a live window */
+		for (i = 0; i < total; i++)
+		{
+			FbfHash		h = element(7, (uint64_t) i);
+
+			if (i > 0 && i % (total / 3 + 1) == 0)
+				fbf_refresh(f, i);
+			fbf_add(f, &h, FBF_CHECK_PAIRED);
+		}
+		for (c = 0; c < 3; c++)
+		{
+			double		est = fbf_estimate_fpp(f, checks[c]);
+			double		got = measured_fpp(f, checks[c], 200000);
+
+			CHECK(fabs(est - got) <= 0.25 * got || fabs(est - got) < 0.002,
+				  "%d elements, %s: estimate %.5f measured %.5f", total,
+				  fbf_check_name(checks[c]), est, got);
+		}
+		CHECK(measured_fpp(f, FBF_CHECK_OPTIMIZED, 200000) <=
+			  measured_fpp(f, FBF_CHECK_SIMPLE, 200000),
+			  "optimized worse than simple at %d", total);
+		CHECK(measured_fpp(f, FBF_CHECK_PAIRED, 200000) ==
+			  measured_fpp(f, FBF_CHECK_OPTIMIZED, 200000),
+			  "paired differs from optimized at %d", total);
+		free(f);
+	}
+}
+
+/* estimate against m, 300 elements, k = 5 (DESIGN.md 1.8) */
+static void
+test_estimate_against_m(void)
+{
+	uint32_t	m;
+
+	for (m = 5000; m <= 30000; m += 5000)
+	{
+		Fbf		   *f = new_fbf(m, 5, 3);
+		int			i;
+		double		est,
+					got;
+
+		for (i = 0; i < 300; i++)
+		{
+			FbfHash		h = element(8, (uint64_t) i);
+
+			if (i == 100 || i == 200)
+				fbf_refresh(f, i);
+			fbf_add(f, &h, FBF_CHECK_OPTIMIZED);
+		}
+		est = fbf_estimate_fpp(f, FBF_CHECK_OPTIMIZED);
+		got = measured_fpp(f, FBF_CHECK_OPTIMIZED, 200000);
+		CHECK(fabs(est - got) <= 0.25 * got || fabs(est - got) < 0.001,
+			  "m %u: estimate %.5f measured %.5f", m, est, got);
+		free(f);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void
+test_union(void)
+{
+	Fbf		   *a = new_fbf(4096, 4, 4);
+	Fbf		   *b = new_fbf(4096, 4, 4);
+	Fbf		   *c = new_fbf(4096, 4, 5);
+	const char *why;
+	int			i;
+
+	for (i = 0; i < 200; i++)
+	{
+		FbfHash		ha = element(20, (uint64_t) i);
+		FbfHash		hb = element(21, (uint64_t) i);
+
+		fbf_add(a, &ha, FBF_CHECK_PAIRED);
+		fbf_add(b, &hb, FBF_CHECK_PAIRED);
+		if (i % 50 == 49)
+		{
+			fbf_refresh(a, i);
+			if (i < 100)
+				fbf_refresh(b, i);	/* b lags a by two refreshes */
+		}
+	}
+	CHECK(fbf_same_shape(a, b, &why), "same shape refused");
+	CHECK(!fbf_same_shape(a, c, &why) && strstr(why, "past filters"),
+		  "different shape accepted");
+	CHECK(a->epoch == b->epoch + 2, "setup");
+
+	/*
+	 * a has seen 4 refreshes: its elements 0..49 are forgotten, 50..99 live
+	 * in its oldest filter.  b lags by 2: aligned to a, b's elements 0..49
+	 * fall past a's reach, 50..99 land in a's oldest filter.
+	 */
+	for (i = 50; i < 200; i++)
+	{
+		FbfHash		ha = element(20, (uint64_t) i);
+
+		CHECK(fbf_contains(a, &ha, FBF_CHECK_OPTIMIZED), "setup: a's %d", i);
+	}
+	fbf_union_into(a, b);
+	CHECK(fbf_check_invariants(a, &why), "%s", why);
+	for (i = 50; i < 200; i++)
+	{
+		FbfHash		ha = element(20, (uint64_t) i);
+		FbfHash		hb = element(21, (uint64_t) i);
+
+		CHECK(fbf_contains(a, &ha, FBF_CHECK_OPTIMIZED), "a's %d lost", i);
+		CHECK(fbf_contains(a, &hb, FBF_CHECK_OPTIMIZED), "b's %d lost", i);
+	}
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* union of an FBF with itself changes nothing and keeps counts exact */
+static void
+test_union_idempotent(void)
+{
+	Fbf		   *a = new_fbf(8192, 5, 4);
+	Fbf		   *b = malloc(fbf_size(8192, 4));
+	int			i;
+
+	for (i = 0; i < 500; i++)
+	{
+		FbfHash		h = element(22, (uint64_t) i);
+
+		fbf_add(a, &h, FBF_CHECK_PAIRED);
+		if (i % 100 == 99)
+			fbf_refresh(a, i);
+	}
+	memcpy(b, a, fbf_size(8192, 4));
+	fbf_union_into(a, b);
+	for (i = 0; i < a->nlive; i++)
+	{
+		double		c = (double) fbf_meta(a, i)->count;
+		double		orig = (double) fbf_meta(b, i)->count;
+
+		CHECK(fabs(c - orig) <= 0.05 * orig + 1, "filter %d: %g vs %g", i, c,
+			  orig);
+	}
+	free(a);
+	free(b);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void
+test_aimd_decisions(void)
+{
+	FbfAimdConfig cfg;
+	FbfAimdDecision d;
+
+	cfg.target_fpp = 0.01;
+	cfg.increase_at = 0.9;
+	cfg.decrease_at = 0.1;
+	cfg.retention = 100;
+	cfg.period_step = 5;
+	cfg.period_min = 1;
+	cfg.period_max = 1000;
+	cfg.min_filters = 3;
+	cfg.max_filters = 64;
+	cfg.nbits = 6250;
+	cfg.max_bytes = UINT64_C(1) << 30;
+
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.005);
+	CHECK(d.action == FBF_AIMD_HOLD && d.nfilters == 3 && d.period == 50,
+		  "inside the band");
+
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.0095);
+	CHECK(d.action == FBF_AIMD_GROW && d.nfilters == 6 && d.period == 45,
+		  "grow: %d %lld", d.nfilters, (long long) d.period);
+
+	/* period_min and the retention bound the shorter period */
+	cfg.period_min = 48;
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.5);
+	CHECK(d.period == 48, "period_min: %lld", (long long) d.period);
+	cfg.period_min = 1;
+	cfg.period_step = 40;
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.5);
+	CHECK(d.nfilters == 6 && d.period == 20, "retention bound: %lld",
+		  (long long) d.period);
+	cfg.period_step = 5;
+
+	/* caps */
+	d = fbf_aimd_decide(&cfg, 40, 50, 0.5);
+	CHECK(d.action == FBF_AIMD_GROW && d.nfilters == 64 && d.capped,
+		  "filter cap: %d", d.nfilters);
+	d = fbf_aimd_decide(&cfg, 64, 50, 0.5);
+	CHECK(d.action == FBF_AIMD_HOLD && d.capped, "at filter cap");
+	cfg.max_bytes = fbf_size(6250, 5);
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.5);
+	CHECK(d.action == FBF_AIMD_GROW && d.nfilters == 5 && d.capped,
+		  "memory cap partial: %d", d.nfilters);
+	d = fbf_aimd_decide(&cfg, 5, 50, 0.5);
+	CHECK(d.action == FBF_AIMD_HOLD && d.capped &&
+		  strstr(d.reason, "memory") != NULL, "memory cap: %s", d.reason);
+	cfg.max_bytes = UINT64_C(1) << 30;
+
+	/* shrink, and what blocks it */
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001);
+	CHECK(d.action == FBF_AIMD_SHRINK && d.nfilters == 5 && d.period == 55,
+		  "shrink");
+	d = fbf_aimd_decide(&cfg, 3, 200, 0.0001);
+	CHECK(d.action == FBF_AIMD_HOLD, "minimum filters");
+	d = fbf_aimd_decide(&cfg, 4, 40, 0.0001);
+	CHECK(d.action == FBF_AIMD_HOLD && strstr(d.reason, "retention"),
+		  "retention blocks shrink: (4-2)*40 < 100");
+	cfg.period_max = 52;
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001);
+	CHECK(d.period == 52, "period_max");
+}
+
+/*
+ * fbf_plan's shape meets the target in steady state, and measured FPP of a
+ * simulated steady state agrees.
+ */
+static void
+test_plan(void)
+{
+	FbfPlan		plan;
+	const char *why;
+	double		targets[] = {0.01, 0.001};
+	int			t;
+
+	CHECK(!fbf_plan(0, 0.01, 10, FBF_CHECK_PAIRED, &plan, &why), "zero retention");
+	CHECK(!fbf_plan(10, 1.5, 10, FBF_CHECK_PAIRED, &plan, &why), "bad target");
+
+	for (t = 0; t < 2; t++)
+	{
+		double		retention = 60;
+		double		rate = 100;
+		Fbf		   *f;
+		int			per_period;
+		int			p,
+					i;
+		double		got;
+
+		CHECK(fbf_plan(retention, targets[t], rate, FBF_CHECK_PAIRED, &plan, &why),
+			  "%s", why);
+		CHECK(plan.fpp <= targets[t], "plan estimate %g", plan.fpp);
+		CHECK((plan.nfilters - 1) * plan.period >= retention - 1e-9,
+			  "window %g", (plan.nfilters - 1) * plan.period);
+
+		/* run it: 3 * nfilters periods at the planned rate */
+		f = new_fbf(plan.nbits, plan.nhashes, plan.nfilters);
+		per_period = (int) ceil(rate * plan.period);
+		for (p = 0; p < 3 * plan.nfilters; p++)
+		{
+			for (i = 0; i < per_period; i++)
+			{
+				FbfHash		h = element(30 + t, (uint64_t) (p * per_period + i));
+
+				fbf_add(f, &h, FBF_CHECK_PAIRED);
+			}
+			if (p + 1 < 3 * plan.nfilters)
+				fbf_refresh(f, p);
+		}
+		got = measured_fpp(f, FBF_CHECK_PAIRED, 200000);
+		CHECK(got <= 1.3 * targets[t], "target %g: measured %g (m %u k %d n %d)",
+			  targets[t], got, plan.nbits, plan.nhashes, plan.nfilters);
+		free(f);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+
+static Fbf *
+random_fbf(uint64_t *s)
+{
+	uint32_t	nbits = 64 + (uint32_t) test_rand_below(s, 3000);
+	int			nfilters = 3 + (int) test_rand_below(s, 10);
+	Fbf		   *f = new_fbf(nbits, 1 + (int) test_rand_below(s, 10), nfilters);
+	int			n = (int) test_rand_below(s, 500);
+	int			i;
+
+	f->period = (int64_t) test_rand_below(s, 1000000);
+	for (i = 0; i < n; i++)
+	{
+		FbfHash		h = element(40, test_rand(s));
+
+		fbf_add(f, &h, FBF_CHECK_PAIRED);
+		if (test_rand_below(s, 50) == 0)
+			fbf_refresh(f, (int64_t) test_rand(s) >> 2);
+	}
+	if (test_rand_below(s, 2))
+		f = resized(f, f->nfilters + 2);
+	if (test_rand_below(s, 2))
+		fbf_refresh(f, 77);
+	return f;
+}
+
+static void
+test_codec_round_trip(void)
+{
+	uint64_t	s = seed ^ 3;
+	int			round;
+
+	for (round = 0; round < 300; round++)
+	{
+		Fbf		   *f = random_fbf(&s);
+		size_t		len = fbf_serialized_size(f);
+		unsigned char *buf = malloc(len);
+		unsigned char *buf2 = malloc(len);
+		char	   *text = malloc(2 * len + 3);
+		unsigned char *back = malloc(len);
+		size_t		size = 0,
+					backlen = 0;
+		const char *why = NULL;
+		Fbf		   *g;
+		int			i;
+
+		fbf_serialize(f, buf);
+		CHECK(fbf_validate(buf, len, &size, &why), "round %d: %s", round, why);
+		CHECK(size == fbf_size(f->nbits, f->nfilters), "size");
+		g = malloc(size);
+		fbf_deserialize(buf, len, g);
+		fbf_serialize(g, buf2);
+		CHECK(memcmp(buf, buf2, len) == 0, "bytes differ after round trip");
+		for (i = 0; i < 200; i++)
+		{
+			FbfHash		h = element(40, test_rand(&s));
+
+			CHECK(fbf_membership(f, &h) == fbf_membership(g, &h), "answers differ");
+		}
+		CHECK(fbf_estimate_fpp(f, FBF_CHECK_PAIRED) ==
+			  fbf_estimate_fpp(g, FBF_CHECK_PAIRED), "estimate differs");
+
+		fbf_hex_encode(buf, len, text);
+		CHECK(strlen(text) == 2 + 2 * len, "hex length");
+		CHECK(fbf_hex_decode(text, strlen(text), back, &backlen, &why) &&
+			  backlen == len && memcmp(back, buf, len) == 0, "hex round trip");
+
+		free(buf);
+		free(buf2);
+		free(text);
+		free(back);
+		free(f);
+		free(g);
+	}
+}
+
+/* format version 1 is frozen: a value written today decodes forever */
+static void
+test_codec_layout(void)
+{
+	Fbf		   *f = new_fbf(64, 2, 3);
+	unsigned char buf[32 + 3 * 16 + 3 * 8];
+	FbfHash		h = fbf_hash_bytes("abc", 3);
+	static const unsigned char header[32] = {
+		'F', 'B', 'F', 0, 1, 2, 3, 0, 64, 0, 0, 0, 3, 0, 0, 0,
+		3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+	};
+
+	CHECK(fbf_serialized_size(f) == sizeof(buf), "size %zu",
+		  fbf_serialized_size(f));
+	fbf_refresh(f, 0x0102030405060708);
+	fbf_add(f, &h, FBF_CHECK_PAIRED);
+	fbf_serialize(f, buf);
+	CHECK(memcmp(buf, header, 32) == 0, "header bytes");
+	/* future's meta: born_at little-endian, count 1 */
+	CHECK(buf[32] == 0x08 && buf[39] == 0x01 && buf[40] == 1 && buf[41] == 0,
+		  "meta bytes");
+	/* abc's probes in 64 bits, k = 2: bits 5 and 39 per fbf_probes */
+	{
+		uint32_t	p[2];
+		uint64_t	word = 0;
+		int			i;
+
+		fbf_probes(&h, 2, 64, p);
+		for (i = 0; i < 8; i++)
+			word |= (uint64_t) buf[80 + i] << (8 * i);
+		CHECK(word == ((UINT64_C(1) << p[0]) | (UINT64_C(1) << p[1])),
+			  "future word %016llx", (unsigned long long) word);
+	}
+	free(f);
+}
+
+typedef struct Corruption
+{
+	const char *name;
+	size_t		offset;
+	unsigned char value;
+	const char *expect;			/* substring of the reason */
+} Corruption;
+
+static void
+test_codec_rejects(void)
+{
+	Fbf		   *f = new_fbf(100, 3, 3);	/* 2 words per filter, 28 spare bits */
+	size_t		len;
+	unsigned char *buf;
+	unsigned char *bad;
+	size_t		size;
+	const char *why;
+	int			i;
+	size_t		bits;
+	static const Corruption cases[] = {
+		{"magic", 0, 'G', "magic"},
+		{"version", 4, 2, "version"},
+		{"k = 0", 5, 0, "hash functions"},
+		{"k = 33", 5, 33, "hash functions"},
+		{"2 filters", 6, 2, "number of filters"},
+		{"65 filters", 6, 65, "number of filters"},
+		{"nbits 63", 8, 63, "bits per filter"},
+		{"nbits huge", 11, 0x7f, "bits per filter"},
+		{"nlive 1", 12, 1, "live filters"},
+		{"nlive 4", 12, 4, "live filters"},
+		{"flags", 14, 1, "Reserved"},
+		{"epoch", 16, 0, "epoch"},
+		{"epoch sign", 23, 0x80, "epoch"},
+		{"period sign", 31, 0x80, "period"},
+		{"count high bit", 32 + 15, 0x80, "count"},
+	};
+
+	for (i = 0; i < 10; i++)
+	{
+		FbfHash		h = element(50, (uint64_t) i);
+
+		fbf_add(f, &h, FBF_CHECK_PAIRED);
+	}
+	len = fbf_serialized_size(f);
+	buf = malloc(len);
+	bad = malloc(len + 1);
+	fbf_serialize(f, buf);
+	bits = 32 + 3 * 16;
+
+	CHECK(fbf_validate(buf, len, &size, &why), "valid input refused");
+	for (i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
+	{
+		memcpy(bad, buf, len);
+		bad[cases[i].offset] = cases[i].value;
+		why = "";
+		CHECK(!fbf_validate(bad, len, &size, &why) &&
+			  strstr(why, cases[i].expect) != NULL, "%s: got \"%s\"",
+			  cases[i].name, why);
+	}
+
+	/* lengths */
+	CHECK(!fbf_validate(buf, 0, &size, &why) && strstr(why, "shorter"), "empty");
+	CHECK(!fbf_validate(buf, 31, &size, &why) && strstr(why, "shorter"), "31");
+	CHECK(!fbf_validate(buf, len - 1, &size, &why) && strstr(why, "length"), "truncated");
+	memcpy(bad, buf, len);
+	bad[len] = 0;
+	CHECK(!fbf_validate(bad, len + 1, &size, &why) && strstr(why, "length"), "trailing");
+
+	/* count without bits, bits without count */
+	memcpy(bad, buf, len);
+	bad[32 + 16 + 8] = 0;		/* present's count: it has bits */
+	CHECK(!fbf_validate(bad, len, &size, &why) && strstr(why, "count"), "count 0 with bits");
+
+	/* a bit past nbits */
+	memcpy(bad, buf, len);
+	bad[bits + 15] |= 0x80;		/* bit 127 of future; nbits = 100 */
+	bad[bits + 16 + 15] |= 0x80;	/* and of present, to keep the subset */
+	CHECK(!fbf_validate(bad, len, &size, &why) && strstr(why, "past its last bit"),
+		  "padding bit: %s", why);
+
+	/* future not a subset of present */
+	memcpy(bad, buf, len);
+	for (i = 0; i < 16; i++)
+		bad[bits + 16 + i] = 0; /* clear present's bits */
+	bad[bits + 16] = 1;			/* keep present non-empty */
+	CHECK(!fbf_validate(bad, len, &size, &why) && strstr(why, "future"), "subset");
+
+	/* unborn filter with content */
+	{
+		Fbf		   *g = malloc(fbf_size(100, 4));
+		size_t		glen;
+		unsigned char *gbuf;
+
+		fbf_resize(g, f, 4);
+		glen = fbf_serialized_size(g);
+		gbuf = malloc(glen);
+		fbf_serialize(g, gbuf);
+		CHECK(fbf_validate(gbuf, glen, &size, &why), "grown refused: %s", why);
+		gbuf[32 + 3 * 16] = 1;	/* born_at of the unborn filter */
+		CHECK(!fbf_validate(gbuf, glen, &size, &why) && strstr(why, "past the live"),
+			  "unborn born_at");
+		free(gbuf);
+		free(g);
+	}
+
+	/* hex */
+	{
+		unsigned char out[8];
+		size_t		outlen;
+
+		CHECK(!fbf_hex_decode("", 0, out, &outlen, &why), "empty text");
+		CHECK(!fbf_hex_decode("x00", 3, out, &outlen, &why), "no backslash");
+		CHECK(!fbf_hex_decode("\\x0", 3, out, &outlen, &why) && strstr(why, "pairs"), "odd");
+		CHECK(!fbf_hex_decode("\\x0g", 4, out, &outlen, &why) && strstr(why, "digit"), "g");
+		CHECK(!fbf_hex_decode("\\x 0", 4, out, &outlen, &why), "space");
+		CHECK(fbf_hex_decode("\\xAbCd", 6, out, &outlen, &why) && outlen == 2 &&
+			  out[0] == 0xab && out[1] == 0xcd, "mixed case");
+	}
+	free(buf);
+	free(bad);
+	free(f);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc > 1)
+		seed = strtoull(argv[1], NULL, 10);
+	printf("# seed %llu\n", (unsigned long long) seed);
+
+	run_test("hash values are frozen", test_hash_golden);
+	run_test("portable multiply-high matches", test_reduce_portable);
+	run_test("no false negative under random inserts, refreshes, resizes",
+			 test_no_false_negative_random_ops);
+	run_test("retention holds under the AIMD controller",
+			 test_retention_under_aimd);
+	run_test("estimate matches measured FPP (m=6250, k=5, 100..1000 elements)",
+			 test_estimate_matches_measured);
+	run_test("estimate matches measured FPP against m (300 elements)",
+			 test_estimate_against_m);
+	run_test("union keeps both operands' elements", test_union);
+	run_test("union with itself keeps counts", test_union_idempotent);
+	run_test("AIMD decisions", test_aimd_decisions);
+	run_test("plan meets its target", test_plan);
+	run_test("codec round trip", test_codec_round_trip);
+	run_test("codec layout is frozen", test_codec_layout);
+	run_test("codec rejects malformed input", test_codec_rejects);
+	return tap_done();
+}
