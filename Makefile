@@ -1,0 +1,37 @@
+# fbf: PostgreSQL extension (PGXS build)
+#
+#   make && make install          build and install into the PostgreSQL
+#                                 that pg_config names
+#   make installcheck             regression tests against a running server
+#                                 (shared_preload_libraries must include fbf)
+#   make -C test/core check       standalone tests of the pure core
+#
+# test/check.sh runs every layer against a scratch cluster.
+
+EXTENSION   = fbf
+EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" fbf.control)
+
+MODULE_big  = fbf
+OBJS        = src/fbf.o src/fbf_type.o \
+              src/bloom.o src/fbf_core.o src/fbf_codec.o src/fbf_aimd.o
+
+DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+
+REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+# Warnings are errors; PostgreSQL's own headers trip -Wunused-parameter and
+# -Wmissing-field-initializers, and fmgr's V1 macros -Wmissing-prototypes.
+PG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+              -Wno-missing-field-initializers
+PG_CPPFLAGS = -I$(srcdir)/src
+SHLIB_LINK  = -lm
+
+EXTRA_CLEAN = results regression.diffs regression.out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
+	cp $< $@

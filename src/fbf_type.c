@@ -1,0 +1,516 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_type.c
+ *	  The `fbf` type: a Forgetful Bloom Filter as a SQL value.
+ *
+ * A value is immutable from SQL's point of view: fbf_add, fbf_refresh and
+ * friends return a modified copy.  The build aggregate (fbf_agg) is the
+ * exception that proves the rule: inside an aggregate, its transition
+ * function updates the state in place, as int8inc and array_agg do.
+ *
+ * Text I/O is "\x" and the hex digits of the binary form; binary I/O is the
+ * versioned little-endian layout of fbf_codec.c (docs/fbf-format.md).  Both
+ * input functions validate the whole value before allocating anything
+ * larger than the input itself.
+ *
+ * Elements are hashed by their bytes: a text by its characters (no
+ * collation, no terminator), a bytea by its bytes, a bigint by its eight
+ * little-endian bytes.  So 'abc'::text and 'abc'::bytea are the same
+ * element, and 42::bigint is not '42'::text.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type_d.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "libpq/pqformat.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "fbf.h"
+#include "fbf_aimd.h"
+#include "fbf_codec.h"
+
+PG_FUNCTION_INFO_V1(fbf_in);
+PG_FUNCTION_INFO_V1(fbf_out);
+PG_FUNCTION_INFO_V1(fbf_recv);
+PG_FUNCTION_INFO_V1(fbf_send);
+PG_FUNCTION_INFO_V1(fbf_create_shape);
+PG_FUNCTION_INFO_V1(fbf_create_for);
+PG_FUNCTION_INFO_V1(fbf_add_text);
+PG_FUNCTION_INFO_V1(fbf_add_int8);
+PG_FUNCTION_INFO_V1(fbf_contains_text);
+PG_FUNCTION_INFO_V1(fbf_contains_int8);
+PG_FUNCTION_INFO_V1(fbf_refresh_n);
+PG_FUNCTION_INFO_V1(fbf_resize_past);
+PG_FUNCTION_INFO_V1(fbf_estimated_fpp);
+PG_FUNCTION_INFO_V1(fbf_info);
+PG_FUNCTION_INFO_V1(fbf_union);
+PG_FUNCTION_INFO_V1(fbf_agg_trans_text);
+PG_FUNCTION_INFO_V1(fbf_agg_trans_int8);
+
+/*
+ * Allocate a zeroed fbf datum for an Fbf of this shape, in the current
+ * memory context, and return the Fbf inside it.
+ */
+Fbf *
+FbfValueAlloc(uint32 nbits, int nfilters)
+{
+	Size		size = FBF_VALUE_OFFSET + fbf_size(nbits, nfilters);
+	char	   *v = palloc0(size);
+
+	SET_VARSIZE(v, size);
+	return (Fbf *) (v + FBF_VALUE_OFFSET);
+}
+
+FbfCheck
+FbfCheckFromText(text *name)
+{
+	char	   *s = text_to_cstring(name);
+	FbfCheck	check;
+
+	if (!fbf_check_from_name(s, &check))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized membership check \"%s\"", s),
+				 errhint("Valid checks are \"simple\", \"optimized\" and \"paired\".")));
+	pfree(s);
+	return check;
+}
+
+/* error unless (nbits, nhashes, npast) is a valid shape; returns nfilters */
+static int
+checked_shape(int64 nbits, int64 nhashes, int64 npast)
+{
+	const char *why;
+
+	if (!fbf_shape_valid((uint64) Max(nbits, 0), nhashes, npast + 2, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid fbf shape"),
+				 errdetail("%s", why)));
+	return (int) (npast + 2);
+}
+
+/* ----------------------------------------------------------------------
+ * I/O
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * Validate serialized bytes and build an fbf datum from them; `code` is the
+ * SQLSTATE for malformed input.
+ */
+static Fbf *
+fbf_from_bytes(const unsigned char *buf, size_t len, int code,
+			   const char *what)
+{
+	size_t		size;
+	const char *why;
+	char	   *v;
+
+	if (!fbf_validate(buf, len, &size, &why))
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("invalid %s for type fbf", what),
+				 errdetail("%s", why)));
+	v = palloc(FBF_VALUE_OFFSET + size);
+	SET_VARSIZE(v, FBF_VALUE_OFFSET + size);
+	fbf_deserialize(buf, len, (Fbf *) (v + FBF_VALUE_OFFSET));
+	return (Fbf *) (v + FBF_VALUE_OFFSET);
+}
+
+Datum
+fbf_in(PG_FUNCTION_ARGS)
+{
+	char	   *str = PG_GETARG_CSTRING(0);
+	size_t		len = strlen(str);
+	unsigned char *buf = palloc(len / 2 + 1);
+	size_t		nbytes;
+	const char *why;
+	Fbf		   *f;
+
+	if (!fbf_hex_decode(str, len, buf, &nbytes, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type fbf"),
+				 errdetail("%s", why)));
+	f = fbf_from_bytes(buf, nbytes, ERRCODE_INVALID_TEXT_REPRESENTATION,
+					   "input syntax");
+	pfree(buf);
+	PG_RETURN_FBF(f);
+}
+
+Datum
+fbf_out(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF(0);
+	size_t		len = fbf_serialized_size(f);
+	unsigned char *buf = palloc(len);
+	char	   *str = palloc(2 * len + 3);
+
+	fbf_serialize(f, buf);
+	fbf_hex_encode(buf, len, str);
+	pfree(buf);
+	PG_RETURN_CSTRING(str);
+}
+
+Datum
+fbf_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	msg = (StringInfo) PG_GETARG_POINTER(0);
+	int			len = msg->len - msg->cursor;
+	const char *bytes = pq_getmsgbytes(msg, len);
+
+	PG_RETURN_FBF(fbf_from_bytes((const unsigned char *) bytes, len,
+								 ERRCODE_INVALID_BINARY_REPRESENTATION,
+								 "binary representation"));
+}
+
+Datum
+fbf_send(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF(0);
+	size_t		len = fbf_serialized_size(f);
+	bytea	   *result = palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(result, VARHDRSZ + len);
+	fbf_serialize(f, (unsigned char *) VARDATA(result));
+	PG_RETURN_BYTEA_P(result);
+}
+
+/* ----------------------------------------------------------------------
+ * Constructors
+ * ----------------------------------------------------------------------
+ */
+
+/* fbf_create(nbits int, nhashes int, npast int) */
+Datum
+fbf_create_shape(PG_FUNCTION_ARGS)
+{
+	int32		nbits = PG_GETARG_INT32(0);
+	int32		nhashes = PG_GETARG_INT32(1);
+	int32		npast = PG_GETARG_INT32(2);
+	int			nfilters = checked_shape(nbits, nhashes, npast);
+	Fbf		   *f = FbfValueAlloc(nbits, nfilters);
+
+	fbf_init(f, nbits, nhashes, nfilters, 0, 0);
+	PG_RETURN_FBF(f);
+}
+
+/* total microseconds of an interval, months as 30 days (as EXTRACT(epoch)) */
+static double
+interval_usecs(const Interval *iv)
+{
+	return (double) iv->time +
+		((double) iv->day + (double) iv->month * DAYS_PER_MONTH) *
+		(double) USECS_PER_DAY;
+}
+
+/*
+ * fbf_create(retention interval, target_fpp float8, rate float8): the
+ * smallest FBF whose steady-state estimated FPP stays under target_fpp when
+ * `rate` operations per second arrive and each must be remembered for
+ * `retention`.  Its refresh period is recorded in the value.
+ */
+Datum
+fbf_create_for(PG_FUNCTION_ARGS)
+{
+	Interval   *retention = PG_GETARG_INTERVAL_P(0);
+	float8		target = PG_GETARG_FLOAT8(1);
+	float8		rate = PG_GETARG_FLOAT8(2);
+	double		usecs = interval_usecs(retention);
+	FbfPlan		plan;
+	const char *why;
+	Fbf		   *f;
+
+	if (!(usecs >= USECS_PER_SEC))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retention must be at least one second")));
+	if (!(target > 0.0 && target < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target false-positive probability must be between 0 and 1, exclusive")));
+	if (!(rate >= 0.0 && rate <= 1e9))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rate must be between 0 and 1e9 operations per second")));
+	if (!fbf_plan(usecs / USECS_PER_SEC, target, rate, FBF_CHECK_DEFAULT,
+				  &plan, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("no fbf meets that target"),
+				 errdetail("%s", why)));
+
+	f = FbfValueAlloc(plan.nbits, plan.nfilters);
+	fbf_init(f, plan.nbits, plan.nhashes, plan.nfilters,
+			 (int64) ceil(plan.period * USECS_PER_SEC), 0);
+	PG_RETURN_FBF(f);
+}
+
+/* ----------------------------------------------------------------------
+ * Elements
+ * ----------------------------------------------------------------------
+ */
+
+/* hash a text or bytea element by its bytes */
+static FbfHash
+hash_varlena(Datum d)
+{
+	struct varlena *v = PG_DETOAST_DATUM_PACKED(d);
+
+	return fbf_hash_bytes(VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+}
+
+/* fbf_add(fbf, text/bytea) and fbf_add(fbf, bigint) */
+Datum
+fbf_add_text(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF_COPY(0);
+	FbfHash		h = hash_varlena(PG_GETARG_DATUM(1));
+
+	fbf_add(f, &h, FBF_CHECK_DEFAULT);
+	PG_RETURN_FBF(f);
+}
+
+Datum
+fbf_add_int8(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF_COPY(0);
+	FbfHash		h = fbf_hash_int64(PG_GETARG_INT64(1));
+
+	fbf_add(f, &h, FBF_CHECK_DEFAULT);
+	PG_RETURN_FBF(f);
+}
+
+/* fbf_contains(fbf, element, check text) */
+Datum
+fbf_contains_text(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF(0);
+	FbfHash		h = hash_varlena(PG_GETARG_DATUM(1));
+
+	PG_RETURN_BOOL(fbf_contains(f, &h, FbfCheckFromText(PG_GETARG_TEXT_PP(2))));
+}
+
+Datum
+fbf_contains_int8(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF(0);
+	FbfHash		h = fbf_hash_int64(PG_GETARG_INT64(1));
+
+	PG_RETURN_BOOL(fbf_contains(f, &h, FbfCheckFromText(PG_GETARG_TEXT_PP(2))));
+}
+
+/* ----------------------------------------------------------------------
+ * The window
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * fbf_refresh(fbf, times int): rotate `times` times.  Values have no clock,
+ * so the new filters' birth times are recorded as 0 (unknown).
+ */
+Datum
+fbf_refresh_n(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF_COPY(0);
+	int32		times = PG_GETARG_INT32(1);
+	int32		i;
+
+	if (times < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("number of refreshes must not be negative")));
+	if (times > FBF_MAX_EPOCH - f->epoch)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("fbf epoch would exceed its limit")));
+	/* after nfilters refreshes every filter is empty: more change nothing */
+	for (i = 0; i < Min(times, (int32) f->nfilters); i++)
+		fbf_refresh(f, 0);
+	f->epoch += times - i;
+	PG_RETURN_FBF(f);
+}
+
+/*
+ * fbf_resize(fbf, npast int): change the number of past filters.  Growing
+ * adds empty filters at the old end (the window lengthens as they fill);
+ * shrinking forgets the oldest filters at once.
+ */
+Datum
+fbf_resize_past(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF(0);
+	int32		npast = PG_GETARG_INT32(1);
+	int			nfilters = checked_shape(f->nbits, f->nhashes, npast);
+	Fbf		   *result = FbfValueAlloc(f->nbits, nfilters);
+
+	fbf_resize(result, f, nfilters);
+	PG_RETURN_FBF(result);
+}
+
+/* fbf_union(fbf, fbf) */
+Datum
+fbf_union(PG_FUNCTION_ARGS)
+{
+	Fbf		   *a = PG_GETARG_FBF(0);
+	Fbf		   *b = PG_GETARG_FBF(1);
+	const char *why;
+	Fbf		   *newer;
+	Fbf		   *older;
+	Fbf		   *result;
+
+	if (!fbf_same_shape(a, b, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot merge fbf values of different shapes"),
+				 errdetail("%s", why)));
+	newer = a->epoch >= b->epoch ? a : b;
+	older = newer == a ? b : a;
+	result = FbfValueAlloc(newer->nbits, newer->nfilters);
+	memcpy(result, newer, fbf_size(newer->nbits, newer->nfilters));
+	fbf_union_into(result, older);
+	PG_RETURN_FBF(result);
+}
+
+/* ----------------------------------------------------------------------
+ * Inspection
+ * ----------------------------------------------------------------------
+ */
+
+Datum
+fbf_estimated_fpp(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF(0);
+
+	PG_RETURN_FLOAT8(fbf_estimate_fpp(f, FbfCheckFromText(PG_GETARG_TEXT_PP(1))));
+}
+
+/*
+ * fbf_info(fbf): the shape, the window's bookkeeping and the per-filter
+ * element counts, newest first (unborn filters count 0).
+ */
+Datum
+fbf_info(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF(0);
+	TupleDesc	tupdesc;
+	Datum		values[9];
+	bool		nulls[9] = {0};
+	Datum	   *counts;
+	Interval   *period;
+	int			i;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	counts = palloc(sizeof(Datum) * f->nfilters);
+	for (i = 0; i < f->nfilters; i++)
+		counts[i] = Int64GetDatum((int64) fbf_meta(f, i)->count);
+
+	values[0] = Int32GetDatum((int32) f->nbits);
+	values[1] = Int32GetDatum(f->nhashes);
+	values[2] = Int32GetDatum(f->nfilters - 2);
+	values[3] = Int32GetDatum(f->nlive);
+	values[4] = Int64GetDatum(f->epoch);
+	if (f->period > 0)
+	{
+		period = palloc0(sizeof(Interval));
+		period->time = f->period;
+		values[5] = IntervalPGetDatum(period);
+	}
+	else
+		nulls[5] = true;
+	values[6] = PointerGetDatum(construct_array(counts, f->nfilters, INT8OID,
+												sizeof(int64), FLOAT8PASSBYVAL,
+												TYPALIGN_DOUBLE));
+	values[7] = Int64GetDatum((int64) fbf_serialized_size(f));
+	values[8] = Float8GetDatum(fbf_estimate_fpp(f, FBF_CHECK_DEFAULT));
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* ----------------------------------------------------------------------
+ * The build aggregate: fbf_agg(element, nbits, nhashes, npast)
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * Transition step.  The first row's shape creates the state in the
+ * aggregate's memory context; later rows must name the same shape.  NULL
+ * elements are skipped.  The state is updated in place, which is allowed
+ * because only nodeAgg sees it.
+ */
+static Datum
+agg_trans(FunctionCallInfo fcinfo, FbfHash (*hash) (Datum))
+{
+	MemoryContext aggcontext;
+	Fbf		   *state;
+	int32		nbits,
+				nhashes,
+				npast;
+	FbfHash		h;
+
+	if (!AggCheckCallContext(fcinfo, &aggcontext))
+		elog(ERROR, "fbf_agg transition function called in non-aggregate context");
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3) || PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("fbf_agg shape arguments must not be null")));
+	nbits = PG_GETARG_INT32(2);
+	nhashes = PG_GETARG_INT32(3);
+	npast = PG_GETARG_INT32(4);
+
+	if (PG_ARGISNULL(0))
+	{
+		int			nfilters = checked_shape(nbits, nhashes, npast);
+		MemoryContext old = MemoryContextSwitchTo(aggcontext);
+
+		state = FbfValueAlloc(nbits, nfilters);
+		MemoryContextSwitchTo(old);
+		fbf_init(state, nbits, nhashes, nfilters, 0, 0);
+	}
+	else
+	{
+		/* the state is our own, fully detoasted datum */
+		state = FbfValueGetFbf(PG_GETARG_POINTER(0));
+		if ((int64) state->nbits != nbits || state->nhashes != nhashes ||
+			state->nfilters != npast + 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("fbf_agg shape must be the same for every row")));
+	}
+
+	if (!PG_ARGISNULL(1))
+	{
+		h = hash(PG_GETARG_DATUM(1));
+		fbf_add(state, &h, FBF_CHECK_DEFAULT);
+	}
+	PG_RETURN_FBF(state);
+}
+
+static FbfHash
+hash_int8_datum(Datum d)
+{
+	return fbf_hash_int64(DatumGetInt64(d));
+}
+
+Datum
+fbf_agg_trans_text(PG_FUNCTION_ARGS)
+{
+	return agg_trans(fcinfo, hash_varlena);
+}
+
+Datum
+fbf_agg_trans_int8(PG_FUNCTION_ARGS)
+{
+	return agg_trans(fcinfo, hash_int8_datum);
+}
