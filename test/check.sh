@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# test/check.sh: the whole test suite, from a fresh Debian 12 machine, as root.
+#
+#   bash test/check.sh
+#
+# Installs what it needs, builds with warnings as errors, then runs every
+# layer: the standalone C tests of the pure core (under AddressSanitizer and
+# UBSan), the decoder fuzzer, and `make installcheck` (pg_regress) against
+# a scratch cluster it starts and always stops.  Ends with the line
+# "N passed, N failed" and exits non-zero on any failure.
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+cd "$FBF_ROOT"
+
+passed=0
+failed=0
+failures=()
+logdir=$(mktemp -d /tmp/fbf-check-logs.XXXXXX)
+chmod 755 "$logdir"  # the TAP tests write below it as postgres
+
+trap 'fbf_cluster_stop' EXIT
+
+# count the "ok"/"not ok" lines of a TAP stream saved in a file
+count_tap() {
+	local file=$1 label=$2 ok notok
+	ok=$(grep -c '^ok ' "$file")
+	notok=$(grep -c '^not ok ' "$file")
+	passed=$((passed + ok))
+	failed=$((failed + notok))
+	if [ "$notok" -gt 0 ]; then
+		failures+=("$label: $(grep '^not ok ' "$file" | tr '\n' ';')")
+	fi
+}
+
+# count the per-assertion results of a verbose prove run
+count_tap_prove() {
+	local file=$1 ok
+	ok=$(grep -cE '^ *ok [0-9]+' "$file")
+	tap_bad=$(grep -cE '^ *not ok [0-9]+' "$file")
+	passed=$((passed + ok))
+	failed=$((failed + tap_bad))
+	if [ "$tap_bad" -gt 0 ]; then
+		failures+=("TAP: $(grep -E '^ *not ok [0-9]+' "$file" | tr '\n' ';')")
+	fi
+}
+
+# a step that must succeed before tests can run; counts as one test
+require() {
+	local label=$1
+	shift
+	if "$@" >"$logdir/step.log" 2>&1; then
+		return 0
+	fi
+	cat "$logdir/step.log" >&2
+	failed=$((failed + 1))
+	failures+=("$label")
+	finish
+}
+
+finish() {
+	echo
+	if [ ${#failures[@]} -gt 0 ]; then
+		printf 'FAILED: %s\n' "${failures[@]}"
+		echo "logs kept in $logdir"
+	else
+		rm -rf "$logdir"
+	fi
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+}
+
+require "install dependencies" fbf_install_deps
+require "build (warnings as errors) and install" fbf_build_install
+
+# ---- 1. the pure core, standalone, under ASan + UBSan ----
+fbf_log "standalone tests of the pure core (ASan + UBSan)"
+require "build core tests" make -C test/core -s clean all
+(cd test/core && ./test_core) >"$logdir/core.tap" 2>&1
+rc=$?
+cat "$logdir/core.tap"
+count_tap "$logdir/core.tap" "core"
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/core.tap")" -gt 0 ] ||
+	{ failed=$((failed + 1)); failures+=("test_core exited $rc"); }
+
+fbf_log "fuzzing the fbf decoders (bounded)"
+(cd test/core && ./fuzz_decode 300000) >"$logdir/fuzz.tap" 2>&1
+rc=$?
+cat "$logdir/fuzz.tap"
+count_tap "$logdir/fuzz.tap" "fuzz"
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/fuzz.tap")" -gt 0 ] ||
+	{ failed=$((failed + 1)); failures+=("fuzz_decode exited $rc"); }
+
+# ---- 2. pg_regress against a scratch cluster ----
+require "start a scratch cluster" fbf_cluster_start
+fbf_log "make installcheck (pg_regress)"
+make -s installcheck >"$logdir/installcheck.log" 2>&1
+rc=$?
+cat "$logdir/installcheck.log"
+ok=$(grep -cE '^(test| ) +[a-z0-9_]+ +\.\.\. ok' "$logdir/installcheck.log")
+bad=$(grep -cE '\.\.\. (FAILED|failed)' "$logdir/installcheck.log")
+passed=$((passed + ok))
+failed=$((failed + bad))
+if [ "$bad" -gt 0 ] || [ $rc -ne 0 ]; then
+	[ -f regression.diffs ] && cat regression.diffs
+	[ "$bad" -gt 0 ] || failed=$((failed + 1))
+	failures+=("installcheck")
+fi
+fbf_cluster_stop
+
+# ---- 3. TAP tests (PostgreSQL::Test::Cluster), as the postgres user ----
+fbf_log "TAP tests (prove)"
+if fbf_run_tap "$logdir/tap" >"$logdir/tap.log" 2>&1; then rc=0; else rc=$?; fi
+cat "$logdir/tap.log"
+count_tap_prove "$logdir/tap.log"
+if grep -q '^Result: NOTESTS' "$logdir/tap.log"; then
+	failed=$((failed + 1))
+	failures+=("prove found no TAP tests")
+elif [ $rc -ne 0 ] && [ "$tap_bad" -eq 0 ]; then
+	failed=$((failed + 1))
+	failures+=("prove exited $rc")
+fi
+
+finish
