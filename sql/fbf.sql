@@ -72,6 +72,21 @@ CREATE FUNCTION fbf_add(filter fbf, element bigint) RETURNS fbf
 	AS 'MODULE_PATHNAME', 'fbf_add_int8'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+CREATE FUNCTION fbf_add(filter fbf, elements bigint[]) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_add(filter fbf, elements text[]) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_add(filter fbf, elements bytea[]) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_add(fbf, bigint[]) IS 'the filter with every non-null element inserted, in order';
+COMMENT ON FUNCTION fbf_add(fbf, text[]) IS 'the filter with every non-null element inserted, in order';
+COMMENT ON FUNCTION fbf_add(fbf, bytea[]) IS 'the filter with every non-null element inserted, in order';
 COMMENT ON FUNCTION fbf_add(fbf, text) IS 'the filter with element inserted (unless already present)';
 COMMENT ON FUNCTION fbf_add(fbf, bytea) IS 'the filter with element inserted (unless already present)';
 COMMENT ON FUNCTION fbf_add(fbf, bigint) IS 'the filter with element inserted (unless already present)';

@@ -21,6 +21,13 @@ SELECT fbf_contains(f, 'apple') AS apple,
        fbf_contains(f, '42') AS "'42'"
 FROM f;
 
+-- adding many at once; NULLs are skipped; same result as one by one
+SELECT fbf_add(fbf_create(4096, 4), ARRAY[1, NULL, 2, 3]::bigint[])::text =
+       fbf_add(fbf_add(fbf_add(fbf_create(4096, 4), 1), 2), 3)::text AS same_as_one_by_one,
+       fbf_contains(fbf_add(fbf_create(4096, 4), ARRAY['a', 'b']), 'b') AS text_array,
+       fbf_contains(fbf_add(fbf_create(4096, 4), ARRAY['\x01'::bytea]), '\x01'::bytea) AS bytea_array,
+       fbf_add(fbf_create(4096, 4), '{}'::bigint[])::text = fbf_create(4096, 4)::text AS empty_array;
+
 -- adding an element twice counts it once
 SELECT (fbf_info(fbf_add(fbf_add(fbf_create(4096, 4), 'x'), 'x'))).counts;
 
@@ -44,17 +51,6 @@ SELECT epoch, counts FROM fbf_info(fbf_refresh(fbf_create(64, 1), 1000000));
 CREATE TABLE ops AS
 SELECT g::bigint AS op, g / 250 AS period FROM generate_series(0, 999) AS g;
 
-CREATE FUNCTION add_all(f fbf, elements bigint[]) RETURNS fbf
-LANGUAGE plpgsql AS $$
-DECLARE
-	e bigint;
-BEGIN
-	FOREACH e IN ARRAY elements LOOP
-		f := fbf_add(f, e);
-	END LOOP;
-	RETURN f;
-END $$;
-
 CREATE TABLE window_state (f fbf);
 DO $$
 DECLARE
@@ -64,7 +60,7 @@ BEGIN
 		IF p > 0 THEN
 			f := fbf_refresh(f);
 		END IF;
-		f := add_all(f, ARRAY(SELECT op FROM ops WHERE period = p ORDER BY op));
+		f := fbf_add(f, ARRAY(SELECT op FROM ops WHERE period = p ORDER BY op));
 	END LOOP;
 	INSERT INTO window_state VALUES (f);
 END $$;
@@ -163,7 +159,7 @@ DECLARE
 	periods int := 3 * ((fbf_info(f)).npast + 2);
 BEGIN
 	FOR p IN 0..periods - 1 LOOP
-		f := add_all(f, ARRAY(SELECT generate_series(p * per_period, (p + 1) * per_period - 1)::bigint));
+		f := fbf_add(f, ARRAY(SELECT generate_series(p * per_period, (p + 1) * per_period - 1)::bigint));
 		IF p < periods - 1 THEN
 			f := fbf_refresh(f);
 		END IF;

@@ -31,6 +31,7 @@
 #include "libpq/pqformat.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "fbf.h"
@@ -45,6 +46,7 @@ PG_FUNCTION_INFO_V1(fbf_create_shape);
 PG_FUNCTION_INFO_V1(fbf_create_for);
 PG_FUNCTION_INFO_V1(fbf_add_text);
 PG_FUNCTION_INFO_V1(fbf_add_int8);
+PG_FUNCTION_INFO_V1(fbf_add_array);
 PG_FUNCTION_INFO_V1(fbf_contains_text);
 PG_FUNCTION_INFO_V1(fbf_contains_int8);
 PG_FUNCTION_INFO_V1(fbf_refresh_n);
@@ -287,6 +289,42 @@ fbf_add_int8(PG_FUNCTION_ARGS)
 	FbfHash		h = fbf_hash_int64(PG_GETARG_INT64(1));
 
 	fbf_add(f, &h, FBF_CHECK_DEFAULT);
+	PG_RETURN_FBF(f);
+}
+
+/*
+ * fbf_add(fbf, bigint[]) and fbf_add(fbf, text[]): add every non-null
+ * element, in array order, into one copy of the filter.
+ */
+Datum
+fbf_add_array(PG_FUNCTION_ARGS)
+{
+	Fbf		   *f = PG_GETARG_FBF_COPY(0);
+	ArrayType  *elements = PG_GETARG_ARRAYTYPE_P(1);
+	Oid			elemtype = ARR_ELEMTYPE(elements);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *values;
+	bool	   *nulls;
+	int			n;
+	int			i;
+
+	if (elemtype != INT8OID && elemtype != TEXTOID && elemtype != BYTEAOID)
+		elog(ERROR, "fbf_add: unsupported array element type %u", elemtype);
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(elements, elemtype, typlen, typbyval, typalign,
+					  &values, &nulls, &n);
+	for (i = 0; i < n; i++)
+	{
+		FbfHash		h;
+
+		if (nulls[i])
+			continue;
+		h = elemtype == INT8OID ? fbf_hash_int64(DatumGetInt64(values[i])) :
+			hash_varlena(values[i]);
+		fbf_add(f, &h, FBF_CHECK_DEFAULT);
+	}
 	PG_RETURN_FBF(f);
 }
 

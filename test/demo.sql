@@ -1,0 +1,58 @@
+-- test/demo.sql: what test/demo.sh shows.
+\pset footer off
+CREATE EXTENSION fbf;
+
+\echo
+\echo '== A Forgetful Bloom Filter as a SQL value'
+\echo 'Size one for a workload: remember each operation for 30 s, at 100 ops/s,'
+\echo 'with at most 1% false positives.'
+CREATE TEMP TABLE demo AS SELECT fbf_create('30 s', 0.01, 100) AS f;
+SELECT nbits, nhashes, npast, period, bytes FROM demo, fbf_info(f);
+
+\echo
+\echo '== A window of operations'
+\echo 'Ops 1..300 arrive during one period (t = 3 s); the filter remembers them.'
+UPDATE demo SET f = fbf_add(f, ARRAY(SELECT generate_series(1, 300)::bigint));
+SELECT fbf_contains(f, 42) AS "op 42 seen?", fbf_contains(f, 4242) AS "op 4242 seen?",
+       round(fbf_estimated_fpp(f)::numeric, 6) AS estimated_fpp
+FROM demo;
+
+\echo
+\echo '== A retried operation is caught as a duplicate'
+\echo 'Client sends op 42 again after a timeout: contains says yes, so it is dismissed.'
+SELECT CASE WHEN fbf_contains(f, 42) THEN 'duplicate: dismissed' ELSE 'new: applied' END AS "retry of op 42",
+       CASE WHEN fbf_contains(f, 301) THEN 'duplicate: dismissed' ELSE 'new: applied' END AS "op 301"
+FROM demo;
+
+\echo
+\echo '== Old operations are forgotten'
+\echo 'Every period t the window slides (refresh).  After r refreshes at least'
+\echo '(r - 1) * t has passed since the op arrived.  It is forgotten only once'
+\echo 'the 30 s retention is over:'
+SELECT r AS refreshes, (greatest(r - 1, 0) * period) AS "elapsed, at least",
+       fbf_contains(fbf_refresh(f, r), 42) AS "op 42 remembered?"
+FROM demo, fbf_info(f), generate_series(0, npast + 2) AS r
+WHERE r IN (0, npast, npast + 1, npast + 2);
+
+\echo
+\echo '== False positives stay near the estimate'
+\echo '100,000 ops that were never sent, checked against the window:'
+\echo 'First the window after one period, then a full window in steady state'
+\echo '(each period 300 new ops, one refresh between periods).'
+SELECT 'after one period' AS "window", false_positives,
+       round(false_positives / 100000.0, 5) AS measured_fpp,
+       round(fbf_estimated_fpp(f)::numeric, 5) AS estimated_fpp
+FROM demo, LATERAL (SELECT count(*) FILTER (WHERE fbf_contains(f, g)) AS false_positives
+                    FROM generate_series(1000000, 1099999) AS g) AS c;
+DO $$
+BEGIN
+	FOR p IN 1..14 LOOP
+		UPDATE demo SET f = fbf_add(fbf_refresh(f),
+			ARRAY(SELECT generate_series(p * 300 + 1, (p + 1) * 300)::bigint));
+	END LOOP;
+END $$;
+SELECT 'steady state' AS "window", false_positives,
+       round(false_positives / 100000.0, 5) AS measured_fpp,
+       round(fbf_estimated_fpp(f)::numeric, 5) AS estimated_fpp
+FROM demo, LATERAL (SELECT count(*) FILTER (WHERE fbf_contains(f, g)) AS false_positives
+                    FROM generate_series(1000000, 1099999) AS g) AS c;
