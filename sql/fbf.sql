@@ -41,13 +41,14 @@ COMMENT ON TYPE fbf IS
 
 -- Constructors
 
-CREATE FUNCTION fbf_create(nbits integer, nhashes integer, npast integer DEFAULT 1)
+CREATE FUNCTION fbf_create(nbits integer, nhashes integer, npast integer DEFAULT 1,
+						   nparts integer DEFAULT 1)
 	RETURNS fbf
 	AS 'MODULE_PATHNAME', 'fbf_create_shape'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-COMMENT ON FUNCTION fbf_create(integer, integer, integer) IS
-	'empty FBF of npast + 2 filters of nbits bits and nhashes hash functions';
+COMMENT ON FUNCTION fbf_create(integer, integer, integer, integer) IS
+	'empty FBF of npast + 2 filters of nparts blocks of nbits bits, nhashes hash functions';
 
 CREATE FUNCTION fbf_create(retention interval, target_fpp double precision,
 						   rate double precision)
@@ -155,7 +156,8 @@ CREATE FUNCTION fbf_info(filter fbf,
 						 OUT period interval,
 						 OUT counts bigint[],
 						 OUT bytes bigint,
-						 OUT estimated_fpp double precision)
+						 OUT estimated_fpp double precision,
+						 OUT nparts integer)
 	AS 'MODULE_PATHNAME', 'fbf_info'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 

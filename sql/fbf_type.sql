@@ -4,10 +4,16 @@
 --
 
 -- shape of a fresh filter
-SELECT nbits, nhashes, npast, nlive, epoch, period, counts, bytes, estimated_fpp
+SELECT nbits, nhashes, npast, nparts, nlive, epoch, period, counts, bytes, estimated_fpp
 FROM fbf_info(fbf_create(6250, 5));
 
 SELECT (fbf_info(fbf_create(1024, 3, 4))).npast;
+
+-- a blocked filter: 4 partitions of 1024 bits; every element still found
+SELECT nparts, counts, bytes,
+       (SELECT count(*) FROM generate_series(1, 500) g WHERE fbf_contains(f, g)) AS found
+FROM (SELECT fbf_add(fbf_create(1024, 4, 1, 4), ARRAY(SELECT generate_series(1, 500)::bigint)) AS f) s,
+     fbf_info(f);
 
 -- add and contains, for each element type
 WITH f AS (SELECT fbf_add(fbf_add(fbf_add(fbf_create(4096, 4), 'apple'), 42), '\xdeadbeef'::bytea) AS f)

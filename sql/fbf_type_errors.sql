@@ -23,6 +23,9 @@ SELECT fbf_create(6250, 5, 0);
 SELECT fbf_create(6250, 5, 63);
 SELECT fbf_create(1073741824, 5, 10);
 SELECT fbf_create(-1, 5);
+SELECT fbf_create(64, 5, 1, 0);
+SELECT fbf_create(64, 5, 1, 1048577);
+SELECT fbf_union(fbf_create(64, 1, 1, 2), fbf_create(64, 1, 1, 3));
 SELECT sqlstate_of('SELECT fbf_create(63, 3)');
 
 -- workload-based constructor
@@ -77,11 +80,13 @@ SELECT overlay(t placing '3f' from 19 for 2)::fbf FROM good; -- nbits
 SELECT overlay(t placing 'ffff' from 23 for 4)::fbf FROM good; -- nbits huge
 SELECT overlay(t placing '01' from 27 for 2)::fbf FROM good; -- nlive
 SELECT overlay(t placing '01' from 31 for 2)::fbf FROM good; -- flags
-SELECT overlay(t placing '00' from 35 for 2)::fbf FROM good; -- epoch
-SELECT overlay(t placing '80' from 65 for 2)::fbf FROM good; -- period sign
+SELECT overlay(t placing '00' from 35 for 2)::fbf FROM good; -- nparts
+SELECT overlay(t placing '01' from 43 for 2)::fbf FROM good; -- reserved
+SELECT overlay(t placing '00' from 51 for 2)::fbf FROM good; -- epoch
+SELECT overlay(t placing '80' from 81 for 2)::fbf FROM good; -- period sign
 SELECT substr(t, 1, length(t) - 2)::fbf FROM good;            -- truncated
 SELECT (t || '00')::fbf FROM good;                            -- trailing byte
-SELECT overlay(t placing '00' from 3 + 2 * (32 + 16 + 8) for 2)::fbf FROM good; -- count
+SELECT overlay(t placing '00' from 3 + 2 * (40 + 16 + 8) for 2)::fbf FROM good; -- count
 SELECT sqlstate_of($q$SELECT '\x46424600'::fbf$q$);
 
 -- binary input: fbf_recv through COPY BINARY of a bytea column

@@ -31,7 +31,7 @@
 #define PG_RETURN_FBF(f)		PG_RETURN_POINTER((char *) (f) - FBF_VALUE_OFFSET)
 
 /* allocate an fbf datum able to hold an Fbf of this shape; returns the Fbf */
-extern Fbf *FbfValueAlloc(uint32 nbits, int nfilters);
+extern Fbf *FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts);
 
 /* parse a membership-check name, with an error for unknown names */
 extern FbfCheck FbfCheckFromText(text *name);

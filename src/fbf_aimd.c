@@ -13,13 +13,13 @@
 
 /* largest filter count whose FBF fits in max_bytes, or 0 */
 static int
-filters_within(uint64_t max_bytes, uint32_t nbits)
+filters_within(uint64_t max_bytes, uint32_t nbits, uint32_t nparts)
 {
 	int			n;
 
 	for (n = FBF_MAX_FILTERS; n > 0; n--)
 	{
-		if (fbf_size(nbits, n) <= max_bytes)
+		if (fbf_size(nbits, n, nparts) <= max_bytes)
 			return n;
 	}
 	return 0;
@@ -39,7 +39,7 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 
 	if (fpp >= cfg->increase_at * cfg->target_fpp)
 	{
-		int			cap = filters_within(cfg->max_bytes, cfg->nbits);
+		int			cap = filters_within(cfg->max_bytes, cfg->nbits, cfg->nparts);
 		int			grown = 2 * nfilters;
 		int64_t		shorter = period - cfg->period_step;
 		int64_t		needed;
@@ -171,13 +171,14 @@ fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
 											   target_fpp, check);
 			size_t		size;
 
-			if (nbits == 0 || fbf_size(nbits, n) > FBF_MAX_BYTES)
+			if (nbits == 0 || fbf_size(nbits, n, 1) > FBF_MAX_BYTES)
 				continue;
-			size = fbf_size(nbits, n);
+			size = fbf_size(nbits, n, 1);
 			if (best_size == 0 || size < best_size)
 			{
 				best_size = size;
 				plan->nbits = nbits;
+				plan->nparts = 1;
 				plan->nhashes = k;
 				plan->nfilters = n;
 				plan->period = period;
@@ -191,5 +192,22 @@ fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
 		*why = "No filter of at most 256 MB meets the target at that rate.";
 		return false;
 	}
+	return true;
+}
+
+bool
+fbf_plan_blocked(double retention, double target_fpp, double rate,
+				 FbfCheck check, uint32_t max_block_bits, FbfPlan *plan,
+				 const char **why)
+{
+	uint64_t	total;
+
+	if (!fbf_plan(retention, target_fpp, rate, check, plan, why))
+		return false;
+	total = plan->nbits;
+	if (max_block_bits < FBF_MIN_NBITS || total <= max_block_bits)
+		return true;
+	plan->nparts = (uint32_t) ((total + max_block_bits - 1) / max_block_bits);
+	plan->nbits = (uint32_t) ((total + plan->nparts - 1) / plan->nparts);
 	return true;
 }

@@ -30,7 +30,8 @@ typedef struct FbfAimdConfig
 	int			min_filters;	/* >= FBF_MIN_FILTERS */
 	int			max_filters;	/* <= FBF_MAX_FILTERS */
 	uint64_t	max_bytes;		/* memory cap for the whole FBF */
-	uint32_t	nbits;			/* per filter; fixed for the FBF's life */
+	uint32_t	nbits;			/* per block; fixed for the FBF's life */
+	uint32_t	nparts;			/* blocks per filter; fixed too */
 } FbfAimdConfig;
 
 typedef enum FbfAimdAction
@@ -67,7 +68,8 @@ extern FbfAimdDecision fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters,
 /* A shape that meets a target for a workload. */
 typedef struct FbfPlan
 {
-	uint32_t	nbits;
+	uint32_t	nbits;			/* per block */
+	uint32_t	nparts;			/* blocks per filter */
 	int			nhashes;
 	int			nfilters;
 	double		period;			/* retention / (nfilters - 1) */
@@ -84,5 +86,14 @@ typedef struct FbfPlan
  */
 extern bool fbf_plan(double retention, double target_fpp, double rate,
 					 FbfCheck check, FbfPlan *plan, const char **why);
+
+/*
+ * The same, with each filter split into blocks of at most max_block_bits
+ * bits (the partitions of fbf_core.h): the plan's total bits per filter are
+ * spread evenly over ceil(total / max_block_bits) blocks.
+ */
+extern bool fbf_plan_blocked(double retention, double target_fpp, double rate,
+							 FbfCheck check, uint32_t max_block_bits,
+							 FbfPlan *plan, const char **why);
 
 #endif							/* FBF_AIMD_H */

@@ -11,22 +11,24 @@
  *	4		1		format version (1)
  *	5		1		nhashes, k (1..32)
  *	6		2		nfilters, N + 2 (3..64)
- *	8		4		nbits, m (64..2^30)
+ *	8		4		nbits, m, per block (64..2^30)
  *	12		2		nlive (2..nfilters)
  *	14		2		flags (0)
- *	16		8		epoch (signed, nlive - 1 .. 2^62)
- *	24		8		period (signed, >= 0; 0 = refreshed by hand)
- *	32		16 * nfilters	per filter, newest first: born_at (int64),
- *					count (uint64)
- *	...		nfilters * W * 8	filter bits, newest first, each filter as
- *					W = ceil(nbits / 64) uint64 words; bit j of a filter
- *					is bit j % 64 of word j / 64
+ *	16		4		nparts, P (1..2^20)
+ *	20		4		reserved (0)
+ *	24		8		epoch (signed, nlive - 1 .. 2^62)
+ *	32		8		period (signed, >= 0; 0 = refreshed by hand)
+ *	40		per filter, newest first: born_at (int64), then P counts
+ *					(uint64, < 2^63), one per partition
+ *	...		per filter, newest first, per partition: W = ceil(m / 64)
+ *					uint64 words; bit j of a block is bit j % 64 of word
+ *					j / 64
  *
- * Rules beyond the ranges above: the total length is exact; filters at
- * logical index >= nlive are unborn (born_at, count and bits all zero); a
- * live filter has a zero count iff it has no bit set; the future filter's
- * bits are a subset of the present filter's (every insert sets both); bits
- * past nbits in a filter's last word are zero.
+ * Rules beyond the ranges above: the total length is exact and at most
+ * 256 MB; filters at logical index >= nlive are unborn (born_at, counts and
+ * bits all zero); a live block has a zero count iff it has no bit set; each
+ * future block's bits are a subset of the present block's (every insert
+ * sets both); bits past nbits in a block's last word are zero.
  *
  * No PostgreSQL includes.
  *
@@ -92,13 +94,14 @@ size_t
 fbf_serialized_size(const Fbf *f)
 {
 	return FBF_HEADER_BYTES +
-		(size_t) f->nfilters * (FBF_FILTER_META_BYTES + fbf_words_per_filter(f) * 8);
+		(size_t) f->nfilters * (8 + (size_t) f->nparts *
+								(8 + (size_t) fbf_words_per_block(f) * 8));
 }
 
 void
 fbf_serialize(const Fbf *f, unsigned char *out)
 {
-	uint32_t	nwords = fbf_words_per_filter(f);
+	uint32_t	nwords = fbf_words_per_block(f);
 	unsigned char *p;
 	int			i;
 
@@ -109,99 +112,159 @@ fbf_serialize(const Fbf *f, unsigned char *out)
 	put_u32(out + 8, f->nbits);
 	put_u16(out + 12, f->nlive);
 	put_u16(out + 14, 0);
-	put_u64(out + 16, (uint64_t) f->epoch);
-	put_u64(out + 24, (uint64_t) f->period);
+	put_u32(out + 16, f->nparts);
+	put_u32(out + 20, 0);
+	put_u64(out + 24, (uint64_t) f->epoch);
+	put_u64(out + 32, (uint64_t) f->period);
 
 	p = out + FBF_HEADER_BYTES;
 	for (i = 0; i < f->nfilters; i++)
 	{
-		const FbfFilterMeta *m = fbf_meta_const(f, i);
+		uint32_t	part;
 
-		put_u64(p, (uint64_t) m->born_at);
-		put_u64(p + 8, m->count);
-		p += FBF_FILTER_META_BYTES;
+		put_u64(p, (uint64_t) f->born_at[fbf_slot(f, i)]);
+		p += 8;
+		for (part = 0; part < f->nparts; part++, p += 8)
+			put_u64(p, fbf_count_const(f, i, part));
 	}
 	for (i = 0; i < f->nfilters; i++)
 	{
-		const uint64_t *w = fbf_words_const(f, i);
-		uint32_t	j;
+		/* a filter's blocks are contiguous, partition by partition */
+		const uint64_t *w = fbf_block_const(f, i, 0);
+		size_t		j;
 
-		for (j = 0; j < nwords; j++, p += 8)
+		for (j = 0; j < (size_t) f->nparts * nwords; j++, p += 8)
 			put_u64(p, w[j]);
 	}
 }
 
 /*
- * The per-filter rules shared by fbf_validate (on serialized words, through
- * `word`) and fbf_check_invariants.
+ * The rules shared by fbf_validate (on serialized input) and
+ * fbf_check_invariants (in memory), over an accessor for blocks and counts.
  */
-typedef uint64_t (*WordFn) (const void *ctx, int filter, uint32_t w);
+typedef struct FbfView
+{
+	uint32_t	nbits;
+	int			nfilters;
+	int			nlive;
+	uint32_t	nparts;
+	uint64_t	(*word) (const struct FbfView *v, int filter, uint32_t part,
+						 uint32_t w);
+	uint64_t	(*count) (const struct FbfView *v, int filter, uint32_t part);
+	int64_t		(*born_at) (const struct FbfView *v, int filter);
+	const void *data;
+} FbfView;
 
 static bool
-check_filters(const void *ctx, WordFn word, uint32_t nbits, int nfilters,
-			  int nlive, const int64_t *born_at, const uint64_t *count,
-			  const char **why)
+check_filters(const FbfView *v, const char **why)
 {
-	uint32_t	nwords = fbf_nwords(nbits);
-	uint64_t	tail = nbits % 64 ? ~UINT64_C(0) << (nbits % 64) : 0;
+	uint32_t	nwords = fbf_nwords(v->nbits);
+	uint64_t	tail = v->nbits % 64 ? ~UINT64_C(0) << (v->nbits % 64) : 0;
 	int			i;
+	uint32_t	p;
 	uint32_t	w;
 
-	for (i = 0; i < nfilters; i++)
+	for (i = 0; i < v->nfilters; i++)
 	{
-		bool		any = false;
-
-		if ((word(ctx, i, nwords - 1) & tail) != 0)
+		if (i >= v->nlive && v->born_at(v, i) != 0)
 		{
-			*why = "A filter has bits set past its last bit.";
+			*why = "A filter past the live ones is not empty.";
 			return false;
 		}
-		for (w = 0; w < nwords && !any; w++)
-			any = word(ctx, i, w) != 0;
-
-		if (i >= nlive)
+		for (p = 0; p < v->nparts; p++)
 		{
-			if (born_at[i] != 0 || count[i] != 0 || any)
+			uint64_t	count = v->count(v, i, p);
+			bool		any = false;
+
+			if (count > (uint64_t) INT64_MAX)
 			{
-				*why = "A filter past the live ones is not empty.";
+				*why = "A filter's element count is out of range.";
+				return false;
+			}
+			if ((v->word(v, i, p, nwords - 1) & tail) != 0)
+			{
+				*why = "A filter has bits set past its last bit.";
+				return false;
+			}
+			for (w = 0; w < nwords && !any; w++)
+				any = v->word(v, i, p, w) != 0;
+			if (i >= v->nlive)
+			{
+				if (count != 0 || any)
+				{
+					*why = "A filter past the live ones is not empty.";
+					return false;
+				}
+			}
+			else if ((count == 0) == any)
+			{
+				*why = "A filter's element count does not match its bits.";
 				return false;
 			}
 		}
-		else if ((count[i] == 0) == any)
-		{
-			*why = "A filter's element count does not match its bits.";
-			return false;
-		}
 	}
-	for (w = 0; w < nwords; w++)
+	for (p = 0; p < v->nparts; p++)
 	{
-		if ((word(ctx, 0, w) & ~word(ctx, 1, w)) != 0)
+		for (w = 0; w < nwords; w++)
 		{
-			*why = "The future filter has bits that the present filter lacks.";
-			return false;
+			if ((v->word(v, 0, p, w) & ~v->word(v, 1, p, w)) != 0)
+			{
+				*why = "The future filter has bits that the present filter lacks.";
+				return false;
+			}
 		}
 	}
 	return true;
 }
 
-typedef struct SerializedWords
+/* serialized input: data points at the per-filter metadata */
+static size_t
+meta_bytes(const FbfView *v)
 {
-	const unsigned char *bits;
-	uint32_t	nwords;
-} SerializedWords;
-
-static uint64_t
-serialized_word(const void *ctx, int filter, uint32_t w)
-{
-	const SerializedWords *s = ctx;
-
-	return get_u64(s->bits + ((size_t) filter * s->nwords + w) * 8);
+	return (size_t) v->nfilters * (8 + (size_t) v->nparts * 8);
 }
 
 static uint64_t
-memory_word(const void *ctx, int filter, uint32_t w)
+serialized_word(const FbfView *v, int filter, uint32_t part, uint32_t w)
 {
-	return fbf_words_const((const Fbf *) ctx, filter)[w];
+	const unsigned char *bits = (const unsigned char *) v->data + meta_bytes(v);
+	uint32_t	nwords = fbf_nwords(v->nbits);
+
+	return get_u64(bits + (((size_t) filter * v->nparts + part) * nwords + w) * 8);
+}
+
+static uint64_t
+serialized_count(const FbfView *v, int filter, uint32_t part)
+{
+	return get_u64((const unsigned char *) v->data +
+				   (size_t) filter * (8 + (size_t) v->nparts * 8) + 8 + (size_t) part * 8);
+}
+
+static int64_t
+serialized_born_at(const FbfView *v, int filter)
+{
+	return (int64_t) get_u64((const unsigned char *) v->data +
+							 (size_t) filter * (8 + (size_t) v->nparts * 8));
+}
+
+static uint64_t
+memory_word(const FbfView *v, int filter, uint32_t part, uint32_t w)
+{
+	return fbf_block_const((const Fbf *) v->data, filter, part)[w];
+}
+
+static uint64_t
+memory_count(const FbfView *v, int filter, uint32_t part)
+{
+	return fbf_count_const((const Fbf *) v->data, filter, part);
+}
+
+static int64_t
+memory_born_at(const FbfView *v, int filter)
+{
+	const Fbf  *f = v->data;
+
+	return f->born_at[fbf_slot(f, filter)];
 }
 
 bool
@@ -212,16 +275,14 @@ fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 	int			nhashes;
 	int			nfilters;
 	int			nlive;
+	uint32_t	nparts;
 	int64_t		epoch;
 	int64_t		period;
-	int64_t		born_at[FBF_MAX_FILTERS];
-	uint64_t	count[FBF_MAX_FILTERS];
-	SerializedWords words;
-	int			i;
+	FbfView		v;
 
 	if (len < FBF_HEADER_BYTES)
 	{
-		*why = "The value is shorter than the 32-byte header.";
+		*why = "The value is shorter than the 40-byte header.";
 		return false;
 	}
 	if (memcmp(buf, fbf_magic, 4) != 0)
@@ -238,12 +299,13 @@ fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 	nfilters = get_u16(buf + 6);
 	nbits = get_u32(buf + 8);
 	nlive = get_u16(buf + 12);
-	epoch = (int64_t) get_u64(buf + 16);
-	period = (int64_t) get_u64(buf + 24);
+	nparts = get_u32(buf + 16);
+	epoch = (int64_t) get_u64(buf + 24);
+	period = (int64_t) get_u64(buf + 32);
 
-	if (!fbf_shape_valid(nbits, nhashes, nfilters, why))
+	if (!fbf_shape_valid(nbits, nhashes, nfilters, nparts, why))
 		return false;
-	if (get_u16(buf + 14) != 0)
+	if (get_u16(buf + 14) != 0 || get_u32(buf + 20) != 0)
 	{
 		*why = "Reserved flag bits are set.";
 		return false;
@@ -265,34 +327,24 @@ fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 	}
 	/* shape is valid, so this cannot overflow */
 	if (len != FBF_HEADER_BYTES +
-		(size_t) nfilters * (FBF_FILTER_META_BYTES + fbf_nwords(nbits) * 8))
+		(size_t) nfilters * (8 + (size_t) nparts * (8 + (size_t) fbf_nwords(nbits) * 8)))
 	{
 		*why = "The length does not match the shape in the header.";
 		return false;
 	}
 
-	for (i = 0; i < nfilters; i++)
-	{
-		const unsigned char *p = buf + FBF_HEADER_BYTES +
-			(size_t) i * FBF_FILTER_META_BYTES;
-
-		born_at[i] = (int64_t) get_u64(p);
-		count[i] = get_u64(p + 8);
-		if (count[i] > (uint64_t) INT64_MAX)
-		{
-			*why = "A filter's element count is out of range.";
-			return false;
-		}
-	}
-
-	words.bits = buf + FBF_HEADER_BYTES +
-		(size_t) nfilters * FBF_FILTER_META_BYTES;
-	words.nwords = fbf_nwords(nbits);
-	if (!check_filters(&words, serialized_word, nbits, nfilters, nlive,
-					   born_at, count, why))
+	v.nbits = nbits;
+	v.nfilters = nfilters;
+	v.nlive = nlive;
+	v.nparts = nparts;
+	v.word = serialized_word;
+	v.count = serialized_count;
+	v.born_at = serialized_born_at;
+	v.data = buf + FBF_HEADER_BYTES;
+	if (!check_filters(&v, why))
 		return false;
 
-	*size = fbf_size(nbits, nfilters);
+	*size = fbf_size(nbits, nfilters, nparts);
 	return true;
 }
 
@@ -301,40 +353,45 @@ fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f)
 {
 	uint32_t	nbits = get_u32(buf + 8);
 	int			nfilters = get_u16(buf + 6);
+	uint32_t	nparts = get_u32(buf + 16);
 	const unsigned char *p;
+	uint64_t   *c;
 	uint64_t   *w;
 	size_t		i;
+	uint32_t	part;
 
 	(void) len;
-	memset(f, 0, fbf_size(nbits, nfilters));
+	memset(f, 0, fbf_size(nbits, nfilters, nparts));
 	f->nbits = nbits;
 	f->nhashes = buf[5];
 	f->nfilters = (uint16_t) nfilters;
 	f->nlive = get_u16(buf + 12);
 	f->head = 0;
-	f->epoch = (int64_t) get_u64(buf + 16);
-	f->period = (int64_t) get_u64(buf + 24);
+	f->nparts = nparts;
+	f->epoch = (int64_t) get_u64(buf + 24);
+	f->period = (int64_t) get_u64(buf + 32);
 
+	/* head = 0: logical order is physical order, arrays are contiguous */
 	p = buf + FBF_HEADER_BYTES;
-	for (i = 0; i < (size_t) nfilters; i++, p += FBF_FILTER_META_BYTES)
+	c = fbf_counts_base(f);
+	for (i = 0; i < (size_t) nfilters; i++)
 	{
-		f->meta[i].born_at = (int64_t) get_u64(p);
-		f->meta[i].count = get_u64(p + 8);
+		f->born_at[i] = (int64_t) get_u64(p);
+		p += 8;
+		for (part = 0; part < nparts; part++, p += 8)
+			*c++ = get_u64(p);
 	}
-	/* head = 0, so logical order is physical order and words are contiguous */
-	w = fbf_words(f, 0);
-	for (i = 0; i < (size_t) nfilters * fbf_nwords(nbits); i++, p += 8)
+	w = fbf_words_base(f);
+	for (i = 0; i < (size_t) nfilters * nparts * fbf_nwords(nbits); i++, p += 8)
 		w[i] = get_u64(p);
 }
 
 bool
 fbf_check_invariants(const Fbf *f, const char **why)
 {
-	int64_t		born_at[FBF_MAX_FILTERS];
-	uint64_t	count[FBF_MAX_FILTERS];
-	int			i;
+	FbfView		v;
 
-	if (!fbf_shape_valid(f->nbits, f->nhashes, f->nfilters, why))
+	if (!fbf_shape_valid(f->nbits, f->nhashes, f->nfilters, f->nparts, why))
 		return false;
 	if (f->nlive < 2 || f->nlive > f->nfilters || f->head >= f->nfilters)
 	{
@@ -346,13 +403,15 @@ fbf_check_invariants(const Fbf *f, const char **why)
 		*why = "The epoch or period is out of range.";
 		return false;
 	}
-	for (i = 0; i < f->nfilters; i++)
-	{
-		born_at[i] = fbf_meta_const(f, i)->born_at;
-		count[i] = fbf_meta_const(f, i)->count;
-	}
-	return check_filters(f, memory_word, f->nbits, f->nfilters, f->nlive,
-						 born_at, count, why);
+	v.nbits = f->nbits;
+	v.nfilters = f->nfilters;
+	v.nlive = f->nlive;
+	v.nparts = f->nparts;
+	v.word = memory_word;
+	v.count = memory_count;
+	v.born_at = memory_born_at;
+	v.data = f;
+	return check_filters(&v, why);
 }
 
 void

@@ -23,8 +23,7 @@
 #include "fbf_core.h"
 
 #define FBF_FORMAT_VERSION		1
-#define FBF_HEADER_BYTES		32
-#define FBF_FILTER_META_BYTES	16
+#define FBF_HEADER_BYTES		40
 
 /* the four bytes every serialized FBF starts with */
 extern const unsigned char fbf_magic[4];

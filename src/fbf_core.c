@@ -19,7 +19,7 @@
 
 bool
 fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
-				const char **why)
+				int64_t nparts, const char **why)
 {
 	if (nhashes < 1 || nhashes > FBF_MAX_HASHES)
 	{
@@ -36,7 +36,13 @@ fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
 		*why = "The number of bits per filter must be between 64 and 1073741824.";
 		return false;
 	}
-	if (fbf_size((uint32_t) nbits, (int) nfilters) > FBF_MAX_BYTES)
+	if (nparts < 1 || nparts > FBF_MAX_PARTS)
+	{
+		*why = "The number of partitions must be between 1 and 1048576.";
+		return false;
+	}
+	/* each factor is bounded above, so this cannot overflow */
+	if (fbf_size((uint32_t) nbits, (int) nfilters, (uint32_t) nparts) > FBF_MAX_BYTES)
 	{
 		*why = "The filter would be larger than 256 MB.";
 		return false;
@@ -45,42 +51,55 @@ fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
 }
 
 size_t
-fbf_size(uint32_t nbits, int nfilters)
+fbf_size(uint32_t nbits, int nfilters, uint32_t nparts)
 {
-	return sizeof(Fbf) + (size_t) nfilters * sizeof(FbfFilterMeta)
-		+ (size_t) nfilters * fbf_nwords(nbits) * 8;
+	return sizeof(Fbf) + (size_t) nfilters * sizeof(int64_t)
+		+ (size_t) nfilters * nparts * (8 + (size_t) fbf_nwords(nbits) * 8);
 }
 
 void
-fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters,
+fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters, uint32_t nparts,
 		 int64_t period, int64_t now)
 {
 	int			i;
 
-	memset(f, 0, fbf_size(nbits, nfilters));
+	memset(f, 0, fbf_size(nbits, nfilters, nparts));
 	f->nbits = nbits;
 	f->nhashes = (uint16_t) nhashes;
 	f->nfilters = (uint16_t) nfilters;
 	f->nlive = (uint16_t) nfilters;
 	f->head = 0;
+	f->nparts = nparts;
 	/* filter i was born at epoch (epoch - i), so start where all are >= 0 */
 	f->epoch = nfilters - 1;
 	f->period = period;
 	for (i = 0; i < nfilters; i++)
-		f->meta[i].born_at = now;
+		f->born_at[i] = now;
+}
+
+uint64_t
+fbf_filter_count(const Fbf *f, int logical)
+{
+	uint64_t	n = 0;
+	uint32_t	p;
+
+	for (p = 0; p < f->nparts; p++)
+		n += fbf_count_const(f, logical, p);
+	return n;
 }
 
 uint64_t
 fbf_membership(const Fbf *f, const FbfHash *hash)
 {
 	uint32_t	probes[FBF_MAX_HASHES];
+	uint32_t	part = fbf_part(hash, f->nparts);
 	uint64_t	mask = 0;
 	int			i;
 
 	fbf_probes(hash, f->nhashes, f->nbits, probes);
 	for (i = 0; i < f->nlive; i++)
 	{
-		if (bloom_test(fbf_words_const(f, i), probes, f->nhashes))
+		if (bloom_test(fbf_block_const(f, i, part), probes, f->nhashes))
 			mask |= UINT64_C(1) << i;
 	}
 	return mask;
@@ -125,13 +144,14 @@ void
 fbf_insert(Fbf *f, const FbfHash *hash)
 {
 	uint32_t	probes[FBF_MAX_HASHES];
+	uint32_t	part = fbf_part(hash, f->nparts);
 	int			i;
 
 	fbf_probes(hash, f->nhashes, f->nbits, probes);
 	for (i = 0; i < 2; i++)
 	{
-		bloom_set(fbf_words(f, i), probes, f->nhashes);
-		fbf_meta(f, i)->count++;
+		bloom_set(fbf_block(f, i, part), probes, f->nhashes);
+		(*fbf_count(f, i, part))++;
 	}
 }
 
@@ -144,16 +164,24 @@ fbf_add(Fbf *f, const FbfHash *hash, FbfCheck check)
 	return true;
 }
 
+/* empty one filter: bits, counts and birth time */
+static void
+clear_filter(Fbf *f, int logical)
+{
+	memset(fbf_block(f, logical, 0), 0,
+		   (size_t) f->nparts * fbf_words_per_block(f) * 8);
+	memset(fbf_count(f, logical, 0), 0, (size_t) f->nparts * 8);
+	*fbf_born_at(f, logical) = 0;
+}
+
 void
 fbf_refresh(Fbf *f, int64_t now)
 {
 	int			oldest = f->nfilters - 1;
-	FbfFilterMeta *meta = fbf_meta(f, oldest);
 
 	/* recycle the oldest slot (unborn or live) as the new future */
-	memset(fbf_words(f, oldest), 0, fbf_words_per_filter(f) * 8);
-	meta->count = 0;
-	meta->born_at = now;
+	clear_filter(f, oldest);
+	*fbf_born_at(f, oldest) = now;
 	f->head = (uint16_t) fbf_slot(f, oldest);
 	if (f->nlive < f->nfilters)
 		f->nlive++;
@@ -169,30 +197,34 @@ fbf_refresh_drops(const Fbf *f)
 bool
 fbf_drop_is_safe(const Fbf *f, int64_t now, int64_t retention)
 {
-	const FbfFilterMeta *younger = fbf_meta_const(f, f->nlive - 2);
+	int64_t		younger_born = f->born_at[fbf_slot(f, f->nlive - 2)];
 
-	return now - younger->born_at > retention;
+	return now - younger_born > retention;
 }
 
 void
 fbf_resize(Fbf *dst, const Fbf *src, int nfilters)
 {
 	int			keep = nfilters < src->nfilters ? nfilters : src->nfilters;
-	size_t		filter_bytes = fbf_words_per_filter(src) * 8;
+	size_t		block_bytes = (size_t) src->nparts * fbf_words_per_block(src) * 8;
 	int			i;
 
-	memset(dst, 0, fbf_size(src->nbits, nfilters));
+	memset(dst, 0, fbf_size(src->nbits, nfilters, src->nparts));
 	dst->nbits = src->nbits;
 	dst->nhashes = src->nhashes;
 	dst->nfilters = (uint16_t) nfilters;
 	dst->nlive = src->nlive < keep ? src->nlive : (uint16_t) keep;
 	dst->head = 0;
+	dst->nparts = src->nparts;
 	dst->epoch = src->epoch;
 	dst->period = src->period;
 	for (i = 0; i < dst->nlive; i++)
 	{
-		*fbf_meta(dst, i) = *fbf_meta_const(src, i);
-		memcpy(fbf_words(dst, i), fbf_words_const(src, i), filter_bytes);
+		/* a filter's blocks and counts are contiguous within its slot */
+		*fbf_born_at(dst, i) = src->born_at[fbf_slot(src, i)];
+		memcpy(fbf_count(dst, i, 0), fbf_count((Fbf *) src, i, 0),
+			   (size_t) src->nparts * 8);
+		memcpy(fbf_block(dst, i, 0), fbf_block_const(src, i, 0), block_bytes);
 	}
 }
 
@@ -205,6 +237,8 @@ fbf_same_shape(const Fbf *a, const Fbf *b, const char **why)
 		*why = "The filters have different numbers of hash functions.";
 	else if (a->nfilters != b->nfilters)
 		*why = "The filters have different numbers of past filters.";
+	else if (a->nparts != b->nparts)
+		*why = "The filters have different numbers of partitions.";
 	else if (a->period != b->period)
 		*why = "The filters have different refresh periods.";
 	else
@@ -213,7 +247,7 @@ fbf_same_shape(const Fbf *a, const Fbf *b, const char **why)
 }
 
 /*
- * The element count of a filter that is the OR of two non-empty filters is
+ * The element count of a block that is the OR of two non-empty blocks is
  * unknown (their overlap is); estimate it from the set bits, bounded by what
  * the inputs allow.
  */
@@ -225,7 +259,7 @@ union_count(const Fbf *f, const uint64_t *words, uint64_t a, uint64_t b)
 	if (a == 0 || b == 0)
 		return a + b;
 	est = bloom_cardinality(f->nbits, f->nhashes,
-							bloom_popcount(words, fbf_words_per_filter(f)));
+							bloom_popcount(words, fbf_words_per_block(f)));
 	if (!(est < (double) (a + b)))
 		return a + b;
 	if (est < (double) (a > b ? a : b))
@@ -248,31 +282,33 @@ fbf_union_into(Fbf *dst, const Fbf *src)
 	int64_t		src_reach = lag + src->nlive;
 	int			nlive = src_reach < dst->nlive ? (int) src_reach : dst->nlive;
 	int			first = lag < nlive ? (int) lag : nlive;
-	uint32_t	nwords = fbf_words_per_filter(dst);
+	uint32_t	nwords = fbf_words_per_block(dst);
 	int			i;
 
 	for (i = first; i < nlive; i++)
 	{
 		int			j = i - first;
-		const FbfFilterMeta *sm = fbf_meta_const(src, j);
-		FbfFilterMeta *dm = fbf_meta(dst, i);
-		const uint64_t *sw = fbf_words_const(src, j);
-		uint64_t   *dw = fbf_words(dst, i);
-		uint32_t	w;
+		int64_t		src_born = src->born_at[fbf_slot(src, j)];
+		uint32_t	p;
 
-		for (w = 0; w < nwords; w++)
-			dw[w] |= sw[w];
-		dm->count = union_count(dst, dw, dm->count, sm->count);
-		if (sm->born_at > dm->born_at)
-			dm->born_at = sm->born_at;
+		for (p = 0; p < dst->nparts; p++)
+		{
+			const uint64_t *sw = fbf_block_const(src, j, p);
+			uint64_t   *dw = fbf_block(dst, i, p);
+			uint64_t   *dc = fbf_count(dst, i, p);
+			uint32_t	w;
+
+			for (w = 0; w < nwords; w++)
+				dw[w] |= sw[w];
+			*dc = union_count(dst, dw, *dc, fbf_count_const(src, j, p));
+		}
+		if (src_born > *fbf_born_at(dst, i))
+			*fbf_born_at(dst, i) = src_born;
 	}
 
 	/* filters past the common reach become unborn */
 	for (i = nlive; i < dst->nlive; i++)
-	{
-		memset(fbf_words(dst, i), 0, fbf_words_per_filter(dst) * 8);
-		memset(fbf_meta(dst, i), 0, sizeof(FbfFilterMeta));
-	}
+		clear_filter(dst, i);
 	dst->nlive = (uint16_t) nlive;
 }
 
@@ -362,12 +398,18 @@ double
 fbf_estimate_fpp_model(const Fbf *f, FbfCheck check, FbfModel model)
 {
 	uint64_t	counts[FBF_MAX_FILTERS];
+	double		sum = 0.0;
+	uint32_t	p;
 	int			i;
 
-	for (i = 0; i < f->nlive; i++)
-		counts[i] = fbf_meta_const(f, i)->count;
-	return fbf_estimate_fpp_counts(f->nbits, f->nhashes, f->nlive, counts,
-								   check, model);
+	for (p = 0; p < f->nparts; p++)
+	{
+		for (i = 0; i < f->nlive; i++)
+			counts[i] = fbf_count_const(f, i, p);
+		sum += fbf_estimate_fpp_counts(f->nbits, f->nhashes, f->nlive, counts,
+									   check, model);
+	}
+	return sum / f->nparts;
 }
 
 double

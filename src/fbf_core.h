@@ -26,14 +26,25 @@
  * live filter's older partner is gone, so it is checked alone.  This is what
  * keeps "no false negative inside the window" true across resizes.
  *
+ * Partitions (blocked layout).  Each filter is nparts blocks of nbits bits.
+ * An element belongs to one partition, chosen from its hash, and all its k
+ * bits in every filter lie in that partition's block.  With nparts = 1 this
+ * is a plain FBF; counters use one partition per database page, so an
+ * operation touches one page per filter.  Per-partition element counts are
+ * kept, so the false-positive estimate accounts for the blocking exactly:
+ * it is the mean of the partitions' estimates.
+ *
  * Memory layout.  An Fbf is one flat block, so it can be a varlena payload,
  * a shared-memory chunk or page contents without pointer fixups:
  *
- *		Fbf header | FbfFilterMeta[nfilters] | words[nfilters][ceil(nbits / 64)]
+ *		Fbf header
+ *		born_at[nfilters]					by physical slot
+ *		counts[nfilters][nparts]			by physical slot, then partition
+ *		words[nfilters][nparts][W]			W = ceil(nbits / 64)
  *
- * meta[] and the word arrays are indexed by physical slot; the slot of
- * logical index i is (head + i) % nfilters.  Native byte order: the portable
- * little-endian form is produced by fbf_serialize() (see docs/fbf-format.md).
+ * The slot of logical index i is (head + i) % nfilters.  Native byte order:
+ * the portable little-endian form is produced by fbf_serialize() (see
+ * docs/fbf-format.md).
  *
  * No PostgreSQL includes: the standalone tests and benchmarks link this.
  *
@@ -52,7 +63,8 @@
 #define FBF_MIN_FILTERS		3	/* future, present, one past (N = 1) */
 #define FBF_MAX_FILTERS		64
 #define FBF_MIN_NBITS		64
-#define FBF_MAX_NBITS		(UINT32_C(1) << 30) /* 128 MiB per filter */
+#define FBF_MAX_NBITS		(UINT32_C(1) << 30) /* 128 MiB per block */
+#define FBF_MAX_PARTS		(UINT32_C(1) << 20)
 #define FBF_MAX_BYTES		(UINT64_C(256) << 20)	/* whole FBF */
 #define FBF_MAX_EPOCH		(INT64_C(1) << 62)	/* refreshes; never reached */
 
@@ -70,25 +82,20 @@ typedef enum FbfCheck
 
 #define FBF_CHECK_DEFAULT	FBF_CHECK_OPTIMIZED
 
-typedef struct FbfFilterMeta
-{
-	int64_t		born_at;		/* caller's clock when it became future; 0 if
-								 * unborn or unknown */
-	uint64_t	count;			/* elements inserted into this filter */
-} FbfFilterMeta;
-
 typedef struct Fbf
 {
-	uint32_t	nbits;			/* m, bits per filter */
+	uint32_t	nbits;			/* m, bits per filter and partition */
 	uint16_t	nhashes;		/* k */
 	uint16_t	nfilters;		/* N + 2 */
 	uint16_t	nlive;			/* live filters: logical 0..nlive-1 */
 	uint16_t	head;			/* physical slot of the future filter */
-	uint32_t	reserved;		/* zero */
+	uint32_t	nparts;			/* partitions (blocks) per filter, >= 1 */
 	int64_t		epoch;			/* refreshes so far; birth epoch of future */
 	int64_t		period;			/* intended refresh period, caller's unit; 0
 								 * if refreshed by hand */
-	FbfFilterMeta meta[];		/* by physical slot; words follow */
+	int64_t		born_at[];		/* by slot: caller's clock when the filter
+								 * became future; 0 if unborn or unknown.
+								 * counts and words follow. */
 } Fbf;
 
 /* ---- shape and memory ---- */
@@ -98,14 +105,14 @@ typedef struct Fbf
  * fit for errdetail.
  */
 extern bool fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
-							const char **why);
+							int64_t nparts, const char **why);
 
 /* bytes needed for an Fbf of this (valid) shape */
-extern size_t fbf_size(uint32_t nbits, int nfilters);
+extern size_t fbf_size(uint32_t nbits, int nfilters, uint32_t nparts);
 
 /* initialise f (fbf_size() bytes) as an empty FBF, all filters live */
 extern void fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters,
-					 int64_t period, int64_t now);
+					 uint32_t nparts, int64_t period, int64_t now);
 
 static inline int
 fbf_slot(const Fbf *f, int logical)
@@ -113,7 +120,7 @@ fbf_slot(const Fbf *f, int logical)
 	return (f->head + logical) % f->nfilters;
 }
 
-/* 64-bit words per filter; bits past nbits in the last word stay zero */
+/* 64-bit words per block; bits past nbits in the last word stay zero */
 static inline uint32_t
 fbf_nwords(uint32_t nbits)
 {
@@ -121,35 +128,69 @@ fbf_nwords(uint32_t nbits)
 }
 
 static inline uint32_t
-fbf_words_per_filter(const Fbf *f)
+fbf_words_per_block(const Fbf *f)
 {
 	return fbf_nwords(f->nbits);
 }
 
 static inline uint64_t *
-fbf_words(Fbf *f, int logical)
+fbf_counts_base(const Fbf *f)
 {
-	uint64_t   *base = (uint64_t *) &f->meta[f->nfilters];
+	return (uint64_t *) &f->born_at[f->nfilters];
+}
 
-	return base + (size_t) fbf_slot(f, logical) * fbf_words_per_filter(f);
+static inline uint64_t *
+fbf_words_base(const Fbf *f)
+{
+	return fbf_counts_base(f) + (size_t) f->nfilters * f->nparts;
+}
+
+/* the words of logical filter i's block for partition p */
+static inline uint64_t *
+fbf_block(Fbf *f, int logical, uint32_t part)
+{
+	return fbf_words_base(f) +
+		((size_t) fbf_slot(f, logical) * f->nparts + part) *
+		fbf_words_per_block(f);
 }
 
 static inline const uint64_t *
-fbf_words_const(const Fbf *f, int logical)
+fbf_block_const(const Fbf *f, int logical, uint32_t part)
 {
-	return fbf_words((Fbf *) f, logical);
+	return fbf_block((Fbf *) f, logical, part);
 }
 
-static inline FbfFilterMeta *
-fbf_meta(Fbf *f, int logical)
+/* element count of logical filter i in partition p */
+static inline uint64_t *
+fbf_count(Fbf *f, int logical, uint32_t part)
 {
-	return &f->meta[fbf_slot(f, logical)];
+	return fbf_counts_base(f) + (size_t) fbf_slot(f, logical) * f->nparts + part;
 }
 
-static inline const FbfFilterMeta *
-fbf_meta_const(const Fbf *f, int logical)
+static inline uint64_t
+fbf_count_const(const Fbf *f, int logical, uint32_t part)
 {
-	return &f->meta[fbf_slot(f, logical)];
+	return *fbf_count((Fbf *) f, logical, part);
+}
+
+static inline int64_t *
+fbf_born_at(Fbf *f, int logical)
+{
+	return &f->born_at[fbf_slot(f, logical)];
+}
+
+/* element count of logical filter i, all partitions */
+extern uint64_t fbf_filter_count(const Fbf *f, int logical);
+
+/*
+ * The partition of an element: from the low 32 bits of h1, while the probe
+ * positions (fbf_probes) are driven by the high bits, so the two are
+ * independent.  Always 0 when nparts = 1.
+ */
+static inline uint32_t
+fbf_part(const FbfHash *hash, uint32_t nparts)
+{
+	return (uint32_t) (((hash->h1 & UINT64_C(0xffffffff)) * nparts) >> 32);
 }
 
 /* ---- membership ---- */
@@ -192,7 +233,7 @@ extern bool fbf_refresh_drops(const Fbf *f);
 extern bool fbf_drop_is_safe(const Fbf *f, int64_t now, int64_t retention);
 
 /*
- * Copy src into dst (fbf_size(src->nbits, nfilters) bytes) with nfilters
+ * Copy src into dst (fbf_size(src->nbits, nfilters, src->nparts) bytes) with nfilters
  * filters: growing appends unborn filters at the old end, shrinking removes
  * filters from the old end, unborn ones first.  dst is normalised to
  * head = 0.  The caller checks fbf_drop_is_safe() before a shrink that
@@ -202,7 +243,7 @@ extern void fbf_resize(Fbf *dst, const Fbf *src, int nfilters);
 
 /*
  * OR src into dst, aligning filters by birth epoch.  Both must have the same
- * nbits, nhashes, nfilters and period (see fbf_same_shape); dst must have
+ * nbits, nhashes, nfilters, nparts and period (see fbf_same_shape); dst must have
  * the larger or equal epoch (swap the operands otherwise).  The result keeps
  * as many live filters as the shorter-reaching operand: an element of either
  * is still found unless it lived only in a filter that refreshing the older
@@ -228,7 +269,11 @@ typedef enum FbfModel
 	FBF_MODEL_INDEPENDENT
 } FbfModel;
 
-/* estimated false-positive probability of `check`, shared-epoch model */
+/*
+ * Estimated false-positive probability of `check`, shared-epoch model: the
+ * mean over partitions, since a non-member falls in each with equal
+ * probability.
+ */
 extern double fbf_estimate_fpp(const Fbf *f, FbfCheck check);
 extern double fbf_estimate_fpp_model(const Fbf *f, FbfCheck check,
 									 FbfModel model);

@@ -62,9 +62,9 @@ PG_FUNCTION_INFO_V1(fbf_agg_trans_int8);
  * memory context, and return the Fbf inside it.
  */
 Fbf *
-FbfValueAlloc(uint32 nbits, int nfilters)
+FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts)
 {
-	Size		size = FBF_VALUE_OFFSET + fbf_size(nbits, nfilters);
+	Size		size = FBF_VALUE_OFFSET + fbf_size(nbits, nfilters, nparts);
 	char	   *v = palloc0(size);
 
 	SET_VARSIZE(v, size);
@@ -86,13 +86,16 @@ FbfCheckFromText(text *name)
 	return check;
 }
 
-/* error unless (nbits, nhashes, npast) is a valid shape; returns nfilters */
+/*
+ * Error unless (nbits, nhashes, npast, nparts) is a valid shape; returns
+ * the number of filters.
+ */
 static int
-checked_shape(int64 nbits, int64 nhashes, int64 npast)
+checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
 {
 	const char *why;
 
-	if (!fbf_shape_valid((uint64) Max(nbits, 0), nhashes, npast + 2, &why))
+	if (!fbf_shape_valid((uint64) Max(nbits, 0), nhashes, npast + 2, nparts, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid fbf shape"),
@@ -192,17 +195,18 @@ fbf_send(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------------
  */
 
-/* fbf_create(nbits int, nhashes int, npast int) */
+/* fbf_create(nbits int, nhashes int, npast int, nparts int) */
 Datum
 fbf_create_shape(PG_FUNCTION_ARGS)
 {
 	int32		nbits = PG_GETARG_INT32(0);
 	int32		nhashes = PG_GETARG_INT32(1);
 	int32		npast = PG_GETARG_INT32(2);
-	int			nfilters = checked_shape(nbits, nhashes, npast);
-	Fbf		   *f = FbfValueAlloc(nbits, nfilters);
+	int32		nparts = PG_GETARG_INT32(3);
+	int			nfilters = checked_shape(nbits, nhashes, npast, nparts);
+	Fbf		   *f = FbfValueAlloc(nbits, nfilters, nparts);
 
-	fbf_init(f, nbits, nhashes, nfilters, 0, 0);
+	fbf_init(f, nbits, nhashes, nfilters, nparts, 0, 0);
 	PG_RETURN_FBF(f);
 }
 
@@ -251,8 +255,8 @@ fbf_create_for(PG_FUNCTION_ARGS)
 				 errmsg("no fbf meets that target"),
 				 errdetail("%s", why)));
 
-	f = FbfValueAlloc(plan.nbits, plan.nfilters);
-	fbf_init(f, plan.nbits, plan.nhashes, plan.nfilters,
+	f = FbfValueAlloc(plan.nbits, plan.nfilters, plan.nparts);
+	fbf_init(f, plan.nbits, plan.nhashes, plan.nfilters, plan.nparts,
 			 (int64) ceil(plan.period * USECS_PER_SEC), 0);
 	PG_RETURN_FBF(f);
 }
@@ -388,8 +392,8 @@ fbf_resize_past(PG_FUNCTION_ARGS)
 {
 	Fbf		   *f = PG_GETARG_FBF(0);
 	int32		npast = PG_GETARG_INT32(1);
-	int			nfilters = checked_shape(f->nbits, f->nhashes, npast);
-	Fbf		   *result = FbfValueAlloc(f->nbits, nfilters);
+	int			nfilters = checked_shape(f->nbits, f->nhashes, npast, f->nparts);
+	Fbf		   *result = FbfValueAlloc(f->nbits, nfilters, f->nparts);
 
 	fbf_resize(result, f, nfilters);
 	PG_RETURN_FBF(result);
@@ -413,8 +417,8 @@ fbf_union(PG_FUNCTION_ARGS)
 				 errdetail("%s", why)));
 	newer = a->epoch >= b->epoch ? a : b;
 	older = newer == a ? b : a;
-	result = FbfValueAlloc(newer->nbits, newer->nfilters);
-	memcpy(result, newer, fbf_size(newer->nbits, newer->nfilters));
+	result = FbfValueAlloc(newer->nbits, newer->nfilters, newer->nparts);
+	memcpy(result, newer, fbf_size(newer->nbits, newer->nfilters, newer->nparts));
 	fbf_union_into(result, older);
 	PG_RETURN_FBF(result);
 }
@@ -434,15 +438,15 @@ fbf_estimated_fpp(PG_FUNCTION_ARGS)
 
 /*
  * fbf_info(fbf): the shape, the window's bookkeeping and the per-filter
- * element counts, newest first (unborn filters count 0).
+ * element counts (all partitions), newest first (unborn filters count 0).
  */
 Datum
 fbf_info(PG_FUNCTION_ARGS)
 {
 	Fbf		   *f = PG_GETARG_FBF(0);
 	TupleDesc	tupdesc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
+	Datum		values[10];
+	bool		nulls[10] = {0};
 	Datum	   *counts;
 	Interval   *period;
 	int			i;
@@ -452,7 +456,7 @@ fbf_info(PG_FUNCTION_ARGS)
 
 	counts = palloc(sizeof(Datum) * f->nfilters);
 	for (i = 0; i < f->nfilters; i++)
-		counts[i] = Int64GetDatum((int64) fbf_meta(f, i)->count);
+		counts[i] = Int64GetDatum((int64) fbf_filter_count(f, i));
 
 	values[0] = Int32GetDatum((int32) f->nbits);
 	values[1] = Int32GetDatum(f->nhashes);
@@ -472,6 +476,7 @@ fbf_info(PG_FUNCTION_ARGS)
 												TYPALIGN_DOUBLE));
 	values[7] = Int64GetDatum((int64) fbf_serialized_size(f));
 	values[8] = Float8GetDatum(fbf_estimate_fpp(f, FBF_CHECK_DEFAULT));
+	values[9] = Int32GetDatum((int32) f->nparts);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -509,12 +514,12 @@ agg_trans(FunctionCallInfo fcinfo, FbfHash (*hash) (Datum))
 
 	if (PG_ARGISNULL(0))
 	{
-		int			nfilters = checked_shape(nbits, nhashes, npast);
+		int			nfilters = checked_shape(nbits, nhashes, npast, 1);
 		MemoryContext old = MemoryContextSwitchTo(aggcontext);
 
-		state = FbfValueAlloc(nbits, nfilters);
+		state = FbfValueAlloc(nbits, nfilters, 1);
 		MemoryContextSwitchTo(old);
-		fbf_init(state, nbits, nhashes, nfilters, 0, 0);
+		fbf_init(state, nbits, nhashes, nfilters, 1, 0, 0);
 	}
 	else
 	{

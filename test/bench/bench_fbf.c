@@ -89,8 +89,8 @@ run(FILE *csv, double retention, double rate, double target)
 		fprintf(stderr, "plan failed: %s\n", why);
 		exit(1);
 	}
-	f = malloc(fbf_size(plan.nbits, plan.nfilters));
-	fbf_init(f, plan.nbits, plan.nhashes, plan.nfilters, 0, 0);
+	f = malloc(fbf_size(plan.nbits, plan.nfilters, plan.nparts));
+	fbf_init(f, plan.nbits, plan.nhashes, plan.nfilters, plan.nparts, 0, 0);
 	per_period = (uint64_t) ceil(rate * plan.period);
 	total_bits = (uint64_t) plan.nbits * plan.nfilters;
 

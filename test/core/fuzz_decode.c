@@ -86,12 +86,13 @@ seed_value(uint64_t *s, size_t *len)
 {
 	uint32_t	nbits = 64 + (uint32_t) test_rand_below(s, 700);
 	int			nfilters = 3 + (int) test_rand_below(s, 4);
-	Fbf		   *f = malloc(fbf_size(nbits, nfilters));
+	uint32_t	nparts = 1 + (uint32_t) test_rand_below(s, 3);
+	Fbf		   *f = malloc(fbf_size(nbits, nfilters, nparts));
 	unsigned char *buf;
 	int			i;
 	int			n = (int) test_rand_below(s, 60);
 
-	fbf_init(f, nbits, 1 + (int) test_rand_below(s, 6), nfilters, 5, 1);
+	fbf_init(f, nbits, 1 + (int) test_rand_below(s, 6), nfilters, nparts, 5, 1);
 	for (i = 0; i < n; i++)
 	{
 		uint64_t	e = test_rand(s);
@@ -144,11 +145,11 @@ mutate(uint64_t *s, unsigned char **buf, size_t *len)
 				}
 				break;
 			case 5:				/* a header field to an edge value */
-				if (*len >= 32)
+				if (*len >= 40)
 				{
 					static const unsigned char edges[] = {0, 1, 2, 3, 32, 33, 63, 64, 65, 0x7f, 0x80, 0xff};
 
-					(*buf)[test_rand_below(s, 32)] = edges[test_rand_below(s, sizeof(edges))];
+					(*buf)[test_rand_below(s, 40)] = edges[test_rand_below(s, sizeof(edges))];
 				}
 				break;
 			case 6:				/* set a whole word to ones */

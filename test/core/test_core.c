@@ -25,12 +25,18 @@
 static uint64_t seed = 20151103;
 
 static Fbf *
+new_fbf_parts(uint32_t nbits, int nhashes, int nfilters, uint32_t nparts)
+{
+	Fbf		   *f = malloc(fbf_size(nbits, nfilters, nparts));
+
+	fbf_init(f, nbits, nhashes, nfilters, nparts, 0, 0);
+	return f;
+}
+
+static Fbf *
 new_fbf(uint32_t nbits, int nhashes, int nfilters)
 {
-	Fbf		   *f = malloc(fbf_size(nbits, nfilters));
-
-	fbf_init(f, nbits, nhashes, nfilters, 0, 0);
-	return f;
+	return new_fbf_parts(nbits, nhashes, nfilters, 1);
 }
 
 /* hash of the i-th element of a test stream; streams never overlap */
@@ -45,7 +51,7 @@ element(uint64_t stream, uint64_t i)
 static Fbf *
 resized(Fbf *f, int nfilters)
 {
-	Fbf		   *g = malloc(fbf_size(f->nbits, nfilters));
+	Fbf		   *g = malloc(fbf_size(f->nbits, nfilters, f->nparts));
 
 	fbf_resize(g, f, nfilters);
 	free(f);
@@ -130,7 +136,8 @@ test_no_false_negative_random_ops(void)
 		uint32_t	nbits = 64 + (uint32_t) test_rand_below(&s, 4000);
 		int			nhashes = 1 + (int) test_rand_below(&s, 8);
 		int			nfilters = 3 + (int) test_rand_below(&s, 6);
-		Fbf		   *f = new_fbf(nbits, nhashes, nfilters);
+		Fbf		   *f = new_fbf_parts(nbits, nhashes, nfilters,
+										  1 + (uint32_t) test_rand_below(&s, 4));
 		Tracked    *tracked = malloc(sizeof(Tracked) * 4000);
 		int			ntracked = 0;
 		int			step;
@@ -228,11 +235,12 @@ test_retention_under_aimd(void)
 		cfg.min_filters = FBF_MIN_FILTERS;
 		cfg.max_filters = 24;
 		cfg.nbits = 512;
-		cfg.max_bytes = fbf_size(cfg.nbits, 24);
+		cfg.nparts = 1;
+		cfg.max_bytes = fbf_size(cfg.nbits, 24, 1);
 
 		period = (cfg.retention + 1) / 2;	/* 3 filters: 2 periods cover R */
-		f = malloc(fbf_size(cfg.nbits, 3));
-		fbf_init(f, cfg.nbits, 3, 3, period, now);
+		f = malloc(fbf_size(cfg.nbits, 3, 1));
+		fbf_init(f, cfg.nbits, 3, 3, 1, period, now);
 
 		for (tick = 0; tick < 3000; tick++, now++)
 		{
@@ -459,7 +467,7 @@ static void
 test_union_idempotent(void)
 {
 	Fbf		   *a = new_fbf(8192, 5, 4);
-	Fbf		   *b = malloc(fbf_size(8192, 4));
+	Fbf		   *b = malloc(fbf_size(8192, 4, 1));
 	int			i;
 
 	for (i = 0; i < 500; i++)
@@ -470,12 +478,12 @@ test_union_idempotent(void)
 		if (i % 100 == 99)
 			fbf_refresh(a, i);
 	}
-	memcpy(b, a, fbf_size(8192, 4));
+	memcpy(b, a, fbf_size(8192, 4, 1));
 	fbf_union_into(a, b);
 	for (i = 0; i < a->nlive; i++)
 	{
-		double		c = (double) fbf_meta(a, i)->count;
-		double		orig = (double) fbf_meta(b, i)->count;
+		double		c = (double) fbf_filter_count(a, i);
+		double		orig = (double) fbf_filter_count(b, i);
 
 		CHECK(fabs(c - orig) <= 0.05 * orig + 1, "filter %d: %g vs %g", i, c,
 			  orig);
@@ -502,6 +510,7 @@ test_aimd_decisions(void)
 	cfg.min_filters = 3;
 	cfg.max_filters = 64;
 	cfg.nbits = 6250;
+	cfg.nparts = 1;
 	cfg.max_bytes = UINT64_C(1) << 30;
 
 	d = fbf_aimd_decide(&cfg, 3, 50, 0.005);
@@ -529,7 +538,7 @@ test_aimd_decisions(void)
 		  "filter cap: %d", d.nfilters);
 	d = fbf_aimd_decide(&cfg, 64, 50, 0.5);
 	CHECK(d.action == FBF_AIMD_HOLD && d.capped, "at filter cap");
-	cfg.max_bytes = fbf_size(6250, 5);
+	cfg.max_bytes = fbf_size(6250, 5, 1);
 	d = fbf_aimd_decide(&cfg, 3, 50, 0.5);
 	CHECK(d.action == FBF_AIMD_GROW && d.nfilters == 5 && d.capped,
 		  "memory cap partial: %d", d.nfilters);
@@ -604,6 +613,63 @@ test_plan(void)
 	}
 }
 
+/*
+ * Blocked layout: a plan split into page-sized blocks still meets its
+ * target when run, elements spread evenly over the partitions, and the
+ * estimate (the mean of per-partition estimates) matches the measurement.
+ */
+static void
+test_partitions(void)
+{
+	FbfPlan		plan;
+	const char *why;
+	Fbf		   *f;
+	int			per_period;
+	int			p,
+				i;
+	double		got,
+				est;
+	uint64_t	lo = UINT64_MAX,
+				hi = 0;
+	uint32_t	part;
+
+	/* 60 s at 1000/s, 1%, blocks of at most one 8 kB page */
+	CHECK(fbf_plan_blocked(60, 0.01, 1000, FBF_CHECK_OPTIMIZED, 65000, &plan, &why),
+		  "%s", why);
+	CHECK(plan.nparts > 1 && plan.nbits <= 65000, "parts %u bits %u",
+		  plan.nparts, plan.nbits);
+
+	f = new_fbf_parts(plan.nbits, plan.nhashes, plan.nfilters, plan.nparts);
+	per_period = (int) ceil(1000 * plan.period);
+	for (p = 0; p < 3 * plan.nfilters; p++)
+	{
+		for (i = 0; i < per_period; i++)
+		{
+			FbfHash		h = element(60, (uint64_t) (p * per_period + i));
+
+			fbf_add(f, &h, FBF_CHECK_OPTIMIZED);
+		}
+		if (p + 1 < 3 * plan.nfilters)
+			fbf_refresh(f, p);
+	}
+	got = measured_fpp(f, FBF_CHECK_OPTIMIZED, 200000);
+	est = fbf_estimate_fpp(f, FBF_CHECK_OPTIMIZED);
+	CHECK(got <= 1.3 * 0.01, "measured %g with %u parts", got, plan.nparts);
+	CHECK(fabs(est - got) <= 0.25 * got, "estimate %g measured %g", est, got);
+
+	for (part = 0; part < f->nparts; part++)
+	{
+		uint64_t	c = fbf_count_const(f, 1, part);
+
+		lo = c < lo ? c : lo;
+		hi = c > hi ? c : hi;
+	}
+	CHECK(lo > 0 && (double) hi / (double) lo < 1.5,
+		  "partition counts from %llu to %llu", (unsigned long long) lo,
+		  (unsigned long long) hi);
+	free(f);
+}
+
 /* ---------------------------------------------------------------------- */
 
 static Fbf *
@@ -611,7 +677,8 @@ random_fbf(uint64_t *s)
 {
 	uint32_t	nbits = 64 + (uint32_t) test_rand_below(s, 3000);
 	int			nfilters = 3 + (int) test_rand_below(s, 10);
-	Fbf		   *f = new_fbf(nbits, 1 + (int) test_rand_below(s, 10), nfilters);
+	Fbf		   *f = new_fbf_parts(nbits, 1 + (int) test_rand_below(s, 10), nfilters,
+									  1 + (uint32_t) test_rand_below(s, 5));
 	int			n = (int) test_rand_below(s, 500);
 	int			i;
 
@@ -653,7 +720,7 @@ test_codec_round_trip(void)
 
 		fbf_serialize(f, buf);
 		CHECK(fbf_validate(buf, len, &size, &why), "round %d: %s", round, why);
-		CHECK(size == fbf_size(f->nbits, f->nfilters), "size");
+		CHECK(size == fbf_size(f->nbits, f->nfilters, f->nparts), "size");
 		g = malloc(size);
 		fbf_deserialize(buf, len, g);
 		fbf_serialize(g, buf2);
@@ -686,11 +753,12 @@ static void
 test_codec_layout(void)
 {
 	Fbf		   *f = new_fbf(64, 2, 3);
-	unsigned char buf[32 + 3 * 16 + 3 * 8];
+	unsigned char buf[40 + 3 * 16 + 3 * 8];
 	FbfHash		h = fbf_hash_bytes("abc", 3);
-	static const unsigned char header[32] = {
+	static const unsigned char header[40] = {
 		'F', 'B', 'F', 0, 1, 2, 3, 0, 64, 0, 0, 0, 3, 0, 0, 0,
-		3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+		1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0
 	};
 
 	CHECK(fbf_serialized_size(f) == sizeof(buf), "size %zu",
@@ -698,9 +766,9 @@ test_codec_layout(void)
 	fbf_refresh(f, 0x0102030405060708);
 	fbf_add(f, &h, FBF_CHECK_PAIRED);
 	fbf_serialize(f, buf);
-	CHECK(memcmp(buf, header, 32) == 0, "header bytes");
+	CHECK(memcmp(buf, header, 40) == 0, "header bytes");
 	/* future's meta: born_at little-endian, count 1 */
-	CHECK(buf[32] == 0x08 && buf[39] == 0x01 && buf[40] == 1 && buf[41] == 0,
+	CHECK(buf[40] == 0x08 && buf[47] == 0x01 && buf[48] == 1 && buf[49] == 0,
 		  "meta bytes");
 	/* abc's probes in 64 bits, k = 2: bits 5 and 39 per fbf_probes */
 	{
@@ -710,7 +778,7 @@ test_codec_layout(void)
 
 		fbf_probes(&h, 2, 64, p);
 		for (i = 0; i < 8; i++)
-			word |= (uint64_t) buf[80 + i] << (8 * i);
+			word |= (uint64_t) buf[88 + i] << (8 * i);
 		CHECK(word == ((UINT64_C(1) << p[0]) | (UINT64_C(1) << p[1])),
 			  "future word %016llx", (unsigned long long) word);
 	}
@@ -748,10 +816,13 @@ test_codec_rejects(void)
 		{"nlive 1", 12, 1, "live filters"},
 		{"nlive 4", 12, 4, "live filters"},
 		{"flags", 14, 1, "Reserved"},
-		{"epoch", 16, 0, "epoch"},
-		{"epoch sign", 23, 0x80, "epoch"},
-		{"period sign", 31, 0x80, "period"},
-		{"count high bit", 32 + 15, 0x80, "count"},
+		{"0 partitions", 16, 0, "partitions"},
+		{"2^20 + 1 partitions", 18, 0x10, "partitions"},
+		{"reserved", 21, 1, "Reserved"},
+		{"epoch", 24, 0, "epoch"},
+		{"epoch sign", 31, 0x80, "epoch"},
+		{"period sign", 39, 0x80, "period"},
+		{"count high bit", 40 + 15, 0x80, "count"},
 	};
 
 	for (i = 0; i < 10; i++)
@@ -764,7 +835,7 @@ test_codec_rejects(void)
 	buf = malloc(len);
 	bad = malloc(len + 1);
 	fbf_serialize(f, buf);
-	bits = 32 + 3 * 16;
+	bits = 40 + 3 * 16;
 
 	CHECK(fbf_validate(buf, len, &size, &why), "valid input refused");
 	for (i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
@@ -779,7 +850,7 @@ test_codec_rejects(void)
 
 	/* lengths */
 	CHECK(!fbf_validate(buf, 0, &size, &why) && strstr(why, "shorter"), "empty");
-	CHECK(!fbf_validate(buf, 31, &size, &why) && strstr(why, "shorter"), "31");
+	CHECK(!fbf_validate(buf, 39, &size, &why) && strstr(why, "shorter"), "39");
 	CHECK(!fbf_validate(buf, len - 1, &size, &why) && strstr(why, "length"), "truncated");
 	memcpy(bad, buf, len);
 	bad[len] = 0;
@@ -787,7 +858,7 @@ test_codec_rejects(void)
 
 	/* count without bits, bits without count */
 	memcpy(bad, buf, len);
-	bad[32 + 16 + 8] = 0;		/* present's count: it has bits */
+	bad[40 + 16 + 8] = 0;		/* present's count: it has bits */
 	CHECK(!fbf_validate(bad, len, &size, &why) && strstr(why, "count"), "count 0 with bits");
 
 	/* a bit past nbits */
@@ -806,7 +877,7 @@ test_codec_rejects(void)
 
 	/* unborn filter with content */
 	{
-		Fbf		   *g = malloc(fbf_size(100, 4));
+		Fbf		   *g = malloc(fbf_size(100, 4, 1));
 		size_t		glen;
 		unsigned char *gbuf;
 
@@ -815,7 +886,7 @@ test_codec_rejects(void)
 		gbuf = malloc(glen);
 		fbf_serialize(g, gbuf);
 		CHECK(fbf_validate(gbuf, glen, &size, &why), "grown refused: %s", why);
-		gbuf[32 + 3 * 16] = 1;	/* born_at of the unborn filter */
+		gbuf[40 + 3 * 16] = 1;	/* born_at of the unborn filter */
 		CHECK(!fbf_validate(gbuf, glen, &size, &why) && strstr(why, "past the live"),
 			  "unborn born_at");
 		free(gbuf);
@@ -861,6 +932,8 @@ main(int argc, char **argv)
 	run_test("union with itself keeps counts", test_union_idempotent);
 	run_test("AIMD decisions", test_aimd_decisions);
 	run_test("plan meets its target", test_plan);
+	run_test("partitions: blocked plan meets its target, estimate matches",
+			 test_partitions);
 	run_test("codec round trip", test_codec_round_trip);
 	run_test("codec layout is frozen", test_codec_layout);
 	run_test("codec rejects malformed input", test_codec_rejects);
