@@ -12,12 +12,13 @@ EXTENSION   = fbf
 EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" fbf.control)
 
 MODULE_big  = fbf
-OBJS        = src/fbf.o src/fbf_type.o \
+OBJS        = src/fbf.o src/fbf_type.o src/fbf_filter.o src/fbf_storage.o \
+              src/fbf_counter.o src/fbf_shmem.o src/fbf_worker.o \
               src/bloom.o src/fbf_core.o src/fbf_codec.o src/fbf_aimd.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 
-REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz
+REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 # Warnings are errors; PostgreSQL's own headers trip -Wunused-parameter and
@@ -35,3 +36,7 @@ include $(PGXS)
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@
+
+# PGXS tracks no header dependencies: rebuild every object when any of our
+# headers changes (layouts of pages and shared structs live in them).
+$(OBJS): $(wildcard $(srcdir)/src/*.h)

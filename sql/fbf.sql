@@ -212,3 +212,210 @@ CREATE AGGREGATE fbf_agg(element bigint, nbits integer, nhashes integer, npast i
 COMMENT ON AGGREGATE fbf_agg(text, integer, integer, integer) IS 'FBF holding every non-null element, all in the present window';
 COMMENT ON AGGREGATE fbf_agg(bytea, integer, integer, integer) IS 'FBF holding every non-null element, all in the present window';
 COMMENT ON AGGREGATE fbf_agg(bigint, integer, integer, integer) IS 'FBF holding every non-null element, all in the present window';
+
+------------------------------------------------------------------------
+-- Idempotent counters
+------------------------------------------------------------------------
+
+-- Storage of a counter table's filter: an internal index access method.
+-- Its indexes hold no tuples and are never scanned.
+CREATE FUNCTION fbf_filter_handler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME', 'fbf_filter_handler'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
+CREATE ACCESS METHOD fbf_filter TYPE INDEX HANDLER fbf_filter_handler;
+
+COMMENT ON ACCESS METHOD fbf_filter IS
+	'storage of a counter table''s Forgetful Bloom Filter (internal; created by fbf_create_counter_table)';
+
+CREATE OPERATOR CLASS fbf_filter_int4_ops DEFAULT FOR TYPE integer USING fbf_filter AS
+	STORAGE integer;
+
+CREATE FUNCTION fbf_create_counter_table(
+	name text,
+	retention interval DEFAULT NULL,
+	target_fpp double precision DEFAULT NULL,
+	expected_rate double precision DEFAULT 1000,
+	shards integer DEFAULT 16,
+	nbits integer DEFAULT NULL,
+	nhashes integer DEFAULT NULL,
+	npast integer DEFAULT NULL)
+	RETURNS regclass
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	ident text[] := pg_catalog.parse_ident(name);
+	qualified text;
+	retention_ms bigint;
+	target double precision := COALESCE(target_fpp,
+		pg_catalog.current_setting('fbf.default_target_fpp')::double precision);
+	options text;
+BEGIN
+	IF pg_catalog.array_length(ident, 1) > 2 THEN
+		RAISE EXCEPTION 'improper counter table name: %', name
+			USING ERRCODE = 'invalid_name';
+	END IF;
+	qualified := pg_catalog.array_to_string(ARRAY(
+		SELECT pg_catalog.quote_ident(part) FROM pg_catalog.unnest(ident) AS part), '.');
+
+	retention_ms := pg_catalog.ceil(pg_catalog.date_part('epoch', COALESCE(retention,
+		pg_catalog.current_setting('fbf.default_retention')::interval)) * 1000);
+	IF retention_ms < 1000 OR retention_ms > 2147483647 THEN
+		RAISE EXCEPTION 'retention must be between 1 second and 24 days'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT (target > 0 AND target <= 0.5) THEN
+		RAISE EXCEPTION 'target false-positive rate must be greater than 0 and at most 0.5'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF expected_rate IS NULL OR NOT (expected_rate >= 0 AND expected_rate <= 1e9) THEN
+		RAISE EXCEPTION 'expected rate must be between 0 and 1e9 operations per second'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF shards IS NULL OR shards < 1 OR shards > 1024 THEN
+		RAISE EXCEPTION 'shards must be between 1 and 1024'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF (nbits IS NULL) <> (nhashes IS NULL) OR (nbits IS NULL) <> (npast IS NULL) THEN
+		RAISE EXCEPTION 'an explicit shape needs nbits, nhashes and npast together'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	options := pg_catalog.format('retention_ms = %s, target_fpp = %s, expected_rate = %s, shards = %s',
+								 retention_ms, target, expected_rate, shards);
+	IF nbits IS NOT NULL THEN
+		options := options || pg_catalog.format(', nbits = %s, nhashes = %s, npast = %s',
+												nbits, nhashes, npast);
+	END IF;
+
+	EXECUTE pg_catalog.format(
+		'CREATE TABLE %s (key text NOT NULL DEFAULT '''', shard integer NOT NULL, '
+		'value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard))', qualified);
+	EXECUTE pg_catalog.format('CREATE INDEX %I ON %s USING fbf_filter (shard) WITH (%s)',
+							  pg_catalog.left(ident[pg_catalog.array_length(ident, 1)], 59) || '_fbf',
+							  qualified, options);
+	RETURN qualified::regclass;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_create_counter_table(text, interval, double precision, double precision, integer, integer, integer, integer) IS
+	'create a counter table (key, shard, value) with its operation filter';
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_id bigint, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_id text, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_id uuid, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_id bigint, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_id text, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_id uuid, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION idempotent_increment(regclass, bigint, bigint, bigint) IS
+	'add delta to the counter''s default key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, bigint, bigint) IS
+	'add delta to the counter''s default key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, uuid, bigint, bigint) IS
+	'add delta to the counter''s default key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, bigint, bigint, bigint) IS
+	'add delta to key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, text, bigint, bigint) IS
+	'add delta to key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, uuid, bigint, bigint) IS
+	'add delta to key once per (client_id, seq); true if applied, false if a duplicate';
+
+CREATE FUNCTION fbf_operation(client_id bigint, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_int8'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_operation(client_id text, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_operation(client_id uuid, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_uuid'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_operation(bigint, bigint) IS
+	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_operation(text, bigint) IS
+	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_operation(uuid, bigint) IS
+	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+
+CREATE FUNCTION fbf_counter_value(counter regclass, key text DEFAULT '')
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'fbf_counter_value'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_counter_value(regclass, text) IS
+	'value of a counter key: the sum of its shard rows';
+
+CREATE FUNCTION fbf_snapshot(counter regclass)
+	RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_snapshot'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_snapshot(regclass) IS
+	'the counter table''s live operation filter as an fbf value';
+
+CREATE FUNCTION fbf_counter_maintain(counter regclass)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'fbf_counter_maintain'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_counter_maintain(regclass) IS
+	'run one maintenance pass (refresh if due, drain, one AIMD step) now; returns grow, shrink or hold';
+
+CREATE FUNCTION fbf_counter_stats(
+	OUT counter regclass,
+	OUT filters integer,
+	OUT live_filters integer,
+	OUT period interval,
+	OUT retention interval,
+	OUT nbits bigint,
+	OUT nhashes integer,
+	OUT partitions integer,
+	OUT elements bigint[],
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT applied bigint,
+	OUT dismissed bigint,
+	OUT bytes bigint,
+	OUT last_refresh timestamptz,
+	OUT resizes bigint,
+	OUT capped boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_counter_stats() IS
+	'one row per counter table of this database that the user may read';
+
+CREATE VIEW fbf_counter_stats AS SELECT * FROM fbf_counter_stats();
+
+COMMENT ON VIEW fbf_counter_stats IS
+	'counter tables and their operation filters: shape, window, accuracy, activity';
+
+-- rows are filtered by the caller's SELECT privilege on each counter table
+GRANT SELECT ON fbf_counter_stats TO PUBLIC;

@@ -36,4 +36,22 @@ extern Fbf *FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts);
 /* parse a membership-check name, with an error for unknown names */
 extern FbfCheck FbfCheckFromText(text *name);
 
+/* settings (fbf.c) */
+extern bool fbf_worker_enabled;
+extern int	fbf_naptime_ms;
+extern int	fbf_max_filter_size_kb;
+extern int	fbf_default_retention_ms;
+extern double fbf_default_target_fpp;
+extern double fbf_aimd_increase_at;
+extern double fbf_aimd_decrease_at;
+extern int	fbf_aimd_period_step_ms;
+extern int	fbf_period_min_ms;
+
+/* subsystem initialisation, called from _PG_init */
+extern void FbfFilterAmInit(void);
+extern void FbfFilterUtilityInit(void);
+extern void FbfCounterInit(void);
+extern void FbfShmemInit(void);
+extern void FbfWorkerInit(void);
+
 #endif							/* FBF_H */

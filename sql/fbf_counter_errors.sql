@@ -1,0 +1,118 @@
+--
+-- Idempotent counters: every error a caller can cause, with its SQLSTATE,
+-- and that nothing is applied or remembered when one is raised.
+--
+\set SHOW_CONTEXT never
+
+CREATE FUNCTION sqlstate_of(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE query;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE;
+END $$;
+
+SELECT fbf_create_counter_table('c', retention => '1 min', expected_rate => 10);
+CREATE TABLE plain (key text, shard int, value bigint);
+
+-- unknown table, not a counter table, wrong kind of relation
+SELECT idempotent_increment('no_such_table', 1, 1, 1);
+SELECT idempotent_increment('plain', 1, 1, 1);
+SELECT idempotent_increment('c_pkey', 1, 1, 1);
+SELECT sqlstate_of($q$SELECT idempotent_increment('plain', 1, 1, 1)$q$);
+SELECT fbf_counter_value('plain');
+SELECT fbf_snapshot('plain');
+
+-- NULL arguments
+SELECT idempotent_increment(NULL, 1, 1, 1);
+SELECT idempotent_increment('c', NULL::bigint, 1, 1);
+SELECT idempotent_increment('c', 1, NULL, 1);
+SELECT idempotent_increment('c', 1, 1, NULL);
+SELECT idempotent_increment('c', NULL::text, 1, 1, 1);
+SELECT sqlstate_of($q$SELECT idempotent_increment('c', 1, NULL, 1)$q$);
+
+-- delta overflow: an error, nothing applied, the operation not remembered
+SELECT idempotent_increment('c', 1, 1, 5);
+SELECT idempotent_increment('c', 1, 2, 9223372036854775807);
+SELECT sqlstate_of($q$SELECT idempotent_increment('c', 1, 2, 9223372036854775807)$q$);
+SELECT fbf_counter_value('c') AS unchanged;
+SELECT idempotent_increment('c', 1, 2, 1) AS retry_applies;
+SELECT fbf_counter_value('c');
+
+-- read-only transaction
+BEGIN READ ONLY;
+SELECT idempotent_increment('c', 2, 1, 1);
+ROLLBACK;
+SELECT sqlstate_of($q$SELECT idempotent_increment('c', 2, 1, 1)$q$) AS outside_read_only;
+
+-- PREPARE TRANSACTION refuses, and the transaction is rolled back
+BEGIN;
+SELECT idempotent_increment('c', 3, 1, 100);
+PREPARE TRANSACTION 'fbf_test';
+SELECT count(*) FROM pg_prepared_xacts;
+SELECT idempotent_increment('c', 3, 1, 1) AS retry_applies;
+SELECT fbf_counter_value('c');
+
+-- privileges: UPDATE on the counter table is required
+CREATE ROLE fbf_reader;
+CREATE ROLE fbf_writer;
+GRANT SELECT ON c TO fbf_reader;
+GRANT SELECT, UPDATE, INSERT ON c TO fbf_writer;
+SET ROLE fbf_reader;
+SELECT idempotent_increment('c', 4, 1, 1);
+SELECT sqlstate_of($q$SELECT idempotent_increment('c', 4, 1, 1)$q$);
+SELECT fbf_counter_value('c');
+RESET ROLE;
+SET ROLE fbf_writer;
+SELECT idempotent_increment('c', 4, 1, 1) AS writer_applies,
+       idempotent_increment('c', 4, 1, 1) AS writer_retry;
+RESET ROLE;
+-- a role that may not read the table sees no stats row for it
+SET ROLE fbf_reader;
+SELECT count(*) FROM fbf_counter_stats WHERE counter = 'c'::regclass;
+RESET ROLE;
+CREATE ROLE fbf_nobody;
+SET ROLE fbf_nobody;
+SELECT count(*) FROM fbf_counter_stats WHERE counter = 'c'::regclass;
+SELECT fbf_counter_value('c');
+RESET ROLE;
+-- row security applies to the UPDATE the increment runs
+ALTER TABLE c ENABLE ROW LEVEL SECURITY;
+CREATE POLICY only_key_a ON c TO fbf_writer USING (key = 'a') WITH CHECK (key = 'a');
+SET ROLE fbf_writer;
+SELECT idempotent_increment('c', 'b', 5, 1, 1);
+SELECT idempotent_increment('c', 'a', 5, 2, 1) AS allowed_key;
+RESET ROLE;
+ALTER TABLE c DISABLE ROW LEVEL SECURITY;
+DROP POLICY only_key_a ON c;
+
+-- too many operations in flight: one transaction, one small filter
+SELECT fbf_create_counter_table('tiny', retention => '1 min', nbits => 1024, nhashes => 3, npast => 1);
+BEGIN;
+SELECT count(*) FROM generate_series(1, 21696) g WHERE idempotent_increment('tiny', 1, g, 1);
+SELECT idempotent_increment('tiny', 1, 21697, 1);
+ROLLBACK;
+SELECT fbf_counter_value('tiny') AS nothing_applied;
+-- the same batch in smaller transactions is fine
+SELECT count(*) FROM generate_series(1, 3000) g WHERE idempotent_increment('tiny', 1, g, 1);
+
+-- creating counter tables: bad settings and the memory cap
+SELECT fbf_create_counter_table('bad', retention => '0.5 s');
+SELECT fbf_create_counter_table('bad', target_fpp => 0);
+SELECT fbf_create_counter_table('bad', target_fpp => 0.9);
+SELECT fbf_create_counter_table('bad', expected_rate => -1);
+SELECT fbf_create_counter_table('bad', shards => 0);
+SELECT fbf_create_counter_table('bad', nbits => 1024);
+SELECT fbf_create_counter_table('bad', nbits => 1024, nhashes => 40, npast => 1);
+SELECT fbf_create_counter_table('a.b.c');
+SET fbf.max_filter_size = '1MB';
+SELECT fbf_create_counter_table('bad', retention => '1 hour', expected_rate => 1000, target_fpp => 0.001);
+SELECT fbf_create_counter_table('bad', retention => '1 hour', expected_rate => 1e9, target_fpp => 1e-9);
+RESET fbf.max_filter_size;
+SELECT fbf_create_counter_table('c');
+SELECT count(*) FROM pg_class WHERE relname LIKE 'bad%';
+-- a hand-made fbf_filter index must sit on a counter-shaped table
+CREATE TABLE not_a_counter (shard int);
+CREATE INDEX ON not_a_counter USING fbf_filter (shard);
+CREATE INDEX CONCURRENTLY ON c USING fbf_filter (shard);

@@ -1,0 +1,573 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_counter.c
+ *	  Idempotent counters: idempotent_increment, fbf_counter_value,
+ *	  fbf_snapshot, fbf_counter_maintain and fbf_counter_stats.
+ *
+ * An operation is identified by (counter table, client_id, seq); the key
+ * is not part of it.  idempotent_increment first asks the table's filter
+ * (FbfApplyOperation) whether the operation is new, which also records it
+ * as in flight for the current (sub)transaction; only then is the delta
+ * added, with an ordinary UPDATE through SPI as the calling user, so
+ * privileges, row security and triggers apply as for any UPDATE.  The
+ * increment goes to one of `shards` rows of its key, chosen by backend, so
+ * concurrent clients of a hot key do not queue on one row lock; reads sum
+ * the shards.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/backendid.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "fbf.h"
+#include "fbf_shmem.h"
+#include "fbf_storage.h"
+
+PG_FUNCTION_INFO_V1(fbf_increment_int8);
+PG_FUNCTION_INFO_V1(fbf_increment_text);
+PG_FUNCTION_INFO_V1(fbf_increment_uuid);
+PG_FUNCTION_INFO_V1(fbf_counter_value);
+PG_FUNCTION_INFO_V1(fbf_operation_int8);
+PG_FUNCTION_INFO_V1(fbf_operation_text);
+PG_FUNCTION_INFO_V1(fbf_operation_uuid);
+PG_FUNCTION_INFO_V1(fbf_snapshot);
+PG_FUNCTION_INFO_V1(fbf_counter_maintain);
+PG_FUNCTION_INFO_V1(fbf_counter_stats);
+
+/* did the current transaction increment a counter? (PREPARE refuses it) */
+static bool xact_incremented = false;
+
+static void
+fbf_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (xact_incremented)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that has incremented an fbf counter"),
+						 errdetail("An increment's fate must be decided when its transaction ends.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			xact_incremented = false;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+FbfCounterInit(void)
+{
+	RegisterXactCallback(fbf_xact_callback, NULL);
+}
+
+/* ----------------------------------------------------------------------
+ * Opening a counter
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * Open a counter table and its filter with `lockmode` (RowExclusiveLock to
+ * change the filter: DDL that rebuilds or drops it conflicts with that),
+ * after checking `mode` privilege.  Errors if the relation is not a counter
+ * table.
+ */
+static void
+open_counter(Oid relid, AclMode mode, LOCKMODE lockmode, Relation *heap,
+			 Relation *index)
+{
+	Relation	rel = table_open(relid, lockmode);
+	Oid			indexoid;
+	AclResult	aclresult;
+
+	aclresult = pg_class_aclcheck(relid, GetUserId(), mode);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		!FbfIsCounterTable(rel, &indexoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a counter table",
+						RelationGetRelationName(rel)),
+				 errhint("Create counter tables with fbf_create_counter_table().")));
+	*heap = rel;
+	*index = index_open(indexoid, lockmode);
+}
+
+static Interval *
+interval_from_usecs(int64 usecs)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = usecs;
+	return iv;
+}
+
+static void
+close_counter(Relation heap, Relation index)
+{
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+}
+
+/* ----------------------------------------------------------------------
+ * Applying the delta
+ * ----------------------------------------------------------------------
+ */
+
+typedef struct CounterPlans
+{
+	Oid			relid;			/* hash key */
+	char	   *qualname;		/* the name the plans were made for */
+	SPIPlanPtr	update;
+	SPIPlanPtr	upsert;
+	SPIPlanPtr	sum;
+} CounterPlans;
+
+static HTAB *plan_cache = NULL;
+
+static char *
+qualified_name(Relation rel)
+{
+	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+}
+
+static SPIPlanPtr
+prepare(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "fbf: SPI_prepare failed for \"%s\": %s", sql,
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	return plan;
+}
+
+/*
+ * Plans for a counter table, made once per backend and table name.  The
+ * name is checked on every use: a table renamed, or dropped and replaced,
+ * gets new plans.  Must be called inside SPI.
+ */
+static CounterPlans *
+counter_plans(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	char	   *qualname = qualified_name(rel);
+	CounterPlans *plans;
+	bool		found;
+	Oid			types[3] = {INT8OID, TEXTOID, INT4OID};
+
+	if (plan_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(CounterPlans);
+		ctl.hcxt = TopMemoryContext;
+		plan_cache = hash_create("fbf counter plans", 16, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	plans = hash_search(plan_cache, &relid, HASH_ENTER, &found);
+	if (found && strcmp(plans->qualname, qualname) == 0)
+		return plans;
+	if (found)
+	{
+		SPI_freeplan(plans->update);
+		SPI_freeplan(plans->upsert);
+		SPI_freeplan(plans->sum);
+		pfree(plans->qualname);
+	}
+	plans->relid = relid;
+	plans->update = prepare(psprintf("UPDATE %s SET value = value + $1 WHERE key = $2 AND shard = $3",
+									 qualname), 3, types);
+	plans->upsert = prepare(psprintf("INSERT INTO %s AS c (key, shard, value) VALUES ($2, $3, $1) "
+									 "ON CONFLICT (key, shard) DO UPDATE SET value = c.value + excluded.value",
+									 qualname), 3, types);
+	plans->sum = prepare(psprintf("SELECT pg_catalog.sum(value)::pg_catalog.int8 FROM %s WHERE key = $1",
+								  qualname), 1, &types[1]);
+	plans->qualname = MemoryContextStrdup(TopMemoryContext, qualname);
+	return plans;
+}
+
+/*
+ * Add delta to this backend's shard row of `key`, creating it if needed:
+ * an UPDATE first (the common case, a HOT update), an upsert if no row.
+ */
+static void
+add_delta(Relation heap, text *key, int64 delta, int shards)
+{
+	CounterPlans *plans;
+	Datum		args[3];
+	int			rc;
+
+	args[0] = Int64GetDatum(delta);
+	args[1] = PointerGetDatum(key);
+	args[2] = Int32GetDatum(MyBackendId % shards);
+
+	SPI_connect();
+	plans = counter_plans(heap);
+	rc = SPI_execute_plan(plans->update, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "fbf: counter update failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+	{
+		rc = SPI_execute_plan(plans->upsert, args, NULL, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "fbf: counter insert failed: %s", SPI_result_code_string(rc));
+	}
+	SPI_finish();
+}
+
+/* ----------------------------------------------------------------------
+ * idempotent_increment
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * The identity of an operation as bytes: a type tag ('i' bigint, 't' text,
+ * 'u' uuid), the client id's bytes and the sequence number's 8
+ * little-endian bytes (fixed length and last, so the concatenation is
+ * unambiguous).  Returned as a bytea; the filter stores its hash.
+ */
+static bytea *
+operation_bytes(FunctionCallInfo fcinfo, char tag, int a_client, int64 seq)
+{
+	unsigned char client_buf[UUID_LEN > 8 ? UUID_LEN : 8];
+	const unsigned char *client;
+	size_t		client_len;
+	bytea	   *result;
+	unsigned char *p;
+	uint64		s = (uint64) seq;
+	int			i;
+
+	switch (tag)
+	{
+		case 'i':
+			{
+				uint64		v = (uint64) PG_GETARG_INT64(a_client);
+
+				for (i = 0; i < 8; i++)
+					client_buf[i] = (unsigned char) (v >> (8 * i));
+				client = client_buf;
+				client_len = 8;
+				break;
+			}
+		case 't':
+			{
+				text	   *t = PG_GETARG_TEXT_PP(a_client);
+
+				client = (const unsigned char *) VARDATA_ANY(t);
+				client_len = VARSIZE_ANY_EXHDR(t);
+				break;
+			}
+		default:
+			client = PG_GETARG_UUID_P(a_client)->data;
+			client_len = UUID_LEN;
+			break;
+	}
+
+	result = palloc(VARHDRSZ + 1 + client_len + 8);
+	SET_VARSIZE(result, VARHDRSZ + 1 + client_len + 8);
+	p = (unsigned char *) VARDATA(result);
+	p[0] = (unsigned char) tag;
+	memcpy(p + 1, client, client_len);
+	for (i = 0; i < 8; i++)
+		p[1 + client_len + i] = (unsigned char) (s >> (8 * i));
+	return result;
+}
+
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s of idempotent_increment must not be null", name)));
+}
+
+/*
+ * idempotent_increment(counter regclass, [key text,] client_id, seq bigint,
+ * delta bigint): true if applied, false if dismissed as a duplicate.
+ */
+static Datum
+increment(FunctionCallInfo fcinfo, char tag)
+{
+	bool		keyed = PG_NARGS() == 5;
+	int			a_client = keyed ? 2 : 1;
+	Oid			relid;
+	text	   *key;
+	int64		seq;
+	int64		delta;
+	FbfHash		hash;
+	Relation	heap;
+	Relation	index;
+	FbfOpResult result;
+
+	require_arg(fcinfo, 0, "counter");
+	if (keyed)
+		require_arg(fcinfo, 1, "key");
+	require_arg(fcinfo, a_client, "client_id");
+	require_arg(fcinfo, a_client + 1, "seq");
+	require_arg(fcinfo, a_client + 2, "delta");
+
+	PreventCommandIfReadOnly("idempotent_increment()");
+	PreventCommandDuringRecovery("idempotent_increment()");
+
+	relid = PG_GETARG_OID(0);
+	key = keyed ? PG_GETARG_TEXT_PP(1) : cstring_to_text("");
+	seq = PG_GETARG_INT64(a_client + 1);
+	delta = PG_GETARG_INT64(a_client + 2);
+
+	{
+		bytea	   *op = operation_bytes(fcinfo, tag, a_client, seq);
+
+		hash = fbf_hash_bytes(VARDATA(op), VARSIZE(op) - VARHDRSZ);
+		pfree(op);
+	}
+
+	open_counter(relid, ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	xact_incremented = true;
+	result = FbfApplyOperation(index, &hash);
+	if (result == FBF_OP_APPLIED)
+		add_delta(heap, key, delta, FbfGetOptions(index)->shards);
+	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED);
+	close_counter(heap, index);
+
+	PG_RETURN_BOOL(result == FBF_OP_APPLIED);
+}
+
+Datum
+fbf_increment_int8(PG_FUNCTION_ARGS)
+{
+	return increment(fcinfo, 'i');
+}
+
+Datum
+fbf_increment_text(PG_FUNCTION_ARGS)
+{
+	return increment(fcinfo, 't');
+}
+
+Datum
+fbf_increment_uuid(PG_FUNCTION_ARGS)
+{
+	return increment(fcinfo, 'u');
+}
+
+/*
+ * fbf_operation(client_id, seq): the bytes that identify an operation, as
+ * the filter hashes them, so fbf_contains(fbf_snapshot(t), fbf_operation(c,
+ * s)) asks whether t's filter remembers the operation.
+ */
+Datum
+fbf_operation_int8(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, 'i', 0, PG_GETARG_INT64(1)));
+}
+
+Datum
+fbf_operation_text(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, 't', 0, PG_GETARG_INT64(1)));
+}
+
+Datum
+fbf_operation_uuid(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, 'u', 0, PG_GETARG_INT64(1)));
+}
+
+/* ----------------------------------------------------------------------
+ * Reading and inspecting
+ * ----------------------------------------------------------------------
+ */
+
+/* fbf_counter_value(counter regclass, key text): the sum of the key's shards */
+Datum
+fbf_counter_value(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	text	   *key = PG_GETARG_TEXT_PP(1);
+	Relation	heap;
+	Relation	index;
+	CounterPlans *plans;
+	Datum		arg = PointerGetDatum(key);
+	bool		isnull;
+	Datum		value;
+	int			rc;
+
+	open_counter(relid, ACL_SELECT, AccessShareLock, &heap, &index);
+	SPI_connect();
+	plans = counter_plans(heap);
+	rc = SPI_execute_plan(plans->sum, &arg, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "fbf: counter read failed: %s", SPI_result_code_string(rc));
+	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	SPI_finish();
+	close_counter(heap, index);
+	PG_RETURN_INT64(isnull ? 0 : DatumGetInt64(value));
+}
+
+/* fbf_snapshot(counter regclass): the live filter as an fbf value */
+Datum
+fbf_snapshot(PG_FUNCTION_ARGS)
+{
+	Relation	heap;
+	Relation	index;
+	uint64		pending;
+	Fbf		   *f;
+
+	open_counter(PG_GETARG_OID(0), ACL_SELECT, AccessShareLock, &heap, &index);
+	f = FbfSnapshot(index, &pending);
+	close_counter(heap, index);
+	PG_RETURN_FBF(f);
+}
+
+/*
+ * fbf_counter_maintain(counter regclass): one maintenance pass (refresh if
+ * due, drain, one AIMD step), as the background worker runs it.  Returns
+ * what AIMD did: 'grow', 'shrink' or 'hold'.
+ */
+Datum
+fbf_counter_maintain(PG_FUNCTION_ARGS)
+{
+	Relation	heap;
+	Relation	index;
+	FbfAimdDecision d;
+
+	open_counter(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	d = FbfMaintain(index, GetCurrentTimestamp());
+	FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap), GetCurrentTimestamp());
+	close_counter(heap, index);
+	PG_RETURN_TEXT_P(cstring_to_text(d.action == FBF_AIMD_GROW ? "grow" :
+									 d.action == FBF_AIMD_SHRINK ? "shrink" : "hold"));
+}
+
+/*
+ * fbf_counter_stats(): one row per counter table of this database that the
+ * user may read.
+ */
+Datum
+fbf_counter_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			amoid = get_index_am_oid("fbf_filter", false);
+	Relation	pg_index_rel;
+	List	   *counters = NIL;
+	ListCell   *lc;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* every fbf_filter index's table */
+	pg_index_rel = table_open(RelationRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(pg_index_rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+
+		if (form->relam == amoid && form->relkind == RELKIND_INDEX)
+			counters = lappend_oid(counters, IndexGetRelation(form->oid, false));
+	}
+	table_endscan(scan);
+	table_close(pg_index_rel, AccessShareLock);
+
+	foreach(lc, counters)
+	{
+		Oid			relid = lfirst_oid(lc);
+		Relation	heap;
+		Relation	index;
+		FbfMetaPageData meta;
+		uint64	   *counts;
+		Datum	   *per_filter;
+		Datum		values[17];
+		bool		nulls[17] = {0};
+		FbfCounterStatsSnapshot st;
+		int			i;
+		uint32		p;
+
+		if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+			!ConditionalLockRelationOid(relid, AccessShareLock))
+			continue;			/* no access, or being rebuilt or dropped */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		{
+			UnlockRelationOid(relid, AccessShareLock);
+			continue;
+		}
+		open_counter(relid, ACL_SELECT, AccessShareLock, &heap, &index);
+		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
+		FbfReadMeta(index, &meta);
+		counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
+		FbfBlockCounts(index, &meta, counts);
+		per_filter = palloc(sizeof(Datum) * meta.nfilters);
+		for (i = 0; i < meta.nfilters; i++)
+		{
+			uint64		sum = 0;
+
+			for (p = 0; i < meta.nlive && p < meta.nparts; p++)
+				sum += counts[i * meta.nparts + p];
+			per_filter[i] = Int64GetDatum((int64) sum);
+		}
+		FbfStatsGet(MyDatabaseId, relid, &st);
+
+		values[0] = ObjectIdGetDatum(relid);
+		values[1] = Int32GetDatum(meta.nfilters);
+		values[2] = Int32GetDatum(meta.nlive);
+		values[3] = IntervalPGetDatum(interval_from_usecs(meta.period));
+		values[4] = IntervalPGetDatum(interval_from_usecs(meta.retention));
+		values[5] = Int64GetDatum((int64) meta.nbits * meta.nparts);
+		values[6] = Int32GetDatum(meta.nhashes);
+		values[7] = Int32GetDatum(meta.nparts);
+		values[8] = PointerGetDatum(construct_array(per_filter, meta.nfilters, INT8OID,
+													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[9] = Float8GetDatum(FbfEstimateFpp(&meta, counts));
+		values[10] = Float8GetDatum(meta.target_fpp);
+		values[11] = Int64GetDatum((int64) st.applied);
+		values[12] = Int64GetDatum((int64) st.dismissed);
+		values[13] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
+		values[14] = TimestampTzGetDatum(meta.born_at[0]);
+		values[15] = Int64GetDatum(meta.resizes);
+		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
+		close_counter(heap, index);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

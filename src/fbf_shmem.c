@@ -1,0 +1,231 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_shmem.c
+ *	  Shared memory: per-counter statistics and per-database bookkeeping
+ *	  of the background worker.
+ *
+ * The filters themselves are not here: their bits live in shared buffers,
+ * as pages of each counter's fbf_filter index (fbf_storage.h).  What is
+ * here is small and may be lost at a restart:
+ *
+ *	- stats: one entry per (database, counter table): operations applied
+ *	  and dismissed since the server started, last maintenance pass;
+ *	- databases: for each database, whether it had the extension when the
+ *	  worker last looked, so the launcher does not start a pass worker in
+ *	  every database every second.
+ *
+ * Locking: FbfShared->lock protects the membership of both hash tables
+ * (share to look up, exclusive to insert or remove an entry).  The
+ * counters inside a stats entry are atomics, updated under the share lock;
+ * last_maintained and the database entries' fields are updated under the
+ * exclusive lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/hsearch.h"
+
+#include "fbf.h"
+#include "fbf_shmem.h"
+
+#define FBF_MAX_COUNTERS	4096	/* stats entries; beyond, not counted */
+#define FBF_MAX_DATABASES	1024
+
+/* how long a database without the extension is left alone */
+#define FBF_DATABASE_RECHECK_MS 30000
+
+typedef struct FbfStatsKey
+{
+	Oid			dbid;
+	Oid			relid;
+} FbfStatsKey;
+
+typedef struct FbfStatsEntry
+{
+	FbfStatsKey key;
+	pg_atomic_uint64 applied;
+	pg_atomic_uint64 dismissed;
+	TimestampTz last_maintained;
+} FbfStatsEntry;
+
+typedef struct FbfDatabaseEntry
+{
+	Oid			dbid;
+	bool		has_extension;
+	TimestampTz checked_at;
+} FbfDatabaseEntry;
+
+typedef struct FbfSharedState
+{
+	LWLock	   *lock;
+} FbfSharedState;
+
+static FbfSharedState *FbfShared = NULL;
+static HTAB *stats_hash = NULL;
+static HTAB *database_hash = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+fbf_shmem_size(void)
+{
+	return add_size(add_size(MAXALIGN(sizeof(FbfSharedState)),
+							 hash_estimate_size(FBF_MAX_COUNTERS, sizeof(FbfStatsEntry))),
+					hash_estimate_size(FBF_MAX_DATABASES, sizeof(FbfDatabaseEntry)));
+}
+
+static void
+fbf_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(fbf_shmem_size());
+	RequestNamedLWLockTranche("fbf", 1);
+}
+
+static void
+fbf_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		ctl;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	FbfShared = ShmemInitStruct("fbf", sizeof(FbfSharedState), &found);
+	if (!found)
+		FbfShared->lock = &(GetNamedLWLockTranche("fbf"))->lock;
+
+	ctl.keysize = sizeof(FbfStatsKey);
+	ctl.entrysize = sizeof(FbfStatsEntry);
+	stats_hash = ShmemInitHash("fbf counter stats", FBF_MAX_COUNTERS,
+							   FBF_MAX_COUNTERS, &ctl, HASH_ELEM | HASH_BLOBS);
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(FbfDatabaseEntry);
+	database_hash = ShmemInitHash("fbf databases", FBF_MAX_DATABASES,
+								  FBF_MAX_DATABASES, &ctl, HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+FbfShmemInit(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = fbf_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = fbf_shmem_startup;
+}
+
+/*
+ * Find (or, with `create`, make) a counter's stats entry.  Returns NULL if
+ * it does not exist, or the table is full.  The caller must hold the lock
+ * in the mode `create` needs (exclusive to create).
+ */
+static FbfStatsEntry *
+stats_entry(Oid dbid, Oid relid, bool create)
+{
+	FbfStatsKey key;
+	FbfStatsEntry *entry;
+	bool		found;
+
+	key.dbid = dbid;
+	key.relid = relid;
+	entry = hash_search(stats_hash, &key, create ? HASH_ENTER_NULL : HASH_FIND,
+						&found);
+	if (entry && !found)
+	{
+		pg_atomic_init_u64(&entry->applied, 0);
+		pg_atomic_init_u64(&entry->dismissed, 0);
+		entry->last_maintained = 0;
+	}
+	return entry;
+}
+
+void
+FbfStatsCount(Oid dbid, Oid relid, bool applied)
+{
+	FbfStatsEntry *entry;
+
+	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	entry = stats_entry(dbid, relid, false);
+	if (entry == NULL)
+	{
+		LWLockRelease(FbfShared->lock);
+		LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+		entry = stats_entry(dbid, relid, true);
+	}
+	if (entry)
+		pg_atomic_fetch_add_u64(applied ? &entry->applied : &entry->dismissed, 1);
+	LWLockRelease(FbfShared->lock);
+}
+
+void
+FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when)
+{
+	FbfStatsEntry *entry;
+
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	entry = stats_entry(dbid, relid, true);
+	if (entry)
+		entry->last_maintained = when;
+	LWLockRelease(FbfShared->lock);
+}
+
+void
+FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out)
+{
+	FbfStatsEntry *entry;
+
+	memset(out, 0, sizeof(*out));
+	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	entry = stats_entry(dbid, relid, false);
+	if (entry)
+	{
+		out->applied = pg_atomic_read_u64(&entry->applied);
+		out->dismissed = pg_atomic_read_u64(&entry->dismissed);
+		out->last_maintained = entry->last_maintained;
+	}
+	LWLockRelease(FbfShared->lock);
+}
+
+/*
+ * Should the launcher start a pass in this database?  Yes unless it was
+ * found without the extension less than FBF_DATABASE_RECHECK_MS ago.
+ */
+bool
+FbfDatabaseDue(Oid dbid, TimestampTz now)
+{
+	FbfDatabaseEntry *entry;
+	bool		due = true;
+
+	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
+	if (entry && !entry->has_extension &&
+		!TimestampDifferenceExceeds(entry->checked_at, now, FBF_DATABASE_RECHECK_MS))
+		due = false;
+	LWLockRelease(FbfShared->lock);
+	return due;
+}
+
+void
+FbfDatabaseChecked(Oid dbid, bool has_extension, TimestampTz now)
+{
+	FbfDatabaseEntry *entry;
+
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	entry = hash_search(database_hash, &dbid, HASH_ENTER_NULL, NULL);
+	if (entry)
+	{
+		entry->has_extension = has_extension;
+		entry->checked_at = now;
+	}
+	LWLockRelease(FbfShared->lock);
+}

@@ -1,0 +1,189 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_storage.h
+ *	  On-disk layout of a counter table's filter, and the operations on it.
+ *
+ * A counter table's Forgetful Bloom Filter lives in the pages of an index of
+ * the internal access method `fbf_filter` on that table.  Every change goes
+ * through the buffer manager with generic WAL, so checkpoints, crash
+ * recovery, base backups and streaming replication carry the filter with
+ * no extra machinery; dropping the table drops the index and its storage.
+ *
+ * Blocks (P = nparts, the number of partitions):
+ *
+ *		0						metapage: shape, ring, periods, retention
+ *		1 .. P					pending page of each partition (chain head)
+ *		fid_start[f] + p		filter slot `f`'s block for partition p
+ *		anywhere after			pending overflow pages, chained from a head
+ *
+ * An operation hashes to one partition and touches only that partition's
+ * pending chain and blocks, so its work and WAL are a few pages whatever
+ * the filter's size.  Filter slots ("fids") are reused: the metapage's ring
+ * maps logical filter i (0 = future, 1 = present, 2.. past) to a fid, and
+ * fid_start[] says where each fid's P blocks begin (slots added by AIMD
+ * are appended to the relation).
+ *
+ * Pending pages: an operation is not written into the Bloom bits when it is
+ * applied, because bits cannot be taken back if its transaction aborts.  It
+ * is appended to its partition's pending page with the applying
+ * (sub)transaction's xid, in the same transaction as the counter update.
+ * Whether the operation "happened" is then exactly whether that xid
+ * committed: concurrent callers find the entry and wait on the xid; after a
+ * crash the entry is in the WAL-replayed page and the xid's fate is in the
+ * commit log.  Entries whose xid committed are later drained into the
+ * future and present filters; aborted ones are discarded.
+ *
+ * Lazy clearing: a refresh only rewrites the metapage (one small WAL
+ * record).  Each filter block carries the epoch at which its fid became
+ * future ("stamp"); a block whose stamp does not match the ring is stale and
+ * reads as empty, and the first writer clears and restamps it.
+ *
+ * Locking protocol (always in this order, never waiting on a transaction
+ * while holding a buffer lock):
+ *	1. the counter table, RowExclusiveLock (taken by the caller; DDL that
+ *	   rebuilds or drops the filter conflicts with it);
+ *	2. the metapage buffer: share for an operation, exclusive to refresh or
+ *	   resize.  Holding it share for the whole operation keeps the ring
+ *	   stable while entries are appended and bits are set;
+ *	3. one partition's pending chain, exclusive, head first (the head's
+ *	   lock is what serialises the partition's operations);
+ *	4. that partition's filter blocks: share to test, exclusive to set.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FBF_STORAGE_H
+#define FBF_STORAGE_H
+
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "storage/block.h"
+#include "storage/bufpage.h"
+#include "utils/rel.h"
+
+#include "fbf_aimd.h"
+#include "fbf_core.h"
+
+#define FBF_META_MAGIC			0x46424643	/* "FBFC" */
+#define FBF_STORAGE_VERSION		1
+
+#define FBF_METAPAGE_BLKNO		0
+
+/* the last two bytes of every page's special space */
+#define FBF_PAGE_ID_META		0xFB01
+#define FBF_PAGE_ID_PENDING		0xFB02
+#define FBF_PAGE_ID_FILTER		0xFB03
+
+typedef struct FbfMetaPageData
+{
+	uint32		magic;
+	uint32		version;
+	uint32		nbits;			/* bits per block */
+	uint32		nparts;			/* partitions, one block each per filter */
+	uint16		nhashes;
+	uint16		nfilters;		/* N + 2, changed by AIMD */
+	uint16		nlive;			/* live filters, logical 0..nlive-1 */
+	uint16		nfids;			/* fids with pages: 0..nfids-1 */
+	uint32		flags;			/* FBF_META_* */
+	uint32		shards;			/* shard rows per key in the counter table */
+	int64		epoch;			/* refreshes; birth epoch of future */
+	int64		period;			/* refresh period t, microseconds */
+	int64		retention;		/* microseconds */
+	float8		target_fpp;
+	int64		created_at;		/* TimestampTz */
+	int64		resizes;		/* AIMD resizes so far */
+	uint8		ring[FBF_MAX_FILTERS];	/* logical filter -> fid */
+	int64		born_at[FBF_MAX_FILTERS];	/* by logical filter, TimestampTz */
+	BlockNumber fid_start[FBF_MAX_FILTERS]; /* first block of each fid */
+} FbfMetaPageData;
+
+typedef FbfMetaPageData *FbfMetaPage;
+
+#define FBF_META_CAPPED			0x0001	/* AIMD wanted to grow but a cap bit */
+
+typedef struct FbfPageOpaqueData
+{
+	int64		stamp;			/* filter pages: birth epoch of their filter */
+	uint64		count;			/* filter pages: elements in this block */
+	BlockNumber next;			/* pending pages: next in the chain, or
+								 * InvalidBlockNumber */
+	uint16		unused;
+	uint16		page_id;		/* FBF_PAGE_ID_* */
+} FbfPageOpaqueData;
+
+typedef FbfPageOpaqueData *FbfPageOpaque;
+
+#define FbfPageGetOpaque(page) ((FbfPageOpaque) PageGetSpecialPointer(page))
+
+/* An in-flight operation on a pending page. */
+typedef struct FbfPendingEntry
+{
+	TransactionId xid;			/* (sub)transaction that applied it */
+	uint32		unused;
+	uint64		h1;				/* the operation's hash */
+	uint64		h2;
+} FbfPendingEntry;
+
+/* bytes usable for bits or entries on a page */
+#define FBF_PAGE_CONTENT_BYTES \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(FbfPageOpaqueData)))
+#define FBF_BLOCK_MAX_BITS		((uint32) (FBF_PAGE_CONTENT_BYTES / 8) * 64)
+#define FBF_PENDING_CAPACITY \
+	((int) (FBF_PAGE_CONTENT_BYTES / sizeof(FbfPendingEntry)))
+
+/* pages in one partition's pending chain, at most (all locked at once) */
+#define FBF_MAX_PENDING_PAGES	64
+
+static inline BlockNumber
+FbfPendingBlock(const FbfMetaPageData *meta, uint32 part)
+{
+	return 1 + part;
+}
+
+static inline BlockNumber
+FbfFilterBlock(const FbfMetaPageData *meta, int fid, uint32 part)
+{
+	return meta->fid_start[fid] + part;
+}
+
+/* Configuration of a counter's filter, from the index's reloptions. */
+typedef struct FbfFilterOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	int			retention_ms;
+	double		target_fpp;
+	double		expected_rate;
+	int			shards;
+	int			nbits;			/* 0: plan from the workload */
+	int			nhashes;
+	int			npast;
+} FbfFilterOptions;
+
+/* Outcome of FbfApplyOperation. */
+typedef enum FbfOpResult
+{
+	FBF_OP_APPLIED,				/* new: recorded as in flight, apply it */
+	FBF_OP_DUPLICATE			/* seen: committed or ours, dismiss it */
+} FbfOpResult;
+
+/* ---- fbf_filter.c: the access method ---- */
+extern Oid	FbfFilterAmOid(void);
+extern FbfFilterOptions *FbfGetOptions(Relation index);
+extern bool FbfIsCounterTable(Relation heap, Oid *index_oid);
+
+/* ---- fbf_storage.c ---- */
+extern void FbfReadMeta(Relation index, FbfMetaPageData *meta);
+extern void FbfInitStorage(Relation index, ForkNumber fork,
+						   const FbfFilterOptions *opts);
+extern bool FbfCopyStorage(Relation index, RelFileNode old, bool permanent);
+extern void FbfSyncOptions(Relation index);
+extern FbfOpResult FbfApplyOperation(Relation index, const FbfHash *hash);
+extern int	FbfRefreshIfDue(Relation index, TimestampTz now);
+extern int	FbfDrainAll(Relation index);
+extern void FbfBlockCounts(Relation index, const FbfMetaPageData *meta,
+						   uint64 *counts);
+extern double FbfEstimateFpp(const FbfMetaPageData *meta, const uint64 *counts);
+extern FbfAimdDecision FbfMaintain(Relation index, TimestampTz now);
+extern Fbf *FbfSnapshot(Relation index, uint64 *pending);
+
+#endif							/* FBF_STORAGE_H */
