@@ -21,6 +21,10 @@ DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
+ISOLATION      = counter_duplicates counter_savepoints counter_maintenance
+ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
+                 --load-extension=$(EXTENSION)
+
 # Warnings are errors; PostgreSQL's own headers trip -Wunused-parameter and
 # -Wmissing-field-initializers, and fmgr's V1 macros -Wmissing-prototypes.
 PG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
@@ -28,7 +32,7 @@ PG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK  = -lm
 
-EXTRA_CLEAN = results regression.diffs regression.out
+EXTRA_CLEAN = results regression.diffs regression.out test/isolation/output
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -4,7 +4,7 @@
 --
 \set SHOW_CONTEXT never
 
-CREATE FUNCTION sqlstate_of(query text) RETURNS text
+CREATE OR REPLACE FUNCTION sqlstate_of(query text) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
 	EXECUTE query;

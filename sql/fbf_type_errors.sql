@@ -5,7 +5,7 @@
 \set SHOW_CONTEXT never
 \set ON_ERROR_STOP 0
 
-CREATE FUNCTION sqlstate_of(query text) RETURNS text
+CREATE OR REPLACE FUNCTION sqlstate_of(query text) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
 	EXECUTE query;

@@ -5,8 +5,9 @@
 #
 # Installs what it needs, builds with warnings as errors, then runs every
 # layer: the standalone C tests of the pure core (under AddressSanitizer and
-# UBSan), the decoder fuzzer, and `make installcheck` (pg_regress) against
-# a scratch cluster it starts and always stops.  Ends with the line
+# UBSan), the decoder fuzzer, `make installcheck` (pg_regress and isolation
+# specs) against a scratch cluster it starts and always stops, and the TAP
+# tests (crash, restart, replication, the worker).  Ends with the line
 # "N passed, N failed" and exits non-zero on any failure.
 set -uo pipefail
 
@@ -96,19 +97,28 @@ count_tap "$logdir/fuzz.tap" "fuzz"
 # the worker stays off here so outputs do not depend on its timing;
 # test/t/ checks it on its own
 require "start a scratch cluster" fbf_cluster_start "fbf.worker_enabled = off"
-fbf_log "make installcheck (pg_regress)"
-make -s installcheck >"$logdir/installcheck.log" 2>&1
-rc=$?
-cat "$logdir/installcheck.log"
-ok=$(grep -cE '^(test| ) +[a-z0-9_]+ +\.\.\. ok' "$logdir/installcheck.log")
-bad=$(grep -cE '\.\.\. (FAILED|failed)' "$logdir/installcheck.log")
-passed=$((passed + ok))
-failed=$((failed + bad))
-if [ "$bad" -gt 0 ] || [ $rc -ne 0 ]; then
-	[ -f regression.diffs ] && cat regression.diffs
-	[ "$bad" -gt 0 ] || failed=$((failed + 1))
-	failures+=("installcheck")
-fi
+# pg_regress and the isolation tester are two runs, so that a failure in
+# one does not hide the other's results
+run_installcheck() {
+	local label=$1 log=$2 diffs=$3
+	shift 3
+	fbf_log "make installcheck ($label)"
+	make -s installcheck "$@" >"$log" 2>&1
+	local rc=$?
+	cat "$log"
+	local ok bad
+	ok=$(grep -cE '^(test| ) +[a-z0-9_]+ +\.\.\. ok' "$log")
+	bad=$(grep -cE '\.\.\. (FAILED|failed)' "$log")
+	passed=$((passed + ok))
+	failed=$((failed + bad))
+	if [ "$bad" -gt 0 ] || [ $rc -ne 0 ]; then
+		[ -f "$diffs" ] && cat "$diffs"
+		[ "$bad" -gt 0 ] || failed=$((failed + 1))
+		failures+=("installcheck ($label)")
+	fi
+}
+run_installcheck "pg_regress" "$logdir/regress.log" regression.diffs ISOLATION=
+run_installcheck "isolation" "$logdir/isolation.log" test/isolation/output/regression.diffs REGRESS=
 fbf_cluster_stop
 
 # ---- 3. TAP tests (PostgreSQL::Test::Cluster), as the postgres user ----
