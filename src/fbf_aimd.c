@@ -25,9 +25,64 @@ filters_within(uint64_t max_bytes, uint32_t nbits, uint32_t nparts)
 	return 0;
 }
 
+double
+fbf_steady_fpp(uint32_t nbits, int nhashes, uint32_t nparts, int nfilters,
+			   double per_period, FbfCheck check)
+{
+	uint64_t	counts[FBF_MAX_FILTERS];
+	double		per_part = per_period / nparts;
+	int			i;
+
+	counts[0] = (uint64_t) ceil(per_part);
+	for (i = 1; i < nfilters; i++)
+		counts[i] = (uint64_t) ceil(2 * per_part);
+	return fbf_estimate_fpp_counts(nbits, nhashes, nfilters, counts, check,
+								   FBF_MODEL_SHARED);
+}
+
+/*
+ * Steady-state estimate of (nfilters, period) at `rate`, or -1 if unknown.
+ * A timed refresh recycles the oldest live filter as soon as it holds
+ * nothing younger than the retention, so in steady state only about
+ * retention / period + 2 filters are live, however many there are.
+ */
+static double
+projected(const FbfAimdConfig *cfg, int nfilters, int64_t period, double rate)
+{
+	int			live = nfilters;
+
+	if (rate < 0)
+		return -1;
+	if (period > 0)
+	{
+		double		needed = ceil((double) cfg->retention / (double) period) + 2;
+
+		if (needed < live)
+			live = needed < FBF_MIN_FILTERS ? FBF_MIN_FILTERS : (int) needed;
+	}
+	return fbf_steady_fpp(cfg->nbits, cfg->nhashes, cfg->nparts, live,
+						  rate * (double) period, FBF_CHECK_DEFAULT);
+}
+
+/* the period one step shorter that still covers the retention, or period */
+static int64_t
+shorter_period(const FbfAimdConfig *cfg, int nfilters, int64_t period)
+{
+	int64_t		shorter = period - cfg->period_step;
+	int64_t		needed = (cfg->retention + nfilters - 2) / (nfilters - 1);
+
+	if (shorter < cfg->period_min)
+		shorter = cfg->period_min;
+	if (shorter < needed)
+		shorter = needed;
+	if (shorter > period)
+		shorter = period;
+	return shorter;
+}
+
 FbfAimdDecision
 fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
-				double fpp)
+				double fpp, double rate)
 {
 	FbfAimdDecision d;
 
@@ -41,9 +96,13 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 	{
 		int			cap = filters_within(cfg->max_bytes, cfg->nbits, cfg->nparts);
 		int			grown = 2 * nfilters;
-		int64_t		shorter = period - cfg->period_step;
-		int64_t		needed;
 
+		if (rate >= 0 &&
+			projected(cfg, nfilters, period, rate) < cfg->increase_at * cfg->target_fpp)
+		{
+			d.reason = "estimate high, but the current shape meets the target at the current rate";
+			return d;
+		}
 		if (cap > cfg->max_filters)
 			cap = cfg->max_filters;
 		if (grown > cap)
@@ -51,25 +110,23 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 			grown = cap;
 			d.capped = true;
 		}
-		if (grown <= nfilters)
+		if (grown < nfilters)
+			grown = nfilters;
+
+		/*
+		 * The window (grown - 1) * period' must still cover the retention.
+		 * At a cap the filters cannot double, but a shorter period may
+		 * still fit in the ones there are.
+		 */
+		d.period = shorter_period(cfg, grown, period);
+		if (grown == nfilters && d.period == period)
 		{
 			d.reason = cap == cfg->max_filters ?
 				"at the filter limit" : "at the memory cap";
 			return d;
 		}
-
-		/* the window (grown - 1) * period' must still cover retention */
-		needed = (cfg->retention + grown - 2) / (grown - 1);
-		if (shorter < cfg->period_min)
-			shorter = cfg->period_min;
-		if (shorter < needed)
-			shorter = needed;
-		if (shorter > period)
-			shorter = period;
-
 		d.action = FBF_AIMD_GROW;
 		d.nfilters = grown;
-		d.period = shorter;
 		d.reason = d.capped ? "estimate high, growth limited by a cap" :
 			"estimate high";
 		return d;
@@ -94,6 +151,12 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 			longer = cfg->period_max;
 		if (longer < period)
 			longer = period;
+		if (rate >= 0 &&
+			projected(cfg, shrunk, longer, rate) >= cfg->increase_at * cfg->target_fpp / 2)
+		{
+			d.reason = "estimate low, but a smaller shape would not meet the target at the current rate";
+			return d;
+		}
 
 		d.action = FBF_AIMD_SHRINK;
 		d.nfilters = shrunk;
@@ -103,22 +166,12 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 	return d;
 }
 
-/*
- * Steady-state estimate just before a refresh: the future filter holds one
- * period's elements, every older live filter two.
- */
+/* steady-state estimate of one block (nparts = 1) */
 static double
 steady_fpp(uint32_t nbits, int nhashes, int nfilters, uint64_t per_period,
 		   FbfCheck check)
 {
-	uint64_t	counts[FBF_MAX_FILTERS];
-	int			i;
-
-	counts[0] = per_period;
-	for (i = 1; i < nfilters; i++)
-		counts[i] = 2 * per_period;
-	return fbf_estimate_fpp_counts(nbits, nhashes, nfilters, counts, check,
-								   FBF_MODEL_SHARED);
+	return fbf_steady_fpp(nbits, nhashes, 1, nfilters, (double) per_period, check);
 }
 
 /* smallest nbits with estimate <= target, or 0 */

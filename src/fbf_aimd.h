@@ -32,6 +32,7 @@ typedef struct FbfAimdConfig
 	uint64_t	max_bytes;		/* memory cap for the whole FBF */
 	uint32_t	nbits;			/* per block; fixed for the FBF's life */
 	uint32_t	nparts;			/* blocks per filter; fixed too */
+	int			nhashes;		/* fixed too */
 } FbfAimdConfig;
 
 typedef enum FbfAimdAction
@@ -52,7 +53,8 @@ typedef struct FbfAimdDecision
 
 /*
  * One controller step for an FBF of nfilters filters refreshed every period,
- * whose estimated FPP is fpp.
+ * whose estimated FPP is fpp, receiving `rate` elements per unit of time
+ * (measured over the last complete period; negative if unknown).
  *
  * Grow: nfilters doubles (clamped to the filter and memory caps; capped is
  * set when that clamp bites), period shrinks by one step but never so far
@@ -61,9 +63,25 @@ typedef struct FbfAimdDecision
  * (nfilters' - 1) * period >= retention, so the window keeps covering the
  * retention even before the longer period takes effect.  The caller must
  * still check fbf_drop_is_safe() before dropping a live filter.
+ *
+ * The estimate describes filters filled in the past; a change takes effect
+ * only as new periods fill new filters.  So, when the rate is known, the
+ * step also looks ahead at the steady-state estimate of a configuration at
+ * that rate: it grows only if the current configuration would stay at or
+ * above the increase threshold (old load still ageing out is no reason to
+ * grow again), and shrinks only if the smaller one would stay well under it
+ * (no shrinking into a configuration that must grow back).
  */
 extern FbfAimdDecision fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters,
-									   int64_t period, double fpp);
+									   int64_t period, double fpp, double rate);
+
+/*
+ * Steady-state estimate of nfilters filters refreshed every period at
+ * `rate` elements per unit of time, just before a refresh: the future
+ * filter holds one period's elements, every older filter two.
+ */
+extern double fbf_steady_fpp(uint32_t nbits, int nhashes, uint32_t nparts,
+							 int nfilters, double per_period, FbfCheck check);
 
 /* A shape that meets a target for a workload. */
 typedef struct FbfPlan

@@ -202,6 +202,41 @@ fbf_drop_is_safe(const Fbf *f, int64_t now, int64_t retention)
 	return now - younger_born > retention;
 }
 
+FbfRefreshAction
+fbf_refresh_action(int nlive, int nfilters, int64_t younger_born, int64_t now,
+				   int64_t retention)
+{
+	if (now - younger_born > retention)
+		return FBF_REFRESH_RECYCLE_OLDEST;
+	if (nlive < nfilters)
+		return FBF_REFRESH_USE_UNBORN;
+	return FBF_REFRESH_POSTPONE;
+}
+
+bool
+fbf_refresh_within(Fbf *f, int64_t now, int64_t retention)
+{
+	switch (fbf_refresh_action(f->nlive, f->nfilters,
+							   *fbf_born_at(f, f->nlive - 2), now, retention))
+	{
+		case FBF_REFRESH_RECYCLE_OLDEST:
+			if (f->nlive < f->nfilters)
+			{
+				/* the oldest live filter joins the unborn ones, emptied */
+				clear_filter(f, f->nlive - 1);
+				f->nlive--;
+			}
+			fbf_refresh(f, now);
+			return true;
+		case FBF_REFRESH_USE_UNBORN:
+			fbf_refresh(f, now);
+			return true;
+		case FBF_REFRESH_POSTPONE:
+			break;
+	}
+	return false;
+}
+
 void
 fbf_resize(Fbf *dst, const Fbf *src, int nfilters)
 {

@@ -233,6 +233,32 @@ extern bool fbf_refresh_drops(const Fbf *f);
 extern bool fbf_drop_is_safe(const Fbf *f, int64_t now, int64_t retention);
 
 /*
+ * What a timed refresh should do, given the window: recycle the oldest live
+ * filter if it holds nothing younger than the retention (even while unborn
+ * filters wait: they are for when the window must lengthen, and keeping
+ * old content longer only costs false positives); else lengthen the window
+ * into an unborn filter; else postpone (the retention needs every filter).
+ * younger_born is the birth time of the oldest live filter's younger
+ * neighbour (logical nlive - 2).
+ */
+typedef enum FbfRefreshAction
+{
+	FBF_REFRESH_RECYCLE_OLDEST,
+	FBF_REFRESH_USE_UNBORN,
+	FBF_REFRESH_POSTPONE
+} FbfRefreshAction;
+
+extern FbfRefreshAction fbf_refresh_action(int nlive, int nfilters,
+										   int64_t younger_born, int64_t now,
+										   int64_t retention);
+
+/*
+ * A timed refresh at `now` following fbf_refresh_action; returns false if
+ * postponed.
+ */
+extern bool fbf_refresh_within(Fbf *f, int64_t now, int64_t retention);
+
+/*
  * Copy src into dst (fbf_size(src->nbits, nfilters, src->nparts) bytes) with nfilters
  * filters: growing appends unborn filters at the old end, shrinking removes
  * filters from the old end, unborn ones first.  dst is normalised to

@@ -64,6 +64,9 @@ PG_FUNCTION_INFO_V1(fbf_counter_stats);
 /* did the current transaction increment a counter? (PREPARE refuses it) */
 static bool xact_incremented = false;
 
+/* has this backend told the launcher that its database has counters? */
+static bool database_noted = false;
+
 static void
 fbf_xact_callback(XactEvent event, void *arg)
 {
@@ -363,6 +366,12 @@ increment(FunctionCallInfo fcinfo, char tag)
 
 	open_counter(relid, ACL_UPDATE, RowExclusiveLock, &heap, &index);
 	xact_incremented = true;
+	if (!database_noted)
+	{
+		/* tell the launcher at once that this database has counters */
+		FbfDatabaseChecked(MyDatabaseId, true, GetCurrentTimestamp());
+		database_noted = true;
+	}
 	result = FbfApplyOperation(index, &hash);
 	if (result == FBF_OP_APPLIED)
 		add_delta(heap, key, delta, FbfGetOptions(index)->shards);

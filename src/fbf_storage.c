@@ -33,6 +33,7 @@
 #include "fbf_aimd.h"
 #include "fbf_core.h"
 #include "fbf.h"
+#include "fbf_shmem.h"
 #include "fbf_storage.h"
 
 /* ----------------------------------------------------------------------
@@ -330,6 +331,9 @@ FbfInitStorage(Relation index, ForkNumber fork, const FbfFilterOptions *opts)
 
 	if (fork != MAIN_FORKNUM)
 		smgrimmedsync(RelationGetSmgr(index), fork);
+
+	/* a new counter: the launcher should visit this database from now on */
+	FbfDatabaseChecked(MyDatabaseId, true, now);
 }
 
 /*
@@ -798,20 +802,40 @@ drop_is_safe(const FbfMetaPageData *meta, TimestampTz now)
 	return now - meta->born_at[meta->nlive - 2] > meta->retention;
 }
 
-/* rotate once: the oldest filter (unborn or live) becomes the empty future */
-static void
+/*
+ * Rotate once, as fbf_refresh_action says: the recycled filter (the oldest
+ * live one, or the first unborn one) becomes the empty future; its blocks
+ * go stale with the new epoch.  Returns false if postponed.
+ */
+static bool
 rotate(FbfMetaPageData *meta, TimestampTz now)
 {
-	uint8		oldest = meta->ring[meta->nfilters - 1];
+	int			from;
 
-	memmove(&meta->ring[1], &meta->ring[0], meta->nfilters - 1);
-	memmove(&meta->born_at[1], &meta->born_at[0],
-			sizeof(int64) * (meta->nfilters - 1));
-	meta->ring[0] = oldest;
-	meta->born_at[0] = now;
-	if (meta->nlive < meta->nfilters)
-		meta->nlive++;
+	switch (fbf_refresh_action(meta->nlive, meta->nfilters,
+							   meta->born_at[meta->nlive - 2], now,
+							   meta->retention))
+	{
+		case FBF_REFRESH_RECYCLE_OLDEST:
+			from = meta->nlive - 1;
+			break;
+		case FBF_REFRESH_USE_UNBORN:
+			from = meta->nlive;
+			meta->nlive++;
+			break;
+		default:
+			return false;
+	}
+	{
+		uint8		fid = meta->ring[from];
+
+		memmove(&meta->ring[1], &meta->ring[0], from);
+		memmove(&meta->born_at[1], &meta->born_at[0], sizeof(int64) * from);
+		meta->ring[0] = fid;
+		meta->born_at[0] = now;
+	}
 	meta->epoch++;
+	return true;
 }
 
 /*
@@ -840,13 +864,12 @@ FbfRefreshIfDue(Relation index, TimestampTz now)
 	 */
 	while (now - born >= meta.period * (done + 1) && done < meta.nfilters)
 	{
-		if (meta.nlive == meta.nfilters && !drop_is_safe(&meta, now))
+		if (!rotate(&meta, now))
 		{
 			elog(DEBUG1, "fbf: refresh of \"%s\" postponed: the oldest filter still covers the retention",
 				 RelationGetRelationName(index));
 			break;
 		}
-		rotate(&meta, now);
 		done++;
 	}
 	if (done > 0)
@@ -947,6 +970,7 @@ aimd_config(const FbfMetaPageData *meta, FbfAimdConfig *cfg)
 	cfg->max_filters = FBF_MAX_FILTERS;
 	cfg->nbits = meta->nbits;
 	cfg->nparts = meta->nparts;
+	cfg->nhashes = meta->nhashes;
 	/* the memory cap counts pages; express it in filters of this shape */
 	cap_filters = Max(cap_filters, 0);
 	cfg->max_bytes = fbf_size(meta->nbits, (int) Min(cap_filters, FBF_MAX_FILTERS),
@@ -1046,6 +1070,43 @@ note_capped(Relation index, bool capped)
 }
 
 /*
+ * Operations per microsecond, for the controller's look-ahead: the higher
+ * of the last complete period's rate (so a ramp is seen at once) and the
+ * average over the complete periods of the live window (so one quiet
+ * period does not look like the load went away).  Filter i holds its own
+ * epoch (as future) and the next one (as present), so epoch i's count is
+ * count_i - epoch_(i-1), starting from the future filter, which holds only
+ * its own.  -1 if unknown.
+ */
+static double
+arrival_rate(const FbfMetaPageData *meta, const uint64 *counts)
+{
+	double		epoch = 0;
+	double		total = 0;
+	double		last = 0;
+	int64		window = meta->born_at[0] - meta->born_at[meta->nlive - 1];
+	int64		period = meta->born_at[0] - meta->born_at[1];
+	int			i;
+
+	if (meta->nlive < 2 || window <= 0 || period <= 0)
+		return -1;
+	for (i = 0; i < meta->nlive; i++)
+	{
+		double		count = 0;
+		uint32		p;
+
+		for (p = 0; p < meta->nparts; p++)
+			count += counts[i * meta->nparts + p];
+		epoch = Max(count - epoch, 0);
+		if (i == 1)
+			last = epoch;
+		if (i > 0)
+			total += epoch;
+	}
+	return Max(last / period, total / window);
+}
+
+/*
  * One maintenance pass over a counter's filter, as the background worker
  * runs it every fbf.naptime: refresh if due, drain resolved operations,
  * then one AIMD step.  The caller holds RowExclusiveLock on the table.
@@ -1058,6 +1119,7 @@ FbfMaintain(Relation index, TimestampTz now)
 	FbfAimdDecision d;
 	uint64	   *counts;
 	double		fpp;
+	double		rate;
 
 	FbfSyncOptions(index);
 	FbfRefreshIfDue(index, now);
@@ -1067,10 +1129,11 @@ FbfMaintain(Relation index, TimestampTz now)
 	counts = palloc(sizeof(uint64) * meta.nlive * meta.nparts);
 	FbfBlockCounts(index, &meta, counts);
 	fpp = FbfEstimateFpp(&meta, counts);
+	rate = arrival_rate(&meta, counts);
 	pfree(counts);
 
 	aimd_config(&meta, &cfg);
-	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp);
+	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp, rate);
 	if (d.action != FBF_AIMD_HOLD)
 	{
 		if (apply_resize(index, &d, now))

@@ -172,6 +172,7 @@ fbf_launcher_main(Datum main_arg)
 {
 	PassSlot   *slots;
 	MemoryContext loop_context;
+	TimestampTz next_round = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -186,9 +187,14 @@ fbf_launcher_main(Datum main_arg)
 										 ALLOCSET_DEFAULT_SIZES);
 	elog(DEBUG1, "fbf launcher started");
 
+	/*
+	 * One round every fbf.naptime.  The latch is also set when a pass ends
+	 * (bgw_notify_pid), so wake-ups before the next round just wait again.
+	 */
 	while (!ShutdownRequestPending)
 	{
 		MemoryContext old;
+		TimestampTz now;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -197,11 +203,11 @@ fbf_launcher_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
-		if (fbf_worker_enabled)
+		now = GetCurrentTimestamp();
+		if (now >= next_round && fbf_worker_enabled)
 		{
 			List	   *dbs;
 			ListCell   *lc;
-			TimestampTz now = GetCurrentTimestamp();
 
 			old = MemoryContextSwitchTo(loop_context);
 			dbs = connectable_databases();
@@ -215,9 +221,13 @@ fbf_launcher_main(Datum main_arg)
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(loop_context);
 		}
+		if (now >= next_round)
+			next_round = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 fbf_naptime_ms, PG_WAIT_EXTENSION);
+						 Max(TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+															 next_round), 1),
+						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 	proc_exit(0);

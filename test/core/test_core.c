@@ -236,6 +236,7 @@ test_retention_under_aimd(void)
 		cfg.max_filters = 24;
 		cfg.nbits = 512;
 		cfg.nparts = 1;
+		cfg.nhashes = 3;
 		cfg.max_bytes = fbf_size(cfg.nbits, 24, 1);
 
 		period = (cfg.retention + 1) / 2;	/* 3 filters: 2 periods cover R */
@@ -261,12 +262,8 @@ test_retention_under_aimd(void)
 
 			if (now - last_refresh >= period)
 			{
-				if (!fbf_refresh_drops(f) ||
-					fbf_drop_is_safe(f, now, cfg.retention))
-				{
-					fbf_refresh(f, now);
+				if (fbf_refresh_within(f, now, cfg.retention))
 					last_refresh = now;
-				}
 				else
 					deferred++;
 			}
@@ -275,7 +272,7 @@ test_retention_under_aimd(void)
 			{
 				double		fpp = test_rand_below(&s, 3) == 0 ? 0.5 : 0.0001;
 				FbfAimdDecision d = fbf_aimd_decide(&cfg, f->nfilters, period,
-													fpp);
+													fpp, -1);
 
 				if (d.action == FBF_AIMD_GROW)
 				{
@@ -511,54 +508,76 @@ test_aimd_decisions(void)
 	cfg.max_filters = 64;
 	cfg.nbits = 6250;
 	cfg.nparts = 1;
+	cfg.nhashes = 5;
 	cfg.max_bytes = UINT64_C(1) << 30;
 
-	d = fbf_aimd_decide(&cfg, 3, 50, 0.005);
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.005, -1);
 	CHECK(d.action == FBF_AIMD_HOLD && d.nfilters == 3 && d.period == 50,
 		  "inside the band");
 
-	d = fbf_aimd_decide(&cfg, 3, 50, 0.0095);
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.0095, -1);
 	CHECK(d.action == FBF_AIMD_GROW && d.nfilters == 6 && d.period == 45,
 		  "grow: %d %lld", d.nfilters, (long long) d.period);
 
 	/* period_min and the retention bound the shorter period */
 	cfg.period_min = 48;
-	d = fbf_aimd_decide(&cfg, 3, 50, 0.5);
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.5, -1);
 	CHECK(d.period == 48, "period_min: %lld", (long long) d.period);
 	cfg.period_min = 1;
 	cfg.period_step = 40;
-	d = fbf_aimd_decide(&cfg, 3, 50, 0.5);
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.5, -1);
 	CHECK(d.nfilters == 6 && d.period == 20, "retention bound: %lld",
 		  (long long) d.period);
 	cfg.period_step = 5;
 
 	/* caps */
-	d = fbf_aimd_decide(&cfg, 40, 50, 0.5);
+	d = fbf_aimd_decide(&cfg, 40, 50, 0.5, -1);
 	CHECK(d.action == FBF_AIMD_GROW && d.nfilters == 64 && d.capped,
 		  "filter cap: %d", d.nfilters);
-	d = fbf_aimd_decide(&cfg, 64, 50, 0.5);
-	CHECK(d.action == FBF_AIMD_HOLD && d.capped, "at filter cap");
+	d = fbf_aimd_decide(&cfg, 64, 50, 0.5, -1);
+	CHECK(d.action == FBF_AIMD_GROW && d.capped && d.nfilters == 64 && d.period == 45,
+		  "at the filter cap, only the period shortens");
+	d = fbf_aimd_decide(&cfg, 64, 2, 0.5, -1);
+	CHECK(d.action == FBF_AIMD_HOLD && d.capped, "at filter cap and shortest period");
 	cfg.max_bytes = fbf_size(6250, 5, 1);
-	d = fbf_aimd_decide(&cfg, 3, 50, 0.5);
+	d = fbf_aimd_decide(&cfg, 3, 50, 0.5, -1);
 	CHECK(d.action == FBF_AIMD_GROW && d.nfilters == 5 && d.capped,
 		  "memory cap partial: %d", d.nfilters);
-	d = fbf_aimd_decide(&cfg, 5, 50, 0.5);
+	d = fbf_aimd_decide(&cfg, 5, 25, 0.5, -1);
 	CHECK(d.action == FBF_AIMD_HOLD && d.capped &&
 		  strstr(d.reason, "memory") != NULL, "memory cap: %s", d.reason);
 	cfg.max_bytes = UINT64_C(1) << 30;
 
 	/* shrink, and what blocks it */
-	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001);
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001, -1);
 	CHECK(d.action == FBF_AIMD_SHRINK && d.nfilters == 5 && d.period == 55,
 		  "shrink");
-	d = fbf_aimd_decide(&cfg, 3, 200, 0.0001);
+	d = fbf_aimd_decide(&cfg, 3, 200, 0.0001, -1);
 	CHECK(d.action == FBF_AIMD_HOLD, "minimum filters");
-	d = fbf_aimd_decide(&cfg, 4, 40, 0.0001);
+	d = fbf_aimd_decide(&cfg, 4, 40, 0.0001, -1);
 	CHECK(d.action == FBF_AIMD_HOLD && strstr(d.reason, "retention"),
 		  "retention blocks shrink: (4-2)*40 < 100");
 	cfg.period_max = 52;
-	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001);
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001, -1);
 	CHECK(d.period == 52, "period_max");
+	cfg.period_max = 1000;
+
+	/*
+	 * Looking ahead at the rate.  6250 bits, k = 5: about 650 elements per
+	 * filter meet 1%.  Old load ageing out (estimate high, rate low): hold.
+	 * Rate too high for the shape: grow.
+	 */
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.5, 1.0);	/* 50 per period */
+	CHECK(d.action == FBF_AIMD_HOLD && strstr(d.reason, "current rate"),
+		  "ageing out: %s", d.reason);
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.5, 20.0);	/* 1000 per period */
+	CHECK(d.action == FBF_AIMD_GROW, "rate too high: %s", d.reason);
+	/* estimate low, but a smaller, slower shape would overflow: hold */
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001, 6.0);	/* 300, then 330 */
+	CHECK(d.action == FBF_AIMD_HOLD && strstr(d.reason, "smaller"),
+		  "no shrink into growth: %s", d.reason);
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001, 0.5);
+	CHECK(d.action == FBF_AIMD_SHRINK, "low rate shrinks: %s", d.reason);
 }
 
 /*

@@ -1,0 +1,121 @@
+# The background worker: refreshes on schedule without any client
+# activity, and the AIMD controller grows a filter under a rate ramp and
+# shrinks it back when the load stops, keeping the estimated false-positive
+# rate under the target once it has adapted.  Every resize is logged.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('worker');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'fbf'
+fbf.naptime = 200ms
+fbf.aimd_period_step = 200ms
+fbf.period_min = 100ms
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION fbf');
+$node->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('ramp', retention => '4 s', target_fpp => 0.01,
+									expected_rate => 50)});
+
+my ($filters0, $period0) = split /\|/, $node->safe_psql('postgres',
+	q{SELECT filters, extract(epoch FROM period) FROM fbf_counter_stats});
+note "initial: $filters0 filters, period $period0 s";
+
+# refreshes happen with no client touching the counter
+my $refresh0 = $node->safe_psql('postgres', 'SELECT last_refresh FROM fbf_counter_stats');
+ok($node->poll_query_until('postgres',
+		"SELECT last_refresh > '$refresh0' FROM fbf_counter_stats"),
+	'the worker refreshes the filter on schedule');
+
+# Send `n` new operations in one transaction; returns how many applied.
+my $seq = 0;
+my $applied = 0;
+sub send_ops
+{
+	my ($n) = @_;
+	my $got = $node->safe_psql('postgres', qq{
+		SELECT count(*) FROM generate_series(@{[$seq + 1]}, @{[$seq + $n]}) g
+		WHERE idempotent_increment('ramp', 1, g, 1)});
+	$seq += $n;
+	$applied += $got;
+	return $got;
+}
+
+# the ramp: from the planned 50 operations/s to about 200/s
+for my $step (1 .. 60)
+{
+	send_ops(20);
+	usleep(100_000);
+}
+ok($node->poll_query_until('postgres',
+		"SELECT filters > $filters0 FROM fbf_counter_stats"),
+	'AIMD grows the filter under the ramp');
+my ($filters1, $period1) = split /\|/, $node->safe_psql('postgres',
+	q{SELECT filters, extract(epoch FROM period) FROM fbf_counter_stats});
+note "after the ramp: $filters1 filters, period $period1 s";
+cmp_ok($period1, '<', $period0, 'growing shortened the refresh period');
+
+# keep the higher load while the controller settles: the estimate must
+# come back under the target and stay there
+my $over = 0;
+my $samples = 0;
+my $sent_late = 0;
+my $applied_late = 0;
+for my $round (1 .. 80)
+{
+	my $got = send_ops(20);
+	usleep(100_000);
+	if ($round > 40 && $round % 2 == 0)
+	{
+		my $fpp = $node->safe_psql('postgres', 'SELECT estimated_fpp FROM fbf_counter_stats');
+		$samples++;
+		$over++ if $fpp >= 0.01;
+	}
+	if ($round > 40)
+	{
+		$sent_late += 20;
+		$applied_late += $got;
+	}
+}
+is($over, 0, "estimated FPP under the target once adapted ($samples samples)");
+cmp_ok($applied_late, '>=', $sent_late * (1 - 2 * 0.01),
+	"new operations are dismissed at most at about the target rate ($applied_late of $sent_late applied)");
+
+# every applied operation counted exactly once
+is($node->safe_psql('postgres', q{SELECT fbf_counter_value('ramp')}), $applied,
+	"the counter equals the number of applied operations ($applied of $seq)");
+
+# the load stops: the filters empty out and AIMD shrinks back
+ok($node->poll_query_until('postgres',
+		"SELECT filters < $filters1 AND estimated_fpp < 0.001 FROM fbf_counter_stats"),
+	'AIMD shrinks the filter when the load stops');
+
+my $log = slurp_file($node->logfile);
+like($log, qr/fbf: grew "ramp_fbf" from \d+ to \d+ filters/, 'growth is logged');
+like($log, qr/fbf: shrank "ramp_fbf" from \d+ to \d+ filters/, 'shrinking is logged');
+
+# a reload does not stop the worker
+$node->safe_psql('postgres', q{ALTER SYSTEM SET fbf.naptime = '300ms'});
+$node->reload;
+my $refresh1 = $node->safe_psql('postgres', 'SELECT last_refresh FROM fbf_counter_stats');
+ok($node->poll_query_until('postgres',
+		"SELECT last_refresh > '$refresh1' FROM fbf_counter_stats"),
+	'the worker goes on after a configuration reload');
+
+# DROP DATABASE is not blocked by maintenance passes
+$node->safe_psql('postgres', 'CREATE DATABASE scratch');
+$node->safe_psql('scratch', 'CREATE EXTENSION fbf');
+$node->safe_psql('scratch', q{SELECT fbf_create_counter_table('c', retention => '2 s')});
+usleep(1_000_000);
+$node->safe_psql('postgres', 'DROP DATABASE scratch');
+pass('DROP DATABASE succeeds while the worker maintains counters there');
+
+$node->stop;
+done_testing();
