@@ -34,7 +34,7 @@ double		fbf_default_target_fpp = 0.001;
 double		fbf_aimd_increase_at = 0.9;
 double		fbf_aimd_decrease_at = 0.1;
 int			fbf_aimd_period_step_ms = 1000;
-int			fbf_period_min_ms = 1000;
+int			fbf_period_min_ms = 100;
 
 static void
 define_settings(void)
@@ -76,7 +76,7 @@ define_settings(void)
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("fbf.period_min",
 							"Shortest refresh period AIMD may set.",
-							NULL, &fbf_period_min_ms, 1000, 10, 3600 * 1000,
+							NULL, &fbf_period_min_ms, 100, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("fbf");
 }

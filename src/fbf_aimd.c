@@ -116,13 +116,21 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 		/*
 		 * The window (grown - 1) * period' must still cover the retention.
 		 * At a cap the filters cannot double, but a shorter period may
-		 * still fit in the ones there are.
+		 * still fit in the ones there are.  Only a shorter period lowers
+		 * the load per filter: more filters at the same period would cost
+		 * memory for nothing.
 		 */
 		d.period = shorter_period(cfg, grown, period);
-		if (grown == nfilters && d.period == period)
+		if (d.period == period)
 		{
-			d.reason = cap == cfg->max_filters ?
-				"at the filter limit" : "at the memory cap";
+			if (grown == nfilters)
+				d.reason = cap == cfg->max_filters ?
+					"at the filter limit" : "at the memory cap";
+			else
+			{
+				d.capped = false;
+				d.reason = "the period is at its minimum";
+			}
 			return d;
 		}
 		d.action = FBF_AIMD_GROW;
@@ -142,15 +150,15 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 			d.reason = "at the minimum number of filters";
 			return d;
 		}
-		if ((int64_t) (shrunk - 1) * period < cfg->retention)
-		{
-			d.reason = "retention needs every filter";
-			return d;
-		}
 		if (longer > cfg->period_max)
 			longer = cfg->period_max;
 		if (longer < period)
 			longer = period;
+		if ((int64_t) (shrunk - 1) * longer < cfg->retention)
+		{
+			d.reason = "retention needs every filter";
+			return d;
+		}
 		if (rate >= 0 &&
 			projected(cfg, shrunk, longer, rate) >= cfg->increase_at * cfg->target_fpp / 2)
 		{

@@ -60,9 +60,9 @@ typedef struct FbfAimdDecision
  * set when that clamp bites), period shrinks by one step but never so far
  * that (nfilters' - 1) * period' < retention.
  * Shrink: one filter fewer and period one step longer, only if
- * (nfilters' - 1) * period >= retention, so the window keeps covering the
- * retention even before the longer period takes effect.  The caller must
- * still check fbf_drop_is_safe() before dropping a live filter.
+ * (nfilters' - 1) * period' >= retention.  The caller must still check
+ * fbf_drop_is_safe() before dropping a live filter, and may apply the
+ * longer period first and drop the filter once that is safe.
  *
  * The estimate describes filters filled in the past; a change takes effect
  * only as new periods fill new filters.  So, when the rate is known, the

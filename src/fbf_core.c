@@ -73,8 +73,16 @@ fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters, uint32_t nparts,
 	/* filter i was born at epoch (epoch - i), so start where all are >= 0 */
 	f->epoch = nfilters - 1;
 	f->period = period;
-	for (i = 0; i < nfilters; i++)
-		f->born_at[i] = now;
+
+	/*
+	 * The future filter is born now (the refresh schedule counts from
+	 * it).  The older ones never held anything that the future filter does
+	 * not also get, so for drop safety they are as old as can be: otherwise
+	 * no refresh could recycle one until a whole retention had passed.
+	 */
+	f->born_at[0] = now;
+	for (i = 1; i < nfilters; i++)
+		f->born_at[i] = 0;
 }
 
 uint64_t

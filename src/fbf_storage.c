@@ -307,10 +307,15 @@ FbfInitStorage(Relation index, ForkNumber fork, const FbfFilterOptions *opts)
 	meta.nlive = meta.nfilters;
 	meta.nfids = meta.nfilters;
 	meta.epoch = meta.nfilters - 1;
+	/*
+	 * The future filter is born now; the older ones never held anything
+	 * the future does not also get, so for drop safety they are as old as
+	 * can be (as fbf_init does), else refreshes would wait a retention.
+	 */
 	for (i = 0; i < meta.nfilters; i++)
 	{
 		meta.ring[i] = (uint8) i;
-		meta.born_at[i] = now;
+		meta.born_at[i] = i == 0 ? now : 0;
 	}
 
 	/* where every block will go, so the metapage can be written first */
@@ -981,11 +986,16 @@ aimd_config(const FbfMetaPageData *meta, FbfAimdConfig *cfg)
  * Grow or shrink to d.nfilters filters with period d.period.  Growing puts
  * unborn filters at the old end, reusing free fids before adding pages;
  * shrinking removes filters from the old end, and only if that forgets no
- * operation younger than the retention.  Returns false if nothing changed.
+ * operation younger than the retention: if the oldest live filter is still
+ * needed, only the longer period is applied now (the window only gets
+ * longer), and a later pass removes the filter.  Returns the number of
+ * filters after the change, or -1 if nothing changed.
  */
-static bool
+static int
 apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
 {
+	int			nfilters = d->nfilters;
+
 	Buffer		metabuf = read_page(index, FBF_METAPAGE_BLKNO, BUFFER_LOCK_EXCLUSIVE,
 									FBF_PAGE_ID_META);
 	FbfMetaPageData meta;
@@ -1023,21 +1033,26 @@ apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
 	{
 		if (meta.nlive == meta.nfilters && !drop_is_safe(&meta, now))
 		{
-			UnlockReleaseBuffer(metabuf);
-			return false;
+			if (d->period == meta.period)
+			{
+				UnlockReleaseBuffer(metabuf);
+				return -1;
+			}
+			nfilters = meta.nfilters;
 		}
-		meta.nlive = (uint16) Min(meta.nlive, d->nfilters);
+		meta.nlive = (uint16) Min(meta.nlive, nfilters);
 	}
-	meta.nfilters = (uint16) d->nfilters;
+	if (nfilters != meta.nfilters)
+		meta.resizes++;
+	meta.nfilters = (uint16) nfilters;
 	meta.period = d->period;
-	meta.resizes++;
 
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, metabuf, 0);
 	set_meta(page, &meta);
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
-	return true;
+	return nfilters;
 }
 
 /* set or clear the "capped" flag, warning when it becomes set */
@@ -1076,7 +1091,8 @@ note_capped(Relation index, bool capped)
  * period does not look like the load went away).  Filter i holds its own
  * epoch (as future) and the next one (as present), so epoch i's count is
  * count_i - epoch_(i-1), starting from the future filter, which holds only
- * its own.  -1 if unknown.
+ * its own.  Filters born before any refresh (birth time 0) have no period
+ * to measure.  -1 if unknown.
  */
 static double
 arrival_rate(const FbfMetaPageData *meta, const uint64 *counts)
@@ -1084,13 +1100,20 @@ arrival_rate(const FbfMetaPageData *meta, const uint64 *counts)
 	double		epoch = 0;
 	double		total = 0;
 	double		last = 0;
-	int64		window = meta->born_at[0] - meta->born_at[meta->nlive - 1];
-	int64		period = meta->born_at[0] - meta->born_at[1];
+	int			timed = 1;		/* filters 0..timed-1 have birth times */
+	int64		window;
+	int64		period;
 	int			i;
 
-	if (meta->nlive < 2 || window <= 0 || period <= 0)
+	while (timed < meta->nlive && meta->born_at[timed] > 0)
+		timed++;
+	if (timed < 2)
 		return -1;
-	for (i = 0; i < meta->nlive; i++)
+	window = meta->born_at[0] - meta->born_at[timed - 1];
+	period = meta->born_at[0] - meta->born_at[1];
+	if (window <= 0 || period <= 0)
+		return -1;
+	for (i = 0; i < timed; i++)
 	{
 		double		count = 0;
 		uint32		p;
@@ -1136,15 +1159,18 @@ FbfMaintain(Relation index, TimestampTz now)
 	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp, rate);
 	if (d.action != FBF_AIMD_HOLD)
 	{
-		if (apply_resize(index, &d, now))
+		int			nfilters = apply_resize(index, &d, now);
+
+		if (nfilters < 0)
+			d.action = FBF_AIMD_HOLD;
+		else
 			ereport(LOG,
 					(errmsg("fbf: %s \"%s\" from %d to %d filters, refresh period %.3f s to %.3f s (estimated false-positive rate %.3g, target %.3g)",
-							d.action == FBF_AIMD_GROW ? "grew" : "shrank",
+							d.action == FBF_AIMD_GROW ? "grew" :
+							nfilters < meta.nfilters ? "shrank" : "is shrinking",
 							RelationGetRelationName(index), meta.nfilters,
-							d.nfilters, meta.period / 1e6, d.period / 1e6,
+							nfilters, meta.period / 1e6, d.period / 1e6,
 							fpp, meta.target_fpp)));
-		else
-			d.action = FBF_AIMD_HOLD;
 	}
 	if (d.capped != ((meta.flags & FBF_META_CAPPED) != 0))
 		note_capped(index, d.capped);

@@ -56,3 +56,34 @@ SELECT 'steady state' AS "window", false_positives,
        round(fbf_estimated_fpp(f)::numeric, 5) AS estimated_fpp
 FROM demo, LATERAL (SELECT count(*) FILTER (WHERE fbf_contains(f, g)) AS false_positives
                     FROM generate_series(1000000, 1099999) AS g) AS c;
+
+\echo
+\echo '== Counting with retries: a plain counter against an idempotent one'
+\echo 'A client sends 10,000 likes.  For 6% of its requests the response is lost'
+\echo '(a timeout), although the server applied the increment, so the client'
+\echo 'sends the same request again.  Each attempt is its own transaction.'
+SELECT fbf_create_counter_table('likes', retention => '1 min', target_fpp => 0.001,
+                                expected_rate => 1000) AS counter_table;
+CREATE TABLE plain_likes (value bigint NOT NULL);
+INSERT INTO plain_likes VALUES (0);
+DO $$
+DECLARE
+	attempts int := 0;
+BEGIN
+	PERFORM setseed(0.42);
+	FOR seq IN 1..10000 LOOP
+		LOOP
+			attempts := attempts + 1;
+			UPDATE plain_likes SET value = value + 1;			-- the plain way
+			PERFORM idempotent_increment('likes', 1, seq, 1);	-- the fbf way
+			COMMIT;
+			EXIT WHEN random() >= 0.06;	-- response arrived; else retry
+		END LOOP;
+	END LOOP;
+	RAISE NOTICE 'the client made % attempts for 10000 likes', attempts;
+END $$;
+SELECT 10000 AS likes_sent,
+       (SELECT value FROM plain_likes) AS plain_counter,
+       fbf_counter_value('likes') AS idempotent_counter;
+SELECT applied, dismissed, filters, period, estimated_fpp
+FROM fbf_counter_stats WHERE counter = 'likes'::regclass;

@@ -282,15 +282,17 @@ test_retention_under_aimd(void)
 					period = d.period;
 					grows++;
 				}
-				else if (d.action == FBF_AIMD_SHRINK &&
-						 (f->nlive < f->nfilters ||
-						  fbf_drop_is_safe(f, now, cfg.retention)))
+				else if (d.action == FBF_AIMD_SHRINK)
 				{
-					CHECK((d.nfilters - 1) * period >= cfg.retention,
+					CHECK((d.nfilters - 1) * d.period >= cfg.retention,
 						  "shrink breaks retention");
-					f = resized(f, d.nfilters);
-					period = d.period;
-					shrinks++;
+					if (f->nlive < f->nfilters ||
+						fbf_drop_is_safe(f, now, cfg.retention))
+					{
+						f = resized(f, d.nfilters);
+						shrinks++;
+					}
+					period = d.period;	/* lengthen now, drop later */
 				}
 			}
 
@@ -556,7 +558,10 @@ test_aimd_decisions(void)
 	CHECK(d.action == FBF_AIMD_HOLD, "minimum filters");
 	d = fbf_aimd_decide(&cfg, 4, 40, 0.0001, -1);
 	CHECK(d.action == FBF_AIMD_HOLD && strstr(d.reason, "retention"),
-		  "retention blocks shrink: (4-2)*40 < 100");
+		  "retention blocks shrink: (4-2)*45 < 100");
+	d = fbf_aimd_decide(&cfg, 4, 48, 0.0001, -1);
+	CHECK(d.action == FBF_AIMD_SHRINK && d.nfilters == 3 && d.period == 53,
+		  "the longer period makes room: (4-2)*53 >= 100");
 	cfg.period_max = 52;
 	d = fbf_aimd_decide(&cfg, 6, 50, 0.0001, -1);
 	CHECK(d.period == 52, "period_max");

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# test/bench/counter_bench.sh: idempotent_increment against a plain UPDATE
+# and against the exact op-id table, with pgbench, in one run.
+#
+#   bash test/bench/counter_bench.sh [seconds-per-run] [csv-file]
+#
+# Starts a scratch cluster (fbf preloaded), builds three tables of the same
+# layout (key text, shard int, value bigint, primary key (key, shard)),
+# 1,000 keys, and runs pgbench with 2 clients for each workload, with
+# synchronous_commit off and on:
+#   plain  UPDATE t SET value = value + 1 WHERE key = $k AND shard = 0
+#   fbf    SELECT idempotent_increment('t', $k, client, seq, 1)
+#   exact  INSERT INTO ops (client, seq) ... ON CONFLICT DO NOTHING, then
+#          the UPDATE if the insert happened (one statement)
+# plus one hot key (plain vs fbf), and the bytes each approach keeps per
+# remembered operation.  Prints a table; writes CSV.  Not part of the tests.
+set -euo pipefail
+
+. "$(dirname "$0")/../lib.sh"
+cd "$FBF_ROOT"
+
+SECS=${1:-20}
+CSV=${2:-docs/bench_counters.csv}
+CLIENTS=2
+RETENTION_S=20
+
+trap 'fbf_cluster_stop' EXIT
+fbf_install_deps
+fbf_build_install
+# durable settings, as in production: every commit of a synchronous run
+# waits for its WAL flush
+fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
+	"checkpoint_timeout = '30min'" "fbf.naptime = '1s'"
+
+work=$(mktemp -d /tmp/fbf-bench.XXXXXX)
+PGBENCH="$PG_BINDIR/pgbench"
+psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+setup_tables() {
+	local rate=$1
+	psqlq <<SQL
+DROP TABLE IF EXISTS plain, exact, ops, idem, hot_plain, hot_idem;
+DROP EXTENSION IF EXISTS fbf CASCADE;
+CREATE EXTENSION fbf;
+CREATE TABLE plain (key text, shard int, value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard));
+CREATE TABLE exact (LIKE plain INCLUDING ALL);
+CREATE TABLE ops (client_id bigint, seq bigint, PRIMARY KEY (client_id, seq));
+INSERT INTO plain SELECT g::text, 0, 0 FROM generate_series(1, 1000) g;
+INSERT INTO exact SELECT * FROM plain;
+SELECT fbf_create_counter_table('idem', retention => '${RETENTION_S} s',
+	target_fpp => 0.001, expected_rate => $rate, shards => 16);
+INSERT INTO idem SELECT g::text, s, 0 FROM generate_series(1, 1000) g, generate_series(0, 15) s;
+CREATE TABLE hot_plain (LIKE plain INCLUDING ALL);
+INSERT INTO hot_plain VALUES ('hot', 0, 0);
+SELECT fbf_create_counter_table('hot_idem', retention => '${RETENTION_S} s',
+	target_fpp => 0.001, expected_rate => $rate, shards => 16);
+VACUUM ANALYZE;
+SQL
+}
+
+cat >"$work/plain.sql" <<'EOF'
+\set k random(1, 1000)
+UPDATE plain SET value = value + 1 WHERE key = :k::text AND shard = 0;
+EOF
+cat >"$work/fbf.sql" <<'EOF'
+\set k random(1, 1000)
+\set s random(1, 9223372036854775806)
+SELECT idempotent_increment('idem', :k::text, :client_id, :s, 1);
+EOF
+cat >"$work/exact.sql" <<'EOF'
+\set k random(1, 1000)
+\set s random(1, 9223372036854775806)
+WITH op AS (INSERT INTO ops VALUES (:client_id, :s) ON CONFLICT DO NOTHING RETURNING 1)
+UPDATE exact SET value = value + 1 WHERE key = :k::text AND shard = 0 AND EXISTS (SELECT FROM op);
+EOF
+cat >"$work/hot_plain.sql" <<'EOF'
+UPDATE hot_plain SET value = value + 1 WHERE key = 'hot' AND shard = 0;
+EOF
+cat >"$work/hot_fbf.sql" <<'EOF'
+\set s random(1, 9223372036854775806)
+SELECT idempotent_increment('hot_idem', 'hot', :client_id, :s, 1);
+EOF
+
+# tps of one pgbench run (prepared statements, CLIENTS clients)
+run() {
+	local script=$1 sync=$2 secs=${3:-$SECS}
+	PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
+		-T "$secs" -f "$work/$script.sql" 2>"$work/$script.err" |
+		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+}
+
+# size the filter for the load it will see: calibrate with the plain update
+fbf_log "calibrating"
+setup_tables 1000
+rate=$(run plain off 5)
+rate=$(awk -v r="$rate" 'BEGIN { printf "%.0f", r * 1.2 }')
+fbf_log "expected rate for the filters: $rate/s"
+
+echo "workload,synchronous_commit,clients,seconds,tps" >"$CSV"
+declare -A TPS
+for sync in off on; do
+	# fresh tables per mode, so each filter starts at its planned shape
+	setup_tables "$rate"
+	for w in plain fbf exact; do
+		fbf_log "$w, synchronous_commit = $sync"
+		psqlq -c "CHECKPOINT"
+		TPS[$w,$sync]=$(run "$w" "$sync")
+		echo "$w,$sync,$CLIENTS,$SECS,${TPS[$w,$sync]}" >>"$CSV"
+		if [ "$w" = fbf ]; then
+			psql -X -At -F ' ' -c "SELECT bytes, filters, live_filters, period, nbits, partitions, estimated_fpp
+				FROM fbf_counter_stats WHERE counter = 'idem'::regclass" >"$work/shape_$sync"
+		fi
+		if [ "$w" = exact ]; then
+			psql -X -At -c "SELECT round(pg_total_relation_size('ops')::numeric / count(*), 1) FROM ops" >"$work/ops_$sync"
+		fi
+	done
+done
+setup_tables "$rate"
+for w in hot_plain hot_fbf; do
+	fbf_log "$w, synchronous_commit = off"
+	psqlq -c "CHECKPOINT"
+	TPS[$w,off]=$(run "$w" off)
+	echo "$w,off,$CLIENTS,$SECS,${TPS[$w,off]}" >>"$CSV"
+done
+
+# memory per remembered operation.  The filter remembers the last
+# RETENTION_S seconds of operations; the op-id table every one it got.
+fbf_log "measuring bytes per remembered operation"
+filter_rate=${TPS[fbf,off]}
+read -r filter_bytes shape <"$work/shape_off"
+remembered=$(awk -v r="$filter_rate" -v s="$RETENTION_S" 'BEGIN { print r * s }')
+ops_bytes_per_op=$(cat "$work/ops_off")
+filter_bytes_per_op=$(awk -v b="$filter_bytes" -v n="$remembered" 'BEGIN { printf "%.1f", b / n }')
+echo "$shape" >"$work/shape"
+echo "bytes_per_op,fbf_filter,$filter_bytes_per_op" >>"$CSV"
+echo "bytes_per_op,exact_ops_table,$ops_bytes_per_op" >>"$CSV"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo
+echo "pgbench, $CLIENTS clients, ${SECS}s per run, 1,000 keys, prepared statements"
+printf '%-22s %12s %12s\n' "" "sync off" "sync on"
+for w in plain fbf exact; do
+	printf '%-22s %12s %12s\n' "$w tps" "${TPS[$w,off]}" "${TPS[$w,on]}"
+done
+printf '%-22s %12s %12s\n' "fbf / plain" "$(ratio "${TPS[fbf,off]}" "${TPS[plain,off]}")" "$(ratio "${TPS[fbf,on]}" "${TPS[plain,on]}")"
+printf '%-22s %12s %12s\n' "fbf / exact" "$(ratio "${TPS[fbf,off]}" "${TPS[exact,off]}")" "$(ratio "${TPS[fbf,on]}" "${TPS[exact,on]}")"
+echo
+echo "one hot key, sync off: plain ${TPS[hot_plain,off]} tps, fbf ${TPS[hot_fbf,off]} tps, fbf / plain $(ratio "${TPS[hot_fbf,off]}" "${TPS[hot_plain,off]}")"
+echo
+echo "bytes per remembered operation (sync off run): fbf filter $filter_bytes_per_op (filter $filter_bytes bytes for ${RETENTION_S}s at ${filter_rate}/s), op-id table $ops_bytes_per_op; ratio $(ratio "$filter_bytes_per_op" "$ops_bytes_per_op")"
+echo "filter after the sync off run (filters, live, period, bits per filter, partitions, estimated FPP): $(cat "$work/shape_off")"
+echo "filter after the sync on run: $(cat "$work/shape_on")"
+rm -rf "$work"
