@@ -206,7 +206,7 @@ smallest_nbits(int nhashes, int nfilters, uint64_t per_period, double target,
 
 bool
 fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
-		 FbfPlan *plan, const char **why)
+		 int max_filters, FbfPlan *plan, const char **why)
 {
 	size_t		best_size = 0;
 	int			n;
@@ -217,7 +217,7 @@ fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
 		return false;
 	}
 
-	for (n = FBF_MIN_FILTERS; n <= FBF_MAX_FILTERS; n++)
+	for (n = FBF_MIN_FILTERS; n <= FBF_MAX_FILTERS && n <= max_filters; n++)
 	{
 		double		period = retention / (n - 1);
 		double		per_period = ceil(rate * period);
@@ -258,12 +258,12 @@ fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
 
 bool
 fbf_plan_blocked(double retention, double target_fpp, double rate,
-				 FbfCheck check, uint32_t max_block_bits, FbfPlan *plan,
-				 const char **why)
+				 FbfCheck check, int max_filters, uint32_t max_block_bits,
+				 FbfPlan *plan, const char **why)
 {
 	uint64_t	total;
 
-	if (!fbf_plan(retention, target_fpp, rate, check, plan, why))
+	if (!fbf_plan(retention, target_fpp, rate, check, max_filters, plan, why))
 		return false;
 	total = plan->nbits;
 	if (max_block_bits < FBF_MIN_NBITS || total <= max_block_bits)

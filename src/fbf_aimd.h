@@ -95,7 +95,8 @@ typedef struct FbfPlan
 } FbfPlan;
 
 /*
- * Smallest FBF (in bytes) whose steady-state estimated FPP under `check`
+ * Smallest FBF (in bytes), of at most max_filters filters, whose
+ * steady-state estimated FPP under `check`
  * stays under target_fpp when `rate` elements per unit of time arrive and
  * operations must be remembered for `retention`.  In steady state every
  * live filter holds two periods' worth of elements (one as future, one as
@@ -103,7 +104,8 @@ typedef struct FbfPlan
  * (and why) if no shape within the limits meets the target.
  */
 extern bool fbf_plan(double retention, double target_fpp, double rate,
-					 FbfCheck check, FbfPlan *plan, const char **why);
+					 FbfCheck check, int max_filters, FbfPlan *plan,
+					 const char **why);
 
 /*
  * The same, with each filter split into blocks of at most max_block_bits
@@ -111,7 +113,8 @@ extern bool fbf_plan(double retention, double target_fpp, double rate,
  * spread evenly over ceil(total / max_block_bits) blocks.
  */
 extern bool fbf_plan_blocked(double retention, double target_fpp, double rate,
-							 FbfCheck check, uint32_t max_block_bits,
-							 FbfPlan *plan, const char **why);
+							 FbfCheck check, int max_filters,
+							 uint32_t max_block_bits, FbfPlan *plan,
+							 const char **why);
 
 #endif							/* FBF_AIMD_H */

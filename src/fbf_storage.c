@@ -259,7 +259,8 @@ plan_shape(Relation index, const FbfFilterOptions *opts, FbfMetaPageData *meta)
 					 errdetail("%s", why)));
 	}
 	else if (!fbf_plan_blocked(retention, opts->target_fpp, opts->expected_rate,
-							   FBF_CHECK_DEFAULT, FBF_BLOCK_MAX_BITS, &plan, &why))
+							   FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
+							   FBF_BLOCK_MAX_BITS, &plan, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("no fbf filter meets target %g at %g operations per second",

@@ -249,7 +249,7 @@ fbf_create_for(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rate must be between 0 and 1e9 operations per second")));
 	if (!fbf_plan(usecs / USECS_PER_SEC, target, rate, FBF_CHECK_DEFAULT,
-				  &plan, &why))
+				  FBF_MAX_FILTERS, &plan, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("no fbf meets that target"),

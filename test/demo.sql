@@ -62,8 +62,9 @@ FROM demo, LATERAL (SELECT count(*) FILTER (WHERE fbf_contains(f, g)) AS false_p
 \echo 'A client sends 10,000 likes.  For 6% of its requests the response is lost'
 \echo '(a timeout), although the server applied the increment, so the client'
 \echo 'sends the same request again.  Each attempt is its own transaction.'
+\echo 'The counter remembers operations for a minute, sized for 5,000 per second.'
 SELECT fbf_create_counter_table('likes', retention => '1 min', target_fpp => 0.001,
-                                expected_rate => 1000) AS counter_table;
+                                expected_rate => 5000) AS counter_table;
 CREATE TABLE plain_likes (value bigint NOT NULL);
 INSERT INTO plain_likes VALUES (0);
 DO $$

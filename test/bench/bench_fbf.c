@@ -84,7 +84,7 @@ run(FILE *csv, double retention, double rate, double target)
 				next = 0;
 	FbfHash    *probe;
 
-	if (!fbf_plan(retention, target, rate, FBF_CHECK_DEFAULT, &plan, &why))
+	if (!fbf_plan(retention, target, rate, FBF_CHECK_DEFAULT, FBF_MAX_FILTERS, &plan, &why))
 	{
 		fprintf(stderr, "plan failed: %s\n", why);
 		exit(1);

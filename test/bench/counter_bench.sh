@@ -81,13 +81,22 @@ cat >"$work/hot_fbf.sql" <<'EOF'
 SELECT idempotent_increment('hot_idem', 'hot', :client_id, :s, 1);
 EOF
 
-# tps of one pgbench run (prepared statements, CLIENTS clients)
+# tps of one pgbench run (prepared statements, CLIENTS clients); leaves
+# the run's transaction count in $work/$script.xacts
 run() {
 	local script=$1 sync=$2 secs=${3:-$SECS}
 	PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
-		-T "$secs" -f "$work/$script.sql" 2>"$work/$script.err" |
-		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+		-T "$secs" -f "$work/$script.sql" >"$work/$script.out" 2>"$work/$script.err"
+	sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/$script.out" >"$work/$script.xacts"
+	sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/$script.out"
 }
+
+# WAL written between two LSNs, from pg_waldump --stats: "records bytes fpi_bytes"
+wal_between() {
+	"$PG_BINDIR/pg_waldump" -p "$FBF_SCRATCH/data/pg_wal" -s "$1" -e "$2" --stats 2>/dev/null |
+		sed -n 's/\[[^]]*\]//g; s/^Total *//p' | awk '{ print $1, $2, $3 }'
+}
+lsn() { psql -X -At -c "SELECT pg_current_wal_insert_lsn()"; }
 
 # size the filter for the load it will see: calibrate with the plain update
 fbf_log "calibrating"
@@ -96,16 +105,22 @@ rate=$(run plain off 5)
 rate=$(awk -v r="$rate" 'BEGIN { printf "%.0f", r * 1.2 }')
 fbf_log "expected rate for the filters: $rate/s"
 
-echo "workload,synchronous_commit,clients,seconds,tps" >"$CSV"
-declare -A TPS
+echo "workload,synchronous_commit,clients,seconds,tps,wal_record_bytes_per_xact,wal_fpi_bytes_per_xact" >"$CSV"
+declare -A TPS WAL FPI
 for sync in off on; do
 	# fresh tables per mode, so each filter starts at its planned shape
 	setup_tables "$rate"
 	for w in plain fbf exact; do
 		fbf_log "$w, synchronous_commit = $sync"
 		psqlq -c "CHECKPOINT"
+		start=$(lsn)
 		TPS[$w,$sync]=$(run "$w" "$sync")
-		echo "$w,$sync,$CLIENTS,$SECS,${TPS[$w,$sync]}" >>"$CSV"
+		end=$(lsn)
+		read -r nrec bytes fpi <<<"$(wal_between "$start" "$end")"
+		xacts=$(cat "$work/$w.xacts")
+		WAL[$w,$sync]=$(awk -v b="$bytes" -v x="$xacts" 'BEGIN { printf "%.1f", b / x }')
+		FPI[$w,$sync]=$(awk -v b="$fpi" -v x="$xacts" 'BEGIN { printf "%.1f", b / x }')
+		echo "$w,$sync,$CLIENTS,$SECS,${TPS[$w,$sync]},${WAL[$w,$sync]},${FPI[$w,$sync]}" >>"$CSV"
 		if [ "$w" = fbf ]; then
 			psql -X -At -F ' ' -c "SELECT bytes, filters, live_filters, period, nbits, partitions, estimated_fpp
 				FROM fbf_counter_stats WHERE counter = 'idem'::regclass" >"$work/shape_$sync"
@@ -144,6 +159,13 @@ for w in plain fbf exact; do
 done
 printf '%-22s %12s %12s\n' "fbf / plain" "$(ratio "${TPS[fbf,off]}" "${TPS[plain,off]}")" "$(ratio "${TPS[fbf,on]}" "${TPS[plain,on]}")"
 printf '%-22s %12s %12s\n' "fbf / exact" "$(ratio "${TPS[fbf,off]}" "${TPS[exact,off]}")" "$(ratio "${TPS[fbf,on]}" "${TPS[exact,on]}")"
+echo
+echo "WAL per transaction, bytes of records (+ bytes of full-page images), from pg_waldump --stats"
+for sync in off on; do
+	printf '%-10s plain %s (+%s)   fbf %s (+%s)   exact %s (+%s)   fbf / plain %s (records)\n' "sync $sync" \
+		"${WAL[plain,$sync]}" "${FPI[plain,$sync]}" "${WAL[fbf,$sync]}" "${FPI[fbf,$sync]}" \
+		"${WAL[exact,$sync]}" "${FPI[exact,$sync]}" "$(ratio "${WAL[fbf,$sync]}" "${WAL[plain,$sync]}")"
+done
 echo
 echo "one hot key, sync off: plain ${TPS[hot_plain,off]} tps, fbf ${TPS[hot_fbf,off]} tps, fbf / plain $(ratio "${TPS[hot_fbf,off]}" "${TPS[hot_plain,off]}")"
 echo

@@ -597,8 +597,8 @@ test_plan(void)
 	double		targets[] = {0.01, 0.001};
 	int			t;
 
-	CHECK(!fbf_plan(0, 0.01, 10, FBF_CHECK_PAIRED, &plan, &why), "zero retention");
-	CHECK(!fbf_plan(10, 1.5, 10, FBF_CHECK_PAIRED, &plan, &why), "bad target");
+	CHECK(!fbf_plan(0, 0.01, 10, FBF_CHECK_PAIRED, FBF_MAX_FILTERS, &plan, &why), "zero retention");
+	CHECK(!fbf_plan(10, 1.5, 10, FBF_CHECK_PAIRED, FBF_MAX_FILTERS, &plan, &why), "bad target");
 
 	for (t = 0; t < 2; t++)
 	{
@@ -610,7 +610,7 @@ test_plan(void)
 					i;
 		double		got;
 
-		CHECK(fbf_plan(retention, targets[t], rate, FBF_CHECK_PAIRED, &plan, &why),
+		CHECK(fbf_plan(retention, targets[t], rate, FBF_CHECK_PAIRED, FBF_MAX_FILTERS, &plan, &why),
 			  "%s", why);
 		CHECK(plan.fpp <= targets[t], "plan estimate %g", plan.fpp);
 		CHECK((plan.nfilters - 1) * plan.period >= retention - 1e-9,
@@ -658,7 +658,7 @@ test_partitions(void)
 	uint32_t	part;
 
 	/* 60 s at 1000/s, 1%, blocks of at most one 8 kB page */
-	CHECK(fbf_plan_blocked(60, 0.01, 1000, FBF_CHECK_OPTIMIZED, 65000, &plan, &why),
+	CHECK(fbf_plan_blocked(60, 0.01, 1000, FBF_CHECK_OPTIMIZED, FBF_MAX_FILTERS, 65000, &plan, &why),
 		  "%s", why);
 	CHECK(plan.nparts > 1 && plan.nbits <= 65000, "parts %u bits %u",
 		  plan.nparts, plan.nbits);
