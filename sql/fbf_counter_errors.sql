@@ -116,3 +116,17 @@ SELECT count(*) FROM pg_class WHERE relname LIKE 'bad%';
 CREATE TABLE not_a_counter (shard int);
 CREATE INDEX ON not_a_counter USING fbf_filter (shard);
 CREATE INDEX CONCURRENTLY ON c USING fbf_filter (shard);
+
+-- the extension cannot be dropped from under counter tables; with CASCADE
+-- the filters go and the tables stay; a table becomes a counter again by
+-- recreating its filter index
+\set VERBOSITY terse
+DROP EXTENSION fbf;
+\set VERBOSITY default
+SET client_min_messages = warning;
+DROP EXTENSION fbf CASCADE;
+RESET client_min_messages;
+SELECT count(*) AS plain_tables_left FROM pg_class WHERE relname IN ('c', 'tiny');
+CREATE EXTENSION fbf;
+CREATE INDEX c_fbf ON c USING fbf_filter (shard) WITH (retention_ms = 60000);
+SELECT idempotent_increment('c', 9, 1, 1), idempotent_increment('c', 9, 1, 1);

@@ -97,7 +97,8 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 		int			cap = filters_within(cfg->max_bytes, cfg->nbits, cfg->nparts);
 		int			grown = 2 * nfilters;
 
-		if (rate >= 0 &&
+		/* past the target itself, always act */
+		if (rate >= 0 && fpp < cfg->target_fpp &&
 			projected(cfg, nfilters, period, rate) < cfg->increase_at * cfg->target_fpp)
 		{
 			d.reason = "estimate high, but the current shape meets the target at the current rate";

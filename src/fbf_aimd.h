@@ -67,10 +67,12 @@ typedef struct FbfAimdDecision
  * The estimate describes filters filled in the past; a change takes effect
  * only as new periods fill new filters.  So, when the rate is known, the
  * step also looks ahead at the steady-state estimate of a configuration at
- * that rate: it grows only if the current configuration would stay at or
- * above the increase threshold (old load still ageing out is no reason to
- * grow again), and shrinks only if the smaller one would stay well under it
- * (no shrinking into a configuration that must grow back).
+ * that rate: between the increase threshold and the target itself, it
+ * grows only if the current configuration would stay at or above the
+ * threshold (old load still ageing out is no reason to grow again); past
+ * the target it always grows; and it shrinks only if the smaller
+ * configuration would stay well under the threshold (no shrinking into a
+ * configuration that must grow back).
  */
 extern FbfAimdDecision fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters,
 									   int64_t period, double fpp, double rate);

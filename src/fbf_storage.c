@@ -281,6 +281,7 @@ plan_shape(Relation index, const FbfFilterOptions *opts, FbfMetaPageData *meta)
 	meta->nhashes = (uint16) plan.nhashes;
 	meta->nfilters = (uint16) plan.nfilters;
 	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
+	meta->base_period = meta->period;
 }
 
 /*
@@ -971,7 +972,14 @@ aimd_config(const FbfMetaPageData *meta, FbfAimdConfig *cfg)
 	cfg->retention = meta->retention;
 	cfg->period_step = (int64) fbf_aimd_period_step_ms * 1000;
 	cfg->period_min = (int64) fbf_period_min_ms * 1000;
-	cfg->period_max = Max(meta->retention, cfg->period_min);
+
+	/*
+	 * The planned shape is the floor of capacity: shrinking after a burst
+	 * returns towards it, never below it, so an idle spell does not leave
+	 * a counter unable to take its expected rate (growing back is slow:
+	 * the period shortens one step per resize).
+	 */
+	cfg->period_max = Max(meta->base_period, cfg->period_min);
 	cfg->min_filters = FBF_MIN_FILTERS;
 	cfg->max_filters = FBF_MAX_FILTERS;
 	cfg->nbits = meta->nbits;

@@ -88,6 +88,7 @@ typedef struct FbfMetaPageData
 	uint32		shards;			/* shard rows per key in the counter table */
 	int64		epoch;			/* refreshes; birth epoch of future */
 	int64		period;			/* refresh period t, microseconds */
+	int64		base_period;	/* the planned period: AIMD never goes longer */
 	int64		retention;		/* microseconds */
 	float8		target_fpp;
 	int64		created_at;		/* TimestampTz */

@@ -130,12 +130,14 @@ for sync in off on; do
 		fi
 	done
 done
-setup_tables "$rate"
-for w in hot_plain hot_fbf; do
-	fbf_log "$w, synchronous_commit = off"
-	psqlq -c "CHECKPOINT"
-	TPS[$w,off]=$(run "$w" off)
-	echo "$w,off,$CLIENTS,$SECS,${TPS[$w,off]}" >>"$CSV"
+for sync in off on; do
+	setup_tables "$rate"
+	for w in hot_plain hot_fbf; do
+		fbf_log "$w, synchronous_commit = $sync"
+		psqlq -c "CHECKPOINT"
+		TPS[$w,$sync]=$(run "$w" "$sync")
+		echo "$w,$sync,$CLIENTS,$SECS,${TPS[$w,$sync]}" >>"$CSV"
+	done
 done
 
 # memory per remembered operation.  The filter remembers the last
@@ -167,7 +169,9 @@ for sync in off on; do
 		"${WAL[exact,$sync]}" "${FPI[exact,$sync]}" "$(ratio "${WAL[fbf,$sync]}" "${WAL[plain,$sync]}")"
 done
 echo
-echo "one hot key, sync off: plain ${TPS[hot_plain,off]} tps, fbf ${TPS[hot_fbf,off]} tps, fbf / plain $(ratio "${TPS[hot_fbf,off]}" "${TPS[hot_plain,off]}")"
+for sync in off on; do
+	echo "one hot key, sync $sync: plain ${TPS[hot_plain,$sync]} tps, fbf ${TPS[hot_fbf,$sync]} tps, fbf / plain $(ratio "${TPS[hot_fbf,$sync]}" "${TPS[hot_plain,$sync]}")"
+done
 echo
 echo "bytes per remembered operation (sync off run): fbf filter $filter_bytes_per_op (filter $filter_bytes bytes for ${RETENTION_S}s at ${filter_rate}/s), op-id table $ops_bytes_per_op; ratio $(ratio "$filter_bytes_per_op" "$ops_bytes_per_op")"
 echo "filter after the sync off run (filters, live, period, bits per filter, partitions, estimated FPP): $(cat "$work/shape_off")"

@@ -572,9 +572,11 @@ test_aimd_decisions(void)
 	 * filter meet 1%.  Old load ageing out (estimate high, rate low): hold.
 	 * Rate too high for the shape: grow.
 	 */
-	d = fbf_aimd_decide(&cfg, 6, 50, 0.5, 1.0);	/* 50 per period */
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.0095, 1.0);	/* 50 per period */
 	CHECK(d.action == FBF_AIMD_HOLD && strstr(d.reason, "current rate"),
 		  "ageing out: %s", d.reason);
+	d = fbf_aimd_decide(&cfg, 6, 50, 0.011, 1.0);
+	CHECK(d.action == FBF_AIMD_GROW, "past the target, always act: %s", d.reason);
 	d = fbf_aimd_decide(&cfg, 6, 50, 0.5, 20.0);	/* 1000 per period */
 	CHECK(d.action == FBF_AIMD_GROW, "rate too high: %s", d.reason);
 	/* estimate low, but a smaller, slower shape would overflow: hold */
