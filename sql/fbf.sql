@@ -387,6 +387,14 @@ CREATE FUNCTION fbf_counter_maintain(counter regclass)
 COMMENT ON FUNCTION fbf_counter_maintain(regclass) IS
 	'run one maintenance pass (refresh if due, drain, one AIMD step) now; returns grow, shrink or hold';
 
+CREATE FUNCTION fbf_counter_resize(counter regclass, filters integer)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'fbf_counter_resize'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_counter_resize(regclass, integer) IS
+	'resize the counter''s ring of filters now, as far as the retention allows; returns the number of filters';
+
 CREATE FUNCTION fbf_counter_stats(
 	OUT counter regclass,
 	OUT filters integer,

@@ -151,3 +151,11 @@ SELECT count(*) FROM fbf_counter_stats;
 DROP TABLE short;
 SELECT count(*) FROM fbf_counter_stats;
 SELECT count(*) FROM pg_class WHERE relname = 'short_fbf';
+
+-- resizing by hand: grow, shrink back, and refuse a ring too short
+SELECT fbf_counter_resize('likes', 22) AS grown;
+SELECT count(*) FILTER (WHERE NOT idempotent_increment('likes', 42, g, 1)) AS still_dismissed
+FROM generate_series(1, 2) g;
+SELECT fbf_counter_resize('likes', 11) AS back;
+SELECT fbf_counter_resize('likes', 3);
+SELECT fbf_counter_resize('likes', 65);

@@ -12,6 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bloom.h"
@@ -438,21 +439,41 @@ fbf_estimate_fpp_counts(uint32_t nbits, int nhashes, int nlive,
 }
 
 double
-fbf_estimate_fpp_model(const Fbf *f, FbfCheck check, FbfModel model)
+fbf_estimate_fpp_blocked(uint32_t nbits, int nhashes, int nlive,
+						 uint32_t nparts, const uint64_t *counts,
+						 FbfCheck check, FbfModel model)
 {
-	uint64_t	counts[FBF_MAX_FILTERS];
+	uint64_t	c[FBF_MAX_FILTERS];
 	double		sum = 0.0;
 	uint32_t	p;
 	int			i;
 
-	for (p = 0; p < f->nparts; p++)
+	for (p = 0; p < nparts; p++)
 	{
-		for (i = 0; i < f->nlive; i++)
-			counts[i] = fbf_count_const(f, i, p);
-		sum += fbf_estimate_fpp_counts(f->nbits, f->nhashes, f->nlive, counts,
-									   check, model);
+		for (i = 0; i < nlive; i++)
+			c[i] = counts[(size_t) i * nparts + p];
+		sum += fbf_estimate_fpp_counts(nbits, nhashes, nlive, c, check, model);
 	}
-	return sum / f->nparts;
+	return sum / nparts;
+}
+
+double
+fbf_estimate_fpp_model(const Fbf *f, FbfCheck check, FbfModel model)
+{
+	/* a filter's counts are contiguous in its slot: logical order is a copy */
+	uint64_t   *counts = malloc(sizeof(uint64_t) * f->nlive * f->nparts);
+	double		fpp;
+	int			i;
+
+	if (counts == NULL)
+		return 1.0;				/* no memory: claim the worst, never less */
+	for (i = 0; i < f->nlive; i++)
+		memcpy(&counts[(size_t) i * f->nparts], fbf_count((Fbf *) f, i, 0),
+			   sizeof(uint64_t) * f->nparts);
+	fpp = fbf_estimate_fpp_blocked(f->nbits, f->nhashes, f->nlive, f->nparts,
+								   counts, check, model);
+	free(counts);
+	return fpp;
 }
 
 double

@@ -305,6 +305,15 @@ extern double fbf_estimate_fpp_model(const Fbf *f, FbfCheck check,
 									 FbfModel model);
 
 /*
+ * The estimate of a blocked FBF from its counts laid out as
+ * counts[i * nparts + p] (logical filter i, newest first; partition p):
+ * the mean of the partitions' estimates.
+ */
+extern double fbf_estimate_fpp_blocked(uint32_t nbits, int nhashes, int nlive,
+									   uint32_t nparts, const uint64_t *counts,
+									   FbfCheck check, FbfModel model);
+
+/*
  * Same estimate for hypothetical per-filter counts (newest first), for
  * sizing before an FBF exists.
  */

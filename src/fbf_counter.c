@@ -59,6 +59,7 @@ PG_FUNCTION_INFO_V1(fbf_operation_text);
 PG_FUNCTION_INFO_V1(fbf_operation_uuid);
 PG_FUNCTION_INFO_V1(fbf_snapshot);
 PG_FUNCTION_INFO_V1(fbf_counter_maintain);
+PG_FUNCTION_INFO_V1(fbf_counter_resize);
 PG_FUNCTION_INFO_V1(fbf_counter_stats);
 
 /* did the current transaction increment a counter? (PREPARE refuses it) */
@@ -486,6 +487,23 @@ fbf_counter_maintain(PG_FUNCTION_ARGS)
 	close_counter(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(d.action == FBF_AIMD_GROW ? "grow" :
 									 d.action == FBF_AIMD_SHRINK ? "shrink" : "hold"));
+}
+
+/*
+ * fbf_counter_resize(counter regclass, filters int): resize the ring now
+ * (see FbfResize); returns the number of filters afterwards.
+ */
+Datum
+fbf_counter_resize(PG_FUNCTION_ARGS)
+{
+	Relation	heap;
+	Relation	index;
+	int			n;
+
+	open_counter(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	n = FbfResize(index, PG_GETARG_INT32(1), GetCurrentTimestamp());
+	close_counter(heap, index);
+	PG_RETURN_INT32(n);
 }
 
 /*

@@ -151,6 +151,21 @@ expected_stamp(const FbfMetaPageData *meta, int logical)
 	return meta->epoch - logical;
 }
 
+/* a new page at the end of the main fork, pinned, not locked */
+static Buffer
+extend_by_one(Relation index)
+{
+	bool		needLock = !RELATION_IS_LOCAL(index);
+	Buffer		buf;
+
+	if (needLock)
+		LockRelationForExtension(index, ExclusiveLock);
+	buf = ReadBufferExtended(index, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+	if (needLock)
+		UnlockRelationForExtension(index, ExclusiveLock);
+	return buf;
+}
+
 /*
  * Append a whole new page to `fork` of the relation and WAL-log it as a
  * full image.  *next is the block number it must get (the fork's current
@@ -161,14 +176,8 @@ append_page(Relation index, ForkNumber fork, BlockNumber *next, Page image)
 {
 	if (fork == MAIN_FORKNUM)
 	{
-		bool		needLock = !RELATION_IS_LOCAL(index);
-		Buffer		buf;
+		Buffer		buf = extend_by_one(index);
 
-		if (needLock)
-			LockRelationForExtension(index, ExclusiveLock);
-		buf = ReadBufferExtended(index, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
-		if (needLock)
-			UnlockRelationForExtension(index, ExclusiveLock);
 		if (BufferGetBlockNumber(buf) != *next)
 			elog(ERROR, "fbf: extended \"%s\" to block %u, expected %u",
 				 RelationGetRelationName(index), BufferGetBlockNumber(buf), *next);
@@ -625,17 +634,11 @@ chain_drain(Relation index, const FbfMetaPageData *meta, uint32 part,
 static void
 chain_extend(Relation index, PendingChain *chain)
 {
-	bool		needLock = !RELATION_IS_LOCAL(index);
-	Buffer		buf;
+	Buffer		buf = extend_by_one(index);
 	Buffer		tail = chain->bufs[chain->n - 1];
 	GenericXLogState *state;
 	Page		page;
 
-	if (needLock)
-		LockRelationForExtension(index, ExclusiveLock);
-	buf = ReadBufferExtended(index, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
-	if (needLock)
-		UnlockRelationForExtension(index, ExclusiveLock);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 
 	state = GenericXLogStart(index);
@@ -800,16 +803,6 @@ FbfApplyOperation(Relation index, const FbfHash *hash)
  */
 
 /*
- * May the oldest live filter go at `now`?  Operations that live only in it
- * were applied before its younger neighbour became future.
- */
-static bool
-drop_is_safe(const FbfMetaPageData *meta, TimestampTz now)
-{
-	return now - meta->born_at[meta->nlive - 2] > meta->retention;
-}
-
-/*
  * Rotate once, as fbf_refresh_action says: the recycled filter (the oldest
  * live one, or the first unborn one) becomes the empty future; its blocks
  * go stale with the new epoch.  Returns false if postponed.
@@ -944,19 +937,9 @@ FbfBlockCounts(Relation index, const FbfMetaPageData *meta, uint64 *counts)
 double
 FbfEstimateFpp(const FbfMetaPageData *meta, const uint64 *counts)
 {
-	uint64		c[FBF_MAX_FILTERS];
-	double		sum = 0.0;
-	uint32		p;
-	int			i;
-
-	for (p = 0; p < meta->nparts; p++)
-	{
-		for (i = 0; i < meta->nlive; i++)
-			c[i] = counts[i * meta->nparts + p];
-		sum += fbf_estimate_fpp_counts(meta->nbits, meta->nhashes, meta->nlive,
-									   c, FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
-	}
-	return sum / meta->nparts;
+	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
+									meta->nparts, counts, FBF_CHECK_DEFAULT,
+									FBF_MODEL_SHARED);
 }
 
 /* the AIMD configuration for a counter: its metapage and the fbf.* settings */
@@ -994,11 +977,13 @@ aimd_config(const FbfMetaPageData *meta, FbfAimdConfig *cfg)
 /*
  * Grow or shrink to d.nfilters filters with period d.period.  Growing puts
  * unborn filters at the old end, reusing free fids before adding pages;
- * shrinking removes filters from the old end, and only if that forgets no
- * operation younger than the retention: if the oldest live filter is still
- * needed, only the longer period is applied now (the window only gets
- * longer), and a later pass removes the filter.  Returns the number of
- * filters after the change, or -1 if nothing changed.
+ * shrinking removes filters from the old end, unborn ones first, and live
+ * ones only as far as that forgets no operation younger than the
+ * retention (operations that live only in dropped filters were applied
+ * before the oldest kept filter became future).  What cannot be removed
+ * yet stays, with the new period applied (the window only gets longer); a
+ * later pass removes it.  Returns the number of filters after the change,
+ * or -1 if nothing changed.
  */
 static int
 apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
@@ -1040,16 +1025,22 @@ apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
 	}
 	else if (d->nfilters < meta.nfilters)
 	{
-		if (meta.nlive == meta.nfilters && !drop_is_safe(&meta, now))
+		int			keep_live = meta.nlive;
+
+		if (d->nfilters < meta.nlive)
 		{
-			if (d->period == meta.period)
-			{
-				UnlockReleaseBuffer(metabuf);
-				return -1;
-			}
-			nfilters = meta.nfilters;
+			keep_live = d->nfilters;
+			while (keep_live < meta.nlive &&
+				   now - meta.born_at[keep_live - 1] <= meta.retention)
+				keep_live++;
 		}
-		meta.nlive = (uint16) Min(meta.nlive, nfilters);
+		nfilters = Max(d->nfilters, keep_live);
+		if (nfilters == meta.nfilters && d->period == meta.period)
+		{
+			UnlockReleaseBuffer(metabuf);
+			return -1;
+		}
+		meta.nlive = (uint16) keep_live;
 	}
 	if (nfilters != meta.nfilters)
 		meta.resizes++;
@@ -1062,6 +1053,43 @@ apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
 	return nfilters;
+}
+
+/*
+ * Resize to `nfilters` filters now, keeping the period, as an
+ * administrator's fbf_counter_resize() asks: growing within the caps,
+ * shrinking only to a ring that still covers the retention, and dropping
+ * live filters only as far as that is safe.  Returns the number of filters
+ * afterwards.
+ */
+int
+FbfResize(Relation index, int nfilters, TimestampTz now)
+{
+	FbfMetaPageData meta;
+	FbfAimdConfig cfg;
+	FbfAimdDecision d;
+	int			result;
+
+	FbfReadMeta(index, &meta);
+	aimd_config(&meta, &cfg);
+	if (nfilters < FBF_MIN_FILTERS || nfilters > FBF_MAX_FILTERS ||
+		fbf_size(meta.nbits, nfilters, meta.nparts) > cfg.max_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a counter filter must have between %d and %d filters within fbf.max_filter_size",
+						FBF_MIN_FILTERS, FBF_MAX_FILTERS)));
+	if ((int64) (nfilters - 1) * meta.period < meta.retention)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%d filters refreshed every %.3f s do not cover the retention of %.3f s",
+						nfilters, meta.period / 1e6, meta.retention / 1e6)));
+	d.action = nfilters > meta.nfilters ? FBF_AIMD_GROW : FBF_AIMD_SHRINK;
+	d.nfilters = nfilters;
+	d.period = meta.period;
+	d.capped = false;
+	d.reason = "requested";
+	result = apply_resize(index, &d, now);
+	return result < 0 ? meta.nfilters : result;
 }
 
 /* set or clear the "capped" flag, warning when it becomes set */

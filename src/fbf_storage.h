@@ -193,6 +193,7 @@ extern void FbfBlockCounts(Relation index, const FbfMetaPageData *meta,
 						   uint64 *counts);
 extern double FbfEstimateFpp(const FbfMetaPageData *meta, const uint64 *counts);
 extern FbfAimdDecision FbfMaintain(Relation index, TimestampTz now);
+extern int	FbfResize(Relation index, int nfilters, TimestampTz now);
 extern Fbf *FbfSnapshot(Relation index, uint64 *pending);
 
 #endif							/* FBF_STORAGE_H */
