@@ -412,7 +412,8 @@ CREATE FUNCTION fbf_counter_stats(
 	OUT bytes bigint,
 	OUT last_refresh timestamptz,
 	OUT resizes bigint,
-	OUT capped boolean)
+	OUT capped boolean,
+	OUT pending bigint)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

@@ -132,6 +132,23 @@ TRUNCATE likes;
 SELECT idempotent_increment('likes', 90, 1, 1) AS after_truncate,
        idempotent_increment('likes', 90, 2, 1) AS new_op,
        fbf_counter_value('likes');
+-- rebuilds run from a DO block (or a procedure) are carried over too
+SELECT idempotent_increment('likes', 91, 1, 1);
+DO $$ BEGIN EXECUTE 'TRUNCATE likes'; END $$;
+SELECT idempotent_increment('likes', 91, 1, 1) AS after_truncate_in_do;
+-- a second rebuild in one transaction would find the first one's pages
+-- gone: refused rather than forgetting
+BEGIN;
+TRUNCATE likes;
+TRUNCATE likes;
+ROLLBACK;
+SELECT idempotent_increment('likes', 91, 1, 1) AS after_rollback;
+-- VACUUM drains the pending pages into the filter
+SELECT idempotent_increment('likes', 92, 1, 1);
+SELECT pending > 0 AS pending_before FROM fbf_counter_stats WHERE counter = 'likes'::regclass;
+VACUUM likes;
+SELECT pending AS pending_after_vacuum FROM fbf_counter_stats WHERE counter = 'likes'::regclass;
+SELECT idempotent_increment('likes', 92, 1, 1) AS still_dismissed;
 -- REINDEX CONCURRENTLY cannot carry it over, so it is refused
 REINDEX TABLE CONCURRENTLY likes;
 -- a table truncated in the transaction that created it starts empty

@@ -194,6 +194,7 @@ counter_plans(Relation rel)
 	Oid			relid = RelationGetRelid(rel);
 	char	   *qualname = qualified_name(rel);
 	CounterPlans *plans;
+	CounterPlans fresh;
 	bool		found;
 	Oid			types[3] = {INT8OID, TEXTOID, INT4OID};
 
@@ -207,25 +208,31 @@ counter_plans(Relation rel)
 		plan_cache = hash_create("fbf counter plans", 16, &ctl,
 								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	plans = hash_search(plan_cache, &relid, HASH_ENTER, &found);
+	plans = hash_search(plan_cache, &relid, HASH_FIND, &found);
 	if (found && strcmp(plans->qualname, qualname) == 0)
 		return plans;
 	if (found)
 	{
+		/* renamed, or replaced: forget the old plans before making new ones */
 		SPI_freeplan(plans->update);
 		SPI_freeplan(plans->upsert);
 		SPI_freeplan(plans->sum);
 		pfree(plans->qualname);
+		hash_search(plan_cache, &relid, HASH_REMOVE, NULL);
 	}
-	plans->relid = relid;
-	plans->update = prepare(psprintf("UPDATE %s SET value = value + $1 WHERE key = $2 AND shard = $3",
-									 qualname), 3, types);
-	plans->upsert = prepare(psprintf("INSERT INTO %s AS c (key, shard, value) VALUES ($2, $3, $1) "
-									 "ON CONFLICT (key, shard) DO UPDATE SET value = c.value + excluded.value",
-									 qualname), 3, types);
-	plans->sum = prepare(psprintf("SELECT pg_catalog.sum(value)::pg_catalog.int8 FROM %s WHERE key = $1",
-								  qualname), 1, &types[1]);
-	plans->qualname = MemoryContextStrdup(TopMemoryContext, qualname);
+
+	/* prepare first: an error leaves no half-made entry behind */
+	fresh.relid = relid;
+	fresh.update = prepare(psprintf("UPDATE %s SET value = value + $1 WHERE key = $2 AND shard = $3",
+									qualname), 3, types);
+	fresh.upsert = prepare(psprintf("INSERT INTO %s AS c (key, shard, value) VALUES ($2, $3, $1) "
+									"ON CONFLICT (key, shard) DO UPDATE SET value = c.value + excluded.value",
+									qualname), 3, types);
+	fresh.sum = prepare(psprintf("SELECT pg_catalog.sum(value)::pg_catalog.int8 FROM %s WHERE key = $1",
+								 qualname), 1, &types[1]);
+	fresh.qualname = MemoryContextStrdup(TopMemoryContext, qualname);
+	plans = hash_search(plan_cache, &relid, HASH_ENTER, NULL);
+	*plans = fresh;
 	return plans;
 }
 
@@ -481,6 +488,8 @@ fbf_counter_maintain(PG_FUNCTION_ARGS)
 	Relation	index;
 	FbfAimdDecision d;
 
+	PreventCommandIfReadOnly("fbf_counter_maintain()");
+	PreventCommandDuringRecovery("fbf_counter_maintain()");
 	open_counter(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
 	d = FbfMaintain(index, GetCurrentTimestamp());
 	FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap), GetCurrentTimestamp());
@@ -500,6 +509,8 @@ fbf_counter_resize(PG_FUNCTION_ARGS)
 	Relation	index;
 	int			n;
 
+	PreventCommandIfReadOnly("fbf_counter_resize()");
+	PreventCommandDuringRecovery("fbf_counter_resize()");
 	open_counter(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
 	n = FbfResize(index, PG_GETARG_INT32(1), GetCurrentTimestamp());
 	close_counter(heap, index);
@@ -544,8 +555,8 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		FbfMetaPageData meta;
 		uint64	   *counts;
 		Datum	   *per_filter;
-		Datum		values[17];
-		bool		nulls[17] = {0};
+		Datum		values[18];
+		bool		nulls[18] = {0};
 		FbfCounterStatsSnapshot st;
 		int			i;
 		uint32		p;
@@ -592,6 +603,7 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		values[14] = TimestampTzGetDatum(meta.born_at[0]);
 		values[15] = Int64GetDatum(meta.resizes);
 		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
+		values[17] = Int64GetDatum(FbfPendingCount(index, &meta));
 		close_counter(heap, index);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

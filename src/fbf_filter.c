@@ -30,6 +30,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -165,8 +166,8 @@ FbfIsCounterTable(Relation heap, Oid *index_oid)
 
 typedef struct FbfRebuildSource
 {
-	Oid			indexoid;
-	RelFileNode node;
+	Oid			heapoid;		/* the counter table */
+	RelFileNode node;			/* where its filter's pages are */
 	char		persistence;
 } FbfRebuildSource;
 
@@ -197,7 +198,7 @@ remember_filters(void)
 		if (form->relam != amoid || form->relkind != RELKIND_INDEX)
 			continue;
 		src = palloc(sizeof(FbfRebuildSource));
-		src->indexoid = form->oid;
+		src->heapoid = IndexGetRelation(form->oid, false);
 		src->node.spcNode = OidIsValid(form->reltablespace) ?
 			form->reltablespace : MyDatabaseTableSpace;
 		src->node.dbNode = MyDatabaseId;
@@ -279,9 +280,13 @@ refuse_concurrent_builds(Node *stmt)
 		else
 		{
 			/* a schema or the database: refuse if any counter table exists */
+			List	   *outer = rebuild_sources;
+
+			rebuild_sources = NIL;
 			remember_filters();
 			refuse = rebuild_sources != NIL;
 			forget_filters();
+			rebuild_sources = outer;
 		}
 	}
 	if (refuse)
@@ -299,19 +304,28 @@ rebuilds_indexes(Node *stmt)
 		IsA(stmt, AlterTableStmt);
 }
 
+/*
+ * Before a statement that may rebuild indexes (at any nesting depth: a DO
+ * block or procedure may run one), record where every fbf_filter index's
+ * pages are, for fbf_filter_build to carry them over; the outer
+ * statement's record is restored afterwards.
+ */
 static void
 fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 				   bool readOnlyTree, ProcessUtilityContext context,
 				   ParamListInfo params, QueryEnvironment *queryEnv,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
-	bool		track = utility_depth == 0 && rebuilds_indexes(pstmt->utilityStmt) &&
-		IsTransactionState();
+	bool		track = rebuilds_indexes(pstmt->utilityStmt) && IsTransactionState();
+	List	   *outer = rebuild_sources;
 
-	if (utility_depth == 0 && IsTransactionState())
+	if (IsTransactionState())
 		refuse_concurrent_builds(pstmt->utilityStmt);
 	if (track)
+	{
+		rebuild_sources = NIL;
 		remember_filters();
+	}
 	utility_depth++;
 	PG_TRY();
 	{
@@ -326,7 +340,10 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	{
 		utility_depth--;
 		if (track)
+		{
 			forget_filters();
+			rebuild_sources = outer;
+		}
 	}
 	PG_END_TRY();
 }
@@ -338,9 +355,13 @@ FbfFilterUtilityInit(void)
 	ProcessUtility_hook = fbf_ProcessUtility;
 }
 
-/* where this index's pages were before the running rebuild, if known */
+/*
+ * Where the counter table's filter pages were before the running rebuild,
+ * if known.  By table, not index: ALTER TABLE ... TYPE rebuilds the index
+ * under a new OID.
+ */
 static FbfRebuildSource *
-rebuild_source(Relation index)
+rebuild_source(Relation heap)
 {
 	ListCell   *lc;
 
@@ -348,7 +369,7 @@ rebuild_source(Relation index)
 	{
 		FbfRebuildSource *src = lfirst(lc);
 
-		if (src->indexoid == RelationGetRelid(index))
+		if (src->heapoid == RelationGetRelid(heap))
 			return src;
 	}
 	return NULL;
@@ -398,7 +419,7 @@ static IndexBuildResult *
 fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
 	IndexBuildResult *result = palloc0(sizeof(IndexBuildResult));
-	FbfRebuildSource *src = rebuild_source(index);
+	FbfRebuildSource *src = rebuild_source(heap);
 	double		ntuples = 0;
 
 	if (indexInfo->ii_Concurrent)
@@ -420,6 +441,22 @@ fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	else
 	{
+		/*
+		 * A rebuild whose old filter cannot be read.  If the table was
+		 * created in this transaction, nothing outside it can retry yet:
+		 * start empty, and say so.  Otherwise refuse rather than forget:
+		 * the old pages were truncated in place (a second rebuild in one
+		 * transaction) or by a rebuild that committed after this statement
+		 * looked (retrying the statement works).
+		 */
+		if (src && heap->rd_createSubid == InvalidSubTransactionId &&
+			src->persistence != RELPERSISTENCE_TEMP)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot rebuild the operation filter of counter table \"%s\" here",
+							RelationGetRelationName(heap)),
+					 errdetail("Its old pages are gone: the table was rebuilt earlier in this transaction, or concurrently."),
+					 errhint("Commit between rebuilds of a counter table, or retry the statement.")));
 		FbfInitStorage(index, MAIN_FORKNUM, FbfGetOptions(index));
 		if (src)
 			ereport(NOTICE,
@@ -459,9 +496,16 @@ fbf_filter_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	return stats;
 }
 
+/*
+ * VACUUM of the counter table: drain committed and aborted operations from
+ * the pending chains, so no entry outlives the xid horizon even if the
+ * worker is off.  Never during recovery (VACUUM does not run there).
+ */
 static IndexBulkDeleteResult *
 fbf_filter_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
+	if (!info->analyze_only)
+		FbfDrainAll(info->index);
 	if (stats == NULL)
 	{
 		stats = palloc0(sizeof(IndexBulkDeleteResult));

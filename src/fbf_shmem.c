@@ -107,11 +107,13 @@ fbf_shmem_startup(void)
 	ctl.keysize = sizeof(FbfStatsKey);
 	ctl.entrysize = sizeof(FbfStatsEntry);
 	stats_hash = ShmemInitHash("fbf counter stats", FBF_MAX_COUNTERS,
-							   FBF_MAX_COUNTERS, &ctl, HASH_ELEM | HASH_BLOBS);
+							   FBF_MAX_COUNTERS, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	ctl.keysize = sizeof(Oid);
 	ctl.entrysize = sizeof(FbfDatabaseEntry);
 	database_hash = ShmemInitHash("fbf databases", FBF_MAX_DATABASES,
-								  FBF_MAX_DATABASES, &ctl, HASH_ELEM | HASH_BLOBS);
+								  FBF_MAX_DATABASES, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);
 }
 

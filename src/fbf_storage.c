@@ -441,19 +441,27 @@ typedef enum EntryStatus
 static EntryStatus
 entry_status(TransactionId xid)
 {
-	/*
-	 * An xid too old for the commit log was resolved long before any
-	 * retention: treat it as committed, never as absent.
-	 */
-	if (TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid))
-		return ENTRY_COMMITTED;
+	EntryStatus status;
+
 	if (TransactionIdIsCurrentTransactionId(xid))
 		return ENTRY_OURS;
 	if (TransactionIdIsInProgress(xid))
 		return ENTRY_IN_PROGRESS;
-	if (TransactionIdDidCommit(xid))
-		return ENTRY_COMMITTED;
-	return ENTRY_ABORTED;
+
+	/*
+	 * An xid too old for the commit log was resolved long before any
+	 * retention: treat it as committed, never as absent.  The lock keeps
+	 * the commit log from being truncated under the lookup, as
+	 * txid_status() does.  (Entries are drained every maintenance pass and
+	 * every VACUUM of the counter table, so this is a safety net.)
+	 */
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	if (TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid))
+		status = ENTRY_COMMITTED;
+	else
+		status = TransactionIdDidCommit(xid) ? ENTRY_COMMITTED : ENTRY_ABORTED;
+	LWLockRelease(XactTruncationLock);
+	return status;
 }
 
 /*
@@ -692,7 +700,10 @@ FbfApplyOperation(Relation index, const FbfHash *hash)
 		 * A refresh is due and the worker is late: do it first (once; it may
 		 * rightly be postponed to keep the retention).
 		 */
-		if (now - meta.born_at[0] >= meta.period && !refresh_tried)
+		if (now - meta.born_at[0] >= meta.period && !refresh_tried &&
+			fbf_refresh_action(meta.nlive, meta.nfilters,
+							   meta.born_at[meta.nlive - 2], now,
+							   meta.retention) != FBF_REFRESH_POSTPONE)
 		{
 			UnlockReleaseBuffer(metabuf);
 			FbfRefreshIfDue(index, now);
@@ -854,6 +865,12 @@ FbfRefreshIfDue(Relation index, TimestampTz now)
 	TimestampTz born = 0;
 	int			done = 0;
 
+	/*
+	 * The new future's birth time must not be earlier than the moment it
+	 * becomes future, which is now that we hold the metapage: operations
+	 * were drained into the old future until we got the lock.
+	 */
+	now = Max(now, GetCurrentTimestamp());
 	copy_meta(index, metabuf, &meta);
 	born = meta.born_at[0];
 
@@ -882,6 +899,32 @@ FbfRefreshIfDue(Relation index, TimestampTz now)
 	}
 	UnlockReleaseBuffer(metabuf);
 	return done;
+}
+
+/* Entries on every pending chain (in flight, or awaiting their drain). */
+int64
+FbfPendingCount(Relation index, const FbfMetaPageData *meta)
+{
+	int64		total = 0;
+	uint32		p;
+
+	for (p = 0; p < meta->nparts; p++)
+	{
+		BlockNumber blkno = FbfPendingBlock(meta, p);
+
+		while (blkno != InvalidBlockNumber)
+		{
+			Buffer		buf = read_page(index, blkno, BUFFER_LOCK_SHARE,
+										FBF_PAGE_ID_PENDING);
+			int			n;
+
+			pending_entries(BufferGetPage(buf), &n);
+			total += n;
+			blkno = FbfPageGetOpaque(BufferGetPage(buf))->next;
+			UnlockReleaseBuffer(buf);
+		}
+	}
+	return total;
 }
 
 /* Drain every partition's resolved entries; returns entries removed. */

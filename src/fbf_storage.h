@@ -189,6 +189,7 @@ extern void FbfSyncOptions(Relation index);
 extern FbfOpResult FbfApplyOperation(Relation index, const FbfHash *hash);
 extern int	FbfRefreshIfDue(Relation index, TimestampTz now);
 extern int	FbfDrainAll(Relation index);
+extern int64 FbfPendingCount(Relation index, const FbfMetaPageData *meta);
 extern void FbfBlockCounts(Relation index, const FbfMetaPageData *meta,
 						   uint64 *counts);
 extern double FbfEstimateFpp(const FbfMetaPageData *meta, const uint64 *counts);

@@ -115,9 +115,9 @@ connectable_databases(void)
 	return dbs;
 }
 
-/* is a pass for dbid still running?  Forgets finished ones. */
-static bool
-pass_running(PassSlot *slots, Oid dbid)
+/* free the slots of every pass that has ended, whatever its database */
+static void
+reap_passes(PassSlot *slots)
 {
 	int			i;
 
@@ -125,15 +125,25 @@ pass_running(PassSlot *slots, Oid dbid)
 	{
 		pid_t		pid;
 
-		if (slots[i].handle == NULL || slots[i].dbid != dbid)
-			continue;
-		if (GetBackgroundWorkerPid(slots[i].handle, &pid) == BGWH_STOPPED)
+		if (slots[i].handle != NULL &&
+			GetBackgroundWorkerPid(slots[i].handle, &pid) == BGWH_STOPPED)
 		{
 			pfree(slots[i].handle);
 			slots[i].handle = NULL;
-			return false;
 		}
-		return true;
+	}
+}
+
+/* is a pass for dbid still running? */
+static bool
+pass_running(PassSlot *slots, Oid dbid)
+{
+	int			i;
+
+	for (i = 0; i < FBF_MAX_PASSES; i++)
+	{
+		if (slots[i].handle != NULL && slots[i].dbid == dbid)
+			return true;
 	}
 	return false;
 }
@@ -160,11 +170,19 @@ start_pass(PassSlot *slots, Oid dbid)
 	worker.bgw_main_arg = ObjectIdGetDatum(dbid);
 	worker.bgw_notify_pid = MyProcPid;
 
-	/* no free worker slot is not an error: try again next time */
-	if (RegisterDynamicBackgroundWorker(&worker, &slots[i].handle))
-		slots[i].dbid = dbid;
-	else
-		slots[i].handle = NULL;
+	/*
+	 * No free worker slot is not an error: try again next time.  The
+	 * handle must live as long as the launcher.
+	 */
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		if (RegisterDynamicBackgroundWorker(&worker, &slots[i].handle))
+			slots[i].dbid = dbid;
+		else
+			slots[i].handle = NULL;
+		MemoryContextSwitchTo(old);
+	}
 }
 
 void
@@ -209,6 +227,7 @@ fbf_launcher_main(Datum main_arg)
 			List	   *dbs;
 			ListCell   *lc;
 
+			reap_passes(slots);
 			old = MemoryContextSwitchTo(loop_context);
 			dbs = connectable_databases();
 			foreach(lc, dbs)
