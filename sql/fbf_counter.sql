@@ -149,6 +149,14 @@ SELECT pending > 0 AS pending_before FROM fbf_counter_stats WHERE counter = 'lik
 VACUUM likes;
 SELECT pending AS pending_after_vacuum FROM fbf_counter_stats WHERE counter = 'likes'::regclass;
 SELECT idempotent_increment('likes', 92, 1, 1) AS still_dismissed;
+-- unlogged and back: the filter follows the table's persistence and is
+-- carried over both ways
+ALTER TABLE likes SET UNLOGGED;
+SELECT relpersistence, idempotent_increment('likes', 91, 1, 1) AS after_unlogged
+FROM pg_class WHERE relname = 'likes_fbf';
+ALTER TABLE likes SET LOGGED;
+SELECT relpersistence, idempotent_increment('likes', 91, 1, 1) AS after_logged
+FROM pg_class WHERE relname = 'likes_fbf';
 -- REINDEX CONCURRENTLY cannot carry it over, so it is refused
 REINDEX TABLE CONCURRENTLY likes;
 -- a table truncated in the transaction that created it starts empty
