@@ -1158,7 +1158,8 @@ note_capped(Relation index, bool capped)
 			ereport(WARNING,
 					(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
 							RelationGetRelationName(index)),
-					 errdetail("Its estimated false-positive rate is above 90%% of its target."),
+					 errdetail("Its estimated false-positive rate has reached fbf.aimd_increase_at (%g) times its target.",
+							   fbf_aimd_increase_at),
 					 errhint("Raise fbf.max_filter_size, or accept more false positives.")));
 	}
 	UnlockReleaseBuffer(metabuf);
