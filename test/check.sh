@@ -119,6 +119,22 @@ run_installcheck() {
 }
 run_installcheck "pg_regress" "$logdir/regress.log" regression.diffs ISOLATION=
 run_installcheck "isolation" "$logdir/isolation.log" test/isolation/output/regression.diffs REGRESS=
+
+# ---- end to end: clients cut off (dropped, killed, timed out) and retrying ----
+fbf_log "retry storm (test/bench/retry_storm)"
+if make -s -C test/bench retry_storm >"$logdir/storm.log" 2>&1 &&
+	psql -X -q -c "DROP DATABASE IF EXISTS storm" -c "CREATE DATABASE storm" >>"$logdir/storm.log" 2>&1 &&
+	psql -X -q -d storm -c "CREATE EXTENSION fbf" >>"$logdir/storm.log" 2>&1 &&
+	test/bench/retry_storm -d "host=$PGHOST port=$PGPORT dbname=storm user=postgres" \
+		-c 6 -n 500 -p 0.15 -s 7 >>"$logdir/storm.log" 2>&1; then
+	passed=$((passed + 1))
+	cat "$logdir/storm.log"
+	echo "ok - every retried operation counted once by the idempotent counter"
+else
+	cat "$logdir/storm.log"
+	failed=$((failed + 1))
+	failures+=("retry storm")
+fi
 fbf_cluster_stop
 
 # ---- 3. TAP tests (PostgreSQL::Test::Cluster), as the postgres user ----
