@@ -20,3 +20,8 @@ fbf_cluster_start
 
 fbf_log "running the demo (test/demo.sql)"
 psql -X -q -v ON_ERROR_STOP=1 -f test/demo.sql
+
+fbf_log "a retry storm: 8 real clients whose requests are cut off (test/bench/retry_storm)"
+make -s -C test/bench retry_storm
+test/bench/retry_storm -d "host=$PGHOST port=$PGPORT dbname=$PGDATABASE user=$PGUSER" \
+	-c 8 -n 1000 -p 0.1 -s 1
