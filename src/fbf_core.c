@@ -83,7 +83,7 @@ fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters, uint32_t nparts,
 	 */
 	f->born_at[0] = now;
 	for (i = 1; i < nfilters; i++)
-		f->born_at[i] = 0;
+		f->born_at[i] = FBF_BORN_LONG_AGO;
 }
 
 uint64_t

@@ -68,6 +68,14 @@
 #define FBF_MAX_BYTES		(UINT64_C(256) << 20)	/* whole FBF */
 #define FBF_MAX_EPOCH		(INT64_C(1) << 62)	/* refreshes; never reached */
 
+/*
+ * Birth time of the filters older than the future one in a new FBF: they
+ * can hold nothing the future does not also get, so for drop safety they
+ * are as old as can be, on any clock (now - this never overflows for
+ * non-negative clocks below 2^62).
+ */
+#define FBF_BORN_LONG_AGO	(INT64_MIN / 4)
+
 /* Membership-check variants (DESIGN.md 1.4). */
 typedef enum FbfCheck
 {

@@ -326,7 +326,7 @@ FbfInitStorage(Relation index, ForkNumber fork, const FbfFilterOptions *opts)
 	for (i = 0; i < meta.nfilters; i++)
 	{
 		meta.ring[i] = (uint8) i;
-		meta.born_at[i] = i == 0 ? now : 0;
+		meta.born_at[i] = i == 0 ? now : FBF_BORN_LONG_AGO;
 	}
 
 	/* where every block will go, so the metapage can be written first */
