@@ -38,6 +38,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -237,6 +238,27 @@ counter_plans(Relation rel)
 }
 
 /*
+ * Run one of a counter's plans.  Every statement looks up rows by the full
+ * primary key, so an index scan is always right; but a counter table is
+ * typically analyzed while still empty, and a generic plan made from those
+ * statistics would scan the whole table on every increment until the next
+ * ANALYZE.  So plans are made (and remade) with sequential scans off, for
+ * the duration of the statement only.
+ */
+static int
+execute_counter_plan(SPIPlanPtr plan, Datum *args, bool read_only, long count)
+{
+	int			save_nestlevel = NewGUCNestLevel();
+	int			rc;
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	rc = SPI_execute_plan(plan, args, NULL, read_only, count);
+	AtEOXact_GUC(true, save_nestlevel);
+	return rc;
+}
+
+/*
  * Add delta to this backend's shard row of `key`, creating it if needed:
  * an UPDATE first (the common case, a HOT update), an upsert if no row.
  */
@@ -253,12 +275,12 @@ add_delta(Relation heap, text *key, int64 delta, int shards)
 
 	SPI_connect();
 	plans = counter_plans(heap);
-	rc = SPI_execute_plan(plans->update, args, NULL, false, 0);
+	rc = execute_counter_plan(plans->update, args, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "fbf: counter update failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 	{
-		rc = SPI_execute_plan(plans->upsert, args, NULL, false, 0);
+		rc = execute_counter_plan(plans->upsert, args, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "fbf: counter insert failed: %s", SPI_result_code_string(rc));
 	}
@@ -452,7 +474,7 @@ fbf_counter_value(PG_FUNCTION_ARGS)
 	open_counter(relid, ACL_SELECT, AccessShareLock, &heap, &index);
 	SPI_connect();
 	plans = counter_plans(heap);
-	rc = SPI_execute_plan(plans->sum, &arg, NULL, true, 1);
+	rc = execute_counter_plan(plans->sum, &arg, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "fbf: counter read failed: %s", SPI_result_code_string(rc));
 	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
