@@ -82,25 +82,25 @@ rm -rf "$work"
 column -s, -t "$CSV"
 
 if command -v gnuplot >/dev/null; then
-	(cd docs/figures && gnuplot <<'GP'
-set terminal pngcairo size 1000,420 font "sans,10"
-set output "scaling.png"
-set datafile separator ","
-set multiplot layout 1,2 title "idempotent_increment against a plain UPDATE and the exact op-id table (pgbench, 1,000 keys)"
+	# one data file per series, so gnuplot draws each as a line
+	series=$(mktemp -d /tmp/fbf-scaling-series.XXXXXX)
+	awk -F, -v dir="$series" 'NR > 1 { print $2, $4, $5 > (dir "/" $3 "_" $1 ".dat") }' "$CSV"
+	gnuplot <<GP
+set terminal pngcairo size 1000,420 font "sans,10" noenhanced
+set output "docs/figures/scaling.png"
+set multiplot layout 1,2 title "idempotent_increment against a plain UPDATE and the exact op-id table (pgbench, 1,000 keys, median of 3 runs)"
 set grid
 set key top left
 set xlabel "clients"
 set xtics 1
 set ylabel "transactions per second"
 set title "throughput"
-plot for [w in "plain fbf exact"] for [s in "off on"] "scaling.csv" \
-	using (strcol(1) eq s && strcol(3) eq w ? $2 : 1/0):4 skip 1 with linespoints title w.", sync ".s
+plot for [w in "plain fbf exact"] for [s in "off on"] "$series/".w."_".s.".dat" using 1:2 with linespoints title w.", sync ".s
 set ylabel "average latency (ms)"
 set title "latency"
 set logscale y
-plot for [w in "plain fbf exact"] for [s in "off on"] "scaling.csv" \
-	using (strcol(1) eq s && strcol(3) eq w ? $2 : 1/0):5 skip 1 with linespoints title w.", sync ".s
+plot for [w in "plain fbf exact"] for [s in "off on"] "$series/".w."_".s.".dat" using 1:3 with linespoints title w.", sync ".s
 unset multiplot
 GP
-	)
+	rm -rf "$series"
 fi
