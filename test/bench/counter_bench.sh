@@ -58,28 +58,8 @@ VACUUM ANALYZE;
 SQL
 }
 
-cat >"$work/plain.sql" <<'EOF'
-\set k random(1, 1000)
-UPDATE plain SET value = value + 1 WHERE key = :k::text AND shard = 0;
-EOF
-cat >"$work/fbf.sql" <<'EOF'
-\set k random(1, 1000)
-\set s random(1, 9223372036854775806)
-SELECT idempotent_increment('idem', :k::text, :client_id, :s, 1);
-EOF
-cat >"$work/exact.sql" <<'EOF'
-\set k random(1, 1000)
-\set s random(1, 9223372036854775806)
-WITH op AS (INSERT INTO ops VALUES (:client_id, :s) ON CONFLICT DO NOTHING RETURNING 1)
-UPDATE exact SET value = value + 1 WHERE key = :k::text AND shard = 0 AND EXISTS (SELECT FROM op);
-EOF
-cat >"$work/hot_plain.sql" <<'EOF'
-UPDATE hot_plain SET value = value + 1 WHERE key = 'hot' AND shard = 0;
-EOF
-cat >"$work/hot_fbf.sql" <<'EOF'
-\set s random(1, 9223372036854775806)
-SELECT idempotent_increment('hot_idem', 'hot', :client_id, :s, 1);
-EOF
+# the pgbench scripts, shared with counter_scaling.sh
+cp "$FBF_ROOT"/test/bench/workloads/*.sql "$work/"
 
 # tps of one pgbench run (prepared statements, CLIENTS clients); leaves
 # the run's transaction count in $work/$script.xacts

@@ -25,21 +25,8 @@ fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'"
 	"checkpoint_timeout = '30min'"
 
 work=$(mktemp -d /tmp/fbf-scaling.XXXXXX)
-cat >"$work/plain.sql" <<'SQL'
-\set k random(1, 1000)
-UPDATE plain SET value = value + 1 WHERE key = :k::text AND shard = 0;
-SQL
-cat >"$work/fbf.sql" <<'SQL'
-\set k random(1, 1000)
-\set s random(1, 9223372036854775806)
-SELECT idempotent_increment('idem', :k::text, :client_id, :s, 1);
-SQL
-cat >"$work/exact.sql" <<'SQL'
-\set k random(1, 1000)
-\set s random(1, 9223372036854775806)
-WITH op AS (INSERT INTO ops VALUES (:client_id, :s) ON CONFLICT DO NOTHING RETURNING 1)
-UPDATE exact SET value = value + 1 WHERE key = :k::text AND shard = 0 AND EXISTS (SELECT FROM op);
-SQL
+# the pgbench scripts, shared with counter_bench.sh
+cp "$FBF_ROOT"/test/bench/workloads/*.sql "$work/"
 
 setup() {
 	psql -X -q -v ON_ERROR_STOP=1 <<SQL
