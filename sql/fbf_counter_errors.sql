@@ -94,8 +94,12 @@ SELECT count(*) FROM generate_series(1, 21696) g WHERE idempotent_increment('tin
 SELECT idempotent_increment('tiny', 1, 21697, 1);
 ROLLBACK;
 SELECT fbf_counter_value('tiny') AS nothing_applied;
--- the same batch in smaller transactions is fine
+-- the same batch in smaller transactions is fine, and reuses the overflow
+-- pages the big one left (the filter does not grow)
+CREATE TABLE tiny_size AS SELECT bytes FROM fbf_counter_stats WHERE counter = 'tiny'::regclass;
 SELECT count(*) FROM generate_series(1, 3000) g WHERE idempotent_increment('tiny', 1, g, 1);
+SELECT s.bytes = t.bytes AS same_size, s.pending
+FROM fbf_counter_stats s, tiny_size t WHERE s.counter = 'tiny'::regclass;
 
 -- creating counter tables: bad settings and the memory cap
 SELECT fbf_create_counter_table('bad', retention => '0.5 s');

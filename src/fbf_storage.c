@@ -622,7 +622,11 @@ chain_release(PendingChain *chain)
 	chain->n = 0;
 }
 
-/* drain every page of a locked chain; returns entries removed */
+/*
+ * Drain every page of a locked chain, then move the overflow pages left
+ * empty to the head's spare list (so later operations lock fewer pages, and
+ * chain_extend reuses them).  Returns entries removed.
+ */
 static int
 chain_drain(Relation index, const FbfMetaPageData *meta, uint32 part,
 			PendingChain *chain)
@@ -632,28 +636,81 @@ chain_drain(Relation index, const FbfMetaPageData *meta, uint32 part,
 
 	for (i = 0; i < chain->n; i++)
 		removed += drain_pending(index, meta, part, chain->bufs[i]);
+
+	for (i = chain->n - 1; i >= 1; i--)
+	{
+		Buffer		buf = chain->bufs[i];
+		int			n;
+		GenericXLogState *state;
+		Page		head;
+		Page		prev;
+		Page		page;
+
+		pending_entries(BufferGetPage(buf), &n);
+		if (n > 0)
+			continue;
+
+		state = GenericXLogStart(index);
+		head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
+		prev = i == 1 ? head : GenericXLogRegisterBuffer(state, chain->bufs[i - 1], 0);
+		page = GenericXLogRegisterBuffer(state, buf, 0);
+		FbfPageGetOpaque(prev)->next = FbfPageGetOpaque(page)->next;
+		FbfPageGetOpaque(page)->next = (BlockNumber) FbfPageGetOpaque(head)->count;
+		FbfPageGetOpaque(head)->count = BufferGetBlockNumber(buf);
+		GenericXLogFinish(state);
+
+		UnlockReleaseBuffer(buf);
+		memmove(&chain->bufs[i], &chain->bufs[i + 1],
+				sizeof(Buffer) * (chain->n - i - 1));
+		chain->n--;
+	}
 	return removed;
 }
 
 /*
- * Append an empty overflow page to the relation and link it at the end of
- * the chain, in one WAL record.  The caller holds the chain.
+ * Link an empty overflow page at the end of the chain, in one WAL record:
+ * a spare one from the head's list if there is one, else a new page.  The
+ * caller holds the chain (so no one else touches the spare list).
  */
 static void
 chain_extend(Relation index, PendingChain *chain)
 {
-	Buffer		buf = extend_by_one(index);
+	BlockNumber spare = (BlockNumber) FbfPageGetOpaque(BufferGetPage(chain->bufs[0]))->count;
+	Buffer		buf;
 	Buffer		tail = chain->bufs[chain->n - 1];
 	GenericXLogState *state;
 	Page		page;
 
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (spare != 0)
+		buf = read_page(index, spare, BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_PENDING);
+	else
+	{
+		buf = extend_by_one(index);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	}
 
 	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-	init_pending_page(page);
-	page = GenericXLogRegisterBuffer(state, tail, 0);
-	FbfPageGetOpaque(page)->next = BufferGetBlockNumber(buf);
+	if (spare != 0)
+	{
+		Page		head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
+
+		page = GenericXLogRegisterBuffer(state, buf, 0);
+		FbfPageGetOpaque(head)->count = FbfPageGetOpaque(page)->next;
+		FbfPageGetOpaque(page)->next = InvalidBlockNumber;
+		set_pending_count(page, 0);
+		if (tail == chain->bufs[0])
+			FbfPageGetOpaque(head)->next = BufferGetBlockNumber(buf);
+	}
+	else
+	{
+		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		init_pending_page(page);
+	}
+	if (spare == 0 || tail != chain->bufs[0])
+	{
+		page = GenericXLogRegisterBuffer(state, tail, 0);
+		FbfPageGetOpaque(page)->next = BufferGetBlockNumber(buf);
+	}
 	GenericXLogFinish(state);
 
 	chain->bufs[chain->n++] = buf;

@@ -105,7 +105,9 @@ typedef FbfMetaPageData *FbfMetaPage;
 typedef struct FbfPageOpaqueData
 {
 	int64		stamp;			/* filter pages: birth epoch of their filter */
-	uint64		count;			/* filter pages: elements in this block */
+	uint64		count;			/* filter pages: elements in this block;
+								 * pending chain heads: first spare overflow
+								 * page (0: none) */
 	BlockNumber next;			/* pending pages: next in the chain, or
 								 * InvalidBlockNumber */
 	uint16		unused;
