@@ -198,12 +198,6 @@ fbf_refresh(Fbf *f, int64_t now)
 }
 
 bool
-fbf_refresh_drops(const Fbf *f)
-{
-	return f->nlive == f->nfilters;
-}
-
-bool
 fbf_drop_is_safe(const Fbf *f, int64_t now, int64_t retention)
 {
 	int64_t		younger_born = f->born_at[fbf_slot(f, f->nlive - 2)];

@@ -226,12 +226,6 @@ extern void fbf_insert(Fbf *f, const FbfHash *hash);
 extern void fbf_refresh(Fbf *f, int64_t now);
 
 /*
- * Would the next refresh drop a live filter?  (False while unborn filters
- * remain at the old end.)
- */
-extern bool fbf_refresh_drops(const Fbf *f);
-
-/*
  * May the oldest live filter be dropped at time `now` without forgetting an
  * element of age `retention` or less?  Elements that live only in the
  * oldest live filter were inserted before its younger neighbour was born,

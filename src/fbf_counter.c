@@ -547,27 +547,14 @@ Datum
 fbf_counter_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			amoid = get_index_am_oid("fbf_filter", false);
-	Relation	pg_index_rel;
 	List	   *counters = NIL;
 	ListCell   *lc;
-	TableScanDesc scan;
-	HeapTuple	tup;
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	/* every fbf_filter index's table */
-	pg_index_rel = table_open(RelationRelationId, AccessShareLock);
-	scan = table_beginscan_catalog(pg_index_rel, 0, NULL);
-	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
-
-		if (form->relam == amoid && form->relkind == RELKIND_INDEX)
-			counters = lappend_oid(counters, IndexGetRelation(form->oid, false));
-	}
-	table_endscan(scan);
-	table_close(pg_index_rel, AccessShareLock);
+	foreach(lc, FbfFilterIndexes())
+		counters = lappend_oid(counters, IndexGetRelation(lfirst_oid(lc), false));
 
 	foreach(lc, counters)
 	{

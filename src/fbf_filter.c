@@ -116,12 +116,6 @@ FbfGetOptions(Relation index)
 	return (FbfFilterOptions *) fbf_filter_options((Datum) 0, false);
 }
 
-Oid
-FbfFilterAmOid(void)
-{
-	return get_index_am_oid("fbf_filter", false);
-}
-
 /*
  * Is heap a counter table?  It is if it has a valid fbf_filter index;
  * *index_oid gets that index.
@@ -173,42 +167,69 @@ typedef struct FbfRebuildSource
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static List *rebuild_sources = NIL;	/* in TopMemoryContext */
-static int	utility_depth = 0;
+
+/*
+ * OIDs of every fbf_filter index of this database (every counter table's
+ * filter), in CurrentMemoryContext; NIL if the extension is not installed.
+ */
+List *
+FbfFilterIndexes(void)
+{
+	Oid			amoid = get_index_am_oid("fbf_filter", true);
+	List	   *result = NIL;
+	Relation	pg_class;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(amoid))
+		return NIL;
+	pg_class = table_open(RelationRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(pg_class, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+
+		if (form->relam == amoid && form->relkind == RELKIND_INDEX)
+			result = lappend_oid(result, form->oid);
+	}
+	table_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	return result;
+}
 
 /* Record where every fbf_filter index of this database keeps its pages. */
 static void
 remember_filters(void)
 {
-	Oid			amoid = get_index_am_oid("fbf_filter", true);
-	Relation	pg_class;
-	TableScanDesc scan;
-	HeapTuple	tup;
-	MemoryContext old;
+	List	   *indexes = FbfFilterIndexes();
+	ListCell   *lc;
 
-	if (!OidIsValid(amoid))
-		return;
-	pg_class = table_open(RelationRelationId, AccessShareLock);
-	scan = table_beginscan_catalog(pg_class, 0, NULL);
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	foreach(lc, indexes)
 	{
-		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+		Form_pg_class form;
 		FbfRebuildSource *src;
 
-		if (form->relam != amoid || form->relkind != RELKIND_INDEX)
+		if (!HeapTupleIsValid(tup))
 			continue;
-		src = palloc(sizeof(FbfRebuildSource));
-		src->heapoid = IndexGetRelation(form->oid, false);
+		form = (Form_pg_class) GETSTRUCT(tup);
+		src = MemoryContextAlloc(TopMemoryContext, sizeof(FbfRebuildSource));
+		src->heapoid = IndexGetRelation(indexoid, false);
 		src->node.spcNode = OidIsValid(form->reltablespace) ?
 			form->reltablespace : MyDatabaseTableSpace;
 		src->node.dbNode = MyDatabaseId;
 		src->node.relNode = form->relfilenode;
 		src->persistence = form->relpersistence;
-		rebuild_sources = lappend(rebuild_sources, src);
+		ReleaseSysCache(tup);
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			rebuild_sources = lappend(rebuild_sources, src);
+			MemoryContextSwitchTo(old);
+		}
 	}
-	MemoryContextSwitchTo(old);
-	table_endscan(scan);
-	table_close(pg_class, AccessShareLock);
+	list_free(indexes);
 }
 
 static void
@@ -326,7 +347,6 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		rebuild_sources = NIL;
 		remember_filters();
 	}
-	utility_depth++;
 	PG_TRY();
 	{
 		if (prev_ProcessUtility)
@@ -338,7 +358,6 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_FINALLY();
 	{
-		utility_depth--;
 		if (track)
 		{
 			forget_filters();

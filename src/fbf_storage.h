@@ -178,7 +178,7 @@ typedef enum FbfOpResult
 } FbfOpResult;
 
 /* ---- fbf_filter.c: the access method ---- */
-extern Oid	FbfFilterAmOid(void);
+extern List *FbfFilterIndexes(void);
 extern FbfFilterOptions *FbfGetOptions(Relation index);
 extern bool FbfIsCounterTable(Relation heap, Oid *index_oid);
 

@@ -254,25 +254,16 @@ fbf_launcher_main(Datum main_arg)
 
 /* (heap, index) OIDs of every counter table in this database */
 static List *
-counter_tables(Oid amoid)
+counter_tables(void)
 {
 	List	   *result = NIL;
-	Relation	rel = table_open(RelationRelationId, AccessShareLock);
-	TableScanDesc scan = table_beginscan_catalog(rel, 0, NULL);
-	HeapTuple	tup;
+	ListCell   *lc;
 
-	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	foreach(lc, FbfFilterIndexes())
 	{
-		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
-
-		if (form->relam == amoid && form->relkind == RELKIND_INDEX)
-		{
-			result = lappend_oid(result, IndexGetRelation(form->oid, false));
-			result = lappend_oid(result, form->oid);
-		}
+		result = lappend_oid(result, IndexGetRelation(lfirst_oid(lc), false));
+		result = lappend_oid(result, lfirst_oid(lc));
 	}
-	table_endscan(scan);
-	table_close(rel, AccessShareLock);
 	return result;
 }
 
@@ -302,7 +293,7 @@ void
 fbf_pass_main(Datum main_arg)
 {
 	Oid			dbid = DatumGetObjectId(main_arg);
-	Oid			amoid;
+	bool		has_extension;
 	List	   *counters;
 	ListCell   *lc;
 	MemoryContext pass_context;
@@ -316,10 +307,9 @@ fbf_pass_main(Datum main_arg)
 										 ALLOCSET_DEFAULT_SIZES);
 
 	StartTransactionCommand();
-	amoid = OidIsValid(get_extension_oid("fbf", true)) ?
-		get_index_am_oid("fbf_filter", true) : InvalidOid;
-	FbfDatabaseChecked(dbid, OidIsValid(amoid), GetCurrentTimestamp());
-	if (!OidIsValid(amoid))
+	has_extension = OidIsValid(get_extension_oid("fbf", true));
+	FbfDatabaseChecked(dbid, has_extension, GetCurrentTimestamp());
+	if (!has_extension)
 	{
 		CommitTransactionCommand();
 		proc_exit(0);
@@ -327,7 +317,7 @@ fbf_pass_main(Datum main_arg)
 	{
 		MemoryContext old = MemoryContextSwitchTo(pass_context);
 
-		counters = counter_tables(amoid);
+		counters = counter_tables();
 		MemoryContextSwitchTo(old);
 	}
 	CommitTransactionCommand();
