@@ -14,14 +14,19 @@ EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" fbf.control)
 MODULE_big  = fbf
 OBJS        = src/fbf.o src/fbf_type.o src/fbf_filter.o src/fbf_storage.o \
               src/fbf_counter.o src/fbf_shmem.o src/fbf_worker.o \
-              src/bloom.o src/fbf_core.o src/fbf_codec.o src/fbf_aimd.o
+              src/bloom.o src/fbf_core.o src/fbf_codec.o src/fbf_aimd.o \
+              src/cuckoo.o src/cuckoobuild.o src/cuckooinsert.o src/cuckooscan.o \
+              src/cuckoovacuum.o src/cuckooutils.o src/cuckoofuncs.o \
+              src/cuckoo_table.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 
-REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors
+REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
+               cuckoo
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-ISOLATION      = counter_duplicates counter_savepoints counter_maintenance
+ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
+                 cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
                  --load-extension=$(EXTENSION)
 

@@ -428,3 +428,94 @@ COMMENT ON VIEW fbf_counter_stats IS
 
 -- rows are filtered by the caller's SELECT privilege on each counter table
 GRANT SELECT ON fbf_counter_stats TO PUBLIC;
+
+------------------------------------------------------------------------
+-- The cuckoo index access method: equality lookups in one bucket page
+------------------------------------------------------------------------
+
+CREATE FUNCTION cuckoo_handler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME', 'cuckoo_handler'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
+CREATE ACCESS METHOD cuckoo TYPE INDEX HANDLER cuckoo_handler;
+
+COMMENT ON ACCESS METHOD cuckoo IS
+	'cuckoo-hashed index for equality lookups: one bucket page per probe, deleted keys stop costing heap reads';
+
+-- Integers share a family, as for hash indexes: int2, int4 and int8 hash
+-- equal values alike, so "int8col = 42" (an int8 = int4 comparison) can
+-- use an index on an int8 column.
+CREATE OPERATOR FAMILY integer_ops USING cuckoo;
+
+COMMENT ON OPERATOR FAMILY integer_ops USING cuckoo IS
+	'equality on int2, int4 and int8, across the three types';
+
+CREATE OPERATOR CLASS int2_ops DEFAULT FOR TYPE int2 USING cuckoo FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (int2, int2),
+	FUNCTION 1 pg_catalog.hashint2extended(int2, int8);
+
+CREATE OPERATOR CLASS int4_ops DEFAULT FOR TYPE int4 USING cuckoo FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (int4, int4),
+	FUNCTION 1 pg_catalog.hashint4extended(int4, int8);
+
+CREATE OPERATOR CLASS int8_ops DEFAULT FOR TYPE int8 USING cuckoo FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (int8, int8),
+	FUNCTION 1 pg_catalog.hashint8extended(int8, int8);
+
+ALTER OPERATOR FAMILY integer_ops USING cuckoo ADD
+	OPERATOR 1 pg_catalog.= (int2, int4),
+	OPERATOR 1 pg_catalog.= (int2, int8),
+	OPERATOR 1 pg_catalog.= (int4, int2),
+	OPERATOR 1 pg_catalog.= (int4, int8),
+	OPERATOR 1 pg_catalog.= (int8, int2),
+	OPERATOR 1 pg_catalog.= (int8, int4);
+
+CREATE OPERATOR CLASS text_ops DEFAULT FOR TYPE text USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (text, text),
+	FUNCTION 1 pg_catalog.hashtextextended(text, int8);
+
+CREATE OPERATOR CLASS uuid_ops DEFAULT FOR TYPE uuid USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (uuid, uuid),
+	FUNCTION 1 pg_catalog.uuid_hash_extended(uuid, int8);
+
+COMMENT ON OPERATOR CLASS int2_ops USING cuckoo IS 'cuckoo index equality on smallint';
+COMMENT ON OPERATOR CLASS int4_ops USING cuckoo IS 'cuckoo index equality on integer';
+COMMENT ON OPERATOR CLASS int8_ops USING cuckoo IS 'cuckoo index equality on bigint';
+COMMENT ON OPERATOR CLASS text_ops USING cuckoo IS 'cuckoo index equality on text';
+COMMENT ON OPERATOR CLASS uuid_ops USING cuckoo IS 'cuckoo index equality on uuid';
+
+CREATE FUNCTION cuckoo_index_stats(
+	index regclass,
+	OUT pages bigint,
+	OUT bucket_pages bigint,
+	OUT overflow_pages bigint,
+	OUT entries bigint,
+	OUT overflow_entries bigint,
+	OUT dead_entries bigint,
+	OUT slots bigint,
+	OUT load_factor double precision,
+	OUT kicks bigint,
+	OUT doublings integer,
+	OUT fingerprint_bits integer,
+	OUT bucket_size integer,
+	OUT buckets_per_page integer,
+	OUT max_kicks integer,
+	OUT growing boolean)
+	AS 'MODULE_PATHNAME', 'cuckoo_index_stats'
+	LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION cuckoo_index_stats(regclass) IS
+	'sizes, load factor and counters of a cuckoo index';
+
+CREATE FUNCTION cuckoo_index_verify(
+	index regclass,
+	OUT pages bigint,
+	OUT overflow_pages bigint,
+	OUT entries bigint,
+	OUT heap_tuples bigint,
+	OUT dead_entries bigint)
+	AS 'MODULE_PATHNAME', 'cuckoo_index_verify'
+	LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION cuckoo_index_verify(regclass) IS
+	'cross-check a cuckoo index against its table; raises an error on the first inconsistency';

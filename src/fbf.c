@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "cuckoo.h"
 #include "fbf.h"
 
 PG_MODULE_MAGIC;
@@ -96,4 +97,5 @@ _PG_init(void)
 	FbfCounterInit();
 	FbfShmemInit();
 	FbfWorkerInit();
+	CuckooAmInit();
 }

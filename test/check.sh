@@ -84,6 +84,12 @@ cat "$logdir/core.tap"
 count_tap "$logdir/core.tap" "core"
 [ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/core.tap")" -gt 0 ] ||
 	{ failed=$((failed + 1)); failures+=("test_core exited $rc"); }
+(cd test/core && ./test_cuckoo) >"$logdir/cuckoo.tap" 2>&1
+rc=$?
+cat "$logdir/cuckoo.tap"
+count_tap "$logdir/cuckoo.tap" "cuckoo"
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/cuckoo.tap")" -gt 0 ] ||
+	{ failed=$((failed + 1)); failures+=("test_cuckoo exited $rc"); }
 
 fbf_log "fuzzing the fbf decoders (bounded)"
 (cd test/core && ./fuzz_decode 300000) >"$logdir/fuzz.tap" 2>&1

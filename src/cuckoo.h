@@ -1,0 +1,248 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuckoo.h
+ *	  The cuckoo index access method: page layout, metapage, and the
+ *	  functions shared by its files.
+ *
+ * Storage
+ * -------
+ * Block 0 is the metapage.  The table proper is npages "bucket pages",
+ * numbered 0 .. npages - 1 (logical numbers); the metapage maps them to
+ * blocks through a short list of extents (the build lays them out from
+ * block 1, and each doubling appends one extent).  A bucket page's payload
+ * is a block of cuckoo_table.h: buckets of bucket_size slots, each slot a
+ * tag and a heap TID.  A key lives in page cuckoo_page_of(tag) and there in
+ * one of two buckets, so a lookup reads the metapage and one bucket page.
+ *
+ * Overflow pages.  When a key's two buckets are full and the page is not
+ * (many rows with one key), or the table is too sparse to be worth
+ * doubling, the entry goes to an overflow page chained from the bucket
+ * page: a plain array searched by tag.  The bucket page keeps a 64-bit
+ * summary of the tags sent to its chain, so lookups of other keys skip it.
+ *
+ * Growth.  When an insert finds its page full and the table is dense
+ * (sampled load >= CUCKOO_GROW_LOAD), the table doubles: page q's entries
+ * go to pages 2q and 2q + 1 (cuckoo_page_of is a multiply-high, so no
+ * other page is possible), each at the slot it had, because the bucket
+ * functions depend on the tag alone.  Nothing is evicted and nothing is
+ * read from the heap.  Pages are split from the top down, in place: the
+ * table is extended by npages blocks and step q writes pages 2q and
+ * 2q + 1, whose old contents were moved by earlier steps.  Each step is
+ * one WAL record that also stores its progress in the metapage
+ * (split_next), so a crash leaves a table that readers can address and
+ * that the next insert finishes growing.  While growing, a tag whose old
+ * page is >= split_next lives at its new page.  Chains are shared by the
+ * two halves of a split page; entries there never move.
+ *
+ * Locking
+ * -------
+ *	  metapage   share: held by an insert for its whole duration, and by a
+ *	             scan until it has locked its bucket page;
+ *	             exclusive: held by a doubling for its whole duration.
+ *	             So no insert or scan ever sees a half-split table, and an
+ *	             entry moves between pages only under the exclusive lock.
+ *	  bucket     exclusive to insert (kicks move entries between the two
+ *	  page       buckets, always within the page, so a share-locked reader
+ *	             sees every entry in one of its buckets); share to read.
+ *	  overflow   locked after its bucket page (exclusive to add, share to
+ *	  page       read); a chain shared by two bucket pages is serialised
+ *	             by the overflow page's own lock.
+ * Scans copy their matches out of the page and drop its lock before
+ * returning the first one.  VACUUM locks one page at a time, and repeats
+ * its pass if a doubling ran meanwhile (it could have carried a dead entry
+ * from a page not yet visited to one already visited).
+ *
+ * Every change is WAL-logged with generic WAL records, at most four pages
+ * each, which is why a doubling step writes exactly three.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CUCKOO_H
+#define CUCKOO_H
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "access/itup.h"
+#include "nodes/pathnodes.h"
+#include "storage/bufpage.h"
+#include "utils/relcache.h"
+
+#include "cuckoo_table.h"
+
+#define CUCKOO_MAGIC			0x4355434B	/* "CUCK" */
+#define CUCKOO_VERSION			1
+#define CUCKOO_PAGE_ID			0xFF8C
+#define CUCKOO_METAPAGE_BLKNO	0
+
+/* Support function 1: extended hash, (type, int8) -> int8 */
+#define CUCKOO_HASH_PROC		1
+#define CUCKOO_NPROC			1
+/* Strategy 1: equality */
+#define CUCKOO_EQUAL_STRATEGY	1
+#define CUCKOO_NSTRATEGIES		1
+
+/* Reloption defaults and bounds */
+#define CUCKOO_DEFAULT_FINGERPRINT_BITS	8
+#define CUCKOO_DEFAULT_BUCKET_SIZE		4
+#define CUCKOO_MAX_BUCKET_SIZE_OPT		8
+#define CUCKOO_DEFAULT_MAX_KICKS		500
+
+/* Load of bucket pages a build aims at, and the load that makes a table grow. */
+#define CUCKOO_BUILD_LOAD		0.86
+#define CUCKOO_GROW_LOAD		0.75
+/* A full page holding less than this share of its slots overflows instead. */
+#define CUCKOO_DENSE_PAGE		0.90
+/* Pages sampled to estimate the load before doubling. */
+#define CUCKOO_LOAD_SAMPLE		16
+
+#define CUCKOO_MAX_EXTENTS		40
+
+/* Page flags */
+#define CUCKOO_META				(1 << 0)
+#define CUCKOO_BUCKET			(1 << 1)
+#define CUCKOO_OVERFLOW			(1 << 2)
+
+/*
+ * Special space of every page.  page_id comes last, so that tools can
+ * recognise the page from its final two bytes.
+ */
+typedef struct CuckooPageOpaqueData
+{
+	uint64		summary;		/* bucket page: tags sent to the chain */
+	BlockNumber overflow;		/* next page of the chain, or Invalid */
+	uint32		nkicks;			/* displacements made by inserts here */
+	uint16		nentries;		/* used slots */
+	uint16		flags;
+	uint16		cleanups;		/* bumped whenever slots are emptied or the
+								 * page is rewritten: see kill_items() */
+	uint16		page_id;		/* CUCKOO_PAGE_ID */
+} CuckooPageOpaqueData;
+
+typedef CuckooPageOpaqueData *CuckooPageOpaque;
+
+#define CuckooPageGetOpaque(page) \
+	((CuckooPageOpaque) PageGetSpecialPointer(page))
+
+/* One run of bucket pages: logical first_page.. at blocks first_block.. */
+typedef struct CuckooExtent
+{
+	uint32		first_page;
+	BlockNumber first_block;
+} CuckooExtent;
+
+typedef struct CuckooMetaPageData
+{
+	uint32		magic;
+	uint32		version;
+	uint32		fingerprint_bits;
+	uint32		bucket_size;
+	uint32		max_kicks;
+	uint32		nbuckets;		/* buckets per page */
+	uint32		npages;			/* bucket pages (before a doubling ends) */
+	uint32		growing;		/* 1 while a doubling is under way */
+	uint32		split_next;		/* growing: pages >= this are split */
+	uint32		generation;		/* count of doublings begun */
+	uint32		nextents;
+	CuckooExtent extents[CUCKOO_MAX_EXTENTS];
+} CuckooMetaPageData;
+
+typedef CuckooMetaPageData *CuckooMetaPage;
+
+#define CuckooPageGetMeta(page) ((CuckooMetaPage) PageGetContents(page))
+
+/* Bytes of payload a page offers to a cuckoo block. */
+#define CUCKOO_PAGE_SPACE \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(CuckooPageOpaqueData)))
+
+#define CuckooPageGetBlock(page) ((uint8 *) PageGetContents(page))
+
+/* Reloptions */
+typedef struct CuckooOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	int			fingerprint_bits;
+	int			bucket_size;
+	int			max_kicks;
+} CuckooOptions;
+
+/* Per-scan state */
+typedef struct CuckooScanItem
+{
+	ItemPointerData tid;
+	BlockNumber blkno;			/* where the entry was, for kill_prior_tuple */
+	uint16		slot;
+	uint16		cleanups;		/* the page's cleanups count when read */
+	uint32		tag;
+} CuckooScanItem;
+
+typedef struct CuckooScanOpaqueData
+{
+	bool		searched;		/* matches collected for the current keys */
+	int			nitems;
+	int			next;			/* next item to return */
+	int			maxitems;
+	CuckooScanItem *items;
+	int			nkilled;
+	int		   *killed;			/* indexes into items[] */
+} CuckooScanOpaqueData;
+
+typedef CuckooScanOpaqueData *CuckooScanOpaque;
+
+/* cuckoo.c */
+extern void CuckooAmInit(void);
+extern bytea *cuckoooptions(Datum reloptions, bool validate);
+extern void cuckoocostestimate(PlannerInfo *root, IndexPath *path,
+							   double loop_count, Cost *indexStartupCost,
+							   Cost *indexTotalCost, Selectivity *indexSelectivity,
+							   double *indexCorrelation, double *indexPages);
+extern bool cuckoovalidate(Oid opclassoid);
+
+/* cuckoobuild.c */
+extern IndexBuildResult *cuckoobuild(Relation heap, Relation index,
+									 struct IndexInfo *indexInfo);
+extern void cuckoobuildempty(Relation index);
+
+/* cuckooinsert.c */
+extern bool cuckooinsert(Relation index, Datum *values, bool *isnull,
+						 ItemPointer ht_ctid, Relation heapRel,
+						 IndexUniqueCheck checkUnique, bool indexUnchanged,
+						 struct IndexInfo *indexInfo);
+extern void CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid,
+							 bool wal);
+extern void CuckooFinishGrowth(Relation index, bool wal);
+
+/* cuckooscan.c */
+extern IndexScanDesc cuckoobeginscan(Relation r, int nkeys, int norderbys);
+extern void cuckoorescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
+						 ScanKey orderbys, int norderbys);
+extern bool cuckoogettuple(IndexScanDesc scan, ScanDirection dir);
+extern int64 cuckoogetbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern void cuckooendscan(IndexScanDesc scan);
+
+/* cuckoovacuum.c */
+extern IndexBulkDeleteResult *cuckoobulkdelete(IndexVacuumInfo *info,
+											   IndexBulkDeleteResult *stats,
+											   IndexBulkDeleteCallback callback,
+											   void *callback_state);
+extern IndexBulkDeleteResult *cuckoovacuumcleanup(IndexVacuumInfo *info,
+												  IndexBulkDeleteResult *stats);
+
+/* cuckooutils.c */
+extern void CuckooInitPage(Page page, uint16 flags);
+extern void CuckooInitSlotPage(Page page, uint16 flags,
+							   const CuckooLayout *layout);
+extern void CuckooInitMetaPage(Page page, const CuckooOptions *opts,
+							   uint32 npages);
+extern void CuckooMetaLayout(const CuckooMetaPageData *meta,
+							 CuckooLayout *layout);
+extern void CuckooOptionsLayout(const CuckooOptions *opts, CuckooLayout *layout);
+extern uint32 CuckooLogicalPage(const CuckooMetaPageData *meta, uint32 tag);
+extern BlockNumber CuckooPageBlock(const CuckooMetaPageData *meta,
+								   uint32 logical_page);
+extern CuckooMetaPage CuckooCheckMetaPage(Relation index, Page page);
+extern bool CuckooIsPage(Page page, uint16 flags);
+extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
+							  Datum value);
+extern Buffer CuckooNewBuffer(Relation index);
+
+#endif							/* CUCKOO_H */

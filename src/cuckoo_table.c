@@ -1,0 +1,364 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuckoo_table.c
+ *	  Buckets of (tag, TID) slots with cuckoo insertion: the pure core of
+ *	  the cuckoo index.  See cuckoo_table.h for the block layout.
+ *
+ * Insertion is the classic random walk: if neither candidate bucket has a
+ * free slot, a resident of one of them is displaced to its own other
+ * bucket, and so on, up to max_kicks times.  Every displacement is a swap
+ * recorded on a path, so a walk that fails is undone swap by swap and the
+ * block comes back exactly as it was.  The walk's choices come from a
+ * generator seeded by the tag, so a given block and key always take the
+ * same path (tests and WAL-free rebuilds are reproducible).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "cuckoo_table.h"
+
+#include <string.h>
+
+static inline uint32_t
+mix32(uint32_t x)
+{
+	/* lowbias32 (Chris Wellons): full avalanche for 32-bit inputs */
+	x ^= x >> 16;
+	x *= UINT32_C(0x7feb352d);
+	x ^= x >> 15;
+	x *= UINT32_C(0x846ca68b);
+	x ^= x >> 16;
+	return x;
+}
+
+static inline uint32_t
+reduce32(uint32_t x, uint32_t n)
+{
+	return (uint32_t) (((uint64_t) x * n) >> 32);
+}
+
+bool
+cuckoo_layout_init(CuckooLayout *layout, size_t space,
+				   uint32_t fingerprint_bits, uint32_t bucket_size,
+				   uint32_t max_kicks)
+{
+	size_t		slot_bits;
+	size_t		nbuckets;
+
+	if (fingerprint_bits != 8 && fingerprint_bits != 12 && fingerprint_bits != 16)
+		return false;
+	if (bucket_size < CUCKOO_MIN_BUCKET_SIZE || bucket_size > CUCKOO_MAX_BUCKET_SIZE)
+		return false;
+	if (max_kicks > CUCKOO_MAX_KICKS)
+		return false;
+
+	layout->bucket_size = bucket_size;
+	layout->tag_bits = cuckoo_tag_bits_for(fingerprint_bits);
+	layout->tag_bytes = (layout->tag_bits + 7) / 8;
+	layout->max_kicks = max_kicks;
+
+	/* per slot: tag + TID bytes, and one killed bit */
+	slot_bits = (layout->tag_bytes + CUCKOO_TID_BYTES) * 8 + 1;
+	nbuckets = (space * 8) / (slot_bits * bucket_size);
+	/* the killed bitmap rounds up to a byte */
+	while (nbuckets > 0)
+	{
+		layout->nbuckets = (uint32_t) nbuckets;
+		if (cuckoo_block_size(layout) <= space)
+			break;
+		nbuckets--;
+	}
+	if (nbuckets == 0 || nbuckets * bucket_size > UINT16_MAX)
+		return false;
+	layout->nbuckets = (uint32_t) nbuckets;
+	return true;
+}
+
+size_t
+cuckoo_block_size(const CuckooLayout *layout)
+{
+	size_t		nslots = cuckoo_nslots(layout);
+
+	return nslots * (layout->tag_bytes + CUCKOO_TID_BYTES) + (nslots + 7) / 8;
+}
+
+uint32_t
+cuckoo_tag(uint64_t hash, uint32_t tag_bits)
+{
+	/* murmur3's fmix64: the opclass hash may be weak in its high bits */
+	hash ^= hash >> 33;
+	hash *= UINT64_C(0xff51afd7ed558ccd);
+	hash ^= hash >> 33;
+	hash *= UINT64_C(0xc4ceb9fe1a85ec53);
+	hash ^= hash >> 33;
+	return (uint32_t) (hash >> (64 - tag_bits));
+}
+
+void
+cuckoo_buckets(const CuckooLayout *layout, uint32_t tag,
+			   uint32_t *b1, uint32_t *b2)
+{
+	uint32_t	n = layout->nbuckets;
+	uint32_t	x = mix32(tag);
+	uint32_t	y = mix32(tag ^ UINT32_C(0x5bd1e995));
+
+	*b1 = reduce32(x, n);
+	*b2 = reduce32(y, n);
+	if (*b2 == *b1 && n > 1)
+		*b2 = (*b1 + 1 + reduce32(y ^ x, n - 1)) % n;
+}
+
+/* ---- slot access ---- */
+
+static inline uint8_t *
+tags_of(const CuckooLayout *layout, const uint8_t *block)
+{
+	(void) layout;
+	return (uint8_t *) block;
+}
+
+static inline uint8_t *
+tids_of(const CuckooLayout *layout, const uint8_t *block)
+{
+	return (uint8_t *) block + (size_t) cuckoo_nslots(layout) * layout->tag_bytes;
+}
+
+static inline uint8_t *
+killed_of(const CuckooLayout *layout, const uint8_t *block)
+{
+	return tids_of(layout, block) + (size_t) cuckoo_nslots(layout) * CUCKOO_TID_BYTES;
+}
+
+uint32_t
+cuckoo_slot_tag(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	const uint8_t *p = tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
+	uint32_t	tag = 0;
+
+	for (uint32_t i = 0; i < layout->tag_bytes; i++)
+		tag |= (uint32_t) p[i] << (8 * i);
+	return tag;
+}
+
+const uint8_t *
+cuckoo_slot_tid(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	return tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES;
+}
+
+bool
+cuckoo_slot_used(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	static const uint8_t zero[CUCKOO_TID_BYTES];
+
+	return memcmp(cuckoo_slot_tid(layout, block, slot), zero, CUCKOO_TID_BYTES) != 0;
+}
+
+bool
+cuckoo_slot_killed(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	return (killed_of(layout, block)[slot / 8] >> (slot % 8)) & 1;
+}
+
+void
+cuckoo_slot_set_killed(const CuckooLayout *layout, uint8_t *block, uint32_t slot)
+{
+	killed_of(layout, block)[slot / 8] |= (uint8_t) (1 << (slot % 8));
+}
+
+static inline void
+slot_set_killed_to(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
+				   bool killed)
+{
+	uint8_t    *k = &killed_of(layout, block)[slot / 8];
+
+	if (killed)
+		*k |= (uint8_t) (1 << (slot % 8));
+	else
+		*k &= (uint8_t) ~(1 << (slot % 8));
+}
+
+void
+cuckoo_slot_put(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
+				uint32_t tag, const uint8_t *tid)
+{
+	uint8_t    *p = tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
+
+	for (uint32_t i = 0; i < layout->tag_bytes; i++)
+		p[i] = (uint8_t) (tag >> (8 * i));
+	memcpy(tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES, tid,
+		   CUCKOO_TID_BYTES);
+	slot_set_killed_to(layout, block, slot, false);
+}
+
+void
+cuckoo_slot_clear(const CuckooLayout *layout, uint8_t *block, uint32_t slot)
+{
+	memset(tags_of(layout, block) + (size_t) slot * layout->tag_bytes, 0,
+		   layout->tag_bytes);
+	memset(tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES, 0,
+		   CUCKOO_TID_BYTES);
+	slot_set_killed_to(layout, block, slot, false);
+}
+
+void
+cuckoo_block_init(const CuckooLayout *layout, uint8_t *block)
+{
+	memset(block, 0, cuckoo_block_size(layout));
+}
+
+/* First free slot of a bucket, or -1. */
+static int
+bucket_free_slot(const CuckooLayout *layout, const uint8_t *block,
+				 uint32_t bucket)
+{
+	uint32_t	first = bucket * layout->bucket_size;
+
+	for (uint32_t s = first; s < first + layout->bucket_size; s++)
+		if (!cuckoo_slot_used(layout, block, s))
+			return (int) s;
+	return -1;
+}
+
+/*
+ * Exchange the entry in hand (tag, tid, killed) with slot "slot".  Applying
+ * the same exchanges in reverse order restores the block and the hand.
+ */
+static void
+swap_with_slot(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
+			   uint32_t *tag, uint8_t *tid, bool *killed)
+{
+	uint32_t	old_tag = cuckoo_slot_tag(layout, block, slot);
+	uint8_t		old_tid[CUCKOO_TID_BYTES];
+	bool		old_killed = cuckoo_slot_killed(layout, block, slot);
+
+	memcpy(old_tid, cuckoo_slot_tid(layout, block, slot), CUCKOO_TID_BYTES);
+	cuckoo_slot_put(layout, block, slot, *tag, tid);
+	slot_set_killed_to(layout, block, slot, *killed);
+	*tag = old_tag;
+	memcpy(tid, old_tid, CUCKOO_TID_BYTES);
+	*killed = old_killed;
+}
+
+int
+cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
+					uint32_t tag, const uint8_t *tid)
+{
+	uint32_t	b1,
+				b2,
+				bucket;
+	int			free_slot;
+	uint16_t	path[CUCKOO_MAX_KICKS];
+	uint32_t	npath = 0;
+	uint32_t	hand_tag = tag;
+	uint8_t		hand_tid[CUCKOO_TID_BYTES];
+	bool		hand_killed = false;
+	uint64_t	rng = ((uint64_t) tag << 32) ^ UINT64_C(0x9e3779b97f4a7c15);
+
+	cuckoo_buckets(layout, tag, &b1, &b2);
+	if ((free_slot = bucket_free_slot(layout, block, b1)) >= 0 ||
+		(free_slot = bucket_free_slot(layout, block, b2)) >= 0)
+	{
+		cuckoo_slot_put(layout, block, (uint32_t) free_slot, tag, tid);
+		return 0;
+	}
+
+	memcpy(hand_tid, tid, CUCKOO_TID_BYTES);
+	bucket = (tag & 1) ? b1 : b2;
+	while (npath < layout->max_kicks)
+	{
+		uint32_t	victim;
+		uint32_t	v1,
+					v2;
+
+		/* xorshift64: which resident of the bucket to displace */
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		victim = bucket * layout->bucket_size +
+			(uint32_t) ((rng >> 32) % layout->bucket_size);
+
+		swap_with_slot(layout, block, victim, &hand_tag, hand_tid, &hand_killed);
+		path[npath++] = (uint16_t) victim;
+
+		/* the displaced entry goes to its other bucket */
+		cuckoo_buckets(layout, hand_tag, &v1, &v2);
+		bucket = (bucket == v1) ? v2 : v1;
+		if ((free_slot = bucket_free_slot(layout, block, bucket)) >= 0)
+		{
+			cuckoo_slot_put(layout, block, (uint32_t) free_slot, hand_tag, hand_tid);
+			slot_set_killed_to(layout, block, (uint32_t) free_slot, hand_killed);
+			return (int) npath;
+		}
+	}
+
+	/* no room: undo the walk, newest swap first */
+	while (npath > 0)
+		swap_with_slot(layout, block, path[--npath], &hand_tag, hand_tid,
+					   &hand_killed);
+	return -1;
+}
+
+int
+cuckoo_block_append(const CuckooLayout *layout, uint8_t *block,
+					uint32_t tag, const uint8_t *tid)
+{
+	uint32_t	nslots = cuckoo_nslots(layout);
+
+	for (uint32_t s = 0; s < nslots; s++)
+	{
+		if (!cuckoo_slot_used(layout, block, s))
+		{
+			cuckoo_slot_put(layout, block, s, tag, tid);
+			return (int) s;
+		}
+	}
+	return -1;
+}
+
+int
+cuckoo_block_find(const CuckooLayout *layout, const uint8_t *block,
+				  uint32_t tag, bool skip_killed, uint32_t *slots)
+{
+	uint32_t	b[2];
+	int			n = 0;
+
+	cuckoo_buckets(layout, tag, &b[0], &b[1]);
+	for (int i = 0; i < 2; i++)
+	{
+		uint32_t	first = b[i] * layout->bucket_size;
+
+		if (i == 1 && b[1] == b[0])
+			break;
+		for (uint32_t s = first; s < first + layout->bucket_size; s++)
+		{
+			if (cuckoo_slot_used(layout, block, s) &&
+				cuckoo_slot_tag(layout, block, s) == tag &&
+				!(skip_killed && cuckoo_slot_killed(layout, block, s)))
+				slots[n++] = s;
+		}
+	}
+	return n;
+}
+
+uint32_t
+cuckoo_block_count(const CuckooLayout *layout, const uint8_t *block)
+{
+	uint32_t	nslots = cuckoo_nslots(layout);
+	uint32_t	n = 0;
+
+	for (uint32_t s = 0; s < nslots; s++)
+		n += cuckoo_slot_used(layout, block, s);
+	return n;
+}
+
+bool
+cuckoo_slot_in_place(const CuckooLayout *layout, const uint8_t *block,
+					 uint32_t slot)
+{
+	uint32_t	b1,
+				b2,
+				bucket = slot / layout->bucket_size;
+
+	cuckoo_buckets(layout, cuckoo_slot_tag(layout, block, slot), &b1, &b2);
+	return bucket == b1 || bucket == b2;
+}

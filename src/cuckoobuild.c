@@ -1,0 +1,338 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuckoobuild.c
+ *	  Building a cuckoo index (CREATE INDEX, REINDEX) and the init fork of
+ *	  an unlogged one.
+ *
+ * A build collects (hash, TID) for every heap tuple, then sizes the table
+ * for exactly that many entries at CUCKOO_BUILD_LOAD, distributes the
+ * entries to their pages with a counting sort, and fills each page with
+ * cuckoo insertion in local memory before writing it once.  Entries a page
+ * cannot take go to overflow pages written after the bucket pages.  Pages
+ * are written without WAL and logged in bulk at the end, as btree does.
+ *
+ * If the entries outgrow maintenance_work_mem, the build stops collecting:
+ * it lays out a table sized for the planner's row estimate and inserts the
+ * rest one by one (still without WAL), doubling as needed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/tableam.h"
+#include "access/xloginsert.h"
+#include "catalog/index.h"
+#include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "storage/bufmgr.h"
+#include "storage/smgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "cuckoo.h"
+
+typedef struct CuckooSpoolItem
+{
+	uint64		hash;
+	ItemPointerData tid;
+} CuckooSpoolItem;
+
+typedef struct CuckooBuildState
+{
+	CuckooOptions opts;
+	CuckooLayout layout;
+	CuckooSpoolItem *items;
+	Size		nitems;
+	Size		maxitems;
+	Size		max_spool;		/* most items maintenance_work_mem allows */
+	bool		direct;			/* spool abandoned: inserting one by one */
+	double		indtuples;
+} CuckooBuildState;
+
+static CuckooOptions
+index_options(Relation index)
+{
+	CuckooOptions opts;
+	CuckooOptions *ro = (CuckooOptions *) index->rd_options;
+
+	opts.fingerprint_bits = ro ? ro->fingerprint_bits : CUCKOO_DEFAULT_FINGERPRINT_BITS;
+	opts.bucket_size = ro ? ro->bucket_size : CUCKOO_DEFAULT_BUCKET_SIZE;
+	opts.max_kicks = ro ? ro->max_kicks : CUCKOO_DEFAULT_MAX_KICKS;
+	return opts;
+}
+
+/* Bucket pages for "ntuples" entries at the build load. */
+static uint32
+pages_for(const CuckooLayout *layout, double ntuples)
+{
+	double		pages = ceil(ntuples / (CUCKOO_BUILD_LOAD * cuckoo_nslots(layout)));
+	double		limit = Min((double) (UINT64CONST(1) << layout->tag_bits),
+							(double) (MaxBlockNumber / 4));
+
+	return (uint32) Max(1.0, Min(pages, limit));
+}
+
+/* Write "page" as the next block of the index; no WAL (logged at the end). */
+static void
+write_page(Relation index, Page page, BlockNumber expected)
+{
+	Buffer		buf = ReadBuffer(index, P_NEW);
+
+	if (BufferGetBlockNumber(buf) != expected)
+		elog(ERROR, "unexpected block %u while building index \"%s\" (expected %u)",
+			 BufferGetBlockNumber(buf), RelationGetRelationName(index), expected);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	memcpy(BufferGetPage(buf), page, BLCKSZ);
+	MarkBufferDirty(buf);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Metapage and npages empty bucket pages. */
+static void
+write_empty_table(Relation index, const CuckooBuildState *bs, uint32 npages)
+{
+	PGAlignedBlock page;
+
+	CuckooInitMetaPage(page.data, &bs->opts, npages);
+	write_page(index, page.data, CUCKOO_METAPAGE_BLKNO);
+	CuckooInitSlotPage(page.data, CUCKOO_BUCKET, &bs->layout);
+	for (uint32 q = 0; q < npages; q++)
+		write_page(index, page.data, CUCKOO_METAPAGE_BLKNO + 1 + q);
+}
+
+/*
+ * Give up collecting: lay out a table for the larger of the planner's
+ * estimate and what we have seen, and insert what we have.
+ */
+static void
+go_direct(Relation heap, Relation index, CuckooBuildState *bs)
+{
+	double		estimate = Max((double) heap->rd_rel->reltuples, 2.0 * bs->nitems);
+
+	write_empty_table(index, bs, pages_for(&bs->layout, estimate));
+	for (Size i = 0; i < bs->nitems; i++)
+		CuckooInsertHash(index, bs->items[i].hash, &bs->items[i].tid, false);
+	pfree(bs->items);
+	bs->items = NULL;
+	bs->nitems = 0;
+	bs->direct = true;
+}
+
+typedef struct BuildCallbackArg
+{
+	Relation	heap;
+	CuckooBuildState *bs;
+} BuildCallbackArg;
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	BuildCallbackArg *arg = (BuildCallbackArg *) state;
+	CuckooBuildState *bs = arg->bs;
+	uint64		hash;
+
+	if (isnull[0])
+		return;
+	hash = CuckooHashDatum(index, InvalidOid, index->rd_indcollation[0],
+						   values[0]);
+	bs->indtuples += 1;
+
+	if (bs->direct)
+	{
+		CuckooInsertHash(index, hash, tid, false);
+		return;
+	}
+	if (bs->nitems == bs->maxitems)
+	{
+		if (bs->maxitems >= bs->max_spool)
+		{
+			go_direct(arg->heap, index, bs);
+			CuckooInsertHash(index, hash, tid, false);
+			return;
+		}
+		bs->maxitems = Min(bs->maxitems * 2, bs->max_spool);
+		bs->items = repalloc_huge(bs->items, bs->maxitems * sizeof(CuckooSpoolItem));
+	}
+	bs->items[bs->nitems].hash = hash;
+	bs->items[bs->nitems].tid = *tid;
+	bs->nitems++;
+}
+
+static Page
+copy_page(Page page)
+{
+	Page		copy = palloc(BLCKSZ);
+
+	memcpy(copy, page, BLCKSZ);
+	return copy;
+}
+
+/*
+ * Lay out the collected entries: counting sort by page, then each page
+ * filled in memory and written once.  Overflow pages follow the bucket
+ * pages; their block numbers are known before the bucket page that
+ * points at them is written.
+ */
+static void
+write_table(Relation index, CuckooBuildState *bs)
+{
+	const CuckooLayout *layout = &bs->layout;
+	uint32		npages = pages_for(layout, (double) bs->nitems);
+	uint32	   *start = palloc0(sizeof(uint32) * ((Size) npages + 1));
+	uint32	   *order;
+	uint32	   *tags;
+	PGAlignedBlock page;
+	PGAlignedBlock opage;
+	List	   *overflow = NIL;
+	BlockNumber next_overflow = CUCKOO_METAPAGE_BLKNO + 1 + npages;
+	ListCell   *lc;
+
+	/* counting sort of the entries by page */
+	tags = palloc_extended(sizeof(uint32) * Max(bs->nitems, 1), MCXT_ALLOC_HUGE);
+	for (Size i = 0; i < bs->nitems; i++)
+	{
+		tags[i] = cuckoo_tag(bs->items[i].hash, layout->tag_bits);
+		start[cuckoo_page_of(tags[i], layout->tag_bits, npages) + 1]++;
+	}
+	for (uint32 q = 0; q < npages; q++)
+		start[q + 1] += start[q];
+	order = palloc_extended(sizeof(uint32) * Max(bs->nitems, 1), MCXT_ALLOC_HUGE);
+	{
+		uint32	   *fill = palloc(sizeof(uint32) * npages);
+
+		memcpy(fill, start, sizeof(uint32) * npages);
+		for (Size i = 0; i < bs->nitems; i++)
+			order[fill[cuckoo_page_of(tags[i], layout->tag_bits, npages)]++] = (uint32) i;
+		pfree(fill);
+	}
+
+	CuckooInitMetaPage(page.data, &bs->opts, npages);
+	write_page(index, page.data, CUCKOO_METAPAGE_BLKNO);
+
+	for (uint32 q = 0; q < npages; q++)
+	{
+		CuckooPageOpaque opaque;
+		bool		have_opage = false;
+
+		CHECK_FOR_INTERRUPTS();
+		CuckooInitSlotPage(page.data, CUCKOO_BUCKET, layout);
+		opaque = CuckooPageGetOpaque(page.data);
+		for (uint32 j = start[q]; j < start[q + 1]; j++)
+		{
+			CuckooSpoolItem *item = &bs->items[order[j]];
+			uint32		tag = tags[order[j]];
+			int			kicks;
+
+			kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page.data), tag,
+										(const uint8 *) &item->tid);
+			if (kicks >= 0)
+			{
+				opaque->nentries++;
+				opaque->nkicks += (uint32) kicks;
+				continue;
+			}
+
+			/* to this page's chain; a new chain page when the head is full */
+			if (!have_opage ||
+				CuckooPageGetOpaque(opage.data)->nentries >= cuckoo_nslots(layout))
+			{
+				if (have_opage)
+					overflow = lappend(overflow, copy_page(opage.data));
+				CuckooInitSlotPage(opage.data, CUCKOO_OVERFLOW, layout);
+				CuckooPageGetOpaque(opage.data)->overflow = opaque->overflow;
+				opaque->overflow = next_overflow++;
+				have_opage = true;
+			}
+			(void) cuckoo_block_append(layout, CuckooPageGetBlock(opage.data), tag,
+									   (const uint8 *) &item->tid);
+			CuckooPageGetOpaque(opage.data)->nentries++;
+			opaque->summary |= cuckoo_summary_bit(tag);
+		}
+		if (have_opage)
+			overflow = lappend(overflow, copy_page(opage.data));
+		write_page(index, page.data, CUCKOO_METAPAGE_BLKNO + 1 + q);
+	}
+
+	/* the chains, in the order their block numbers were handed out */
+	{
+		BlockNumber blkno = CUCKOO_METAPAGE_BLKNO + 1 + npages;
+
+		foreach(lc, overflow)
+			write_page(index, (Page) lfirst(lc), blkno++);
+		Assert(blkno == next_overflow);
+	}
+	list_free_deep(overflow);
+	pfree(start);
+	pfree(order);
+	pfree(tags);
+}
+
+IndexBuildResult *
+cuckoobuild(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	CuckooBuildState bs;
+	BuildCallbackArg arg;
+	double		reltuples;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data",
+			 RelationGetRelationName(index));
+
+	memset(&bs, 0, sizeof(bs));
+	bs.opts = index_options(index);
+	CuckooOptionsLayout(&bs.opts, &bs.layout);
+	bs.max_spool = Max((Size) 1024,
+					   (Size) maintenance_work_mem * 1024 / sizeof(CuckooSpoolItem));
+	bs.maxitems = Min((Size) 1024, bs.max_spool);
+	bs.items = palloc(sizeof(CuckooSpoolItem) * bs.maxitems);
+
+	arg.heap = heap;
+	arg.bs = &bs;
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   build_callback, &arg, NULL);
+
+	if (!bs.direct)
+		write_table(index, &bs);
+
+	/* pages were written without WAL: log them all now */
+	if (RelationNeedsWAL(index))
+		log_newpage_range(index, MAIN_FORKNUM, 0,
+						  RelationGetNumberOfBlocks(index), true);
+
+	result = (IndexBuildResult *) palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = bs.indtuples;
+	return result;
+}
+
+/* The init fork of an unlogged index: a metapage and one empty bucket page. */
+void
+cuckoobuildempty(Relation index)
+{
+	CuckooOptions opts = index_options(index);
+	CuckooLayout layout;
+	PGAlignedBlock page;
+
+	CuckooOptionsLayout(&opts, &layout);
+
+	CuckooInitMetaPage(page.data, &opts, 1);
+	PageSetChecksumInplace(page.data, CUCKOO_METAPAGE_BLKNO);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, CUCKOO_METAPAGE_BLKNO,
+			   page.data, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				CUCKOO_METAPAGE_BLKNO, page.data, true);
+
+	CuckooInitSlotPage(page.data, CUCKOO_BUCKET, &layout);
+	PageSetChecksumInplace(page.data, CUCKOO_METAPAGE_BLKNO + 1);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, CUCKOO_METAPAGE_BLKNO + 1,
+			   page.data, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				CUCKOO_METAPAGE_BLKNO + 1, page.data, true);
+
+	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+}

@@ -1,0 +1,530 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuckoofuncs.c
+ *	  SQL functions to inspect a cuckoo index: cuckoo_index_stats() and
+ *	  cuckoo_index_verify().
+ *
+ * cuckoo_index_verify() cross-checks the index against its table, in the
+ * manner of amcheck's heapallindexed: under a ShareLock on the table (no
+ * writes, no VACUUM), it reads every page of the index, then scans the
+ * table as an index build would and looks every tuple up by TID and tag.
+ * Any inconsistency is an ERROR with ERRCODE_INDEX_CORRUPTED naming the
+ * page and slot; a clean index returns its counts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "cuckoo.h"
+
+PG_FUNCTION_INFO_V1(cuckoo_index_stats);
+PG_FUNCTION_INFO_V1(cuckoo_index_verify);
+
+/*
+ * Open a cuckoo index whose table the caller may read.  "heaplock" (if
+ * not NoLock) is taken on the table first, as index_open's callers must.
+ */
+static Relation
+open_cuckoo_index(Oid indexoid, LOCKMODE heaplock, Relation *heap)
+{
+	Oid			heapoid = IndexGetRelation(indexoid, true);
+	Relation	index;
+	AclResult	aclresult;
+
+	if (get_rel_name(indexoid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", indexoid)));
+	if (!OidIsValid(heapoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(heapoid));
+
+	*heap = table_open(heapoid, heaplock == NoLock ? AccessShareLock : heaplock);
+	index = index_open(indexoid, AccessShareLock);
+	if (index->rd_indam->ambuild != cuckoobuild)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a cuckoo index",
+						RelationGetRelationName(index))));
+	if (RELATION_IS_OTHER_TEMP(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot access temporary indexes of other sessions")));
+	return index;
+}
+
+/*
+ * cuckoo_index_stats(index regclass): sizes, load and counters, from one
+ * pass over the pages under share locks (a consistent picture only of an
+ * idle index).
+ */
+Datum
+cuckoo_index_stats(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Relation	heap;
+	Relation	index = open_cuckoo_index(indexoid, NoLock, &heap);
+	TupleDesc	tupdesc;
+	Buffer		metabuf;
+	CuckooMetaPageData meta;
+	CuckooLayout layout;
+	BlockNumber nblocks;
+	int64		bucket_pages = 0,
+				overflow_pages = 0,
+				entries = 0,
+				overflow_entries = 0,
+				killed = 0,
+				kicks = 0;
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	int			i = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	meta = *CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+	UnlockReleaseBuffer(metabuf);
+	CuckooMetaLayout(&meta, &layout);
+
+	nblocks = RelationGetNumberOfBlocks(index);
+	for (BlockNumber blkno = CUCKOO_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+		CuckooPageOpaque opaque;
+		const uint8 *block;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW))
+		{
+			opaque = CuckooPageGetOpaque(page);
+			block = CuckooPageGetBlock(page);
+			if (opaque->flags & CUCKOO_BUCKET)
+			{
+				bucket_pages++;
+				entries += opaque->nentries;
+				kicks += opaque->nkicks;
+			}
+			else
+			{
+				overflow_pages++;
+				overflow_entries += opaque->nentries;
+			}
+			for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
+				if (cuckoo_slot_used(&layout, block, s) &&
+					cuckoo_slot_killed(&layout, block, s))
+					killed++;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	FreeAccessStrategy(strategy);
+
+	values[i++] = Int64GetDatum((int64) nblocks);
+	values[i++] = Int64GetDatum(bucket_pages);
+	values[i++] = Int64GetDatum(overflow_pages);
+	values[i++] = Int64GetDatum(entries + overflow_entries);
+	values[i++] = Int64GetDatum(overflow_entries);
+	values[i++] = Int64GetDatum(killed);
+	values[i++] = Int64GetDatum(bucket_pages * (int64) cuckoo_nslots(&layout));
+	values[i++] = Float8GetDatum(bucket_pages > 0 ?
+								 (double) entries / ((double) bucket_pages * cuckoo_nslots(&layout)) : 0.0);
+	values[i++] = Int64GetDatum(kicks);
+	values[i++] = Int32GetDatum((int32) meta.generation);
+	values[i++] = Int32GetDatum((int32) meta.fingerprint_bits);
+	values[i++] = Int32GetDatum((int32) meta.bucket_size);
+	values[i++] = Int32GetDatum((int32) meta.nbuckets);
+	values[i++] = Int32GetDatum((int32) meta.max_kicks);
+	values[i++] = BoolGetDatum(meta.growing != 0);
+	Assert(i == lengthof(values));
+
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* ---- verify ---- */
+
+typedef struct VerifyEntry
+{
+	ItemPointerData tid;		/* hash key */
+	uint32		tag;
+	BlockNumber blkno;
+	uint16		slot;
+	bool		killed;			/* marked dead to everyone by a scan */
+	bool		found;			/* seen by the table scan */
+} VerifyEntry;
+
+typedef struct ChainLink
+{
+	BlockNumber blkno;			/* overflow page ... */
+	uint32		page;			/* ... reachable from this bucket page */
+} ChainLink;
+
+typedef struct VerifyState
+{
+	Relation	index;
+	CuckooMetaPageData meta;
+	CuckooLayout layout;
+	HTAB	   *entries;
+	HTAB	   *links;
+	int64		nentries;
+	int64		heap_tuples;
+} VerifyState;
+
+static void pg_attribute_noreturn()
+corrupt(VerifyState *vs, const char *fmt, BlockNumber blkno, uint32 slot,
+		const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("cuckoo index \"%s\" is corrupted: %s",
+					RelationGetRelationName(vs->index), fmt),
+			 errdetail("Block %u, slot %u: %s", blkno, slot, detail)));
+}
+
+static Page
+read_page(VerifyState *vs, BlockNumber blkno, PGAlignedBlock *copy)
+{
+	Buffer		buf = ReadBuffer(vs->index, blkno);
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	memcpy(copy->data, BufferGetPage(buf), BLCKSZ);
+	UnlockReleaseBuffer(buf);
+	return (Page) copy->data;
+}
+
+static void
+record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s)
+{
+	ItemPointerData tid;
+	VerifyEntry *entry;
+	bool		found;
+
+	memcpy(&tid, cuckoo_slot_tid(&vs->layout, block, s), sizeof(tid));
+	if (!ItemPointerIsValid(&tid))
+		corrupt(vs, "invalid heap TID", blkno, s, "The slot holds no valid TID.");
+	entry = hash_search(vs->entries, &tid, HASH_ENTER, &found);
+	if (found)
+		corrupt(vs, "heap TID indexed twice", blkno, s,
+				psprintf("TID (%u,%u) is also at block %u, slot %u.",
+						 ItemPointerGetBlockNumber(&tid),
+						 ItemPointerGetOffsetNumber(&tid),
+						 entry->blkno, entry->slot));
+	entry->tag = cuckoo_slot_tag(&vs->layout, block, s);
+	entry->blkno = blkno;
+	entry->slot = (uint16) s;
+	entry->killed = cuckoo_slot_killed(&vs->layout, block, s);
+	entry->found = false;
+	vs->nentries++;
+}
+
+/* Check one live bucket page and note the overflow pages it reaches. */
+static void
+verify_bucket_page(VerifyState *vs, uint32 q)
+{
+	BlockNumber blkno = CuckooPageBlock(&vs->meta, q);
+	PGAlignedBlock copy;
+	Page		page = read_page(vs, blkno, &copy);
+	const uint8 *block = CuckooPageGetBlock(page);
+	CuckooPageOpaque opaque;
+	uint32		used = 0;
+	BlockNumber next;
+	int			hops = 0;
+
+	if (!CuckooIsPage(page, CUCKOO_BUCKET))
+		corrupt(vs, "bucket page expected", blkno, 0,
+				psprintf("Logical bucket page %u is not a cuckoo bucket page.", q));
+	opaque = CuckooPageGetOpaque(page);
+	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
+	{
+		uint32		tag;
+
+		if (!cuckoo_slot_used(&vs->layout, block, s))
+			continue;
+		used++;
+		tag = cuckoo_slot_tag(&vs->layout, block, s);
+		if (CuckooLogicalPage(&vs->meta, tag) != q)
+			corrupt(vs, "entry in the wrong page", blkno, s,
+					psprintf("The tag belongs to bucket page %u, not %u.",
+							 CuckooLogicalPage(&vs->meta, tag), q));
+		if (!cuckoo_slot_in_place(&vs->layout, block, s))
+			corrupt(vs, "entry outside its buckets", blkno, s,
+					"The slot is in neither of the tag's two buckets.");
+		record_entry(vs, block, blkno, s);
+	}
+	if (used != opaque->nentries)
+		corrupt(vs, "wrong entry count", blkno, 0,
+				psprintf("The page counts %u entries but holds %u.",
+						 opaque->nentries, used));
+
+	for (next = opaque->overflow; BlockNumberIsValid(next);)
+	{
+		ChainLink	key = {next, q};
+		PGAlignedBlock ocopy;
+		Page		opage;
+
+		if (++hops > (int) RelationGetNumberOfBlocks(vs->index))
+			corrupt(vs, "overflow chain has a cycle", blkno, 0,
+					psprintf("The chain of bucket page %u never ends.", q));
+		if (next == CUCKOO_METAPAGE_BLKNO || next >= RelationGetNumberOfBlocks(vs->index))
+			corrupt(vs, "overflow link out of range", blkno, 0,
+					psprintf("Link to block %u.", next));
+		opage = read_page(vs, next, &ocopy);
+		if (!CuckooIsPage(opage, CUCKOO_OVERFLOW))
+			corrupt(vs, "overflow page expected", next, 0,
+					"A chain leads to a page that is not an overflow page.");
+		hash_search(vs->links, &key, HASH_ENTER, NULL);
+		next = CuckooPageGetOpaque(opage)->overflow;
+	}
+}
+
+/* Check an overflow page: entries reachable from their own bucket page. */
+static void
+verify_overflow_page(VerifyState *vs, BlockNumber blkno, Page page)
+{
+	const uint8 *block = CuckooPageGetBlock(page);
+	uint32		used = 0;
+
+	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
+	{
+		uint32		tag;
+		ChainLink	key;
+		bool		found;
+
+		if (!cuckoo_slot_used(&vs->layout, block, s))
+			continue;
+		used++;
+		tag = cuckoo_slot_tag(&vs->layout, block, s);
+		key.blkno = blkno;
+		key.page = CuckooLogicalPage(&vs->meta, tag);
+		hash_search(vs->links, &key, HASH_FIND, &found);
+		if (!found)
+			corrupt(vs, "overflow entry unreachable", blkno, s,
+					psprintf("The tag's bucket page %u does not chain to this page.",
+							 key.page));
+		record_entry(vs, block, blkno, s);
+	}
+	if (used != CuckooPageGetOpaque(page)->nentries)
+		corrupt(vs, "wrong entry count", blkno, 0,
+				psprintf("The page counts %u entries but holds %u.",
+						 CuckooPageGetOpaque(page)->nentries, used));
+}
+
+static void
+verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
+					 bool *isnull, bool tupleIsAlive, void *state)
+{
+	VerifyState *vs = (VerifyState *) state;
+	VerifyEntry *entry;
+	uint32		tag;
+
+	if (isnull[0])
+		return;
+	vs->heap_tuples++;
+	tag = cuckoo_tag(CuckooHashDatum(index, InvalidOid,
+									 index->rd_indcollation[0], values[0]),
+					 vs->layout.tag_bits);
+	entry = hash_search(vs->entries, tid, HASH_FIND, NULL);
+	if (entry == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("cuckoo index \"%s\" is corrupted: heap tuple (%u,%u) is not indexed",
+						RelationGetRelationName(index),
+						ItemPointerGetBlockNumber(tid),
+						ItemPointerGetOffsetNumber(tid))));
+	if (entry->tag != tag)
+		corrupt(vs, "entry has the wrong tag", entry->blkno, entry->slot,
+				psprintf("Heap tuple (%u,%u) hashes to tag %08X, the entry has %08X.",
+						 ItemPointerGetBlockNumber(tid),
+						 ItemPointerGetOffsetNumber(tid), tag, entry->tag));
+	if (entry->killed && tupleIsAlive)
+		corrupt(vs, "killed entry points at a live tuple", entry->blkno,
+				entry->slot,
+				psprintf("Heap tuple (%u,%u) is live, but its entry is marked dead to everyone.",
+						 ItemPointerGetBlockNumber(tid),
+						 ItemPointerGetOffsetNumber(tid)));
+	entry->found = true;
+}
+
+/*
+ * An entry the table scan did not produce must point at a tuple that is
+ * dead but not yet vacuumed: a line pointer that exists and is not unused.
+ */
+static bool
+points_at_dead_tuple(Relation heap, ItemPointer tid, BlockNumber heap_blocks)
+{
+	Buffer		buf;
+	Page		page;
+	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+	bool		ok;
+
+	if (ItemPointerGetBlockNumber(tid) >= heap_blocks)
+		return false;
+	buf = ReadBuffer(heap, ItemPointerGetBlockNumber(tid));
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	ok = off >= FirstOffsetNumber && off <= PageGetMaxOffsetNumber(page) &&
+		ItemIdIsUsed(PageGetItemId(page, off));
+	UnlockReleaseBuffer(buf);
+	return ok;
+}
+
+/*
+ * cuckoo_index_verify(index regclass): every page recognised, every entry
+ * in its page and buckets or reachable overflow page, no TID twice, every
+ * table tuple indexed with the right tag, and no entry pointing at a line
+ * pointer that is unused or does not exist.
+ */
+Datum
+cuckoo_index_verify(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Relation	heap;
+	Relation	index = open_cuckoo_index(indexoid, ShareLock, &heap);
+	VerifyState vs;
+	HASHCTL		ctl;
+	Buffer		metabuf;
+	BlockNumber nblocks;
+	BlockNumber heap_blocks;
+	IndexInfo  *indexInfo;
+	HASH_SEQ_STATUS seq;
+	VerifyEntry *entry;
+	int64		dead = 0;
+	int64		overflow_pages = 0;
+	TupleDesc	tupdesc;
+	Datum		values[5];
+	bool		nulls[5] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	memset(&vs, 0, sizeof(vs));
+	vs.index = index;
+	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	vs.meta = *CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+	UnlockReleaseBuffer(metabuf);
+	CuckooMetaLayout(&vs.meta, &vs.layout);
+
+	nblocks = RelationGetNumberOfBlocks(index);
+	for (uint32 i = 0; i < vs.meta.nextents; i++)
+	{
+		uint32		len = (i + 1 < vs.meta.nextents ?
+						   vs.meta.extents[i + 1].first_page : vs.meta.npages * 2) -
+			vs.meta.extents[i].first_page;
+
+		if (vs.meta.extents[i].first_block == CUCKOO_METAPAGE_BLKNO ||
+			(i > 0 && vs.meta.extents[i].first_page <= vs.meta.extents[i - 1].first_page) ||
+			(!vs.meta.growing && i + 1 == vs.meta.nextents &&
+			 vs.meta.extents[i].first_block + (vs.meta.npages - vs.meta.extents[i].first_page) > nblocks) ||
+			(vs.meta.growing && vs.meta.extents[i].first_block + len > nblocks))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("cuckoo index \"%s\" is corrupted: extent %u of the metapage is invalid",
+							RelationGetRelationName(index), i)));
+	}
+
+	ctl.keysize = sizeof(ItemPointerData);
+	ctl.entrysize = sizeof(VerifyEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	vs.entries = hash_create("cuckoo verify entries", 1024, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.keysize = sizeof(ChainLink);
+	ctl.entrysize = sizeof(ChainLink);
+	vs.links = hash_create("cuckoo verify chains", 64, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	/* the live bucket pages (while growing: unsplit old ones and split new ones) */
+	if (!vs.meta.growing)
+		for (uint32 q = 0; q < vs.meta.npages; q++)
+			verify_bucket_page(&vs, q);
+	else
+	{
+		for (uint32 q = 0; q < vs.meta.split_next; q++)
+			verify_bucket_page(&vs, q);
+		for (uint32 q = 2 * vs.meta.split_next; q < 2 * vs.meta.npages; q++)
+			verify_bucket_page(&vs, q);
+	}
+
+	/* every other page: recognisable, and overflow pages checked */
+	for (BlockNumber blkno = CUCKOO_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		PGAlignedBlock copy;
+		Page		page;
+
+		CHECK_FOR_INTERRUPTS();
+		page = read_page(&vs, blkno, &copy);
+		if (PageIsNew(page))
+			continue;
+		if (!CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW))
+			corrupt(&vs, "unrecognised page", blkno, 0,
+					"The page has no cuckoo page id.");
+		if (CuckooPageGetOpaque(page)->flags & CUCKOO_OVERFLOW)
+		{
+			overflow_pages++;
+			verify_overflow_page(&vs, blkno, page);
+		}
+	}
+
+	/* the table: every tuple indexed */
+	indexInfo = BuildIndexInfo(index);
+	table_index_build_scan(heap, index, indexInfo, true, false,
+						   verify_heap_callback, &vs, NULL);
+
+	/* the index: entries the scan did not produce point at dead tuples */
+	heap_blocks = RelationGetNumberOfBlocks(heap);
+	hash_seq_init(&seq, vs.entries);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		if (entry->found)
+			continue;
+		if (!points_at_dead_tuple(heap, &entry->tid, heap_blocks))
+		{
+			hash_seq_term(&seq);
+			corrupt(&vs, "entry points at a missing tuple", entry->blkno,
+					entry->slot,
+					psprintf("Heap TID (%u,%u) is unused or does not exist.",
+							 ItemPointerGetBlockNumber(&entry->tid),
+							 ItemPointerGetOffsetNumber(&entry->tid)));
+		}
+		dead++;
+	}
+
+	values[0] = Int64GetDatum((int64) nblocks);
+	values[1] = Int64GetDatum(overflow_pages);
+	values[2] = Int64GetDatum(vs.nentries);
+	values[3] = Int64GetDatum(vs.heap_tuples);
+	values[4] = Int64GetDatum(dead);
+
+	hash_destroy(vs.entries);
+	hash_destroy(vs.links);
+	index_close(index, AccessShareLock);
+	table_close(heap, ShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

@@ -1,0 +1,459 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuckooinsert.c
+ *	  Inserting into a cuckoo index: cuckoo insertion into the key's
+ *	  bucket page, overflow chains, and doubling of the table.
+ *
+ * The decision when a key's page has no room (see cuckoo.h for the
+ * layout and the locking protocol):
+ *
+ *	  page not dense                 the key's own buckets are jammed (many
+ *	                                 rows with one key): overflow chain;
+ *	  page dense, table dense        double the table, then try again;
+ *	  page dense, table sparse       an unlucky page: overflow chain;
+ *	  table cannot double            overflow chain.
+ *
+ * So an insert never fails for lack of room and never evicts anything,
+ * and a run of duplicates costs overflow pages, not doublings: a doubling
+ * needs most sampled pages to be dense, which duplicates of one key cannot
+ * make them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/rel.h"
+
+#include "cuckoo.h"
+
+/*
+ * Page changes go through generic WAL when "wal"; an index build writes
+ * without WAL and logs every page once at the end.
+ */
+static inline GenericXLogState *
+change_start(Relation index, bool wal)
+{
+	return wal ? GenericXLogStart(index) : NULL;
+}
+
+static inline Page
+change_page(GenericXLogState *state, Buffer buf, int flags)
+{
+	return state ? GenericXLogRegisterBuffer(state, buf, flags) : BufferGetPage(buf);
+}
+
+static inline void
+change_finish(GenericXLogState *state, Buffer *bufs, int nbufs)
+{
+	if (state)
+		GenericXLogFinish(state);
+	else
+		for (int i = 0; i < nbufs; i++)
+			MarkBufferDirty(bufs[i]);
+}
+
+static void
+check_page(Relation index, Buffer buf, uint16 flags)
+{
+	if (!CuckooIsPage(BufferGetPage(buf), flags))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" contains an unexpected page at block %u",
+						RelationGetRelationName(index),
+						BufferGetBlockNumber(buf))));
+}
+
+/*
+ * Cuckoo-insert (tag, tid) into the exclusively locked bucket page "buf".
+ * False if the key's buckets have no room even after kicks; the page is
+ * then untouched.
+ */
+static bool
+insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
+				   uint32 tag, ItemPointer tid, bool wal)
+{
+	GenericXLogState *state;
+	Page		page;
+	int			kicks;
+
+	/* a full page cannot take it, and needs no WAL to say so */
+	if (CuckooPageGetOpaque(BufferGetPage(buf))->nentries >= cuckoo_nslots(layout))
+		return false;
+
+	state = change_start(index, wal);
+	page = change_page(state, buf, 0);
+	kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page), tag,
+								(const uint8 *) tid);
+	if (kicks < 0)
+	{
+		if (state)
+			GenericXLogAbort(state);
+		return false;
+	}
+	CuckooPageGetOpaque(page)->nentries++;
+	CuckooPageGetOpaque(page)->nkicks += (uint32) kicks;
+	change_finish(state, &buf, 1);
+	return true;
+}
+
+/*
+ * Append (tag, tid) to the overflow chain of the exclusively locked bucket
+ * page "buf", adding a page at the head of the chain if every page is full.
+ */
+static void
+insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
+					 uint32 tag, ItemPointer tid, bool wal)
+{
+	BlockNumber next = CuckooPageGetOpaque(BufferGetPage(buf))->overflow;
+	GenericXLogState *state;
+	Buffer		bufs[2];
+	Page		page;
+	Page		opage;
+
+	while (BlockNumberIsValid(next))
+	{
+		Buffer		obuf = ReadBuffer(index, next);
+
+		LockBuffer(obuf, BUFFER_LOCK_EXCLUSIVE);
+		check_page(index, obuf, CUCKOO_OVERFLOW);
+		opage = BufferGetPage(obuf);
+		if (CuckooPageGetOpaque(opage)->nentries < cuckoo_nslots(layout))
+		{
+			state = change_start(index, wal);
+			page = change_page(state, buf, 0);
+			opage = change_page(state, obuf, 0);
+			if (cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
+									(const uint8 *) tid) < 0)
+				elog(ERROR, "overflow page %u of index \"%s\" has a wrong entry count",
+					 next, RelationGetRelationName(index));
+			CuckooPageGetOpaque(opage)->nentries++;
+			CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
+			bufs[0] = buf;
+			bufs[1] = obuf;
+			change_finish(state, bufs, 2);
+			UnlockReleaseBuffer(obuf);
+			return;
+		}
+		next = CuckooPageGetOpaque(opage)->overflow;
+		UnlockReleaseBuffer(obuf);
+	}
+
+	/* every page of the chain is full: push a new one */
+	bufs[0] = buf;
+	bufs[1] = CuckooNewBuffer(index);
+	state = change_start(index, wal);
+	page = change_page(state, buf, 0);
+	opage = change_page(state, bufs[1], GENERIC_XLOG_FULL_IMAGE);
+	CuckooInitSlotPage(opage, CUCKOO_OVERFLOW, layout);
+	(void) cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
+							   (const uint8 *) tid);
+	CuckooPageGetOpaque(opage)->nentries = 1;
+	CuckooPageGetOpaque(opage)->overflow = CuckooPageGetOpaque(page)->overflow;
+	CuckooPageGetOpaque(page)->overflow = BufferGetBlockNumber(bufs[1]);
+	CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
+	change_finish(state, bufs, 2);
+	UnlockReleaseBuffer(bufs[1]);
+}
+
+/* Can the table double once more? */
+static bool
+can_double(const CuckooMetaPageData *meta)
+{
+	uint64		tag_bits = cuckoo_tag_bits_for(meta->fingerprint_bits);
+
+	return !meta->growing &&
+		meta->nextents < CUCKOO_MAX_EXTENTS &&
+		(uint64) meta->npages * 2 <= (UINT64CONST(1) << tag_bits) &&
+		(uint64) meta->npages * 2 < (uint64) MaxBlockNumber / 2;
+}
+
+/*
+ * Average load of up to CUCKOO_LOAD_SAMPLE bucket pages spread over the
+ * table, besides "skip".  Caller holds the metapage share lock and no
+ * bucket page lock.
+ */
+static double
+sample_load(Relation index, const CuckooMetaPageData *meta,
+			const CuckooLayout *layout, uint32 skip)
+{
+	uint32		nsample = Min(meta->npages, CUCKOO_LOAD_SAMPLE);
+	uint64		used = 0;
+	uint32		counted = 0;
+
+	for (uint32 i = 0; i < nsample; i++)
+	{
+		uint32		q = (uint32) (((uint64) i * meta->npages + meta->npages / 2) / nsample);
+		Buffer		buf;
+
+		if (q == skip && meta->npages > 1)
+			continue;
+		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		check_page(index, buf, CUCKOO_BUCKET);
+		used += CuckooPageGetOpaque(BufferGetPage(buf))->nentries;
+		counted++;
+		UnlockReleaseBuffer(buf);
+	}
+	if (counted == 0)
+		return 1.0;
+	return (double) used / ((double) counted * cuckoo_nslots(layout));
+}
+
+/*
+ * Run the steps of a doubling that has begun, from split_next down to
+ * page 0.  Caller holds the metapage buffer exclusively locked.
+ *
+ * Step q moves old page q's entries to pages 2q and 2q + 1, each to the
+ * slot it had, and records split_next = q in the same WAL record.  Pages
+ * 2q and 2q + 1 are either new or old pages already moved by an earlier
+ * step (2q > q), so nothing not yet moved is ever overwritten.
+ */
+static void
+grow_steps(Relation index, Buffer metabuf, bool wal)
+{
+	CuckooMetaPage meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+	CuckooLayout layout;
+	uint32		n = meta->npages;
+	uint32		tag_bits;
+	BlockNumber end;
+	PGAlignedBlock old;
+
+	CuckooMetaLayout(meta, &layout);
+	tag_bits = layout.tag_bits;
+
+	/* after a crash, the new extent may be shorter on disk than planned */
+	end = meta->extents[meta->nextents - 1].first_block + n;
+	while (RelationGetNumberOfBlocks(index) < end)
+		UnlockReleaseBuffer(CuckooNewBuffer(index));
+
+	while (meta->split_next > 0)
+	{
+		uint32		q = meta->split_next - 1;
+		Buffer		buf;
+		Buffer		bufs[3];
+		Page		lo;
+		Page		hi;
+		GenericXLogState *state;
+		const uint8 *oblock = (const uint8 *) PageGetContents(old.data);
+		CuckooPageOpaque oopaque;
+
+		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		check_page(index, buf, CUCKOO_BUCKET);
+		memcpy(old.data, BufferGetPage(buf), BLCKSZ);
+		UnlockReleaseBuffer(buf);
+		oopaque = CuckooPageGetOpaque((Page) old.data);
+
+		bufs[0] = metabuf;
+		bufs[1] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q));
+		bufs[2] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q + 1));
+		LockBuffer(bufs[1], BUFFER_LOCK_EXCLUSIVE);
+		LockBuffer(bufs[2], BUFFER_LOCK_EXCLUSIVE);
+
+		state = change_start(index, wal);
+		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
+		lo = change_page(state, bufs[1], GENERIC_XLOG_FULL_IMAGE);
+		hi = change_page(state, bufs[2], GENERIC_XLOG_FULL_IMAGE);
+		CuckooInitSlotPage(lo, CUCKOO_BUCKET, &layout);
+		CuckooInitSlotPage(hi, CUCKOO_BUCKET, &layout);
+		CuckooPageGetOpaque(lo)->overflow = oopaque->overflow;
+		CuckooPageGetOpaque(hi)->overflow = oopaque->overflow;
+		CuckooPageGetOpaque(lo)->summary = oopaque->summary;
+		CuckooPageGetOpaque(hi)->summary = oopaque->summary;
+		CuckooPageGetOpaque(lo)->nkicks = oopaque->nkicks;
+		CuckooPageGetOpaque(lo)->cleanups = oopaque->cleanups + 1;
+		CuckooPageGetOpaque(hi)->cleanups = oopaque->cleanups + 1;
+
+		for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
+		{
+			uint32		tag;
+			uint32		dest;
+			Page		target;
+
+			if (!cuckoo_slot_used(&layout, oblock, s))
+				continue;
+			tag = cuckoo_slot_tag(&layout, oblock, s);
+			dest = cuckoo_page_of(tag, tag_bits, 2 * n);
+			if (dest != 2 * q && dest != 2 * q + 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("index \"%s\" has an entry in bucket page %u that belongs to page %u",
+								RelationGetRelationName(index), q, dest / 2)));
+			target = (dest == 2 * q) ? lo : hi;
+			cuckoo_slot_put(&layout, CuckooPageGetBlock(target), s, tag,
+							cuckoo_slot_tid(&layout, oblock, s));
+			if (cuckoo_slot_killed(&layout, oblock, s))
+				cuckoo_slot_set_killed(&layout, CuckooPageGetBlock(target), s);
+			CuckooPageGetOpaque(target)->nentries++;
+		}
+
+		meta->split_next = q;
+		if (q == 0)
+		{
+			meta->npages = 2 * n;
+			meta->growing = 0;
+		}
+		change_finish(state, bufs, 3);
+		UnlockReleaseBuffer(bufs[1]);
+		UnlockReleaseBuffer(bufs[2]);
+	}
+}
+
+/*
+ * Double a table of "observed_npages" bucket pages, unless another backend
+ * already did (or it cannot double).  Takes the metapage exclusively for
+ * the whole doubling.
+ */
+static void
+grow(Relation index, uint32 observed_npages, bool wal)
+{
+	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	CuckooMetaPage meta;
+
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+	if (!meta->growing)
+	{
+		uint32		n = meta->npages;
+		BlockNumber first;
+		GenericXLogState *state;
+
+		if (n != observed_npages || !can_double(meta))
+		{
+			UnlockReleaseBuffer(metabuf);
+			return;
+		}
+
+		/* the new extent: n blocks at the end, in one piece */
+		if (!RELATION_IS_LOCAL(index))
+			LockRelationForExtension(index, ExclusiveLock);
+		first = RelationGetNumberOfBlocks(index);
+		for (uint32 i = 0; i < n; i++)
+		{
+			Buffer		buf = ReadBuffer(index, P_NEW);
+
+			Assert(BufferGetBlockNumber(buf) == first + i);
+			ReleaseBuffer(buf);
+		}
+		if (!RELATION_IS_LOCAL(index))
+			UnlockRelationForExtension(index, ExclusiveLock);
+
+		state = change_start(index, wal);
+		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
+		meta->growing = 1;
+		meta->split_next = n;
+		meta->generation++;
+		meta->extents[meta->nextents].first_page = n;
+		meta->extents[meta->nextents].first_block = first;
+		meta->nextents++;
+		change_finish(state, &metabuf, 1);
+	}
+	grow_steps(index, metabuf, wal);
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * Finish a doubling left half done (by a crash, or an error in the
+ * middle).  Anyone who finds the metapage growing calls this.
+ */
+void
+CuckooFinishGrowth(Relation index, bool wal)
+{
+	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	if (CuckooCheckMetaPage(index, BufferGetPage(metabuf))->growing)
+		grow_steps(index, metabuf, wal);
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * Insert the entry (hash, tid).  Holds the metapage share lock throughout,
+ * so no doubling runs under it.
+ */
+void
+CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
+{
+	for (;;)
+	{
+		Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+		CuckooMetaPage meta;
+		CuckooLayout layout;
+		uint32		tag;
+		uint32		q;
+		uint32		npages;
+		Buffer		buf;
+		CuckooPageOpaque opaque;
+
+		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+		meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+		if (meta->growing)
+		{
+			UnlockReleaseBuffer(metabuf);
+			CuckooFinishGrowth(index, wal);
+			continue;
+		}
+		CuckooMetaLayout(meta, &layout);
+		tag = cuckoo_tag(hash, layout.tag_bits);
+		q = CuckooLogicalPage(meta, tag);
+		npages = meta->npages;
+
+		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		check_page(index, buf, CUCKOO_BUCKET);
+
+		if (!insert_into_bucket(index, &layout, buf, tag, tid, wal))
+		{
+			opaque = CuckooPageGetOpaque(BufferGetPage(buf));
+			if (opaque->nentries >= CUCKOO_DENSE_PAGE * cuckoo_nslots(&layout) &&
+				can_double(meta))
+			{
+				double		load;
+
+				/* no two bucket pages are ever locked at once */
+				LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+				load = sample_load(index, meta, &layout, q);
+				if (load >= CUCKOO_GROW_LOAD)
+				{
+					ReleaseBuffer(buf);
+					UnlockReleaseBuffer(metabuf);
+					grow(index, npages, wal);
+					CHECK_FOR_INTERRUPTS();
+					continue;
+				}
+				LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+				if (insert_into_bucket(index, &layout, buf, tag, tid, wal))
+					goto done;
+			}
+			insert_into_overflow(index, &layout, buf, tag, tid, wal);
+		}
+done:
+		UnlockReleaseBuffer(buf);
+		UnlockReleaseBuffer(metabuf);
+		return;
+	}
+}
+
+/*
+ * aminsert: NULL keys are not indexed (the opclasses are for "=", which is
+ * never true of NULL).
+ */
+bool
+cuckooinsert(Relation index, Datum *values, bool *isnull,
+			 ItemPointer ht_ctid, Relation heapRel,
+			 IndexUniqueCheck checkUnique, bool indexUnchanged,
+			 struct IndexInfo *indexInfo)
+{
+	uint64		hash;
+
+	if (isnull[0])
+		return false;
+	hash = CuckooHashDatum(index, InvalidOid, index->rd_indcollation[0],
+						   values[0]);
+	CuckooInsertHash(index, hash, ht_ctid, true);
+	return false;
+}

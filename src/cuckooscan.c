@@ -1,0 +1,276 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuckooscan.c
+ *	  Index and bitmap scans of a cuckoo index.
+ *
+ * A scan hashes its key, finds the key's bucket page under the metapage
+ * share lock, and copies out every entry with the key's tag from the
+ * key's two buckets (and from the overflow chain, if the page's summary
+ * says the tag may be there) before it unlocks the page.  Tags are lossy,
+ * so every TID is returned with recheck set.
+ *
+ * kill_prior_tuple: when the executor reports that a returned TID is dead
+ * to every transaction, the scan marks its slot killed (a hint bit, like
+ * btree's LP_DEAD) when it is done with the page's matches.  Later scans
+ * skip killed slots, so lookups of deleted keys stop visiting the heap
+ * before VACUUM comes.  A scan that must see killed entries (one that
+ * began during recovery: the primary's horizon is not the standby's)
+ * ignores the bits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relscan.h"
+#include "miscadmin.h"
+#include "nodes/tidbitmap.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "cuckoo.h"
+
+IndexScanDesc
+cuckoobeginscan(Relation r, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(r, nkeys, norderbys);
+	CuckooScanOpaque so = palloc0(sizeof(CuckooScanOpaqueData));
+
+	so->maxitems = 16;
+	so->items = palloc(sizeof(CuckooScanItem) * so->maxitems);
+	so->killed = palloc(sizeof(int) * so->maxitems);
+	scan->opaque = so;
+	return scan;
+}
+
+static void
+add_item(CuckooScanOpaque so, const CuckooLayout *layout, Page page,
+		 BlockNumber blkno, uint32 slot, uint32 tag)
+{
+	const uint8 *block = CuckooPageGetBlock(page);
+	CuckooScanItem *item;
+
+	if (so->nitems == so->maxitems)
+	{
+		so->maxitems *= 2;
+		so->items = repalloc_huge(so->items, sizeof(CuckooScanItem) * so->maxitems);
+		so->killed = repalloc_huge(so->killed, sizeof(int) * so->maxitems);
+	}
+	item = &so->items[so->nitems++];
+	memcpy(&item->tid, cuckoo_slot_tid(layout, block, slot), sizeof(ItemPointerData));
+	item->blkno = blkno;
+	item->slot = (uint16) slot;
+	item->cleanups = CuckooPageGetOpaque(page)->cleanups;
+	item->tag = tag;
+}
+
+/*
+ * Mark the slots of the items the executor reported dead.  Only a hint:
+ * done under a share lock and not WAL-logged.
+ *
+ * The scan holds no lock or pin between reading a page and marking it, so
+ * the slot may have changed meanwhile.  Kicks move entries (then the slot
+ * holds another tag or TID, and is skipped).  Worse, VACUUM may have
+ * emptied the slot and a new row with the same key may have taken both
+ * the freed heap TID and the freed slot: the same tag and TID, but a live
+ * tuple.  Every VACUUM that empties slots of a page, and every doubling
+ * that rewrites it, bumps the page's cleanups count, so a page whose count
+ * moved is left alone.
+ */
+static void
+kill_items(IndexScanDesc scan)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	Buffer		metabuf;
+	CuckooLayout layout;
+
+	if (so->nkilled == 0)
+		return;
+
+	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	CuckooMetaLayout(CuckooCheckMetaPage(index, BufferGetPage(metabuf)), &layout);
+	UnlockReleaseBuffer(metabuf);
+
+	for (int i = 0; i < so->nkilled; i++)
+	{
+		CuckooScanItem *item = &so->items[so->killed[i]];
+		Buffer		buf = ReadBuffer(index, item->blkno);
+		Page		page;
+		uint8	   *block;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		block = CuckooPageGetBlock(page);
+		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW) &&
+			CuckooPageGetOpaque(page)->cleanups == item->cleanups &&
+			item->slot < cuckoo_nslots(&layout) &&
+			cuckoo_slot_used(&layout, block, item->slot) &&
+			cuckoo_slot_tag(&layout, block, item->slot) == item->tag &&
+			memcmp(cuckoo_slot_tid(&layout, block, item->slot), &item->tid,
+				   sizeof(ItemPointerData)) == 0 &&
+			!cuckoo_slot_killed(&layout, block, item->slot))
+		{
+			cuckoo_slot_set_killed(&layout, block, item->slot);
+			MarkBufferDirtyHint(buf, true);
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	so->nkilled = 0;
+}
+
+void
+cuckoorescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
+			 ScanKey orderbys, int norderbys)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
+
+	kill_items(scan);
+	so->searched = false;
+	so->nitems = 0;
+	so->next = 0;
+	if (scankey && scan->numberOfKeys > 0)
+		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
+}
+
+/*
+ * Collect the entries matching the scan key into so->items.  With several
+ * keys (col = a AND col = b) the first one drives the lookup and the
+ * executor's recheck applies the others.
+ */
+static void
+search(IndexScanDesc scan)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	ScanKey		key = &scan->keyData[0];
+	bool		skip_killed = scan->ignore_killed_tuples;
+	uint64		hash;
+	Buffer		metabuf;
+	Buffer		buf;
+	CuckooMetaPage meta;
+	CuckooLayout layout;
+	uint32		tag;
+	Page		page;
+	BlockNumber blkno;
+	BlockNumber next;
+	uint32		slots[2 * CUCKOO_MAX_BUCKET_SIZE];
+	int			nfound;
+
+	so->searched = true;
+	so->nitems = 0;
+	so->next = 0;
+	for (int i = 0; i < scan->numberOfKeys; i++)
+		if (scan->keyData[i].sk_flags & SK_ISNULL)
+			return;				/* "col = NULL" matches nothing */
+	if (scan->numberOfKeys < 1)
+		return;
+
+	hash = CuckooHashDatum(index, key->sk_subtype, key->sk_collation,
+						   key->sk_argument);
+
+	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+	CuckooMetaLayout(meta, &layout);
+	tag = cuckoo_tag(hash, layout.tag_bits);
+	blkno = CuckooPageBlock(meta, CuckooLogicalPage(meta, tag));
+	buf = ReadBuffer(index, blkno);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	UnlockReleaseBuffer(metabuf);
+
+	page = BufferGetPage(buf);
+	if (!CuckooIsPage(page, CUCKOO_BUCKET))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" contains an unexpected page at block %u",
+						RelationGetRelationName(index), blkno)));
+
+	nfound = cuckoo_block_find(&layout, CuckooPageGetBlock(page), tag,
+							   skip_killed, slots);
+	for (int i = 0; i < nfound; i++)
+		add_item(so, &layout, page, blkno, slots[i], tag);
+
+	/*
+	 * The chain, if the summary admits the tag.  The bucket page stays
+	 * share-locked, so no insert of this key can slip into the chain behind
+	 * our back.
+	 */
+	next = (CuckooPageGetOpaque(page)->summary & cuckoo_summary_bit(tag)) ?
+		CuckooPageGetOpaque(page)->overflow : InvalidBlockNumber;
+	while (BlockNumberIsValid(next))
+	{
+		Buffer		obuf = ReadBuffer(index, next);
+		Page		opage;
+		const uint8 *oblock;
+
+		LockBuffer(obuf, BUFFER_LOCK_SHARE);
+		opage = BufferGetPage(obuf);
+		if (!CuckooIsPage(opage, CUCKOO_OVERFLOW))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" contains an unexpected page at block %u",
+							RelationGetRelationName(index), next)));
+		oblock = CuckooPageGetBlock(opage);
+		for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
+		{
+			if (cuckoo_slot_used(&layout, oblock, s) &&
+				cuckoo_slot_tag(&layout, oblock, s) == tag &&
+				!(skip_killed && cuckoo_slot_killed(&layout, oblock, s)))
+				add_item(so, &layout, opage, next, s, tag);
+		}
+		next = CuckooPageGetOpaque(opage)->overflow;
+		UnlockReleaseBuffer(obuf);
+	}
+	UnlockReleaseBuffer(buf);
+
+	pgstat_count_index_tuples(index, so->nitems);
+}
+
+bool
+cuckoogettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
+
+	if (!so->searched)
+	{
+		pgstat_count_index_scan(scan->indexRelation);
+		search(scan);
+	}
+	else if (scan->kill_prior_tuple && so->next > 0)
+		so->killed[so->nkilled++] = so->next - 1;
+
+	if (so->next >= so->nitems)
+	{
+		kill_items(scan);
+		return false;
+	}
+	scan->xs_heaptid = so->items[so->next++].tid;
+	scan->xs_recheck = true;
+	return true;
+}
+
+int64
+cuckoogetbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
+
+	pgstat_count_index_scan(scan->indexRelation);
+	search(scan);
+	for (int i = 0; i < so->nitems; i++)
+		tbm_add_tuples(tbm, &so->items[i].tid, 1, true);
+	return so->nitems;
+}
+
+void
+cuckooendscan(IndexScanDesc scan)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
+
+	kill_items(scan);
+	pfree(so->items);
+	pfree(so->killed);
+	pfree(so);
+	scan->opaque = NULL;
+}

@@ -1,0 +1,239 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuckooutils.c
+ *	  Page and metapage helpers of the cuckoo index: initialisation,
+ *	  validation, addressing of bucket pages, hashing of keys.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "cuckoo.h"
+
+/*
+ * Initialise an empty page of the given kind.  Bucket and overflow pages
+ * get an empty block of slots; pd_lower covers it, so that full-page images
+ * leave out only the unused tail.
+ */
+void
+CuckooInitPage(Page page, uint16 flags)
+{
+	CuckooPageOpaque opaque;
+
+	PageInit(page, BLCKSZ, sizeof(CuckooPageOpaqueData));
+	opaque = CuckooPageGetOpaque(page);
+	opaque->summary = 0;
+	opaque->overflow = InvalidBlockNumber;
+	opaque->nkicks = 0;
+	opaque->nentries = 0;
+	opaque->flags = flags;
+	opaque->cleanups = 0;
+	opaque->page_id = CUCKOO_PAGE_ID;
+}
+
+static void
+set_lower(Page page, size_t bytes)
+{
+	((PageHeader) page)->pd_lower =
+		(LocationIndex) ((char *) PageGetContents(page) - (char *) page + bytes);
+}
+
+/* Initialise an empty bucket or overflow page holding a block of "layout". */
+void
+CuckooInitSlotPage(Page page, uint16 flags, const CuckooLayout *layout)
+{
+	CuckooInitPage(page, flags);
+	cuckoo_block_init(layout, CuckooPageGetBlock(page));
+	set_lower(page, cuckoo_block_size(layout));
+}
+
+/* Layout of the blocks of an index built with these options. */
+void
+CuckooOptionsLayout(const CuckooOptions *opts, CuckooLayout *layout)
+{
+	if (!cuckoo_layout_init(layout, CUCKOO_PAGE_SPACE,
+							(uint32) opts->fingerprint_bits,
+							(uint32) opts->bucket_size,
+							(uint32) opts->max_kicks))
+		elog(ERROR, "invalid cuckoo layout: fingerprint_bits %d, bucket_size %d, max_kicks %d",
+			 opts->fingerprint_bits, opts->bucket_size, opts->max_kicks);
+}
+
+/* Layout recorded in a (validated) metapage. */
+void
+CuckooMetaLayout(const CuckooMetaPageData *meta, CuckooLayout *layout)
+{
+	layout->nbuckets = meta->nbuckets;
+	layout->bucket_size = meta->bucket_size;
+	layout->tag_bits = cuckoo_tag_bits_for(meta->fingerprint_bits);
+	layout->tag_bytes = (layout->tag_bits + 7) / 8;
+	layout->max_kicks = meta->max_kicks;
+}
+
+/*
+ * Initialise the metapage of a table of npages bucket pages laid out from
+ * block 1.
+ */
+void
+CuckooInitMetaPage(Page page, const CuckooOptions *opts, uint32 npages)
+{
+	CuckooMetaPage meta;
+	CuckooLayout layout;
+
+	CuckooOptionsLayout(opts, &layout);
+	CuckooInitPage(page, CUCKOO_META);
+	meta = CuckooPageGetMeta(page);
+	memset(meta, 0, sizeof(CuckooMetaPageData));
+	meta->magic = CUCKOO_MAGIC;
+	meta->version = CUCKOO_VERSION;
+	meta->fingerprint_bits = (uint32) opts->fingerprint_bits;
+	meta->bucket_size = layout.bucket_size;
+	meta->max_kicks = layout.max_kicks;
+	meta->nbuckets = layout.nbuckets;
+	meta->npages = npages;
+	meta->growing = 0;
+	meta->split_next = 0;
+	meta->generation = 0;
+	meta->nextents = 1;
+	meta->extents[0].first_page = 0;
+	meta->extents[0].first_block = CUCKOO_METAPAGE_BLKNO + 1;
+	set_lower(page, sizeof(CuckooMetaPageData));
+}
+
+/* Is this an initialised cuckoo page of one of the given kinds? */
+bool
+CuckooIsPage(Page page, uint16 flags)
+{
+	if (PageIsNew(page) ||
+		PageGetSpecialSize(page) != MAXALIGN(sizeof(CuckooPageOpaqueData)))
+		return false;
+	return CuckooPageGetOpaque(page)->page_id == CUCKOO_PAGE_ID &&
+		(CuckooPageGetOpaque(page)->flags & flags) != 0;
+}
+
+/*
+ * Check the metapage and return it.  Anything unexpected is corruption:
+ * every later computation trusts these fields.
+ */
+CuckooMetaPage
+CuckooCheckMetaPage(Relation index, Page page)
+{
+	CuckooMetaPage meta;
+	CuckooLayout layout;
+
+	if (!CuckooIsPage(page, CUCKOO_META))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a cuckoo index",
+						RelationGetRelationName(index))));
+	meta = CuckooPageGetMeta(page);
+	if (meta->magic != CUCKOO_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has a bad metapage magic number %08X",
+						RelationGetRelationName(index), meta->magic)));
+	if (meta->version != CUCKOO_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has format version %u, expected %u",
+						RelationGetRelationName(index), meta->version,
+						CUCKOO_VERSION),
+				 errhint("REINDEX the index.")));
+	if (!cuckoo_layout_init(&layout, CUCKOO_PAGE_SPACE, meta->fingerprint_bits,
+							meta->bucket_size, meta->max_kicks) ||
+		layout.nbuckets != meta->nbuckets ||
+		meta->npages == 0 ||
+		meta->nextents == 0 || meta->nextents > CUCKOO_MAX_EXTENTS ||
+		meta->extents[0].first_page != 0 ||
+		(meta->growing && (meta->split_next > meta->npages ||
+						   meta->extents[meta->nextents - 1].first_page != meta->npages)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has an invalid metapage",
+						RelationGetRelationName(index))));
+	return meta;
+}
+
+/*
+ * Logical bucket page of a tag, allowing for a doubling under way: pages
+ * below split_next still hold their keys, the others have moved to 2q or
+ * 2q + 1.
+ */
+uint32
+CuckooLogicalPage(const CuckooMetaPageData *meta, uint32 tag)
+{
+	uint32		tag_bits = cuckoo_tag_bits_for(meta->fingerprint_bits);
+	uint32		q = cuckoo_page_of(tag, tag_bits, meta->npages);
+
+	if (meta->growing && q >= meta->split_next)
+		q = cuckoo_page_of(tag, tag_bits, meta->npages * 2);
+	return q;
+}
+
+/* Block holding logical bucket page "logical_page". */
+BlockNumber
+CuckooPageBlock(const CuckooMetaPageData *meta, uint32 logical_page)
+{
+	int			i = (int) meta->nextents - 1;
+
+	while (i > 0 && meta->extents[i].first_page > logical_page)
+		i--;
+	return meta->extents[i].first_block +
+		(logical_page - meta->extents[i].first_page);
+}
+
+/*
+ * Hash of a key: the opclass's extended hash (support function 1) with seed
+ * 0, for a key of type "subtype" (InvalidOid: the column's type).  Keys of
+ * another type of the operator family (int4 against an int8 column) use
+ * that type's function, which the family guarantees hashes equal values
+ * alike.
+ */
+uint64
+CuckooHashDatum(Relation index, Oid subtype, Oid collation, Datum value)
+{
+	FmgrInfo   *proc;
+	FmgrInfo	cross;
+
+	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[0])
+		proc = index_getprocinfo(index, 1, CUCKOO_HASH_PROC);
+	else
+	{
+		Oid			procid = get_opfamily_proc(index->rd_opfamily[0], subtype,
+											   subtype, CUCKOO_HASH_PROC);
+
+		if (!OidIsValid(procid))
+			elog(ERROR, "missing support function %d(%u,%u) for index \"%s\"",
+				 CUCKOO_HASH_PROC, subtype, subtype,
+				 RelationGetRelationName(index));
+		fmgr_info(procid, &cross);
+		proc = &cross;
+	}
+	return DatumGetUInt64(FunctionCall2Coll(proc, collation, value,
+											Int64GetDatum(0)));
+}
+
+/*
+ * A new zeroed page at the end of the index, pinned and exclusively
+ * locked.  The caller initialises and WAL-logs it.
+ */
+Buffer
+CuckooNewBuffer(Relation index)
+{
+	Buffer		buf;
+	bool		needLock = !RELATION_IS_LOCAL(index);
+
+	if (needLock)
+		LockRelationForExtension(index, ExclusiveLock);
+	buf = ReadBuffer(index, P_NEW);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (needLock)
+		UnlockRelationForExtension(index, ExclusiveLock);
+	return buf;
+}
