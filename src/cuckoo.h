@@ -11,8 +11,9 @@
  * blocks through a short list of extents (the build lays them out from
  * block 1, and each doubling appends one extent).  A bucket page's payload
  * is a block of cuckoo_table.h: buckets of bucket_size slots, each slot a
- * tag and a heap TID.  A key lives in page cuckoo_page_of(tag) and there in
- * one of two buckets, so a lookup reads the metapage and one bucket page.
+ * tag and a heap TID.  A key lives in the page its hash's address part
+ * picks, and there in one of two buckets (cuckoo_table.h), so a lookup
+ * reads the metapage and one bucket page.
  *
  * Overflow pages.  When a key's two buckets are full and the page is not
  * (many rows with one key), or the table is too sparse to be worth
@@ -22,15 +23,15 @@
  *
  * Growth.  When an insert finds its page full and the table is dense
  * (sampled load >= CUCKOO_GROW_LOAD), the table doubles: page q's entries
- * go to pages 2q and 2q + 1 (cuckoo_page_of is a multiply-high, so no
- * other page is possible), each at the slot it had, because the bucket
- * functions depend on the tag alone.  Nothing is evicted and nothing is
- * read from the heap.  Pages are split from the top down, in place: the
+ * go to pages 2q and 2q + 1 (pages are a multiply-high of the address, so
+ * no other page is possible; the top bit of the tag's "rest" says which),
+ * each at the slot it had, because buckets do not depend on the page count.
+ * Nothing is evicted and nothing is read from the heap.  Pages are split from the top down, in place: the
  * table is extended by npages blocks and step q writes pages 2q and
  * 2q + 1, whose old contents were moved by earlier steps.  Each step is
  * one WAL record that also stores its progress in the metapage
  * (split_next), so a crash leaves a table that readers can address and
- * that the next insert finishes growing.  While growing, a tag whose old
+ * that the next insert finishes growing.  While growing, a key whose old
  * page is >= split_next lives at its new page.  Chains are shared by the
  * two halves of a split page; entries there never move.
  *
@@ -236,7 +237,19 @@ extern void CuckooInitMetaPage(Page page, const CuckooOptions *opts,
 extern void CuckooMetaLayout(const CuckooMetaPageData *meta,
 							 CuckooLayout *layout);
 extern void CuckooOptionsLayout(const CuckooOptions *opts, CuckooLayout *layout);
-extern uint32 CuckooLogicalPage(const CuckooMetaPageData *meta, uint32 tag);
+typedef struct CuckooProbe
+{
+	uint32		page;			/* logical bucket page */
+	uint32		tag;			/* the key's tag in that page */
+	uint32		first;			/* the key's first bucket */
+} CuckooProbe;
+
+extern void CuckooLocateIn(uint32 npages, const CuckooLayout *layout,
+						   uint32 fingerprint_bits, uint64 hash,
+						   CuckooProbe *probe);
+extern void CuckooLocate(const CuckooMetaPageData *meta,
+						 const CuckooLayout *layout, uint64 hash,
+						 CuckooProbe *probe);
 extern BlockNumber CuckooPageBlock(const CuckooMetaPageData *meta,
 								   uint32 logical_page);
 extern CuckooMetaPage CuckooCheckMetaPage(Relation index, Page page);

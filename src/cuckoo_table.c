@@ -81,30 +81,76 @@ cuckoo_block_size(const CuckooLayout *layout)
 	return nslots * (layout->tag_bytes + CUCKOO_TID_BYTES) + (nslots + 7) / 8;
 }
 
-uint32_t
-cuckoo_tag(uint64_t hash, uint32_t tag_bits)
+static inline uint64_t
+fmix64(uint64_t h)
 {
-	/* murmur3's fmix64: the opclass hash may be weak in its high bits */
-	hash ^= hash >> 33;
-	hash *= UINT64_C(0xff51afd7ed558ccd);
-	hash ^= hash >> 33;
-	hash *= UINT64_C(0xc4ceb9fe1a85ec53);
-	hash ^= hash >> 33;
-	return (uint32_t) (hash >> (64 - tag_bits));
+	/* murmur3's finaliser: the opclass hash may be weak in some bits */
+	h ^= h >> 33;
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 33;
+	return h;
 }
 
-void
-cuckoo_buckets(const CuckooLayout *layout, uint32_t tag,
-			   uint32_t *b1, uint32_t *b2)
+CuckooKey
+cuckoo_key(uint64_t hash, uint32_t fingerprint_bits)
+{
+	CuckooKey	key;
+	uint64_t	h2 = fmix64(hash ^ UINT64_C(0x9e3779b97f4a7c15));
+
+	key.addr = fmix64(hash);
+	key.fp = (uint32_t) (h2 >> (64 - fingerprint_bits));
+	key.bucket = (uint32_t) h2;
+	return key;
+}
+
+bool
+cuckoo_tag_matches(uint32_t stored, uint32_t probe)
+{
+	uint32_t	rest = cuckoo_tag_rest(stored);
+	uint32_t	mask;
+
+	if (cuckoo_tag_fp(stored) != cuckoo_tag_fp(probe))
+		return false;
+	if (rest == 0)
+		return true;			/* never written so; compare fingerprints only */
+	/* the bits above the sentinel (the lowest set bit) */
+	mask = CUCKOO_REST_MASK & ~((rest & -rest) * 2 - 1);
+	return (rest & mask) == (cuckoo_tag_rest(probe) & mask);
+}
+
+int
+cuckoo_tag_split(uint32_t tag, uint32_t *new_tag)
+{
+	uint32_t	rest = cuckoo_tag_rest(tag);
+
+	if (rest == CUCKOO_REST_EMPTY || rest == 0)
+	{
+		*new_tag = tag;
+		return -1;
+	}
+	*new_tag = cuckoo_make_tag(cuckoo_tag_fp(tag), (rest << 1) & CUCKOO_REST_MASK);
+	return (int) (rest >> 15);
+}
+
+uint32_t
+cuckoo_first_bucket(const CuckooLayout *layout, uint32_t bucket_hash)
+{
+	return reduce32(bucket_hash, layout->nbuckets);
+}
+
+/*
+ * (m(fp) - bucket) mod nbuckets: applying it twice gives the bucket back,
+ * for any number of buckets (XOR would need a power of two).
+ */
+uint32_t
+cuckoo_alt_bucket(const CuckooLayout *layout, uint32_t bucket, uint32_t fp)
 {
 	uint32_t	n = layout->nbuckets;
-	uint32_t	x = mix32(tag);
-	uint32_t	y = mix32(tag ^ UINT32_C(0x5bd1e995));
+	uint32_t	m = reduce32(mix32(fp * UINT32_C(0x9e3779b1) + UINT32_C(0x7f4a7c15)), n);
 
-	*b1 = reduce32(x, n);
-	*b2 = reduce32(y, n);
-	if (*b2 == *b1 && n > 1)
-		*b2 = (*b1 + 1 + reduce32(y ^ x, n - 1)) % n;
+	return (m + n - bucket) % n;
 }
 
 /* ---- slot access ---- */
@@ -241,10 +287,10 @@ swap_with_slot(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
 
 int
 cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
-					uint32_t tag, const uint8_t *tid)
+					uint32_t tag, uint32_t first, const uint8_t *tid)
 {
-	uint32_t	b1,
-				b2,
+	uint32_t	b1 = first,
+				b2 = cuckoo_alt_bucket(layout, first, cuckoo_tag_fp(tag)),
 				bucket;
 	int			free_slot;
 	uint16_t	path[CUCKOO_MAX_KICKS];
@@ -254,7 +300,6 @@ cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
 	bool		hand_killed = false;
 	uint64_t	rng = ((uint64_t) tag << 32) ^ UINT64_C(0x9e3779b97f4a7c15);
 
-	cuckoo_buckets(layout, tag, &b1, &b2);
 	if ((free_slot = bucket_free_slot(layout, block, b1)) >= 0 ||
 		(free_slot = bucket_free_slot(layout, block, b2)) >= 0)
 	{
@@ -267,8 +312,6 @@ cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
 	while (npath < layout->max_kicks)
 	{
 		uint32_t	victim;
-		uint32_t	v1,
-					v2;
 
 		/* xorshift64: which resident of the bucket to displace */
 		rng ^= rng << 13;
@@ -281,8 +324,7 @@ cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
 		path[npath++] = (uint16_t) victim;
 
 		/* the displaced entry goes to its other bucket */
-		cuckoo_buckets(layout, hand_tag, &v1, &v2);
-		bucket = (bucket == v1) ? v2 : v1;
+		bucket = cuckoo_alt_bucket(layout, bucket, cuckoo_tag_fp(hand_tag));
 		if ((free_slot = bucket_free_slot(layout, block, bucket)) >= 0)
 		{
 			cuckoo_slot_put(layout, block, (uint32_t) free_slot, hand_tag, hand_tid);
@@ -317,12 +359,14 @@ cuckoo_block_append(const CuckooLayout *layout, uint8_t *block,
 
 int
 cuckoo_block_find(const CuckooLayout *layout, const uint8_t *block,
-				  uint32_t tag, bool skip_killed, uint32_t *slots)
+				  uint32_t tag, uint32_t first, bool skip_killed,
+				  uint32_t *slots)
 {
 	uint32_t	b[2];
 	int			n = 0;
 
-	cuckoo_buckets(layout, tag, &b[0], &b[1]);
+	b[0] = first;
+	b[1] = cuckoo_alt_bucket(layout, first, cuckoo_tag_fp(tag));
 	for (int i = 0; i < 2; i++)
 	{
 		uint32_t	first = b[i] * layout->bucket_size;
@@ -332,7 +376,7 @@ cuckoo_block_find(const CuckooLayout *layout, const uint8_t *block,
 		for (uint32_t s = first; s < first + layout->bucket_size; s++)
 		{
 			if (cuckoo_slot_used(layout, block, s) &&
-				cuckoo_slot_tag(layout, block, s) == tag &&
+				cuckoo_tag_matches(cuckoo_slot_tag(layout, block, s), tag) &&
 				!(skip_killed && cuckoo_slot_killed(layout, block, s)))
 				slots[n++] = s;
 		}
@@ -353,12 +397,10 @@ cuckoo_block_count(const CuckooLayout *layout, const uint8_t *block)
 
 bool
 cuckoo_slot_in_place(const CuckooLayout *layout, const uint8_t *block,
-					 uint32_t slot)
+					 uint32_t slot, uint32_t first)
 {
-	uint32_t	b1,
-				b2,
-				bucket = slot / layout->bucket_size;
+	uint32_t	bucket = slot / layout->bucket_size;
+	uint32_t	fp = cuckoo_tag_fp(cuckoo_slot_tag(layout, block, slot));
 
-	cuckoo_buckets(layout, cuckoo_slot_tag(layout, block, slot), &b1, &b2);
-	return bucket == b1 || bucket == b2;
+	return bucket == first || bucket == cuckoo_alt_bucket(layout, first, fp);
 }

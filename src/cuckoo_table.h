@@ -12,20 +12,30 @@
  *	                               six zero bytes mark an empty slot
  *	  killed  ceil(nslots / 8)     one bit per slot: "dead to everyone"
  *
- * Slot s belongs to bucket s / bucket_size.  A tag is the top tag_bits bits
- * of the key's 64-bit hash (after a finaliser), and every placement is a
- * function of the tag alone:
+ * Slot s belongs to bucket s / bucket_size.  A key's 64-bit hash gives
+ * three independent parts (cuckoo_key()):
  *
- *	  page     cuckoo_page_of(): multiply-high of the tag by the number of
- *	           pages, so doubling the pages sends page q's keys to 2q or
- *	           2q + 1 and never anywhere else;
- *	  buckets  cuckoo_buckets(): two candidate buckets inside the page,
- *	           from two independent mixes of the tag.
+ *	  addr     picks the page: multiply-high of addr by the number of pages.
+ *	           Doubling the pages sends page q's keys to 2q or 2q + 1 only,
+ *	           and which one is the next bit of the fraction the multiply
+ *	           left over (see "rest" below);
+ *	  bucket   picks the key's first bucket inside the page;
+ *	  fp       the fingerprint, fingerprint_bits bits.  The second bucket
+ *	           is cuckoo_alt_bucket(first, fp), an involution, so a resident
+ *	           can be kicked to its other bucket knowing only its fp.
  *
- * Because the whole tag is stored, an entry can always be moved (kicked to
- * its other bucket, or rehashed into a doubled table) without reading the
- * heap.  The tag bits that the page number does not already imply work as
- * the fingerprint that spares most lookups a heap visit.
+ * A slot's tag is fp << 16 | rest.  "rest" holds the top bits of the
+ * fraction of addr * npages, followed by a 1 (the sentinel) and zeros:
+ * a doubling reads the top bit (which half the entry goes to) and shifts
+ * the rest left, so each doubling after an entry's insertion uses up one of
+ * its 15 bits.  Rest bits still present also act as extra fingerprint bits
+ * on lookups.  An entry whose bits are all used up is copied to both halves
+ * (a lookup finds it in the half it probes; the other copy only costs a
+ * slot and a recheck).  Bucket placement does not depend on the page
+ * count, so a doubling keeps every entry in the slot it had.
+ *
+ * Nothing needs the key itself to move an entry, so the index never reads
+ * the heap to kick or to grow.
  *
  * No PostgreSQL includes: the extension, the standalone tests and the
  * benchmarks all link this file.
@@ -57,7 +67,7 @@ typedef struct CuckooLayout
 	uint32_t	max_kicks;		/* displacements tried before giving up */
 } CuckooLayout;
 
-/* Tag width (in bits) for a fingerprint width: 16 address bits more. */
+/* Tag width (in bits) for a fingerprint width: 16 bits of rest more. */
 static inline uint32_t
 cuckoo_tag_bits_for(uint32_t fingerprint_bits)
 {
@@ -78,25 +88,77 @@ cuckoo_nslots(const CuckooLayout *layout)
 /* Bytes of a block with this layout. */
 extern size_t cuckoo_block_size(const CuckooLayout *layout);
 
-/* Tag of a key's 64-bit hash: its top tag_bits bits after a finaliser. */
-extern uint32_t cuckoo_tag(uint64_t hash, uint32_t tag_bits);
-
-/* Page (0 .. npages - 1) of a tag in a table of npages pages. */
-static inline uint32_t
-cuckoo_page_of(uint32_t tag, uint32_t tag_bits, uint32_t npages)
+/* The three parts of a key's hash. */
+typedef struct CuckooKey
 {
-	return (uint32_t) (((uint64_t) tag * npages) >> tag_bits);
+	uint64_t	addr;			/* page: multiply-high by the page count */
+	uint32_t	bucket;			/* first bucket: multiply-high by nbuckets */
+	uint32_t	fp;				/* fingerprint */
+} CuckooKey;
+
+extern CuckooKey cuckoo_key(uint64_t hash, uint32_t fingerprint_bits);
+
+/* Page (0 .. npages - 1) of an address. */
+static inline uint32_t
+cuckoo_page_of(uint64_t addr, uint32_t npages)
+{
+	return (uint32_t) (((unsigned __int128) addr * npages) >> 64);
 }
 
-/* The two candidate buckets of a tag inside a block (equal if nbuckets is 1). */
-extern void cuckoo_buckets(const CuckooLayout *layout, uint32_t tag,
-						   uint32_t *b1, uint32_t *b2);
+/* The rest of an address in a table of npages pages: 15 bits and sentinel. */
+static inline uint32_t
+cuckoo_rest_of(uint64_t addr, uint32_t npages)
+{
+	uint64_t	frac = (uint64_t) ((unsigned __int128) addr * npages);
+
+	return (uint32_t) ((frac >> 49) << 1) | 1;
+}
+
+#define CUCKOO_REST_MASK	0xFFFFu
+#define CUCKOO_REST_EMPTY	0x8000u /* sentinel only: no bits left */
+
+static inline uint32_t
+cuckoo_make_tag(uint32_t fp, uint32_t rest)
+{
+	return (fp << 16) | rest;
+}
+
+static inline uint32_t
+cuckoo_tag_fp(uint32_t tag)
+{
+	return tag >> 16;
+}
+
+static inline uint32_t
+cuckoo_tag_rest(uint32_t tag)
+{
+	return tag & CUCKOO_REST_MASK;
+}
+
+/*
+ * Does a stored tag match a probe's tag (computed for the page count the
+ * entry's page is at)?  The fingerprints must be equal, and the stored
+ * rest bits that are left must equal the probe's.
+ */
+extern bool cuckoo_tag_matches(uint32_t stored, uint32_t probe);
+
+/*
+ * For a doubling: which half (0 or 1) a stored tag goes to, and its tag
+ * in the doubled table; -1 if its rest has no bits left (then it belongs
+ * to both, unchanged).
+ */
+extern int	cuckoo_tag_split(uint32_t tag, uint32_t *new_tag);
+
+/* A key's first bucket, and the other bucket of an entry in "bucket". */
+extern uint32_t cuckoo_first_bucket(const CuckooLayout *layout, uint32_t bucket_hash);
+extern uint32_t cuckoo_alt_bucket(const CuckooLayout *layout, uint32_t bucket,
+								  uint32_t fp);
 
 /* Bit of a tag in a page's 64-bit summary of its overflow entries. */
 static inline uint64_t
 cuckoo_summary_bit(uint32_t tag)
 {
-	uint32_t	x = tag * UINT32_C(0x9e3779b1);
+	uint32_t	x = (cuckoo_tag_fp(tag) + 1) * UINT32_C(0x9e3779b1);
 
 	return UINT64_C(1) << (x >> 26);
 }
@@ -121,13 +183,13 @@ extern void cuckoo_slot_clear(const CuckooLayout *layout, uint8_t *block,
 extern void cuckoo_block_init(const CuckooLayout *layout, uint8_t *block);
 
 /*
- * Insert (tag, tid) into one of the tag's two buckets, displacing residents
- * to their other bucket at most max_kicks times.  Returns the number of
- * displacements made (>= 0) on success.  Returns -1 if no place was found;
- * the block is then exactly as it was: nothing is ever evicted.
+ * Insert (tag, tid) into bucket "first" or its alternative, displacing
+ * residents to their other bucket at most max_kicks times.  Returns the
+ * number of displacements made (>= 0) on success.  Returns -1 if no place
+ * was found; the block is then exactly as it was: nothing is ever evicted.
  */
 extern int	cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
-								uint32_t tag, const uint8_t *tid);
+								uint32_t tag, uint32_t first, const uint8_t *tid);
 
 /*
  * Put (tag, tid) in the first empty slot of the block, ignoring buckets
@@ -137,19 +199,21 @@ extern int	cuckoo_block_append(const CuckooLayout *layout, uint8_t *block,
 								uint32_t tag, const uint8_t *tid);
 
 /*
- * Slots of the tag's two buckets holding "tag", written to slots[] (room
- * for 2 * bucket_size).  Killed slots are skipped when skip_killed.
- * Returns how many.
+ * Slots of bucket "first" and its alternative whose tags match the probe
+ * "tag", written to slots[] (room for 2 * bucket_size).  Killed slots are
+ * skipped when skip_killed.  Returns how many.
  */
 extern int	cuckoo_block_find(const CuckooLayout *layout, const uint8_t *block,
-							  uint32_t tag, bool skip_killed, uint32_t *slots);
+							  uint32_t tag, uint32_t first, bool skip_killed,
+							  uint32_t *slots);
 
 /* Number of used slots. */
 extern uint32_t cuckoo_block_count(const CuckooLayout *layout,
 								   const uint8_t *block);
 
-/* Is the entry in slot "slot" in one of its tag's two buckets? */
+/* Is slot "slot" in bucket "first" or in its alternative? */
 extern bool cuckoo_slot_in_place(const CuckooLayout *layout,
-								 const uint8_t *block, uint32_t slot);
+								 const uint8_t *block, uint32_t slot,
+								 uint32_t first);
 
 #endif							/* CUCKOO_TABLE_H */

@@ -69,8 +69,7 @@ static uint32
 pages_for(const CuckooLayout *layout, double ntuples)
 {
 	double		pages = ceil(ntuples / (CUCKOO_BUILD_LOAD * cuckoo_nslots(layout)));
-	double		limit = Min((double) (UINT64CONST(1) << layout->tag_bits),
-							(double) (MaxBlockNumber / 4));
+	double		limit = (double) (MaxBlockNumber / 4);
 
 	return (uint32) Max(1.0, Min(pages, limit));
 }
@@ -184,7 +183,7 @@ write_table(Relation index, CuckooBuildState *bs)
 	uint32		npages = pages_for(layout, (double) bs->nitems);
 	uint32	   *start = palloc0(sizeof(uint32) * ((Size) npages + 1));
 	uint32	   *order;
-	uint32	   *tags;
+	CuckooProbe *probes;
 	PGAlignedBlock page;
 	PGAlignedBlock opage;
 	List	   *overflow = NIL;
@@ -192,11 +191,12 @@ write_table(Relation index, CuckooBuildState *bs)
 	ListCell   *lc;
 
 	/* counting sort of the entries by page */
-	tags = palloc_extended(sizeof(uint32) * Max(bs->nitems, 1), MCXT_ALLOC_HUGE);
+	probes = palloc_extended(sizeof(CuckooProbe) * Max(bs->nitems, 1), MCXT_ALLOC_HUGE);
 	for (Size i = 0; i < bs->nitems; i++)
 	{
-		tags[i] = cuckoo_tag(bs->items[i].hash, layout->tag_bits);
-		start[cuckoo_page_of(tags[i], layout->tag_bits, npages) + 1]++;
+		CuckooLocateIn(npages, layout, (uint32) bs->opts.fingerprint_bits,
+					   bs->items[i].hash, &probes[i]);
+		start[probes[i].page + 1]++;
 	}
 	for (uint32 q = 0; q < npages; q++)
 		start[q + 1] += start[q];
@@ -206,7 +206,7 @@ write_table(Relation index, CuckooBuildState *bs)
 
 		memcpy(fill, start, sizeof(uint32) * npages);
 		for (Size i = 0; i < bs->nitems; i++)
-			order[fill[cuckoo_page_of(tags[i], layout->tag_bits, npages)]++] = (uint32) i;
+			order[fill[probes[i].page]++] = (uint32) i;
 		pfree(fill);
 	}
 
@@ -224,10 +224,11 @@ write_table(Relation index, CuckooBuildState *bs)
 		for (uint32 j = start[q]; j < start[q + 1]; j++)
 		{
 			CuckooSpoolItem *item = &bs->items[order[j]];
-			uint32		tag = tags[order[j]];
+			uint32		tag = probes[order[j]].tag;
 			int			kicks;
 
 			kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page.data), tag,
+										probes[order[j]].first,
 										(const uint8 *) &item->tid);
 			if (kicks >= 0)
 			{
@@ -268,7 +269,7 @@ write_table(Relation index, CuckooBuildState *bs)
 	list_free_deep(overflow);
 	pfree(start);
 	pfree(order);
-	pfree(tags);
+	pfree(probes);
 }
 
 IndexBuildResult *

@@ -170,14 +170,21 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 
 /* ---- verify ---- */
 
+typedef struct VerifyLoc
+{
+	BlockNumber blkno;
+	uint16		slot;
+	bool		overflow;		/* in an overflow page */
+	bool		killed;			/* marked dead to everyone by a scan */
+	uint32		tag;
+} VerifyLoc;
+
 typedef struct VerifyEntry
 {
 	ItemPointerData tid;		/* hash key */
-	uint32		tag;
-	BlockNumber blkno;
-	uint16		slot;
-	bool		killed;			/* marked dead to everyone by a scan */
-	bool		found;			/* seen by the table scan */
+	int			nlocs;			/* 2 only for an entry split into both halves */
+	VerifyLoc	locs[2];
+	bool		found;			/* produced by the table scan */
 } VerifyEntry;
 
 typedef struct ChainLink
@@ -192,19 +199,20 @@ typedef struct VerifyState
 	CuckooMetaPageData meta;
 	CuckooLayout layout;
 	HTAB	   *entries;
-	HTAB	   *links;
+	HTAB	   *links;			/* ChainLink */
+	HTAB	   *reachable;		/* BlockNumber of every chained overflow page */
 	int64		nentries;
 	int64		heap_tuples;
 } VerifyState;
 
 static void pg_attribute_noreturn()
-corrupt(VerifyState *vs, const char *fmt, BlockNumber blkno, uint32 slot,
+corrupt(VerifyState *vs, const char *what, BlockNumber blkno, uint32 slot,
 		const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INDEX_CORRUPTED),
 			 errmsg("cuckoo index \"%s\" is corrupted: %s",
-					RelationGetRelationName(vs->index), fmt),
+					RelationGetRelationName(vs->index), what),
 			 errdetail("Block %u, slot %u: %s", blkno, slot, detail)));
 }
 
@@ -219,28 +227,46 @@ read_page(VerifyState *vs, BlockNumber blkno, PGAlignedBlock *copy)
 	return (Page) copy->data;
 }
 
+/*
+ * Note an entry.  A TID appears once, or twice when a doubling found no
+ * rest bits left in its tag and copied it to both halves.
+ */
 static void
-record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s)
+record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
+			 bool overflow)
 {
 	ItemPointerData tid;
 	VerifyEntry *entry;
+	VerifyLoc  *loc;
 	bool		found;
+	uint32		tag = cuckoo_slot_tag(&vs->layout, block, s);
 
 	memcpy(&tid, cuckoo_slot_tid(&vs->layout, block, s), sizeof(tid));
 	if (!ItemPointerIsValid(&tid))
 		corrupt(vs, "invalid heap TID", blkno, s, "The slot holds no valid TID.");
+	if (cuckoo_tag_rest(tag) == 0)
+		corrupt(vs, "tag without a sentinel", blkno, s,
+				"The rest bits of the tag are all zero.");
 	entry = hash_search(vs->entries, &tid, HASH_ENTER, &found);
-	if (found)
+	if (!found)
+	{
+		entry->nlocs = 0;
+		entry->found = false;
+	}
+	else if (entry->nlocs >= 2 || overflow || entry->locs[0].overflow ||
+			 cuckoo_tag_rest(tag) != CUCKOO_REST_EMPTY ||
+			 cuckoo_tag_rest(entry->locs[0].tag) != CUCKOO_REST_EMPTY)
 		corrupt(vs, "heap TID indexed twice", blkno, s,
 				psprintf("TID (%u,%u) is also at block %u, slot %u.",
 						 ItemPointerGetBlockNumber(&tid),
 						 ItemPointerGetOffsetNumber(&tid),
-						 entry->blkno, entry->slot));
-	entry->tag = cuckoo_slot_tag(&vs->layout, block, s);
-	entry->blkno = blkno;
-	entry->slot = (uint16) s;
-	entry->killed = cuckoo_slot_killed(&vs->layout, block, s);
-	entry->found = false;
+						 entry->locs[0].blkno, entry->locs[0].slot));
+	loc = &entry->locs[entry->nlocs++];
+	loc->blkno = blkno;
+	loc->slot = (uint16) s;
+	loc->overflow = overflow;
+	loc->killed = cuckoo_slot_killed(&vs->layout, block, s);
+	loc->tag = tag;
 	vs->nentries++;
 }
 
@@ -263,20 +289,10 @@ verify_bucket_page(VerifyState *vs, uint32 q)
 	opaque = CuckooPageGetOpaque(page);
 	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
 	{
-		uint32		tag;
-
 		if (!cuckoo_slot_used(&vs->layout, block, s))
 			continue;
 		used++;
-		tag = cuckoo_slot_tag(&vs->layout, block, s);
-		if (CuckooLogicalPage(&vs->meta, tag) != q)
-			corrupt(vs, "entry in the wrong page", blkno, s,
-					psprintf("The tag belongs to bucket page %u, not %u.",
-							 CuckooLogicalPage(&vs->meta, tag), q));
-		if (!cuckoo_slot_in_place(&vs->layout, block, s))
-			corrupt(vs, "entry outside its buckets", blkno, s,
-					"The slot is in neither of the tag's two buckets.");
-		record_entry(vs, block, blkno, s);
+		record_entry(vs, block, blkno, s, false);
 	}
 	if (used != opaque->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -300,35 +316,29 @@ verify_bucket_page(VerifyState *vs, uint32 q)
 			corrupt(vs, "overflow page expected", next, 0,
 					"A chain leads to a page that is not an overflow page.");
 		hash_search(vs->links, &key, HASH_ENTER, NULL);
+		hash_search(vs->reachable, &next, HASH_ENTER, NULL);
 		next = CuckooPageGetOpaque(opage)->overflow;
 	}
 }
 
-/* Check an overflow page: entries reachable from their own bucket page. */
+/* Check an overflow page: chained from a bucket page, counts right. */
 static void
 verify_overflow_page(VerifyState *vs, BlockNumber blkno, Page page)
 {
 	const uint8 *block = CuckooPageGetBlock(page);
 	uint32		used = 0;
+	bool		reachable;
 
+	hash_search(vs->reachable, &blkno, HASH_FIND, &reachable);
 	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
 	{
-		uint32		tag;
-		ChainLink	key;
-		bool		found;
-
 		if (!cuckoo_slot_used(&vs->layout, block, s))
 			continue;
-		used++;
-		tag = cuckoo_slot_tag(&vs->layout, block, s);
-		key.blkno = blkno;
-		key.page = CuckooLogicalPage(&vs->meta, tag);
-		hash_search(vs->links, &key, HASH_FIND, &found);
-		if (!found)
+		if (!reachable)
 			corrupt(vs, "overflow entry unreachable", blkno, s,
-					psprintf("The tag's bucket page %u does not chain to this page.",
-							 key.page));
-		record_entry(vs, block, blkno, s);
+					"No bucket page chains to this overflow page.");
+		used++;
+		record_entry(vs, block, blkno, s, true);
 	}
 	if (used != CuckooPageGetOpaque(page)->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -336,36 +346,71 @@ verify_overflow_page(VerifyState *vs, BlockNumber blkno, Page page)
 						 CuckooPageGetOpaque(page)->nentries, used));
 }
 
+/*
+ * Every tuple the table scan produces must be found where a lookup of its
+ * key looks: in its page's two buckets with a matching tag, or in an
+ * overflow page chained from its page with a matching fingerprint.
+ */
 static void
 verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
 					 bool *isnull, bool tupleIsAlive, void *state)
 {
 	VerifyState *vs = (VerifyState *) state;
 	VerifyEntry *entry;
-	uint32		tag;
+	CuckooProbe probe;
+	BlockNumber expected;
+	uint32		second;
+	VerifyLoc  *match = NULL;
 
 	if (isnull[0])
 		return;
 	vs->heap_tuples++;
-	tag = cuckoo_tag(CuckooHashDatum(index, InvalidOid,
-									 index->rd_indcollation[0], values[0]),
-					 vs->layout.tag_bits);
+	CuckooLocate(&vs->meta, &vs->layout,
+				 CuckooHashDatum(index, InvalidOid, index->rd_indcollation[0],
+								 values[0]),
+				 &probe);
+	expected = CuckooPageBlock(&vs->meta, probe.page);
+	second = cuckoo_alt_bucket(&vs->layout, probe.first, cuckoo_tag_fp(probe.tag));
+
 	entry = hash_search(vs->entries, tid, HASH_FIND, NULL);
-	if (entry == NULL)
+	for (int i = 0; entry && i < entry->nlocs && !match; i++)
+	{
+		VerifyLoc  *loc = &entry->locs[i];
+
+		if (!loc->overflow)
+		{
+			uint32		bucket = loc->slot / vs->layout.bucket_size;
+
+			if (loc->blkno == expected &&
+				(bucket == probe.first || bucket == second) &&
+				cuckoo_tag_matches(loc->tag, probe.tag))
+				match = loc;
+		}
+		else
+		{
+			ChainLink	key = {loc->blkno, probe.page};
+			bool		linked;
+
+			hash_search(vs->links, &key, HASH_FIND, &linked);
+			if (linked && cuckoo_tag_fp(loc->tag) == cuckoo_tag_fp(probe.tag))
+				match = loc;
+		}
+	}
+	if (match == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("cuckoo index \"%s\" is corrupted: heap tuple (%u,%u) is not indexed",
+				 errmsg("cuckoo index \"%s\" is corrupted: heap tuple (%u,%u) cannot be found through the index",
 						RelationGetRelationName(index),
 						ItemPointerGetBlockNumber(tid),
-						ItemPointerGetOffsetNumber(tid))));
-	if (entry->tag != tag)
-		corrupt(vs, "entry has the wrong tag", entry->blkno, entry->slot,
-				psprintf("Heap tuple (%u,%u) hashes to tag %08X, the entry has %08X.",
-						 ItemPointerGetBlockNumber(tid),
-						 ItemPointerGetOffsetNumber(tid), tag, entry->tag));
-	if (entry->killed && tupleIsAlive)
-		corrupt(vs, "killed entry points at a live tuple", entry->blkno,
-				entry->slot,
+						ItemPointerGetOffsetNumber(tid)),
+				 entry ?
+				 errdetail("Its entry is at block %u, slot %u; a lookup reads bucket page %u (block %u), buckets %u and %u.",
+						   entry->locs[0].blkno, entry->locs[0].slot,
+						   probe.page, expected, probe.first, second) :
+				 errdetail("The index has no entry for it.")));
+	if (match->killed && tupleIsAlive)
+		corrupt(vs, "killed entry points at a live tuple", match->blkno,
+				match->slot,
 				psprintf("Heap tuple (%u,%u) is live, but its entry is marked dead to everyone.",
 						 ItemPointerGetBlockNumber(tid),
 						 ItemPointerGetOffsetNumber(tid)));
@@ -396,10 +441,11 @@ points_at_dead_tuple(Relation heap, ItemPointer tid, BlockNumber heap_blocks)
 }
 
 /*
- * cuckoo_index_verify(index regclass): every page recognised, every entry
- * in its page and buckets or reachable overflow page, no TID twice, every
- * table tuple indexed with the right tag, and no entry pointing at a line
- * pointer that is unused or does not exist.
+ * cuckoo_index_verify(index regclass): the metapage and its extents valid,
+ * every page recognised, entry counts right, every overflow page chained,
+ * no TID twice (except an entry split into both halves), every table tuple
+ * found where a lookup of its key looks, no killed entry on a live tuple,
+ * and no entry pointing at a line pointer that is unused or missing.
  */
 Datum
 cuckoo_index_verify(PG_FUNCTION_ARGS)
@@ -459,6 +505,10 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	ctl.entrysize = sizeof(ChainLink);
 	vs.links = hash_create("cuckoo verify chains", 64, &ctl,
 						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.keysize = sizeof(BlockNumber);
+	ctl.entrysize = sizeof(BlockNumber);
+	vs.reachable = hash_create("cuckoo verify overflow pages", 64, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	/* the live bucket pages (while growing: unsplit old ones and split new ones) */
 	if (!vs.meta.growing)
@@ -507,8 +557,8 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 		if (!points_at_dead_tuple(heap, &entry->tid, heap_blocks))
 		{
 			hash_seq_term(&seq);
-			corrupt(&vs, "entry points at a missing tuple", entry->blkno,
-					entry->slot,
+			corrupt(&vs, "entry points at a missing tuple", entry->locs[0].blkno,
+					entry->locs[0].slot,
 					psprintf("Heap TID (%u,%u) is unused or does not exist.",
 							 ItemPointerGetBlockNumber(&entry->tid),
 							 ItemPointerGetOffsetNumber(&entry->tid)));
@@ -524,6 +574,7 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 
 	hash_destroy(vs.entries);
 	hash_destroy(vs.links);
+	hash_destroy(vs.reachable);
 	index_close(index, AccessShareLock);
 	table_close(heap, ShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -74,7 +74,7 @@ check_page(Relation index, Buffer buf, uint16 flags)
  */
 static bool
 insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
-				   uint32 tag, ItemPointer tid, bool wal)
+				   const CuckooProbe *probe, ItemPointer tid, bool wal)
 {
 	GenericXLogState *state;
 	Page		page;
@@ -86,8 +86,8 @@ insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 
 	state = change_start(index, wal);
 	page = change_page(state, buf, 0);
-	kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page), tag,
-								(const uint8 *) tid);
+	kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page), probe->tag,
+								probe->first, (const uint8 *) tid);
 	if (kicks < 0)
 	{
 		if (state)
@@ -163,11 +163,8 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 static bool
 can_double(const CuckooMetaPageData *meta)
 {
-	uint64		tag_bits = cuckoo_tag_bits_for(meta->fingerprint_bits);
-
 	return !meta->growing &&
 		meta->nextents < CUCKOO_MAX_EXTENTS &&
-		(uint64) meta->npages * 2 <= (UINT64CONST(1) << tag_bits) &&
 		(uint64) meta->npages * 2 < (uint64) MaxBlockNumber / 2;
 }
 
@@ -218,12 +215,10 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 	CuckooMetaPage meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 	CuckooLayout layout;
 	uint32		n = meta->npages;
-	uint32		tag_bits;
 	BlockNumber end;
 	PGAlignedBlock old;
 
 	CuckooMetaLayout(meta, &layout);
-	tag_bits = layout.tag_bits;
 
 	/* after a crash, the new extent may be shorter on disk than planned */
 	end = meta->extents[meta->nextents - 1].first_block + n;
@@ -271,24 +266,24 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
 		{
 			uint32		tag;
-			uint32		dest;
-			Page		target;
+			int			half;
 
 			if (!cuckoo_slot_used(&layout, oblock, s))
 				continue;
-			tag = cuckoo_slot_tag(&layout, oblock, s);
-			dest = cuckoo_page_of(tag, tag_bits, 2 * n);
-			if (dest != 2 * q && dest != 2 * q + 1)
-				ereport(ERROR,
-						(errcode(ERRCODE_INDEX_CORRUPTED),
-						 errmsg("index \"%s\" has an entry in bucket page %u that belongs to page %u",
-								RelationGetRelationName(index), q, dest / 2)));
-			target = (dest == 2 * q) ? lo : hi;
-			cuckoo_slot_put(&layout, CuckooPageGetBlock(target), s, tag,
-							cuckoo_slot_tid(&layout, oblock, s));
-			if (cuckoo_slot_killed(&layout, oblock, s))
-				cuckoo_slot_set_killed(&layout, CuckooPageGetBlock(target), s);
-			CuckooPageGetOpaque(target)->nentries++;
+			half = cuckoo_tag_split(cuckoo_slot_tag(&layout, oblock, s), &tag);
+			/* an entry with no rest bits left belongs to both halves */
+			for (int h = 0; h < 2; h++)
+			{
+				Page		target = (h == 0) ? lo : hi;
+
+				if (half >= 0 && half != h)
+					continue;
+				cuckoo_slot_put(&layout, CuckooPageGetBlock(target), s, tag,
+								cuckoo_slot_tid(&layout, oblock, s));
+				if (cuckoo_slot_killed(&layout, oblock, s))
+					cuckoo_slot_set_killed(&layout, CuckooPageGetBlock(target), s);
+				CuckooPageGetOpaque(target)->nentries++;
+			}
 		}
 
 		meta->split_next = q;
@@ -383,8 +378,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 		CuckooMetaPage meta;
 		CuckooLayout layout;
-		uint32		tag;
-		uint32		q;
+		CuckooProbe probe;
 		uint32		npages;
 		Buffer		buf;
 		CuckooPageOpaque opaque;
@@ -398,15 +392,14 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 			continue;
 		}
 		CuckooMetaLayout(meta, &layout);
-		tag = cuckoo_tag(hash, layout.tag_bits);
-		q = CuckooLogicalPage(meta, tag);
+		CuckooLocate(meta, &layout, hash, &probe);
 		npages = meta->npages;
 
-		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
+		buf = ReadBuffer(index, CuckooPageBlock(meta, probe.page));
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		check_page(index, buf, CUCKOO_BUCKET);
 
-		if (!insert_into_bucket(index, &layout, buf, tag, tid, wal))
+		if (!insert_into_bucket(index, &layout, buf, &probe, tid, wal))
 		{
 			opaque = CuckooPageGetOpaque(BufferGetPage(buf));
 			if (opaque->nentries >= CUCKOO_DENSE_PAGE * cuckoo_nslots(&layout) &&
@@ -416,7 +409,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 
 				/* no two bucket pages are ever locked at once */
 				LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-				load = sample_load(index, meta, &layout, q);
+				load = sample_load(index, meta, &layout, probe.page);
 				if (load >= CUCKOO_GROW_LOAD)
 				{
 					ReleaseBuffer(buf);
@@ -426,10 +419,10 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 					continue;
 				}
 				LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-				if (insert_into_bucket(index, &layout, buf, tag, tid, wal))
+				if (insert_into_bucket(index, &layout, buf, &probe, tid, wal))
 					goto done;
 			}
-			insert_into_overflow(index, &layout, buf, tag, tid, wal);
+			insert_into_overflow(index, &layout, buf, probe.tag, tid, wal);
 		}
 done:
 		UnlockReleaseBuffer(buf);

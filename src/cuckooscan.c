@@ -45,7 +45,7 @@ cuckoobeginscan(Relation r, int nkeys, int norderbys)
 
 static void
 add_item(CuckooScanOpaque so, const CuckooLayout *layout, Page page,
-		 BlockNumber blkno, uint32 slot, uint32 tag)
+		 BlockNumber blkno, uint32 slot)
 {
 	const uint8 *block = CuckooPageGetBlock(page);
 	CuckooScanItem *item;
@@ -61,7 +61,7 @@ add_item(CuckooScanOpaque so, const CuckooLayout *layout, Page page,
 	item->blkno = blkno;
 	item->slot = (uint16) slot;
 	item->cleanups = CuckooPageGetOpaque(page)->cleanups;
-	item->tag = tag;
+	item->tag = cuckoo_slot_tag(layout, block, slot);
 }
 
 /*
@@ -151,7 +151,7 @@ search(IndexScanDesc scan)
 	Buffer		buf;
 	CuckooMetaPage meta;
 	CuckooLayout layout;
-	uint32		tag;
+	CuckooProbe probe;
 	Page		page;
 	BlockNumber blkno;
 	BlockNumber next;
@@ -174,8 +174,8 @@ search(IndexScanDesc scan)
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 	CuckooMetaLayout(meta, &layout);
-	tag = cuckoo_tag(hash, layout.tag_bits);
-	blkno = CuckooPageBlock(meta, CuckooLogicalPage(meta, tag));
+	CuckooLocate(meta, &layout, hash, &probe);
+	blkno = CuckooPageBlock(meta, probe.page);
 	buf = ReadBuffer(index, blkno);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	UnlockReleaseBuffer(metabuf);
@@ -187,17 +187,18 @@ search(IndexScanDesc scan)
 				 errmsg("index \"%s\" contains an unexpected page at block %u",
 						RelationGetRelationName(index), blkno)));
 
-	nfound = cuckoo_block_find(&layout, CuckooPageGetBlock(page), tag,
-							   skip_killed, slots);
+	nfound = cuckoo_block_find(&layout, CuckooPageGetBlock(page), probe.tag,
+							   probe.first, skip_killed, slots);
 	for (int i = 0; i < nfound; i++)
-		add_item(so, &layout, page, blkno, slots[i], tag);
+		add_item(so, &layout, page, blkno, slots[i]);
 
 	/*
 	 * The chain, if the summary admits the tag.  The bucket page stays
 	 * share-locked, so no insert of this key can slip into the chain behind
-	 * our back.
+	 * our back.  Chain entries do not move in a doubling, so their rest bits
+	 * are not kept current: only fingerprints are compared there.
 	 */
-	next = (CuckooPageGetOpaque(page)->summary & cuckoo_summary_bit(tag)) ?
+	next = (CuckooPageGetOpaque(page)->summary & cuckoo_summary_bit(probe.tag)) ?
 		CuckooPageGetOpaque(page)->overflow : InvalidBlockNumber;
 	while (BlockNumberIsValid(next))
 	{
@@ -216,16 +217,16 @@ search(IndexScanDesc scan)
 		for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
 		{
 			if (cuckoo_slot_used(&layout, oblock, s) &&
-				cuckoo_slot_tag(&layout, oblock, s) == tag &&
+				cuckoo_tag_fp(cuckoo_slot_tag(&layout, oblock, s)) ==
+				cuckoo_tag_fp(probe.tag) &&
 				!(skip_killed && cuckoo_slot_killed(&layout, oblock, s)))
-				add_item(so, &layout, opage, next, s, tag);
+				add_item(so, &layout, opage, next, s);
 		}
 		next = CuckooPageGetOpaque(opage)->overflow;
 		UnlockReleaseBuffer(obuf);
 	}
 	UnlockReleaseBuffer(buf);
 
-	pgstat_count_index_tuples(index, so->nitems);
 }
 
 bool

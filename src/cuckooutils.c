@@ -161,19 +161,33 @@ CuckooCheckMetaPage(Relation index, Page page)
 }
 
 /*
- * Logical bucket page of a tag, allowing for a doubling under way: pages
- * below split_next still hold their keys, the others have moved to 2q or
- * 2q + 1.
+ * Where a key with this hash lives in a table of npages pages: its page,
+ * its tag there, and its first bucket.
  */
-uint32
-CuckooLogicalPage(const CuckooMetaPageData *meta, uint32 tag)
+void
+CuckooLocateIn(uint32 npages, const CuckooLayout *layout,
+			   uint32 fingerprint_bits, uint64 hash, CuckooProbe *probe)
 {
-	uint32		tag_bits = cuckoo_tag_bits_for(meta->fingerprint_bits);
-	uint32		q = cuckoo_page_of(tag, tag_bits, meta->npages);
+	CuckooKey	key = cuckoo_key(hash, fingerprint_bits);
 
-	if (meta->growing && q >= meta->split_next)
-		q = cuckoo_page_of(tag, tag_bits, meta->npages * 2);
-	return q;
+	probe->page = cuckoo_page_of(key.addr, npages);
+	probe->tag = cuckoo_make_tag(key.fp, cuckoo_rest_of(key.addr, npages));
+	probe->first = cuckoo_first_bucket(layout, key.bucket);
+}
+
+/*
+ * The same in the table the metapage describes, allowing for a doubling
+ * under way: pages below split_next still hold their keys, the others have
+ * moved to 2q or 2q + 1 (and their tags lost a rest bit).
+ */
+void
+CuckooLocate(const CuckooMetaPageData *meta, const CuckooLayout *layout,
+			 uint64 hash, CuckooProbe *probe)
+{
+	CuckooLocateIn(meta->npages, layout, meta->fingerprint_bits, hash, probe);
+	if (meta->growing && probe->page >= meta->split_next)
+		CuckooLocateIn(meta->npages * 2, layout, meta->fingerprint_bits, hash,
+					   probe);
 }
 
 /* Block holding logical bucket page "logical_page". */
