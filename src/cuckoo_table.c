@@ -308,7 +308,8 @@ cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
 	}
 
 	memcpy(hand_tid, tid, CUCKOO_TID_BYTES);
-	bucket = (tag & 1) ? b1 : b2;
+	/* which bucket to displace from first: a coin from the whole tag */
+	bucket = (mix32(tag) & 1) ? b1 : b2;
 	while (npath < layout->max_kicks)
 	{
 		uint32_t	victim;

@@ -2,10 +2,19 @@
  *
  * test_cuckoo.c
  *	  Standalone randomized property tests of the pure cuckoo table
- *	  (src/cuckoo_table.c): layout sizing, tags and addressing, insertion
- *	  with no false negative up to a high load, the all-or-nothing failed
- *	  insert, killed bits that travel with their entries, deletion and
- *	  reuse, duplicate tags, and the append path of overflow pages.
+ *	  (src/cuckoo_table.c): layout sizing; keys, pages and buckets; the
+ *	  alternative bucket as an involution; the rest bits of a tag across
+ *	  doublings (no false negative as the table grows, few false matches);
+ *	  insertion with no false negative up to a high load; the false match
+ *	  rate of lookups in a loaded block; the all-or-nothing failed insert;
+ *	  killed bits that travel with their entries; deletion and reuse;
+ *	  duplicate keys; the append path of overflow pages; and the frozen
+ *	  values of the on-disk format.
+ *
+ * Keys are random 64-bit hashes put through cuckoo_key(), as the index
+ * does: each entry remembers the tag it was stored with (which is also its
+ * probe tag, the page count being the same) and its first bucket, and is
+ * looked up with those, through cuckoo_block_find().
  *
  * Every entry gets its own TID, a counter from 1 (never six zero bytes),
  * so an entry can be followed by its TID wherever the walks move it.
@@ -14,6 +23,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +35,12 @@
 #define SPACE		8144		/* the payload of an 8 kB index page */
 #define MAX_FOUND	(2 * CUCKOO_MAX_BUCKET_SIZE)
 
+/*
+ * The page count of the table the block tests' keys are made for.  A block
+ * does not depend on it: it only sets the rest bits of the tags.
+ */
+#define NPAGES		1300
+
 static uint64_t seed = 20151103;
 
 static const uint32_t fp_widths[] = {8, 12, 16};
@@ -32,7 +48,8 @@ static const uint32_t fp_widths[] = {8, 12, 16};
 /* What the test knows of the entry with TID number n (entries[n]). */
 typedef struct Entry
 {
-	uint32_t	tag;
+	uint32_t	tag;			/* stored tag, and the key's probe tag */
+	uint32_t	first;			/* the key's first bucket */
 	bool		live;			/* inserted and not cleared */
 	bool		killed;			/* its killed bit must be set */
 } Entry;
@@ -52,6 +69,13 @@ tid_number(const uint8_t *tid)
 	for (int i = 0; i < CUCKOO_TID_BYTES; i++)
 		n |= (uint64_t) tid[i] << (8 * i);
 	return n;
+}
+
+/* The fingerprint width a layout was made for (cuckoo_tag_bits_for()). */
+static uint32_t
+fingerprint_bits_of(const CuckooLayout *layout)
+{
+	return layout->tag_bits - 16;
 }
 
 static bool
@@ -75,29 +99,60 @@ new_block(const CuckooLayout *layout)
 	return block;
 }
 
-static uint32_t
-random_tag(uint64_t *rng, const CuckooLayout *layout)
+/* The tag and first bucket of a key with this hash, as the index makes them. */
+static void
+key_entry(const CuckooLayout *layout, uint64_t hash, uint32_t npages,
+		  Entry *e)
 {
-	return cuckoo_tag(test_rand(rng), layout->tag_bits);
+	CuckooKey	key = cuckoo_key(hash, fingerprint_bits_of(layout));
+
+	e->tag = cuckoo_make_tag(key.fp, cuckoo_rest_of(key.addr, npages));
+	e->first = cuckoo_first_bucket(layout, key.bucket);
+	e->live = false;
+	e->killed = false;
+}
+
+/* A random key of the block tests. */
+static void
+random_entry(uint64_t *rng, const CuckooLayout *layout, Entry *e)
+{
+	key_entry(layout, test_rand(rng), NPAGES, e);
+}
+
+/* The first address of page p of n: ceil(p * 2^64 / n). */
+static unsigned __int128
+page_start(uint32_t p, uint32_t n)
+{
+	return (((unsigned __int128) p << 64) + n - 1) / n;
+}
+
+/* A random address on page p of n. */
+static uint64_t
+random_addr_in_page(uint64_t *rng, uint32_t p, uint32_t n)
+{
+	unsigned __int128 lo = page_start(p, n);
+	unsigned __int128 width = page_start(p + 1, n) - lo;
+
+	return (uint64_t) (lo + (unsigned __int128) test_rand(rng) % width);
 }
 
 /*
- * Is the entry (tag, TID number n) among cuckoo_block_find()'s answers?
- * Also checks that every answer is a used slot holding the tag, in one of
- * the tag's buckets, and not killed when killed slots are skipped.
+ * Is the entry with TID number n (key e) among cuckoo_block_find()'s
+ * answers to e's probe?  Also checks that every answer is a used slot
+ * whose tag matches the probe, in one of the key's buckets, and not killed
+ * when killed slots are skipped.
  */
 static bool
-found(const CuckooLayout *layout, const uint8_t *block, uint32_t tag,
+found(const CuckooLayout *layout, const uint8_t *block, const Entry *e,
 	  uint64_t n, bool skip_killed)
 {
 	uint32_t	slots[MAX_FOUND];
-	uint32_t	b1,
-				b2;
-	int			nfound = cuckoo_block_find(layout, block, tag, skip_killed,
-										   slots);
+	uint32_t	b1 = e->first,
+				b2 = cuckoo_alt_bucket(layout, e->first, cuckoo_tag_fp(e->tag));
+	int			nfound = cuckoo_block_find(layout, block, e->tag, e->first,
+										   skip_killed, slots);
 	bool		result = false;
 
-	cuckoo_buckets(layout, tag, &b1, &b2);
 	CHECK(nfound >= 0 && nfound <= (int) (2 * layout->bucket_size),
 		  "find returned %d", nfound);
 	for (int i = 0; i < nfound && i < MAX_FOUND; i++)
@@ -108,14 +163,14 @@ found(const CuckooLayout *layout, const uint8_t *block, uint32_t tag,
 		if (s >= cuckoo_nslots(layout))
 			continue;
 		CHECK(cuckoo_slot_used(layout, block, s) &&
-			  cuckoo_slot_tag(layout, block, s) == tag,
-			  "find(%06x) answered slot %u holding %06x", tag, s,
+			  cuckoo_tag_matches(cuckoo_slot_tag(layout, block, s), e->tag),
+			  "find(%08x) answered slot %u holding %08x", e->tag, s,
 			  cuckoo_slot_tag(layout, block, s));
 		CHECK(s / layout->bucket_size == b1 || s / layout->bucket_size == b2,
-			  "find(%06x) answered slot %u outside buckets %u, %u",
-			  tag, s, b1, b2);
+			  "find(%08x) answered slot %u outside buckets %u, %u",
+			  e->tag, s, b1, b2);
 		CHECK(!skip_killed || !cuckoo_slot_killed(layout, block, s),
-			  "find(%06x) skipping killed answered killed slot %u", tag, s);
+			  "find(%08x) skipping killed answered killed slot %u", e->tag, s);
 		if (tid_number(cuckoo_slot_tid(layout, block, s)) == n)
 			result = true;
 	}
@@ -127,7 +182,7 @@ found(const CuckooLayout *layout, const uint8_t *block, uint32_t tag,
  * live entry sits in exactly one slot, with its tag and its killed bit, and
  * is found by cuckoo_block_find() (unless killed and skipped); nothing else
  * is in the block; empty slots are all zero.  With in_place, every entry
- * sits in one of its tag's buckets.  slot_of[n], if given, gets the slot
+ * sits in one of its key's buckets.  slot_of[n], if given, gets the slot
  * of entry n.  Returns the number of used slots.
  */
 static uint32_t
@@ -167,7 +222,8 @@ verify_block(const CuckooLayout *layout, const uint8_t *block,
 			slot_of[n] = s;
 		if (cuckoo_slot_tag(layout, block, s) != entries[n].tag ||
 			cuckoo_slot_killed(layout, block, s) != entries[n].killed ||
-			(in_place && !cuckoo_slot_in_place(layout, block, s)))
+			(in_place && !cuckoo_slot_in_place(layout, block, s,
+											   entries[n].first)))
 			bad++;
 		CHECK(cuckoo_slot_tag(layout, block, s) == entries[n].tag,
 			  "%s: TID %llu in slot %u has tag %x, inserted with %x", what,
@@ -177,15 +233,16 @@ verify_block(const CuckooLayout *layout, const uint8_t *block,
 			  "%s: TID %llu in slot %u: killed %d, expected %d", what,
 			  (unsigned long long) n, s, cuckoo_slot_killed(layout, block, s),
 			  entries[n].killed);
-		CHECK(!in_place || cuckoo_slot_in_place(layout, block, s),
-			  "%s: TID %llu in slot %u out of place", what,
-			  (unsigned long long) n, s);
+		CHECK(!in_place || cuckoo_slot_in_place(layout, block, s,
+												entries[n].first),
+			  "%s: TID %llu in slot %u out of place (first bucket %u)", what,
+			  (unsigned long long) n, s, entries[n].first);
 	}
 	for (uint64_t n = 1; n <= nentries; n++)
 	{
 		if (!entries[n].live)
 		{
-			CHECK(!in_place || !found(layout, block, entries[n].tag, n, false),
+			CHECK(!in_place || !found(layout, block, &entries[n], n, false),
 				  "%s: cleared TID %llu still found", what,
 				  (unsigned long long) n);
 			continue;
@@ -194,10 +251,10 @@ verify_block(const CuckooLayout *layout, const uint8_t *block,
 		CHECK(seen[n], "%s: TID %llu lost", what, (unsigned long long) n);
 		if (!in_place)
 			continue;
-		CHECK(found(layout, block, entries[n].tag, n, false),
-			  "%s: TID %llu (tag %x) not found", what,
-			  (unsigned long long) n, entries[n].tag);
-		CHECK(found(layout, block, entries[n].tag, n, true) == !entries[n].killed,
+		CHECK(found(layout, block, &entries[n], n, false),
+			  "%s: TID %llu (tag %x, bucket %u) not found", what,
+			  (unsigned long long) n, entries[n].tag, entries[n].first);
+		CHECK(found(layout, block, &entries[n], n, true) == !entries[n].killed,
 			  "%s: TID %llu (killed %d) wrongly %s when skipping killed", what,
 			  (unsigned long long) n, entries[n].killed,
 			  entries[n].killed ? "found" : "missed");
@@ -213,7 +270,7 @@ verify_block(const CuckooLayout *layout, const uint8_t *block,
 }
 
 /*
- * Insert random tags with TIDs *next, *next + 1, ... until an insert
+ * Insert random keys with TIDs *next, *next + 1, ... until an insert
  * fails (or "limit" entries are in the block).  Returns the number of
  * successful inserts; *kicked counts those that displaced anything.
  * entries[] must have room for the TIDs the block can hold.
@@ -228,12 +285,13 @@ fill(const CuckooLayout *layout, uint8_t *block, uint64_t *rng,
 
 	while (count < limit)
 	{
-		uint32_t	tag = random_tag(rng, layout);
+		Entry		e;
 		uint8_t		tid[CUCKOO_TID_BYTES];
 		int			r;
 
+		random_entry(rng, layout, &e);
 		make_tid(*next, tid);
-		r = cuckoo_block_insert(layout, block, tag, tid);
+		r = cuckoo_block_insert(layout, block, e.tag, e.first, tid);
 		if (r < 0)
 			break;
 		CHECK(r <= (int) layout->max_kicks, "insert made %d kicks, max %u",
@@ -241,9 +299,8 @@ fill(const CuckooLayout *layout, uint8_t *block, uint64_t *rng,
 		CHECK(count < nslots, "insert into a full block succeeded");
 		if (count >= nslots)
 			break;
-		entries[*next].tag = tag;
-		entries[*next].live = true;
-		entries[*next].killed = false;
+		e.live = true;
+		entries[*next] = e;
 		(*next)++;
 		count++;
 		inserted++;
@@ -254,7 +311,7 @@ fill(const CuckooLayout *layout, uint8_t *block, uint64_t *rng,
 }
 
 /*
- * Fill a block to saturation: insert random tags until "patience" inserts
+ * Fill a block to saturation: insert random keys until "patience" inserts
  * in a row have failed.  Less noisy than the first failure, which is where
  * a single unlucky walk happens to end.  Returns the successful inserts.
  */
@@ -404,11 +461,12 @@ test_layout(void)
 }
 
 /*
- * Tags use their bits; pages are in range and split in two on doubling;
- * pages and buckets are spread evenly; the two buckets differ.
+ * Keys use their bits; tags hold a fingerprint and a rest; pages are in
+ * range and split in two on doubling, the half being the top rest bit;
+ * pages and buckets are spread evenly.
  */
 static void
-test_tags_and_addressing(void)
+test_keys_and_addressing(void)
 {
 	uint64_t	rng = seed ^ 2;
 	static const uint32_t nbuckets_list[] = {1, 2, 3, 5, 64, 100, 227, 1000,
@@ -416,53 +474,86 @@ test_tags_and_addressing(void)
 
 	for (int f = 0; f < 3; f++)
 	{
-		uint32_t	bits = cuckoo_tag_bits_for(fp_widths[f]);
-		uint64_t	limit = UINT64_C(1) << bits;
-		const int	ntags = 100000;
-		int			top = 0,
-					low = 0;
+		uint32_t	fbits = fp_widths[f];
+		uint32_t	tbits = cuckoo_tag_bits_for(fbits);
+		const int	nkeys = 100000;
+		int			fp_top = 0,
+					fp_low = 0,
+					bucket_top = 0,
+					bucket_low = 0,
+					addr_top = 0,
+					rest_top = 0;
 		uint32_t	counts[64] = {0};
 		uint32_t	cmin = UINT32_MAX,
 					cmax = 0;
 
-		for (int i = 0; i < ntags; i++)
+		for (int i = 0; i < nkeys; i++)
 		{
-			uint32_t	tag = cuckoo_tag(test_rand(&rng), bits);
+			CuckooKey	key = cuckoo_key(test_rand(&rng), fbits);
+			uint32_t	n = 1 + (uint32_t) test_rand_below(&rng, UINT32_MAX);
+			uint32_t	rest = cuckoo_rest_of(key.addr, n);
+			uint32_t	tag = cuckoo_make_tag(key.fp, rest);
 
-			CHECK((uint64_t) tag < limit, "tag %x has more than %u bits", tag,
-				  bits);
-			top += (tag >> (bits - 1)) & 1;
-			low += tag & 1;
+			CHECK(key.fp < (UINT32_C(1) << fbits), "fp %x has more than %u bits",
+				  key.fp, fbits);
+			CHECK(rest <= CUCKOO_REST_MASK && (rest & 1) == 1,
+				  "rest %x of a fresh address: not 15 bits and a sentinel", rest);
+			CHECK((uint64_t) tag < (UINT64_C(1) << tbits),
+				  "tag %x has more than %u bits", tag, tbits);
+			CHECK(cuckoo_tag_fp(tag) == key.fp && cuckoo_tag_rest(tag) == rest,
+				  "tag %x: fp %x rest %x, made of %x and %x", tag,
+				  cuckoo_tag_fp(tag), cuckoo_tag_rest(tag), key.fp, rest);
+			fp_top += (key.fp >> (fbits - 1)) & 1;
+			fp_low += key.fp & 1;
+			bucket_top += key.bucket >> 31;
+			bucket_low += key.bucket & 1;
+			addr_top += (int) (key.addr >> 63);
+			rest_top += rest >> 15;
 		}
-		CHECK(top > ntags * 0.48 && top < ntags * 0.52,
-			  "%u bits: top bit set in %d of %d tags", bits, top, ntags);
-		CHECK(low > ntags * 0.48 && low < ntags * 0.52,
-			  "%u bits: low bit set in %d of %d tags", bits, low, ntags);
+#define HALF(x, what) \
+		CHECK((x) > nkeys * 0.48 && (x) < nkeys * 0.52, \
+			  "%u bits: %s set in %d of %d keys", fbits, what, (x), nkeys)
+		HALF(fp_top, "top fp bit");
+		HALF(fp_low, "low fp bit");
+		HALF(bucket_top, "top bucket bit");
+		HALF(bucket_low, "low bucket bit");
+		HALF(addr_top, "top addr bit");
+		HALF(rest_top, "top rest bit");
+#undef HALF
 
 		for (int i = 0; i < 100000; i++)
 		{
-			uint32_t	tag = cuckoo_tag(test_rand(&rng), bits);
-			uint32_t	n = 1 + (uint32_t) test_rand_below(&rng, 100000);
+			uint64_t	addr = cuckoo_key(test_rand(&rng), fbits).addr;
+			uint32_t	n = 1 + (uint32_t) test_rand_below(&rng, 1u << 20);
 			uint32_t	big = 1 + (uint32_t) test_rand_below(&rng, UINT32_MAX);
-			uint32_t	p = cuckoo_page_of(tag, bits, n);
-			uint32_t	p2 = cuckoo_page_of(tag, bits, 2 * n);
+			uint32_t	p = cuckoo_page_of(addr, n);
+			uint32_t	p2 = cuckoo_page_of(addr, 2 * n);
+			uint32_t	pbig = cuckoo_page_of(addr, big);
 
-			CHECK(p < n, "tag %x: page %u of %u", tag, p, n);
-			CHECK(cuckoo_page_of(tag, bits, big) < big, "tag %x: page %u of %u",
-				  tag, cuckoo_page_of(tag, bits, big), big);
-			CHECK(p2 == 2 * p || p2 == 2 * p + 1,
-				  "tag %x: page %u of %u, but %u of %u", tag, p, n, p2, 2 * n);
-			CHECK(cuckoo_page_of(0, bits, n) == 0 &&
-				  cuckoo_page_of((uint32_t) (limit - 1), bits, n) == n - 1,
-				  "%u bits, %u pages: extreme tags on pages %u and %u", bits,
-				  n, cuckoo_page_of(0, bits, n),
-				  cuckoo_page_of((uint32_t) (limit - 1), bits, n));
+			CHECK(p < n, "addr %llx: page %u of %u", (unsigned long long) addr,
+				  p, n);
+			CHECK(pbig < big, "addr %llx: page %u of %u",
+				  (unsigned long long) addr, pbig, big);
+			/* page p is [page_start(p), page_start(p + 1)) */
+			CHECK(pbig < big && page_start(pbig, big) <= addr &&
+				  addr < page_start(pbig + 1, big),
+				  "addr %llx: page %u of %u does not hold it",
+				  (unsigned long long) addr, pbig, big);
+			CHECK(p2 == 2 * p + (cuckoo_rest_of(addr, n) >> 15),
+				  "addr %llx: page %u of %u, rest %x, but page %u of %u",
+				  (unsigned long long) addr, p, n, cuckoo_rest_of(addr, n),
+				  p2, 2 * n);
+			CHECK(cuckoo_page_of(0, n) == 0 &&
+				  cuckoo_page_of(UINT64_MAX, n) == n - 1 &&
+				  cuckoo_page_of(UINT64_MAX, big) == big - 1,
+				  "%u pages: extreme addresses on pages %u and %u", n,
+				  cuckoo_page_of(0, n), cuckoo_page_of(UINT64_MAX, n));
 		}
 
 		for (int i = 0; i < 640000; i++)
 		{
-			uint32_t	p = cuckoo_page_of(cuckoo_tag(test_rand(&rng), bits),
-										   bits, 64);
+			uint32_t	p = cuckoo_page_of(cuckoo_key(test_rand(&rng), fbits).addr,
+										   64);
 
 			CHECK(p < 64, "page %u of 64", p);
 			if (p < 64)
@@ -471,13 +562,13 @@ test_tags_and_addressing(void)
 		for (int p = 0; p < 64; p++)
 		{
 			CHECK(counts[p] >= 9000 && counts[p] <= 11000,
-				  "%u bits: page %d of 64 got %u of 640000 tags", bits, p,
+				  "%u bits: page %d of 64 got %u of 640000 keys", fbits, p,
 				  counts[p]);
 			cmin = counts[p] < cmin ? counts[p] : cmin;
 			cmax = counts[p] > cmax ? counts[p] : cmax;
 		}
-		printf("# %u-bit tags over 64 pages: %u .. %u per page (mean 10000)\n",
-			   bits, cmin, cmax);
+		printf("# %u-bit fingerprints: keys over 64 pages: %u .. %u per page "
+			   "(mean 10000)\n", fbits, cmin, cmax);
 	}
 
 	for (size_t i = 0; i < sizeof(nbuckets_list) / sizeof(nbuckets_list[0]); i++)
@@ -493,22 +584,22 @@ test_tags_and_addressing(void)
 		layout.nbuckets = n;
 		for (int t = 0; t < 20000; t++)
 		{
-			uint32_t	tag = random_tag(&rng, &layout);
+			Entry		e;
 			uint32_t	b1,
 						b2;
 
-			cuckoo_buckets(&layout, tag, &b1, &b2);
-			CHECK(b1 < n && b2 < n, "tag %x: buckets %u, %u of %u", tag, b1, b2,
-				  n);
-			if (n > 1)
-				CHECK(b1 != b2, "tag %x: buckets %u, %u of %u", tag, b1, b2, n);
-			else
-				CHECK(b1 == 0 && b2 == 0, "tag %x: buckets %u, %u of 1", tag,
+			random_entry(&rng, &layout, &e);
+			b1 = e.first;
+			b2 = cuckoo_alt_bucket(&layout, b1, cuckoo_tag_fp(e.tag));
+			CHECK(b1 < n && b2 < n, "tag %x: buckets %u, %u of %u", e.tag, b1,
+				  b2, n);
+			if (n == 1)
+				CHECK(b1 == 0 && b2 == 0, "tag %x: buckets %u, %u of 1", e.tag,
 					  b1, b2);
 			if (b1 < n && b2 < n)
 				hit1[b1] = hit2[b2] = 1;
 		}
-		/* 20000 tags leave a bucket unused with odds e^-20 per bucket */
+		/* 20000 keys leave a bucket unused with odds e^-20 per bucket */
 		if (n <= 1000)
 			for (uint32_t b = 0; b < n; b++)
 				missed += !hit1[b] + !hit2[b];
@@ -520,7 +611,383 @@ test_tags_and_addressing(void)
 }
 
 /*
- * Fill blocks with random tags until an insert fails: every entry is then
+ * The other bucket of the other bucket is the bucket itself, whatever the
+ * number of buckets (an entry is kicked knowing only its bucket and fp),
+ * and it is another bucket nearly always.  (m(fp) - b) mod n equals b for
+ * at most two buckets in n, so per bucket count at most 2 / n of the pairs
+ * have one bucket only: 2% at 100 buckets, less over 100 .. 1000.
+ */
+static void
+test_alt_bucket_involution(void)
+{
+	uint64_t	rng = seed ^ 9;
+	CuckooLayout layout;
+	const int	per_n = 4000;
+	uint64_t	same_big = 0,
+				total_big = 0;
+	double		worst = 1;
+	uint32_t	worst_n = 0;
+
+	if (!new_layout(&layout, 16, 4, 500))
+		return;
+	for (uint32_t n = 1; n <= 1000; n++)
+	{
+		uint32_t	same = 0;
+
+		layout.nbuckets = n;
+		for (int i = 0; i < per_n; i++)
+		{
+			uint32_t	b = (uint32_t) test_rand_below(&rng, n);
+			uint32_t	fbits = fp_widths[i % 3];
+			uint32_t	fp = (uint32_t) test_rand(&rng) & ((1u << fbits) - 1);
+			uint32_t	a = cuckoo_alt_bucket(&layout, b, fp);
+
+			CHECK(a < n, "%u buckets: alt of %u (fp %x) is %u", n, b, fp, a);
+			CHECK(a < n && cuckoo_alt_bucket(&layout, a, fp) == b,
+				  "%u buckets: alt of %u (fp %x) is %u, whose alt is %u", n, b,
+				  fp, a, a < n ? cuckoo_alt_bucket(&layout, a, fp) : 0);
+			same += a == b;
+		}
+		if (n == 1)
+			CHECK(same == (uint32_t) per_n, "one bucket: alt not 0");
+		if (n >= 100)
+		{
+			double		differ = 1.0 - (double) same / per_n;
+
+			same_big += same;
+			total_big += per_n;
+			if (differ < worst)
+			{
+				worst = differ;
+				worst_n = n;
+			}
+			CHECK(differ >= 0.97, "%u buckets: alt differs in %.4f only", n,
+				  differ);
+		}
+	}
+	printf("# alt != bucket for %.4f%% of pairs over 100 .. 1000 buckets "
+		   "(worst %.2f%% at %u buckets)\n",
+		   100.0 * (1.0 - (double) same_big / total_big), 100.0 * worst,
+		   worst_n);
+	CHECK(1.0 - (double) same_big / total_big >= 0.99,
+		  "alt == bucket for %llu of %llu pairs",
+		  (unsigned long long) same_big, (unsigned long long) total_big);
+}
+
+/*
+ * Rest bits across doublings.  A tag stored when the table had n pages is
+ * split at each doubling: the half is the next bit of the address (the page
+ * in the doubled table is 2 * page + half), and the stored tag still
+ * matches the key's probe in the doubled table, and only the key's: other
+ * addresses of the same page match with odds 2^-(rest bits left).  After
+ * 15 doublings no bit is left; the tag then goes to both halves.
+ *
+ * n starts in [1, 2^20]; the page count must fit 32 bits, so a chain stops
+ * where doubling it would not (a full chain needs n < 2^17).
+ */
+static void
+test_rest_and_doubling(void)
+{
+	uint64_t	rng = seed ^ 10;
+	const int	ntrials = 200000;
+	uint64_t	tried[16] = {0};
+	uint64_t	matched[16] = {0};
+	uint32_t	full_chains = 0;
+
+	for (int t = 0; t < ntrials; t++)
+	{
+		uint32_t	fbits = fp_widths[t % 3];
+		CuckooKey	key = cuckoo_key(test_rand(&rng), fbits);
+		uint64_t	addr = key.addr;
+		/* one in four below 2^17, for more full chains */
+		uint32_t	n0 = 1 + (uint32_t) test_rand_below(&rng, t % 4 == 0 ?
+														(1u << 17) - 1 :
+														1u << 20);
+		uint32_t	stored = cuckoo_make_tag(key.fp, cuckoo_rest_of(addr, n0));
+		uint32_t	k;
+
+		for (k = 0; k <= 15; k++)
+		{
+			uint32_t	n = n0 << k;
+			uint32_t	p = cuckoo_page_of(addr, n);
+			uint32_t	probe = cuckoo_make_tag(key.fp, cuckoo_rest_of(addr, n));
+			uint32_t	expect_rest = (cuckoo_rest_of(addr, n) &
+									   (CUCKOO_REST_MASK << (k + 1)) &
+									   CUCKOO_REST_MASK) | (1u << k);
+			uint64_t	other = random_addr_in_page(&rng, p, n);
+			uint32_t	other_probe = cuckoo_make_tag(key.fp,
+													  cuckoo_rest_of(other, n));
+			uint32_t	next_tag = 0;
+			int			half;
+
+			/* k splits leave the sentinel at bit k, over 15 - k bits */
+			CHECK(cuckoo_tag_fp(stored) == key.fp &&
+				  cuckoo_tag_rest(stored) == expect_rest,
+				  "n %u, %u doublings: stored %x, expected fp %x rest %x",
+				  n0, k, stored, key.fp, expect_rest);
+			/* no false negative at any size */
+			CHECK(cuckoo_tag_matches(stored, probe),
+				  "n %u, %u doublings: stored %x does not match probe %x",
+				  n0, k, stored, probe);
+			CHECK(!cuckoo_tag_matches(stored, probe ^ (1u << 16)),
+				  "n %u, %u doublings: stored %x matches another fp (%x)",
+				  n0, k, stored, probe ^ (1u << 16));
+			/* another address of the same page: matches 2^-(15 - k) */
+			CHECK(cuckoo_page_of(other, n) == p, "addr %llx: not on page %u of %u",
+				  (unsigned long long) other, p, n);
+			tried[k]++;
+			matched[k] += cuckoo_tag_matches(stored, other_probe);
+
+			half = cuckoo_tag_split(stored, &next_tag);
+			if (k == 15)
+			{
+				CHECK(cuckoo_tag_rest(stored) == CUCKOO_REST_EMPTY,
+					  "n %u, 15 doublings: rest %x", n0, cuckoo_tag_rest(stored));
+				CHECK(half == -1 && next_tag == stored,
+					  "n %u: split with no rest bits: half %d, tag %x of %x",
+					  n0, half, next_tag, stored);
+				full_chains++;
+				break;
+			}
+			if ((uint64_t) n * 2 > UINT32_MAX)
+				break;
+			CHECK(half == 0 || half == 1, "n %u, %u doublings: split of %x: %d",
+				  n0, k, stored, half);
+			CHECK(cuckoo_page_of(addr, 2 * n) == 2 * p + (uint32_t) half,
+				  "n %u, %u doublings: page %u of %u, half %d, but page %u of %u",
+				  n0, k, p, n, half, cuckoo_page_of(addr, 2 * n), 2 * n);
+			CHECK(cuckoo_tag_matches(next_tag,
+									 cuckoo_make_tag(key.fp,
+													 cuckoo_rest_of(addr, 2 * n))),
+				  "n %u, %u doublings: split tag %x does not match probe %x",
+				  n0, k, next_tag,
+				  cuckoo_make_tag(key.fp, cuckoo_rest_of(addr, 2 * n)));
+			stored = next_tag;
+		}
+	}
+
+	printf("# false match of a stored tag with another address of its page, "
+		   "by rest bits left:\n#  ");
+	for (int k = 0; k <= 15; k++)
+	{
+		int			left = 15 - k;
+		double		expect = ldexp(1.0, -left);
+		double		rate = tried[k] ? (double) matched[k] / tried[k] : 0;
+		double		sd = sqrt(tried[k] * expect * (1 - expect));
+
+		printf(" %d:%.2g", left, rate);
+		CHECK(tried[k] >= 10000, "%d bits left: only %llu trials", left,
+			  (unsigned long long) tried[k]);
+		CHECK(fabs(matched[k] - tried[k] * expect) <= 6 * sd + 5,
+			  "%d bits left: %llu false matches in %llu, expected %.1f", left,
+			  (unsigned long long) matched[k], (unsigned long long) tried[k],
+			  tried[k] * expect);
+	}
+	printf("\n# %u of %d chains doubled 15 times\n", full_chains, ntrials);
+	CHECK(tried[0] > 0 && (double) matched[0] / tried[0] < 0.01,
+		  "15 bits left: false match rate %.4f", (double) matched[0] / tried[0]);
+	CHECK(matched[15] == tried[15], "no bit left, but %llu of %llu rejected",
+		  (unsigned long long) (tried[15] - matched[15]),
+		  (unsigned long long) tried[15]);
+}
+
+/*
+ * Doublings of a block, as the index does them: each used slot goes, in
+ * the same slot, to the half cuckoo_tag_split() says (to both when its
+ * rest is used up), with its split tag.  Every entry is then found by
+ * cuckoo_block_find() in the block of its page in the doubled table, with
+ * its probe there, and is in no other.  Half the keys are on one page of
+ * the table doubled 16 times, so that they stay in the block followed down
+ * to that page and see their rest bits used up (after 15 doublings) and
+ * copied to both halves; the others leave it on the way.
+ */
+static void
+test_block_doubling(void)
+{
+	uint64_t	rng = seed ^ 12;
+	const uint32_t ndoublings = 16;
+
+	for (int round = 0; round < 6; round++)
+	{
+		uint32_t	fbits = fp_widths[round % 3];
+		CuckooLayout layout;
+		uint32_t	nslots;
+		uint32_t	n0 = 1 + (uint32_t) test_rand_below(&rng, 1000);
+		uint32_t	nfinal = n0 << ndoublings;
+		uint32_t	q = (uint32_t) test_rand_below(&rng, n0);
+		uint32_t	pfinal = (q << ndoublings) +
+			(uint32_t) test_rand_below(&rng, 1u << ndoublings);
+		uint8_t    *cur;
+		uint64_t   *addr;
+		uint32_t   *fp;
+		uint32_t   *first;
+		uint8_t    *in_half[2];
+		uint8_t    *present;	/* TIDs in the block being split */
+		uint32_t	count;
+		uint32_t	copied_both = 0,
+					false_answers = 0;
+
+		if (!new_layout(&layout, fbits, 4, 500))
+			continue;
+		nslots = cuckoo_nslots(&layout);
+		cur = new_block(&layout);
+		addr = calloc(nslots + 1, sizeof(uint64_t));
+		fp = calloc(nslots + 1, sizeof(uint32_t));
+		first = calloc(nslots + 1, sizeof(uint32_t));
+		in_half[0] = calloc(nslots + 1, 1);
+		in_half[1] = calloc(nslots + 1, 1);
+		present = calloc(nslots + 1, 1);
+
+		/* fill to 90% with keys of page q of n0 */
+		for (count = 0; count < nslots * 9 / 10; count++)
+		{
+			uint32_t	t = count + 1;
+			CuckooKey	key = cuckoo_key(test_rand(&rng), fbits);
+			uint8_t		tid[CUCKOO_TID_BYTES];
+
+			key.addr = (t % 2) ? random_addr_in_page(&rng, pfinal, nfinal) :
+				random_addr_in_page(&rng, q, n0);
+			CHECK(cuckoo_page_of(key.addr, n0) == q, "addr %llx: not on page %u",
+				  (unsigned long long) key.addr, q);
+			addr[t] = key.addr;
+			fp[t] = key.fp;
+			first[t] = cuckoo_first_bucket(&layout, key.bucket);
+			make_tid(t, tid);
+			if (cuckoo_block_insert(&layout, cur,
+									cuckoo_make_tag(key.fp,
+													cuckoo_rest_of(key.addr, n0)),
+									first[t], tid) < 0)
+				break;
+		}
+		CHECK(count == nslots * 9 / 10, "fp %u: only %u of %u inserts", fbits,
+			  count, nslots * 9 / 10);
+
+		for (uint32_t k = 0; k < ndoublings; k++)
+		{
+			uint32_t	n = n0 << k;
+			uint32_t	p = pfinal >> (ndoublings - k);
+			uint8_t    *half_block[2];
+			uint32_t	follow = (pfinal >> (ndoublings - k - 1)) & 1;
+
+			half_block[0] = new_block(&layout);
+			half_block[1] = new_block(&layout);
+			memset(in_half[0], 0, nslots + 1);
+			memset(in_half[1], 0, nslots + 1);
+			memset(present, 0, nslots + 1);
+
+			/* split every used slot of page p of n, as the index does */
+			for (uint32_t s = 0; s < nslots; s++)
+			{
+				uint32_t	tag;
+				int			half;
+				uint64_t	t;
+
+				if (!cuckoo_slot_used(&layout, cur, s))
+					continue;
+				t = tid_number(cuckoo_slot_tid(&layout, cur, s));
+				half = cuckoo_tag_split(cuckoo_slot_tag(&layout, cur, s), &tag);
+				CHECK(t >= 1 && t <= count, "slot %u: TID %llu", s,
+					  (unsigned long long) t);
+				if (t < 1 || t > count)
+					continue;
+				CHECK(!present[t], "TID %llu twice", (unsigned long long) t);
+				present[t] = 1;
+				CHECK(half < 0 || cuckoo_page_of(addr[t], 2 * n) == 2 * p + (uint32_t) half,
+					  "%u doublings: TID %llu sent to half %d, but on page %u of %u",
+					  k, (unsigned long long) t, half,
+					  cuckoo_page_of(addr[t], 2 * n), 2 * n);
+				CHECK((half < 0) == (k >= 15),
+					  "%u doublings: TID %llu split to %d", k,
+					  (unsigned long long) t, half);
+				copied_both += half < 0;
+				for (int h = 0; h < 2; h++)
+				{
+					if (half >= 0 && half != h)
+						continue;
+					cuckoo_slot_put(&layout, half_block[h], s, tag,
+									cuckoo_slot_tid(&layout, cur, s));
+					in_half[h][t] = 1;
+				}
+			}
+
+			/* every entry is found in its page's half, with its probe there */
+			for (uint32_t h = 0; h < 2; h++)
+			{
+				for (uint32_t t = 1; t <= count; t++)
+				{
+					uint32_t	slots[MAX_FOUND];
+					uint32_t	probe = cuckoo_make_tag(fp[t],
+														cuckoo_rest_of(addr[t], 2 * n));
+					bool		mine = false;
+					int			nfound;
+
+					if (!in_half[h][t])
+						continue;
+					nfound = cuckoo_block_find(&layout, half_block[h], probe,
+											   first[t], false, slots);
+					for (int i = 0; i < nfound && i < MAX_FOUND; i++)
+					{
+						if (tid_number(cuckoo_slot_tid(&layout, half_block[h],
+													   slots[i])) == t)
+							mine = true;
+						else
+							false_answers++;
+					}
+					CHECK(mine || cuckoo_page_of(addr[t], 2 * n) != 2 * p + h,
+						  "%u doublings: TID %llu (page %u of %u) not found in "
+						  "half %u", k, (unsigned long long) t,
+						  cuckoo_page_of(addr[t], 2 * n), 2 * n, h);
+				}
+			}
+			/* and every entry of page p went to its page's half */
+			for (uint32_t t = 1; t <= count; t++)
+			{
+				uint32_t	h = cuckoo_page_of(addr[t], 2 * n) - 2 * p;
+
+				if (!present[t])
+					continue;
+				CHECK(h < 2 && in_half[h][t], "%u doublings: TID %u (page %u of "
+					  "%u) missing from its half", k, t,
+					  cuckoo_page_of(addr[t], 2 * n), 2 * n);
+			}
+			free(cur);
+			cur = half_block[follow];
+			free(half_block[1 - follow]);
+
+			/* keys of the final page all stayed, with their slots */
+			for (uint32_t t = 1; t <= count; t += 2)
+				CHECK(in_half[follow][t], "%u doublings: TID %u of the final page "
+					  "left the block", k, t);
+		}
+
+		/* at the end: the final page's keys (and copies of no-rest ones) */
+		for (uint32_t t = 1; t <= count; t++)
+		{
+			Entry		e;
+
+			e.tag = cuckoo_make_tag(fp[t], cuckoo_rest_of(addr[t], nfinal));
+			e.first = first[t];
+			if (cuckoo_page_of(addr[t], nfinal) == pfinal)
+				CHECK(found(&layout, cur, &e, t, false),
+					  "TID %u not found after %u doublings", t, ndoublings);
+		}
+		printf("# fp %2u: %u doublings from %u pages; %u entries copied to both "
+			   "halves; %u false answers; %u entries at the end\n", fbits,
+			   ndoublings, n0, copied_both, false_answers,
+			   cuckoo_block_count(&layout, cur));
+		CHECK(copied_both > 0, "no entry used up its rest bits");
+		free(present);
+		free(in_half[1]);
+		free(in_half[0]);
+		free(first);
+		free(fp);
+		free(addr);
+		free(cur);
+	}
+}
+
+/*
+ * Fill blocks with random keys until an insert fails: every entry is then
  * found, in one of its buckets, and the load reached is high.
  */
 static void
@@ -580,6 +1047,102 @@ test_fill(void)
 }
 
 /*
+ * False matches of lookups: a block 85% full of keys of one page (page 0
+ * of 1000), probed with 200,000 absent keys of the same page.  A probe
+ * compares with the ~7 entries of its two buckets, on fp and on the 15
+ * rest bits, so about 7 * 2^-(fp + 15) answers per probe are expected
+ * (8e-7 for 8-bit fingerprints); comparing fingerprints alone would give
+ * 7 * 2^-fp (2.7% for 8 bits), which is printed for comparison.
+ */
+static void
+test_false_match_rate(void)
+{
+	uint64_t	rng = seed ^ 11;
+	const uint32_t npages = 1000;
+	const uint64_t page0_end = UINT64_MAX / 1000 + 1;	/* addr < 2^64/1000 */
+	const int	nprobes = 200000;
+
+	for (int f = 0; f < 3; f++)
+	{
+		CuckooLayout layout;
+		uint32_t	nslots;
+		uint8_t    *block;
+		Entry	   *entries;
+		uint64_t	next = 1;
+		uint32_t	target;
+		uint64_t	answers = 0,
+					fp_only = 0;
+		uint32_t	fbits = fp_widths[f];
+		double		rate;
+
+		if (!new_layout(&layout, fbits, 4, 500))
+			continue;
+		nslots = cuckoo_nslots(&layout);
+		target = (uint32_t) (nslots * 0.85);
+		block = new_block(&layout);
+		entries = calloc(nslots + 2, sizeof(Entry));
+
+		while (next <= target)
+		{
+			CuckooKey	key = cuckoo_key(test_rand(&rng), fbits);
+			Entry	   *e = &entries[next];
+			uint8_t		tid[CUCKOO_TID_BYTES];
+			int			r;
+
+			key.addr = test_rand(&rng) % page0_end;
+			CHECK(cuckoo_page_of(key.addr, npages) == 0, "addr %llx not on page 0",
+				  (unsigned long long) key.addr);
+			e->tag = cuckoo_make_tag(key.fp, cuckoo_rest_of(key.addr, npages));
+			e->first = cuckoo_first_bucket(&layout, key.bucket);
+			make_tid(next, tid);
+			r = cuckoo_block_insert(&layout, block, e->tag, e->first, tid);
+			CHECK(r >= 0, "fp %u: insert %llu of %u failed", fbits,
+				  (unsigned long long) next, target);
+			if (r < 0)
+				break;
+			e->live = true;
+			next++;
+		}
+		verify_block(&layout, block, entries, next - 1, true, NULL,
+					 "85% full");
+
+		for (int i = 0; i < nprobes; i++)
+		{
+			CuckooKey	key = cuckoo_key(test_rand(&rng), fbits);
+			uint32_t	probe;
+			uint32_t	first;
+			uint32_t	b[2];
+			uint32_t	slots[MAX_FOUND];
+
+			key.addr = test_rand(&rng) % page0_end;
+			probe = cuckoo_make_tag(key.fp, cuckoo_rest_of(key.addr, npages));
+			first = cuckoo_first_bucket(&layout, key.bucket);
+			answers += cuckoo_block_find(&layout, block, probe, first, false,
+										 slots);
+
+			/* what fingerprints alone would answer */
+			b[0] = first;
+			b[1] = cuckoo_alt_bucket(&layout, first, key.fp);
+			for (int j = 0; j < (b[1] == b[0] ? 1 : 2); j++)
+				for (uint32_t s = b[j] * layout.bucket_size;
+					 s < (b[j] + 1) * layout.bucket_size; s++)
+					fp_only += cuckoo_slot_used(&layout, block, s) &&
+						cuckoo_tag_fp(cuckoo_slot_tag(&layout, block, s)) == key.fp;
+		}
+		rate = (double) answers / nprobes;
+		printf("# fp %2u, 15 rest bits, block %.1f%% full: %llu false matches "
+			   "in %d probes (%.5f%%); fingerprints alone: %.4f%%\n", fbits,
+			   100.0 * (next - 1) / nslots,
+			   (unsigned long long) answers, nprobes, 100.0 * rate,
+			   100.0 * fp_only / nprobes);
+		CHECK(rate < 0.0001, "fp %u: false match rate %.5f%%", fbits,
+			  100.0 * rate);
+		free(entries);
+		free(block);
+	}
+}
+
+/*
  * On a full block (with some killed bits), inserts that fail leave every
  * byte as it was; those that succeed add exactly their entry.
  */
@@ -623,19 +1186,21 @@ test_failed_insert_unchanged(void)
 
 		for (int attempt = 0; attempt < 1000; attempt++)
 		{
-			uint32_t	tag = random_tag(&rng, &layout);
+			Entry		e;
 			uint8_t		tid[CUCKOO_TID_BYTES];
 			int			r;
 
+			random_entry(&rng, &layout, &e);
 			make_tid(next, tid);
 			memcpy(copy, block, size);
-			r = cuckoo_block_insert(&layout, block, tag, tid);
+			r = cuckoo_block_insert(&layout, block, e.tag, e.first, tid);
 			if (r < 0)
 			{
 				CHECK(r == -1, "insert returned %d", r);
 				CHECK(memcmp(copy, block, size) == 0,
 					  "fp %u bucket %u kicks %u: failed insert of %x changed "
-					  "the block", cases[c].fp, cases[c].bs, cases[c].kicks, tag);
+					  "the block", cases[c].fp, cases[c].bs, cases[c].kicks,
+					  e.tag);
 				memcpy(block, copy, size);
 				nfail++;
 				continue;
@@ -645,11 +1210,10 @@ test_failed_insert_unchanged(void)
 			CHECK(count < nslots, "insert into a full block");
 			if (count >= nslots)
 				break;
-			entries[next].tag = tag;
-			entries[next].live = true;
-			entries[next].killed = false;
-			CHECK(found(&layout, block, tag, next, true),
-				  "new entry %x not found", tag);
+			e.live = true;
+			entries[next] = e;
+			CHECK(found(&layout, block, &e, next, true),
+				  "new entry %x not found", e.tag);
 			next++;
 			count++;
 			nok++;
@@ -813,70 +1377,93 @@ test_delete_and_reuse(void)
 }
 
 /*
- * One tag with many TIDs: its two buckets hold 2 * bucket_size of them
- * (one bucket's worth if the block has one bucket), and find() returns
- * them all.
+ * One key with many TIDs: its two buckets hold 2 * bucket_size of them,
+ * and find() returns them all.  A key has one bucket's worth only when its
+ * two buckets are one: in a one-bucket block, or when its alternative
+ * bucket is its first (about one key in nbuckets; one is searched for).
  */
 static void
 test_duplicates(void)
 {
 	uint64_t	rng = seed ^ 7;
+	uint32_t	self_alt_cases = 0;
 
 	for (int f = 0; f < 3; f++)
 	{
 		for (uint32_t bs = 1; bs <= 16; bs++)
 		{
-			for (int one_bucket = 0; one_bucket < 2; one_bucket++)
+			/* 0: two buckets; 1: one-bucket block; 2: key with alt == first */
+			for (int variant = 0; variant < 3; variant++)
 			{
 				CuckooLayout layout;
 				uint8_t    *block;
 				uint8_t    *copy;
 				size_t		size;
-				uint32_t	tag;
+				Entry		e;
+				uint32_t	alt;
 				uint32_t	fit;
 				uint32_t	slots[MAX_FOUND];
 				uint8_t		tid[CUCKOO_TID_BYTES];
 				bool		seen[MAX_FOUND + 1] = {false};
 				int			nfound,
 							r;
+				int			tries = 0;
 
 				if (!new_layout(&layout, fp_widths[f], bs, 100))
 					continue;
-				if (one_bucket)
+				if (variant == 1)
 				{
 					layout.nbuckets = 1;
 					CHECK(cuckoo_layout_init(&layout, cuckoo_block_size(&layout),
 											 fp_widths[f], bs, 100) &&
 						  layout.nbuckets == 1, "no one-bucket layout");
 				}
-				CHECK(one_bucket || layout.nbuckets > 1, "%u buckets",
+				CHECK(variant == 1 || layout.nbuckets > 1, "%u buckets",
 					  layout.nbuckets);
-				fit = one_bucket ? bs : 2 * bs;
+
+				/* a key of the kind the variant wants */
+				do
+				{
+					random_entry(&rng, &layout, &e);
+					alt = cuckoo_alt_bucket(&layout, e.first, cuckoo_tag_fp(e.tag));
+				} while (++tries < 1000000 &&
+						 ((variant == 0 && alt == e.first) ||
+						  (variant == 2 && alt != e.first)));
+				if (variant == 2 && alt != e.first)
+				{
+					/* possible: with an even nbuckets, no fp may allow it */
+					printf("# fp %u bucket %u: no key with one bucket in %u\n",
+						   fp_widths[f], bs, layout.nbuckets);
+					continue;
+				}
+				self_alt_cases += variant == 2;
+				fit = (alt == e.first) ? bs : 2 * bs;
+				CHECK(variant == 0 || fit == bs, "variant %d: two buckets",
+					  variant);
 				size = cuckoo_block_size(&layout);
 				block = new_block(&layout);
 				copy = malloc(size);
-				tag = random_tag(&rng, &layout);
 
 				for (uint32_t i = 1; i <= fit; i++)
 				{
 					make_tid(i, tid);
-					r = cuckoo_block_insert(&layout, block, tag, tid);
+					r = cuckoo_block_insert(&layout, block, e.tag, e.first, tid);
 					CHECK(r == 0, "fp %u bucket %u: duplicate %u of %x: %d",
-						  fp_widths[f], bs, i, tag, r);
+						  fp_widths[f], bs, i, e.tag, r);
 				}
 				memcpy(copy, block, size);
 				make_tid(fit + 1, tid);
-				r = cuckoo_block_insert(&layout, block, tag, tid);
-				CHECK(r == -1, "fp %u bucket %u%s: duplicate %u of %x: %d",
-					  fp_widths[f], bs, one_bucket ? " (one bucket)" : "",
-					  fit + 1, tag, r);
+				r = cuckoo_block_insert(&layout, block, e.tag, e.first, tid);
+				CHECK(r == -1, "fp %u bucket %u variant %d: duplicate %u of %x: %d",
+					  fp_widths[f], bs, variant, fit + 1, e.tag, r);
 				CHECK(memcmp(copy, block, size) == 0, "failed insert changed block");
 				CHECK(cuckoo_block_count(&layout, block) == fit, "count %u of %u",
 					  cuckoo_block_count(&layout, block), fit);
 
-				nfound = cuckoo_block_find(&layout, block, tag, false, slots);
-				CHECK(nfound == (int) fit, "fp %u bucket %u: found %d of %u",
-					  fp_widths[f], bs, nfound, fit);
+				nfound = cuckoo_block_find(&layout, block, e.tag, e.first, false,
+										   slots);
+				CHECK(nfound == (int) fit, "fp %u bucket %u variant %d: found %d "
+					  "of %u", fp_widths[f], bs, variant, nfound, fit);
 				for (int i = 0; i < nfound && i < MAX_FOUND; i++)
 				{
 					uint64_t	t = tid_number(cuckoo_slot_tid(&layout, block,
@@ -886,21 +1473,29 @@ test_duplicates(void)
 						  (unsigned long long) t);
 					if (t >= 1 && t <= fit)
 						seen[t] = true;
-					CHECK(cuckoo_slot_in_place(&layout, block, slots[i]),
+					CHECK(cuckoo_slot_in_place(&layout, block, slots[i], e.first),
 						  "slot %u out of place", slots[i]);
 				}
 
 				/* one killed: skipped, or not */
-				cuckoo_slot_set_killed(&layout, block, slots[0]);
-				CHECK(cuckoo_block_find(&layout, block, tag, true, slots) ==
-					  (int) fit - 1, "killed duplicate not skipped");
-				CHECK(cuckoo_block_find(&layout, block, tag, false, slots) ==
-					  (int) fit, "killed duplicate not returned");
+				if (nfound > 0)
+				{
+					cuckoo_slot_set_killed(&layout, block, slots[0]);
+					CHECK(cuckoo_block_find(&layout, block, e.tag, e.first, true,
+											slots) == (int) fit - 1,
+						  "killed duplicate not skipped");
+					CHECK(cuckoo_block_find(&layout, block, e.tag, e.first, false,
+											slots) == (int) fit,
+						  "killed duplicate not returned");
+				}
 				free(copy);
 				free(block);
 			}
 		}
 	}
+	printf("# %u layouts tested with a key whose two buckets are one\n",
+		   self_alt_cases);
+	CHECK(self_alt_cases >= 24, "only %u keys with one bucket", self_alt_cases);
 }
 
 /*
@@ -925,6 +1520,7 @@ test_append(void)
 			uint32_t   *tags;
 			uint8_t		tid[CUCKOO_TID_BYTES];
 			uint8_t    *cleared;
+			Entry		e;
 			int			r;
 			uint32_t	bad = 0;
 
@@ -939,7 +1535,8 @@ test_append(void)
 
 			for (uint32_t i = 0; i < nslots; i++)
 			{
-				tags[i] = random_tag(&rng, &layout);
+				random_entry(&rng, &layout, &e);
+				tags[i] = e.tag;
 				make_tid(i + 1, tid);
 				r = cuckoo_block_append(&layout, block, tags[i], tid);
 				if (r != (int) i)
@@ -948,7 +1545,8 @@ test_append(void)
 			}
 			memcpy(copy, block, size);
 			make_tid(nslots + 1, tid);
-			r = cuckoo_block_append(&layout, block, random_tag(&rng, &layout), tid);
+			random_entry(&rng, &layout, &e);
+			r = cuckoo_block_append(&layout, block, e.tag, tid);
 			CHECK(r == -1, "append to a full block: %d", r);
 			CHECK(memcmp(copy, block, size) == 0, "failed append changed block");
 			CHECK(cuckoo_block_count(&layout, block) == nslots, "count %u of %u",
@@ -963,11 +1561,12 @@ test_append(void)
 				for (uint32_t s = 0; s < nslots; s++)
 				{
 					if (!cuckoo_slot_used(&layout, block, s) ||
-						cuckoo_slot_tag(&layout, block, s) != tags[i])
+						!cuckoo_tag_matches(cuckoo_slot_tag(&layout, block, s),
+											tags[i]))
 						continue;
 					hits++;
 					if (tid_number(cuckoo_slot_tid(&layout, block, s)) == i + 1)
-						mine = s == i;
+						mine = s == i && cuckoo_slot_tag(&layout, block, s) == tags[i];
 				}
 				if (!mine || cuckoo_slot_killed(&layout, block, i))
 					bad++;
@@ -1002,12 +1601,12 @@ test_append(void)
 			/* an entry put over a killed one is a new, live entry */
 			{
 				uint32_t	s = (uint32_t) test_rand_below(&rng, nslots);
-				uint32_t	tag = random_tag(&rng, &layout);
 
+				random_entry(&rng, &layout, &e);
 				cuckoo_slot_set_killed(&layout, block, s);
 				make_tid(3 * nslots, tid);
-				cuckoo_slot_put(&layout, block, s, tag, tid);
-				CHECK(cuckoo_slot_tag(&layout, block, s) == tag &&
+				cuckoo_slot_put(&layout, block, s, e.tag, tid);
+				CHECK(cuckoo_slot_tag(&layout, block, s) == e.tag &&
 					  tid_number(cuckoo_slot_tid(&layout, block, s)) == 3 * nslots &&
 					  !cuckoo_slot_killed(&layout, block, s),
 					  "put over killed slot %u", s);
@@ -1023,8 +1622,10 @@ test_append(void)
 
 /*
  * Placements are part of the on-disk format: an index built by one build
- * of the extension is read by the next.  These values must never change
- * within format version 1 (CUCKOO_VERSION).
+ * of the extension is read by the next.  These values (the parts of a
+ * key's hash, its page and rest in a table of 1300 pages, and its buckets
+ * in the default layout) must never change within format version 1
+ * (CUCKOO_VERSION).
  */
 static void
 test_frozen_placements(void)
@@ -1032,17 +1633,19 @@ test_frozen_placements(void)
 	static const struct
 	{
 		uint64_t	hash;
-		uint32_t	tag24;
+		uint64_t	addr;
+		uint32_t	bucket;
+		uint32_t	fp8;
 		uint32_t	page_of_1300;
+		uint32_t	rest_of_1300;
 		uint32_t	b1;
 		uint32_t	b2;
-		uint32_t	tag32;
 	}			frozen[] = {
-		{UINT64_C(0x0000000000000000), 0x000000, 0, 0, 107, 0x00000000},
-		{UINT64_C(0x0000000000000001), 0xb456bc, 915, 171, 139, 0xb456bcfc},
-		{UINT64_C(0x000000000000002a), 0x810879, 655, 56, 144, 0x81087960},
-		{UINT64_C(0xdeadbeefcafebabe), 0x708299, 571, 159, 160, 0x70829950},
-		{UINT64_C(0xffffffffffffffff), 0x64b572, 511, 115, 178, 0x64b5720b},
+		{UINT64_C(0x0000000000000000), UINT64_C(0x0000000000000000), 0xa4ab2eea, 0x9c, 0, 0x0001, 143, 206},
+		{UINT64_C(0x0000000000000001), UINT64_C(0xb456bcfc34c2cb2c), 0xeca8f520, 0x25, 915, 0xc877, 206, 103},
+		{UINT64_C(0x000000000000002a), UINT64_C(0x810879608e4259cc), 0xf8047fc7, 0x2d, 655, 0x3f09, 216, 96},
+		{UINT64_C(0xdeadbeefcafebabe), UINT64_C(0x7082995008f0c48c), 0xf7dd9d6b, 0xad, 571, 0x5733, 215, 127},
+		{UINT64_C(0xffffffffffffffff), UINT64_C(0x64b5720b4b825f21), 0xbcc39640, 0x3c, 511, 0x6967, 164, 110}
 	};
 	CuckooLayout layout;
 
@@ -1050,18 +1653,20 @@ test_frozen_placements(void)
 	CHECK(layout.nbuckets == 223, "nbuckets %u", layout.nbuckets);
 	for (size_t i = 0; i < sizeof(frozen) / sizeof(frozen[0]); i++)
 	{
-		uint32_t	tag = cuckoo_tag(frozen[i].hash, 24);
-		uint32_t	b1,
-					b2;
+		CuckooKey	key = cuckoo_key(frozen[i].hash, 8);
+		uint32_t	b1 = cuckoo_first_bucket(&layout, key.bucket);
+		uint32_t	b2 = cuckoo_alt_bucket(&layout, b1, key.fp);
 
-		cuckoo_buckets(&layout, tag, &b1, &b2);
-		CHECK(tag == frozen[i].tag24, "tag24 of %zu: %06x", i, tag);
-		CHECK(cuckoo_page_of(tag, 24, 1300) == frozen[i].page_of_1300,
-			  "page of %zu", i);
+		CHECK(key.addr == frozen[i].addr && key.bucket == frozen[i].bucket &&
+			  key.fp == frozen[i].fp8,
+			  "key of %zu: addr %016llx bucket %08x fp %02x", i,
+			  (unsigned long long) key.addr, key.bucket, key.fp);
+		CHECK(cuckoo_page_of(key.addr, 1300) == frozen[i].page_of_1300,
+			  "page of %zu: %u", i, cuckoo_page_of(key.addr, 1300));
+		CHECK(cuckoo_rest_of(key.addr, 1300) == frozen[i].rest_of_1300,
+			  "rest of %zu: %04x", i, cuckoo_rest_of(key.addr, 1300));
 		CHECK(b1 == frozen[i].b1 && b2 == frozen[i].b2,
 			  "buckets of %zu: %u %u", i, b1, b2);
-		CHECK(cuckoo_tag(frozen[i].hash, 32) == frozen[i].tag32,
-			  "tag32 of %zu", i);
 	}
 }
 
@@ -1074,15 +1679,23 @@ main(int argc, char **argv)
 
 	run_test("layout fits its space, maximally; bad parameters refused",
 			 test_layout);
-	run_test("tags, pages (doubling splits), buckets in range and spread",
-			 test_tags_and_addressing);
+	run_test("keys, tags, pages (doubling splits), buckets in range and spread",
+			 test_keys_and_addressing);
+	run_test("alt bucket is an involution, and another bucket nearly always",
+			 test_alt_bucket_involution);
+	run_test("rest bits: doubling splits by them, no false negative as the "
+			 "table grows, few false matches", test_rest_and_doubling);
+	run_test("block doublings: entries split to their page's half and found "
+			 "there, rest bits used up", test_block_doubling);
 	run_test("filled to failure: no false negative, high load", test_fill);
+	run_test("false match rate of lookups in an 85% full block",
+			 test_false_match_rate);
 	run_test("failed insert leaves the block byte-identical",
 			 test_failed_insert_unchanged);
 	run_test("killed bits: skipped on request, carried by kicks",
 			 test_killed_bits);
 	run_test("delete and reuse", test_delete_and_reuse);
-	run_test("duplicate tags fill exactly their two buckets", test_duplicates);
+	run_test("duplicate keys fill exactly their two buckets", test_duplicates);
 	run_test("append fills in order; scan finds every entry", test_append);
 	run_test("placements are frozen (on-disk format)", test_frozen_placements);
 	return tap_done();
