@@ -47,7 +47,7 @@ CuckooAmInit(void)
 					  CUCKOO_DEFAULT_BUCKET_SIZE, 2, CUCKOO_MAX_BUCKET_SIZE_OPT,
 					  AccessExclusiveLock);
 	add_int_reloption(cuckoo_relopt_kind, "max_kicks",
-					  "Displacements an insert tries before it overflows or grows the table",
+					  "Most displacements one insert may make before it overflows or grows the table",
 					  CUCKOO_DEFAULT_MAX_KICKS, 1, CUCKOO_MAX_KICKS,
 					  AccessExclusiveLock);
 }

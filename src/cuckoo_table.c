@@ -4,13 +4,16 @@
  *	  Buckets of (tag, TID) slots with cuckoo insertion: the pure core of
  *	  the cuckoo index.  See cuckoo_table.h for the block layout.
  *
- * Insertion is the classic random walk: if neither candidate bucket has a
- * free slot, a resident of one of them is displaced to its own other
- * bucket, and so on, up to max_kicks times.  Every displacement is a swap
- * recorded on a path, so a walk that fails is undone swap by swap and the
- * block comes back exactly as it was.  The walk's choices come from a
- * generator seeded by the tag, so a given block and key always take the
- * same path (tests and WAL-free rebuilds are reproducible).
+ * Insertion searches breadth-first for the shortest chain of displacements
+ * (a resident of a full bucket moving to its other bucket, and so on) that
+ * ends in a bucket with a free slot, with at most max_kicks displacements
+ * and at most max_kicks + 2 buckets explored, and only then moves entries
+ * along it, so a failed insert leaves the block
+ * exactly as it was.  A random walk, the textbook alternative, wastes its
+ * kicks when a bucket holds copies of one key (moving one copy to the
+ * other bucket of the same key changes nothing), which many rows with a
+ * few keys each make common in an index.  The search is deterministic, so
+ * a given block and key always take the same path.
  *
  *-------------------------------------------------------------------------
  */
@@ -265,40 +268,42 @@ bucket_free_slot(const CuckooLayout *layout, const uint8_t *block,
 	return -1;
 }
 
-/*
- * Exchange the entry in hand (tag, tid, killed) with slot "slot".  Applying
- * the same exchanges in reverse order restores the block and the hand.
- */
+/* Move the entry in slot "from" to the empty slot "to", killed bit and all. */
 static void
-swap_with_slot(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
-			   uint32_t *tag, uint8_t *tid, bool *killed)
+move_slot(const CuckooLayout *layout, uint8_t *block, uint32_t from, uint32_t to)
 {
-	uint32_t	old_tag = cuckoo_slot_tag(layout, block, slot);
-	uint8_t		old_tid[CUCKOO_TID_BYTES];
-	bool		old_killed = cuckoo_slot_killed(layout, block, slot);
+	bool		killed = cuckoo_slot_killed(layout, block, from);
 
-	memcpy(old_tid, cuckoo_slot_tid(layout, block, slot), CUCKOO_TID_BYTES);
-	cuckoo_slot_put(layout, block, slot, *tag, tid);
-	slot_set_killed_to(layout, block, slot, *killed);
-	*tag = old_tag;
-	memcpy(tid, old_tid, CUCKOO_TID_BYTES);
-	*killed = old_killed;
+	cuckoo_slot_put(layout, block, to, cuckoo_slot_tag(layout, block, from),
+					cuckoo_slot_tid(layout, block, from));
+	slot_set_killed_to(layout, block, to, killed);
+	cuckoo_slot_clear(layout, block, from);
 }
+
+/*
+ * One bucket reached by the search: an entry of the parent node's bucket
+ * (in slot "slot") would move here.
+ */
+typedef struct SearchNode
+{
+	uint16_t	bucket;
+	uint16_t	slot;			/* slot in the parent's bucket */
+	int32_t		parent;			/* index of the parent node; -1 for a root */
+	uint32_t	depth;			/* displacements to empty a slot here */
+} SearchNode;
 
 int
 cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
 					uint32_t tag, uint32_t first, const uint8_t *tid)
 {
 	uint32_t	b1 = first,
-				b2 = cuckoo_alt_bucket(layout, first, cuckoo_tag_fp(tag)),
-				bucket;
+				b2 = cuckoo_alt_bucket(layout, first, cuckoo_tag_fp(tag));
 	int			free_slot;
-	uint16_t	path[CUCKOO_MAX_KICKS];
-	uint32_t	npath = 0;
-	uint32_t	hand_tag = tag;
-	uint8_t		hand_tid[CUCKOO_TID_BYTES];
-	bool		hand_killed = false;
-	uint64_t	rng = ((uint64_t) tag << 32) ^ UINT64_C(0x9e3779b97f4a7c15);
+	SearchNode	queue[CUCKOO_MAX_KICKS + 2];
+	uint64_t	visited[(UINT16_MAX + 1) / 64];
+	uint32_t	head = 0,
+				tail = 0;
+	uint32_t	limit = layout->max_kicks + 2;
 
 	if ((free_slot = bucket_free_slot(layout, block, b1)) >= 0 ||
 		(free_slot = bucket_free_slot(layout, block, b2)) >= 0)
@@ -307,37 +312,70 @@ cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
 		return 0;
 	}
 
-	memcpy(hand_tid, tid, CUCKOO_TID_BYTES);
-	/* which bucket to displace from first: a coin from the whole tag */
-	bucket = (mix32(tag) & 1) ? b1 : b2;
-	while (npath < layout->max_kicks)
+	/*
+	 * Breadth-first search for the shortest chain of displacements that
+	 * ends in a bucket with a free slot: from each bucket reached, every
+	 * resident could move to its other bucket.  Buckets are visited once,
+	 * so copies of one key (which only trade places) cost nothing, and
+	 * nothing moves until a chain is found.
+	 */
+	memset(visited, 0, ((layout->nbuckets + 63) / 64) * sizeof(uint64_t));
+	queue[tail++] = (SearchNode) {(uint16_t) b1, 0, -1, 0};
+	visited[b1 / 64] |= UINT64_C(1) << (b1 % 64);
+	if (b2 != b1)
 	{
-		uint32_t	victim;
-
-		/* xorshift64: which resident of the bucket to displace */
-		rng ^= rng << 13;
-		rng ^= rng >> 7;
-		rng ^= rng << 17;
-		victim = bucket * layout->bucket_size +
-			(uint32_t) ((rng >> 32) % layout->bucket_size);
-
-		swap_with_slot(layout, block, victim, &hand_tag, hand_tid, &hand_killed);
-		path[npath++] = (uint16_t) victim;
-
-		/* the displaced entry goes to its other bucket */
-		bucket = cuckoo_alt_bucket(layout, bucket, cuckoo_tag_fp(hand_tag));
-		if ((free_slot = bucket_free_slot(layout, block, bucket)) >= 0)
-		{
-			cuckoo_slot_put(layout, block, (uint32_t) free_slot, hand_tag, hand_tid);
-			slot_set_killed_to(layout, block, (uint32_t) free_slot, hand_killed);
-			return (int) npath;
-		}
+		queue[tail++] = (SearchNode) {(uint16_t) b2, 0, -1, 0};
+		visited[b2 / 64] |= UINT64_C(1) << (b2 % 64);
 	}
 
-	/* no room: undo the walk, newest swap first */
-	while (npath > 0)
-		swap_with_slot(layout, block, path[--npath], &hand_tag, hand_tid,
-					   &hand_killed);
+	while (head < tail)
+	{
+		SearchNode *node = &queue[head];
+		uint32_t	base = (uint32_t) node->bucket * layout->bucket_size;
+
+		/* a chain through this bucket would need more than max_kicks moves */
+		if (node->depth + 1 > layout->max_kicks)
+			break;
+
+		for (uint32_t i = 0; i < layout->bucket_size; i++)
+		{
+			uint32_t	slot = base + i;
+			uint32_t	alt = cuckoo_alt_bucket(layout, node->bucket,
+												cuckoo_tag_fp(cuckoo_slot_tag(layout, block, slot)));
+			int			moves;
+			int32_t		n;
+
+			if (visited[alt / 64] & (UINT64_C(1) << (alt % 64)))
+				continue;
+			if ((free_slot = bucket_free_slot(layout, block, alt)) < 0)
+			{
+				if (tail < limit)
+				{
+					queue[tail++] = (SearchNode) {(uint16_t) alt, (uint16_t) slot,
+					(int32_t) head, node->depth + 1};
+					visited[alt / 64] |= UINT64_C(1) << (alt % 64);
+				}
+				continue;
+			}
+
+			/*
+			 * Found: move the resident of "slot" to the free slot, then each
+			 * ancestor's resident into the slot just vacated, up to a root
+			 * bucket, whose vacated slot takes the new entry.
+			 */
+			move_slot(layout, block, slot, (uint32_t) free_slot);
+			moves = 1;
+			for (n = (int32_t) head; queue[n].parent >= 0; n = queue[n].parent)
+			{
+				move_slot(layout, block, queue[n].slot, slot);
+				slot = queue[n].slot;
+				moves++;
+			}
+			cuckoo_slot_put(layout, block, slot, tag, tid);
+			return moves;
+		}
+		head++;
+	}
 	return -1;
 }
 
