@@ -185,6 +185,20 @@ SELECT doublings > 0 AS grew, entries FROM cuckoo_index_stats('ck_empty_k');
 SELECT count(*) FROM ck_empty WHERE k = 9999;
 SELECT entries, heap_tuples FROM cuckoo_index_verify('ck_empty_k');
 
+-- with a btree on the same column, the planner takes the cuckoo index for
+-- equality and the btree for ranges and lists (costs on, no enable_* forced)
+RESET enable_seqscan;
+CREATE TABLE ck_plan (k int8, pad text);
+INSERT INTO ck_plan SELECT g, md5(g::text) FROM generate_series(1, 50000) g;
+CREATE INDEX ck_plan_btree ON ck_plan USING btree (k);
+CREATE INDEX ck_plan_cuckoo ON ck_plan USING cuckoo (k);
+VACUUM ANALYZE ck_plan;
+EXPLAIN (COSTS OFF) SELECT * FROM ck_plan WHERE k = 4242;
+EXPLAIN (COSTS OFF) SELECT * FROM ck_plan WHERE k BETWEEN 10 AND 20;
+EXPLAIN (COSTS OFF) SELECT * FROM ck_plan WHERE k IN (1, 2, 3);
+DROP TABLE ck_plan;
+SET enable_seqscan = off;
+
 -- errors: reloptions
 CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (fingerprint_bits = 10);
 CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (fingerprint_bits = 32);
