@@ -52,6 +52,20 @@ SELECT id FROM ck WHERE u = md5('19999')::uuid;
 SELECT count(*) FROM ck WHERE id = 0;
 SELECT count(*) FROM ck WHERE name = 'nobody';
 
+-- lists: "= ANY (array)" probes each element; repeats and NULLs are harmless
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM ck WHERE id IN (1, 2, 3);
+SELECT id FROM ck WHERE id IN (5, 1, 5, NULL, 0, 19999) ORDER BY id;
+SELECT id FROM ck WHERE id = ANY ('{}'::int4[]);
+SELECT id FROM ck WHERE big = ANY (ARRAY[42000126, 7000021]::int4[]) ORDER BY id;
+SELECT id FROM ck WHERE name = ANY (ARRAY['name-3', 'nobody', 'name-3']);
+SELECT id FROM ck WHERE id = ANY (ARRAY[7, 8]) AND id = 8;
+SET enable_indexscan = off;
+RESET enable_bitmapscan;
+EXPLAIN (COSTS OFF) SELECT * FROM ck WHERE id IN (1, 2, 3);
+SELECT id FROM ck WHERE id IN (5, 1, 5, NULL, 0, 19999) ORDER BY id;
+RESET enable_indexscan;
+
 -- "col = NULL" matches nothing, and NULL rows are not indexed
 SELECT count(*) FROM ck WHERE id = NULL::int4;
 SELECT entries FROM cuckoo_index_stats('ck_id');
@@ -186,7 +200,7 @@ SELECT count(*) FROM ck_empty WHERE k = 9999;
 SELECT entries, heap_tuples FROM cuckoo_index_verify('ck_empty_k');
 
 -- with a btree on the same column, the planner takes the cuckoo index for
--- equality and the btree for ranges and lists (costs on, no enable_* forced)
+-- equality, and the btree for ranges and lists (costs on, no enable_* forced)
 RESET enable_seqscan;
 CREATE TABLE ck_plan (k int8, pad text);
 INSERT INTO ck_plan SELECT g, md5(g::text) FROM generate_series(1, 50000) g;

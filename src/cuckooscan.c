@@ -26,6 +26,8 @@
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "cuckoo.h"
@@ -135,18 +137,15 @@ cuckoorescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 }
 
 /*
- * Collect the entries matching the scan key into so->items.  With several
- * keys (col = a AND col = b) the first one drives the lookup and the
- * executor's recheck applies the others.
+ * Append the entries of the key with this hash to so->items: its page's
+ * two buckets, and the page's overflow chain if the summary admits it.
  */
 static void
-search(IndexScanDesc scan)
+search_hash(IndexScanDesc scan, uint64 hash)
 {
 	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
-	ScanKey		key = &scan->keyData[0];
 	bool		skip_killed = scan->ignore_killed_tuples;
-	uint64		hash;
 	Buffer		metabuf;
 	Buffer		buf;
 	CuckooMetaPage meta;
@@ -157,18 +156,6 @@ search(IndexScanDesc scan)
 	BlockNumber next;
 	uint32		slots[2 * CUCKOO_MAX_BUCKET_SIZE];
 	int			nfound;
-
-	so->searched = true;
-	so->nitems = 0;
-	so->next = 0;
-	for (int i = 0; i < scan->numberOfKeys; i++)
-		if (scan->keyData[i].sk_flags & SK_ISNULL)
-			return;				/* "col = NULL" matches nothing */
-	if (scan->numberOfKeys < 1)
-		return;
-
-	hash = CuckooHashDatum(index, key->sk_subtype, key->sk_collation,
-						   key->sk_argument);
 
 	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
@@ -226,7 +213,81 @@ search(IndexScanDesc scan)
 		UnlockReleaseBuffer(obuf);
 	}
 	UnlockReleaseBuffer(buf);
+}
 
+static int
+item_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare(&((CuckooScanItem *) a)->tid,
+							  &((CuckooScanItem *) b)->tid);
+}
+
+/*
+ * Collect the entries matching the scan keys into so->items.  One key
+ * drives the lookup, an equality if there is one, else an "= ANY (array)"
+ * whose elements are looked up in turn; the executor's recheck applies
+ * every key to every row.
+ */
+static void
+search(IndexScanDesc scan)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	ScanKey		key = NULL;
+	ArrayType  *array;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *elem_nulls;
+	int			nelems;
+
+	so->searched = true;
+	so->nitems = 0;
+	so->next = 0;
+	for (int i = 0; i < scan->numberOfKeys; i++)
+	{
+		ScanKey		k = &scan->keyData[i];
+
+		if (k->sk_flags & SK_ISNULL)
+			return;				/* "col = NULL" matches nothing */
+		if (key == NULL || ((key->sk_flags & SK_SEARCHARRAY) &&
+							!(k->sk_flags & SK_SEARCHARRAY)))
+			key = k;
+	}
+	if (key == NULL)
+		return;
+
+	if (!(key->sk_flags & SK_SEARCHARRAY))
+	{
+		search_hash(scan, CuckooHashDatum(index, key->sk_subtype,
+										  key->sk_collation, key->sk_argument));
+		return;
+	}
+
+	array = DatumGetArrayTypeP(key->sk_argument);
+	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
+					  &elems, &elem_nulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		if (elem_nulls[i])
+			continue;
+		search_hash(scan, CuckooHashDatum(index, key->sk_subtype,
+										  key->sk_collation, elems[i]));
+	}
+
+	/* an element given twice must not return its rows twice */
+	if (so->nitems > 1)
+	{
+		int			n = 1;
+
+		qsort(so->items, so->nitems, sizeof(CuckooScanItem), item_cmp);
+		for (int i = 1; i < so->nitems; i++)
+			if (!ItemPointerEquals(&so->items[i].tid, &so->items[n - 1].tid))
+				so->items[n++] = so->items[i];
+		so->nitems = n;
+	}
 }
 
 bool
