@@ -253,6 +253,8 @@ extern void CuckooLocate(const CuckooMetaPageData *meta,
 extern BlockNumber CuckooPageBlock(const CuckooMetaPageData *meta,
 								   uint32 logical_page);
 extern CuckooMetaPage CuckooCheckMetaPage(Relation index, Page page);
+extern void CuckooReadMeta(Relation index, CuckooMetaPageData *meta,
+						   CuckooLayout *layout);
 extern bool CuckooIsPage(Page page, uint16 flags);
 extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 							  Datum value);

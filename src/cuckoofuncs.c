@@ -85,7 +85,6 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 	Relation	heap;
 	Relation	index = open_cuckoo_index(indexoid, NoLock, &heap);
 	TupleDesc	tupdesc;
-	Buffer		metabuf;
 	CuckooMetaPageData meta;
 	CuckooLayout layout;
 	BlockNumber nblocks;
@@ -103,11 +102,7 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	meta = *CuckooCheckMetaPage(index, BufferGetPage(metabuf));
-	UnlockReleaseBuffer(metabuf);
-	CuckooMetaLayout(&meta, &layout);
+	CuckooReadMeta(index, &meta, &layout);
 
 	nblocks = RelationGetNumberOfBlocks(index);
 	for (BlockNumber blkno = CUCKOO_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
@@ -455,7 +450,6 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	Relation	index = open_cuckoo_index(indexoid, ShareLock, &heap);
 	VerifyState vs;
 	HASHCTL		ctl;
-	Buffer		metabuf;
 	BlockNumber nblocks;
 	BlockNumber heap_blocks;
 	IndexInfo  *indexInfo;
@@ -472,11 +466,7 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 
 	memset(&vs, 0, sizeof(vs));
 	vs.index = index;
-	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	vs.meta = *CuckooCheckMetaPage(index, BufferGetPage(metabuf));
-	UnlockReleaseBuffer(metabuf);
-	CuckooMetaLayout(&vs.meta, &vs.layout);
+	CuckooReadMeta(index, &vs.meta, &vs.layout);
 
 	nblocks = RelationGetNumberOfBlocks(index);
 	for (uint32 i = 0; i < vs.meta.nextents; i++)

@@ -84,16 +84,13 @@ kill_items(IndexScanDesc scan)
 {
 	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
-	Buffer		metabuf;
+	CuckooMetaPageData meta;
 	CuckooLayout layout;
 
 	if (so->nkilled == 0)
 		return;
 
-	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	CuckooMetaLayout(CuckooCheckMetaPage(index, BufferGetPage(metabuf)), &layout);
-	UnlockReleaseBuffer(metabuf);
+	CuckooReadMeta(index, &meta, &layout);
 
 	for (int i = 0; i < so->nkilled; i++)
 	{

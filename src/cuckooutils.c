@@ -106,6 +106,21 @@ CuckooInitMetaPage(Page page, const CuckooOptions *opts, uint32 npages)
 	set_lower(page, sizeof(CuckooMetaPageData));
 }
 
+/*
+ * A copy of the (checked) metapage and the layout it describes, for
+ * callers that need no lock on it afterwards.
+ */
+void
+CuckooReadMeta(Relation index, CuckooMetaPageData *meta, CuckooLayout *layout)
+{
+	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	*meta = *CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+	UnlockReleaseBuffer(metabuf);
+	CuckooMetaLayout(meta, layout);
+}
+
 /* Is this an initialised cuckoo page of one of the given kinds? */
 bool
 CuckooIsPage(Page page, uint16 flags)

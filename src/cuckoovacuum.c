@@ -36,17 +36,13 @@ typedef struct GrowthState
 static void
 read_growth_state(Relation index, GrowthState *gs, CuckooLayout *layout)
 {
-	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
-	CuckooMetaPage meta;
+	CuckooMetaPageData meta;
+	CuckooLayout ignored;
 
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
-	gs->generation = meta->generation;
-	gs->growing = meta->growing;
-	gs->split_next = meta->split_next;
-	if (layout)
-		CuckooMetaLayout(meta, layout);
-	UnlockReleaseBuffer(metabuf);
+	CuckooReadMeta(index, &meta, layout ? layout : &ignored);
+	gs->generation = meta.generation;
+	gs->growing = meta.growing;
+	gs->split_next = meta.split_next;
 }
 
 /*
