@@ -179,6 +179,7 @@ typedef struct CuckooScanItem
 typedef struct CuckooScanOpaqueData
 {
 	bool		searched;		/* matches collected for the current keys */
+	CuckooLayout layout;		/* set by the first search; fixed at build */
 	int			nitems;
 	int			next;			/* next item to return */
 	int			maxitems;

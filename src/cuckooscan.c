@@ -84,13 +84,13 @@ kill_items(IndexScanDesc scan)
 {
 	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
-	CuckooMetaPageData meta;
 	CuckooLayout layout;
 
 	if (so->nkilled == 0)
 		return;
 
-	CuckooReadMeta(index, &meta, &layout);
+	/* items exist only after a search, which noted the layout */
+	layout = so->layout;
 
 	for (int i = 0; i < so->nkilled; i++)
 	{
@@ -158,6 +158,7 @@ search_hash(IndexScanDesc scan, uint64 hash)
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 	CuckooMetaLayout(meta, &layout);
+	so->layout = layout;
 	CuckooLocate(meta, &layout, hash, &probe);
 	blkno = CuckooPageBlock(meta, probe.page);
 	buf = ReadBuffer(index, blkno);
