@@ -52,7 +52,7 @@
 #define CUCKOO_TID_BYTES		6
 #define CUCKOO_MIN_BUCKET_SIZE	1
 #define CUCKOO_MAX_BUCKET_SIZE	16
-#define CUCKOO_MAX_KICKS		4096	/* bounded so the undo path fits */
+#define CUCKOO_MAX_KICKS		4096	/* bounds the search queue (on the stack) */
 
 /*
  * Shape of one block.  Everything a function here needs to know; the
@@ -64,7 +64,7 @@ typedef struct CuckooLayout
 	uint32_t	bucket_size;	/* slots per bucket */
 	uint32_t	tag_bits;		/* bits of a tag: 24, 28 or 32 */
 	uint32_t	tag_bytes;		/* bytes a tag is stored in: 3 or 4 */
-	uint32_t	max_kicks;		/* displacements tried before giving up */
+	uint32_t	max_kicks;		/* most displacements one insert may make */
 } CuckooLayout;
 
 /* Tag width (in bits) for a fingerprint width: 16 bits of rest more. */
@@ -183,9 +183,9 @@ extern void cuckoo_slot_clear(const CuckooLayout *layout, uint8_t *block,
 extern void cuckoo_block_init(const CuckooLayout *layout, uint8_t *block);
 
 /*
- * Insert (tag, tid) into bucket "first" or its alternative, displacing
- * residents to their other bucket at most max_kicks times.  Returns the
- * number of displacements made (>= 0) on success.  Returns -1 if no place
+ * Insert (tag, tid) into bucket "first" or its alternative, moving at most
+ * max_kicks residents to their other buckets along the shortest chain that
+ * frees a slot.  Returns the number of displacements made (>= 0) on success.  Returns -1 if no place
  * was found; the block is then exactly as it was: nothing is ever evicted.
  */
 extern int	cuckoo_block_insert(const CuckooLayout *layout, uint8_t *block,
