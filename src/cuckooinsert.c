@@ -233,7 +233,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		Page		lo;
 		Page		hi;
 		GenericXLogState *state;
-		const uint8 *oblock = (const uint8 *) PageGetContents(old.data);
+		const uint8 *oblock = CuckooPageGetBlock((Page) old.data);
 		CuckooPageOpaque oopaque;
 
 		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
@@ -295,6 +295,9 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		change_finish(state, bufs, 3);
 		UnlockReleaseBuffer(bufs[1]);
 		UnlockReleaseBuffer(bufs[2]);
+
+		/* "meta" pointed into the WAL record's page copy, freed by now */
+		meta = CuckooPageGetMeta(BufferGetPage(metabuf));
 	}
 }
 
