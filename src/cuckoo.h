@@ -257,6 +257,7 @@ extern CuckooMetaPage CuckooCheckMetaPage(Relation index, Page page);
 extern void CuckooReadMeta(Relation index, CuckooMetaPageData *meta,
 						   CuckooLayout *layout);
 extern bool CuckooIsPage(Page page, uint16 flags);
+extern void CuckooCheckPage(Relation index, Buffer buf, uint16 flags);
 extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 							  Datum value);
 extern Buffer CuckooNewBuffer(Relation index);

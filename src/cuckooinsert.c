@@ -56,17 +56,6 @@ change_finish(GenericXLogState *state, Buffer *bufs, int nbufs)
 			MarkBufferDirty(bufs[i]);
 }
 
-static void
-check_page(Relation index, Buffer buf, uint16 flags)
-{
-	if (!CuckooIsPage(BufferGetPage(buf), flags))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" contains an unexpected page at block %u",
-						RelationGetRelationName(index),
-						BufferGetBlockNumber(buf))));
-}
-
 /*
  * Cuckoo-insert (tag, tid) into the exclusively locked bucket page "buf".
  * False if the key's buckets have no room even after kicks; the page is
@@ -119,7 +108,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 		Buffer		obuf = ReadBuffer(index, next);
 
 		LockBuffer(obuf, BUFFER_LOCK_EXCLUSIVE);
-		check_page(index, obuf, CUCKOO_OVERFLOW);
+		CuckooCheckPage(index, obuf, CUCKOO_OVERFLOW);
 		opage = BufferGetPage(obuf);
 		if (CuckooPageGetOpaque(opage)->nentries < cuckoo_nslots(layout))
 		{
@@ -190,7 +179,7 @@ sample_load(Relation index, const CuckooMetaPageData *meta,
 			continue;
 		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		check_page(index, buf, CUCKOO_BUCKET);
+		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 		used += CuckooPageGetOpaque(BufferGetPage(buf))->nentries;
 		counted++;
 		UnlockReleaseBuffer(buf);
@@ -238,7 +227,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 
 		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		check_page(index, buf, CUCKOO_BUCKET);
+		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 		memcpy(old.data, BufferGetPage(buf), BLCKSZ);
 		UnlockReleaseBuffer(buf);
 		oopaque = CuckooPageGetOpaque((Page) old.data);
@@ -400,7 +389,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 
 		buf = ReadBuffer(index, CuckooPageBlock(meta, probe.page));
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		check_page(index, buf, CUCKOO_BUCKET);
+		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 
 		if (!insert_into_bucket(index, &layout, buf, &probe, tid, wal))
 		{

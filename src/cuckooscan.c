@@ -165,12 +165,8 @@ search_hash(IndexScanDesc scan, uint64 hash)
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	UnlockReleaseBuffer(metabuf);
 
+	CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 	page = BufferGetPage(buf);
-	if (!CuckooIsPage(page, CUCKOO_BUCKET))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" contains an unexpected page at block %u",
-						RelationGetRelationName(index), blkno)));
 
 	nfound = cuckoo_block_find(&layout, CuckooPageGetBlock(page), probe.tag,
 							   probe.first, skip_killed, slots);
@@ -192,12 +188,8 @@ search_hash(IndexScanDesc scan, uint64 hash)
 		const uint8 *oblock;
 
 		LockBuffer(obuf, BUFFER_LOCK_SHARE);
+		CuckooCheckPage(index, obuf, CUCKOO_OVERFLOW);
 		opage = BufferGetPage(obuf);
-		if (!CuckooIsPage(opage, CUCKOO_OVERFLOW))
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("index \"%s\" contains an unexpected page at block %u",
-							RelationGetRelationName(index), next)));
 		oblock = CuckooPageGetBlock(opage);
 		for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
 		{

@@ -121,6 +121,18 @@ CuckooReadMeta(Relation index, CuckooMetaPageData *meta, CuckooLayout *layout)
 	CuckooMetaLayout(meta, layout);
 }
 
+/* Error out unless the page in "buf" is a cuckoo page of one of these kinds. */
+void
+CuckooCheckPage(Relation index, Buffer buf, uint16 flags)
+{
+	if (!CuckooIsPage(BufferGetPage(buf), flags))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" contains an unexpected page at block %u",
+						RelationGetRelationName(index),
+						BufferGetBlockNumber(buf))));
+}
+
 /* Is this an initialised cuckoo page of one of the given kinds? */
 bool
 CuckooIsPage(Page page, uint16 flags)
