@@ -258,6 +258,7 @@ extern void CuckooReadMeta(Relation index, CuckooMetaPageData *meta,
 						   CuckooLayout *layout);
 extern bool CuckooIsPage(Page page, uint16 flags);
 extern void CuckooCheckPage(Relation index, Buffer buf, uint16 flags);
+extern FmgrInfo *CuckooHashProc(Relation index, Oid subtype, FmgrInfo *cross);
 extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 							  Datum value);
 extern Buffer CuckooNewBuffer(Relation index);

@@ -224,6 +224,8 @@ search(IndexScanDesc scan)
 	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
 	ScanKey		key = NULL;
+	FmgrInfo	cross;
+	FmgrInfo   *proc;
 	ArrayType  *array;
 	int16		typlen;
 	bool		typbyval;
@@ -255,6 +257,8 @@ search(IndexScanDesc scan)
 		return;
 	}
 
+	/* one lookup of the hash function for all the elements */
+	proc = CuckooHashProc(index, key->sk_subtype, &cross);
 	array = DatumGetArrayTypeP(key->sk_argument);
 	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
@@ -263,8 +267,9 @@ search(IndexScanDesc scan)
 	{
 		if (elem_nulls[i])
 			continue;
-		search_hash(scan, CuckooHashDatum(index, key->sk_subtype,
-										  key->sk_collation, elems[i]));
+		search_hash(scan, DatumGetUInt64(FunctionCall2Coll(proc, key->sk_collation,
+														   elems[i],
+														   Int64GetDatum(0))));
 	}
 
 	/* an element given twice must not return its rows twice */

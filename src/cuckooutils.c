@@ -234,30 +234,33 @@ CuckooPageBlock(const CuckooMetaPageData *meta, uint32 logical_page)
  * 0, for a key of type "subtype" (InvalidOid: the column's type).  Keys of
  * another type of the operator family (int4 against an int8 column) use
  * that type's function, which the family guarantees hashes equal values
- * alike.
+ * alike.  CuckooHashProc finds the function (filling "cross" when it is
+ * not the column's own), for callers that hash many keys of one type.
  */
+FmgrInfo *
+CuckooHashProc(Relation index, Oid subtype, FmgrInfo *cross)
+{
+	Oid			procid;
+
+	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[0])
+		return index_getprocinfo(index, 1, CUCKOO_HASH_PROC);
+
+	procid = get_opfamily_proc(index->rd_opfamily[0], subtype, subtype,
+							   CUCKOO_HASH_PROC);
+	if (!OidIsValid(procid))
+		elog(ERROR, "missing support function %d(%u,%u) for index \"%s\"",
+			 CUCKOO_HASH_PROC, subtype, subtype, RelationGetRelationName(index));
+	fmgr_info(procid, cross);
+	return cross;
+}
+
 uint64
 CuckooHashDatum(Relation index, Oid subtype, Oid collation, Datum value)
 {
-	FmgrInfo   *proc;
 	FmgrInfo	cross;
 
-	if (!OidIsValid(subtype) || subtype == index->rd_opcintype[0])
-		proc = index_getprocinfo(index, 1, CUCKOO_HASH_PROC);
-	else
-	{
-		Oid			procid = get_opfamily_proc(index->rd_opfamily[0], subtype,
-											   subtype, CUCKOO_HASH_PROC);
-
-		if (!OidIsValid(procid))
-			elog(ERROR, "missing support function %d(%u,%u) for index \"%s\"",
-				 CUCKOO_HASH_PROC, subtype, subtype,
-				 RelationGetRelationName(index));
-		fmgr_info(procid, &cross);
-		proc = &cross;
-	}
-	return DatumGetUInt64(FunctionCall2Coll(proc, collation, value,
-											Int64GetDatum(0)));
+	return DatumGetUInt64(FunctionCall2Coll(CuckooHashProc(index, subtype, &cross),
+											collation, value, Int64GetDatum(0)));
 }
 
 /*
