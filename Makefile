@@ -11,13 +11,28 @@
 EXTENSION   = fbf
 EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" fbf.control)
 
+# One folder per subsystem (docs/design.md, "Architecture"); the pure
+# core's list is shared with test/core and test/bench.
+FBF_CORE_DIR = src/core
+include $(FBF_CORE_DIR)/sources.mk
+
 MODULE_big  = fbf
-OBJS        = src/fbf.o src/fbf_type.o src/fbf_filter.o src/fbf_storage.o \
-              src/fbf_counter.o src/fbf_shmem.o src/fbf_worker.o \
-              src/bloom.o src/fbf_core.o src/fbf_codec.o src/fbf_aimd.o \
-              src/cuckoo.o src/cuckoobuild.o src/cuckooinsert.o src/cuckooscan.o \
-              src/cuckoovacuum.o src/cuckooutils.o src/cuckoofuncs.o \
-              src/cuckoo_table.o
+OBJS        = src/fbf.o \
+              $(FBF_CORE_SRCS:.c=.o) $(CUCKOO_CORE_SRCS:.c=.o) \
+              src/common/fbf_page.o \
+              src/type/fbf_type.o \
+              src/registry/registry.o \
+              src/window/window_am.o src/window/window_rebuild.o \
+              src/window/window_page.o src/window/window_build.o \
+              src/window/window_apply.o src/window/window_pending.o \
+              src/window/window_ring.o src/window/window_read.o \
+              src/counter/counter.o src/counter/counter_maintain.o \
+              src/counter/counter_stats.o \
+              src/worker/worker.o \
+              src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
+              src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
+              src/cuckoo/cuckoovacuum.o src/cuckoo/cuckooutils.o \
+              src/cuckoo/cuckoofuncs.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 
@@ -48,4 +63,4 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 
 # PGXS tracks no header dependencies: rebuild every object when any of our
 # headers changes (layouts of pages and shared structs live in them).
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bloom.h"
+#include "bloom_bits.h"
 #include "fbf_aimd.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bloom.h"
+#include "bloom_bits.h"
 #include "fbf_aimd.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"

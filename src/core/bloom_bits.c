@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * bloom.c
+ * bloom_bits.c
  *	  Hashing and Bloom filter arithmetic shared by the FBF and the tests.
  *
  * No PostgreSQL includes.
@@ -13,7 +13,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "bloom.h"
+#include "bloom_bits.h"
 #include "fbf_hash.h"
 
 FbfHash

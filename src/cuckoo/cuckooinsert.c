@@ -133,7 +133,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 
 	/* every page of the chain is full: push a new one */
 	bufs[0] = buf;
-	bufs[1] = CuckooNewBuffer(index);
+	bufs[1] = FbfNewBuffer(index);
 	state = change_start(index, wal);
 	page = change_page(state, buf, 0);
 	opage = change_page(state, bufs[1], GENERIC_XLOG_FULL_IMAGE);
@@ -212,7 +212,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 	/* after a crash, the new extent may be shorter on disk than planned */
 	end = meta->extents[meta->nextents - 1].first_block + n;
 	while (RelationGetNumberOfBlocks(index) < end)
-		UnlockReleaseBuffer(CuckooNewBuffer(index));
+		UnlockReleaseBuffer(FbfNewBuffer(index));
 
 	while (meta->split_next > 0)
 	{
@@ -321,7 +321,7 @@ grow(Relation index, uint32 observed_npages, bool wal)
 		first = RelationGetNumberOfBlocks(index);
 		for (uint32 i = 0; i < n; i++)
 		{
-			Buffer		buf = ReadBuffer(index, P_NEW);
+			Buffer		buf = FbfReadNewBuffer(index);
 
 			Assert(BufferGetBlockNumber(buf) == first + i);
 			ReleaseBuffer(buf);
@@ -347,8 +347,8 @@ grow(Relation index, uint32 observed_npages, bool wal)
  * Finish a doubling left half done (by a crash, or an error in the
  * middle).  Anyone who finds the metapage growing calls this.
  */
-void
-CuckooFinishGrowth(Relation index, bool wal)
+static void
+finish_growth(Relation index, bool wal)
 {
 	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 
@@ -380,7 +380,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		if (meta->growing)
 		{
 			UnlockReleaseBuffer(metabuf);
-			CuckooFinishGrowth(index, wal);
+			finish_growth(index, wal);
 			continue;
 		}
 		CuckooMetaLayout(meta, &layout);

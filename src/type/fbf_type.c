@@ -34,9 +34,9 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "fbf.h"
-#include "fbf_aimd.h"
-#include "fbf_codec.h"
+#include "core/fbf_aimd.h"
+#include "core/fbf_codec.h"
+#include "type/fbf_value.h"
 
 PG_FUNCTION_INFO_V1(fbf_in);
 PG_FUNCTION_INFO_V1(fbf_out);
@@ -71,8 +71,9 @@ FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts)
 	return (Fbf *) (v + FBF_VALUE_OFFSET);
 }
 
-FbfCheck
-FbfCheckFromText(text *name)
+/* parse a membership-check name, with an error for unknown names */
+static FbfCheck
+check_from_text(text *name)
 {
 	char	   *s = text_to_cstring(name);
 	FbfCheck	check;
@@ -339,7 +340,7 @@ fbf_contains_text(PG_FUNCTION_ARGS)
 	Fbf		   *f = PG_GETARG_FBF(0);
 	FbfHash		h = hash_varlena(PG_GETARG_DATUM(1));
 
-	PG_RETURN_BOOL(fbf_contains(f, &h, FbfCheckFromText(PG_GETARG_TEXT_PP(2))));
+	PG_RETURN_BOOL(fbf_contains(f, &h, check_from_text(PG_GETARG_TEXT_PP(2))));
 }
 
 Datum
@@ -348,7 +349,7 @@ fbf_contains_int8(PG_FUNCTION_ARGS)
 	Fbf		   *f = PG_GETARG_FBF(0);
 	FbfHash		h = fbf_hash_int64(PG_GETARG_INT64(1));
 
-	PG_RETURN_BOOL(fbf_contains(f, &h, FbfCheckFromText(PG_GETARG_TEXT_PP(2))));
+	PG_RETURN_BOOL(fbf_contains(f, &h, check_from_text(PG_GETARG_TEXT_PP(2))));
 }
 
 /* ----------------------------------------------------------------------
@@ -433,7 +434,7 @@ fbf_estimated_fpp(PG_FUNCTION_ARGS)
 {
 	Fbf		   *f = PG_GETARG_FBF(0);
 
-	PG_RETURN_FLOAT8(fbf_estimate_fpp(f, FbfCheckFromText(PG_GETARG_TEXT_PP(1))));
+	PG_RETURN_FLOAT8(fbf_estimate_fpp(f, check_from_text(PG_GETARG_TEXT_PP(1))));
 }
 
 /*

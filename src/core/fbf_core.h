@@ -76,7 +76,10 @@
  */
 #define FBF_BORN_LONG_AGO	(INT64_MIN / 4)
 
-/* Membership-check variants (DESIGN.md 1.4). */
+/*
+ * Membership-check variants (docs/design.md, "The check variants, and a
+ * finding").
+ */
 typedef enum FbfCheck
 {
 	FBF_CHECK_SIMPLE,			/* any filter contains e (baseline only) */
@@ -283,7 +286,8 @@ extern void fbf_union_into(Fbf *dst, const Fbf *src);
 /* ---- accuracy ---- */
 
 /*
- * How a pair check's probability is estimated (DESIGN.md 1.5).  The paper
+ * How a pair check's probability is estimated (docs/design.md, "The
+ * false-positive estimate").  The paper
  * multiplies the two filters' p(B) as if independent; but neighbours share
  * the elements of one epoch, which set the same bits in both, so the
  * independent product underestimates, badly so when the pair terms

@@ -1,26 +1,28 @@
 /*-------------------------------------------------------------------------
  *
- * fbf_storage.h
- *	  On-disk layout of a counter table's filter, and the operations on it.
+ * window.h
+ *	  A counter's window: its Forgetful Bloom Filter and pending chains in
+ *	  the pages of its window index.  On-disk layout, and the interface the
+ *	  counters and the worker use.  Vocabulary in src/window/README.md.
  *
- * A counter table's Forgetful Bloom Filter lives in the pages of an index of
- * the internal access method `fbf_filter` on that table.  Every change goes
- * through the buffer manager with generic WAL, so checkpoints, crash
- * recovery, base backups and streaming replication carry the filter with
+ * A counter table's window lives in the pages of an index of the internal
+ * access method `fbf_filter` on that table (the window index).  Every
+ * change goes through the buffer manager with generic WAL, so checkpoints,
+ * crash recovery, base backups and streaming replication carry it with
  * no extra machinery; dropping the table drops the index and its storage.
  *
  * Blocks (P = nparts, the number of partitions):
  *
  *		0						metapage: shape, ring, periods, retention
  *		1 .. P					pending page of each partition (chain head)
- *		fid_start[f] + p		filter slot `f`'s block for partition p
+ *		slot_start[s] + p		slot s's block for partition p
  *		anywhere after			pending overflow pages, chained from a head
  *
  * An operation hashes to one partition and touches only that partition's
  * pending chain and blocks, so its work and WAL are a few pages whatever
- * the filter's size.  Filter slots ("fids") are reused: the metapage's ring
- * maps logical filter i (0 = future, 1 = present, 2.. past) to a fid, and
- * fid_start[] says where each fid's P blocks begin (slots added by AIMD
+ * the window's size.  Slots are reused: the metapage's ring maps logical
+ * filter i (0 = future, 1 = present, 2.. past) to a slot, and
+ * slot_start[] says where each slot's P blocks begin (slots added by AIMD
  * are appended to the relation).
  *
  * Pending pages: an operation is not written into the Bloom bits when it is
@@ -34,14 +36,14 @@
  * future and present filters; aborted ones are discarded.
  *
  * Lazy clearing: a refresh only rewrites the metapage (one small WAL
- * record).  Each filter block carries the epoch at which its fid became
+ * record).  Each filter block carries the epoch at which its slot became
  * future ("stamp"); a block whose stamp does not match the ring is stale and
  * reads as empty, and the first writer clears and restamps it.
  *
  * Locking protocol (always in this order, never waiting on a transaction
  * while holding a buffer lock):
  *	1. the counter table, RowExclusiveLock (taken by the caller; DDL that
- *	   rebuilds or drops the filter conflicts with it);
+ *	   rebuilds or drops the window conflicts with it);
  *	2. the metapage buffer: share for an operation, exclusive to refresh or
  *	   resize.  Holding it share for the whole operation keeps the ring
  *	   stable while entries are appended and bits are set;
@@ -51,18 +53,18 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef FBF_STORAGE_H
-#define FBF_STORAGE_H
+#ifndef FBF_WINDOW_H
+#define FBF_WINDOW_H
 
 #include "postgres.h"
 
-#include "access/transam.h"
+#include "nodes/pg_list.h"
 #include "storage/block.h"
-#include "storage/bufpage.h"
-#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/timestamp.h"
 
-#include "fbf_aimd.h"
-#include "fbf_core.h"
+#include "core/fbf_aimd.h"
+#include "core/fbf_core.h"
 
 #define FBF_META_MAGIC			0x46424643	/* "FBFC" */
 #define FBF_STORAGE_VERSION		1
@@ -74,7 +76,7 @@
 #define FBF_PAGE_ID_PENDING		0xFB02
 #define FBF_PAGE_ID_FILTER		0xFB03
 
-typedef struct FbfMetaPageData
+typedef struct FbfWindowMetaPageData
 {
 	uint32		magic;
 	uint32		version;
@@ -83,7 +85,7 @@ typedef struct FbfMetaPageData
 	uint16		nhashes;
 	uint16		nfilters;		/* N + 2, changed by AIMD */
 	uint16		nlive;			/* live filters, logical 0..nlive-1 */
-	uint16		nfids;			/* fids with pages: 0..nfids-1 */
+	uint16		nslots;			/* slots with pages: 0..nslots-1 */
 	uint32		flags;			/* FBF_META_* */
 	uint32		shards;			/* shard rows per key in the counter table */
 	int64		epoch;			/* refreshes; birth epoch of future */
@@ -93,16 +95,16 @@ typedef struct FbfMetaPageData
 	float8		target_fpp;
 	int64		created_at;		/* TimestampTz */
 	int64		resizes;		/* AIMD resizes so far */
-	uint8		ring[FBF_MAX_FILTERS];	/* logical filter -> fid */
+	uint8		ring[FBF_MAX_FILTERS];	/* logical filter -> slot */
 	int64		born_at[FBF_MAX_FILTERS];	/* by logical filter, TimestampTz */
-	BlockNumber fid_start[FBF_MAX_FILTERS]; /* first block of each fid */
-} FbfMetaPageData;
+	BlockNumber slot_start[FBF_MAX_FILTERS];	/* first block of each slot */
+} FbfWindowMetaPageData;
 
-typedef FbfMetaPageData *FbfMetaPage;
+typedef FbfWindowMetaPageData *FbfWindowMetaPage;
 
 #define FBF_META_CAPPED			0x0001	/* AIMD wanted to grow but a cap bit */
 
-typedef struct FbfPageOpaqueData
+typedef struct FbfWindowPageOpaqueData
 {
 	int64		stamp;			/* filter pages: birth epoch of their filter */
 	uint64		count;			/* filter pages: elements in this block;
@@ -112,11 +114,12 @@ typedef struct FbfPageOpaqueData
 								 * InvalidBlockNumber */
 	uint16		unused;
 	uint16		page_id;		/* FBF_PAGE_ID_* */
-} FbfPageOpaqueData;
+} FbfWindowPageOpaqueData;
 
-typedef FbfPageOpaqueData *FbfPageOpaque;
+typedef FbfWindowPageOpaqueData *FbfWindowPageOpaque;
 
-#define FbfPageGetOpaque(page) ((FbfPageOpaque) PageGetSpecialPointer(page))
+#define FbfWindowPageGetOpaque(page) \
+	((FbfWindowPageOpaque) PageGetSpecialPointer(page))
 
 /* An in-flight operation on a pending page. */
 typedef struct FbfPendingEntry
@@ -129,7 +132,7 @@ typedef struct FbfPendingEntry
 
 /* bytes usable for bits or entries on a page */
 #define FBF_PAGE_CONTENT_BYTES \
-	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(FbfPageOpaqueData)))
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(FbfWindowPageOpaqueData)))
 #define FBF_BLOCK_MAX_BITS		((uint32) (FBF_PAGE_CONTENT_BYTES / 8) * 64)
 #define FBF_PENDING_CAPACITY \
 	((int) (FBF_PAGE_CONTENT_BYTES / sizeof(FbfPendingEntry)))
@@ -146,19 +149,19 @@ typedef struct FbfPendingEntry
 #define FBF_MAX_PENDING_PAGES	64
 
 static inline BlockNumber
-FbfPendingBlock(const FbfMetaPageData *meta, uint32 part)
+FbfPendingBlock(const FbfWindowMetaPageData *meta, uint32 part)
 {
 	return 1 + part;
 }
 
 static inline BlockNumber
-FbfFilterBlock(const FbfMetaPageData *meta, int fid, uint32 part)
+FbfFilterBlock(const FbfWindowMetaPageData *meta, int slot, uint32 part)
 {
-	return meta->fid_start[fid] + part;
+	return meta->slot_start[slot] + part;
 }
 
-/* Configuration of a counter's filter, from the index's reloptions. */
-typedef struct FbfFilterOptions
+/* Configuration of a counter's window, from the window index's reloptions. */
+typedef struct FbfWindowOptions
 {
 	int32		vl_len_;		/* varlena header (do not touch directly) */
 	int			retention_ms;
@@ -168,35 +171,61 @@ typedef struct FbfFilterOptions
 	int			nbits;			/* 0: plan from the workload */
 	int			nhashes;
 	int			npast;
-} FbfFilterOptions;
+} FbfWindowOptions;
 
-/* Outcome of FbfApplyOperation. */
+/*
+ * How AIMD may change a window: the server-wide part of the controller's
+ * configuration, chosen by the caller of FbfWindowMaintain (the counters
+ * own these settings).  The per-counter part (target, retention, shape)
+ * comes from the metapage, the memory cap from fbf.max_filter_size.
+ */
+typedef struct FbfAimdPolicy
+{
+	double		increase_at;	/* grow at this fraction of the target */
+	double		decrease_at;	/* shrink at this fraction of the target */
+	int64		period_step;	/* microseconds per step */
+	int64		period_min;		/* microseconds */
+} FbfAimdPolicy;
+
+/* Outcome of FbfWindowApply. */
 typedef enum FbfOpResult
 {
 	FBF_OP_APPLIED,				/* new: recorded as in flight, apply it */
 	FBF_OP_DUPLICATE			/* seen: committed or ours, dismiss it */
 } FbfOpResult;
 
-/* ---- fbf_filter.c: the access method ---- */
-extern List *FbfFilterIndexes(void);
-extern FbfFilterOptions *FbfGetOptions(Relation index);
+/* ---- window_am.c: the access method, and finding windows ---- */
+extern void FbfWindowInit(void);
+extern List *FbfWindowIndexes(void);
+extern FbfWindowOptions *FbfWindowGetOptions(Relation index);
 extern bool FbfIsCounterTable(Relation heap, Oid *index_oid);
 
-/* ---- fbf_storage.c ---- */
-extern void FbfReadMeta(Relation index, FbfMetaPageData *meta);
-extern void FbfInitStorage(Relation index, ForkNumber fork,
-						   const FbfFilterOptions *opts);
-extern bool FbfCopyStorage(Relation index, RelFileNode old, bool permanent);
-extern void FbfSyncOptions(Relation index);
-extern FbfOpResult FbfApplyOperation(Relation index, const FbfHash *hash);
-extern int	FbfRefreshIfDue(Relation index, TimestampTz now);
-extern int	FbfDrainAll(Relation index);
-extern int64 FbfPendingCount(Relation index, const FbfMetaPageData *meta);
-extern void FbfBlockCounts(Relation index, const FbfMetaPageData *meta,
-						   uint64 *counts);
-extern double FbfEstimateFpp(const FbfMetaPageData *meta, const uint64 *counts);
-extern FbfAimdDecision FbfMaintain(Relation index, TimestampTz now);
-extern int	FbfResize(Relation index, int nfilters, TimestampTz now);
-extern Fbf *FbfSnapshot(Relation index, uint64 *pending);
+/* ---- window_rebuild.c: carrying windows over table rebuilds ---- */
+extern void FbfWindowRebuildInit(void);
 
-#endif							/* FBF_STORAGE_H */
+/* ---- window_page.c ---- */
+extern void FbfWindowReadMeta(Relation index, FbfWindowMetaPageData *meta);
+
+/* ---- window_apply.c: one operation ---- */
+extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash);
+
+/* ---- window_pending.c ---- */
+extern int	FbfWindowDrain(Relation index);
+extern int64 FbfWindowPendingCount(Relation index,
+								   const FbfWindowMetaPageData *meta);
+
+/* ---- window_ring.c: refresh, resize, AIMD ---- */
+extern int	FbfWindowRefresh(Relation index, TimestampTz now);
+extern FbfAimdDecision FbfWindowMaintain(Relation index, TimestampTz now,
+										 const FbfAimdPolicy *policy);
+extern int	FbfWindowResize(Relation index, int nfilters, TimestampTz now);
+
+/* ---- window_read.c: reading the whole window ---- */
+extern void FbfWindowBlockCounts(Relation index,
+								 const FbfWindowMetaPageData *meta,
+								 uint64 *counts);
+extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
+								   const uint64 *counts);
+extern Fbf *FbfWindowSnapshot(Relation index, uint64 *pending);
+
+#endif							/* FBF_WINDOW_H */

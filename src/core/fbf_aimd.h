@@ -77,14 +77,6 @@ typedef struct FbfAimdDecision
 extern FbfAimdDecision fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters,
 									   int64_t period, double fpp, double rate);
 
-/*
- * Steady-state estimate of nfilters filters refreshed every period at
- * `rate` elements per unit of time, just before a refresh: the future
- * filter holds one period's elements, every older filter two.
- */
-extern double fbf_steady_fpp(uint32_t nbits, int nhashes, uint32_t nparts,
-							 int nfilters, double per_period, FbfCheck check);
-
 /* A shape that meets a target for a workload. */
 typedef struct FbfPlan
 {

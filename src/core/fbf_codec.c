@@ -36,7 +36,7 @@
  */
 #include <string.h>
 
-#include "bloom.h"
+#include "bloom_bits.h"
 #include "fbf_codec.h"
 
 const unsigned char fbf_magic[4] = {'F', 'B', 'F', '\0'};

@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * fbf_worker.c
+ * worker.c
  *	  Background workers: a launcher, and short-lived maintenance passes
  *	  in each database that has the extension.
  *
  * The launcher (registered at preload) wakes every fbf.naptime, lists the
  * databases that accept connections, and starts one "pass" worker in each
  * database that may have counters and has no pass still running.  A pass
- * connects, runs FbfMaintain (refresh if due, drain committed operations,
- * one AIMD step) on every counter table, and exits.  Passes are short on
+ * connects, runs FbfCounterMaintain (refresh if due, drain committed
+ * operations, one AIMD step) on every counter table, and exits.  Passes are short on
  * purpose: a worker that stayed connected would make DROP DATABASE fail.
  * A database found without the extension is left alone for 30 seconds.
  *
@@ -51,14 +51,14 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "fbf.h"
-#include "fbf_shmem.h"
-#include "fbf_storage.h"
+#include "counter/counter.h"
+#include "registry/registry.h"
+#include "window/window.h"
+#include "worker/worker.h"
 
-PGDLLEXPORT void fbf_launcher_main(Datum main_arg);
-PGDLLEXPORT void fbf_pass_main(Datum main_arg);
 
 #define FBF_MAX_PASSES 64		/* databases with a pass running at once */
 
@@ -68,10 +68,24 @@ typedef struct PassSlot
 	BackgroundWorkerHandle *handle;
 } PassSlot;
 
+static bool fbf_worker_enabled = true;
+static int	fbf_naptime_ms = 1000;
+
+/* The worker's settings, and the launcher's registration; from _PG_init. */
 void
 FbfWorkerInit(void)
 {
 	BackgroundWorker worker;
+
+	DefineCustomBoolVariable("fbf.worker_enabled",
+							 "Run the background worker that refreshes and resizes counter filters.",
+							 "Backends stay correct without it: they refresh when a refresh is overdue.",
+							 &fbf_worker_enabled, true, PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("fbf.naptime",
+							"Time between maintenance passes (refresh, drain, AIMD step).",
+							NULL, &fbf_naptime_ms, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -259,7 +273,7 @@ counter_tables(void)
 	List	   *result = NIL;
 	ListCell   *lc;
 
-	foreach(lc, FbfFilterIndexes())
+	foreach(lc, FbfWindowIndexes())
 	{
 		result = lappend_oid(result, IndexGetRelation(lfirst_oid(lc), false));
 		result = lappend_oid(result, lfirst_oid(lc));
@@ -274,6 +288,7 @@ counter_tables(void)
 static void
 maintain_one(Oid heapoid, Oid indexoid)
 {
+	Relation	heap;
 	Relation	index;
 
 	if (!ConditionalLockRelationOid(heapoid, RowExclusiveLock))
@@ -283,10 +298,10 @@ maintain_one(Oid heapoid, Oid indexoid)
 		UnlockRelationOid(heapoid, RowExclusiveLock);
 		return;
 	}
+	heap = table_open(heapoid, NoLock);
 	index = index_open(indexoid, RowExclusiveLock);
-	FbfMaintain(index, GetCurrentTimestamp());
-	FbfStatsMaintained(MyDatabaseId, heapoid, GetCurrentTimestamp());
-	index_close(index, NoLock);
+	FbfCounterMaintain(heap, index);
+	FbfCounterClose(heap, index);
 }
 
 void

@@ -25,9 +25,14 @@ filters_within(uint64_t max_bytes, uint32_t nbits, uint32_t nparts)
 	return 0;
 }
 
-double
-fbf_steady_fpp(uint32_t nbits, int nhashes, uint32_t nparts, int nfilters,
-			   double per_period, FbfCheck check)
+/*
+ * Steady-state estimate of nfilters filters refreshed every period at
+ * per_period elements per period, just before a refresh: the future filter
+ * holds one period's elements, every older filter two.
+ */
+static double
+steady_fpp_blocked(uint32_t nbits, int nhashes, uint32_t nparts,
+				   int nfilters, double per_period, FbfCheck check)
 {
 	uint64_t	counts[FBF_MAX_FILTERS];
 	double		per_part = per_period / nparts;
@@ -60,8 +65,8 @@ projected(const FbfAimdConfig *cfg, int nfilters, int64_t period, double rate)
 		if (needed < live)
 			live = needed < FBF_MIN_FILTERS ? FBF_MIN_FILTERS : (int) needed;
 	}
-	return fbf_steady_fpp(cfg->nbits, cfg->nhashes, cfg->nparts, live,
-						  rate * (double) period, FBF_CHECK_DEFAULT);
+	return steady_fpp_blocked(cfg->nbits, cfg->nhashes, cfg->nparts, live,
+							  rate * (double) period, FBF_CHECK_DEFAULT);
 }
 
 /* the period one step shorter that still covers the retention, or period */
@@ -180,7 +185,8 @@ static double
 steady_fpp(uint32_t nbits, int nhashes, int nfilters, uint64_t per_period,
 		   FbfCheck check)
 {
-	return fbf_steady_fpp(nbits, nhashes, 1, nfilters, (double) per_period, check);
+	return steady_fpp_blocked(nbits, nhashes, 1, nfilters, (double) per_period,
+							  check);
 }
 
 /* smallest nbits with estimate <= target, or 0 */

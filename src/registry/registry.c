@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
- * fbf_shmem.c
+ * registry.c
  *	  Shared memory: per-counter statistics and per-database bookkeeping
  *	  of the background worker.
  *
- * The filters themselves are not here: their bits live in shared buffers,
- * as pages of each counter's fbf_filter index (fbf_storage.h).  What is
+ * The windows themselves are not here: their bits live in shared buffers,
+ * as pages of each counter's window index (window/window.h).  What is
  * here is small and may be lost at a restart:
  *
  *	- stats: one entry per (database, counter table): operations applied
@@ -31,8 +31,7 @@
 #include "storage/shmem.h"
 #include "utils/hsearch.h"
 
-#include "fbf.h"
-#include "fbf_shmem.h"
+#include "registry/registry.h"
 
 #define FBF_MAX_COUNTERS	4096	/* stats entries; beyond, not counted */
 #define FBF_MAX_DATABASES	1024
@@ -118,7 +117,7 @@ fbf_shmem_startup(void)
 }
 
 void
-FbfShmemInit(void)
+FbfRegistryInit(void)
 {
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = fbf_shmem_request;

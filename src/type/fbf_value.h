@@ -1,18 +1,20 @@
 /*-------------------------------------------------------------------------
  *
- * fbf.h
- *	  Declarations shared by the PostgreSQL-facing parts of the extension.
+ * fbf_value.h
+ *	  The `fbf` SQL value: a Forgetful Bloom Filter of the pure core
+ *	  (core/fbf_core.h) in a varlena, and the helpers other subsystems use
+ *	  to make one (the window's snapshots do).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef FBF_H
-#define FBF_H
+#ifndef FBF_VALUE_H
+#define FBF_VALUE_H
 
 #include "postgres.h"
 
 #include "fmgr.h"
 
-#include "fbf_core.h"
+#include "core/fbf_core.h"
 
 /*
  * An `fbf` datum: a varlena whose payload is an in-memory Fbf (fbf_core.h),
@@ -33,25 +35,4 @@
 /* allocate an fbf datum able to hold an Fbf of this shape; returns the Fbf */
 extern Fbf *FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts);
 
-/* parse a membership-check name, with an error for unknown names */
-extern FbfCheck FbfCheckFromText(text *name);
-
-/* settings (fbf.c) */
-extern bool fbf_worker_enabled;
-extern int	fbf_naptime_ms;
-extern int	fbf_max_filter_size_kb;
-extern int	fbf_default_retention_ms;
-extern double fbf_default_target_fpp;
-extern double fbf_aimd_increase_at;
-extern double fbf_aimd_decrease_at;
-extern int	fbf_aimd_period_step_ms;
-extern int	fbf_period_min_ms;
-
-/* subsystem initialisation, called from _PG_init */
-extern void FbfFilterAmInit(void);
-extern void FbfFilterUtilityInit(void);
-extern void FbfCounterInit(void);
-extern void FbfShmemInit(void);
-extern void FbfWorkerInit(void);
-
-#endif							/* FBF_H */
+#endif							/* FBF_VALUE_H */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bloom.h"
+#include "bloom_bits.h"
 #include "fbf_core.h"
 
 bool

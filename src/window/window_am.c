@@ -1,27 +1,26 @@
 /*-------------------------------------------------------------------------
  *
- * fbf_filter.c
- *	  The internal index access method `fbf_filter`: storage for a counter
- *	  table's Forgetful Bloom Filter.
+ * window_am.c
+ *	  The internal index access method `fbf_filter`: a counter table's
+ *	  window index.  Handler, reloptions, build, VACUUM, and finding the
+ *	  window indexes of a database; and the window's one setting,
+ *	  fbf.max_filter_size.
  *
- * An fbf_filter index is never scanned and stores no index tuples: it is
- * a relation attached to the counter table whose pages hold the filter
- * (fbf_storage.h).  Being an index gives the filter the table's lifecycle
- * for free: DROP TABLE drops it, pg_dump dumps its definition (with the
- * counter's settings as reloptions), and every change is WAL-logged.
+ * A window index is never scanned and stores no index tuples: it is a
+ * relation attached to the counter table whose pages hold the counter's
+ * window (window.h).  Being an index gives the window the table's
+ * lifecycle for free: DROP TABLE drops it, pg_dump dumps its definition
+ * (with the counter's settings as reloptions), and every change is
+ * WAL-logged.  Rebuilds carry the window over (window_rebuild.c).
  *
- * Rebuilds.  TRUNCATE, VACUUM FULL, CLUSTER, REINDEX and rewriting ALTER
- * TABLE give the index a new relfilenode and call ambuild.  An empty filter
- * there would let retries of recent operations apply twice, so a utility
- * hook records, before such a statement, where each fbf_filter index's
- * pages are; ambuild then copies the old pages (still on disk until the
- * rebuilding transaction commits) into the new relfilenode.  Where that is
- * impossible (a table truncated in the transaction that created it, a
- * temporary table) the filter starts empty and a NOTICE says so.
+ * The SQL name `fbf_filter` predates the word "window" and stays: dumps of
+ * 1.0 databases create indexes USING fbf_filter.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <limits.h>
 
 #include "access/amapi.h"
 #include "access/heapam.h"
@@ -41,30 +40,38 @@
 #include "optimizer/cost.h"
 #include "storage/bufmgr.h"
 #include "tcop/utility.h"
-#include "access/relation.h"
-#include "catalog/namespace.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
-#include "fbf.h"
-#include "fbf_storage.h"
+#include "registry/registry.h"
+#include "window/window_int.h"
 
 PG_FUNCTION_INFO_V1(fbf_filter_handler);
 
 static relopt_kind fbf_relopt_kind;
+
+int			fbf_max_filter_size_kb = 64 * 1024;
 
 /* ----------------------------------------------------------------------
  * Options
  * ----------------------------------------------------------------------
  */
 
+/* The window's reloptions and its setting; from _PG_init. */
 void
-FbfFilterAmInit(void)
+FbfWindowInit(void)
 {
+	DefineCustomIntVariable("fbf.max_filter_size",
+							"Memory cap of one counter table's filter.",
+							"Creating a larger filter fails; AIMD never grows a filter past it.",
+							&fbf_max_filter_size_kb, 64 * 1024, 64, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_KB, NULL, NULL, NULL);
+
 	fbf_relopt_kind = add_reloption_kind();
 	add_int_reloption(fbf_relopt_kind, "retention_ms",
 					  "How long operations are remembered, in milliseconds",
@@ -93,27 +100,27 @@ static bytea *
 fbf_filter_options(Datum reloptions, bool validate)
 {
 	static const relopt_parse_elt tab[] = {
-		{"retention_ms", RELOPT_TYPE_INT, offsetof(FbfFilterOptions, retention_ms)},
-		{"target_fpp", RELOPT_TYPE_REAL, offsetof(FbfFilterOptions, target_fpp)},
-		{"expected_rate", RELOPT_TYPE_REAL, offsetof(FbfFilterOptions, expected_rate)},
-		{"shards", RELOPT_TYPE_INT, offsetof(FbfFilterOptions, shards)},
-		{"nbits", RELOPT_TYPE_INT, offsetof(FbfFilterOptions, nbits)},
-		{"nhashes", RELOPT_TYPE_INT, offsetof(FbfFilterOptions, nhashes)},
-		{"npast", RELOPT_TYPE_INT, offsetof(FbfFilterOptions, npast)},
+		{"retention_ms", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, retention_ms)},
+		{"target_fpp", RELOPT_TYPE_REAL, offsetof(FbfWindowOptions, target_fpp)},
+		{"expected_rate", RELOPT_TYPE_REAL, offsetof(FbfWindowOptions, expected_rate)},
+		{"shards", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, shards)},
+		{"nbits", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, nbits)},
+		{"nhashes", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, nhashes)},
+		{"npast", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, npast)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, fbf_relopt_kind,
-									  sizeof(FbfFilterOptions), tab,
+									  sizeof(FbfWindowOptions), tab,
 									  lengthof(tab));
 }
 
 /* the index's options, or the defaults if it has none */
-FbfFilterOptions *
-FbfGetOptions(Relation index)
+FbfWindowOptions *
+FbfWindowGetOptions(Relation index)
 {
 	if (index->rd_options)
-		return (FbfFilterOptions *) index->rd_options;
-	return (FbfFilterOptions *) fbf_filter_options((Datum) 0, false);
+		return (FbfWindowOptions *) index->rd_options;
+	return (FbfWindowOptions *) fbf_filter_options((Datum) 0, false);
 }
 
 /*
@@ -153,27 +160,11 @@ FbfIsCounterTable(Relation heap, Oid *index_oid)
 	return found;
 }
 
-/* ----------------------------------------------------------------------
- * Carrying the filter over rebuilds
- * ----------------------------------------------------------------------
- */
-
-typedef struct FbfRebuildSource
-{
-	Oid			heapoid;		/* the counter table */
-	RelFileNode node;			/* where its filter's pages are */
-	char		persistence;
-} FbfRebuildSource;
-
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-static List *rebuild_sources = NIL;	/* in TopMemoryContext */
-
 /*
- * OIDs of every fbf_filter index of this database (every counter table's
- * filter), in CurrentMemoryContext; NIL if the extension is not installed.
+ * OIDs of every window index of this database (one per counter table), in CurrentMemoryContext; NIL if the extension is not installed.
  */
 List *
-FbfFilterIndexes(void)
+FbfWindowIndexes(void)
 {
 	Oid			amoid = get_index_am_oid("fbf_filter", true);
 	List	   *result = NIL;
@@ -195,203 +186,6 @@ FbfFilterIndexes(void)
 	table_endscan(scan);
 	table_close(pg_class, AccessShareLock);
 	return result;
-}
-
-/* Record where every fbf_filter index of this database keeps its pages. */
-static void
-remember_filters(void)
-{
-	List	   *indexes = FbfFilterIndexes();
-	ListCell   *lc;
-
-	foreach(lc, indexes)
-	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
-		Form_pg_class form;
-		FbfRebuildSource *src;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		form = (Form_pg_class) GETSTRUCT(tup);
-		src = MemoryContextAlloc(TopMemoryContext, sizeof(FbfRebuildSource));
-		src->heapoid = IndexGetRelation(indexoid, false);
-		src->node.spcNode = OidIsValid(form->reltablespace) ?
-			form->reltablespace : MyDatabaseTableSpace;
-		src->node.dbNode = MyDatabaseId;
-		src->node.relNode = form->relfilenode;
-		src->persistence = form->relpersistence;
-		ReleaseSysCache(tup);
-		{
-			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-			rebuild_sources = lappend(rebuild_sources, src);
-			MemoryContextSwitchTo(old);
-		}
-	}
-	list_free(indexes);
-}
-
-static void
-forget_filters(void)
-{
-	list_free_deep(rebuild_sources);
-	rebuild_sources = NIL;
-}
-
-/*
- * Refuse, before anything is created, the statements that would build an
- * fbf_filter index concurrently: the build would fail half-way and leave an
- * invalid index behind.  Filters cannot be built concurrently because
- * increments keep changing the old one until the swap.
- */
-static void
-refuse_concurrent_builds(Node *stmt)
-{
-	Oid			amoid = get_index_am_oid("fbf_filter", true);
-	bool		refuse = false;
-
-	if (!OidIsValid(amoid))
-		return;
-	if (IsA(stmt, IndexStmt))
-	{
-		IndexStmt  *is = (IndexStmt *) stmt;
-
-		refuse = is->concurrent && is->accessMethod &&
-			strcmp(is->accessMethod, "fbf_filter") == 0;
-	}
-	else if (IsA(stmt, ReindexStmt))
-	{
-		ReindexStmt *rs = (ReindexStmt *) stmt;
-		ListCell   *lc;
-		bool		concurrent = false;
-
-		foreach(lc, rs->params)
-		{
-			DefElem    *opt = (DefElem *) lfirst(lc);
-
-			if (strcmp(opt->defname, "concurrently") == 0)
-				concurrent = defGetBoolean(opt);
-		}
-		if (!concurrent)
-			return;
-		if (rs->kind == REINDEX_OBJECT_INDEX || rs->kind == REINDEX_OBJECT_TABLE)
-		{
-			Oid			relid = RangeVarGetRelid(rs->relation, NoLock, true);
-			Oid			indexoid;
-
-			if (OidIsValid(relid) && rs->kind == REINDEX_OBJECT_INDEX)
-			{
-				HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-
-				if (HeapTupleIsValid(tup))
-				{
-					refuse = ((Form_pg_class) GETSTRUCT(tup))->relam == amoid;
-					ReleaseSysCache(tup);
-				}
-			}
-			else if (OidIsValid(relid))
-			{
-				Relation	rel = relation_open(relid, AccessShareLock);
-
-				refuse = FbfIsCounterTable(rel, &indexoid);
-				relation_close(rel, AccessShareLock);
-			}
-		}
-		else
-		{
-			/* a schema or the database: refuse if any counter table exists */
-			List	   *outer = rebuild_sources;
-
-			rebuild_sources = NIL;
-			remember_filters();
-			refuse = rebuild_sources != NIL;
-			forget_filters();
-			rebuild_sources = outer;
-		}
-	}
-	if (refuse)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("counter table filters cannot be rebuilt concurrently"),
-				 errhint("Reindex counter tables without CONCURRENTLY: it carries their filters over.")));
-}
-
-static bool
-rebuilds_indexes(Node *stmt)
-{
-	return IsA(stmt, TruncateStmt) || IsA(stmt, VacuumStmt) ||
-		IsA(stmt, ClusterStmt) || IsA(stmt, ReindexStmt) ||
-		IsA(stmt, AlterTableStmt);
-}
-
-/*
- * Before a statement that may rebuild indexes (at any nesting depth: a DO
- * block or procedure may run one), record where every fbf_filter index's
- * pages are, for fbf_filter_build to carry them over; the outer
- * statement's record is restored afterwards.
- */
-static void
-fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-				   bool readOnlyTree, ProcessUtilityContext context,
-				   ParamListInfo params, QueryEnvironment *queryEnv,
-				   DestReceiver *dest, QueryCompletion *qc)
-{
-	bool		track = rebuilds_indexes(pstmt->utilityStmt) && IsTransactionState();
-	List	   *outer = rebuild_sources;
-
-	if (IsTransactionState())
-		refuse_concurrent_builds(pstmt->utilityStmt);
-	if (track)
-	{
-		rebuild_sources = NIL;
-		remember_filters();
-	}
-	PG_TRY();
-	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
-	}
-	PG_FINALLY();
-	{
-		if (track)
-		{
-			forget_filters();
-			rebuild_sources = outer;
-		}
-	}
-	PG_END_TRY();
-}
-
-void
-FbfFilterUtilityInit(void)
-{
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = fbf_ProcessUtility;
-}
-
-/*
- * Where the counter table's filter pages were before the running rebuild,
- * if known.  By table, not index: ALTER TABLE ... TYPE rebuilds the index
- * under a new OID.
- */
-static FbfRebuildSource *
-rebuild_source(Relation heap)
-{
-	ListCell   *lc;
-
-	foreach(lc, rebuild_sources)
-	{
-		FbfRebuildSource *src = lfirst(lc);
-
-		if (src->heapoid == RelationGetRelid(heap))
-			return src;
-	}
-	return NULL;
 }
 
 /* ----------------------------------------------------------------------
@@ -438,7 +232,6 @@ static IndexBuildResult *
 fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
 	IndexBuildResult *result = palloc0(sizeof(IndexBuildResult));
-	FbfRebuildSource *src = rebuild_source(heap);
 	double		ntuples = 0;
 
 	if (indexInfo->ii_Concurrent)
@@ -449,40 +242,9 @@ fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				 errhint("Use REINDEX without CONCURRENTLY: it carries the filter over.")));
 	check_counter_columns(heap);
 
-	if (src && !RelFileNodeEquals(src->node, index->rd_node) &&
-		src->persistence != RELPERSISTENCE_TEMP &&
-		FbfCopyStorage(index, src->node,
-					   src->persistence == RELPERSISTENCE_PERMANENT))
-	{
-		src->node = index->rd_node;
-		elog(DEBUG1, "fbf: carried the filter of \"%s\" over a rebuild",
-			 RelationGetRelationName(heap));
-	}
-	else
-	{
-		/*
-		 * A rebuild whose old filter cannot be read.  If the table was
-		 * created in this transaction, nothing outside it can retry yet:
-		 * start empty, and say so.  Otherwise refuse rather than forget:
-		 * the old pages were truncated in place (a second rebuild in one
-		 * transaction) or by a rebuild that committed after this statement
-		 * looked (retrying the statement works).
-		 */
-		if (src && heap->rd_createSubid == InvalidSubTransactionId &&
-			src->persistence != RELPERSISTENCE_TEMP)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot rebuild the operation filter of counter table \"%s\" here",
-							RelationGetRelationName(heap)),
-					 errdetail("Its old pages are gone: the table was rebuilt earlier in this transaction, or concurrently."),
-					 errhint("Commit between rebuilds of a counter table, or retry the statement.")));
-		FbfInitStorage(index, MAIN_FORKNUM, FbfGetOptions(index));
-		if (src)
-			ereport(NOTICE,
-					(errmsg("the operation filter of counter table \"%s\" was reset",
-							RelationGetRelationName(heap)),
-					 errdetail("Retries of operations applied within the retention may be applied again.")));
-	}
+	/* a new counter: the launcher should visit this database from now on */
+	if (FbfWindowBuildPages(heap, index))
+		FbfDatabaseChecked(MyDatabaseId, true, GetCurrentTimestamp());
 
 	/* report the heap's size, as index_build stores it in pg_class */
 	table_index_build_scan(heap, index, indexInfo, false, false, count_tuple,
@@ -495,7 +257,7 @@ fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 static void
 fbf_filter_buildempty(Relation index)
 {
-	FbfInitStorage(index, INIT_FORKNUM, FbfGetOptions(index));
+	FbfWindowInitStorage(index, INIT_FORKNUM, FbfWindowGetOptions(index));
 }
 
 /* rows carry nothing into the filter: operations reach it directly */
@@ -524,7 +286,7 @@ static IndexBulkDeleteResult *
 fbf_filter_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	if (!info->analyze_only)
-		FbfDrainAll(info->index);
+		FbfWindowDrain(info->index);
 	if (stats == NULL)
 	{
 		stats = palloc0(sizeof(IndexBulkDeleteResult));

@@ -78,7 +78,7 @@ pages_for(const CuckooLayout *layout, double ntuples)
 static void
 write_page(Relation index, Page page, BlockNumber expected)
 {
-	Buffer		buf = ReadBuffer(index, P_NEW);
+	Buffer		buf = FbfReadNewBuffer(index);
 
 	if (BufferGetBlockNumber(buf) != expected)
 		elog(ERROR, "unexpected block %u while building index \"%s\" (expected %u)",
@@ -322,18 +322,8 @@ cuckoobuildempty(Relation index)
 	CuckooOptionsLayout(&opts, &layout);
 
 	CuckooInitMetaPage(page.data, &opts, 1);
-	PageSetChecksumInplace(page.data, CUCKOO_METAPAGE_BLKNO);
-	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, CUCKOO_METAPAGE_BLKNO,
-			   page.data, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
-				CUCKOO_METAPAGE_BLKNO, page.data, true);
-
+	FbfWriteInitForkPage(index, CUCKOO_METAPAGE_BLKNO, page.data);
 	CuckooInitSlotPage(page.data, CUCKOO_BUCKET, &layout);
-	PageSetChecksumInplace(page.data, CUCKOO_METAPAGE_BLKNO + 1);
-	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, CUCKOO_METAPAGE_BLKNO + 1,
-			   page.data, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
-				CUCKOO_METAPAGE_BLKNO + 1, page.data, true);
-
-	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+	FbfWriteInitForkPage(index, CUCKOO_METAPAGE_BLKNO + 1, page.data);
+	FbfSyncInitFork(index);
 }

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * bloom.h
+ * bloom_bits.h
  *	  One Bloom filter: an array of 64-bit words probed at precomputed
  *	  positions, and its false-positive probability.
  *
@@ -12,8 +12,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef FBF_BLOOM_H
-#define FBF_BLOOM_H
+#ifndef FBF_BLOOM_BITS_H
+#define FBF_BLOOM_BITS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,4 +63,4 @@ extern uint64_t bloom_popcount(const uint64_t *words, uint32_t nwords);
  */
 extern double bloom_cardinality(uint32_t nbits, int nhashes, uint64_t nset);
 
-#endif							/* FBF_BLOOM_H */
+#endif							/* FBF_BLOOM_BITS_H */

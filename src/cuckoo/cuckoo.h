@@ -68,7 +68,9 @@
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
-#include "cuckoo_table.h"
+#include "common/fbf_page.h"
+#include "compat.h"
+#include "core/cuckoo_table.h"
 
 #define CUCKOO_MAGIC			0x4355434B	/* "CUCK" */
 #define CUCKOO_VERSION			1
@@ -192,12 +194,6 @@ typedef CuckooScanOpaqueData *CuckooScanOpaque;
 
 /* cuckoo.c */
 extern void CuckooAmInit(void);
-extern bytea *cuckoooptions(Datum reloptions, bool validate);
-extern void cuckoocostestimate(PlannerInfo *root, IndexPath *path,
-							   double loop_count, Cost *indexStartupCost,
-							   Cost *indexTotalCost, Selectivity *indexSelectivity,
-							   double *indexCorrelation, double *indexPages);
-extern bool cuckoovalidate(Oid opclassoid);
 
 /* cuckoobuild.c */
 extern IndexBuildResult *cuckoobuild(Relation heap, Relation index,
@@ -211,7 +207,6 @@ extern bool cuckooinsert(Relation index, Datum *values, bool *isnull,
 						 struct IndexInfo *indexInfo);
 extern void CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid,
 							 bool wal);
-extern void CuckooFinishGrowth(Relation index, bool wal);
 
 /* cuckooscan.c */
 extern IndexScanDesc cuckoobeginscan(Relation r, int nkeys, int norderbys);
@@ -230,7 +225,6 @@ extern IndexBulkDeleteResult *cuckoovacuumcleanup(IndexVacuumInfo *info,
 												  IndexBulkDeleteResult *stats);
 
 /* cuckooutils.c */
-extern void CuckooInitPage(Page page, uint16 flags);
 extern void CuckooInitSlotPage(Page page, uint16 flags,
 							   const CuckooLayout *layout);
 extern void CuckooInitMetaPage(Page page, const CuckooOptions *opts,
@@ -261,6 +255,5 @@ extern void CuckooCheckPage(Relation index, Buffer buf, uint16 flags);
 extern FmgrInfo *CuckooHashProc(Relation index, Oid subtype, FmgrInfo *cross);
 extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 							  Datum value);
-extern Buffer CuckooNewBuffer(Relation index);
 
 #endif							/* CUCKOO_H */

@@ -21,8 +21,8 @@
  * get an empty block of slots; pd_lower covers it, so that full-page images
  * leave out only the unused tail.
  */
-void
-CuckooInitPage(Page page, uint16 flags)
+static void
+init_page(Page page, uint16 flags)
 {
 	CuckooPageOpaque opaque;
 
@@ -48,7 +48,7 @@ set_lower(Page page, size_t bytes)
 void
 CuckooInitSlotPage(Page page, uint16 flags, const CuckooLayout *layout)
 {
-	CuckooInitPage(page, flags);
+	init_page(page, flags);
 	cuckoo_block_init(layout, CuckooPageGetBlock(page));
 	set_lower(page, cuckoo_block_size(layout));
 }
@@ -87,7 +87,7 @@ CuckooInitMetaPage(Page page, const CuckooOptions *opts, uint32 npages)
 	CuckooLayout layout;
 
 	CuckooOptionsLayout(opts, &layout);
-	CuckooInitPage(page, CUCKOO_META);
+	init_page(page, CUCKOO_META);
 	meta = CuckooPageGetMeta(page);
 	memset(meta, 0, sizeof(CuckooMetaPageData));
 	meta->magic = CUCKOO_MAGIC;
@@ -126,21 +126,14 @@ void
 CuckooCheckPage(Relation index, Buffer buf, uint16 flags)
 {
 	if (!CuckooIsPage(BufferGetPage(buf), flags))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" contains an unexpected page at block %u",
-						RelationGetRelationName(index),
-						BufferGetBlockNumber(buf))));
+		FbfReportUnexpectedPage(index, BufferGetBlockNumber(buf), NULL);
 }
 
 /* Is this an initialised cuckoo page of one of the given kinds? */
 bool
 CuckooIsPage(Page page, uint16 flags)
 {
-	if (PageIsNew(page) ||
-		PageGetSpecialSize(page) != MAXALIGN(sizeof(CuckooPageOpaqueData)))
-		return false;
-	return CuckooPageGetOpaque(page)->page_id == CUCKOO_PAGE_ID &&
+	return FbfPageId(page, sizeof(CuckooPageOpaqueData)) == CUCKOO_PAGE_ID &&
 		(CuckooPageGetOpaque(page)->flags & flags) != 0;
 }
 
@@ -261,23 +254,4 @@ CuckooHashDatum(Relation index, Oid subtype, Oid collation, Datum value)
 
 	return DatumGetUInt64(FunctionCall2Coll(CuckooHashProc(index, subtype, &cross),
 											collation, value, Int64GetDatum(0)));
-}
-
-/*
- * A new zeroed page at the end of the index, pinned and exclusively
- * locked.  The caller initialises and WAL-logs it.
- */
-Buffer
-CuckooNewBuffer(Relation index)
-{
-	Buffer		buf;
-	bool		needLock = !RELATION_IS_LOCAL(index);
-
-	if (needLock)
-		LockRelationForExtension(index, ExclusiveLock);
-	buf = ReadBuffer(index, P_NEW);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	if (needLock)
-		UnlockRelationForExtension(index, ExclusiveLock);
-	return buf;
 }

@@ -52,7 +52,7 @@ CuckooAmInit(void)
 					  AccessExclusiveLock);
 }
 
-bytea *
+static bytea *
 cuckoooptions(Datum reloptions, bool validate)
 {
 	static const relopt_parse_elt tab[] = {
@@ -83,7 +83,7 @@ cuckoooptions(Datum reloptions, bool validate)
  * page per probe fits, as it does for hash indexes.  The metapage stays
  * in shared buffers, so it is not charged.
  */
-void
+static void
 cuckoocostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 				   Cost *indexStartupCost, Cost *indexTotalCost,
 				   Selectivity *indexSelectivity, double *indexCorrelation,
@@ -105,7 +105,7 @@ cuckoocostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
  * a boolean "=" on two types that both have support function 1, the
  * extended hash (type, int8) -> int8; and the class's own type is covered.
  */
-bool
+static bool
 cuckoovalidate(Oid opclassoid)
 {
 	bool		result = true;

@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * fbf_counter.c
- *	  Idempotent counters: idempotent_increment, fbf_counter_value,
- *	  fbf_snapshot, fbf_counter_maintain and fbf_counter_stats.
+ * counter.c
+ *	  Idempotent counters: idempotent_increment, fbf_operation,
+ *	  fbf_counter_value and fbf_snapshot; opening a counter; the settings
+ *	  that fbf_create_counter_table reads.
  *
  * An operation is identified by (counter table, client_id, seq); the key
- * is not part of it.  idempotent_increment first asks the table's filter
- * (FbfApplyOperation) whether the operation is new, which also records it
+ * is not part of it.  idempotent_increment first asks the table's window
+ * (FbfWindowApply) whether the operation is new, which also records it
  * as in flight for the current (sub)transaction; only then is the delta
  * added, with an ordinary UPDATE through SPI as the calling user, so
  * privileges, row security and triggers apply as for any UPDATE.  The
@@ -14,9 +15,15 @@
  * concurrent clients of a hot key do not queue on one row lock; reads sum
  * the shards.
  *
+ * Backend-local state: the plan cache (plan_cache, in TopMemoryContext),
+ * whether the current transaction incremented (for PREPARE), and whether
+ * this backend has told the registry that its database has counters.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <limits.h>
 
 #include "access/genam.h"
 #include "access/heapam.h"
@@ -47,9 +54,10 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "fbf.h"
-#include "fbf_shmem.h"
-#include "fbf_storage.h"
+#include "counter/counter.h"
+#include "registry/registry.h"
+#include "type/fbf_value.h"
+#include "window/window.h"
 
 PG_FUNCTION_INFO_V1(fbf_increment_int8);
 PG_FUNCTION_INFO_V1(fbf_increment_text);
@@ -59,15 +67,16 @@ PG_FUNCTION_INFO_V1(fbf_operation_int8);
 PG_FUNCTION_INFO_V1(fbf_operation_text);
 PG_FUNCTION_INFO_V1(fbf_operation_uuid);
 PG_FUNCTION_INFO_V1(fbf_snapshot);
-PG_FUNCTION_INFO_V1(fbf_counter_maintain);
-PG_FUNCTION_INFO_V1(fbf_counter_resize);
-PG_FUNCTION_INFO_V1(fbf_counter_stats);
 
 /* did the current transaction increment a counter? (PREPARE refuses it) */
 static bool xact_incremented = false;
 
 /* has this backend told the launcher that its database has counters? */
 static bool database_noted = false;
+
+/* defaults of fbf_create_counter_table, which reads them with current_setting */
+static int	fbf_default_retention_ms = 5 * 60 * 1000;
+static double fbf_default_target_fpp = 0.001;
 
 static void
 fbf_xact_callback(XactEvent event, void *arg)
@@ -93,9 +102,20 @@ fbf_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/* The counters' settings and transaction callback; from _PG_init. */
 void
 FbfCounterInit(void)
 {
+	DefineCustomIntVariable("fbf.default_retention",
+							"Retention of new counter tables when none is given.",
+							"Set it above the clients' retry timeout plus slack.",
+							&fbf_default_retention_ms, 5 * 60 * 1000, 1000, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomRealVariable("fbf.default_target_fpp",
+							 "Target false-positive rate of new counter tables when none is given.",
+							 NULL, &fbf_default_target_fpp, 0.001, 1e-9, 0.5,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	FbfCounterMaintainInit();
 	RegisterXactCallback(fbf_xact_callback, NULL);
 }
 
@@ -105,14 +125,15 @@ FbfCounterInit(void)
  */
 
 /*
- * Open a counter table and its filter with `lockmode` (RowExclusiveLock to
- * change the filter: DDL that rebuilds or drops it conflicts with that),
- * after checking `mode` privilege.  Errors if the relation is not a counter
- * table.
+ * Open a counter table and its window index with `lockmode`
+ * (RowExclusiveLock to change the window: DDL that rebuilds or drops it
+ * conflicts with that), after checking `mode` privilege.  Errors if the
+ * relation is not a counter table.  Close with FbfCounterClose, which
+ * keeps the locks until the end of the transaction.
  */
-static void
-open_counter(Oid relid, AclMode mode, LOCKMODE lockmode, Relation *heap,
-			 Relation *index)
+void
+FbfCounterOpen(Oid relid, AclMode mode, LOCKMODE lockmode, Relation *heap,
+			   Relation *index)
 {
 	Relation	rel = table_open(relid, lockmode);
 	Oid			indexoid;
@@ -133,17 +154,8 @@ open_counter(Oid relid, AclMode mode, LOCKMODE lockmode, Relation *heap,
 	*index = index_open(indexoid, lockmode);
 }
 
-static Interval *
-interval_from_usecs(int64 usecs)
-{
-	Interval   *iv = palloc0(sizeof(Interval));
-
-	iv->time = usecs;
-	return iv;
-}
-
-static void
-close_counter(Relation heap, Relation index)
+void
+FbfCounterClose(Relation heap, Relation index)
 {
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
@@ -394,7 +406,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 		pfree(op);
 	}
 
-	open_counter(relid, ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	FbfCounterOpen(relid, ACL_UPDATE, RowExclusiveLock, &heap, &index);
 	xact_incremented = true;
 	if (!database_noted)
 	{
@@ -402,11 +414,11 @@ increment(FunctionCallInfo fcinfo, char tag)
 		FbfDatabaseChecked(MyDatabaseId, true, GetCurrentTimestamp());
 		database_noted = true;
 	}
-	result = FbfApplyOperation(index, &hash);
+	result = FbfWindowApply(index, &hash);
 	if (result == FBF_OP_APPLIED)
-		add_delta(heap, key, delta, FbfGetOptions(index)->shards);
+		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards);
 	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED);
-	close_counter(heap, index);
+	FbfCounterClose(heap, index);
 
 	PG_RETURN_BOOL(result == FBF_OP_APPLIED);
 }
@@ -471,7 +483,7 @@ fbf_counter_value(PG_FUNCTION_ARGS)
 	Datum		value;
 	int			rc;
 
-	open_counter(relid, ACL_SELECT, AccessShareLock, &heap, &index);
+	FbfCounterOpen(relid, ACL_SELECT, AccessShareLock, &heap, &index);
 	SPI_connect();
 	plans = counter_plans(heap);
 	rc = execute_counter_plan(plans->sum, &arg, true, 1);
@@ -479,7 +491,7 @@ fbf_counter_value(PG_FUNCTION_ARGS)
 		elog(ERROR, "fbf: counter read failed: %s", SPI_result_code_string(rc));
 	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	SPI_finish();
-	close_counter(heap, index);
+	FbfCounterClose(heap, index);
 	PG_RETURN_INT64(isnull ? 0 : DatumGetInt64(value));
 }
 
@@ -492,130 +504,8 @@ fbf_snapshot(PG_FUNCTION_ARGS)
 	uint64		pending;
 	Fbf		   *f;
 
-	open_counter(PG_GETARG_OID(0), ACL_SELECT, AccessShareLock, &heap, &index);
-	f = FbfSnapshot(index, &pending);
-	close_counter(heap, index);
+	FbfCounterOpen(PG_GETARG_OID(0), ACL_SELECT, AccessShareLock, &heap, &index);
+	f = FbfWindowSnapshot(index, &pending);
+	FbfCounterClose(heap, index);
 	PG_RETURN_FBF(f);
-}
-
-/*
- * fbf_counter_maintain(counter regclass): one maintenance pass (refresh if
- * due, drain, one AIMD step), as the background worker runs it.  Returns
- * what AIMD did: 'grow', 'shrink' or 'hold'.
- */
-Datum
-fbf_counter_maintain(PG_FUNCTION_ARGS)
-{
-	Relation	heap;
-	Relation	index;
-	FbfAimdDecision d;
-
-	PreventCommandIfReadOnly("fbf_counter_maintain()");
-	PreventCommandDuringRecovery("fbf_counter_maintain()");
-	open_counter(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
-	d = FbfMaintain(index, GetCurrentTimestamp());
-	FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap), GetCurrentTimestamp());
-	close_counter(heap, index);
-	PG_RETURN_TEXT_P(cstring_to_text(d.action == FBF_AIMD_GROW ? "grow" :
-									 d.action == FBF_AIMD_SHRINK ? "shrink" : "hold"));
-}
-
-/*
- * fbf_counter_resize(counter regclass, filters int): resize the ring now
- * (see FbfResize); returns the number of filters afterwards.
- */
-Datum
-fbf_counter_resize(PG_FUNCTION_ARGS)
-{
-	Relation	heap;
-	Relation	index;
-	int			n;
-
-	PreventCommandIfReadOnly("fbf_counter_resize()");
-	PreventCommandDuringRecovery("fbf_counter_resize()");
-	open_counter(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
-	n = FbfResize(index, PG_GETARG_INT32(1), GetCurrentTimestamp());
-	close_counter(heap, index);
-	PG_RETURN_INT32(n);
-}
-
-/*
- * fbf_counter_stats(): one row per counter table of this database that the
- * user may read.
- */
-Datum
-fbf_counter_stats(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	List	   *counters = NIL;
-	ListCell   *lc;
-
-	InitMaterializedSRF(fcinfo, 0);
-
-	/* every fbf_filter index's table */
-	foreach(lc, FbfFilterIndexes())
-		counters = lappend_oid(counters, IndexGetRelation(lfirst_oid(lc), false));
-
-	foreach(lc, counters)
-	{
-		Oid			relid = lfirst_oid(lc);
-		Relation	heap;
-		Relation	index;
-		FbfMetaPageData meta;
-		uint64	   *counts;
-		Datum	   *per_filter;
-		Datum		values[18];
-		bool		nulls[18] = {0};
-		FbfCounterStatsSnapshot st;
-		int			i;
-		uint32		p;
-
-		if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
-			!ConditionalLockRelationOid(relid, AccessShareLock))
-			continue;			/* no access, or being rebuilt or dropped */
-		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-		{
-			UnlockRelationOid(relid, AccessShareLock);
-			continue;
-		}
-		open_counter(relid, ACL_SELECT, AccessShareLock, &heap, &index);
-		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
-		FbfReadMeta(index, &meta);
-		counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
-		FbfBlockCounts(index, &meta, counts);
-		per_filter = palloc(sizeof(Datum) * meta.nfilters);
-		for (i = 0; i < meta.nfilters; i++)
-		{
-			uint64		sum = 0;
-
-			for (p = 0; i < meta.nlive && p < meta.nparts; p++)
-				sum += counts[i * meta.nparts + p];
-			per_filter[i] = Int64GetDatum((int64) sum);
-		}
-		FbfStatsGet(MyDatabaseId, relid, &st);
-
-		values[0] = ObjectIdGetDatum(relid);
-		values[1] = Int32GetDatum(meta.nfilters);
-		values[2] = Int32GetDatum(meta.nlive);
-		values[3] = IntervalPGetDatum(interval_from_usecs(meta.period));
-		values[4] = IntervalPGetDatum(interval_from_usecs(meta.retention));
-		values[5] = Int64GetDatum((int64) meta.nbits * meta.nparts);
-		values[6] = Int32GetDatum(meta.nhashes);
-		values[7] = Int32GetDatum(meta.nparts);
-		values[8] = PointerGetDatum(construct_array(per_filter, meta.nfilters, INT8OID,
-													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[9] = Float8GetDatum(FbfEstimateFpp(&meta, counts));
-		values[10] = Float8GetDatum(meta.target_fpp);
-		values[11] = Int64GetDatum((int64) st.applied);
-		values[12] = Int64GetDatum((int64) st.dismissed);
-		values[13] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
-		values[14] = TimestampTzGetDatum(meta.born_at[0]);
-		values[15] = Int64GetDatum(meta.resizes);
-		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
-		values[17] = Int64GetDatum(FbfPendingCount(index, &meta));
-		close_counter(heap, index);
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
 }

@@ -1,0 +1,13 @@
+# src/core/sources.mk: the one list of the pure core's sources (C with no
+# PostgreSQL includes).  Included by the extension's Makefile, by
+# test/core/Makefile and by test/bench/Makefile, each of which sets
+# FBF_CORE_DIR to this directory first.
+#
+#   FBF_CORE_SRCS      the Forgetful Bloom Filter: bit arrays, the ring of
+#                      filters, its codec, sizing and the AIMD step
+#   CUCKOO_CORE_SRCS   the cuckoo table of the cuckoo index access method
+#   FBF_CORE_HDRS      every header of the core (for rebuild dependencies)
+
+FBF_CORE_SRCS    = $(addprefix $(FBF_CORE_DIR)/,bloom_bits.c fbf_core.c fbf_codec.c fbf_aimd.c)
+CUCKOO_CORE_SRCS = $(addprefix $(FBF_CORE_DIR)/,cuckoo_table.c)
+FBF_CORE_HDRS    = $(wildcard $(FBF_CORE_DIR)/*.h)

@@ -1,0 +1,117 @@
+/*-------------------------------------------------------------------------
+ *
+ * counter_maintain.c
+ *	  Maintaining a counter: one pass (refresh if due, drain, one AIMD
+ *	  step) as the background worker and fbf_counter_maintain() run it,
+ *	  resizing by hand (fbf_counter_resize), and the AIMD settings.
+ *
+ * The AIMD settings (fbf.aimd_increase_at, fbf.aimd_decrease_at,
+ * fbf.aimd_period_step, fbf.period_min) are read here and nowhere else:
+ * the window takes them as an FbfAimdPolicy argument.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "counter/counter.h"
+#include "registry/registry.h"
+#include "window/window.h"
+
+PG_FUNCTION_INFO_V1(fbf_counter_maintain);
+PG_FUNCTION_INFO_V1(fbf_counter_resize);
+
+static double fbf_aimd_increase_at = 0.9;
+static double fbf_aimd_decrease_at = 0.1;
+static int	fbf_aimd_period_step_ms = 1000;
+static int	fbf_period_min_ms = 100;
+
+/* The AIMD settings; from FbfCounterInit. */
+void
+FbfCounterMaintainInit(void)
+{
+	DefineCustomRealVariable("fbf.aimd_increase_at",
+							 "Grow a filter when its estimated false-positive rate reaches this fraction of its target.",
+							 NULL, &fbf_aimd_increase_at, 0.9, 0.01, 1.0,
+							 PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("fbf.aimd_decrease_at",
+							 "Shrink a filter when its estimated false-positive rate falls to this fraction of its target.",
+							 NULL, &fbf_aimd_decrease_at, 0.1, 0.0, 1.0,
+							 PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("fbf.aimd_period_step",
+							"How much one AIMD step changes the refresh period.",
+							NULL, &fbf_aimd_period_step_ms, 1000, 1, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("fbf.period_min",
+							"Shortest refresh period AIMD may set.",
+							NULL, &fbf_period_min_ms, 100, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+}
+
+/*
+ * One maintenance pass over an open counter (FbfWindowMaintain under the
+ * AIMD settings), recorded in the registry.  The caller holds
+ * RowExclusiveLock on the table.
+ */
+FbfAimdDecision
+FbfCounterMaintain(Relation heap, Relation index)
+{
+	FbfAimdPolicy policy;
+	FbfAimdDecision d;
+
+	policy.increase_at = fbf_aimd_increase_at;
+	policy.decrease_at = fbf_aimd_decrease_at;
+	policy.period_step = (int64) fbf_aimd_period_step_ms * 1000;
+	policy.period_min = (int64) fbf_period_min_ms * 1000;
+
+	d = FbfWindowMaintain(index, GetCurrentTimestamp(), &policy);
+	FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap), GetCurrentTimestamp());
+	return d;
+}
+
+/*
+ * fbf_counter_maintain(counter regclass): one maintenance pass (refresh if
+ * due, drain, one AIMD step), as the background worker runs it.  Returns
+ * what AIMD did: 'grow', 'shrink' or 'hold'.
+ */
+Datum
+fbf_counter_maintain(PG_FUNCTION_ARGS)
+{
+	Relation	heap;
+	Relation	index;
+	FbfAimdDecision d;
+
+	PreventCommandIfReadOnly("fbf_counter_maintain()");
+	PreventCommandDuringRecovery("fbf_counter_maintain()");
+	FbfCounterOpen(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	d = FbfCounterMaintain(heap, index);
+	FbfCounterClose(heap, index);
+	PG_RETURN_TEXT_P(cstring_to_text(d.action == FBF_AIMD_GROW ? "grow" :
+									 d.action == FBF_AIMD_SHRINK ? "shrink" : "hold"));
+}
+
+/*
+ * fbf_counter_resize(counter regclass, filters int): resize the ring now
+ * (see FbfWindowResize); returns the number of filters afterwards.
+ */
+Datum
+fbf_counter_resize(PG_FUNCTION_ARGS)
+{
+	Relation	heap;
+	Relation	index;
+	int			n;
+
+	PreventCommandIfReadOnly("fbf_counter_resize()");
+	PreventCommandDuringRecovery("fbf_counter_resize()");
+	FbfCounterOpen(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	n = FbfWindowResize(index, PG_GETARG_INT32(1), GetCurrentTimestamp());
+	FbfCounterClose(heap, index);
+	PG_RETURN_INT32(n);
+}

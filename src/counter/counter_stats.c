@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * counter_stats.c
+ *	  fbf_counter_stats(): one row per counter table of this database that
+ *	  the user may read, from its window's metapage and blocks and from
+ *	  the registry's statistics.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/index.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "counter/counter.h"
+#include "registry/registry.h"
+#include "window/window.h"
+
+PG_FUNCTION_INFO_V1(fbf_counter_stats);
+
+/* columns of fbf_counter_stats() (sql/fbf.sql) */
+#define FBF_COUNTER_STATS_COLS	18
+
+static Interval *
+interval_from_usecs(int64 usecs)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = usecs;
+	return iv;
+}
+
+/*
+ * fbf_counter_stats(): one row per counter table of this database that the
+ * user may read.
+ */
+Datum
+fbf_counter_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *counters = NIL;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* every fbf_filter index's table */
+	foreach(lc, FbfWindowIndexes())
+		counters = lappend_oid(counters, IndexGetRelation(lfirst_oid(lc), false));
+
+	foreach(lc, counters)
+	{
+		Oid			relid = lfirst_oid(lc);
+		Relation	heap;
+		Relation	index;
+		FbfWindowMetaPageData meta;
+		uint64	   *counts;
+		Datum	   *per_filter;
+		Datum		values[FBF_COUNTER_STATS_COLS];
+		bool		nulls[FBF_COUNTER_STATS_COLS] = {0};
+		FbfCounterStatsSnapshot st;
+		int			i;
+		uint32		p;
+
+		if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+			!ConditionalLockRelationOid(relid, AccessShareLock))
+			continue;			/* no access, or being rebuilt or dropped */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		{
+			UnlockRelationOid(relid, AccessShareLock);
+			continue;
+		}
+		FbfCounterOpen(relid, ACL_SELECT, AccessShareLock, &heap, &index);
+		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
+		FbfWindowReadMeta(index, &meta);
+		counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
+		FbfWindowBlockCounts(index, &meta, counts);
+		per_filter = palloc(sizeof(Datum) * meta.nfilters);
+		for (i = 0; i < meta.nfilters; i++)
+		{
+			uint64		sum = 0;
+
+			for (p = 0; i < meta.nlive && p < meta.nparts; p++)
+				sum += counts[i * meta.nparts + p];
+			per_filter[i] = Int64GetDatum((int64) sum);
+		}
+		FbfStatsGet(MyDatabaseId, relid, &st);
+
+		values[0] = ObjectIdGetDatum(relid);
+		values[1] = Int32GetDatum(meta.nfilters);
+		values[2] = Int32GetDatum(meta.nlive);
+		values[3] = IntervalPGetDatum(interval_from_usecs(meta.period));
+		values[4] = IntervalPGetDatum(interval_from_usecs(meta.retention));
+		values[5] = Int64GetDatum((int64) meta.nbits * meta.nparts);
+		values[6] = Int32GetDatum(meta.nhashes);
+		values[7] = Int32GetDatum(meta.nparts);
+		values[8] = PointerGetDatum(construct_array(per_filter, meta.nfilters, INT8OID,
+													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[9] = Float8GetDatum(FbfWindowEstimateFpp(&meta, counts));
+		values[10] = Float8GetDatum(meta.target_fpp);
+		values[11] = Int64GetDatum((int64) st.applied);
+		values[12] = Int64GetDatum((int64) st.dismissed);
+		values[13] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
+		values[14] = TimestampTzGetDatum(meta.born_at[0]);
+		values[15] = Int64GetDatum(meta.resizes);
+		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
+		values[17] = Int64GetDatum(FbfWindowPendingCount(index, &meta));
+		FbfCounterClose(heap, index);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,332 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_pending.c
+ *	  Pending chains: operations in flight with their transaction's xid,
+ *	  until they are drained into the bits of the future and present
+ *	  filters (committed) or dropped (aborted).
+ *
+ * The scheme, and why it makes an operation's fate exactly its
+ * transaction's, is in window.h ("Pending pages").  A chain is a head page
+ * (block 1 + partition) and overflow pages; the head's special space also
+ * keeps the list of spare overflow pages that drains have emptied.  A
+ * chain is always locked whole, head first (FbfChainLock), under the
+ * metapage's lock, so the ring seen by a drain is the ring of the caller.
+ *
+ * WAL: generic records of at most three pages: a pending page and the
+ * two filter blocks it drains into, or head, previous and emptied page
+ * when an overflow page goes back to the spare list.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/procarray.h"
+#include "utils/rel.h"
+
+#include "common/fbf_page.h"
+#include "core/bloom_bits.h"
+#include "window/window_int.h"
+
+/*
+ * The fate of the transaction that applied a pending entry, checked the way
+ * heap visibility checks are: current, in progress, committed.
+ */
+FbfEntryStatus
+FbfEntryStatusOf(TransactionId xid)
+{
+	FbfEntryStatus status;
+
+	if (TransactionIdIsCurrentTransactionId(xid))
+		return FBF_ENTRY_OURS;
+	if (TransactionIdIsInProgress(xid))
+		return FBF_ENTRY_IN_PROGRESS;
+
+	/*
+	 * An xid too old for the commit log was resolved long before any
+	 * retention: treat it as committed, never as absent.  The lock keeps
+	 * the commit log from being truncated under the lookup, as
+	 * txid_status() does.  (Entries are drained every maintenance pass and
+	 * every VACUUM of the counter table, so this is a safety net.)
+	 */
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	if (TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid))
+		status = FBF_ENTRY_COMMITTED;
+	else
+		status = TransactionIdDidCommit(xid) ? FBF_ENTRY_COMMITTED : FBF_ENTRY_ABORTED;
+	LWLockRelease(XactTruncationLock);
+	return status;
+}
+
+/* make a (registered copy of a) filter block current, clearing it if stale */
+static void
+freshen_block(Page page, const FbfWindowMetaPageData *meta, int logical)
+{
+	FbfWindowPageOpaque opaque = FbfWindowPageGetOpaque(page);
+
+	if (opaque->stamp != FbfWindowExpectedStamp(meta, logical))
+	{
+		memset(FbfWindowPageGetWords(page), 0, fbf_nwords(meta->nbits) * 8);
+		opaque->stamp = FbfWindowExpectedStamp(meta, logical);
+		opaque->count = 0;
+	}
+}
+
+/*
+ * Move the committed entries of one partition's pending page into the
+ * future and present blocks, and drop the aborted ones, in one WAL record.
+ * The caller holds the metapage share-locked (so the ring is `meta`) and
+ * pbuf exclusive-locked.  Returns the number of entries removed.
+ */
+static int
+drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
+			  Buffer pbuf)
+{
+	int			n;
+	FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
+	FbfEntryStatus *status;
+	int			ncommitted = 0;
+	int			nkeep = 0;
+	Buffer		fbuf[2];
+	GenericXLogState *state;
+	Page		ppage;
+	Page		fpage[2];
+	int			i;
+	int			j;
+
+	if (n == 0)
+		return 0;
+	status = palloc(sizeof(FbfEntryStatus) * n);
+	for (i = 0; i < n; i++)
+	{
+		status[i] = FbfEntryStatusOf(entries[i].xid);
+		if (status[i] == FBF_ENTRY_COMMITTED)
+			ncommitted++;
+		else if (status[i] != FBF_ENTRY_ABORTED)
+			nkeep++;
+	}
+	if (nkeep == n)
+	{
+		pfree(status);
+		return 0;
+	}
+
+	for (j = 0; j < 2; j++)
+		fbuf[j] = FbfWindowReadPage(index, FbfFilterBlock(meta, meta->ring[j], part),
+							BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_FILTER);
+
+	state = GenericXLogStart(index);
+	ppage = GenericXLogRegisterBuffer(state, pbuf, 0);
+	for (j = 0; j < 2; j++)
+	{
+		fpage[j] = GenericXLogRegisterBuffer(state, fbuf[j], 0);
+		freshen_block(fpage[j], meta, j);
+	}
+
+	entries = FbfWindowPageGetEntries(ppage, &n);
+	nkeep = 0;
+	for (i = 0; i < n; i++)
+	{
+		if (status[i] == FBF_ENTRY_COMMITTED)
+		{
+			FbfHash		h = {entries[i].h1, entries[i].h2};
+			uint32		probes[FBF_MAX_HASHES];
+
+			fbf_probes(&h, meta->nhashes, meta->nbits, probes);
+			for (j = 0; j < 2; j++)
+			{
+				bloom_set(FbfWindowPageGetWords(fpage[j]), probes, meta->nhashes);
+				FbfWindowPageGetOpaque(fpage[j])->count++;
+			}
+		}
+		else if (status[i] != FBF_ENTRY_ABORTED)
+			entries[nkeep++] = entries[i];
+	}
+	FbfWindowPageSetEntryCount(ppage, nkeep);
+	GenericXLogFinish(state);
+
+	for (j = 0; j < 2; j++)
+		UnlockReleaseBuffer(fbuf[j]);
+	pfree(status);
+	return n - nkeep;
+}
+
+/*
+ * Lock partition `part`'s whole pending chain exclusively, head first.
+ * The caller holds the metapage locked (share or exclusive) and must call
+ * FbfChainRelease before releasing it.
+ */
+void
+FbfChainLock(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
+			 FbfPendingChain *chain)
+{
+	BlockNumber blkno = FbfPendingBlock(meta, part);
+
+	chain->n = 0;
+	while (blkno != InvalidBlockNumber)
+	{
+		Buffer		buf;
+
+		if (chain->n == FBF_MAX_PENDING_PAGES)
+			elog(ERROR, "fbf: pending chain of \"%s\" is longer than %d pages",
+				 RelationGetRelationName(index), FBF_MAX_PENDING_PAGES);
+		buf = FbfWindowReadPage(index, blkno, BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_PENDING);
+		chain->bufs[chain->n++] = buf;
+		blkno = FbfWindowPageGetOpaque(BufferGetPage(buf))->next;
+	}
+}
+
+/* Unlock and release a chain locked by FbfChainLock, tail first. */
+void
+FbfChainRelease(FbfPendingChain *chain)
+{
+	int			i;
+
+	for (i = chain->n - 1; i >= 0; i--)
+		UnlockReleaseBuffer(chain->bufs[i]);
+	chain->n = 0;
+}
+
+/*
+ * Drain every page of a locked chain, then move the overflow pages left
+ * empty to the head's spare list (so later operations lock fewer pages, and
+ * FbfChainExtend reuses them).  Returns entries removed.
+ */
+int
+FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
+			  FbfPendingChain *chain)
+{
+	int			removed = 0;
+	int			i;
+
+	for (i = 0; i < chain->n; i++)
+		removed += drain_pending(index, meta, part, chain->bufs[i]);
+
+	for (i = chain->n - 1; i >= 1; i--)
+	{
+		Buffer		buf = chain->bufs[i];
+		int			n;
+		GenericXLogState *state;
+		Page		head;
+		Page		prev;
+		Page		page;
+
+		FbfWindowPageGetEntries(BufferGetPage(buf), &n);
+		if (n > 0)
+			continue;
+
+		state = GenericXLogStart(index);
+		head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
+		prev = i == 1 ? head : GenericXLogRegisterBuffer(state, chain->bufs[i - 1], 0);
+		page = GenericXLogRegisterBuffer(state, buf, 0);
+		FbfWindowPageGetOpaque(prev)->next = FbfWindowPageGetOpaque(page)->next;
+		FbfWindowPageGetOpaque(page)->next = (BlockNumber) FbfWindowPageGetOpaque(head)->count;
+		FbfWindowPageGetOpaque(head)->count = BufferGetBlockNumber(buf);
+		GenericXLogFinish(state);
+
+		UnlockReleaseBuffer(buf);
+		memmove(&chain->bufs[i], &chain->bufs[i + 1],
+				sizeof(Buffer) * (chain->n - i - 1));
+		chain->n--;
+	}
+	return removed;
+}
+
+/*
+ * Link an empty overflow page at the end of the chain, in one WAL record:
+ * a spare one from the head's list if there is one, else a new page.  The
+ * caller holds the chain (so no one else touches the spare list).
+ */
+void
+FbfChainExtend(Relation index, FbfPendingChain *chain)
+{
+	BlockNumber spare = (BlockNumber) FbfWindowPageGetOpaque(BufferGetPage(chain->bufs[0]))->count;
+	Buffer		buf;
+	Buffer		tail = chain->bufs[chain->n - 1];
+	GenericXLogState *state;
+	Page		page;
+
+	if (spare != 0)
+		buf = FbfWindowReadPage(index, spare, BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_PENDING);
+	else
+		buf = FbfNewBuffer(index);
+
+	state = GenericXLogStart(index);
+	if (spare != 0)
+	{
+		Page		head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
+
+		page = GenericXLogRegisterBuffer(state, buf, 0);
+		FbfWindowPageGetOpaque(head)->count = FbfWindowPageGetOpaque(page)->next;
+		FbfWindowPageGetOpaque(page)->next = InvalidBlockNumber;
+		FbfWindowPageSetEntryCount(page, 0);
+		if (tail == chain->bufs[0])
+			FbfWindowPageGetOpaque(head)->next = BufferGetBlockNumber(buf);
+	}
+	else
+	{
+		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		FbfWindowInitPendingPage(page);
+	}
+	if (spare == 0 || tail != chain->bufs[0])
+	{
+		page = GenericXLogRegisterBuffer(state, tail, 0);
+		FbfWindowPageGetOpaque(page)->next = BufferGetBlockNumber(buf);
+	}
+	GenericXLogFinish(state);
+
+	chain->bufs[chain->n++] = buf;
+}
+
+/* Entries on every pending chain (in flight, or awaiting their drain). */
+int64
+FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
+{
+	int64		total = 0;
+	uint32		p;
+
+	for (p = 0; p < meta->nparts; p++)
+	{
+		BlockNumber blkno = FbfPendingBlock(meta, p);
+
+		while (blkno != InvalidBlockNumber)
+		{
+			Buffer		buf = FbfWindowReadPage(index, blkno, BUFFER_LOCK_SHARE,
+										FBF_PAGE_ID_PENDING);
+			int			n;
+
+			FbfWindowPageGetEntries(BufferGetPage(buf), &n);
+			total += n;
+			blkno = FbfWindowPageGetOpaque(BufferGetPage(buf))->next;
+			UnlockReleaseBuffer(buf);
+		}
+	}
+	return total;
+}
+
+/* Drain every partition's resolved entries; returns entries removed. */
+int
+FbfWindowDrain(Relation index)
+{
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
+	int			removed = 0;
+	uint32		p;
+
+	for (p = 0; p < meta.nparts; p++)
+	{
+		FbfPendingChain chain;
+
+		FbfChainLock(index, &meta, p, &chain);
+		removed += FbfChainDrain(index, &meta, p, &chain);
+		FbfChainRelease(&chain);
+		CHECK_FOR_INTERRUPTS();
+	}
+	UnlockReleaseBuffer(metabuf);
+	return removed;
+}
+

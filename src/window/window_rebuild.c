@@ -1,0 +1,293 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_rebuild.c
+ *	  Carrying a counter's window over rebuilds of its table.
+ *
+ * TRUNCATE, VACUUM FULL, CLUSTER, REINDEX and rewriting ALTER TABLE give
+ * the window index a new relfilenode and call its ambuild.  An empty window
+ * there would let retries of recent operations apply twice, so a utility
+ * hook records, before such a statement, where each window index's pages
+ * are; ambuild (FbfWindowBuildPages) then copies the old pages, still on
+ * disk until the rebuilding transaction commits, into the new relfilenode.
+ * Where that is impossible (a table truncated in the transaction that
+ * created it, a temporary table) the window starts empty and a NOTICE says
+ * so; where the old pages are gone for another reason, the rebuild fails.
+ *
+ * CONCURRENTLY builds are refused before anything is created: increments
+ * keep changing the old window until the swap.
+ *
+ * State: rebuild_sources, in TopMemoryContext, for the utility statement
+ * running in this backend (saved and restored around nested statements).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "window/window_int.h"
+
+typedef struct FbfRebuildSource
+{
+	Oid			heapoid;		/* the counter table */
+	FbfFileLocator node;		/* where its window's pages are */
+	char		persistence;
+} FbfRebuildSource;
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static List *rebuild_sources = NIL;	/* in TopMemoryContext */
+
+/* Record where every window index of this database keeps its pages. */
+static void
+remember_filters(void)
+{
+	List	   *indexes = FbfWindowIndexes();
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+		Form_pg_class form;
+		FbfRebuildSource *src;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		form = (Form_pg_class) GETSTRUCT(tup);
+		src = MemoryContextAlloc(TopMemoryContext, sizeof(FbfRebuildSource));
+		src->heapoid = IndexGetRelation(indexoid, false);
+		src->node = FbfMakeFileLocator(OidIsValid(form->reltablespace) ?
+									   form->reltablespace : MyDatabaseTableSpace,
+									   MyDatabaseId, form->relfilenode);
+		src->persistence = form->relpersistence;
+		ReleaseSysCache(tup);
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			rebuild_sources = lappend(rebuild_sources, src);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	list_free(indexes);
+}
+
+static void
+forget_filters(void)
+{
+	list_free_deep(rebuild_sources);
+	rebuild_sources = NIL;
+}
+
+/*
+ * Refuse, before anything is created, the statements that would build an
+ * fbf_filter index concurrently: the build would fail half-way and leave an
+ * invalid index behind.  Filters cannot be built concurrently because
+ * increments keep changing the old one until the swap.
+ */
+static void
+refuse_concurrent_builds(Node *stmt)
+{
+	Oid			amoid = get_index_am_oid("fbf_filter", true);
+	bool		refuse = false;
+
+	if (!OidIsValid(amoid))
+		return;
+	if (IsA(stmt, IndexStmt))
+	{
+		IndexStmt  *is = (IndexStmt *) stmt;
+
+		refuse = is->concurrent && is->accessMethod &&
+			strcmp(is->accessMethod, "fbf_filter") == 0;
+	}
+	else if (IsA(stmt, ReindexStmt))
+	{
+		ReindexStmt *rs = (ReindexStmt *) stmt;
+		ListCell   *lc;
+		bool		concurrent = false;
+
+		foreach(lc, rs->params)
+		{
+			DefElem    *opt = (DefElem *) lfirst(lc);
+
+			if (strcmp(opt->defname, "concurrently") == 0)
+				concurrent = defGetBoolean(opt);
+		}
+		if (!concurrent)
+			return;
+		if (rs->kind == REINDEX_OBJECT_INDEX || rs->kind == REINDEX_OBJECT_TABLE)
+		{
+			Oid			relid = RangeVarGetRelid(rs->relation, NoLock, true);
+			Oid			indexoid;
+
+			if (OidIsValid(relid) && rs->kind == REINDEX_OBJECT_INDEX)
+			{
+				HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+
+				if (HeapTupleIsValid(tup))
+				{
+					refuse = ((Form_pg_class) GETSTRUCT(tup))->relam == amoid;
+					ReleaseSysCache(tup);
+				}
+			}
+			else if (OidIsValid(relid))
+			{
+				Relation	rel = relation_open(relid, AccessShareLock);
+
+				refuse = FbfIsCounterTable(rel, &indexoid);
+				relation_close(rel, AccessShareLock);
+			}
+		}
+		else
+		{
+			/* a schema or the database: refuse if any counter table exists */
+			List	   *outer = rebuild_sources;
+
+			rebuild_sources = NIL;
+			remember_filters();
+			refuse = rebuild_sources != NIL;
+			forget_filters();
+			rebuild_sources = outer;
+		}
+	}
+	if (refuse)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("counter table filters cannot be rebuilt concurrently"),
+				 errhint("Reindex counter tables without CONCURRENTLY: it carries their filters over.")));
+}
+
+static bool
+rebuilds_indexes(Node *stmt)
+{
+	return IsA(stmt, TruncateStmt) || IsA(stmt, VacuumStmt) ||
+		IsA(stmt, ClusterStmt) || IsA(stmt, ReindexStmt) ||
+		IsA(stmt, AlterTableStmt);
+}
+
+/*
+ * Before a statement that may rebuild indexes (at any nesting depth: a DO
+ * block or procedure may run one), record where every fbf_filter index's
+ * pages are, for fbf_filter_build to carry them over; the outer
+ * statement's record is restored afterwards.
+ */
+static void
+fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		track = rebuilds_indexes(pstmt->utilityStmt) && IsTransactionState();
+	List	   *outer = rebuild_sources;
+
+	if (IsTransactionState())
+		refuse_concurrent_builds(pstmt->utilityStmt);
+	if (track)
+	{
+		rebuild_sources = NIL;
+		remember_filters();
+	}
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (track)
+		{
+			forget_filters();
+			rebuild_sources = outer;
+		}
+	}
+	PG_END_TRY();
+}
+
+void
+FbfWindowRebuildInit(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = fbf_ProcessUtility;
+}
+
+/*
+ * Where the counter table's window pages were before the running rebuild,
+ * if known.  By table, not index: ALTER TABLE ... TYPE rebuilds the index
+ * under a new OID.
+ */
+static FbfRebuildSource *
+rebuild_source(Relation heap)
+{
+	ListCell   *lc;
+
+	foreach(lc, rebuild_sources)
+	{
+		FbfRebuildSource *src = lfirst(lc);
+
+		if (src->heapoid == RelationGetRelid(heap))
+			return src;
+	}
+	return NULL;
+}
+
+/*
+ * Fill the new relfilenode of `index`, which ambuild is building for
+ * `heap`: with the window's pages from before the running rebuild (still
+ * on disk until it commits), or, for a new counter, empty.  Returns true
+ * if the window starts empty.
+ */
+bool
+FbfWindowBuildPages(Relation heap, Relation index)
+{
+	FbfRebuildSource *src = rebuild_source(heap);
+
+	if (src && !FbfFileLocatorEquals(src->node, FbfRelationLocator(index)) &&
+		src->persistence != RELPERSISTENCE_TEMP &&
+		FbfWindowCopyStorage(index, src->node,
+							 src->persistence == RELPERSISTENCE_PERMANENT))
+	{
+		src->node = FbfRelationLocator(index);
+		elog(DEBUG1, "fbf: carried the filter of \"%s\" over a rebuild",
+			 RelationGetRelationName(heap));
+		return false;
+	}
+
+	/*
+	 * A rebuild whose old window cannot be read.  If the table was created
+	 * in this transaction, nothing outside it can retry yet: start empty,
+	 * and say so.  Otherwise refuse rather than forget: the old pages were
+	 * truncated in place (a second rebuild in one transaction) or by a
+	 * rebuild that committed after this statement looked (retrying the
+	 * statement works).
+	 */
+	if (src && heap->rd_createSubid == InvalidSubTransactionId &&
+		src->persistence != RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot rebuild the operation filter of counter table \"%s\" here",
+						RelationGetRelationName(heap)),
+				 errdetail("Its old pages are gone: the table was rebuilt earlier in this transaction, or concurrently."),
+				 errhint("Commit between rebuilds of a counter table, or retry the statement.")));
+	FbfWindowInitStorage(index, MAIN_FORKNUM, FbfWindowGetOptions(index));
+	if (src)
+		ereport(NOTICE,
+				(errmsg("the operation filter of counter table \"%s\" was reset",
+						RelationGetRelationName(heap)),
+				 errdetail("Retries of operations applied within the retention may be applied again.")));
+	return true;
+}

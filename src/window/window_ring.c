@@ -1,0 +1,379 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_ring.c
+ *	  The ring of filters over time: refresh (rotation), resizing by hand
+ *	  or by the AIMD controller, and the maintenance pass that runs both.
+ *
+ * Each of these changes the metapage only (plus, when the ring grows past
+ * its slots, the new slot's blocks appended at the end), under the
+ * metapage's exclusive lock, in one generic WAL record: operations hold the
+ * metapage share-locked, so they see the ring before or after a change,
+ * never during it.  A recycled filter's blocks are not rewritten: their
+ * stamp no longer matches the ring, so they read as empty until the first
+ * drain into them clears them (window.h, "Lazy clearing").
+ *
+ * The AIMD settings are not read here: FbfWindowMaintain takes them from
+ * its caller as an FbfAimdPolicy.  The memory cap, fbf.max_filter_size, is
+ * the window's own setting.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "window/window_int.h"
+
+/*
+ * Rotate once, as fbf_refresh_action says: the recycled filter (the oldest
+ * live one, or the first unborn one) becomes the empty future; its blocks
+ * go stale with the new epoch.  Returns false if postponed.
+ */
+static bool
+rotate(FbfWindowMetaPageData *meta, TimestampTz now)
+{
+	int			from;
+
+	switch (fbf_refresh_action(meta->nlive, meta->nfilters,
+							   meta->born_at[meta->nlive - 2], now,
+							   meta->retention))
+	{
+		case FBF_REFRESH_RECYCLE_OLDEST:
+			from = meta->nlive - 1;
+			break;
+		case FBF_REFRESH_USE_UNBORN:
+			from = meta->nlive;
+			meta->nlive++;
+			break;
+		default:
+			return false;
+	}
+	{
+		uint8		slot = meta->ring[from];
+
+		memmove(&meta->ring[1], &meta->ring[0], from);
+		memmove(&meta->born_at[1], &meta->born_at[0], sizeof(int64) * from);
+		meta->ring[0] = slot;
+		meta->born_at[0] = now;
+	}
+	meta->epoch++;
+	return true;
+}
+
+/*
+ * Refresh the filter as often as its period says is due (a late worker may
+ * leave several due), never dropping a filter that could still hold an
+ * operation younger than the retention.  Only the metapage changes: the
+ * recycled filter's blocks become stale and read as empty.  Returns the
+ * number of refreshes done.
+ */
+int
+FbfWindowRefresh(Relation index, TimestampTz now)
+{
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf;
+	TimestampTz born = 0;
+	int			done = 0;
+
+	/*
+	 * The new future's birth time must not be earlier than the moment it
+	 * becomes future, which is now that we hold the metapage: operations
+	 * were drained into the old future until we got the lock.
+	 */
+	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+	now = Max(now, GetCurrentTimestamp());
+	born = meta.born_at[0];
+
+	/*
+	 * Each refresh records `now` as the new future's birth, never a time on
+	 * the period's grid: drop safety relies on birth times not being earlier
+	 * than the refresh that made the filter current.
+	 */
+	while (now - born >= meta.period * (done + 1) && done < meta.nfilters)
+	{
+		if (!rotate(&meta, now))
+		{
+			elog(DEBUG1, "fbf: refresh of \"%s\" postponed: the oldest filter still covers the retention",
+				 RelationGetRelationName(index));
+			break;
+		}
+		done++;
+	}
+	if (done > 0)
+		FbfWindowLogMeta(index, metabuf, &meta);
+	UnlockReleaseBuffer(metabuf);
+	return done;
+}
+
+/* fbf.max_filter_size as a cap on this window's bytes, in whole filters */
+static uint64
+window_max_bytes(const FbfWindowMetaPageData *meta)
+{
+	int64		cap_pages = (int64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
+	int64		cap_filters = (cap_pages - 1 - meta->nparts) / meta->nparts;
+
+	/* the memory cap counts pages; express it in filters of this shape */
+	cap_filters = Max(cap_filters, 0);
+	return fbf_size(meta->nbits, (int) Min(cap_filters, FBF_MAX_FILTERS),
+					meta->nparts);
+}
+
+/*
+ * The AIMD configuration for a counter: its metapage, the caller's policy
+ * and the memory cap.
+ */
+static void
+aimd_config(const FbfWindowMetaPageData *meta, const FbfAimdPolicy *policy,
+			FbfAimdConfig *cfg)
+{
+	cfg->target_fpp = meta->target_fpp;
+	cfg->increase_at = policy->increase_at;
+	cfg->decrease_at = policy->decrease_at;
+	cfg->retention = meta->retention;
+	cfg->period_step = policy->period_step;
+	cfg->period_min = policy->period_min;
+
+	/*
+	 * The planned shape is the floor of capacity: shrinking after a burst
+	 * returns towards it, never below it, so an idle spell does not leave
+	 * a counter unable to take its expected rate (growing back is slow:
+	 * the period shortens one step per resize).
+	 */
+	cfg->period_max = Max(meta->base_period, cfg->period_min);
+	cfg->min_filters = FBF_MIN_FILTERS;
+	cfg->max_filters = FBF_MAX_FILTERS;
+	cfg->nbits = meta->nbits;
+	cfg->nparts = meta->nparts;
+	cfg->nhashes = meta->nhashes;
+	cfg->max_bytes = window_max_bytes(meta);
+}
+
+/*
+ * Grow or shrink to d.nfilters filters with period d.period.  Growing puts
+ * unborn filters at the old end, reusing free slots before adding pages;
+ * shrinking removes filters from the old end, unborn ones first, and live
+ * ones only as far as that forgets no operation younger than the
+ * retention (operations that live only in dropped filters were applied
+ * before the oldest kept filter became future).  What cannot be removed
+ * yet stays, with the new period applied (the window only gets longer); a
+ * later pass removes it.  Returns the number of filters after the change,
+ * or -1 if nothing changed.
+ */
+static int
+apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
+{
+	int			nfilters = d->nfilters;
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+
+	if (d->nfilters > meta.nfilters)
+	{
+		bool		used[FBF_MAX_FILTERS] = {0};
+		int			slot = 0;
+		int			i;
+
+		for (i = 0; i < meta.nfilters; i++)
+			used[meta.ring[i]] = true;
+		for (i = meta.nfilters; i < d->nfilters; i++)
+		{
+			while (used[slot])
+				slot++;
+			if (slot >= meta.nslots)
+			{
+				/* never-current stamp: the blocks read as empty until used */
+				BlockNumber next = RelationGetNumberOfBlocks(index);
+
+				meta.slot_start[slot] = FbfWindowAppendSlot(index, MAIN_FORKNUM,
+															&next, &meta, -1);
+				meta.nslots = (uint16) (slot + 1);
+			}
+			used[slot] = true;
+			meta.ring[i] = (uint8) slot;
+			meta.born_at[i] = 0;
+		}
+	}
+	else if (d->nfilters < meta.nfilters)
+	{
+		int			keep_live = meta.nlive;
+
+		if (d->nfilters < meta.nlive)
+		{
+			keep_live = d->nfilters;
+			while (keep_live < meta.nlive &&
+				   now - meta.born_at[keep_live - 1] <= meta.retention)
+				keep_live++;
+		}
+		nfilters = Max(d->nfilters, keep_live);
+		if (nfilters == meta.nfilters && d->period == meta.period)
+		{
+			UnlockReleaseBuffer(metabuf);
+			return -1;
+		}
+		meta.nlive = (uint16) keep_live;
+	}
+	if (nfilters != meta.nfilters)
+		meta.resizes++;
+	meta.nfilters = (uint16) nfilters;
+	meta.period = d->period;
+
+	FbfWindowLogMeta(index, metabuf, &meta);
+	UnlockReleaseBuffer(metabuf);
+	return nfilters;
+}
+
+/*
+ * Resize to `nfilters` filters now, keeping the period, as an
+ * administrator's fbf_counter_resize() asks: growing within the caps,
+ * shrinking only to a ring that still covers the retention, and dropping
+ * live filters only as far as that is safe.  Returns the number of filters
+ * afterwards.
+ */
+int
+FbfWindowResize(Relation index, int nfilters, TimestampTz now)
+{
+	FbfWindowMetaPageData meta;
+	FbfAimdDecision d;
+	int			result;
+
+	FbfWindowReadMeta(index, &meta);
+	if (nfilters < FBF_MIN_FILTERS || nfilters > FBF_MAX_FILTERS ||
+		fbf_size(meta.nbits, nfilters, meta.nparts) > window_max_bytes(&meta))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a counter filter must have between %d and %d filters within fbf.max_filter_size",
+						FBF_MIN_FILTERS, FBF_MAX_FILTERS)));
+	if ((int64) (nfilters - 1) * meta.period < meta.retention)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%d filters refreshed every %.3f s do not cover the retention of %.3f s",
+						nfilters, meta.period / 1e6, meta.retention / 1e6)));
+	d.action = nfilters > meta.nfilters ? FBF_AIMD_GROW : FBF_AIMD_SHRINK;
+	d.nfilters = nfilters;
+	d.period = meta.period;
+	d.capped = false;
+	d.reason = "requested";
+	result = apply_resize(index, &d, now);
+	return result < 0 ? meta.nfilters : result;
+}
+
+/* set or clear the "capped" flag, warning when it becomes set */
+static void
+note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
+{
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+	bool		was = (meta.flags & FBF_META_CAPPED) != 0;
+
+	if (was != capped)
+	{
+		if (capped)
+			meta.flags |= FBF_META_CAPPED;
+		else
+			meta.flags &= ~FBF_META_CAPPED;
+		FbfWindowLogMeta(index, metabuf, &meta);
+		if (capped)
+			ereport(WARNING,
+					(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
+							RelationGetRelationName(index)),
+					 errdetail("Its estimated false-positive rate has reached fbf.aimd_increase_at (%g) times its target.",
+							   policy->increase_at),
+					 errhint("Raise fbf.max_filter_size, or accept more false positives.")));
+	}
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * Operations per microsecond, for the controller's look-ahead: the higher
+ * of the last complete period's rate (so a ramp is seen at once) and the
+ * average over the complete periods of the live window (so one quiet
+ * period does not look like the load went away).  Filter i holds its own
+ * epoch (as future) and the next one (as present), so epoch i's count is
+ * count_i - epoch_(i-1), starting from the future filter, which holds only
+ * its own.  Filters born before any refresh (birth time 0) have no period
+ * to measure.  -1 if unknown.
+ */
+static double
+arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *counts)
+{
+	double		epoch = 0;
+	double		total = 0;
+	double		last = 0;
+	int			timed = 1;		/* filters 0..timed-1 have birth times */
+	int64		window;
+	int64		period;
+	int			i;
+
+	while (timed < meta->nlive && meta->born_at[timed] > 0)
+		timed++;
+	if (timed < 2)
+		return -1;
+	window = meta->born_at[0] - meta->born_at[timed - 1];
+	period = meta->born_at[0] - meta->born_at[1];
+	if (window <= 0 || period <= 0)
+		return -1;
+	for (i = 0; i < timed; i++)
+	{
+		double		count = 0;
+		uint32		p;
+
+		for (p = 0; p < meta->nparts; p++)
+			count += counts[i * meta->nparts + p];
+		epoch = Max(count - epoch, 0);
+		if (i == 1)
+			last = epoch;
+		if (i > 0)
+			total += epoch;
+	}
+	return Max(last / period, total / window);
+}
+
+/*
+ * One maintenance pass over a counter's filter, as the background worker
+ * runs it every fbf.naptime: refresh if due, drain resolved operations,
+ * then one AIMD step under `policy`.  The caller holds RowExclusiveLock on
+ * the table.
+ */
+FbfAimdDecision
+FbfWindowMaintain(Relation index, TimestampTz now, const FbfAimdPolicy *policy)
+{
+	FbfWindowMetaPageData meta;
+	FbfAimdConfig cfg;
+	FbfAimdDecision d;
+	uint64	   *counts;
+	double		fpp;
+	double		rate;
+
+	FbfWindowSyncOptions(index);
+	FbfWindowRefresh(index, now);
+	FbfWindowDrain(index);
+
+	FbfWindowReadMeta(index, &meta);
+	counts = palloc(sizeof(uint64) * meta.nlive * meta.nparts);
+	FbfWindowBlockCounts(index, &meta, counts);
+	fpp = FbfWindowEstimateFpp(&meta, counts);
+	rate = arrival_rate(&meta, counts);
+	pfree(counts);
+
+	aimd_config(&meta, policy, &cfg);
+	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp, rate);
+	if (d.action != FBF_AIMD_HOLD)
+	{
+		int			nfilters = apply_resize(index, &d, now);
+
+		if (nfilters < 0)
+			d.action = FBF_AIMD_HOLD;
+		else
+			ereport(LOG,
+					(errmsg("fbf: %s \"%s\" from %d to %d filters, refresh period %.3f s to %.3f s (estimated false-positive rate %.3g, target %.3g)",
+							d.action == FBF_AIMD_GROW ? "grew" :
+							nfilters < meta.nfilters ? "shrank" : "is shrinking",
+							RelationGetRelationName(index), meta.nfilters,
+							nfilters, meta.period / 1e6, d.period / 1e6,
+							fpp, meta.target_fpp)));
+	}
+	if (d.capped != ((meta.flags & FBF_META_CAPPED) != 0))
+		note_capped(index, d.capped, policy);
+	return d;
+}
+
