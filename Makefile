@@ -2,8 +2,12 @@
 #
 #   make && make install          build and install into the PostgreSQL
 #                                 that pg_config names
-#   make installcheck             regression tests against a running server
-#                                 (shared_preload_libraries must include fbf)
+#   make installcheck             regression and isolation tests against a
+#                                 running server (shared_preload_libraries
+#                                 must include fbf), then the TAP tests
+#   make prove_installcheck       the TAP tests alone (test/t; they start
+#                                 their own servers, so run them as a user
+#                                 initdb accepts, not root)
 #   make -C test/core check       standalone tests of the pure core
 #
 # test/check.sh runs every layer against a scratch cluster.
@@ -35,6 +39,7 @@ OBJS        = src/fbf.o \
               src/cuckoo/cuckoofuncs.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA        = $(wildcard sql/$(EXTENSION)--*--*.sql)
 
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
                cuckoo
@@ -52,6 +57,9 @@ PG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK  = -lm
 
+TAP_TESTS    = 1
+PROVE_TESTS  = test/t/*.pl
+
 EXTRA_CLEAN = results regression.diffs regression.out test/isolation/output
 
 PG_CONFIG ?= pg_config
@@ -64,3 +72,8 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 # PGXS tracks no header dependencies: rebuild every object when any of our
 # headers changes (layouts of pages and shared structs live in them).
 $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
+
+# The TAP tests alone; PGXS runs them only at the end of installcheck.
+.PHONY: prove_installcheck
+prove_installcheck:
+	$(prove_installcheck)

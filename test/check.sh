@@ -123,8 +123,9 @@ run_installcheck() {
 		failures+=("installcheck ($label)")
 	fi
 }
-run_installcheck "pg_regress" "$logdir/regress.log" regression.diffs ISOLATION=
-run_installcheck "isolation" "$logdir/isolation.log" test/isolation/output/regression.diffs REGRESS=
+# (TAP_TESTS= : the TAP tests run below, as the postgres user)
+run_installcheck "pg_regress" "$logdir/regress.log" regression.diffs ISOLATION= TAP_TESTS=
+run_installcheck "isolation" "$logdir/isolation.log" test/isolation/output/regression.diffs REGRESS= TAP_TESTS=
 
 # ---- end to end: clients cut off (dropped, killed, timed out) and retrying ----
 fbf_log "retry storm (test/bench/retry_storm)"

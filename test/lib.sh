@@ -103,20 +103,17 @@ fbf_cluster_stop() {
 	FBF_SCRATCH=""
 }
 
-# Run the TAP tests of test/t with prove, as the postgres user (initdb
-# refuses root), from a scratch copy it can write to.  $1: scratch dir.
+# Run the TAP tests of test/t through PGXS (make prove_installcheck), as
+# the postgres user (initdb refuses root), from a scratch copy of the
+# source tree it can write to.  fbf must be installed.  $1: scratch dir.
 fbf_run_tap() {
 	local dir=$1
-	local pgxs
-	pgxs=$(dirname "$(pg_config --pgxs)")/..
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	cp -r "$FBF_ROOT/test/t" "$dir/t"
+	(cd "$FBF_ROOT" && tar cf - Makefile fbf.control sql/fbf.sql src/core/sources.mk test/t) |
+		(cd "$dir" && tar xf -)
 	chown -R postgres: "$dir"
 	(cd "$dir" && runuser -u postgres -- env -u PGPORT -u PGHOST -u PGUSER -u PGDATABASE \
 		PATH="$PG_BINDIR:$PATH" \
-		PERL5LIB="$pgxs/test/perl" \
-		PG_REGRESS="$pgxs/test/regress/pg_regress" \
-		TESTDIR="$dir" \
-		prove -v t/*.pl)
+		make -s prove_installcheck PROVE_FLAGS=-v)
 }

@@ -9,17 +9,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 
-my $node = PostgreSQL::Test::Cluster->new('worker');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'fbf'
+my $node = fbf_node('worker', q{
 fbf.naptime = 200ms
 fbf.aimd_period_step = 200ms
 fbf.period_min = 100ms
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION fbf');
 $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('ramp', retention => '4 s', target_fpp => 0.01,
 									expected_rate => 50)});

@@ -19,17 +19,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'fbf'
+my $node = fbf_node('crash', q{
 fbf.naptime = 100ms
 fbf.aimd_period_step = 100ms
 fbf.period_min = 100ms
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION fbf');
 # Sized for the load with a target so low that a false dismissal is
 # practically impossible over the test (each would make a retry look like a
 # loss).  Refreshes happen every second or so, and AIMD shrinks the

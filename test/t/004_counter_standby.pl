@@ -9,15 +9,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'fbf'
-fbf.naptime = 200ms
-});
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION fbf');
+my $primary = fbf_node('primary', "fbf.naptime = 200ms\n", allows_streaming => 1);
 $primary->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('c', retention => '10 min', expected_rate => 2000,
 									target_fpp => 0.000001)});
