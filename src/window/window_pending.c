@@ -116,8 +116,9 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 	}
 
 	for (j = 0; j < 2; j++)
-		fbuf[j] = FbfWindowReadPage(index, FbfFilterBlock(meta, meta->ring[j], part),
-							BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_FILTER);
+		fbuf[j] = FbfWindowReadPage(index,
+									FbfFilterBlock(meta, meta->ring[j], part),
+									BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_FILTER);
 
 	state = GenericXLogStart(index);
 	ppage = GenericXLogRegisterBuffer(state, pbuf, 0);
@@ -296,7 +297,7 @@ FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 		while (blkno != InvalidBlockNumber)
 		{
 			Buffer		buf = FbfWindowReadPage(index, blkno, BUFFER_LOCK_SHARE,
-										FBF_PAGE_ID_PENDING);
+												FBF_PAGE_ID_PENDING);
 			int			n;
 
 			FbfWindowPageGetEntries(BufferGetPage(buf), &n);

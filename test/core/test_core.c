@@ -88,6 +88,16 @@ test_hash_golden(void)
 		  probes[3] == 6073 && probes[4] == 6184,
 		  "probes %u %u %u %u %u", probes[0], probes[1], probes[2],
 		  probes[3], probes[4]);
+
+	/* an element's partition picks the page its bits are in */
+	CHECK(fbf_part(&a, 3) == 0 && fbf_part(&a, 7) == 1 &&
+		  fbf_part(&a, 1000) == 152,
+		  "abc partitions %u %u %u", fbf_part(&a, 3), fbf_part(&a, 7),
+		  fbf_part(&a, 1000));
+	CHECK(fbf_part(&i, 3) == 2 && fbf_part(&i, 7) == 6 &&
+		  fbf_part(&i, 1000) == 997,
+		  "42 partitions %u %u %u", fbf_part(&i, 3), fbf_part(&i, 7),
+		  fbf_part(&i, 1000));
 }
 
 /* the portable multiply-high equals the 128-bit one */

@@ -2,7 +2,7 @@
  *
  * test_cuckoo.c
  *	  Standalone randomized property tests of the pure cuckoo table
- *	  (src/cuckoo_table.c): layout sizing; keys, pages and buckets; the
+ *	  (src/core/cuckoo_table.c): layout sizing; keys, pages and buckets; the
  *	  alternative bucket as an involution; the rest bits of a tag across
  *	  doublings (no false negative as the table grows, few false matches);
  *	  insertion with no false negative up to a high load; the false match
