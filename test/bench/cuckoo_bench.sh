@@ -333,6 +333,17 @@ warm_pass() {
 	bench "wpass_$1" -T "$PASS_SECS" -D i=0
 }
 
+# ROUNDS interleaved warm passes of every index type, into TPS[$1,type]
+warm_rounds() {
+	local pass=$1 label=$2 r type
+	for r in $(seq 1 "$ROUNDS"); do
+		for type in $TYPES; do
+			fbf_log "deleted keys, $label, round $r: $type"
+			TPS[$pass,$type]="${TPS[$pass,$type]:-} $(warm_pass "$type")"
+		done
+	done
+}
+
 fbf_log "deleted keys: building the four tables"
 for type in $TYPES; do
 	psqlq <<SQL
@@ -353,12 +364,7 @@ for type in $TYPES; do
 	cold_pass "$type" >"$work/cold_tps"
 	TPS[pass1,$type]=$(cat "$work/cold_tps")
 done
-for r in $(seq 1 "$ROUNDS"); do
-	for type in $TYPES; do
-		fbf_log "deleted keys, pass 2, round $r: $type"
-		TPS[pass2,$type]="${TPS[pass2,$type]:-} $(warm_pass "$type")"
-	done
-done
+warm_rounds pass2 "pass 2"
 declare -A SWEEP CUCKOO_STATE
 for type in $TYPES; do
 	BUF[killed,$type]=$(dbuffers "$type" "$set_keys")
@@ -378,12 +384,7 @@ for type in $TYPES; do
 	BUF[vacuumed,$type]=$(dbuffers "$type" "$set_keys")
 	SIZE[vacuumed,$type]=$(val "SELECT pg_relation_size('d_${type}_k')")
 done
-for r in $(seq 1 "$ROUNDS"); do
-	for type in $TYPES; do
-		fbf_log "deleted keys, after VACUUM, round $r: $type"
-		TPS[pass3,$type]="${TPS[pass3,$type]:-} $(warm_pass "$type")"
-	done
-done
+warm_rounds pass3 "after VACUUM"
 CUCKOO_STATE[vacuumed]=$(val "SELECT format('entries %s, dead %s; verify: %s entries, %s heap tuples', s.entries, s.dead_entries, v.entries, v.heap_tuples) FROM cuckoo_index_stats('d_cuckoo_k') s, cuckoo_index_verify('d_cuckoo_k') v")
 rm -rf "$work"
 
