@@ -30,6 +30,7 @@ OBJS        = src/fbf.o \
               src/window/window_page.o src/window/window_build.o \
               src/window/window_apply.o src/window/window_pending.o \
               src/window/window_ring.o src/window/window_read.o \
+              src/window/window_clock.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o \
               src/worker/worker.o \
@@ -39,13 +40,14 @@ OBJS        = src/fbf.o \
               src/cuckoo/cuckoofuncs.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
-DATA        = $(wildcard sql/$(EXTENSION)--*--*.sql)
+DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
-               cuckoo
+               cuckoo fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
+                 counter_privileges \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
                  --load-extension=$(EXTENSION)

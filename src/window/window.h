@@ -96,17 +96,44 @@ typedef struct FbfWindowMetaPageData
 	int64		created_at;		/* TimestampTz */
 	int64		resizes;		/* AIMD resizes so far */
 	uint8		ring[FBF_MAX_FILTERS];	/* logical filter -> slot */
-	int64		born_at[FBF_MAX_FILTERS];	/* by logical filter, TimestampTz */
+	int64		born_at[FBF_MAX_FILTERS];	/* by logical filter, window time */
 	BlockNumber slot_start[FBF_MAX_FILTERS];	/* first block of each slot */
+
+	/* ---- since 1.1; zero in windows written by 1.0 (see features) ---- */
+	uint32		features;		/* FBF_FEATURE_* */
+	uint32		reserved;
+	int64		clock_at;		/* window time at the clock's anchor */
+	int64		clock_boottime; /* CLOCK_BOOTTIME then, microseconds */
+	int64		clock_wall;		/* wall clock then, TimestampTz */
+	uint8		clock_boot[16]; /* kernel boot id then */
+	int64		legacy_until;	/* window time until which keyed operations
+								 * also match their 1.0 identity */
 } FbfWindowMetaPageData;
 
 typedef FbfWindowMetaPageData *FbfWindowMetaPage;
 
 #define FBF_META_CAPPED			0x0001	/* AIMD wanted to grow but a cap bit */
 
+/*
+ * What a window's pages carry, beyond the 1.0 format.  A window written by
+ * 1.0 has none; the first refresh by this version upgrades it in place
+ * (FbfWindowRefresh) and sets them all.
+ */
+#define FBF_FEATURE_CLOCK		0x0001	/* birth times are window time, and
+										 * the clock anchor is set */
+#define FBF_FEATURE_FULL_XIDS	0x0002	/* pending entries carry their xid's
+										 * epoch */
+#define FBF_FEATURE_KEYED_IDS	0x0004	/* keyed operations are recorded
+										 * with their key in the identity */
+#define FBF_FEATURES_ALL \
+	(FBF_FEATURE_CLOCK | FBF_FEATURE_FULL_XIDS | FBF_FEATURE_KEYED_IDS)
+
 typedef struct FbfWindowPageOpaqueData
 {
-	int64		stamp;			/* filter pages: birth epoch of their filter */
+	int64		stamp;			/* filter pages: birth epoch of their filter;
+								 * pending chain heads: the chain's floor, a
+								 * FullTransactionId no entry on it precedes
+								 * (0: empty, or not known) */
 	uint64		count;			/* filter pages: elements in this block;
 								 * pending chain heads: first spare overflow
 								 * page (0: none) */
@@ -121,11 +148,16 @@ typedef FbfWindowPageOpaqueData *FbfWindowPageOpaque;
 #define FbfWindowPageGetOpaque(page) \
 	((FbfWindowPageOpaque) PageGetSpecialPointer(page))
 
-/* An in-flight operation on a pending page. */
+/*
+ * An in-flight operation on a pending page.  The (sub)transaction that
+ * applied it is (epoch, xid), a FullTransactionId, so its fate can never be
+ * confused with another's across xid wraparound; windows written by 1.0 have
+ * epoch 0 and lack FBF_FEATURE_FULL_XIDS (FbfEntryFullXid).
+ */
 typedef struct FbfPendingEntry
 {
 	TransactionId xid;			/* (sub)transaction that applied it */
-	uint32		unused;
+	uint32		epoch;			/* its xid epoch */
 	uint64		h1;				/* the operation's hash */
 	uint64		h2;
 } FbfPendingEntry;
@@ -147,6 +179,13 @@ typedef struct FbfPendingEntry
 
 /* pages in one partition's pending chain, at most (all locked at once) */
 #define FBF_MAX_PENDING_PAGES	64
+
+/*
+ * An operation drains its partition's chain first once the chain's oldest
+ * entry is this many xids old, so that no entry gets near the commit log's
+ * horizon even where nothing else drains (window_pending.c).
+ */
+#define FBF_PENDING_DRAIN_AGE	1000000
 
 static inline BlockNumber
 FbfPendingBlock(const FbfWindowMetaPageData *meta, uint32 part)
@@ -206,8 +245,15 @@ extern void FbfWindowRebuildInit(void);
 /* ---- window_page.c ---- */
 extern void FbfWindowReadMeta(Relation index, FbfWindowMetaPageData *meta);
 
+/* ---- window_clock.c: the window's own time ---- */
+extern int64 FbfWindowNow(const FbfWindowMetaPageData *meta);
+extern TimestampTz FbfWindowWallTime(const FbfWindowMetaPageData *meta,
+									 int64 window_time);
+
 /* ---- window_apply.c: one operation ---- */
-extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash);
+extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash,
+								  const FbfHash *legacy_hash);
+extern bool FbfWindowHasLegacyIds(Relation index);
 
 /* ---- window_pending.c ---- */
 extern int	FbfWindowDrain(Relation index);
@@ -215,10 +261,10 @@ extern int64 FbfWindowPendingCount(Relation index,
 								   const FbfWindowMetaPageData *meta);
 
 /* ---- window_ring.c: refresh, resize, AIMD ---- */
-extern int	FbfWindowRefresh(Relation index, TimestampTz now);
-extern FbfAimdDecision FbfWindowMaintain(Relation index, TimestampTz now,
+extern int	FbfWindowRefresh(Relation index);
+extern FbfAimdDecision FbfWindowMaintain(Relation index,
 										 const FbfAimdPolicy *policy);
-extern int	FbfWindowResize(Relation index, int nfilters, TimestampTz now);
+extern int	FbfWindowResize(Relation index, int nfilters);
 
 /* ---- window_read.c: reading the whole window ---- */
 extern void FbfWindowBlockCounts(Relation index,

@@ -241,6 +241,7 @@ fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 						RelationGetRelationName(heap)),
 				 errhint("Use REINDEX without CONCURRENTLY: it carries the filter over.")));
 	check_counter_columns(heap);
+	FbfWindowCheckIndexCleanup(heap);
 
 	/* a new counter: the launcher should visit this database from now on */
 	if (FbfWindowBuildPages(heap, index))

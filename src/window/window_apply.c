@@ -53,16 +53,48 @@ membership(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 }
 
 /*
+ * Must the window be refreshed (or brought up to date) before an operation
+ * may use it?  When a refresh is due and the worker is late, when its
+ * clock has no anchor on this boot, or when it was written by 1.0.
+ */
+static bool
+needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
+{
+	if (meta->features != FBF_FEATURES_ALL || FbfWindowClockStale(meta))
+		return true;
+	return now - meta->born_at[0] >= meta->period &&
+		fbf_refresh_action(meta->nlive, meta->nfilters,
+						   meta->born_at[meta->nlive - 2], now,
+						   meta->retention) != FBF_REFRESH_POSTPONE;
+}
+
+/* Is the operation in the window's filters (its partition's blocks)? */
+static bool
+in_filters(Relation index, const FbfWindowMetaPageData *meta,
+		   const FbfHash *hash)
+{
+	uint32		probes[FBF_MAX_HASHES];
+
+	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
+	return fbf_check_mask(membership(index, meta, fbf_part(hash, meta->nparts),
+									 probes),
+						  meta->nlive, FBF_CHECK_DEFAULT);
+}
+
+/*
  * Decide whether the operation `hash` is new, and if so record it as in
  * flight for the current (sub)transaction.
  *
  * Returns FBF_OP_DUPLICATE if a committed operation, or one of this
  * transaction's, has the same identity; waits for the applying transaction
- * if another one in progress has it, then decides again.  The caller holds
- * RowExclusiveLock on the counter table.
+ * if another one in progress has it, then decides again.  `legacy_hash`,
+ * if not NULL, is the identity 1.0 gave the same operation: while the
+ * window may still hold operations recorded by 1.0 (legacy_until), the
+ * operation is also a duplicate if its filters hold that one.  The caller
+ * holds RowExclusiveLock on the counter table.
  */
 FbfOpResult
-FbfWindowApply(Relation index, const FbfHash *hash)
+FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 {
 	bool		refresh_tried = false;
 
@@ -72,9 +104,9 @@ FbfWindowApply(Relation index, const FbfHash *hash)
 		FbfWindowMetaPageData meta;
 		FbfPendingChain chain;
 		uint32		part;
-		uint32		probes[FBF_MAX_HASHES];
-		TransactionId wait_for = InvalidTransactionId;
-		TransactionId xid;
+		FullTransactionId wait_for = InvalidFullTransactionId;
+		FullTransactionId fxid;
+		FullTransactionId floor;
 		bool		duplicate = false;
 		Buffer		room = InvalidBuffer;
 		GenericXLogState *state;
@@ -83,44 +115,55 @@ FbfWindowApply(Relation index, const FbfHash *hash)
 		int			n;
 		int			c;
 		int			i;
-		TimestampTz now = GetCurrentTimestamp();
+		int64		now;
 
 		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
+		now = FbfWindowNow(&meta);
 
-		/*
-		 * A refresh is due and the worker is late: do it first (once; it may
-		 * rightly be postponed to keep the retention).
-		 */
-		if (now - meta.born_at[0] >= meta.period && !refresh_tried &&
-			fbf_refresh_action(meta.nlive, meta.nfilters,
-							   meta.born_at[meta.nlive - 2], now,
-							   meta.retention) != FBF_REFRESH_POSTPONE)
+		/* refresh first (once: a refresh may rightly be postponed) */
+		if (!refresh_tried && needs_refresh(&meta, now))
 		{
 			UnlockReleaseBuffer(metabuf);
-			FbfWindowRefresh(index, now);
+			FbfWindowRefresh(index);
 			refresh_tried = true;
 			continue;
+		}
+
+		/* recorded by 1.0 under its old identity, before the upgrade? */
+		if (legacy_hash != NULL && now < meta.legacy_until &&
+			in_filters(index, &meta, legacy_hash))
+		{
+			UnlockReleaseBuffer(metabuf);
+			return FBF_OP_DUPLICATE;
 		}
 
 		part = fbf_part(hash, meta.nparts);
 		FbfChainLock(index, &meta, part, &chain);
 
+		/* entries this old must be drained before the commit log forgets */
+		floor = FbfChainFloor(&chain);
+		if (FullTransactionIdIsValid(floor) &&
+			U64FromFullTransactionId(ReadNextFullTransactionId()) -
+			U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
+			FbfChainDrain(index, &meta, part, &chain);
+
 		/* in flight, or applied recently and not yet drained? */
-		for (c = 0; c < chain.n && !duplicate && !TransactionIdIsValid(wait_for); c++)
+		for (c = 0; c < chain.n && !duplicate && !FullTransactionIdIsValid(wait_for); c++)
 		{
 			entries = FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
-			for (i = 0; i < n && !duplicate && !TransactionIdIsValid(wait_for); i++)
+			for (i = 0; i < n && !duplicate && !FullTransactionIdIsValid(wait_for); i++)
 			{
 				if (entries[i].h1 != hash->h1 || entries[i].h2 != hash->h2)
 					continue;
-				switch (FbfEntryStatusOf(entries[i].xid))
+				fxid = FbfEntryFullXid(&meta, &entries[i]);
+				switch (FbfEntryStatusOf(fxid))
 				{
 					case FBF_ENTRY_OURS:
 					case FBF_ENTRY_COMMITTED:
 						duplicate = true;
 						break;
 					case FBF_ENTRY_IN_PROGRESS:
-						wait_for = entries[i].xid;
+						wait_for = fxid;
 						break;
 					case FBF_ENTRY_ABORTED:
 						break;
@@ -129,21 +172,18 @@ FbfWindowApply(Relation index, const FbfHash *hash)
 			if (n < FBF_PENDING_CAPACITY && !BufferIsValid(room))
 				room = chain.bufs[c];
 		}
-		if (TransactionIdIsValid(wait_for))
+		if (FullTransactionIdIsValid(wait_for))
 		{
 			FbfChainRelease(&chain);
 			UnlockReleaseBuffer(metabuf);
-			XactLockTableWait(wait_for, NULL, NULL, XLTW_None);
+			XactLockTableWait(XidFromFullTransactionId(wait_for), NULL, NULL,
+							  XLTW_None);
 			continue;
 		}
 
 		/* applied earlier and drained into the window? */
 		if (!duplicate)
-		{
-			fbf_probes(hash, meta.nhashes, meta.nbits, probes);
-			duplicate = fbf_check_mask(membership(index, &meta, part, probes),
-									   meta.nlive, FBF_CHECK_DEFAULT);
-		}
+			duplicate = in_filters(index, &meta, hash);
 		if (duplicate)
 		{
 			FbfChainRelease(&chain);
@@ -182,16 +222,29 @@ FbfWindowApply(Relation index, const FbfHash *hash)
 			room = chain.bufs[chain.n - 1];
 		}
 
-		xid = GetCurrentTransactionId();
+		/*
+		 * Append (xid, hash), lowering the chain's floor in the same record
+		 * when the entry goes to the head, else in one of its own.
+		 */
+		fxid = GetCurrentFullTransactionId();
+		floor = FbfChainFloor(&chain);
 		state = GenericXLogStart(index);
 		page = GenericXLogRegisterBuffer(state, room, 0);
 		entries = FbfWindowPageGetEntries(page, &n);
-		entries[n].xid = xid;
-		entries[n].unused = 0;
+		entries[n].xid = XidFromFullTransactionId(fxid);
+		entries[n].epoch = EpochFromFullTransactionId(fxid);
 		entries[n].h1 = hash->h1;
 		entries[n].h2 = hash->h2;
 		FbfWindowPageSetEntryCount(page, n + 1);
+		if (room == chain.bufs[0] &&
+			(!FullTransactionIdIsValid(floor) || FullTransactionIdPrecedes(fxid, floor)))
+		{
+			FbfWindowPageGetOpaque(page)->stamp = (int64) U64FromFullTransactionId(fxid);
+			floor = fxid;
+		}
 		GenericXLogFinish(state);
+		if (!FullTransactionIdIsValid(floor) || FullTransactionIdPrecedes(fxid, floor))
+			FbfChainSetFloor(index, &chain, fxid);
 
 		FbfChainRelease(&chain);
 		UnlockReleaseBuffer(metabuf);
@@ -199,3 +252,16 @@ FbfWindowApply(Relation index, const FbfHash *hash)
 	}
 }
 
+/*
+ * May the window still hold operations 1.0 recorded under their old
+ * identity?  (The caller then passes FbfWindowApply a legacy hash.)
+ */
+bool
+FbfWindowHasLegacyIds(Relation index)
+{
+	FbfWindowMetaPageData meta;
+
+	FbfWindowReadMeta(index, &meta);
+	return (meta.features & FBF_FEATURE_KEYED_IDS) == 0 ||
+		FbfWindowNow(&meta) < meta.legacy_until;
+}

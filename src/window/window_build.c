@@ -2,8 +2,9 @@
  *
  * window_build.c
  *	  Making a window's pages: planning the shape of a new window, writing
- *	  it empty, copying an old relfilenode's pages over a rebuild, and
- *	  keeping the metapage's copy of the reloptions current.
+ *	  it empty, copying an old relfilenode's pages over a rebuild, keeping
+ *	  the metapage's copy of the reloptions current, and upgrading a window
+ *	  written by 1.0.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,9 +12,14 @@
 
 #include <math.h>
 
+#include "access/generic_xlog.h"
+#include "access/transam.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/smgr.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "common/fbf_page.h"
@@ -106,6 +112,9 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 	meta.nlive = meta.nfilters;
 	meta.nslots = meta.nfilters;
 	meta.epoch = meta.nfilters - 1;
+	meta.features = FBF_FEATURES_ALL;
+	/* window time starts at the wall clock (window_clock.c) */
+	FbfWindowClockAnchor(index, &meta, now);
 
 	/*
 	 * The future filter is born now; the older ones never held anything
@@ -188,6 +197,8 @@ FbfWindowSyncOptions(Relation index)
 	Buffer		metabuf;
 	FbfWindowMetaPageData meta;
 
+	if (RecoveryInProgress())
+		return;
 	FbfWindowReadMeta(index, &meta);
 	if (meta.retention == (int64) opts->retention_ms * 1000 &&
 		meta.target_fpp == opts->target_fpp && meta.shards == (uint32) opts->shards)
@@ -197,6 +208,71 @@ FbfWindowSyncOptions(Relation index)
 	meta.retention = (int64) opts->retention_ms * 1000;
 	meta.target_fpp = opts->target_fpp;
 	meta.shards = opts->shards;
-	FbfWindowLogMeta(index, metabuf, &meta);
+	FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
 	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * Bring a window written by 1.0 to this version's format, in place: the
+ * caller holds the metapage exclusively, has copied it into *meta, and
+ * writes it afterwards (with its clock anchored at `now`).
+ *
+ *	- pending entries get their xid's epoch (FBF_FEATURE_FULL_XIDS): every
+ *	  chain is drained first, which resolves all of 1.0's entries (the
+ *	  server restarted to load this version, so none of their transactions
+ *	  is still running); any left are given the epoch that puts their xid
+ *	  within 2^31 before the next one, as 1.0 compared them;
+ *	- keyed operations are recorded with their key from now on
+ *	  (FBF_FEATURE_KEYED_IDS); those 1.0 recorded without it stay in the
+ *	  filters for at most a retention and two periods, during which keyed
+ *	  operations also match their 1.0 identity (legacy_until), so no
+ *	  operation remembered before the upgrade is applied again;
+ *	- birth times were wall-clock times, and window time starts at the wall
+ *	  clock, so they stay as they are (FBF_FEATURE_CLOCK, set by the anchor).
+ */
+void
+FbfWindowUpgrade(Relation index, FbfWindowMetaPageData *meta, int64 now)
+{
+	uint32		p;
+
+	if ((meta->features & FBF_FEATURE_FULL_XIDS) == 0)
+	{
+		for (p = 0; p < meta->nparts; p++)
+		{
+			FbfPendingChain chain;
+			int			c;
+
+			FbfChainLock(index, meta, p, &chain);
+			FbfChainDrain(index, meta, p, &chain);
+			for (c = 0; c < chain.n; c++)
+			{
+				GenericXLogState *state;
+				Page		page;
+				FbfPendingEntry *entries;
+				int			n;
+				int			i;
+
+				FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
+				if (n == 0)
+					continue;
+				state = GenericXLogStart(index);
+				page = GenericXLogRegisterBuffer(state, chain.bufs[c], 0);
+				entries = FbfWindowPageGetEntries(page, &n);
+				for (i = 0; i < n; i++)
+					entries[i].epoch =
+						EpochFromFullTransactionId(FbfEntryFullXid(meta, &entries[i]));
+				GenericXLogFinish(state);
+			}
+			FbfChainRelease(&chain);
+		}
+		meta->features |= FBF_FEATURE_FULL_XIDS;
+	}
+	if ((meta->features & FBF_FEATURE_KEYED_IDS) == 0)
+	{
+		meta->legacy_until = now + meta->retention + 2 * meta->period;
+		meta->features |= FBF_FEATURE_KEYED_IDS;
+	}
+	ereport(LOG,
+			(errmsg("fbf: upgraded the filter of counter \"%s\" from the 1.0 format",
+					get_rel_name(IndexGetRelation(RelationGetRelid(index), false)))));
 }

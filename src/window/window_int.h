@@ -14,6 +14,7 @@
 
 #include "storage/buf.h"
 #include "storage/bufpage.h"
+#include "access/transam.h"
 #include "storage/smgr.h"
 
 #include "compat.h"
@@ -70,7 +71,7 @@ extern Buffer FbfWindowReadPage(Relation index, BlockNumber blkno, int mode,
 extern Buffer FbfWindowLockMeta(Relation index, int mode,
 								FbfWindowMetaPageData *meta);
 extern void FbfWindowLogMeta(Relation index, Buffer metabuf,
-							 const FbfWindowMetaPageData *meta);
+							 FbfWindowMetaPageData *meta, int64 now);
 extern void FbfWindowAppendPage(Relation index, ForkNumber fork,
 								BlockNumber *next, Page image);
 extern BlockNumber FbfWindowAppendSlot(Relation index, ForkNumber fork,
@@ -78,15 +79,23 @@ extern BlockNumber FbfWindowAppendSlot(Relation index, ForkNumber fork,
 									   const FbfWindowMetaPageData *meta,
 									   int64 stamp);
 
+/* ---- window_clock.c ---- */
+extern bool FbfWindowClockStale(const FbfWindowMetaPageData *meta);
+extern void FbfWindowClockAnchor(Relation index, FbfWindowMetaPageData *meta,
+								 int64 now);
+
 /* ---- window_build.c ---- */
 extern void FbfWindowInitStorage(Relation index, ForkNumber fork,
 								 const FbfWindowOptions *opts);
 extern bool FbfWindowCopyStorage(Relation index, FbfFileLocator old,
 								 bool permanent);
 extern void FbfWindowSyncOptions(Relation index);
+extern void FbfWindowUpgrade(Relation index, FbfWindowMetaPageData *meta,
+							 int64 now);
 
 /* ---- window_rebuild.c ---- */
 extern bool FbfWindowBuildPages(Relation heap, Relation index);
+extern void FbfWindowCheckIndexCleanup(Relation heap);
 
 /* ---- window_pending.c ---- */
 
@@ -109,12 +118,19 @@ typedef struct FbfPendingChain
 	Buffer		bufs[FBF_MAX_PENDING_PAGES];
 } FbfPendingChain;
 
-extern FbfEntryStatus FbfEntryStatusOf(TransactionId xid);
+extern FullTransactionId FbfEntryFullXid(const FbfWindowMetaPageData *meta,
+										 const FbfPendingEntry *entry);
+extern FbfEntryStatus FbfEntryStatusOf(FullTransactionId fxid);
 extern void FbfChainLock(Relation index, const FbfWindowMetaPageData *meta,
 						 uint32 part, FbfPendingChain *chain);
+extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
+							 uint32 part, int mode, FbfPendingChain *chain);
 extern void FbfChainRelease(FbfPendingChain *chain);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 						  uint32 part, FbfPendingChain *chain);
 extern void FbfChainExtend(Relation index, FbfPendingChain *chain);
+extern void FbfChainSetFloor(Relation index, FbfPendingChain *chain,
+							 FullTransactionId floor);
+extern FullTransactionId FbfChainFloor(FbfPendingChain *chain);
 
 #endif							/* FBF_WINDOW_INT_H */

@@ -101,15 +101,21 @@ FbfWindowReadMeta(Relation index, FbfWindowMetaPageData *meta)
 }
 
 /*
- * Replace the metapage's contents with *meta, in one generic WAL record.
- * The caller holds metabuf exclusively locked.
+ * Replace the metapage's contents with *meta, in one generic WAL record,
+ * re-anchoring its clock at window time `now` first (window_clock.c: every
+ * metapage write re-anchors).  The caller holds metabuf exclusively locked
+ * and read `now` under that lock.
  */
 void
-FbfWindowLogMeta(Relation index, Buffer metabuf, const FbfWindowMetaPageData *meta)
+FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
+				 int64 now)
 {
-	GenericXLogState *state = GenericXLogStart(index);
-	Page		page = GenericXLogRegisterBuffer(state, metabuf, 0);
+	GenericXLogState *state;
+	Page		page;
 
+	FbfWindowClockAnchor(index, meta, now);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, metabuf, 0);
 	FbfWindowSetMeta(page, meta);
 	GenericXLogFinish(state);
 }

@@ -32,32 +32,83 @@
 #include "core/bloom_bits.h"
 #include "window/window_int.h"
 
+/* the FullTransactionId of an xid assigned before `next`, at most 2^32 ago */
+static FullTransactionId
+full_xid_before(FullTransactionId next, TransactionId xid)
+{
+	uint32		epoch = EpochFromFullTransactionId(next);
+
+	if (xid >= XidFromFullTransactionId(next) && epoch > 0)
+		epoch--;
+	return FullTransactionIdFromEpochAndXid(epoch, xid);
+}
+
+/*
+ * The FullTransactionId of the (sub)transaction that applied an entry.
+ * Windows written by 1.0 stored no epoch: their entries are read as 1.0
+ * compared them, as the xid within 2^32 before the next one.
+ */
+FullTransactionId
+FbfEntryFullXid(const FbfWindowMetaPageData *meta, const FbfPendingEntry *entry)
+{
+	if ((meta->features & FBF_FEATURE_FULL_XIDS) != 0)
+		return FullTransactionIdFromEpochAndXid(entry->epoch, entry->xid);
+	return full_xid_before(ReadNextFullTransactionId(), entry->xid);
+}
+
 /*
  * The fate of the transaction that applied a pending entry, checked the way
  * heap visibility checks are: current, in progress, committed.
+ *
+ * Compared as 64-bit xids first, so that no distance in xids can make an
+ * entry look like another transaction's: an xid not yet assigned is
+ * nobody's (the entry cannot be real: treated as aborted), and one older
+ * than the commit log has a fate nobody can read any more.  The window
+ * keeps that from happening: every path that can advance the counter
+ * table's relfrozenxid drains first (VACUUM's amvacuumcleanup, the utility
+ * hook before VACUUM and rebuilds, the truncate hook), and an operation
+ * drains its chain once its oldest entry is FBF_PENDING_DRAIN_AGE xids old.
+ * Should it happen anyway, the entry is taken as committed, as 1.0 did, and
+ * a WARNING says so.  Between those bounds the xid is within 2^31 of the
+ * next one, so the 32-bit checks below are exact.  The lock keeps the
+ * commit log from being truncated under the lookup, as txid_status() does.
  */
 FbfEntryStatus
-FbfEntryStatusOf(TransactionId xid)
+FbfEntryStatusOf(FullTransactionId fxid)
 {
+	TransactionId xid = XidFromFullTransactionId(fxid);
+	FullTransactionId next = ReadNextFullTransactionId();
+	FullTransactionId oldest;
+	TransactionId oldest_xid;
 	FbfEntryStatus status;
 
-	if (TransactionIdIsCurrentTransactionId(xid))
-		return FBF_ENTRY_OURS;
-	if (TransactionIdIsInProgress(xid))
-		return FBF_ENTRY_IN_PROGRESS;
+	if (!TransactionIdIsNormal(xid))
+		return FBF_ENTRY_ABORTED;
 
-	/*
-	 * An xid too old for the commit log was resolved long before any
-	 * retention: treat it as committed, never as absent.  The lock keeps
-	 * the commit log from being truncated under the lookup, as
-	 * txid_status() does.  (Entries are drained every maintenance pass and
-	 * every VACUUM of the counter table, so this is a safety net.)
-	 */
+	if (!FullTransactionIdPrecedes(fxid, next))
+		return FBF_ENTRY_ABORTED;
+
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
-	if (TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid))
+	oldest_xid = ShmemVariableCache->oldestClogXid;
+	oldest = full_xid_before(next, oldest_xid);
+	if (FullTransactionIdPrecedes(fxid, oldest))
+	{
+		LWLockRelease(XactTruncationLock);
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("fbf: the fate of transaction %llu that applied an operation is no longer known",
+						(unsigned long long) U64FromFullTransactionId(fxid)),
+				 errdetail("The commit log was truncated before the operation was drained; it is taken as committed.")));
+		return FBF_ENTRY_COMMITTED;
+	}
+	if (TransactionIdIsCurrentTransactionId(xid))
+		status = FBF_ENTRY_OURS;
+	else if (TransactionIdIsInProgress(xid))
+		status = FBF_ENTRY_IN_PROGRESS;
+	else if (TransactionIdDidCommit(xid))
 		status = FBF_ENTRY_COMMITTED;
 	else
-		status = TransactionIdDidCommit(xid) ? FBF_ENTRY_COMMITTED : FBF_ENTRY_ABORTED;
+		status = FBF_ENTRY_ABORTED;
 	LWLockRelease(XactTruncationLock);
 	return status;
 }
@@ -103,7 +154,7 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 	status = palloc(sizeof(FbfEntryStatus) * n);
 	for (i = 0; i < n; i++)
 	{
-		status[i] = FbfEntryStatusOf(entries[i].xid);
+		status[i] = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[i]));
 		if (status[i] == FBF_ENTRY_COMMITTED)
 			ncommitted++;
 		else if (status[i] != FBF_ENTRY_ABORTED)
@@ -157,13 +208,14 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 }
 
 /*
- * Lock partition `part`'s whole pending chain exclusively, head first.
- * The caller holds the metapage locked (share or exclusive) and must call
+ * Lock partition `part`'s whole pending chain in `mode`, head first:
+ * exclusive to change it, share only to read it (snapshots).  The caller
+ * holds the metapage locked (share or exclusive) and must call
  * FbfChainRelease before releasing it.
  */
 void
-FbfChainLock(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
-			 FbfPendingChain *chain)
+FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
+				 uint32 part, int mode, FbfPendingChain *chain)
 {
 	BlockNumber blkno = FbfPendingBlock(meta, part);
 
@@ -175,10 +227,18 @@ FbfChainLock(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 		if (chain->n == FBF_MAX_PENDING_PAGES)
 			elog(ERROR, "fbf: pending chain of \"%s\" is longer than %d pages",
 				 RelationGetRelationName(index), FBF_MAX_PENDING_PAGES);
-		buf = FbfWindowReadPage(index, blkno, BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_PENDING);
+		buf = FbfWindowReadPage(index, blkno, mode, FBF_PAGE_ID_PENDING);
 		chain->bufs[chain->n++] = buf;
 		blkno = FbfWindowPageGetOpaque(BufferGetPage(buf))->next;
 	}
+}
+
+/* Lock a chain exclusively (FbfChainLockMode). */
+void
+FbfChainLock(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
+			 FbfPendingChain *chain)
+{
+	FbfChainLockMode(index, meta, part, BUFFER_LOCK_EXCLUSIVE, chain);
 }
 
 /* Unlock and release a chain locked by FbfChainLock, tail first. */
@@ -233,6 +293,29 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 		memmove(&chain->bufs[i], &chain->bufs[i + 1],
 				sizeof(Buffer) * (chain->n - i - 1));
 		chain->n--;
+	}
+
+	/* the oldest entry left is the chain's new floor */
+	if (removed > 0 || !FullTransactionIdIsValid(FbfChainFloor(chain)))
+	{
+		FullTransactionId floor = InvalidFullTransactionId;
+
+		for (i = 0; i < chain->n; i++)
+		{
+			int			n;
+			FbfPendingEntry *entries =
+				FbfWindowPageGetEntries(BufferGetPage(chain->bufs[i]), &n);
+
+			for (int j = 0; j < n; j++)
+			{
+				FullTransactionId fxid = FbfEntryFullXid(meta, &entries[j]);
+
+				if (!FullTransactionIdIsValid(floor) ||
+					FullTransactionIdPrecedes(fxid, floor))
+					floor = fxid;
+			}
+		}
+		FbfChainSetFloor(index, chain, floor);
 	}
 	return removed;
 }
@@ -331,3 +414,28 @@ FbfWindowDrain(Relation index)
 	return removed;
 }
 
+/*
+ * The floor of a locked chain: no entry on it is older.  Invalid if the
+ * chain is empty, or if its head was written by 1.0 (which kept no floor).
+ */
+FullTransactionId
+FbfChainFloor(FbfPendingChain *chain)
+{
+	return FullTransactionIdFromU64((uint64)
+									FbfWindowPageGetOpaque(BufferGetPage(chain->bufs[0]))->stamp);
+}
+
+/* Store a locked chain's floor in its head, if it changed (one WAL record). */
+void
+FbfChainSetFloor(Relation index, FbfPendingChain *chain, FullTransactionId floor)
+{
+	GenericXLogState *state;
+	Page		head;
+
+	if (FullTransactionIdEquals(FbfChainFloor(chain), floor))
+		return;
+	state = GenericXLogStart(index);
+	head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
+	FbfWindowPageGetOpaque(head)->stamp = (int64) U64FromFullTransactionId(floor);
+	GenericXLogFinish(state);
+}

@@ -4,9 +4,10 @@
  *	  Reading a whole window: element counts per block, the estimated
  *	  false-positive rate, and a snapshot as an `fbf` value.
  *
- * Nothing here writes a page.  Each block is read under its own share
- * lock, one at a time, while the metapage's share lock keeps the ring
- * still; a snapshot also locks each pending chain to resolve its entries.
+ * Nothing here writes a page, and every lock is a share lock: each block
+ * is read under its own, one at a time, while the metapage's keeps the
+ * ring still; a snapshot also share-locks each pending chain to resolve
+ * its entries.
  *
  *-------------------------------------------------------------------------
  */
@@ -73,7 +74,8 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 	f->nlive = meta.nlive;
 	f->epoch = meta.epoch;
 	for (i = 0; i < meta.nfilters; i++)
-		*fbf_born_at(f, i) = i < meta.nlive ? meta.born_at[i] : 0;
+		*fbf_born_at(f, i) = i < meta.nlive ?
+			FbfWindowWallTime(&meta, meta.born_at[i]) : 0;
 
 	for (i = 0; i < meta.nlive; i++)
 	{
@@ -99,7 +101,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 		FbfPendingChain chain;
 		int			c;
 
-		FbfChainLock(index, &meta, p, &chain);
+		FbfChainLockMode(index, &meta, p, BUFFER_LOCK_SHARE, &chain);
 		for (c = 0; c < chain.n; c++)
 		{
 			int			n;
@@ -108,7 +110,8 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 
 			for (j = 0; j < n; j++)
 			{
-				FbfEntryStatus s = FbfEntryStatusOf(entries[j].xid);
+				FbfEntryStatus s =
+					FbfEntryStatusOf(FbfEntryFullXid(&meta, &entries[j]));
 
 				if (s == FBF_ENTRY_COMMITTED)
 				{

@@ -23,18 +23,27 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
+#include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "window/window_int.h"
@@ -168,6 +177,152 @@ refuse_concurrent_builds(Node *stmt)
 				 errhint("Reindex counter tables without CONCURRENTLY: it carries their filters over.")));
 }
 
+/*
+ * VACUUM with INDEX_CLEANUP OFF (and the failsafe) skips amvacuumcleanup,
+ * which drains the windows of the tables it vacuums, yet may advance their
+ * relfrozenxid and so let the commit log be truncated past pending entries
+ * (window_pending.c, FbfEntryStatusOf).  So before any VACUUM, drain the
+ * windows of the counter tables it names, or of every counter table of the
+ * database if it names none.  Counters whose table is locked are skipped:
+ * the VACUUM would wait for them, and their amvacuumcleanup drains.
+ */
+static void
+drain_before_vacuum(Node *stmt)
+{
+	VacuumStmt *vs;
+	List	   *indexes = NIL;
+	ListCell   *lc;
+
+	if (!IsA(stmt, VacuumStmt) || !((VacuumStmt *) stmt)->is_vacuumcmd ||
+		RecoveryInProgress())
+		return;
+	vs = (VacuumStmt *) stmt;
+	if (vs->rels == NIL)
+		indexes = FbfWindowIndexes();
+	foreach(lc, vs->rels)
+	{
+		VacuumRelation *vr = lfirst_node(VacuumRelation, lc);
+		Oid			relid = vr->relation ?
+			RangeVarGetRelid(vr->relation, NoLock, true) : vr->oid;
+		Oid			indexoid;
+		Relation	heap;
+
+		if (!OidIsValid(relid) ||
+			!ConditionalLockRelationOid(relid, AccessShareLock))
+			continue;
+		heap = try_relation_open(relid, NoLock);
+		if (heap != NULL)
+		{
+			if (heap->rd_rel->relkind == RELKIND_RELATION &&
+				FbfIsCounterTable(heap, &indexoid))
+				indexes = lappend_oid(indexes, indexoid);
+			relation_close(heap, NoLock);
+		}
+		UnlockRelationOid(relid, AccessShareLock);
+	}
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		Oid			heapoid = IndexGetRelation(indexoid, true);
+		Relation	index;
+
+		if (!OidIsValid(heapoid) ||
+			!ConditionalLockRelationOid(heapoid, RowExclusiveLock))
+			continue;
+		index = try_relation_open(indexoid, RowExclusiveLock);
+		if (index != NULL)
+		{
+			FbfWindowDrain(index);
+			relation_close(index, RowExclusiveLock);
+		}
+		UnlockRelationOid(heapoid, RowExclusiveLock);
+	}
+}
+
+/*
+ * vacuum_index_cleanup = off would make every VACUUM of a counter table
+ * skip the drain of its window: refuse it (a VACUUM (INDEX_CLEANUP OFF)
+ * statement is fine: drain_before_vacuum drains first).
+ */
+static bool
+turns_index_cleanup_off(List *options)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (def->defnamespace == NULL &&
+			strcmp(def->defname, "vacuum_index_cleanup") == 0 &&
+			def->arg != NULL)
+		{
+			char	   *value = defGetString(def);
+
+			if (pg_strcasecmp(value, "off") == 0 ||
+				pg_strcasecmp(value, "false") == 0 ||
+				pg_strcasecmp(value, "no") == 0 ||
+				strcmp(value, "0") == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+void
+FbfWindowCheckIndexCleanup(Relation heap)
+{
+	StdRdOptions *opts = (StdRdOptions *) heap->rd_options;
+
+	if (opts != NULL &&
+		opts->vacuum_index_cleanup == STDRD_OPTION_VACUUM_INDEX_CLEANUP_OFF)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("counter table \"%s\" cannot have vacuum_index_cleanup off",
+						RelationGetRelationName(heap)),
+				 errdetail("VACUUM drains the counter's in-flight operations during index cleanup."),
+				 errhint("Use VACUUM (INDEX_CLEANUP OFF) for one VACUUM instead.")));
+}
+
+static void
+refuse_no_index_cleanup(Node *stmt)
+{
+	AlterTableStmt *as;
+	ListCell   *lc;
+	Oid			relid;
+	Oid			indexoid;
+	Relation	heap;
+	bool		counter;
+
+	if (!IsA(stmt, AlterTableStmt))
+		return;
+	as = (AlterTableStmt *) stmt;
+	foreach(lc, as->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		if ((cmd->subtype == AT_SetRelOptions ||
+			 cmd->subtype == AT_ReplaceRelOptions) &&
+			turns_index_cleanup_off((List *) cmd->def))
+			break;
+	}
+	if (lc == NULL)
+		return;
+	relid = RangeVarGetRelid(as->relation, NoLock, true);
+	if (!OidIsValid(relid) || (heap = try_relation_open(relid, AccessShareLock)) == NULL)
+		return;
+	counter = heap->rd_rel->relkind == RELKIND_RELATION &&
+		FbfIsCounterTable(heap, &indexoid);
+	if (counter)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("counter table \"%s\" cannot have vacuum_index_cleanup off",
+						RelationGetRelationName(heap)),
+				 errdetail("VACUUM drains the counter's in-flight operations during index cleanup."),
+				 errhint("Use VACUUM (INDEX_CLEANUP OFF) for one VACUUM instead.")));
+	relation_close(heap, AccessShareLock);
+}
+
 static bool
 rebuilds_indexes(Node *stmt)
 {
@@ -192,7 +347,11 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	List	   *outer = rebuild_sources;
 
 	if (IsTransactionState())
+	{
 		refuse_concurrent_builds(pstmt->utilityStmt);
+		refuse_no_index_cleanup(pstmt->utilityStmt);
+		drain_before_vacuum(pstmt->utilityStmt);
+	}
 	if (track)
 	{
 		rebuild_sources = NIL;
@@ -246,15 +405,65 @@ rebuild_source(Relation heap)
 }
 
 /*
+ * Where this index's pages were before a rebuild that the utility hook did
+ * not see: logical replication applies a TRUNCATE by calling
+ * ExecuteTruncateGuts directly, and so might other code.  The rebuild gave
+ * the index a new relfilenode in this command; the statement's snapshot
+ * still sees the pg_class row from before it.  Returns false if there is
+ * no such snapshot, or it shows the same relfilenode.
+ */
+static bool
+unseen_rebuild_source(Relation index, FbfRebuildSource *src)
+{
+	Relation	pg_class;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	bool		found = false;
+
+	if (!ActiveSnapshotSet())
+		return false;
+	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationGetRelid(index)));
+	pg_class = table_open(RelationRelationId, AccessShareLock);
+	scan = systable_beginscan(pg_class, ClassOidIndexId, true,
+							  GetActiveSnapshot(), 1, &key);
+	if ((tup = systable_getnext(scan)) != NULL)
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+
+		src->heapoid = IndexGetRelation(RelationGetRelid(index), false);
+		src->node = FbfMakeFileLocator(OidIsValid(form->reltablespace) ?
+									   form->reltablespace : MyDatabaseTableSpace,
+									   MyDatabaseId, form->relfilenode);
+		src->persistence = form->relpersistence;
+		found = !FbfFileLocatorEquals(src->node, FbfRelationLocator(index));
+	}
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	return found;
+}
+
+/*
  * Fill the new relfilenode of `index`, which ambuild is building for
  * `heap`: with the window's pages from before the running rebuild (still
  * on disk until it commits), or, for a new counter, empty.  Returns true
  * if the window starts empty.
+ *
+ * A carried-over window is drained at once: the rebuilt table gets a new
+ * relfilenode and relfrozenxid, and pending entries must not outlive what
+ * the commit log can answer for them (window_pending.c).
  */
 bool
 FbfWindowBuildPages(Relation heap, Relation index)
 {
 	FbfRebuildSource *src = rebuild_source(heap);
+	FbfRebuildSource unseen;
+
+	/* an index that existed before this subtransaction: a rebuild */
+	if (src == NULL && index->rd_createSubid == InvalidSubTransactionId &&
+		unseen_rebuild_source(index, &unseen))
+		src = &unseen;
 
 	if (src && !FbfFileLocatorEquals(src->node, FbfRelationLocator(index)) &&
 		src->persistence != RELPERSISTENCE_TEMP &&
@@ -264,6 +473,7 @@ FbfWindowBuildPages(Relation heap, Relation index)
 		src->node = FbfRelationLocator(index);
 		elog(DEBUG1, "fbf: carried the filter of \"%s\" over a rebuild",
 			 RelationGetRelationName(heap));
+		FbfWindowDrain(index);
 		return false;
 	}
 
@@ -273,10 +483,13 @@ FbfWindowBuildPages(Relation heap, Relation index)
 	 * and say so.  Otherwise refuse rather than forget: the old pages were
 	 * truncated in place (a second rebuild in one transaction) or by a
 	 * rebuild that committed after this statement looked (retrying the
-	 * statement works).
+	 * statement works), or the rebuild went around the utility hook and
+	 * its statement's snapshot.
 	 */
-	if (src && heap->rd_createSubid == InvalidSubTransactionId &&
-		src->persistence != RELPERSISTENCE_TEMP)
+	if ((src || index->rd_createSubid == InvalidSubTransactionId) &&
+		heap->rd_createSubid == InvalidSubTransactionId &&
+		(src == NULL || src->persistence != RELPERSISTENCE_TEMP) &&
+		heap->rd_rel->relpersistence != RELPERSISTENCE_TEMP)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot rebuild the operation filter of counter table \"%s\" here",
@@ -284,7 +497,7 @@ FbfWindowBuildPages(Relation heap, Relation index)
 				 errdetail("Its old pages are gone: the table was rebuilt earlier in this transaction, or concurrently."),
 				 errhint("Commit between rebuilds of a counter table, or retry the statement.")));
 	FbfWindowInitStorage(index, MAIN_FORKNUM, FbfWindowGetOptions(index));
-	if (src)
+	if (src || index->rd_createSubid == InvalidSubTransactionId)
 		ereport(NOTICE,
 				(errmsg("the operation filter of counter table \"%s\" was reset",
 						RelationGetRelationName(heap)),

@@ -20,6 +20,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
@@ -31,7 +32,7 @@
  * go stale with the new epoch.  Returns false if postponed.
  */
 static bool
-rotate(FbfWindowMetaPageData *meta, TimestampTz now)
+rotate(FbfWindowMetaPageData *meta, int64 now)
 {
 	int			from;
 
@@ -62,19 +63,26 @@ rotate(FbfWindowMetaPageData *meta, TimestampTz now)
 }
 
 /*
- * Refresh the filter as often as its period says is due (a late worker may
+ * Refresh the window as often as its period says is due (a late worker may
  * leave several due), never dropping a filter that could still hold an
  * operation younger than the retention.  Only the metapage changes: the
- * recycled filter's blocks become stale and read as empty.  Returns the
- * number of refreshes done.
+ * recycled filter's blocks become stale and read as empty.  Also brings a
+ * window written by 1.0 up to date (FbfWindowUpgrade) and anchors the
+ * window's clock on this boot (window_clock.c).  Returns the number of
+ * refreshes done.
  */
 int
-FbfWindowRefresh(Relation index, TimestampTz now)
+FbfWindowRefresh(Relation index)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
-	TimestampTz born = 0;
+	int64		now;
+	int64		born;
+	bool		changed = false;
 	int			done = 0;
+
+	if (RecoveryInProgress())
+		return 0;
 
 	/*
 	 * The new future's birth time must not be earlier than the moment it
@@ -82,7 +90,14 @@ FbfWindowRefresh(Relation index, TimestampTz now)
 	 * were drained into the old future until we got the lock.
 	 */
 	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
-	now = Max(now, GetCurrentTimestamp());
+	now = FbfWindowNow(&meta);
+	if (meta.features != FBF_FEATURES_ALL)
+	{
+		FbfWindowUpgrade(index, &meta, now);
+		changed = true;
+	}
+	if (FbfWindowClockStale(&meta))
+		changed = true;
 	born = meta.born_at[0];
 
 	/*
@@ -100,8 +115,8 @@ FbfWindowRefresh(Relation index, TimestampTz now)
 		}
 		done++;
 	}
-	if (done > 0)
-		FbfWindowLogMeta(index, metabuf, &meta);
+	if (done > 0 || changed)
+		FbfWindowLogMeta(index, metabuf, &meta, now);
 	UnlockReleaseBuffer(metabuf);
 	return done;
 }
@@ -161,11 +176,12 @@ aimd_config(const FbfWindowMetaPageData *meta, const FbfAimdPolicy *policy,
  * or -1 if nothing changed.
  */
 static int
-apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
+apply_resize(Relation index, const FbfAimdDecision *d)
 {
 	int			nfilters = d->nfilters;
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+	int64		now = FbfWindowNow(&meta);
 
 	if (d->nfilters > meta.nfilters)
 	{
@@ -217,7 +233,7 @@ apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
 	meta.nfilters = (uint16) nfilters;
 	meta.period = d->period;
 
-	FbfWindowLogMeta(index, metabuf, &meta);
+	FbfWindowLogMeta(index, metabuf, &meta, now);
 	UnlockReleaseBuffer(metabuf);
 	return nfilters;
 }
@@ -230,7 +246,7 @@ apply_resize(Relation index, const FbfAimdDecision *d, TimestampTz now)
  * afterwards.
  */
 int
-FbfWindowResize(Relation index, int nfilters, TimestampTz now)
+FbfWindowResize(Relation index, int nfilters)
 {
 	FbfWindowMetaPageData meta;
 	FbfAimdDecision d;
@@ -253,7 +269,7 @@ FbfWindowResize(Relation index, int nfilters, TimestampTz now)
 	d.period = meta.period;
 	d.capped = false;
 	d.reason = "requested";
-	result = apply_resize(index, &d, now);
+	result = apply_resize(index, &d);
 	return result < 0 ? meta.nfilters : result;
 }
 
@@ -271,7 +287,7 @@ note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
 			meta.flags |= FBF_META_CAPPED;
 		else
 			meta.flags &= ~FBF_META_CAPPED;
-		FbfWindowLogMeta(index, metabuf, &meta);
+		FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
 		if (capped)
 			ereport(WARNING,
 					(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
@@ -335,7 +351,7 @@ arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *counts)
  * the table.
  */
 FbfAimdDecision
-FbfWindowMaintain(Relation index, TimestampTz now, const FbfAimdPolicy *policy)
+FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
 	FbfAimdConfig cfg;
@@ -344,8 +360,8 @@ FbfWindowMaintain(Relation index, TimestampTz now, const FbfAimdPolicy *policy)
 	double		fpp;
 	double		rate;
 
+	FbfWindowRefresh(index);
 	FbfWindowSyncOptions(index);
-	FbfWindowRefresh(index, now);
 	FbfWindowDrain(index);
 
 	FbfWindowReadMeta(index, &meta);
@@ -359,7 +375,7 @@ FbfWindowMaintain(Relation index, TimestampTz now, const FbfAimdPolicy *policy)
 	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp, rate);
 	if (d.action != FBF_AIMD_HOLD)
 	{
-		int			nfilters = apply_resize(index, &d, now);
+		int			nfilters = apply_resize(index, &d);
 
 		if (nfilters < 0)
 			d.action = FBF_AIMD_HOLD;
