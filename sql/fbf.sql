@@ -357,11 +357,30 @@ CREATE FUNCTION fbf_operation(client_id uuid, seq bigint) RETURNS bytea
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fbf_operation(bigint, bigint) IS
-	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+	'the identity of an operation on the default key as the counter filters hash it (for fbf_contains on fbf_snapshot)';
 COMMENT ON FUNCTION fbf_operation(text, bigint) IS
-	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+	'the identity of an operation on the default key as the counter filters hash it (for fbf_contains on fbf_snapshot)';
 COMMENT ON FUNCTION fbf_operation(uuid, bigint) IS
-	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+	'the identity of an operation on the default key as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+
+CREATE FUNCTION fbf_operation(key text, client_id bigint, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_int8'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_operation(key text, client_id text, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_operation(key text, client_id uuid, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_uuid'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_operation(text, bigint, bigint) IS
+	'the identity of an operation on key as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_operation(text, text, bigint) IS
+	'the identity of an operation on key as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_operation(text, uuid, bigint) IS
+	'the identity of an operation on key as the counter filters hash it (for fbf_contains on fbf_snapshot)';
 
 CREATE FUNCTION fbf_counter_value(counter regclass, key text DEFAULT '')
 	RETURNS bigint

@@ -27,10 +27,16 @@ SELECT idempotent_increment('likes', 'client-a', 1, 10) AS text_first,
        idempotent_increment('likes', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, 1, 100) AS uuid_retry;
 SELECT fbf_counter_value('likes');
 
--- keyed counters in the same table; the key is not part of the identity
+-- keyed counters in the same table; the key is part of the identity: the
+-- same (client_id, seq) on another key is another operation (tenants
+-- sharing a table cannot cancel each other's operations)
 SELECT idempotent_increment('likes', 'post-1', 7, 1, 5) AS post_1,
        idempotent_increment('likes', 'post-2', 7, 1, 5) AS same_op_other_key,
-       idempotent_increment('likes', 'post-2', 7, 2, 5) AS post_2;
+       idempotent_increment('likes', 'post-2', 7, 2, 5) AS post_2,
+       idempotent_increment('likes', 'post-2', 7, 1, 5) AS retry_on_post_2;
+SELECT fbf_contains(fbf_snapshot('likes'), fbf_operation('post-2', 7, 1)) AS keyed_op_known,
+       fbf_contains(fbf_snapshot('likes'), fbf_operation('post-3', 7, 1)) AS other_key_unknown,
+       fbf_operation('', 7, 1) = fbf_operation(7, 1) AS empty_key_is_default_key;
 SELECT key, sum(value) FROM likes GROUP BY key ORDER BY key;
 SELECT fbf_counter_value('likes', 'post-1') AS post_1, fbf_counter_value('likes', 'post-9') AS none;
 

@@ -68,6 +68,26 @@ SET ROLE fbf_writer;
 SELECT idempotent_increment('c', 4, 1, 1) AS writer_applies,
        idempotent_increment('c', 4, 1, 1) AS writer_retry;
 RESET ROLE;
+-- no membership oracle: a role with UPDATE but not SELECT learns nothing,
+-- neither for an operation that exists (4, 1) nor for one that does not
+CREATE ROLE fbf_blind;
+GRANT UPDATE ON c TO fbf_blind;
+SET ROLE fbf_blind;
+SELECT sqlstate_of($q$SELECT idempotent_increment('c', 4, 1, 1)$q$) AS existing_op,
+       sqlstate_of($q$SELECT idempotent_increment('c', 4, 99, 1)$q$) AS new_op;
+RESET ROLE;
+-- column grants count like table grants
+CREATE ROLE fbf_columns;
+GRANT SELECT (key, shard, value), UPDATE (value), INSERT ON c TO fbf_columns;
+SET ROLE fbf_columns;
+SELECT idempotent_increment('c', 4, 1, 1) AS column_grants_retry_dismissed;
+RESET ROLE;
+-- maintenance and resizing change every client's cost: owner only
+SET ROLE fbf_writer;
+SELECT sqlstate_of($q$SELECT fbf_counter_maintain('c')$q$) AS maintain_by_writer,
+       sqlstate_of($q$SELECT fbf_counter_resize('c', 64)$q$) AS resize_by_writer;
+RESET ROLE;
+SELECT fbf_counter_maintain('c') IS NOT NULL AS maintain_by_owner;
 -- a role that may not read the table sees no stats row for it
 SET ROLE fbf_reader;
 SELECT count(*) FROM fbf_counter_stats WHERE counter = 'c'::regclass;
@@ -83,6 +103,14 @@ CREATE POLICY only_key_a ON c TO fbf_writer USING (key = 'a') WITH CHECK (key = 
 SET ROLE fbf_writer;
 SELECT idempotent_increment('c', 'b', 5, 1, 1);
 SELECT idempotent_increment('c', 'a', 5, 2, 1) AS allowed_key;
+RESET ROLE;
+-- nor may row security be used as an oracle: an operation on key 'b'
+-- applied by the owner is as much an error for fbf_writer as a new one
+SELECT idempotent_increment('c', 'b', 6, 1, 1) AS owner_applies_on_b;
+SET ROLE fbf_writer;
+SELECT sqlstate_of($q$SELECT idempotent_increment('c', 'b', 6, 1, 1)$q$) AS existing_op_on_b,
+       sqlstate_of($q$SELECT idempotent_increment('c', 'b', 6, 2, 1)$q$) AS new_op_on_b,
+       sqlstate_of($q$SELECT idempotent_increment('c', 'a', 5, 2, 1)$q$) AS retry_on_a;
 RESET ROLE;
 ALTER TABLE c DISABLE ROW LEVEL SECURITY;
 DROP POLICY only_key_a ON c;

@@ -5,8 +5,8 @@
  *	  fbf_counter_value and fbf_snapshot; opening a counter; the settings
  *	  that fbf_create_counter_table reads.
  *
- * An operation is identified by (counter table, client_id, seq); the key
- * is not part of it.  idempotent_increment first asks the table's window
+ * An operation is identified by (counter table, key, client_id, seq)
+ * (operation_bytes).  idempotent_increment first asks the table's window
  * (FbfWindowApply) whether the operation is new, which also records it
  * as in flight for the current (sub)transaction; only then is the delta
  * added, with an ordinary UPDATE through SPI as the calling user, so
@@ -50,6 +50,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -125,24 +126,74 @@ FbfCounterInit(void)
  */
 
 /*
+ * May the user use this column, by a grant on the table or on the column?
+ * (pg_attribute_aclcheck sees only the column's own grants.)
+ */
+static bool
+column_allowed(Oid relid, const char *column, AclMode mode)
+{
+	AttrNumber	attnum;
+
+	if (pg_class_aclcheck(relid, GetUserId(), mode) == ACLCHECK_OK)
+		return true;
+	attnum = get_attnum(relid, column);
+	return attnum != InvalidAttrNumber &&
+		pg_attribute_aclcheck(relid, attnum, GetUserId(), mode) == ACLCHECK_OK;
+}
+
+/*
+ * Error unless the user may access the counter table `relid` as `access`
+ * asks: to read it (SELECT on key, shard and value), to increment it
+ * (those and UPDATE on value: an increment reads the key's row and updates
+ * it, and must not answer "duplicate" to a user who could not have made
+ * either), or as its owner (resizing and maintenance change everyone's
+ * cost).  Grants on the table or on the columns both count.
+ */
+static void
+check_access(Oid relid, FbfCounterAccess access)
+{
+	char		relkind = get_rel_relkind(relid);
+	char	   *relname = get_rel_name(relid);
+	bool		ok;
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (access == FBF_COUNTER_OWNER)
+	{
+		if (!pg_class_ownercheck(relid, GetUserId()))
+			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind), relname);
+		return;
+	}
+	ok = column_allowed(relid, "key", ACL_SELECT) &&
+		column_allowed(relid, "shard", ACL_SELECT) &&
+		column_allowed(relid, "value", ACL_SELECT);
+	if (ok && access == FBF_COUNTER_INCREMENT)
+		ok = column_allowed(relid, "value", ACL_UPDATE);
+	if (!ok)
+		aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind), relname);
+}
+
+/*
  * Open a counter table and its window index with `lockmode`
  * (RowExclusiveLock to change the window: DDL that rebuilds or drops it
- * conflicts with that), after checking `mode` privilege.  Errors if the
- * relation is not a counter table.  Close with FbfCounterClose, which
- * keeps the locks until the end of the transaction.
+ * conflicts with that), for `access`.  Privileges are checked before the
+ * lock is taken, so that no one can queue locks on a table they may not
+ * use, and again once it is held (grants may have changed meanwhile).
+ * Errors if the relation is not a counter table.  Close with
+ * FbfCounterClose, which keeps the locks until the end of the transaction.
  */
 void
-FbfCounterOpen(Oid relid, AclMode mode, LOCKMODE lockmode, Relation *heap,
-			   Relation *index)
+FbfCounterOpen(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
+			   Relation *heap, Relation *index)
 {
-	Relation	rel = table_open(relid, lockmode);
+	Relation	rel;
 	Oid			indexoid;
-	AclResult	aclresult;
 
-	aclresult = pg_class_aclcheck(relid, GetUserId(), mode);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
+	check_access(relid, access);
+	rel = table_open(relid, lockmode);
+	check_access(relid, access);
 	if (rel->rd_rel->relkind != RELKIND_RELATION ||
 		!FbfIsCounterTable(rel, &indexoid))
 		ereport(ERROR,
@@ -305,17 +356,27 @@ add_delta(Relation heap, text *key, int64 delta, int shards)
  */
 
 /*
- * The identity of an operation as bytes: a type tag ('i' bigint, 't' text,
- * 'u' uuid), the client id's bytes and the sequence number's 8
- * little-endian bytes (fixed length and last, so the concatenation is
- * unambiguous).  Returned as a bytea; the filter stores its hash.
+ * The identity of an operation as bytes; the window stores their hash.
+ *
+ *	default key '':	tag ('i' bigint, 't' text, 'u' uuid), the client id's
+ *					bytes, seq's 8 little-endian bytes (1.0's format)
+ *	any other key:	tag in upper case ('I', 'T', 'U'), the key's length
+ *					as 4 little-endian bytes, the key's bytes, then as above
+ *
+ * The first byte tells the two forms apart, the length delimits the key,
+ * and seq has a fixed length, so no two operations share their bytes: in
+ * particular, the same (client_id, seq) sent to two keys are two
+ * operations.  Returned as a bytea.
  */
 static bytea *
-operation_bytes(FunctionCallInfo fcinfo, char tag, int a_client, int64 seq)
+operation_bytes(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
+				int64 seq)
 {
 	unsigned char client_buf[UUID_LEN > 8 ? UUID_LEN : 8];
 	const unsigned char *client;
 	size_t		client_len;
+	size_t		key_len = key ? VARSIZE_ANY_EXHDR(key) : 0;
+	size_t		head_len = key_len > 0 ? 1 + 4 + key_len : 1;
 	bytea	   *result;
 	unsigned char *p;
 	uint64		s = (uint64) seq;
@@ -347,14 +408,36 @@ operation_bytes(FunctionCallInfo fcinfo, char tag, int a_client, int64 seq)
 			break;
 	}
 
-	result = palloc(VARHDRSZ + 1 + client_len + 8);
-	SET_VARSIZE(result, VARHDRSZ + 1 + client_len + 8);
+	if (key_len > (size_t) PG_INT32_MAX)
+		elog(ERROR, "fbf: key too long");
+	result = palloc(VARHDRSZ + head_len + client_len + 8);
+	SET_VARSIZE(result, VARHDRSZ + head_len + client_len + 8);
 	p = (unsigned char *) VARDATA(result);
-	p[0] = (unsigned char) tag;
-	memcpy(p + 1, client, client_len);
+	if (key_len > 0)
+	{
+		p[0] = (unsigned char) (tag - 'a' + 'A');
+		for (i = 0; i < 4; i++)
+			p[1 + i] = (unsigned char) (key_len >> (8 * i));
+		memcpy(p + 5, VARDATA_ANY(key), key_len);
+	}
+	else
+		p[0] = (unsigned char) tag;
+	memcpy(p + head_len, client, client_len);
 	for (i = 0; i < 8; i++)
-		p[1 + client_len + i] = (unsigned char) (s >> (8 * i));
+		p[head_len + client_len + i] = (unsigned char) (s >> (8 * i));
 	return result;
+}
+
+/* the hash of an operation's identity bytes */
+static FbfHash
+operation_hash(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
+			   int64 seq)
+{
+	bytea	   *op = operation_bytes(fcinfo, tag, key, a_client, seq);
+	FbfHash		hash = fbf_hash_bytes(VARDATA(op), VARSIZE(op) - VARHDRSZ);
+
+	pfree(op);
+	return hash;
 }
 
 static void
@@ -380,6 +463,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 	int64		seq;
 	int64		delta;
 	FbfHash		hash;
+	FbfHash		legacy;
 	Relation	heap;
 	Relation	index;
 	FbfOpResult result;
@@ -399,14 +483,9 @@ increment(FunctionCallInfo fcinfo, char tag)
 	seq = PG_GETARG_INT64(a_client + 1);
 	delta = PG_GETARG_INT64(a_client + 2);
 
-	{
-		bytea	   *op = operation_bytes(fcinfo, tag, a_client, seq);
+	hash = operation_hash(fcinfo, tag, key, a_client, seq);
 
-		hash = fbf_hash_bytes(VARDATA(op), VARSIZE(op) - VARHDRSZ);
-		pfree(op);
-	}
-
-	FbfCounterOpen(relid, ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	FbfCounterOpen(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock, &heap, &index);
 	xact_incremented = true;
 	if (!database_noted)
 	{
@@ -414,9 +493,25 @@ increment(FunctionCallInfo fcinfo, char tag)
 		FbfDatabaseChecked(MyDatabaseId, true, GetCurrentTimestamp());
 		database_noted = true;
 	}
-	result = FbfWindowApply(index, &hash);
+	/* operations 1.0 recorded on a key did not include it (FbfWindowUpgrade) */
+	if (VARSIZE_ANY_EXHDR(key) > 0 && FbfWindowHasLegacyIds(index))
+	{
+		legacy = operation_hash(fcinfo, tag, NULL, a_client, seq);
+		result = FbfWindowApply(index, &hash, &legacy);
+	}
+	else
+		result = FbfWindowApply(index, &hash, NULL);
 	if (result == FBF_OP_APPLIED)
 		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards);
+	else if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+	{
+		/*
+		 * Under row security a duplicate must be answered only to a user
+		 * who could have applied it: make the same row statement, adding
+		 * nothing, so that the key's policies judge it as they would.
+		 */
+		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards);
+	}
 	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED);
 	FbfCounterClose(heap, index);
 
@@ -442,26 +537,38 @@ fbf_increment_uuid(PG_FUNCTION_ARGS)
 }
 
 /*
- * fbf_operation(client_id, seq): the bytes that identify an operation, as
- * the filter hashes them, so fbf_contains(fbf_snapshot(t), fbf_operation(c,
- * s)) asks whether t's filter remembers the operation.
+ * fbf_operation([key,] client_id, seq): the bytes that identify an
+ * operation, as the window hashes them, so that fbf_contains(fbf_snapshot(t),
+ * fbf_operation(k, c, s)) asks whether t's filter remembers the operation.
+ * Without a key: the default key ''.
  */
+static Datum
+operation(FunctionCallInfo fcinfo, char tag)
+{
+	bool		keyed = PG_NARGS() == 3;
+
+	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, tag,
+									  keyed ? PG_GETARG_TEXT_PP(0) : NULL,
+									  keyed ? 1 : 0,
+									  PG_GETARG_INT64(keyed ? 2 : 1)));
+}
+
 Datum
 fbf_operation_int8(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, 'i', 0, PG_GETARG_INT64(1)));
+	return operation(fcinfo, 'i');
 }
 
 Datum
 fbf_operation_text(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, 't', 0, PG_GETARG_INT64(1)));
+	return operation(fcinfo, 't');
 }
 
 Datum
 fbf_operation_uuid(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, 'u', 0, PG_GETARG_INT64(1)));
+	return operation(fcinfo, 'u');
 }
 
 /* ----------------------------------------------------------------------
@@ -483,7 +590,7 @@ fbf_counter_value(PG_FUNCTION_ARGS)
 	Datum		value;
 	int			rc;
 
-	FbfCounterOpen(relid, ACL_SELECT, AccessShareLock, &heap, &index);
+	FbfCounterOpen(relid, FBF_COUNTER_READ, AccessShareLock, &heap, &index);
 	SPI_connect();
 	plans = counter_plans(heap);
 	rc = execute_counter_plan(plans->sum, &arg, true, 1);
@@ -504,7 +611,7 @@ fbf_snapshot(PG_FUNCTION_ARGS)
 	uint64		pending;
 	Fbf		   *f;
 
-	FbfCounterOpen(PG_GETARG_OID(0), ACL_SELECT, AccessShareLock, &heap, &index);
+	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_READ, AccessShareLock, &heap, &index);
 	f = FbfWindowSnapshot(index, &pending);
 	FbfCounterClose(heap, index);
 	PG_RETURN_FBF(f);

@@ -17,10 +17,18 @@
 
 #include "core/fbf_aimd.h"
 
+/* What a caller of FbfCounterOpen is about to do, for the privilege check. */
+typedef enum FbfCounterAccess
+{
+	FBF_COUNTER_READ,			/* SELECT on key, shard, value */
+	FBF_COUNTER_INCREMENT,		/* and UPDATE on value */
+	FBF_COUNTER_OWNER			/* ownership of the table */
+} FbfCounterAccess;
+
 /* counter.c */
 extern void FbfCounterInit(void);
-extern void FbfCounterOpen(Oid relid, AclMode mode, LOCKMODE lockmode,
-						   Relation *heap, Relation *index);
+extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
+						   LOCKMODE lockmode, Relation *heap, Relation *index);
 extern void FbfCounterClose(Relation heap, Relation index);
 
 /* counter_maintain.c */

@@ -71,7 +71,7 @@ FbfCounterMaintain(Relation heap, Relation index)
 	policy.period_step = (int64) fbf_aimd_period_step_ms * 1000;
 	policy.period_min = (int64) fbf_period_min_ms * 1000;
 
-	d = FbfWindowMaintain(index, GetCurrentTimestamp(), &policy);
+	d = FbfWindowMaintain(index, &policy);
 	FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap), GetCurrentTimestamp());
 	return d;
 }
@@ -90,7 +90,7 @@ fbf_counter_maintain(PG_FUNCTION_ARGS)
 
 	PreventCommandIfReadOnly("fbf_counter_maintain()");
 	PreventCommandDuringRecovery("fbf_counter_maintain()");
-	FbfCounterOpen(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
+	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_OWNER, RowExclusiveLock, &heap, &index);
 	d = FbfCounterMaintain(heap, index);
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(d.action == FBF_AIMD_GROW ? "grow" :
@@ -110,8 +110,8 @@ fbf_counter_resize(PG_FUNCTION_ARGS)
 
 	PreventCommandIfReadOnly("fbf_counter_resize()");
 	PreventCommandDuringRecovery("fbf_counter_resize()");
-	FbfCounterOpen(PG_GETARG_OID(0), ACL_UPDATE, RowExclusiveLock, &heap, &index);
-	n = FbfWindowResize(index, PG_GETARG_INT32(1), GetCurrentTimestamp());
+	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_OWNER, RowExclusiveLock, &heap, &index);
+	n = FbfWindowResize(index, PG_GETARG_INT32(1));
 	FbfCounterClose(heap, index);
 	PG_RETURN_INT32(n);
 }

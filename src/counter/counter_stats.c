@@ -80,7 +80,7 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 			UnlockRelationOid(relid, AccessShareLock);
 			continue;
 		}
-		FbfCounterOpen(relid, ACL_SELECT, AccessShareLock, &heap, &index);
+		FbfCounterOpen(relid, FBF_COUNTER_READ, AccessShareLock, &heap, &index);
 		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
 		FbfWindowReadMeta(index, &meta);
 		counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
@@ -111,7 +111,7 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		values[11] = Int64GetDatum((int64) st.applied);
 		values[12] = Int64GetDatum((int64) st.dismissed);
 		values[13] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
-		values[14] = TimestampTzGetDatum(meta.born_at[0]);
+		values[14] = TimestampTzGetDatum(FbfWindowWallTime(&meta, meta.born_at[0]));
 		values[15] = Int64GetDatum(meta.resizes);
 		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
 		values[17] = Int64GetDatum(FbfWindowPendingCount(index, &meta));

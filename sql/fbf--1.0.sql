@@ -1,0 +1,523 @@
+-- The install script of version 1.0, frozen as released: CREATE EXTENSION fbf
+-- VERSION '1.0' and the upgrade tests use it.  Never edit it.
+-- fbf: idempotent counters on Forgetful Bloom Filters.
+-- Source of the install script (the Makefile copies it to fbf--<version>.sql).
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION fbf" to load this file. \quit
+
+------------------------------------------------------------------------
+-- The fbf type: a Forgetful Bloom Filter as a SQL value
+------------------------------------------------------------------------
+
+CREATE TYPE fbf;
+
+CREATE FUNCTION fbf_in(cstring) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_in'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_out(fbf) RETURNS cstring
+	AS 'MODULE_PATHNAME', 'fbf_out'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_recv(internal) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_recv'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_send(fbf) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_send'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE fbf (
+	INPUT = fbf_in,
+	OUTPUT = fbf_out,
+	RECEIVE = fbf_recv,
+	SEND = fbf_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = double,
+	STORAGE = external
+);
+
+COMMENT ON TYPE fbf IS
+	'Forgetful Bloom Filter: a sliding window of Bloom filters (future, present, N past)';
+
+-- Constructors
+
+CREATE FUNCTION fbf_create(nbits integer, nhashes integer, npast integer DEFAULT 1,
+						   nparts integer DEFAULT 1)
+	RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_create_shape'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_create(integer, integer, integer, integer) IS
+	'empty FBF of npast + 2 filters of nparts blocks of nbits bits, nhashes hash functions';
+
+CREATE FUNCTION fbf_create(retention interval, target_fpp double precision,
+						   rate double precision)
+	RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_create_for'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_create(interval, double precision, double precision) IS
+	'smallest empty FBF that remembers rate elements per second for retention under target_fpp';
+
+-- Elements (text and bytea hash by their bytes; bigint by its 8 little-endian bytes)
+
+CREATE FUNCTION fbf_add(filter fbf, element text) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_add(filter fbf, element bytea) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_add(filter fbf, element bigint) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_int8'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_add(filter fbf, elements bigint[]) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_add(filter fbf, elements text[]) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_add(filter fbf, elements bytea[]) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_add_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_add(fbf, bigint[]) IS 'the filter with every non-null element inserted, in order';
+COMMENT ON FUNCTION fbf_add(fbf, text[]) IS 'the filter with every non-null element inserted, in order';
+COMMENT ON FUNCTION fbf_add(fbf, bytea[]) IS 'the filter with every non-null element inserted, in order';
+COMMENT ON FUNCTION fbf_add(fbf, text) IS 'the filter with element inserted (unless already present)';
+COMMENT ON FUNCTION fbf_add(fbf, bytea) IS 'the filter with element inserted (unless already present)';
+COMMENT ON FUNCTION fbf_add(fbf, bigint) IS 'the filter with element inserted (unless already present)';
+
+CREATE FUNCTION fbf_contains(filter fbf, element text, "check" text DEFAULT 'optimized')
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_contains_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_contains(filter fbf, element bytea, "check" text DEFAULT 'optimized')
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_contains_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_contains(filter fbf, element bigint, "check" text DEFAULT 'optimized')
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_contains_int8'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_contains(fbf, text, text) IS
+	'true if element may be in the window (check: simple, optimized or paired)';
+COMMENT ON FUNCTION fbf_contains(fbf, bytea, text) IS
+	'true if element may be in the window (check: simple, optimized or paired)';
+COMMENT ON FUNCTION fbf_contains(fbf, bigint, text) IS
+	'true if element may be in the window (check: simple, optimized or paired)';
+
+-- The window
+
+CREATE FUNCTION fbf_refresh(filter fbf, times integer DEFAULT 1) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_refresh_n'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_refresh(fbf, integer) IS
+	'the filter rotated times times: the oldest filter is dropped, an empty future added';
+
+CREATE FUNCTION fbf_resize(filter fbf, npast integer) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_resize_past'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_resize(fbf, integer) IS
+	'the filter with npast past filters: growing adds empty ones at the old end, shrinking forgets the oldest';
+
+CREATE FUNCTION fbf_union(a fbf, b fbf) RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_union'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_union(fbf, fbf) IS
+	'union of two same-shaped filters, aligned on the newer one''s window';
+
+-- Inspection
+
+CREATE FUNCTION fbf_estimated_fpp(filter fbf, "check" text DEFAULT 'optimized')
+	RETURNS double precision
+	AS 'MODULE_PATHNAME', 'fbf_estimated_fpp'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_estimated_fpp(fbf, text) IS
+	'estimated false-positive probability of a membership check';
+
+CREATE FUNCTION fbf_info(filter fbf,
+						 OUT nbits integer,
+						 OUT nhashes integer,
+						 OUT npast integer,
+						 OUT nlive integer,
+						 OUT epoch bigint,
+						 OUT period interval,
+						 OUT counts bigint[],
+						 OUT bytes bigint,
+						 OUT estimated_fpp double precision,
+						 OUT nparts integer)
+	AS 'MODULE_PATHNAME', 'fbf_info'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_info(fbf) IS
+	'shape, window bookkeeping and per-filter element counts (newest first) of a filter';
+
+-- The build aggregate
+
+CREATE FUNCTION fbf_agg_trans(state fbf, element text, nbits integer,
+							  nhashes integer, npast integer)
+	RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_agg_trans_text'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION fbf_agg_trans(state fbf, element bytea, nbits integer,
+							  nhashes integer, npast integer)
+	RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_agg_trans_text'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION fbf_agg_trans(state fbf, element bigint, nbits integer,
+							  nhashes integer, npast integer)
+	RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_agg_trans_int8'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_agg_trans(fbf, text, integer, integer, integer) IS 'transition function of fbf_agg';
+COMMENT ON FUNCTION fbf_agg_trans(fbf, bytea, integer, integer, integer) IS 'transition function of fbf_agg';
+COMMENT ON FUNCTION fbf_agg_trans(fbf, bigint, integer, integer, integer) IS 'transition function of fbf_agg';
+
+CREATE AGGREGATE fbf_agg(element text, nbits integer, nhashes integer, npast integer) (
+	SFUNC = fbf_agg_trans,
+	STYPE = fbf,
+	COMBINEFUNC = fbf_union,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE fbf_agg(element bytea, nbits integer, nhashes integer, npast integer) (
+	SFUNC = fbf_agg_trans,
+	STYPE = fbf,
+	COMBINEFUNC = fbf_union,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE fbf_agg(element bigint, nbits integer, nhashes integer, npast integer) (
+	SFUNC = fbf_agg_trans,
+	STYPE = fbf,
+	COMBINEFUNC = fbf_union,
+	PARALLEL = SAFE
+);
+
+COMMENT ON AGGREGATE fbf_agg(text, integer, integer, integer) IS 'FBF holding every non-null element, all in the present window';
+COMMENT ON AGGREGATE fbf_agg(bytea, integer, integer, integer) IS 'FBF holding every non-null element, all in the present window';
+COMMENT ON AGGREGATE fbf_agg(bigint, integer, integer, integer) IS 'FBF holding every non-null element, all in the present window';
+
+------------------------------------------------------------------------
+-- Idempotent counters
+------------------------------------------------------------------------
+
+-- Storage of a counter table's filter: an internal index access method.
+-- Its indexes hold no tuples and are never scanned.
+CREATE FUNCTION fbf_filter_handler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME', 'fbf_filter_handler'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
+CREATE ACCESS METHOD fbf_filter TYPE INDEX HANDLER fbf_filter_handler;
+
+COMMENT ON ACCESS METHOD fbf_filter IS
+	'storage of a counter table''s Forgetful Bloom Filter (internal; created by fbf_create_counter_table)';
+
+CREATE OPERATOR CLASS fbf_filter_int4_ops DEFAULT FOR TYPE integer USING fbf_filter AS
+	STORAGE integer;
+
+CREATE FUNCTION fbf_create_counter_table(
+	name text,
+	retention interval DEFAULT NULL,
+	target_fpp double precision DEFAULT NULL,
+	expected_rate double precision DEFAULT 1000,
+	shards integer DEFAULT 16,
+	nbits integer DEFAULT NULL,
+	nhashes integer DEFAULT NULL,
+	npast integer DEFAULT NULL)
+	RETURNS regclass
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	ident text[] := pg_catalog.parse_ident(name);
+	qualified text;
+	retention_ms bigint;
+	target double precision := COALESCE(target_fpp,
+		pg_catalog.current_setting('fbf.default_target_fpp')::double precision);
+	options text;
+BEGIN
+	IF pg_catalog.array_length(ident, 1) > 2 THEN
+		RAISE EXCEPTION 'improper counter table name: %', name
+			USING ERRCODE = 'invalid_name';
+	END IF;
+	qualified := pg_catalog.array_to_string(ARRAY(
+		SELECT pg_catalog.quote_ident(part) FROM pg_catalog.unnest(ident) AS part), '.');
+
+	retention_ms := pg_catalog.ceil(pg_catalog.date_part('epoch', COALESCE(retention,
+		pg_catalog.current_setting('fbf.default_retention')::interval)) * 1000);
+	IF retention_ms < 1000 OR retention_ms > 2147483647 THEN
+		RAISE EXCEPTION 'retention must be between 1 second and 24 days'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT (target > 0 AND target <= 0.5) THEN
+		RAISE EXCEPTION 'target false-positive rate must be greater than 0 and at most 0.5'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF expected_rate IS NULL OR NOT (expected_rate >= 0 AND expected_rate <= 1e9) THEN
+		RAISE EXCEPTION 'expected rate must be between 0 and 1e9 operations per second'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF shards IS NULL OR shards < 1 OR shards > 1024 THEN
+		RAISE EXCEPTION 'shards must be between 1 and 1024'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF (nbits IS NULL) <> (nhashes IS NULL) OR (nbits IS NULL) <> (npast IS NULL) THEN
+		RAISE EXCEPTION 'an explicit shape needs nbits, nhashes and npast together'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	options := pg_catalog.format('retention_ms = %s, target_fpp = %s, expected_rate = %s, shards = %s',
+								 retention_ms, target, expected_rate, shards);
+	IF nbits IS NOT NULL THEN
+		options := options || pg_catalog.format(', nbits = %s, nhashes = %s, npast = %s',
+												nbits, nhashes, npast);
+	END IF;
+
+	EXECUTE pg_catalog.format(
+		'CREATE TABLE %s (key text NOT NULL DEFAULT '''', shard integer NOT NULL, '
+		'value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard))', qualified);
+	EXECUTE pg_catalog.format('CREATE INDEX %I ON %s USING fbf_filter (shard) WITH (%s)',
+							  pg_catalog.left(ident[pg_catalog.array_length(ident, 1)], 59) || '_fbf',
+							  qualified, options);
+	RETURN qualified::regclass;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_create_counter_table(text, interval, double precision, double precision, integer, integer, integer, integer) IS
+	'create a counter table (key, shard, value) with its operation filter';
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_id bigint, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_id text, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_id uuid, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_id bigint, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_id text, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_id uuid, seq bigint, delta bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_increment_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION idempotent_increment(regclass, bigint, bigint, bigint) IS
+	'add delta to the counter''s default key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, bigint, bigint) IS
+	'add delta to the counter''s default key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, uuid, bigint, bigint) IS
+	'add delta to the counter''s default key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, bigint, bigint, bigint) IS
+	'add delta to key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, text, bigint, bigint) IS
+	'add delta to key once per (client_id, seq); true if applied, false if a duplicate';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, uuid, bigint, bigint) IS
+	'add delta to key once per (client_id, seq); true if applied, false if a duplicate';
+
+CREATE FUNCTION fbf_operation(client_id bigint, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_int8'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_operation(client_id text, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_operation(client_id uuid, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_operation_uuid'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_operation(bigint, bigint) IS
+	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_operation(text, bigint) IS
+	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_operation(uuid, bigint) IS
+	'the identity of an operation as the counter filters hash it (for fbf_contains on fbf_snapshot)';
+
+CREATE FUNCTION fbf_counter_value(counter regclass, key text DEFAULT '')
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'fbf_counter_value'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_counter_value(regclass, text) IS
+	'value of a counter key: the sum of its shard rows';
+
+CREATE FUNCTION fbf_snapshot(counter regclass)
+	RETURNS fbf
+	AS 'MODULE_PATHNAME', 'fbf_snapshot'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_snapshot(regclass) IS
+	'the counter table''s live operation filter as an fbf value';
+
+CREATE FUNCTION fbf_counter_maintain(counter regclass)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'fbf_counter_maintain'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_counter_maintain(regclass) IS
+	'run one maintenance pass (refresh if due, drain, one AIMD step) now; returns grow, shrink or hold';
+
+CREATE FUNCTION fbf_counter_resize(counter regclass, filters integer)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'fbf_counter_resize'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_counter_resize(regclass, integer) IS
+	'resize the counter''s ring of filters now, as far as the retention allows; returns the number of filters';
+
+CREATE FUNCTION fbf_counter_stats(
+	OUT counter regclass,
+	OUT filters integer,
+	OUT live_filters integer,
+	OUT period interval,
+	OUT retention interval,
+	OUT nbits bigint,
+	OUT nhashes integer,
+	OUT partitions integer,
+	OUT elements bigint[],
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT applied bigint,
+	OUT dismissed bigint,
+	OUT bytes bigint,
+	OUT last_refresh timestamptz,
+	OUT resizes bigint,
+	OUT capped boolean,
+	OUT pending bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_counter_stats() IS
+	'one row per counter table of this database that the user may read';
+
+CREATE VIEW fbf_counter_stats AS SELECT * FROM fbf_counter_stats();
+
+COMMENT ON VIEW fbf_counter_stats IS
+	'counter tables and their operation filters: shape, window, accuracy, activity';
+
+-- rows are filtered by the caller's SELECT privilege on each counter table
+GRANT SELECT ON fbf_counter_stats TO PUBLIC;
+
+------------------------------------------------------------------------
+-- The cuckoo index access method: equality lookups in one bucket page
+------------------------------------------------------------------------
+
+CREATE FUNCTION cuckoo_handler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME', 'cuckoo_handler'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
+CREATE ACCESS METHOD cuckoo TYPE INDEX HANDLER cuckoo_handler;
+
+COMMENT ON ACCESS METHOD cuckoo IS
+	'cuckoo-hashed index for equality lookups: one bucket page per probe, deleted keys stop costing heap reads';
+
+-- Integers share a family, as for hash indexes: int2, int4 and int8 hash
+-- equal values alike, so "int8col = 42" (an int8 = int4 comparison) can
+-- use an index on an int8 column.
+CREATE OPERATOR FAMILY integer_ops USING cuckoo;
+
+COMMENT ON OPERATOR FAMILY integer_ops USING cuckoo IS
+	'equality on int2, int4 and int8, across the three types';
+
+CREATE OPERATOR CLASS int2_ops DEFAULT FOR TYPE int2 USING cuckoo FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (int2, int2),
+	FUNCTION 1 pg_catalog.hashint2extended(int2, int8);
+
+CREATE OPERATOR CLASS int4_ops DEFAULT FOR TYPE int4 USING cuckoo FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (int4, int4),
+	FUNCTION 1 pg_catalog.hashint4extended(int4, int8);
+
+CREATE OPERATOR CLASS int8_ops DEFAULT FOR TYPE int8 USING cuckoo FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (int8, int8),
+	FUNCTION 1 pg_catalog.hashint8extended(int8, int8);
+
+ALTER OPERATOR FAMILY integer_ops USING cuckoo ADD
+	OPERATOR 1 pg_catalog.= (int2, int4),
+	OPERATOR 1 pg_catalog.= (int2, int8),
+	OPERATOR 1 pg_catalog.= (int4, int2),
+	OPERATOR 1 pg_catalog.= (int4, int8),
+	OPERATOR 1 pg_catalog.= (int8, int2),
+	OPERATOR 1 pg_catalog.= (int8, int4);
+
+CREATE OPERATOR CLASS text_ops DEFAULT FOR TYPE text USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (text, text),
+	FUNCTION 1 pg_catalog.hashtextextended(text, int8);
+
+CREATE OPERATOR CLASS uuid_ops DEFAULT FOR TYPE uuid USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (uuid, uuid),
+	FUNCTION 1 pg_catalog.uuid_hash_extended(uuid, int8);
+
+COMMENT ON OPERATOR CLASS int2_ops USING cuckoo IS 'cuckoo index equality on smallint';
+COMMENT ON OPERATOR CLASS int4_ops USING cuckoo IS 'cuckoo index equality on integer';
+COMMENT ON OPERATOR CLASS int8_ops USING cuckoo IS 'cuckoo index equality on bigint';
+COMMENT ON OPERATOR CLASS text_ops USING cuckoo IS 'cuckoo index equality on text';
+COMMENT ON OPERATOR CLASS uuid_ops USING cuckoo IS 'cuckoo index equality on uuid';
+
+CREATE FUNCTION cuckoo_index_stats(
+	index regclass,
+	OUT pages bigint,
+	OUT bucket_pages bigint,
+	OUT overflow_pages bigint,
+	OUT entries bigint,
+	OUT overflow_entries bigint,
+	OUT dead_entries bigint,
+	OUT slots bigint,
+	OUT load_factor double precision,
+	OUT kicks bigint,
+	OUT doublings integer,
+	OUT fingerprint_bits integer,
+	OUT bucket_size integer,
+	OUT buckets_per_page integer,
+	OUT max_kicks integer,
+	OUT growing boolean)
+	AS 'MODULE_PATHNAME', 'cuckoo_index_stats'
+	LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION cuckoo_index_stats(regclass) IS
+	'sizes, load factor and counters of a cuckoo index';
+
+CREATE FUNCTION cuckoo_index_verify(
+	index regclass,
+	OUT pages bigint,
+	OUT overflow_pages bigint,
+	OUT entries bigint,
+	OUT heap_tuples bigint,
+	OUT dead_entries bigint)
+	AS 'MODULE_PATHNAME', 'cuckoo_index_verify'
+	LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION cuckoo_index_verify(regclass) IS
+	'cross-check a cuckoo index against its table; raises an error on the first inconsistency';
