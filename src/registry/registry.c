@@ -9,7 +9,10 @@
  * here is small and may be lost at a restart:
  *
  *	- stats: one entry per (database, counter table): operations applied
- *	  and dismissed since the server started, last maintenance pass;
+ *	  and dismissed since the server started, last maintenance pass.
+ *	  Entries go when their table or database is dropped (object access
+ *	  hook); should the table fill up anyway, the least recently used
+ *	  entry makes room;
  *	- databases: for each database, whether it had the extension when the
  *	  worker last looked, so the launcher does not start a pass worker in
  *	  every database every second.
@@ -24,6 +27,10 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
@@ -50,6 +57,7 @@ typedef struct FbfStatsEntry
 	FbfStatsKey key;
 	pg_atomic_uint64 applied;
 	pg_atomic_uint64 dismissed;
+	pg_atomic_uint64 last_used;	/* transaction start of the last count */
 	TimestampTz last_maintained;
 } FbfStatsEntry;
 
@@ -71,6 +79,10 @@ static HTAB *database_hash = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
+
+static void fbf_object_access(ObjectAccessType access, Oid classId,
+							  Oid objectId, int subId, void *arg);
 
 static Size
 fbf_shmem_size(void)
@@ -123,12 +135,43 @@ FbfRegistryInit(void)
 	shmem_request_hook = fbf_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = fbf_shmem_startup;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = fbf_object_access;
+}
+
+/*
+ * Make room in a full stats table: forget the entry used least recently
+ * (its counter was dropped by a way the object access hook did not see,
+ * or is idle).  The caller holds the lock exclusively.
+ */
+static void
+evict_one(void)
+{
+	HASH_SEQ_STATUS seq;
+	FbfStatsEntry *entry;
+	FbfStatsEntry *oldest = NULL;
+	uint64		oldest_used = PG_UINT64_MAX;
+
+	hash_seq_init(&seq, stats_hash);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		uint64		used = Max(pg_atomic_read_u64(&entry->last_used),
+							   (uint64) Max(entry->last_maintained, 0));
+
+		if (used < oldest_used)
+		{
+			oldest_used = used;
+			oldest = entry;
+		}
+	}
+	if (oldest != NULL)
+		hash_search(stats_hash, &oldest->key, HASH_REMOVE, NULL);
 }
 
 /*
  * Find (or, with `create`, make) a counter's stats entry.  Returns NULL if
- * it does not exist, or the table is full.  The caller must hold the lock
- * in the mode `create` needs (exclusive to create).
+ * it does not exist.  The caller must hold the lock in the mode `create`
+ * needs (exclusive to create).
  */
 static FbfStatsEntry *
 stats_entry(Oid dbid, Oid relid, bool create)
@@ -141,13 +184,59 @@ stats_entry(Oid dbid, Oid relid, bool create)
 	key.relid = relid;
 	entry = hash_search(stats_hash, &key, create ? HASH_ENTER_NULL : HASH_FIND,
 						&found);
+	if (entry == NULL && create)
+	{
+		evict_one();
+		entry = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+	}
 	if (entry && !found)
 	{
 		pg_atomic_init_u64(&entry->applied, 0);
 		pg_atomic_init_u64(&entry->dismissed, 0);
+		pg_atomic_init_u64(&entry->last_used, 0);
 		entry->last_maintained = 0;
 	}
 	return entry;
+}
+
+/*
+ * Forget what the registry knows of a dropped counter table, or of every
+ * counter of a dropped database.  (An entry for a drop that rolls back is
+ * lost too: statistics are not durable anyway.)
+ */
+static void
+fbf_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+				  int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access != OAT_DROP || subId != 0 || FbfShared == NULL)
+		return;
+	if (classId == RelationRelationId)
+	{
+		FbfStatsKey key;
+
+		key.dbid = MyDatabaseId;
+		key.relid = objectId;
+		LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+		hash_search(stats_hash, &key, HASH_REMOVE, NULL);
+		LWLockRelease(FbfShared->lock);
+	}
+	else if (classId == DatabaseRelationId)
+	{
+		HASH_SEQ_STATUS seq;
+		FbfStatsEntry *entry;
+
+		LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+		hash_seq_init(&seq, stats_hash);
+		while ((entry = hash_seq_search(&seq)) != NULL)
+		{
+			if (entry->key.dbid == objectId)
+				hash_search(stats_hash, &entry->key, HASH_REMOVE, NULL);
+		}
+		hash_search(database_hash, &objectId, HASH_REMOVE, NULL);
+		LWLockRelease(FbfShared->lock);
+	}
 }
 
 void
@@ -164,7 +253,11 @@ FbfStatsCount(Oid dbid, Oid relid, bool applied)
 		entry = stats_entry(dbid, relid, true);
 	}
 	if (entry)
+	{
 		pg_atomic_fetch_add_u64(applied ? &entry->applied : &entry->dismissed, 1);
+		pg_atomic_write_u64(&entry->last_used,
+							(uint64) Max(GetCurrentTransactionStartTimestamp(), 0));
+	}
 	LWLockRelease(FbfShared->lock);
 }
 
