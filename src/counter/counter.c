@@ -490,7 +490,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 	if (!database_noted)
 	{
 		/* tell the launcher at once that this database has counters */
-		FbfDatabaseChecked(MyDatabaseId, true, GetCurrentTimestamp());
+		FbfDatabaseHasCounters(MyDatabaseId);
 		database_noted = true;
 	}
 	/* operations 1.0 recorded on a key did not include it (FbfWindowUpgrade) */

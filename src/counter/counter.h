@@ -31,8 +31,16 @@ extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
 						   LOCKMODE lockmode, Relation *heap, Relation *index);
 extern void FbfCounterClose(Relation heap, Relation index);
 
+/* When a counter next needs its maintenance pass (FbfCounterMaintain). */
+typedef struct FbfCounterSchedule
+{
+	bool		busy;			/* operations since the previous pass */
+	int64		refresh_in;		/* microseconds until its next refresh */
+} FbfCounterSchedule;
+
 /* counter_maintain.c */
 extern void FbfCounterMaintainInit(void);
-extern FbfAimdDecision FbfCounterMaintain(Relation heap, Relation index);
+extern FbfAimdDecision FbfCounterMaintain(Relation heap, Relation index,
+										  FbfCounterSchedule *schedule);
 
 #endif							/* FBF_COUNTER_H */

@@ -57,14 +57,17 @@ FbfCounterMaintainInit(void)
 
 /*
  * One maintenance pass over an open counter (FbfWindowMaintain under the
- * AIMD settings), recorded in the registry.  The caller holds
+ * AIMD settings), recorded in the registry.  If `schedule` is not NULL, it
+ * gets whether the counter had operations since its previous pass, and in
+ * how many microseconds its next refresh is due.  The caller holds
  * RowExclusiveLock on the table.
  */
 FbfAimdDecision
-FbfCounterMaintain(Relation heap, Relation index)
+FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
 {
 	FbfAimdPolicy policy;
 	FbfAimdDecision d;
+	bool		busy;
 
 	policy.increase_at = fbf_aimd_increase_at;
 	policy.decrease_at = fbf_aimd_decrease_at;
@@ -72,7 +75,13 @@ FbfCounterMaintain(Relation heap, Relation index)
 	policy.period_min = (int64) fbf_period_min_ms * 1000;
 
 	d = FbfWindowMaintain(index, &policy);
-	FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap), GetCurrentTimestamp());
+	busy = FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap),
+							  GetCurrentTimestamp());
+	if (schedule != NULL)
+	{
+		schedule->busy = busy;
+		schedule->refresh_in = FbfWindowRefreshDueIn(index);
+	}
 	return d;
 }
 
@@ -91,7 +100,7 @@ fbf_counter_maintain(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("fbf_counter_maintain()");
 	PreventCommandDuringRecovery("fbf_counter_maintain()");
 	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_OWNER, RowExclusiveLock, &heap, &index);
-	d = FbfCounterMaintain(heap, index);
+	d = FbfCounterMaintain(heap, index, NULL);
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(d.action == FBF_AIMD_GROW ? "grow" :
 									 d.action == FBF_AIMD_SHRINK ? "shrink" : "hold"));

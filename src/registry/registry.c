@@ -14,8 +14,9 @@
  *	  hook); should the table fill up anyway, the least recently used
  *	  entry makes room;
  *	- databases: for each database, whether it had the extension when the
- *	  worker last looked, so the launcher does not start a pass worker in
- *	  every database every second.
+ *	  worker last looked, when its last pass started and when the next is
+ *	  due, so that the launcher serves the databases that need it, the
+ *	  longest-waiting first (worker.c).
  *
  * Locking: FbfShared->lock protects the membership of both hash tables
  * (share to look up, exclusive to insert or remove an entry).  The
@@ -43,9 +44,6 @@
 #define FBF_MAX_COUNTERS	4096	/* stats entries; beyond, not counted */
 #define FBF_MAX_DATABASES	1024
 
-/* how long a database without the extension is left alone */
-#define FBF_DATABASE_RECHECK_MS 30000
-
 typedef struct FbfStatsKey
 {
 	Oid			dbid;
@@ -59,13 +57,15 @@ typedef struct FbfStatsEntry
 	pg_atomic_uint64 dismissed;
 	pg_atomic_uint64 last_used;	/* transaction start of the last count */
 	TimestampTz last_maintained;
+	uint64		ops_maintained; /* applied + dismissed at that time */
 } FbfStatsEntry;
 
 typedef struct FbfDatabaseEntry
 {
 	Oid			dbid;
-	bool		has_extension;
-	TimestampTz checked_at;
+	bool		has_extension;	/* when last looked at */
+	TimestampTz next_due;		/* when the next pass is due */
+	TimestampTz last_pass;		/* when the last pass started */
 } FbfDatabaseEntry;
 
 typedef struct FbfSharedState
@@ -195,6 +195,7 @@ stats_entry(Oid dbid, Oid relid, bool create)
 		pg_atomic_init_u64(&entry->dismissed, 0);
 		pg_atomic_init_u64(&entry->last_used, 0);
 		entry->last_maintained = 0;
+		entry->ops_maintained = 0;
 	}
 	return entry;
 }
@@ -261,16 +262,29 @@ FbfStatsCount(Oid dbid, Oid relid, bool applied)
 	LWLockRelease(FbfShared->lock);
 }
 
-void
+/*
+ * A maintenance pass ran on the counter at `when`.  Returns whether it
+ * had operations since the previous pass (true the first time).
+ */
+bool
 FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when)
 {
 	FbfStatsEntry *entry;
+	bool		busy = true;
 
 	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
 	entry = stats_entry(dbid, relid, true);
 	if (entry)
+	{
+		uint64		ops = pg_atomic_read_u64(&entry->applied) +
+			pg_atomic_read_u64(&entry->dismissed);
+
+		busy = entry->last_maintained == 0 || ops != entry->ops_maintained;
+		entry->ops_maintained = ops;
 		entry->last_maintained = when;
+	}
 	LWLockRelease(FbfShared->lock);
+	return busy;
 }
 
 void
@@ -291,35 +305,88 @@ FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out)
 }
 
 /*
- * Should the launcher start a pass in this database?  Yes unless it was
- * found without the extension less than FBF_DATABASE_RECHECK_MS ago.
+ * When should the launcher start a pass in this database, and when did the
+ * last one start (0: never)?  A database the registry has never heard of
+ * is due at once: the launcher looks at it once to learn whether it has
+ * the extension.
  */
-bool
-FbfDatabaseDue(Oid dbid, TimestampTz now)
+void
+FbfDatabaseSchedule(Oid dbid, TimestampTz *next_due, TimestampTz *last_pass)
 {
 	FbfDatabaseEntry *entry;
-	bool		due = true;
 
+	*next_due = 0;
+	*last_pass = 0;
 	LWLockAcquire(FbfShared->lock, LW_SHARED);
 	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
-	if (entry && !entry->has_extension &&
-		!TimestampDifferenceExceeds(entry->checked_at, now, FBF_DATABASE_RECHECK_MS))
-		due = false;
+	if (entry)
+	{
+		*next_due = entry->next_due;
+		*last_pass = entry->last_pass;
+	}
 	LWLockRelease(FbfShared->lock);
-	return due;
 }
 
+static FbfDatabaseEntry *
+database_entry(Oid dbid)
+{
+	bool		found;
+	FbfDatabaseEntry *entry = hash_search(database_hash, &dbid,
+										  HASH_ENTER_NULL, &found);
+
+	if (entry && !found)
+	{
+		entry->has_extension = false;
+		entry->next_due = 0;
+		entry->last_pass = 0;
+	}
+	return entry;
+}
+
+/* The launcher started a pass in dbid at `now`. */
 void
-FbfDatabaseChecked(Oid dbid, bool has_extension, TimestampTz now)
+FbfDatabasePassStarted(Oid dbid, TimestampTz now)
 {
 	FbfDatabaseEntry *entry;
 
 	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
-	entry = hash_search(database_hash, &dbid, HASH_ENTER_NULL, NULL);
+	entry = database_entry(dbid);
+	if (entry)
+		entry->last_pass = now;
+	LWLockRelease(FbfShared->lock);
+}
+
+/* A pass in dbid ended: the next one is due at next_due. */
+void
+FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due)
+{
+	FbfDatabaseEntry *entry;
+
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	entry = database_entry(dbid);
 	if (entry)
 	{
 		entry->has_extension = has_extension;
-		entry->checked_at = now;
+		entry->next_due = next_due;
+	}
+	LWLockRelease(FbfShared->lock);
+}
+
+/*
+ * dbid has counters (one was just created, or incremented): its next pass
+ * is due now.
+ */
+void
+FbfDatabaseHasCounters(Oid dbid)
+{
+	FbfDatabaseEntry *entry;
+
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	entry = database_entry(dbid);
+	if (entry && (!entry->has_extension || entry->next_due > GetCurrentTimestamp()))
+	{
+		entry->has_extension = true;
+		entry->next_due = 0;
 	}
 	LWLockRelease(FbfShared->lock);
 }

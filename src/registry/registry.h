@@ -30,11 +30,15 @@ typedef struct FbfCounterStatsSnapshot
 extern void FbfRegistryInit(void);
 
 extern void FbfStatsCount(Oid dbid, Oid relid, bool applied);
-extern void FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when);
+extern bool FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when);
 extern void FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out);
 
-/* which databases have the extension (and so may have counters) */
-extern bool FbfDatabaseDue(Oid dbid, TimestampTz now);
-extern void FbfDatabaseChecked(Oid dbid, bool has_extension, TimestampTz now);
+/* the launcher's schedule of maintenance passes, by database */
+extern void FbfDatabaseSchedule(Oid dbid, TimestampTz *next_due,
+								TimestampTz *last_pass);
+extern void FbfDatabasePassStarted(Oid dbid, TimestampTz now);
+extern void FbfDatabasePassDone(Oid dbid, bool has_extension,
+								TimestampTz next_due);
+extern void FbfDatabaseHasCounters(Oid dbid);
 
 #endif							/* FBF_REGISTRY_H */

@@ -273,5 +273,6 @@ extern void FbfWindowBlockCounts(Relation index,
 extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts);
 extern Fbf *FbfWindowSnapshot(Relation index, uint64 *pending);
+extern int64 FbfWindowRefreshDueIn(Relation index);
 
 #endif							/* FBF_WINDOW_H */

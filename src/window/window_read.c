@@ -128,3 +128,13 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 	UnlockReleaseBuffer(metabuf);
 	return f;
 }
+
+/* Microseconds until the window's next refresh is due (0: it is due). */
+int64
+FbfWindowRefreshDueIn(Relation index)
+{
+	FbfWindowMetaPageData meta;
+
+	FbfWindowReadMeta(index, &meta);
+	return Max(meta.born_at[0] + meta.period - FbfWindowNow(&meta), 0);
+}

@@ -2,15 +2,28 @@
  *
  * worker.c
  *	  Background workers: a launcher, and short-lived maintenance passes
- *	  in each database that has the extension.
+ *	  in the databases that have counters.
  *
- * The launcher (registered at preload) wakes every fbf.naptime, lists the
- * databases that accept connections, and starts one "pass" worker in each
- * database that may have counters and has no pass still running.  A pass
- * connects, runs FbfCounterMaintain (refresh if due, drain committed
- * operations, one AIMD step) on every counter table, and exits.  Passes are short on
- * purpose: a worker that stayed connected would make DROP DATABASE fail.
- * A database found without the extension is left alone for 30 seconds.
+ * The launcher (registered at preload, connected to no database) keeps a
+ * schedule in the registry: for each database, when its next pass is due
+ * and when its last one started.  Whenever it wakes (every fbf.naptime, and
+ * whenever a pass ends) it starts passes in the databases that are due,
+ * the longest-waiting first, while fewer than fbf.max_workers of its
+ * passes run.  So every database is served in turn however many there are
+ * and however few worker slots are free, and the passes never take more
+ * than fbf.max_workers of max_worker_processes: parallel query and logical
+ * replication keep the rest.  Should no slot be free, the database stays
+ * due and first in line.
+ *
+ * A pass connects, runs FbfCounterMaintain (refresh if due, drain, one
+ * AIMD step) on every counter table, and exits, telling the registry when
+ * the next pass is due: after fbf.naptime if any counter had operations
+ * since the last pass, else when the first of them must next be refreshed
+ * (at most FBF_IDLE_MAX_MS later).  An idle database thus costs a pass per
+ * refresh period, one without the extension a pass per server start (and
+ * per FBF_NO_EXTENSION_MS): creating a counter or incrementing one tells
+ * the registry at once.  Passes are short on purpose: a worker that stayed
+ * connected would make DROP DATABASE fail.
  *
  * Correctness never depends on the worker: a backend that finds a refresh
  * overdue performs it, and a full pending page is drained by the backend
@@ -60,7 +73,12 @@
 #include "worker/worker.h"
 
 
-#define FBF_MAX_PASSES 64		/* databases with a pass running at once */
+#define FBF_MAX_PASSES 64		/* most passes running at once */
+
+/* longest a database with counters goes without a pass */
+#define FBF_IDLE_MAX_MS			60000
+/* how often a database found without the extension is looked at again */
+#define FBF_NO_EXTENSION_MS		300000
 
 typedef struct PassSlot
 {
@@ -68,8 +86,16 @@ typedef struct PassSlot
 	BackgroundWorkerHandle *handle;
 } PassSlot;
 
+/* a database due for a pass, in the launcher's queue */
+typedef struct DueDatabase
+{
+	Oid			dbid;
+	TimestampTz last_pass;		/* 0: never */
+} DueDatabase;
+
 static bool fbf_worker_enabled = true;
 static int	fbf_naptime_ms = 1000;
+static int	fbf_max_workers = 2;
 
 /* The worker's settings, and the launcher's registration; from _PG_init. */
 void
@@ -83,9 +109,14 @@ FbfWorkerInit(void)
 							 &fbf_worker_enabled, true, PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("fbf.naptime",
-							"Time between maintenance passes (refresh, drain, AIMD step).",
+							"Time between maintenance passes (refresh, drain, AIMD step) of a busy database.",
 							NULL, &fbf_naptime_ms, 1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("fbf.max_workers",
+							"Maintenance passes that may run at once, each a background worker.",
+							"The rest of max_worker_processes stays free for parallel query and replication.",
+							&fbf_max_workers, 2, 1, FBF_MAX_PASSES,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -98,15 +129,15 @@ FbfWorkerInit(void)
 	RegisterBackgroundWorker(&worker);
 }
 
-/* databases that accept connections, in CurrentMemoryContext */
+/* databases that accept connections, allocated in `cxt` */
 static List *
-connectable_databases(void)
+connectable_databases(MemoryContext cxt)
 {
 	List	   *dbs = NIL;
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tup;
-	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext caller = cxt;
 
 	StartTransactionCommand();
 	rel = table_open(DatabaseRelationId, AccessShareLock);
@@ -148,6 +179,17 @@ reap_passes(PassSlot *slots)
 	}
 }
 
+/* passes running */
+static int
+passes_running(PassSlot *slots)
+{
+	int			n = 0;
+
+	for (int i = 0; i < FBF_MAX_PASSES; i++)
+		n += slots[i].handle != NULL;
+	return n;
+}
+
 /* is a pass for dbid still running? */
 static bool
 pass_running(PassSlot *slots, Oid dbid)
@@ -162,7 +204,7 @@ pass_running(PassSlot *slots, Oid dbid)
 	return false;
 }
 
-static void
+static bool
 start_pass(PassSlot *slots, Oid dbid)
 {
 	BackgroundWorker worker;
@@ -171,7 +213,7 @@ start_pass(PassSlot *slots, Oid dbid)
 	for (i = 0; i < FBF_MAX_PASSES && slots[i].handle != NULL; i++)
 		;
 	if (i == FBF_MAX_PASSES)
-		return;
+		return false;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -197,6 +239,61 @@ start_pass(PassSlot *slots, Oid dbid)
 			slots[i].handle = NULL;
 		MemoryContextSwitchTo(old);
 	}
+	return slots[i].handle != NULL;
+}
+
+static int
+due_cmp(const void *a, const void *b)
+{
+	const DueDatabase *x = a;
+	const DueDatabase *y = b;
+
+	if (x->last_pass != y->last_pass)
+		return x->last_pass < y->last_pass ? -1 : 1;
+	return x->dbid < y->dbid ? -1 : x->dbid > y->dbid;
+}
+
+/*
+ * Start passes in the databases of `dbs` that are due, the longest-waiting
+ * first, while fewer than fbf.max_workers run.  Returns the earliest time a
+ * database not started now will be due (or `now` + naptime).
+ */
+static TimestampTz
+serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
+{
+	DueDatabase *due = palloc(sizeof(DueDatabase) * Max(list_length(dbs), 1));
+	int			ndue = 0;
+	TimestampTz wake = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
+	ListCell   *lc;
+
+	foreach(lc, dbs)
+	{
+		Oid			dbid = lfirst_oid(lc);
+		TimestampTz next_due;
+		TimestampTz last_pass;
+
+		if (pass_running(slots, dbid))
+			continue;
+		FbfDatabaseSchedule(dbid, &next_due, &last_pass);
+		if (next_due <= now)
+		{
+			due[ndue].dbid = dbid;
+			due[ndue].last_pass = last_pass;
+			ndue++;
+		}
+		else
+			wake = Min(wake, next_due);
+	}
+	qsort(due, ndue, sizeof(DueDatabase), due_cmp);
+	for (int i = 0; i < ndue; i++)
+	{
+		if (passes_running(slots) >= fbf_max_workers ||
+			!start_pass(slots, due[i].dbid))
+			break;
+		FbfDatabasePassStarted(due[i].dbid, now);
+	}
+	pfree(due);
+	return wake;
 }
 
 void
@@ -204,7 +301,8 @@ fbf_launcher_main(Datum main_arg)
 {
 	PassSlot   *slots;
 	MemoryContext loop_context;
-	TimestampTz next_round = 0;
+	List	   *dbs = NIL;
+	TimestampTz dbs_listed = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -220,13 +318,14 @@ fbf_launcher_main(Datum main_arg)
 	elog(DEBUG1, "fbf launcher started");
 
 	/*
-	 * One round every fbf.naptime.  The latch is also set when a pass ends
-	 * (bgw_notify_pid), so wake-ups before the next round just wait again.
+	 * Wake every fbf.naptime, when the next database is due, and when a pass
+	 * ends (its bgw_notify_pid sets our latch, and frees its slot for the
+	 * next database in line).
 	 */
 	while (!ShutdownRequestPending)
 	{
-		MemoryContext old;
 		TimestampTz now;
+		TimestampTz wake;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -236,30 +335,24 @@ fbf_launcher_main(Datum main_arg)
 		}
 
 		now = GetCurrentTimestamp();
-		if (now >= next_round && fbf_worker_enabled)
+		wake = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
+		reap_passes(slots);
+		if (fbf_worker_enabled)
 		{
-			List	   *dbs;
-			ListCell   *lc;
-
-			reap_passes(slots);
-			old = MemoryContextSwitchTo(loop_context);
-			dbs = connectable_databases();
-			foreach(lc, dbs)
+			/* the list of databases, at most once per naptime */
+			if (dbs == NIL ||
+				TimestampDifferenceExceeds(dbs_listed, now, fbf_naptime_ms))
 			{
-				Oid			dbid = lfirst_oid(lc);
-
-				if (FbfDatabaseDue(dbid, now) && !pass_running(slots, dbid))
-					start_pass(slots, dbid);
+				MemoryContextReset(loop_context);
+				dbs = connectable_databases(loop_context);
+				dbs_listed = now;
 			}
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(loop_context);
+			wake = serve_databases(slots, dbs, now);
 		}
-		if (now >= next_round)
-			next_round = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Max(TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-															 next_round), 1),
+															 wake), 1),
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
@@ -275,32 +368,41 @@ counter_tables(void)
 
 	foreach(lc, FbfWindowIndexes())
 	{
-		result = lappend_oid(result, IndexGetRelation(lfirst_oid(lc), false));
+		/* dropped since the unlocked scan: skip it */
+		Oid			heapoid = IndexGetRelation(lfirst_oid(lc), true);
+
+		if (!OidIsValid(heapoid))
+			continue;
+		result = lappend_oid(result, heapoid);
 		result = lappend_oid(result, lfirst_oid(lc));
 	}
 	return result;
 }
 
 /*
- * Maintain one counter in its own transaction.  Skips it, without
- * waiting, if its table is locked against us (DDL in progress).
+ * Maintain one counter in its own transaction, filling *schedule.  Skips
+ * it, without waiting, if its table is locked against us (DDL in
+ * progress), or was dropped; the counter then counts as busy.
  */
 static void
-maintain_one(Oid heapoid, Oid indexoid)
+maintain_one(Oid heapoid, Oid indexoid, FbfCounterSchedule *schedule)
 {
 	Relation	heap;
 	Relation	index;
 
+	schedule->busy = true;
+	schedule->refresh_in = 0;
 	if (!ConditionalLockRelationOid(heapoid, RowExclusiveLock))
 		return;
-	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexoid)))
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(heapoid)) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexoid)))
 	{
 		UnlockRelationOid(heapoid, RowExclusiveLock);
 		return;
 	}
 	heap = table_open(heapoid, NoLock);
 	index = index_open(indexoid, RowExclusiveLock);
-	FbfCounterMaintain(heap, index);
+	FbfCounterMaintain(heap, index, schedule);
 	FbfCounterClose(heap, index);
 }
 
@@ -312,6 +414,7 @@ fbf_pass_main(Datum main_arg)
 	List	   *counters;
 	ListCell   *lc;
 	MemoryContext pass_context;
+	volatile int64 idle_ms = FBF_IDLE_MAX_MS;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -323,10 +426,12 @@ fbf_pass_main(Datum main_arg)
 
 	StartTransactionCommand();
 	has_extension = OidIsValid(get_extension_oid("fbf", true));
-	FbfDatabaseChecked(dbid, has_extension, GetCurrentTimestamp());
 	if (!has_extension)
 	{
 		CommitTransactionCommand();
+		FbfDatabasePassDone(dbid, false,
+							TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														FBF_NO_EXTENSION_MS));
 		proc_exit(0);
 	}
 	{
@@ -341,12 +446,13 @@ fbf_pass_main(Datum main_arg)
 	{
 		Oid			heapoid = lfirst_oid(lc);
 		Oid			indexoid = lfirst_oid(lnext(counters, lc));
+		FbfCounterSchedule schedule = {true, 0};
 
 		CHECK_FOR_INTERRUPTS();
 		StartTransactionCommand();
 		PG_TRY();
 		{
-			maintain_one(heapoid, indexoid);
+			maintain_one(heapoid, indexoid, &schedule);
 			CommitTransactionCommand();
 		}
 		PG_CATCH();
@@ -359,6 +465,12 @@ fbf_pass_main(Datum main_arg)
 			RESUME_INTERRUPTS();
 		}
 		PG_END_TRY();
+		idle_ms = Min(idle_ms, schedule.busy ? 0 : schedule.refresh_in / 1000);
 	}
+
+	/* busy: again after naptime; idle: when the first refresh is due */
+	FbfDatabasePassDone(dbid, true,
+						TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													Max(idle_ms, fbf_naptime_ms)));
 	proc_exit(0);
 }
