@@ -35,6 +35,12 @@
  * commit log.  Entries whose xid committed are later drained into the
  * future and present filters; aborted ones are discarded.
  *
+ * Window time: birth times, the period and the retention are in the
+ * window's own clock, elapsed time anchored in the metapage, never the wall
+ * clock (window_clock.c).  Pending entries carry 64-bit xids, and each
+ * chain head its floor, so that entries are drained before the commit log
+ * forgets their fate (window_pending.c).
+ *
  * Lazy clearing: a refresh only rewrites the metapage (one small WAL
  * record).  Each filter block carries the epoch at which its slot became
  * future ("stamp"); a block whose stamp does not match the ring is stale and
