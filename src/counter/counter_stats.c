@@ -56,7 +56,13 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 
 	/* every fbf_filter index's table */
 	foreach(lc, FbfWindowIndexes())
-		counters = lappend_oid(counters, IndexGetRelation(lfirst_oid(lc), false));
+	{
+		/* dropped since the unlocked catalog scan: skip it */
+		Oid			heapoid = IndexGetRelation(lfirst_oid(lc), true);
+
+		if (OidIsValid(heapoid))
+			counters = lappend_oid(counters, heapoid);
+	}
 
 	foreach(lc, counters)
 	{

@@ -69,14 +69,20 @@ remember_filters(void)
 	{
 		Oid			indexoid = lfirst_oid(lc);
 		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+		Oid			heapoid = IndexGetRelation(indexoid, true);
 		Form_pg_class form;
 		FbfRebuildSource *src;
 
-		if (!HeapTupleIsValid(tup))
+		/* dropped since the unlocked catalog scan: nothing to carry over */
+		if (!HeapTupleIsValid(tup) || !OidIsValid(heapoid))
+		{
+			if (HeapTupleIsValid(tup))
+				ReleaseSysCache(tup);
 			continue;
+		}
 		form = (Form_pg_class) GETSTRUCT(tup);
 		src = MemoryContextAlloc(TopMemoryContext, sizeof(FbfRebuildSource));
-		src->heapoid = IndexGetRelation(indexoid, false);
+		src->heapoid = heapoid;
 		src->node = FbfMakeFileLocator(OidIsValid(form->reltablespace) ?
 									   form->reltablespace : MyDatabaseTableSpace,
 									   MyDatabaseId, form->relfilenode);
