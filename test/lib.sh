@@ -7,7 +7,7 @@
 
 FBF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_BINDIR=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
-FBF_PACKAGES="postgresql-server-dev-15 libxxhash-dev libipc-run-perl faketime"
+FBF_PACKAGES="postgresql-server-dev-15 libxxhash-dev libipc-run-perl"
 
 fbf_log() { printf '==> %s\n' "$*" >&2; }
 
