@@ -157,4 +157,12 @@ elif [ $rc -ne 0 ] && [ "$tap_bad" -eq 0 ]; then
 	failures+=("prove exited $rc")
 fi
 
+# ---- 4. upgrade from 1.0 (installs 1.0, then this build again) ----
+fbf_log "upgrade from 1.0 (test/upgrade.sh)"
+if bash test/upgrade.sh >"$logdir/upgrade.tap" 2>&1; then rc=0; else rc=$?; fi
+cat "$logdir/upgrade.tap"
+count_tap "$logdir/upgrade.tap" "upgrade"
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/upgrade.tap")" -gt 0 ] ||
+	{ failed=$((failed + 1)); failures+=("test/upgrade.sh exited $rc"); }
+
 finish

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# test/upgrade.sh: a server running fbf 1.0 gets this build, and keeps every
+# counter and every remembered operation.  Run by test/check.sh, as root
+# (it installs both builds); prints TAP and leaves this build installed.
+#
+#   1. build 1.0 from git history (FBF_1_0_COMMIT) and install it;
+#   2. on a scratch cluster: counters with operations on the default key and
+#      on other keys, bigint/text/uuid clients, a rolled-back operation,
+#      some drained into the bits and some still pending, and a cuckoo
+#      index;
+#   3. stop, install this build, start: every retry is dismissed before and
+#      after ALTER EXTENSION fbf UPDATE, the rolled-back one applies, the
+#      filters log their upgrade, and new operations count as usual.
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+cd "$FBF_ROOT"
+
+FBF_1_0_COMMIT=174f8dd
+work=$(mktemp -d /tmp/fbf-upgrade.XXXXXX)
+n=0
+bad=0
+trap 'fbf_cluster_stop; rm -rf "$work"' EXIT
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" = "$2" ]; then
+		echo "ok $n - $3"
+	else
+		bad=$((bad + 1))
+		echo "not ok $n - $3"
+		echo "#   expected: $2"
+		echo "#        got: $1"
+	fi
+}
+
+q() { psql -X -At -v ON_ERROR_STOP=1 -d upg -c "$1"; }
+
+if ! git cat-file -e "$FBF_1_0_COMMIT^{commit}" 2>/dev/null; then
+	echo "not ok 1 - version 1.0 ($FBF_1_0_COMMIT) is not in this clone's history"
+	exit 1
+fi
+
+fbf_log "building fbf 1.0 ($FBF_1_0_COMMIT)"
+git archive "$FBF_1_0_COMMIT" | tar -x -C "$work"
+if ! (make -C "$work" -s >/dev/null 2>&1 && make -C "$work" -s install >/dev/null 2>&1); then
+	echo "not ok 1 - build and install fbf 1.0"
+	exit 1
+fi
+
+fbf_cluster_start "fbf.worker_enabled = off" || exit 1
+psql -X -q -c "CREATE DATABASE upg"
+q "CREATE EXTENSION fbf" >/dev/null
+ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.0" \
+	"the server runs fbf 1.0"
+q "SELECT fbf_create_counter_table('likes', retention => '10 min', expected_rate => 100)" >/dev/null
+q "SELECT fbf_create_counter_table('views', retention => '10 min', expected_rate => 100)" >/dev/null
+q "CREATE TABLE items (id int8, name text)" >/dev/null
+q "INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 5000) g" >/dev/null
+q "CREATE INDEX items_id ON items USING cuckoo (id)" >/dev/null
+q "SELECT count(*) FROM generate_series(1, 300) g WHERE idempotent_increment('likes', 1, g, 1)" >/dev/null
+q "SELECT count(*) FROM generate_series(1, 300) g WHERE idempotent_increment('likes', 'post:' || (g % 7), 2, g, 1)" >/dev/null
+q "SELECT count(*) FROM generate_series(1, 100) g WHERE idempotent_increment('likes', 'post:1', 'client-' || g, g, 1)" >/dev/null
+q "SELECT count(*) FROM generate_series(1, 100) g WHERE idempotent_increment('views', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, g, 1)" >/dev/null
+psql -X -q -d upg -c "BEGIN" -c "SELECT idempotent_increment('likes', 9, 1, 1000)" -c "ROLLBACK" >/dev/null
+# half of them drained into the bits, the rest still pending
+q "SELECT fbf_counter_maintain('views')" >/dev/null
+before=$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")
+ok "$before" "300/700/100" "1.0 counted every operation once"
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m fast -w stop >/dev/null
+
+fbf_log "installing this build over 1.0"
+if ! (make -C "$FBF_ROOT" -s >/dev/null 2>&1 && make -C "$FBF_ROOT" -s install >/dev/null 2>&1); then
+	echo "not ok $((n + 1)) - build and install this version"
+	exit 1
+fi
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -l "$FBF_SCRATCH/server.log" \
+	-w -t 60 start >/dev/null || { cat "$FBF_SCRATCH/server.log"; exit 1; }
+
+retries() {
+	q "SELECT (SELECT count(*) FROM generate_series(1, 300) g WHERE idempotent_increment('likes', 1, g, 1))
+		+ (SELECT count(*) FROM generate_series(1, 300) g WHERE idempotent_increment('likes', 'post:' || (g % 7), 2, g, 1))
+		+ (SELECT count(*) FROM generate_series(1, 100) g WHERE idempotent_increment('likes', 'post:1', 'client-' || g, g, 1))
+		+ (SELECT count(*) FROM generate_series(1, 100) g WHERE idempotent_increment('views', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, g, 1))"
+}
+
+ok "$(retries)" "0" "with the new library and the 1.0 SQL objects, every retry is dismissed"
+ok "$(q "SELECT idempotent_increment('likes', 9, 1, 1000)")" "t" \
+	"the operation 1.0 rolled back applies"
+ok "$(grep -c 'upgraded the filter of counter' "$FBF_SCRATCH/server.log")" "2" \
+	"both counters' filters were upgraded in place, and said so"
+q "ALTER EXTENSION fbf UPDATE" >/dev/null
+ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.1" \
+	"ALTER EXTENSION fbf UPDATE reaches 1.1"
+ok "$(retries)" "0" "after ALTER EXTENSION fbf UPDATE, every retry is still dismissed"
+ok "$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")" \
+	"1300/1700/100" "the counters are exact"
+ok "$(q "SELECT idempotent_increment('likes', 'post:3', 2, 1000000, 1) AND NOT idempotent_increment('likes', 'post:3', 2, 1000000, 1)")" \
+	"t" "new keyed operations apply once"
+ok "$(q "SELECT fbf_contains(fbf_snapshot('likes'), fbf_operation('post:3', 2, 1000000))")" "t" \
+	"the window remembers them under their keyed identity"
+ok "$(q "SELECT count(*) FROM items WHERE id IN (1, 2500, 5000)")" "3" \
+	"the cuckoo index built by 1.0 still answers"
+ok "$(q "SELECT entries FROM cuckoo_index_verify('items_id')")" "5000" \
+	"and verifies clean"
+ok "$(q "SELECT count(*) FROM fbf_counter_stats WHERE pending >= 0")" "2" \
+	"both counters show in fbf_counter_stats"
+
+echo "1..$n"
+[ "$bad" -eq 0 ]
