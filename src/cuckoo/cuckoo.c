@@ -215,7 +215,7 @@ cuckoo_handler(PG_FUNCTION_ARGS)
 	amroutine->ampredlocks = false;
 	amroutine->amcanparallel = false;
 	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = true;
+	amroutine->amusemaintenanceworkmem = false;	/* VACUUM keeps no TID store */
 	amroutine->amparallelvacuumoptions =
 		VACUUM_OPTION_PARALLEL_BULKDEL | VACUUM_OPTION_PARALLEL_CLEANUP;
 	amroutine->amkeytype = InvalidOid;

@@ -116,8 +116,8 @@ typedef struct CuckooPageOpaqueData
 	uint32		nkicks;			/* displacements made by inserts here */
 	uint16		nentries;		/* used slots */
 	uint16		flags;
-	uint16		cleanups;		/* bumped whenever slots are emptied or the
-								 * page is rewritten: see kill_items() */
+	uint16		unused;			/* (format 1 counted cleanups here; kill
+								 * marking now compares page LSNs) */
 	uint16		page_id;		/* CUCKOO_PAGE_ID */
 } CuckooPageOpaqueData;
 
@@ -174,8 +174,8 @@ typedef struct CuckooScanItem
 	ItemPointerData tid;
 	BlockNumber blkno;			/* where the entry was, for kill_prior_tuple */
 	uint16		slot;
-	uint16		cleanups;		/* the page's cleanups count when read */
 	uint32		tag;
+	XLogRecPtr	lsn;			/* the page's LSN when read */
 } CuckooScanItem;
 
 typedef struct CuckooScanOpaqueData
@@ -255,5 +255,6 @@ extern void CuckooCheckPage(Relation index, Buffer buf, uint16 flags);
 extern FmgrInfo *CuckooHashProc(Relation index, Oid subtype, FmgrInfo *cross);
 extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 							  Datum value);
+extern void CuckooPageChanged(Relation index, Buffer buf);
 
 #endif							/* CUCKOO_H */

@@ -47,13 +47,15 @@ change_page(GenericXLogState *state, Buffer buf, int flags)
 }
 
 static inline void
-change_finish(GenericXLogState *state, Buffer *bufs, int nbufs)
+change_finish(Relation index, GenericXLogState *state, Buffer *bufs, int nbufs)
 {
 	if (state)
 		GenericXLogFinish(state);
 	else
 		for (int i = 0; i < nbufs; i++)
 			MarkBufferDirty(bufs[i]);
+	for (int i = 0; i < nbufs; i++)
+		CuckooPageChanged(index, bufs[i]);
 }
 
 /*
@@ -85,7 +87,7 @@ insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 	}
 	CuckooPageGetOpaque(page)->nentries++;
 	CuckooPageGetOpaque(page)->nkicks += (uint32) kicks;
-	change_finish(state, &buf, 1);
+	change_finish(index, state, &buf, 1);
 	return true;
 }
 
@@ -123,7 +125,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 			CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
 			bufs[0] = buf;
 			bufs[1] = obuf;
-			change_finish(state, bufs, 2);
+			change_finish(index, state, bufs, 2);
 			UnlockReleaseBuffer(obuf);
 			return;
 		}
@@ -144,7 +146,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 	CuckooPageGetOpaque(opage)->overflow = CuckooPageGetOpaque(page)->overflow;
 	CuckooPageGetOpaque(page)->overflow = BufferGetBlockNumber(bufs[1]);
 	CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
-	change_finish(state, bufs, 2);
+	change_finish(index, state, bufs, 2);
 	UnlockReleaseBuffer(bufs[1]);
 }
 
@@ -249,8 +251,6 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		CuckooPageGetOpaque(lo)->summary = oopaque->summary;
 		CuckooPageGetOpaque(hi)->summary = oopaque->summary;
 		CuckooPageGetOpaque(lo)->nkicks = oopaque->nkicks;
-		CuckooPageGetOpaque(lo)->cleanups = oopaque->cleanups + 1;
-		CuckooPageGetOpaque(hi)->cleanups = oopaque->cleanups + 1;
 
 		for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
 		{
@@ -281,7 +281,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 			meta->npages = 2 * n;
 			meta->growing = 0;
 		}
-		change_finish(state, bufs, 3);
+		change_finish(index, state, bufs, 3);
 		UnlockReleaseBuffer(bufs[1]);
 		UnlockReleaseBuffer(bufs[2]);
 
@@ -337,7 +337,7 @@ grow(Relation index, uint32 observed_npages, bool wal)
 		meta->extents[meta->nextents].first_page = n;
 		meta->extents[meta->nextents].first_block = first;
 		meta->nextents++;
-		change_finish(state, &metabuf, 1);
+		change_finish(index, state, &metabuf, 1);
 	}
 	grow_steps(index, metabuf, wal);
 	UnlockReleaseBuffer(metabuf);

@@ -46,9 +46,10 @@ cuckoobeginscan(Relation r, int nkeys, int norderbys)
 }
 
 static void
-add_item(CuckooScanOpaque so, const CuckooLayout *layout, Page page,
-		 BlockNumber blkno, uint32 slot)
+add_item(CuckooScanOpaque so, const CuckooLayout *layout, Buffer buf,
+		 uint32 slot)
 {
+	Page		page = BufferGetPage(buf);
 	const uint8 *block = CuckooPageGetBlock(page);
 	CuckooScanItem *item;
 
@@ -60,10 +61,10 @@ add_item(CuckooScanOpaque so, const CuckooLayout *layout, Page page,
 	}
 	item = &so->items[so->nitems++];
 	memcpy(&item->tid, cuckoo_slot_tid(layout, block, slot), sizeof(ItemPointerData));
-	item->blkno = blkno;
+	item->blkno = BufferGetBlockNumber(buf);
 	item->slot = (uint16) slot;
-	item->cleanups = CuckooPageGetOpaque(page)->cleanups;
 	item->tag = cuckoo_slot_tag(layout, block, slot);
+	item->lsn = BufferGetLSNAtomic(buf);
 }
 
 /*
@@ -71,13 +72,15 @@ add_item(CuckooScanOpaque so, const CuckooLayout *layout, Page page,
  * done under a share lock and not WAL-logged.
  *
  * The scan holds no lock or pin between reading a page and marking it, so
- * the slot may have changed meanwhile.  Kicks move entries (then the slot
- * holds another tag or TID, and is skipped).  Worse, VACUUM may have
- * emptied the slot and a new row with the same key may have taken both
- * the freed heap TID and the freed slot: the same tag and TID, but a live
- * tuple.  Every VACUUM that empties slots of a page, and every doubling
- * that rewrites it, bumps the page's cleanups count, so a page whose count
- * moved is left alone.
+ * the slot may have changed meanwhile: VACUUM may have emptied it and a
+ * new row with the same key may have taken both the freed heap TID and the
+ * freed slot, the same tag and TID but a live tuple.  So, as btree's
+ * _bt_killitems does, a page whose LSN moved since it was read is left
+ * alone: every change of a page moves its LSN (generic WAL, or a fake LSN
+ * for unlogged and temporary indexes: CuckooPageChanged), and an LSN never
+ * goes back, so no count of VACUUMs or doublings can bring it round again.
+ * (A page changed by an insert is left alone too; its kills wait for the
+ * next scan that finds the dead rows.)
  */
 static void
 kill_items(IndexScanDesc scan)
@@ -103,7 +106,7 @@ kill_items(IndexScanDesc scan)
 		page = BufferGetPage(buf);
 		block = CuckooPageGetBlock(page);
 		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW) &&
-			CuckooPageGetOpaque(page)->cleanups == item->cleanups &&
+			BufferGetLSNAtomic(buf) == item->lsn &&
 			item->slot < cuckoo_nslots(&layout) &&
 			cuckoo_slot_used(&layout, block, item->slot) &&
 			cuckoo_slot_tag(&layout, block, item->slot) == item->tag &&
@@ -171,7 +174,7 @@ search_hash(IndexScanDesc scan, uint64 hash)
 	nfound = cuckoo_block_find(&layout, CuckooPageGetBlock(page), probe.tag,
 							   probe.first, skip_killed, slots);
 	for (int i = 0; i < nfound; i++)
-		add_item(so, &layout, page, blkno, slots[i]);
+		add_item(so, &layout, buf, slots[i]);
 
 	/*
 	 * The chain, if the summary admits the tag.  The bucket page stays
@@ -197,7 +200,7 @@ search_hash(IndexScanDesc scan, uint64 hash)
 				cuckoo_tag_fp(cuckoo_slot_tag(&layout, oblock, s)) ==
 				cuckoo_tag_fp(probe.tag) &&
 				!(skip_killed && cuckoo_slot_killed(&layout, oblock, s)))
-				add_item(so, &layout, opage, next, s);
+				add_item(so, &layout, obuf, s);
 		}
 		next = CuckooPageGetOpaque(opage)->overflow;
 		UnlockReleaseBuffer(obuf);

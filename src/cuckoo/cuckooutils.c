@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
@@ -33,7 +34,6 @@ init_page(Page page, uint16 flags)
 	opaque->nkicks = 0;
 	opaque->nentries = 0;
 	opaque->flags = flags;
-	opaque->cleanups = 0;
 	opaque->page_id = CUCKOO_PAGE_ID;
 }
 
@@ -254,4 +254,28 @@ CuckooHashDatum(Relation index, Oid subtype, Oid collation, Datum value)
 
 	return DatumGetUInt64(FunctionCall2Coll(CuckooHashProc(index, subtype, &cross),
 											collation, value, Int64GetDatum(0)));
+}
+
+/*
+ * A page of the index was just changed (the caller still holds it
+ * exclusively locked).  Scans decide whether a page changed since they
+ * read it by its LSN (kill_items), so every change must move it: generic
+ * WAL sets it for a WAL-logged index; an unlogged or temporary one gets a
+ * fake LSN here, as GiST does.  A permanent index written without WAL (its
+ * build) needs none: no scan can have read it before.
+ */
+void
+CuckooPageChanged(Relation index, Buffer buf)
+{
+	static XLogRecPtr local_lsn = FirstNormalUnloggedLSN;
+	XLogRecPtr	lsn;
+
+	if (RelationNeedsWAL(index) ||
+		index->rd_rel->relpersistence == RELPERSISTENCE_PERMANENT)
+		return;
+	if (index->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		lsn = local_lsn++;
+	else
+		lsn = GetFakeLSNForUnloggedRel();
+	PageSetLSN(BufferGetPage(buf), lsn);
 }

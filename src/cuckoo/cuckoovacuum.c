@@ -102,8 +102,8 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		if (state)
 		{
 			CuckooPageGetOpaque(page)->nentries -= removed;
-			CuckooPageGetOpaque(page)->cleanups++;
 			GenericXLogFinish(state);
+			CuckooPageChanged(index, buf);
 			stats->tuples_removed += removed;
 		}
 		UnlockReleaseBuffer(buf);
