@@ -23,7 +23,7 @@ include $(FBF_CORE_DIR)/sources.mk
 MODULE_big  = fbf
 OBJS        = src/fbf.o \
               $(FBF_CORE_SRCS:.c=.o) $(CUCKOO_CORE_SRCS:.c=.o) \
-              src/common/fbf_page.o \
+              src/common/fbf_page.o src/common/fbf_xlog.o \
               src/type/fbf_type.o \
               src/registry/registry.o \
               src/window/window_am.o src/window/window_rebuild.o \

@@ -115,6 +115,21 @@ RESET ROLE;
 ALTER TABLE c DISABLE ROW LEVEL SECURITY;
 DROP POLICY only_key_a ON c;
 
+-- VACUUM drains in-flight operations in index cleanup: a counter table
+-- cannot turn it off for good, and a VACUUM that skips it drains first
+SELECT sqlstate_of($q$ALTER TABLE c SET (vacuum_index_cleanup = off)$q$) AS reloption_off;
+SELECT sqlstate_of($q$ALTER TABLE c SET (vacuum_index_cleanup = false)$q$) AS reloption_false;
+ALTER TABLE c SET (vacuum_index_cleanup = on);
+ALTER TABLE c RESET (vacuum_index_cleanup);
+SELECT idempotent_increment('c', 11, 1, 1) AS pending_op;
+SELECT pending > 0 AS has_pending FROM fbf_counter_stats WHERE counter = 'c'::regclass;
+VACUUM (INDEX_CLEANUP OFF) c;
+SELECT pending AS pending_after_vacuum FROM fbf_counter_stats WHERE counter = 'c'::regclass;
+CREATE TABLE no_cleanup (key text, shard int, value bigint, PRIMARY KEY (key, shard))
+	WITH (vacuum_index_cleanup = off);
+SELECT sqlstate_of($q$CREATE INDEX ON no_cleanup USING fbf_filter (shard)$q$) AS new_counter_without_cleanup;
+DROP TABLE no_cleanup;
+
 -- too many operations in flight: one transaction, one small filter
 SELECT fbf_create_counter_table('tiny', retention => '1 min', nbits => 1024, nhashes => 3, npast => 1);
 BEGIN;

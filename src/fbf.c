@@ -25,6 +25,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "common/fbf_xlog.h"
 #include "counter/counter.h"
 #include "cuckoo/cuckoo.h"
 #include "registry/registry.h"
@@ -44,6 +45,7 @@ _PG_init(void)
 				 errmsg("fbf must be loaded via shared_preload_libraries"),
 				 errhint("Add fbf to the shared_preload_libraries configuration parameter and restart the server.")));
 
+	FbfXLogInit();
 	FbfRegistryInit();
 	FbfWindowInit();
 	FbfWindowRebuildInit();

@@ -36,13 +36,17 @@ ok() {
 
 q() { psql -X -At -v ON_ERROR_STOP=1 -d upg -c "$1"; }
 
-if ! git cat-file -e "$FBF_1_0_COMMIT^{commit}" 2>/dev/null; then
-	echo "not ok 1 - version 1.0 ($FBF_1_0_COMMIT) is not in this clone's history"
-	exit 1
+# 1.0 comes from this repository's history; a copy without it (an
+# exported tarball, a shallow clone) cannot run this test: say so, count
+# nothing
+if ! git -C "$FBF_ROOT" cat-file -e "$FBF_1_0_COMMIT^{commit}" 2>/dev/null; then
+	echo "# SKIP: version 1.0 ($FBF_1_0_COMMIT) is not in this checkout's history; upgrade test not run"
+	echo "1..0"
+	exit 0
 fi
 
 fbf_log "building fbf 1.0 ($FBF_1_0_COMMIT)"
-git archive "$FBF_1_0_COMMIT" | tar -x -C "$work"
+git -C "$FBF_ROOT" archive "$FBF_1_0_COMMIT" | tar -x -C "$work"
 if ! (make -C "$work" -s >/dev/null 2>&1 && make -C "$work" -s install >/dev/null 2>&1); then
 	echo "not ok 1 - build and install fbf 1.0"
 	exit 1

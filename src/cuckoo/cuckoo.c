@@ -29,6 +29,7 @@
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
+#include "common/fbf_xlog.h"
 #include "cuckoo.h"
 
 PG_FUNCTION_INFO_V1(cuckoo_handler);
@@ -38,6 +39,7 @@ static relopt_kind cuckoo_relopt_kind;
 void
 CuckooAmInit(void)
 {
+	FbfXLogRegisterMask(CUCKOO_PAGE_ID, CuckooMaskPage);
 	cuckoo_relopt_kind = add_reloption_kind();
 	add_int_reloption(cuckoo_relopt_kind, "fingerprint_bits",
 					  "Bits of each entry's tag that no page address implies: 8, 12 or 16",

@@ -53,7 +53,7 @@
  * its pass if a doubling ran meanwhile (it could have carried a dead entry
  * from a page not yet visited to one already visited).
  *
- * Every change is WAL-logged with generic WAL records, at most four pages
+ * Every change is WAL-logged with fbf's own records (common/fbf_xlog.h), at most four pages
  * each, which is why a doubling step writes exactly three.
  *
  *-------------------------------------------------------------------------
@@ -104,6 +104,9 @@
 #define CUCKOO_META				(1 << 0)
 #define CUCKOO_BUCKET			(1 << 1)
 #define CUCKOO_OVERFLOW			(1 << 2)
+#define CUCKOO_SHAPE			(1 << 3)	/* opaque->shape is valid */
+
+#define CUCKOO_SHAPE_WIDE		0x8000
 
 /*
  * Special space of every page.  page_id comes last, so that tools can
@@ -116,8 +119,9 @@ typedef struct CuckooPageOpaqueData
 	uint32		nkicks;			/* displacements made by inserts here */
 	uint16		nentries;		/* used slots */
 	uint16		flags;
-	uint16		unused;			/* (format 1 counted cleanups here; kill
-								 * marking now compares page LSNs) */
+	uint16		shape;			/* with CUCKOO_SHAPE: slots in the block, |
+								 * CUCKOO_SHAPE_WIDE for 4-byte tags (format
+								 * 1 counted cleanups here) */
 	uint16		page_id;		/* CUCKOO_PAGE_ID */
 } CuckooPageOpaqueData;
 
@@ -256,5 +260,7 @@ extern FmgrInfo *CuckooHashProc(Relation index, Oid subtype, FmgrInfo *cross);
 extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 							  Datum value);
 extern void CuckooPageChanged(Relation index, Buffer buf);
+extern void CuckooSetShape(Page page, const CuckooLayout *layout);
+extern void CuckooMaskPage(Page page);
 
 #endif							/* CUCKOO_H */

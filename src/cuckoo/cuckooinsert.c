@@ -22,7 +22,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "common/fbf_xlog.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -31,26 +31,26 @@
 #include "cuckoo.h"
 
 /*
- * Page changes go through generic WAL when "wal"; an index build writes
+ * Page changes go through fbf's WAL (common/fbf_xlog.h) when "wal"; an index build writes
  * without WAL and logs every page once at the end.
  */
-static inline GenericXLogState *
+static inline FbfXLogState *
 change_start(Relation index, bool wal)
 {
-	return wal ? GenericXLogStart(index) : NULL;
+	return wal ? FbfXLogStart(index) : NULL;
 }
 
 static inline Page
-change_page(GenericXLogState *state, Buffer buf, int flags)
+change_page(FbfXLogState *state, Buffer buf, int flags)
 {
-	return state ? GenericXLogRegisterBuffer(state, buf, flags) : BufferGetPage(buf);
+	return state ? FbfXLogRegisterBuffer(state, buf, flags) : BufferGetPage(buf);
 }
 
 static inline void
-change_finish(Relation index, GenericXLogState *state, Buffer *bufs, int nbufs)
+change_finish(Relation index, FbfXLogState *state, Buffer *bufs, int nbufs)
 {
 	if (state)
-		GenericXLogFinish(state);
+		FbfXLogFinish(state);
 	else
 		for (int i = 0; i < nbufs; i++)
 			MarkBufferDirty(bufs[i]);
@@ -67,7 +67,7 @@ static bool
 insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 				   const CuckooProbe *probe, ItemPointer tid, bool wal)
 {
-	GenericXLogState *state;
+	FbfXLogState *state;
 	Page		page;
 	int			kicks;
 
@@ -77,12 +77,13 @@ insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 
 	state = change_start(index, wal);
 	page = change_page(state, buf, 0);
+	CuckooSetShape(page, layout);
 	kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page), probe->tag,
 								probe->first, (const uint8 *) tid);
 	if (kicks < 0)
 	{
 		if (state)
-			GenericXLogAbort(state);
+			FbfXLogAbort(state);
 		return false;
 	}
 	CuckooPageGetOpaque(page)->nentries++;
@@ -100,7 +101,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 					 uint32 tag, ItemPointer tid, bool wal)
 {
 	BlockNumber next = CuckooPageGetOpaque(BufferGetPage(buf))->overflow;
-	GenericXLogState *state;
+	FbfXLogState *state;
 	Buffer		bufs[2];
 	Page		page;
 	Page		opage;
@@ -117,6 +118,8 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 			state = change_start(index, wal);
 			page = change_page(state, buf, 0);
 			opage = change_page(state, obuf, 0);
+			CuckooSetShape(page, layout);
+			CuckooSetShape(opage, layout);
 			if (cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
 									(const uint8 *) tid) < 0)
 				elog(ERROR, "overflow page %u of index \"%s\" has a wrong entry count",
@@ -138,7 +141,8 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 	bufs[1] = FbfNewBuffer(index);
 	state = change_start(index, wal);
 	page = change_page(state, buf, 0);
-	opage = change_page(state, bufs[1], GENERIC_XLOG_FULL_IMAGE);
+	opage = change_page(state, bufs[1], FBF_XLOG_FULL_IMAGE);
+	CuckooSetShape(page, layout);
 	CuckooInitSlotPage(opage, CUCKOO_OVERFLOW, layout);
 	(void) cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
 							   (const uint8 *) tid);
@@ -223,7 +227,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		Buffer		bufs[3];
 		Page		lo;
 		Page		hi;
-		GenericXLogState *state;
+		FbfXLogState *state;
 		const uint8 *oblock = CuckooPageGetBlock((Page) old.data);
 		CuckooPageOpaque oopaque;
 
@@ -242,8 +246,8 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 
 		state = change_start(index, wal);
 		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
-		lo = change_page(state, bufs[1], GENERIC_XLOG_FULL_IMAGE);
-		hi = change_page(state, bufs[2], GENERIC_XLOG_FULL_IMAGE);
+		lo = change_page(state, bufs[1], FBF_XLOG_FULL_IMAGE);
+		hi = change_page(state, bufs[2], FBF_XLOG_FULL_IMAGE);
 		CuckooInitSlotPage(lo, CUCKOO_BUCKET, &layout);
 		CuckooInitSlotPage(hi, CUCKOO_BUCKET, &layout);
 		CuckooPageGetOpaque(lo)->overflow = oopaque->overflow;
@@ -307,7 +311,7 @@ grow(Relation index, uint32 observed_npages, bool wal)
 	{
 		uint32		n = meta->npages;
 		BlockNumber first;
-		GenericXLogState *state;
+		FbfXLogState *state;
 
 		if (n != observed_npages || !can_double(meta))
 		{

@@ -76,7 +76,7 @@ add_item(CuckooScanOpaque so, const CuckooLayout *layout, Buffer buf,
  * new row with the same key may have taken both the freed heap TID and the
  * freed slot, the same tag and TID but a live tuple.  So, as btree's
  * _bt_killitems does, a page whose LSN moved since it was read is left
- * alone: every change of a page moves its LSN (generic WAL, or a fake LSN
+ * alone: every change of a page moves its LSN (fbf's WAL, or a fake LSN
  * for unlogged and temporary indexes: CuckooPageChanged), and an LSN never
  * goes back, so no count of VACUUMs or doublings can bring it round again.
  * (A page changed by an insert is left alone too; its kills wait for the

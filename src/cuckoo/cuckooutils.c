@@ -51,6 +51,48 @@ CuckooInitSlotPage(Page page, uint16 flags, const CuckooLayout *layout)
 	init_page(page, flags);
 	cuckoo_block_init(layout, CuckooPageGetBlock(page));
 	set_lower(page, cuckoo_block_size(layout));
+	CuckooSetShape(page, layout);
+}
+
+/*
+ * Record the block's shape in a bucket or overflow page (a copy being
+ * changed under WAL), so that CuckooMaskPage can find its killed bits
+ * without the metapage.  Pages of format 1 get it on their first change.
+ */
+void
+CuckooSetShape(Page page, const CuckooLayout *layout)
+{
+	CuckooPageOpaque opaque = CuckooPageGetOpaque(page);
+
+	opaque->shape = (uint16) cuckoo_nslots(layout) |
+		(layout->tag_bytes == 4 ? CUCKOO_SHAPE_WIDE : 0);
+	opaque->flags |= CUCKOO_SHAPE;
+}
+
+/*
+ * The WAL mask of a cuckoo page: clear its killed bits, which scans set as
+ * hints without WAL (like btree's LP_DEAD), so wal_consistency_checking
+ * compares only what WAL carries.  A page without its shape recorded
+ * (format 1, never changed since) is left as it is.
+ */
+void
+CuckooMaskPage(Page page)
+{
+	CuckooPageOpaque opaque = CuckooPageGetOpaque(page);
+	uint32		nslots;
+	uint32		tag_bytes;
+	Size		killed;
+
+	if ((opaque->flags & (CUCKOO_BUCKET | CUCKOO_OVERFLOW)) == 0 ||
+		(opaque->flags & CUCKOO_SHAPE) == 0)
+		return;
+	nslots = opaque->shape & ~CUCKOO_SHAPE_WIDE;
+	tag_bytes = (opaque->shape & CUCKOO_SHAPE_WIDE) ? 4 : 3;
+	killed = (Size) nslots * (tag_bytes + CUCKOO_TID_BYTES);
+	if (MAXALIGN(SizeOfPageHeaderData) + killed + (nslots + 7) / 8 >
+		(Size) PageGetSpecialPointer(page) - (Size) page)
+		return;					/* not a shape this page can hold */
+	memset(CuckooPageGetBlock(page) + killed, 0, (nslots + 7) / 8);
 }
 
 /* Layout of the blocks of an index built with these options. */
@@ -259,7 +301,7 @@ CuckooHashDatum(Relation index, Oid subtype, Oid collation, Datum value)
 /*
  * A page of the index was just changed (the caller still holds it
  * exclusively locked).  Scans decide whether a page changed since they
- * read it by its LSN (kill_items), so every change must move it: generic
+ * read it by its LSN (kill_items), so every change must move it: fbf's
  * WAL sets it for a WAL-logged index; an unlogged or temporary one gets a
  * fake LSN here, as GiST does.  A permanent index written without WAL (its
  * build) needs none: no scan can have read it before.

@@ -18,7 +18,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "common/fbf_xlog.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -63,7 +63,7 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	{
 		Buffer		buf;
 		Page		page;
-		GenericXLogState *state = NULL;
+		FbfXLogState *state = NULL;
 		uint8	   *block;
 		uint32		removed = 0;
 
@@ -89,9 +89,10 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			{
 				if (state == NULL)
 				{
-					state = GenericXLogStart(index);
-					page = GenericXLogRegisterBuffer(state, buf, 0);
+					state = FbfXLogStart(index);
+					page = FbfXLogRegisterBuffer(state, buf, 0);
 					block = CuckooPageGetBlock(page);
+					CuckooSetShape(page, layout);
 				}
 				cuckoo_slot_clear(layout, block, s);
 				removed++;
@@ -102,7 +103,7 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		if (state)
 		{
 			CuckooPageGetOpaque(page)->nentries -= removed;
-			GenericXLogFinish(state);
+			FbfXLogFinish(state);
 			CuckooPageChanged(index, buf);
 			stats->tuples_removed += removed;
 		}

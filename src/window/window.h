@@ -7,7 +7,7 @@
  *
  * A counter table's window lives in the pages of an index of the internal
  * access method `fbf_filter` on that table (the window index).  Every
- * change goes through the buffer manager with generic WAL, so checkpoints,
+ * change goes through the buffer manager with fbf's WAL records (common/fbf_xlog.h), so checkpoints,
  * crash recovery, base backups and streaming replication carry it with
  * no extra machinery; dropping the table drops the index and its storage.
  *

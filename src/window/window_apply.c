@@ -8,7 +8,7 @@
  * (the ring cannot change), the operation's partition's pending chain is
  * locked and searched first (an entry there is decided by its xid's fate),
  * then the partition's block of every live filter is tested.  A new
- * operation is appended to the chain in one generic WAL record.  See
+ * operation is appended to the chain in one WAL record (fbf_xlog.h).  See
  * window.h for the lock order; no buffer lock is held while waiting for
  * another transaction.
  *
@@ -16,7 +16,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "common/fbf_xlog.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "storage/bufmgr.h"
@@ -109,7 +109,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 		FullTransactionId floor;
 		bool		duplicate = false;
 		Buffer		room = InvalidBuffer;
-		GenericXLogState *state;
+		FbfXLogState *state;
 		Page		page;
 		FbfPendingEntry *entries;
 		int			n;
@@ -228,8 +228,8 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 		 */
 		fxid = GetCurrentFullTransactionId();
 		floor = FbfChainFloor(&chain);
-		state = GenericXLogStart(index);
-		page = GenericXLogRegisterBuffer(state, room, 0);
+		state = FbfXLogStart(index);
+		page = FbfXLogRegisterBuffer(state, room, 0);
 		entries = FbfWindowPageGetEntries(page, &n);
 		entries[n].xid = XidFromFullTransactionId(fxid);
 		entries[n].epoch = EpochFromFullTransactionId(fxid);
@@ -242,7 +242,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 			FbfWindowPageGetOpaque(page)->stamp = (int64) U64FromFullTransactionId(fxid);
 			floor = fxid;
 		}
-		GenericXLogFinish(state);
+		FbfXLogFinish(state);
 		if (!FullTransactionIdIsValid(floor) || FullTransactionIdPrecedes(fxid, floor))
 			FbfChainSetFloor(index, &chain, fxid);
 

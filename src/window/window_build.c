@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-#include "access/generic_xlog.h"
+#include "common/fbf_xlog.h"
 #include "access/transam.h"
 #include "access/xlog.h"
 #include "catalog/index.h"
@@ -246,7 +246,7 @@ FbfWindowUpgrade(Relation index, FbfWindowMetaPageData *meta, int64 now)
 			FbfChainDrain(index, meta, p, &chain);
 			for (c = 0; c < chain.n; c++)
 			{
-				GenericXLogState *state;
+				FbfXLogState *state;
 				Page		page;
 				FbfPendingEntry *entries;
 				int			n;
@@ -255,13 +255,13 @@ FbfWindowUpgrade(Relation index, FbfWindowMetaPageData *meta, int64 now)
 				FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
 				if (n == 0)
 					continue;
-				state = GenericXLogStart(index);
-				page = GenericXLogRegisterBuffer(state, chain.bufs[c], 0);
+				state = FbfXLogStart(index);
+				page = FbfXLogRegisterBuffer(state, chain.bufs[c], 0);
 				entries = FbfWindowPageGetEntries(page, &n);
 				for (i = 0; i < n; i++)
 					entries[i].epoch =
 						EpochFromFullTransactionId(FbfEntryFullXid(meta, &entries[i]));
-				GenericXLogFinish(state);
+				FbfXLogFinish(state);
 			}
 			FbfChainRelease(&chain);
 		}

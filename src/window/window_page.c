@@ -11,7 +11,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "common/fbf_xlog.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -101,7 +101,7 @@ FbfWindowReadMeta(Relation index, FbfWindowMetaPageData *meta)
 }
 
 /*
- * Replace the metapage's contents with *meta, in one generic WAL record,
+ * Replace the metapage's contents with *meta, in one WAL record,
  * re-anchoring its clock at window time `now` first (window_clock.c: every
  * metapage write re-anchors).  The caller holds metabuf exclusively locked
  * and read `now` under that lock.
@@ -110,14 +110,14 @@ void
 FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 				 int64 now)
 {
-	GenericXLogState *state;
+	FbfXLogState *state;
 	Page		page;
 
 	FbfWindowClockAnchor(index, meta, now);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, metabuf, 0);
+	state = FbfXLogStart(index);
+	page = FbfXLogRegisterBuffer(state, metabuf, 0);
 	FbfWindowSetMeta(page, meta);
-	GenericXLogFinish(state);
+	FbfXLogFinish(state);
 }
 
 /*

@@ -12,7 +12,7 @@
  * chain is always locked whole, head first (FbfChainLock), under the
  * metapage's lock, so the ring seen by a drain is the ring of the caller.
  *
- * WAL: generic records of at most three pages: a pending page and the
+ * WAL (common/fbf_xlog.h): records of at most three pages: a pending page and the
  * two filter blocks it drains into, or head, previous and emptied page
  * when an overflow page goes back to the spare list.
  *
@@ -20,7 +20,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "common/fbf_xlog.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -143,7 +143,7 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 	int			ncommitted = 0;
 	int			nkeep = 0;
 	Buffer		fbuf[2];
-	GenericXLogState *state;
+	FbfXLogState *state;
 	Page		ppage;
 	Page		fpage[2];
 	int			i;
@@ -171,11 +171,11 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 									FbfFilterBlock(meta, meta->ring[j], part),
 									BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_FILTER);
 
-	state = GenericXLogStart(index);
-	ppage = GenericXLogRegisterBuffer(state, pbuf, 0);
+	state = FbfXLogStart(index);
+	ppage = FbfXLogRegisterBuffer(state, pbuf, 0);
 	for (j = 0; j < 2; j++)
 	{
-		fpage[j] = GenericXLogRegisterBuffer(state, fbuf[j], 0);
+		fpage[j] = FbfXLogRegisterBuffer(state, fbuf[j], 0);
 		freshen_block(fpage[j], meta, j);
 	}
 
@@ -199,7 +199,7 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 			entries[nkeep++] = entries[i];
 	}
 	FbfWindowPageSetEntryCount(ppage, nkeep);
-	GenericXLogFinish(state);
+	FbfXLogFinish(state);
 
 	for (j = 0; j < 2; j++)
 		UnlockReleaseBuffer(fbuf[j]);
@@ -271,7 +271,7 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 	{
 		Buffer		buf = chain->bufs[i];
 		int			n;
-		GenericXLogState *state;
+		FbfXLogState *state;
 		Page		head;
 		Page		prev;
 		Page		page;
@@ -280,14 +280,14 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 		if (n > 0)
 			continue;
 
-		state = GenericXLogStart(index);
-		head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
-		prev = i == 1 ? head : GenericXLogRegisterBuffer(state, chain->bufs[i - 1], 0);
-		page = GenericXLogRegisterBuffer(state, buf, 0);
+		state = FbfXLogStart(index);
+		head = FbfXLogRegisterBuffer(state, chain->bufs[0], 0);
+		prev = i == 1 ? head : FbfXLogRegisterBuffer(state, chain->bufs[i - 1], 0);
+		page = FbfXLogRegisterBuffer(state, buf, 0);
 		FbfWindowPageGetOpaque(prev)->next = FbfWindowPageGetOpaque(page)->next;
 		FbfWindowPageGetOpaque(page)->next = (BlockNumber) FbfWindowPageGetOpaque(head)->count;
 		FbfWindowPageGetOpaque(head)->count = BufferGetBlockNumber(buf);
-		GenericXLogFinish(state);
+		FbfXLogFinish(state);
 
 		UnlockReleaseBuffer(buf);
 		memmove(&chain->bufs[i], &chain->bufs[i + 1],
@@ -331,7 +331,7 @@ FbfChainExtend(Relation index, FbfPendingChain *chain)
 	BlockNumber spare = (BlockNumber) FbfWindowPageGetOpaque(BufferGetPage(chain->bufs[0]))->count;
 	Buffer		buf;
 	Buffer		tail = chain->bufs[chain->n - 1];
-	GenericXLogState *state;
+	FbfXLogState *state;
 	Page		page;
 
 	if (spare != 0)
@@ -339,12 +339,12 @@ FbfChainExtend(Relation index, FbfPendingChain *chain)
 	else
 		buf = FbfNewBuffer(index);
 
-	state = GenericXLogStart(index);
+	state = FbfXLogStart(index);
 	if (spare != 0)
 	{
-		Page		head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
+		Page		head = FbfXLogRegisterBuffer(state, chain->bufs[0], 0);
 
-		page = GenericXLogRegisterBuffer(state, buf, 0);
+		page = FbfXLogRegisterBuffer(state, buf, 0);
 		FbfWindowPageGetOpaque(head)->count = FbfWindowPageGetOpaque(page)->next;
 		FbfWindowPageGetOpaque(page)->next = InvalidBlockNumber;
 		FbfWindowPageSetEntryCount(page, 0);
@@ -353,15 +353,15 @@ FbfChainExtend(Relation index, FbfPendingChain *chain)
 	}
 	else
 	{
-		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		page = FbfXLogRegisterBuffer(state, buf, FBF_XLOG_FULL_IMAGE);
 		FbfWindowInitPendingPage(page);
 	}
 	if (spare == 0 || tail != chain->bufs[0])
 	{
-		page = GenericXLogRegisterBuffer(state, tail, 0);
+		page = FbfXLogRegisterBuffer(state, tail, 0);
 		FbfWindowPageGetOpaque(page)->next = BufferGetBlockNumber(buf);
 	}
-	GenericXLogFinish(state);
+	FbfXLogFinish(state);
 
 	chain->bufs[chain->n++] = buf;
 }
@@ -429,13 +429,13 @@ FbfChainFloor(FbfPendingChain *chain)
 void
 FbfChainSetFloor(Relation index, FbfPendingChain *chain, FullTransactionId floor)
 {
-	GenericXLogState *state;
+	FbfXLogState *state;
 	Page		head;
 
 	if (FullTransactionIdEquals(FbfChainFloor(chain), floor))
 		return;
-	state = GenericXLogStart(index);
-	head = GenericXLogRegisterBuffer(state, chain->bufs[0], 0);
+	state = FbfXLogStart(index);
+	head = FbfXLogRegisterBuffer(state, chain->bufs[0], 0);
 	FbfWindowPageGetOpaque(head)->stamp = (int64) U64FromFullTransactionId(floor);
-	GenericXLogFinish(state);
+	FbfXLogFinish(state);
 }

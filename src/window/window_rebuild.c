@@ -275,6 +275,19 @@ turns_index_cleanup_off(List *options)
 	return false;
 }
 
+static void pg_attribute_noreturn()
+refuse_index_cleanup_off(Relation heap)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("counter table \"%s\" cannot have vacuum_index_cleanup off",
+					RelationGetRelationName(heap)),
+			 errdetail("VACUUM drains the counter's in-flight operations during index cleanup."),
+			 errhint("Use VACUUM (INDEX_CLEANUP OFF) for one VACUUM instead.")));
+	pg_unreachable();
+}
+
+/* Error out if the counter table has vacuum_index_cleanup = off (ambuild). */
 void
 FbfWindowCheckIndexCleanup(Relation heap)
 {
@@ -282,12 +295,7 @@ FbfWindowCheckIndexCleanup(Relation heap)
 
 	if (opts != NULL &&
 		opts->vacuum_index_cleanup == STDRD_OPTION_VACUUM_INDEX_CLEANUP_OFF)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("counter table \"%s\" cannot have vacuum_index_cleanup off",
-						RelationGetRelationName(heap)),
-				 errdetail("VACUUM drains the counter's in-flight operations during index cleanup."),
-				 errhint("Use VACUUM (INDEX_CLEANUP OFF) for one VACUUM instead.")));
+		refuse_index_cleanup_off(heap);
 }
 
 static void
@@ -320,12 +328,7 @@ refuse_no_index_cleanup(Node *stmt)
 	counter = heap->rd_rel->relkind == RELKIND_RELATION &&
 		FbfIsCounterTable(heap, &indexoid);
 	if (counter)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("counter table \"%s\" cannot have vacuum_index_cleanup off",
-						RelationGetRelationName(heap)),
-				 errdetail("VACUUM drains the counter's in-flight operations during index cleanup."),
-				 errhint("Use VACUUM (INDEX_CLEANUP OFF) for one VACUUM instead.")));
+		refuse_index_cleanup_off(heap);
 	relation_close(heap, AccessShareLock);
 }
 

@@ -6,7 +6,7 @@
  *
  * Each of these changes the metapage only (plus, when the ring grows past
  * its slots, the new slot's blocks appended at the end), under the
- * metapage's exclusive lock, in one generic WAL record: operations hold the
+ * metapage's exclusive lock, in one WAL record: operations hold the
  * metapage share-locked, so they see the ring before or after a change,
  * never during it.  A recycled filter's blocks are not rewritten: their
  * stamp no longer matches the ring, so they read as empty until the first

@@ -306,7 +306,7 @@ my ($dboid, $filenode) = split /\|/, $primary->safe_psql('postgres',
 my @meta_records = split /\n/, $primary->safe_psql('postgres', qq{
 	SELECT start_lsn || ' ' || block_ref
 	FROM pg_get_wal_records_info('$lsn_before_growth', '$lsn_after_growth')
-	WHERE resource_manager = 'Generic'
+	WHERE resource_manager = 'fbf'
 	  AND block_ref ~ 'blkref #0: rel [0-9]+/$dboid/$filenode (fork main )?blk 0( |\$)'
 	ORDER BY start_lsn});
 my @doublings;

@@ -1,0 +1,403 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_xlog.c
+ *	  fbf's WAL resource manager: page changes logged as changed byte
+ *	  ranges, their redo, descriptions, and masks for consistency checks.
+ *
+ * Making a change (the caller holds every buffer exclusively locked):
+ *
+ *		state = FbfXLogStart(rel);
+ *		page = FbfXLogRegisterBuffer(state, buf, 0);	-- a copy to change
+ *		... change page ...
+ *		FbfXLogFinish(state);	-- copies back, logs, sets the LSNs
+ *
+ * as with generic WAL.  For each page the record holds fragments
+ * (offset, length, new bytes) covering every byte that changed outside the
+ * page's hole (pd_lower .. pd_upper of a standard page, zeroed on both
+ * sides), or, with FBF_XLOG_FULL_IMAGE or when the fragments would be
+ * larger than the page, a full image.  A relation that needs no WAL
+ * (unlogged, temporary, or new in this transaction under wal_level =
+ * minimal) gets its pages copied back and nothing logged.
+ *
+ * Redo locks every page of a record before it changes any, so that hot
+ * standby readers never see one page of a multi-page change without the
+ * others, and applies the fragments; a malformed record is a PANIC.
+ *
+ * Masks: wal_consistency_checking compares each replayed page with a full
+ * image of the primary's.  fbf_mask hides the LSN, checksum and hole, then
+ * calls the mask that the page's kind registered (FbfXLogRegisterMask, by
+ * the page id in the last two bytes of the special space) to hide state
+ * set without WAL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/bufmask.h"
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogutils.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "common/fbf_page.h"
+#include "common/fbf_xlog.h"
+
+/* fragments closer than this are merged: a header costs 4 bytes */
+#define FBF_XLOG_GAP			8
+
+/* room for the fragments of one page before a full image is cheaper */
+#define FBF_XLOG_MAX_DELTA		BLCKSZ
+
+typedef struct FbfXLogPage
+{
+	Buffer		buffer;
+	int			flags;
+	int			delta_len;
+	PGAlignedBlock image;		/* the copy the caller changes */
+	char		delta[FBF_XLOG_MAX_DELTA];
+} FbfXLogPage;
+
+struct FbfXLogState
+{
+	bool		needs_wal;
+	int			npages;
+	FbfXLogPage pages[FBF_XLOG_MAX_PAGES];
+};
+
+#define FBF_MAX_MASKS 8
+
+static struct
+{
+	uint16		page_id;
+	FbfXLogMaskFunc mask;
+}			masks[FBF_MAX_MASKS];
+static int	nmasks = 0;
+
+/* a page whose pd_lower .. pd_upper is a hole, as PageInit makes it */
+static bool
+page_is_standard(Page page)
+{
+	PageHeader	ph = (PageHeader) page;
+
+	return !PageIsNew(page) &&
+		ph->pd_lower >= SizeOfPageHeaderData &&
+		ph->pd_lower <= ph->pd_upper && ph->pd_upper <= BLCKSZ;
+}
+
+static void
+zero_hole(Page page)
+{
+	if (page_is_standard(page))
+		memset((char *) page + ((PageHeader) page)->pd_lower, 0,
+			   ((PageHeader) page)->pd_upper - ((PageHeader) page)->pd_lower);
+}
+
+/* append a fragment; false if the delta would outgrow its buffer */
+static bool
+add_fragment(FbfXLogPage *p, const char *image, int start, int end)
+{
+	uint16		offset = (uint16) start;
+	uint16		length = (uint16) (end - start);
+
+	if (p->delta_len + 4 + length > FBF_XLOG_MAX_DELTA)
+		return false;
+	memcpy(p->delta + p->delta_len, &offset, 2);
+	memcpy(p->delta + p->delta_len + 2, &length, 2);
+	memcpy(p->delta + p->delta_len + 4, image + start, length);
+	p->delta_len += 4 + length;
+	return true;
+}
+
+/* the fragments of [from, to) where `image` differs from `old` */
+static bool
+delta_region(FbfXLogPage *p, const char *old, const char *image, int from, int to)
+{
+	int			i = from;
+
+	while (i < to)
+	{
+		int			start;
+		int			end;
+		int			same = 0;
+
+		while (i < to && old[i] == image[i])
+			i++;
+		if (i == to)
+			break;
+		start = i;
+		end = i;
+		while (i < to && same < FBF_XLOG_GAP)
+		{
+			if (old[i] == image[i])
+				same++;
+			else
+			{
+				same = 0;
+				end = i + 1;
+			}
+			i++;
+		}
+		if (!add_fragment(p, image, start, end))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Compute page p's delta against the buffer's current contents; fall back
+ * to a full image when the fragments would not be smaller.
+ */
+static void
+compute_delta(FbfXLogPage *p)
+{
+	const char *old = (const char *) BufferGetPage(p->buffer);
+	const char *image = p->image.data;
+	bool		ok;
+
+	p->delta_len = 0;
+	if (p->flags & FBF_XLOG_FULL_IMAGE)
+		return;
+	if (page_is_standard((Page) image))
+		ok = delta_region(p, old, image, 0, ((PageHeader) image)->pd_lower) &&
+			delta_region(p, old, image, ((PageHeader) image)->pd_upper, BLCKSZ);
+	else
+		ok = delta_region(p, old, image, 0, BLCKSZ);
+	if (!ok)
+	{
+		p->flags |= FBF_XLOG_FULL_IMAGE;
+		p->delta_len = 0;
+	}
+}
+
+/* Begin a change of pages of `rel`. */
+FbfXLogState *
+FbfXLogStart(Relation rel)
+{
+	FbfXLogState *state = palloc(sizeof(FbfXLogState));
+
+	state->needs_wal = RelationNeedsWAL(rel);
+	state->npages = 0;
+	return state;
+}
+
+/*
+ * Register an exclusively locked buffer; returns the copy of its page to
+ * change.  Registering a buffer twice returns the same copy.
+ */
+Page
+FbfXLogRegisterBuffer(FbfXLogState *state, Buffer buffer, int flags)
+{
+	FbfXLogPage *p;
+
+	for (int i = 0; i < state->npages; i++)
+	{
+		if (state->pages[i].buffer == buffer)
+			return (Page) state->pages[i].image.data;
+	}
+	if (state->npages == FBF_XLOG_MAX_PAGES)
+		elog(ERROR, "fbf: more than %d pages in one WAL record", FBF_XLOG_MAX_PAGES);
+	p = &state->pages[state->npages++];
+	p->buffer = buffer;
+	p->flags = flags;
+	memcpy(p->image.data, BufferGetPage(buffer), BLCKSZ);
+	return (Page) p->image.data;
+}
+
+/*
+ * Apply the changes to the buffers, mark them dirty and, if the relation
+ * needs WAL, log them in one record and set the pages' LSN.  Returns the
+ * record's LSN (InvalidXLogRecPtr if nothing was logged).  Frees the state.
+ */
+XLogRecPtr
+FbfXLogFinish(FbfXLogState *state)
+{
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+
+	for (int i = 0; i < state->npages; i++)
+	{
+		zero_hole((Page) state->pages[i].image.data);
+		if (state->needs_wal)
+			compute_delta(&state->pages[i]);
+	}
+
+	START_CRIT_SECTION();
+	for (int i = 0; i < state->npages; i++)
+	{
+		memcpy(BufferGetPage(state->pages[i].buffer), state->pages[i].image.data,
+			   BLCKSZ);
+		MarkBufferDirty(state->pages[i].buffer);
+	}
+	if (state->needs_wal)
+	{
+		XLogBeginInsert();
+		for (int i = 0; i < state->npages; i++)
+		{
+			FbfXLogPage *p = &state->pages[i];
+			uint8		regflags = page_is_standard(BufferGetPage(p->buffer)) ?
+				REGBUF_STANDARD : 0;
+
+			if (p->flags & FBF_XLOG_FULL_IMAGE)
+				XLogRegisterBuffer(i, p->buffer, regflags | REGBUF_FORCE_IMAGE);
+			else
+			{
+				XLogRegisterBuffer(i, p->buffer, regflags);
+				XLogRegisterBufData(i, p->delta, p->delta_len);
+			}
+		}
+		lsn = XLogInsert(FBF_RMGR_ID, XLOG_FBF_PAGES);
+		for (int i = 0; i < state->npages; i++)
+			PageSetLSN(BufferGetPage(state->pages[i].buffer), lsn);
+	}
+	END_CRIT_SECTION();
+
+	pfree(state);
+	return lsn;
+}
+
+/* Forget the changes: the buffers are left as they were. */
+void
+FbfXLogAbort(FbfXLogState *state)
+{
+	pfree(state);
+}
+
+/* ----------------------------------------------------------------------
+ * Redo
+ * ----------------------------------------------------------------------
+ */
+
+static void
+apply_delta(Page page, const char *delta, Size len)
+{
+	const char *p = delta;
+	const char *end = delta + len;
+
+	while (p < end)
+	{
+		uint16		offset;
+		uint16		length;
+
+		if (end - p < 4)
+			elog(PANIC, "fbf redo: truncated fragment header");
+		memcpy(&offset, p, 2);
+		memcpy(&length, p + 2, 2);
+		p += 4;
+		if ((Size) offset + length > BLCKSZ || end - p < length)
+			elog(PANIC, "fbf redo: fragment of %u bytes at %u is out of bounds",
+				 length, offset);
+		memcpy((char *) page + offset, p, length);
+		p += length;
+	}
+	zero_hole(page);
+}
+
+static void
+fbf_redo(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	Buffer		buffers[XLR_MAX_BLOCK_ID + 1];
+	int			max_block = XLogRecMaxBlockId(record);
+
+	if (info != XLOG_FBF_PAGES)
+		elog(PANIC, "fbf redo: unknown record type %u", info);
+	if (max_block >= FBF_XLOG_MAX_PAGES)
+		elog(PANIC, "fbf redo: %d pages in one record", max_block + 1);
+
+	/* lock every page before changing any */
+	for (int id = 0; id <= max_block; id++)
+	{
+		buffers[id] = InvalidBuffer;
+		if (!XLogRecHasBlockRef(record, id))
+			continue;
+		if (XLogReadBufferForRedo(record, id, &buffers[id]) == BLK_NEEDS_REDO)
+		{
+			Page		page = BufferGetPage(buffers[id]);
+			Size		len;
+			char	   *delta = XLogRecGetBlockData(record, id, &len);
+
+			apply_delta(page, delta, len);
+			PageSetLSN(page, record->EndRecPtr);
+			MarkBufferDirty(buffers[id]);
+		}
+	}
+	for (int id = 0; id <= max_block; id++)
+	{
+		if (BufferIsValid(buffers[id]))
+			UnlockReleaseBuffer(buffers[id]);
+	}
+}
+
+static void
+fbf_desc(StringInfo buf, XLogReaderState *record)
+{
+	for (int id = 0; id <= XLogRecMaxBlockId(record); id++)
+	{
+		Size		len = 0;
+
+		if (!XLogRecHasBlockRef(record, id))
+			continue;
+		if (XLogRecHasBlockImage(record, id) && XLogRecBlockImageApply(record, id))
+			appendStringInfo(buf, "%sblk %d: image", id > 0 ? "; " : "", id);
+		else
+		{
+			(void) XLogRecGetBlockData(record, id, &len);
+			appendStringInfo(buf, "%sblk %d: %zu bytes of changes",
+							 id > 0 ? "; " : "", id, len);
+		}
+	}
+}
+
+static const char *
+fbf_identify(uint8 info)
+{
+	return (info & ~XLR_INFO_MASK) == XLOG_FBF_PAGES ? "PAGES" : NULL;
+}
+
+static void
+fbf_mask(char *pagedata, BlockNumber blkno)
+{
+	Page		page = (Page) pagedata;
+	uint16		page_id;
+
+	mask_page_lsn_and_checksum(page);
+	mask_unused_space(page);
+	if (PageIsNew(page) || PageGetSpecialSize(page) < sizeof(uint16))
+		return;
+	page_id = *(uint16 *) ((char *) page + BLCKSZ - sizeof(uint16));
+	for (int i = 0; i < nmasks; i++)
+	{
+		if (masks[i].page_id == page_id)
+			masks[i].mask(page);
+	}
+}
+
+static RmgrData fbf_rmgr = {
+	.rm_name = "fbf",
+	.rm_redo = fbf_redo,
+	.rm_desc = fbf_desc,
+	.rm_identify = fbf_identify,
+	.rm_mask = fbf_mask
+};
+
+/* Register the resource manager; from _PG_init. */
+void
+FbfXLogInit(void)
+{
+	RegisterCustomRmgr(FBF_RMGR_ID, &fbf_rmgr);
+}
+
+/*
+ * Pages whose page id is `page_id` have hint-only state that `mask`
+ * clears (from an access method's init).
+ */
+void
+FbfXLogRegisterMask(uint16 page_id, FbfXLogMaskFunc mask)
+{
+	if (nmasks == FBF_MAX_MASKS)
+		elog(ERROR, "fbf: too many WAL mask functions");
+	masks[nmasks].page_id = page_id;
+	masks[nmasks].mask = mask;
+	nmasks++;
+}

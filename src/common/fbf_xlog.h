@@ -1,0 +1,64 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_xlog.h
+ *	  fbf's WAL resource manager, shared by both access methods (the
+ *	  counters' window index and the cuckoo index).
+ *
+ * Page changes are made the way generic WAL makes them: register up to
+ * FBF_XLOG_MAX_PAGES locked buffers, change the copies returned, finish;
+ * the record carries, for each page, the byte ranges that changed (or a
+ * full image).  Being fbf's own resource manager rather than generic WAL
+ * gives it what generic WAL cannot have: a mask function that hides
+ * hint-only state from wal_consistency_checking (the cuckoo index's killed
+ * bits, set without WAL like btree's LP_DEAD), descriptions for pg_waldump
+ * and the server log, and room for compact record types of its own.
+ *
+ * Redo needs the library: standbys, and servers doing crash recovery, must
+ * have fbf in shared_preload_libraries (they do already, to run at all).
+ *
+ * Records:
+ *	XLOG_FBF_PAGES	up to FBF_XLOG_MAX_PAGES block references, each with
+ *					its changed ranges as (offset uint16, length uint16,
+ *					bytes) fragments, or a forced full image
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FBF_XLOG_H
+#define FBF_XLOG_H
+
+#include "postgres.h"
+
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
+#include "storage/buf.h"
+#include "storage/bufpage.h"
+#include "utils/relcache.h"
+
+/*
+ * fbf's resource manager id.  Custom ids are 128..255; 128 is for
+ * experiments.  This one must be registered on the PostgreSQL wiki's list
+ * of custom WAL resource managers before a public release.
+ */
+#define FBF_RMGR_ID				170
+
+#define XLOG_FBF_PAGES			0x00
+
+#define FBF_XLOG_MAX_PAGES		4
+#define FBF_XLOG_FULL_IMAGE		0x0001	/* log the whole page */
+
+typedef struct FbfXLogState FbfXLogState;
+
+/* a page kind's mask: clear hint-only state of a page image */
+typedef void (*FbfXLogMaskFunc) (Page page);
+
+/* ---- registration, from _PG_init ---- */
+extern void FbfXLogInit(void);
+extern void FbfXLogRegisterMask(uint16 page_id, FbfXLogMaskFunc mask);
+
+/* ---- making a change ---- */
+extern FbfXLogState *FbfXLogStart(Relation rel);
+extern Page FbfXLogRegisterBuffer(FbfXLogState *state, Buffer buffer, int flags);
+extern XLogRecPtr FbfXLogFinish(FbfXLogState *state);
+extern void FbfXLogAbort(FbfXLogState *state);
+
+#endif							/* FBF_XLOG_H */
