@@ -130,6 +130,25 @@ CREATE TABLE no_cleanup (key text, shard int, value bigint, PRIMARY KEY (key, sh
 SELECT sqlstate_of($q$CREATE INDEX ON no_cleanup USING fbf_filter (shard)$q$) AS new_counter_without_cleanup;
 DROP TABLE no_cleanup;
 
+-- at its cap: a filter that cannot grow past fbf.max_filter_size and is
+-- over its target dismisses new operations at its false-positive rate
+-- (at_capacity = dismiss, the default) or refuses them (refuse, 53400)
+SET fbf.max_filter_size = '64kB';
+SELECT fbf_create_counter_table('capme', retention => '10 min', nbits => 1024, nhashes => 3, npast => 1);
+SELECT count(*) > 0 AS some_applied FROM generate_series(1, 3000) g WHERE idempotent_increment('capme', 1, g, 1);
+SELECT count(fbf_counter_maintain('capme')) AS passes FROM generate_series(1, 3);
+SELECT capped, filters, estimated_fpp > target_fpp AS over_target
+FROM fbf_counter_stats WHERE counter = 'capme'::regclass;
+CREATE TABLE capme_before AS SELECT fbf_counter_value('capme') AS v;
+ALTER INDEX capme_fbf SET (at_capacity = 'refuse');
+SELECT sqlstate_of($q$SELECT idempotent_increment('capme', 2, 1, 1)$q$) AS new_op_refused;
+SELECT fbf_counter_value('capme') = v AS nothing_applied FROM capme_before;
+ALTER INDEX capme_fbf SET (at_capacity = 'dismiss');
+SELECT sqlstate_of($q$SELECT idempotent_increment('capme', 2, 1, 1)$q$) AS new_op_answered;
+SELECT sqlstate_of($q$ALTER INDEX capme_fbf SET (at_capacity = 'sometimes')$q$) AS bad_value;
+DROP TABLE capme, capme_before;
+RESET fbf.max_filter_size;
+
 -- too many operations in flight: one transaction, one small filter
 SELECT fbf_create_counter_table('tiny', retention => '1 min', nbits => 1024, nhashes => 3, npast => 1);
 BEGIN;

@@ -114,6 +114,8 @@ typedef struct FbfWindowMetaPageData
 	uint8		clock_boot[16]; /* kernel boot id then */
 	int64		legacy_until;	/* window time until which keyed operations
 								 * also match their 1.0 identity */
+	int64		capped_warned_at;	/* window time of the last "at its cap"
+									 * WARNING */
 } FbfWindowMetaPageData;
 
 typedef FbfWindowMetaPageData *FbfWindowMetaPage;
@@ -216,7 +218,20 @@ typedef struct FbfWindowOptions
 	int			nbits;			/* 0: plan from the workload */
 	int			nhashes;
 	int			npast;
+	int			at_capacity;	/* FBF_AT_CAPACITY_* */
 } FbfWindowOptions;
+
+/*
+ * What a counter does while its filter is at its cap (AIMD wanted to grow
+ * it, fbf.max_filter_size did not let it): keep answering from the filter,
+ * which then dismisses new operations at its estimated false-positive
+ * rate, or refuse new operations (53400) so that clients retry later.
+ */
+#define FBF_AT_CAPACITY_DISMISS		0
+#define FBF_AT_CAPACITY_REFUSE		1
+
+/* the "at its cap" WARNING repeats at most this often while it lasts */
+#define FBF_CAPPED_WARN_INTERVAL	(60 * USECS_PER_SEC)
 
 /*
  * How AIMD may change a window: the server-wide part of the controller's

@@ -55,6 +55,12 @@ PG_FUNCTION_INFO_V1(fbf_filter_handler);
 
 static relopt_kind fbf_relopt_kind;
 
+static relopt_enum_elt_def at_capacity_values[] = {
+	{"dismiss", FBF_AT_CAPACITY_DISMISS},
+	{"refuse", FBF_AT_CAPACITY_REFUSE},
+	{NULL}
+};
+
 int			fbf_max_filter_size_kb = 64 * 1024;
 
 /* ----------------------------------------------------------------------
@@ -94,6 +100,11 @@ FbfWindowInit(void)
 	add_int_reloption(fbf_relopt_kind, "npast",
 					  "Explicit shape: past filters",
 					  0, 0, FBF_MAX_FILTERS - 2, AccessExclusiveLock);
+	add_enum_reloption(fbf_relopt_kind, "at_capacity",
+					   "What new operations get while the filter is at its cap and cannot meet its target",
+					   at_capacity_values, FBF_AT_CAPACITY_DISMISS,
+					   "Valid values are \"dismiss\" and \"refuse\".",
+					   AccessExclusiveLock);
 }
 
 static bytea *
@@ -107,6 +118,7 @@ fbf_filter_options(Datum reloptions, bool validate)
 		{"nbits", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, nbits)},
 		{"nhashes", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, nhashes)},
 		{"npast", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, npast)},
+		{"at_capacity", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, at_capacity)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, fbf_relopt_kind,

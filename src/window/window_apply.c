@@ -181,6 +181,25 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 			continue;
 		}
 
+		/*
+		 * At its cap, the filters answer "seen" for new operations at their
+		 * estimated false-positive rate.  A counter that asked for it
+		 * refuses what the pending chain (exact) cannot answer, so that the
+		 * client retries later rather than losing the operation.
+		 */
+		if (!duplicate && (meta.flags & FBF_META_CAPPED) != 0 &&
+			FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
+		{
+			FbfChainRelease(&chain);
+			UnlockReleaseBuffer(metabuf);
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("counter filter \"%s\" is at its capacity",
+							RelationGetRelationName(index)),
+					 errdetail("Its estimated false-positive rate is above its target and fbf.max_filter_size does not let it grow; the counter's option at_capacity is \"refuse\"."),
+					 errhint("Retry the operation later, raise fbf.max_filter_size, or set at_capacity to \"dismiss\".")));
+		}
+
 		/* applied earlier and drained into the window? */
 		if (!duplicate)
 			duplicate = in_filters(index, &meta, hash);

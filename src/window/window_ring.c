@@ -273,27 +273,38 @@ FbfWindowResize(Relation index, int nfilters)
 	return result < 0 ? meta.nfilters : result;
 }
 
-/* set or clear the "capped" flag, warning when it becomes set */
+/*
+ * Set or clear the "capped" flag; while it is set, warn when it becomes
+ * set and again every FBF_CAPPED_WARN_INTERVAL.
+ */
 static void
 note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
 	bool		was = (meta.flags & FBF_META_CAPPED) != 0;
+	int64		now = FbfWindowNow(&meta);
+	bool		warn = capped &&
+		(!was || now - meta.capped_warned_at >= FBF_CAPPED_WARN_INTERVAL);
 
-	if (was != capped)
+	if (was != capped || warn)
 	{
 		if (capped)
 			meta.flags |= FBF_META_CAPPED;
 		else
 			meta.flags &= ~FBF_META_CAPPED;
-		FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
-		if (capped)
+		if (warn)
+			meta.capped_warned_at = now;
+		FbfWindowLogMeta(index, metabuf, &meta, now);
+		if (warn)
 			ereport(WARNING,
 					(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
 							RelationGetRelationName(index)),
-					 errdetail("Its estimated false-positive rate has reached fbf.aimd_increase_at (%g) times its target.",
-							   policy->increase_at),
+					 errdetail("Its estimated false-positive rate has reached fbf.aimd_increase_at (%g) times its target; %s.",
+							   policy->increase_at,
+							   FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE ?
+							   "new operations are refused until it recovers" :
+							   "new operations are dismissed at that rate"),
 					 errhint("Raise fbf.max_filter_size, or accept more false positives.")));
 	}
 	UnlockReleaseBuffer(metabuf);
@@ -388,7 +399,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 							nfilters, meta.period / 1e6, d.period / 1e6,
 							fpp, meta.target_fpp)));
 	}
-	if (d.capped != ((meta.flags & FBF_META_CAPPED) != 0))
+	if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
 		note_capped(index, d.capped, policy);
 	return d;
 }
