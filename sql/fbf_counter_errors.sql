@@ -111,7 +111,10 @@ SET ROLE fbf_writer;
 SELECT sqlstate_of($q$SELECT idempotent_increment('c', 'b', 6, 1, 1)$q$) AS existing_op_on_b,
        sqlstate_of($q$SELECT idempotent_increment('c', 'b', 6, 2, 1)$q$) AS new_op_on_b,
        sqlstate_of($q$SELECT idempotent_increment('c', 'a', 5, 2, 1)$q$) AS retry_on_a;
+-- and a snapshot would show every key's operations
+SELECT sqlstate_of($q$SELECT fbf_snapshot('c')$q$) AS snapshot_under_rls;
 RESET ROLE;
+SELECT fbf_snapshot('c') IS NOT NULL AS owner_snapshot;
 ALTER TABLE c DISABLE ROW LEVEL SECURITY;
 DROP POLICY only_key_a ON c;
 

@@ -19,9 +19,11 @@
  * (unlogged, temporary, or new in this transaction under wal_level =
  * minimal) gets its pages copied back and nothing logged.
  *
- * Redo locks every page of a record before it changes any, so that hot
- * standby readers never see one page of a multi-page change without the
- * others, and applies the fragments; a malformed record is a PANIC.
+ * Redo locks the pages of a record in their order (the primary's lock
+ * order), applying each page's fragments, and releases them only at the
+ * end, as generic WAL's redo does, so hot standby readers never see one
+ * page of a multi-page change without the others; a malformed record is a
+ * PANIC.
  *
  * Masks: wal_consistency_checking compares each replayed page with a full
  * image of the primary's.  fbf_mask hides the LSN, checksum and hole, then
@@ -305,7 +307,7 @@ fbf_redo(XLogReaderState *record)
 	if (max_block >= FBF_XLOG_MAX_PAGES)
 		elog(PANIC, "fbf redo: %d pages in one record", max_block + 1);
 
-	/* lock every page before changing any */
+	/* lock and change the pages in order; release them all at the end */
 	for (int id = 0; id <= max_block; id++)
 	{
 		buffers[id] = InvalidBuffer;

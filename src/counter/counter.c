@@ -493,6 +493,15 @@ increment(FunctionCallInfo fcinfo, char tag)
 		FbfDatabaseHasCounters(MyDatabaseId);
 		database_noted = true;
 	}
+	/*
+	 * Under row security, answer only a user who could have applied the
+	 * operation, before the window is asked (which may wait for another
+	 * tenant's transaction): make the row statement adding nothing, so
+	 * that the key's policies judge it as they would a new operation.
+	 */
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards);
+
 	/* operations 1.0 recorded on a key did not include it (FbfWindowUpgrade) */
 	if (VARSIZE_ANY_EXHDR(key) > 0 && FbfWindowHasLegacyIds(index))
 	{
@@ -503,15 +512,6 @@ increment(FunctionCallInfo fcinfo, char tag)
 		result = FbfWindowApply(index, &hash, NULL);
 	if (result == FBF_OP_APPLIED)
 		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards);
-	else if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
-	{
-		/*
-		 * Under row security a duplicate must be answered only to a user
-		 * who could have applied it: make the same row statement, adding
-		 * nothing, so that the key's policies judge it as they would.
-		 */
-		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards);
-	}
 	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED);
 	FbfCounterClose(heap, index);
 
@@ -612,6 +612,15 @@ fbf_snapshot(PG_FUNCTION_ARGS)
 	Fbf		   *f;
 
 	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_READ, AccessShareLock, &heap, &index);
+
+	/* the whole window would tell about rows the policies hide */
+	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("fbf_snapshot of \"%s\" is not allowed under row security",
+						RelationGetRelationName(heap)),
+				 errdetail("A snapshot shows the operations of every key."),
+				 errhint("Take snapshots as the table's owner or as a role with BYPASSRLS.")));
 	f = FbfWindowSnapshot(index, &pending);
 	FbfCounterClose(heap, index);
 	PG_RETURN_FBF(f);

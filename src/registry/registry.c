@@ -343,16 +343,24 @@ database_entry(Oid dbid)
 	return entry;
 }
 
-/* The launcher started a pass in dbid at `now`. */
+/*
+ * The launcher started a pass in dbid at `now`.  Until the pass says
+ * otherwise (FbfDatabasePassDone), the next one is due `retry_ms` later:
+ * a pass that dies first (the database was dropped, or refuses
+ * connections) is not restarted in a tight loop.
+ */
 void
-FbfDatabasePassStarted(Oid dbid, TimestampTz now)
+FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms)
 {
 	FbfDatabaseEntry *entry;
 
 	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
 	entry = database_entry(dbid);
 	if (entry)
+	{
 		entry->last_pass = now;
+		entry->next_due = TimestampTzPlusMilliseconds(now, retry_ms);
+	}
 	LWLockRelease(FbfShared->lock);
 }
 

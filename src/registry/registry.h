@@ -36,7 +36,7 @@ extern void FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out);
 /* the launcher's schedule of maintenance passes, by database */
 extern void FbfDatabaseSchedule(Oid dbid, TimestampTz *next_due,
 								TimestampTz *last_pass);
-extern void FbfDatabasePassStarted(Oid dbid, TimestampTz now);
+extern void FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms);
 extern void FbfDatabasePassDone(Oid dbid, bool has_extension,
 								TimestampTz next_due);
 extern void FbfDatabaseHasCounters(Oid dbid);

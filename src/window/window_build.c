@@ -272,7 +272,8 @@ FbfWindowUpgrade(Relation index, FbfWindowMetaPageData *meta, int64 now)
 		meta->legacy_until = now + meta->retention + 2 * meta->period;
 		meta->features |= FBF_FEATURE_KEYED_IDS;
 	}
-	ereport(LOG,
+	/* server log only: the caller holds the metapage's buffer lock */
+	ereport(LOG_SERVER_ONLY,
 			(errmsg("fbf: upgraded the filter of counter \"%s\" from the 1.0 format",
-					get_rel_name(IndexGetRelation(RelationGetRelid(index), false)))));
+					get_rel_name(index->rd_index->indrelid))));
 }

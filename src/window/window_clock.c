@@ -44,7 +44,6 @@
 
 #include <time.h>
 
-#include "catalog/index.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "utils/lsyscache.h"
@@ -161,14 +160,21 @@ FbfWindowClockAnchor(Relation index, FbfWindowMetaPageData *meta, int64 now)
 
 	if (same_boot(meta))
 	{
-		int64		step = (wall_now - meta->clock_wall) -
-			(boot_now - meta->clock_boottime);
+		int64		elapsed = boot_now - meta->clock_boottime;
+		int64		step = (wall_now - meta->clock_wall) - elapsed;
 
+		/* the time since `now` was read counts too */
+		now = Max(now, meta->clock_at + Max(elapsed, 0));
+
+		/*
+		 * Server log only: the caller holds the metapage's buffer lock, and a
+		 * message to the client could block on its socket.  The table's name
+		 * comes from the syscache entry of a relation the caller has open.
+		 */
 		if (step > FBF_CLOCK_STEP_LOG || step < -FBF_CLOCK_STEP_LOG)
-			ereport(LOG,
+			ereport(LOG_SERVER_ONLY,
 					(errmsg("fbf: wall clock step of %+.3f s detected by counter \"%s\"",
-							step / 1e6,
-							get_rel_name(IndexGetRelation(RelationGetRelid(index), false))),
+							step / 1e6, get_rel_name(index->rd_index->indrelid)),
 					 errdetail("The counter's filter follows elapsed time, not the wall clock: the step changes no retention.")));
 	}
 	meta->clock_at = Max(now, meta->clock_at);

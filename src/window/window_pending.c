@@ -69,7 +69,7 @@ FbfEntryFullXid(const FbfWindowMetaPageData *meta, const FbfPendingEntry *entry)
  * hook before VACUUM and rebuilds, the truncate hook), and an operation
  * drains its chain once its oldest entry is FBF_PENDING_DRAIN_AGE xids old.
  * Should it happen anyway, the entry is taken as committed, as 1.0 did, and
- * a WARNING says so.  Between those bounds the xid is within 2^31 of the
+ * the server log says so.  Between those bounds the xid is within 2^31 of the
  * next one, so the 32-bit checks below are exact.  The lock keeps the
  * commit log from being truncated under the lookup, as txid_status() does.
  */
@@ -94,7 +94,8 @@ FbfEntryStatusOf(FullTransactionId fxid)
 	if (FullTransactionIdPrecedes(fxid, oldest))
 	{
 		LWLockRelease(XactTruncationLock);
-		ereport(WARNING,
+		/* server log only: the caller holds buffer locks */
+		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("fbf: the fate of transaction %llu that applied an operation is no longer known",
 						(unsigned long long) U64FromFullTransactionId(fxid)),

@@ -40,6 +40,7 @@
 #include "nodes/parsenodes.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -183,14 +184,27 @@ refuse_concurrent_builds(Node *stmt)
 				 errhint("Reindex counter tables without CONCURRENTLY: it carries their filters over.")));
 }
 
+/* would this VACUUM process the table? (its owner, or the database's) */
+static bool
+may_vacuum(Oid relid)
+{
+	return pg_class_ownercheck(relid, GetUserId()) ||
+		pg_database_ownercheck(MyDatabaseId, GetUserId());
+}
+
 /*
- * VACUUM with INDEX_CLEANUP OFF (and the failsafe) skips amvacuumcleanup,
+ * VACUUM with INDEX_CLEANUP OFF skips amvacuumcleanup,
  * which drains the windows of the tables it vacuums, yet may advance their
  * relfrozenxid and so let the commit log be truncated past pending entries
  * (window_pending.c, FbfEntryStatusOf).  So before any VACUUM, drain the
  * windows of the counter tables it names, or of every counter table of the
  * database if it names none.  Counters whose table is locked are skipped:
- * the VACUUM would wait for them, and their amvacuumcleanup drains.
+ * the VACUUM would wait for them, and their amvacuumcleanup drains.  Only
+ * tables this VACUUM would process are touched (their owner's, or the
+ * database owner's), and privileges are checked before any lock.  (An
+ * autovacuum in failsafe mode skips index cleanup too and passes no hook:
+ * there the worker's drains and the operations' age-based drains are what
+ * keep entries ahead of the commit log; docs/design.md.)
  */
 static void
 drain_before_vacuum(Node *stmt)
@@ -213,7 +227,7 @@ drain_before_vacuum(Node *stmt)
 		Oid			indexoid;
 		Relation	heap;
 
-		if (!OidIsValid(relid) ||
+		if (!OidIsValid(relid) || !may_vacuum(relid) ||
 			!ConditionalLockRelationOid(relid, AccessShareLock))
 			continue;
 		heap = try_relation_open(relid, NoLock);
@@ -232,7 +246,7 @@ drain_before_vacuum(Node *stmt)
 		Oid			heapoid = IndexGetRelation(indexoid, true);
 		Relation	index;
 
-		if (!OidIsValid(heapoid) ||
+		if (!OidIsValid(heapoid) || !may_vacuum(heapoid) ||
 			!ConditionalLockRelationOid(heapoid, RowExclusiveLock))
 			continue;
 		index = try_relation_open(indexoid, RowExclusiveLock);
@@ -362,12 +376,12 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		drain_before_vacuum(pstmt->utilityStmt);
 	}
 	if (track)
-	{
 		rebuild_sources = NIL;
-		remember_filters();
-	}
 	PG_TRY();
 	{
+		/* in the TRY: a cancel during the catalog scan restores `outer` */
+		if (track)
+			remember_filters();
 		if (prev_ProcessUtility)
 			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);

@@ -79,6 +79,7 @@ FbfWindowRefresh(Relation index)
 	int64		now;
 	int64		born;
 	bool		changed = false;
+	bool		postponed = false;
 	int			done = 0;
 
 	if (RecoveryInProgress())
@@ -109,8 +110,7 @@ FbfWindowRefresh(Relation index)
 	{
 		if (!rotate(&meta, now))
 		{
-			elog(DEBUG1, "fbf: refresh of \"%s\" postponed: the oldest filter still covers the retention",
-				 RelationGetRelationName(index));
+			postponed = true;
 			break;
 		}
 		done++;
@@ -118,6 +118,9 @@ FbfWindowRefresh(Relation index)
 	if (done > 0 || changed)
 		FbfWindowLogMeta(index, metabuf, &meta, now);
 	UnlockReleaseBuffer(metabuf);
+	if (postponed)
+		elog(DEBUG1, "fbf: refresh of \"%s\" postponed: the oldest filter still covers the retention",
+			 RelationGetRelationName(index));
 	return done;
 }
 
@@ -296,18 +299,18 @@ note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
 		if (warn)
 			meta.capped_warned_at = now;
 		FbfWindowLogMeta(index, metabuf, &meta, now);
-		if (warn)
-			ereport(WARNING,
-					(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
-							RelationGetRelationName(index)),
-					 errdetail("Its estimated false-positive rate has reached fbf.aimd_increase_at (%g) times its target; %s.",
-							   policy->increase_at,
-							   FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE ?
-							   "new operations are refused until it recovers" :
-							   "new operations are dismissed at that rate"),
-					 errhint("Raise fbf.max_filter_size, or accept more false positives.")));
 	}
 	UnlockReleaseBuffer(metabuf);
+	if (warn)
+		ereport(WARNING,
+				(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
+						RelationGetRelationName(index)),
+				 errdetail("Its estimated false-positive rate has reached fbf.aimd_increase_at (%g) times its target; %s.",
+						   policy->increase_at,
+						   FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE ?
+						   "new operations are refused until it recovers" :
+						   "new operations are dismissed at that rate"),
+				 errhint("Raise fbf.max_filter_size, or accept more false positives.")));
 }
 
 /*

@@ -275,6 +275,15 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 		if (pass_running(slots, dbid))
 			continue;
 		FbfDatabaseSchedule(dbid, &next_due, &last_pass);
+
+		/*
+		 * The schedule is in wall-clock time: if the clock stepped back,
+		 * a due time further ahead than any pass ever sets, or a last pass
+		 * in the future, means "now", not hours of silence.
+		 */
+		if (next_due > TimestampTzPlusMilliseconds(now, Max(fbf_naptime_ms, FBF_NO_EXTENSION_MS)) ||
+			last_pass > now)
+			next_due = now;
 		if (next_due <= now)
 		{
 			due[ndue].dbid = dbid;
@@ -290,7 +299,7 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 		if (passes_running(slots) >= fbf_max_workers ||
 			!start_pass(slots, due[i].dbid))
 			break;
-		FbfDatabasePassStarted(due[i].dbid, now);
+		FbfDatabasePassStarted(due[i].dbid, now, Max(fbf_naptime_ms, 1000));
 	}
 	pfree(due);
 	return wake;
@@ -340,7 +349,7 @@ fbf_launcher_main(Datum main_arg)
 		if (fbf_worker_enabled)
 		{
 			/* the list of databases, at most once per naptime */
-			if (dbs == NIL ||
+			if (dbs == NIL || dbs_listed > now ||
 				TimestampDifferenceExceeds(dbs_listed, now, fbf_naptime_ms))
 			{
 				MemoryContextReset(loop_context);
