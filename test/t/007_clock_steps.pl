@@ -307,8 +307,21 @@ like(slurp_file($node->logfile), qr/LOG:  $step_line/,
 #
 # 2. A backward step of two hours (to one hour behind real time)
 #
+# let the worker's passes run a while after the last increment, so that
+# its schedule holds times of the +1 h clock only
+usleep(1_500_000);
 set_clock($node_clock, -3600);
 usleep(500_000);
+
+# the worker alone, with no client incrementing (an increment's backend
+# would tell the launcher its database is due): the launcher's schedule is
+# in wall-clock time, and must not wait two hours for the clock to catch up
+{
+	my ($w_moved, $w_rotated) = wait_for_refresh($node, stat_of($node, 'last_refresh'),
+		epoch_of($node), $period, $refresh_wait);
+	ok($w_rotated, 'after a backward step, the worker alone keeps refreshing the ring');
+}
+
 my $refresh0 = stat_of($node, 'last_refresh');
 my $epoch0 = epoch_of($node);
 
