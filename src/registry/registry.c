@@ -66,6 +66,7 @@ typedef struct FbfDatabaseEntry
 	bool		has_extension;	/* when last looked at */
 	TimestampTz next_due;		/* when the next pass is due */
 	TimestampTz last_pass;		/* when the last pass started */
+	bool		noted;			/* counters noted since the last pass started */
 } FbfDatabaseEntry;
 
 typedef struct FbfSharedState
@@ -339,6 +340,7 @@ database_entry(Oid dbid)
 		entry->has_extension = false;
 		entry->next_due = 0;
 		entry->last_pass = 0;
+		entry->noted = false;
 	}
 	return entry;
 }
@@ -360,11 +362,16 @@ FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms)
 	{
 		entry->last_pass = now;
 		entry->next_due = TimestampTzPlusMilliseconds(now, retry_ms);
+		entry->noted = false;
 	}
 	LWLockRelease(FbfShared->lock);
 }
 
-/* A pass in dbid ended: the next one is due at next_due. */
+/*
+ * A pass in dbid ended: the next one is due at next_due, or at once if a
+ * counter was noted meanwhile (created after the pass listed the counters,
+ * say: the pass did not see it).
+ */
 void
 FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due)
 {
@@ -374,8 +381,9 @@ FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due)
 	entry = database_entry(dbid);
 	if (entry)
 	{
-		entry->has_extension = has_extension;
-		entry->next_due = next_due;
+		entry->has_extension = has_extension || entry->noted;
+		entry->next_due = entry->noted ? 0 : next_due;
+		entry->noted = false;
 	}
 	LWLockRelease(FbfShared->lock);
 }
@@ -391,10 +399,14 @@ FbfDatabaseHasCounters(Oid dbid)
 
 	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
 	entry = database_entry(dbid);
-	if (entry && (!entry->has_extension || entry->next_due > GetCurrentTimestamp()))
+	if (entry)
 	{
-		entry->has_extension = true;
-		entry->next_due = 0;
+		entry->noted = true;
+		if (!entry->has_extension || entry->next_due > GetCurrentTimestamp())
+		{
+			entry->has_extension = true;
+			entry->next_due = 0;
+		}
 	}
 	LWLockRelease(FbfShared->lock);
 }
