@@ -502,8 +502,11 @@ increment(FunctionCallInfo fcinfo, char tag)
 	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards);
 
-	/* operations 1.0 recorded on a key did not include it (FbfWindowUpgrade) */
-	if (VARSIZE_ANY_EXHDR(key) > 0 && FbfWindowHasLegacyIds(index))
+	/*
+	 * Operations 1.0 recorded on a key did not include it (FbfWindowUpgrade);
+	 * the window checks this identity too only while it may hold them.
+	 */
+	if (VARSIZE_ANY_EXHDR(key) > 0)
 	{
 		legacy = operation_hash(fcinfo, tag, NULL, a_client, seq);
 		result = FbfWindowApply(index, &hash, &legacy);

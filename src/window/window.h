@@ -274,7 +274,6 @@ extern TimestampTz FbfWindowWallTime(const FbfWindowMetaPageData *meta,
 /* ---- window_apply.c: one operation ---- */
 extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash,
 								  const FbfHash *legacy_hash);
-extern bool FbfWindowHasLegacyIds(Relation index);
 
 /* ---- window_pending.c ---- */
 extern int	FbfWindowDrain(Relation index);

@@ -44,7 +44,7 @@ membership(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 											BUFFER_LOCK_SHARE, FBF_PAGE_ID_FILTER);
 		Page		page = BufferGetPage(buf);
 
-		if (FbfWindowPageGetOpaque(page)->stamp == FbfWindowExpectedStamp(meta, i) &&
+		if (FbfWindowBlockIsCurrent(page, meta, i) &&
 			bloom_test(FbfWindowPageGetWords(page), probes, meta->nhashes))
 			mask |= UINT64CONST(1) << i;
 		UnlockReleaseBuffer(buf);
@@ -269,18 +269,4 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 		UnlockReleaseBuffer(metabuf);
 		return FBF_OP_APPLIED;
 	}
-}
-
-/*
- * May the window still hold operations 1.0 recorded under their old
- * identity?  (The caller then passes FbfWindowApply a legacy hash.)
- */
-bool
-FbfWindowHasLegacyIds(Relation index)
-{
-	FbfWindowMetaPageData meta;
-
-	FbfWindowReadMeta(index, &meta);
-	return (meta.features & FBF_FEATURE_KEYED_IDS) == 0 ||
-		FbfWindowNow(&meta) < meta.legacy_until;
 }

@@ -62,6 +62,14 @@ FbfWindowExpectedStamp(const FbfWindowMetaPageData *meta, int logical)
 	return meta->epoch - logical;
 }
 
+/* does filter block `page` hold logical filter i's current bits? */
+static inline bool
+FbfWindowBlockIsCurrent(Page page, const FbfWindowMetaPageData *meta, int logical)
+{
+	return FbfWindowPageGetOpaque(page)->stamp ==
+		FbfWindowExpectedStamp(meta, logical);
+}
+
 /* ---- window_page.c ---- */
 extern void FbfWindowInitPage(Page page, uint16 page_id);
 extern void FbfWindowInitPendingPage(Page page);

@@ -120,7 +120,7 @@ freshen_block(Page page, const FbfWindowMetaPageData *meta, int logical)
 {
 	FbfWindowPageOpaque opaque = FbfWindowPageGetOpaque(page);
 
-	if (opaque->stamp != FbfWindowExpectedStamp(meta, logical))
+	if (!FbfWindowBlockIsCurrent(page, meta, logical))
 	{
 		memset(FbfWindowPageGetWords(page), 0, fbf_nwords(meta->nbits) * 8);
 		opaque->stamp = FbfWindowExpectedStamp(meta, logical);

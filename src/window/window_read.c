@@ -36,10 +36,10 @@ FbfWindowBlockCounts(Relation index, const FbfWindowMetaPageData *meta, uint64 *
 			Buffer		buf = FbfWindowReadPage(index,
 												FbfFilterBlock(meta, meta->ring[i], p),
 												BUFFER_LOCK_SHARE, FBF_PAGE_ID_FILTER);
-			FbfWindowPageOpaque opaque = FbfWindowPageGetOpaque(BufferGetPage(buf));
+			Page		page = BufferGetPage(buf);
 
-			counts[i * meta->nparts + p] =
-				opaque->stamp == FbfWindowExpectedStamp(meta, i) ? opaque->count : 0;
+			counts[i * meta->nparts + p] = FbfWindowBlockIsCurrent(page, meta, i) ?
+				FbfWindowPageGetOpaque(page)->count : 0;
 			UnlockReleaseBuffer(buf);
 		}
 	}
@@ -86,7 +86,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 												BUFFER_LOCK_SHARE, FBF_PAGE_ID_FILTER);
 			Page		page = BufferGetPage(buf);
 
-			if (FbfWindowPageGetOpaque(page)->stamp == FbfWindowExpectedStamp(&meta, i))
+			if (FbfWindowBlockIsCurrent(page, &meta, i))
 			{
 				memcpy(fbf_block(f, i, p), FbfWindowPageGetWords(page), fbf_nwords(meta.nbits) * 8);
 				*fbf_count(f, i, p) = FbfWindowPageGetOpaque(page)->count;
