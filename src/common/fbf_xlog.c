@@ -295,15 +295,20 @@ apply_delta(Page page, const char *delta, Size len)
 	zero_hole(page);
 }
 
-static void
-fbf_redo(XLogReaderState *record)
+/* record types registered by the access methods, by info >> 4 */
+static struct
 {
-	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	const char *name;
+	FbfXLogRedoFunc redo;
+	FbfXLogDescFunc desc;
+}			records[16];
+
+static void
+pages_redo(XLogReaderState *record)
+{
 	Buffer		buffers[XLR_MAX_BLOCK_ID + 1];
 	int			max_block = XLogRecMaxBlockId(record);
 
-	if (info != XLOG_FBF_PAGES)
-		elog(PANIC, "fbf redo: unknown record type %u", info);
 	if (max_block >= FBF_XLOG_MAX_PAGES)
 		elog(PANIC, "fbf redo: %d pages in one record", max_block + 1);
 
@@ -332,8 +337,29 @@ fbf_redo(XLogReaderState *record)
 }
 
 static void
+fbf_redo(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	if (info == XLOG_FBF_PAGES)
+		pages_redo(record);
+	else if (records[info >> 4].redo != NULL)
+		records[info >> 4].redo(record);
+	else
+		elog(PANIC, "fbf redo: unknown record type %u", info);
+}
+
+static void
 fbf_desc(StringInfo buf, XLogReaderState *record)
 {
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	if (info != XLOG_FBF_PAGES)
+	{
+		if (records[info >> 4].desc != NULL)
+			records[info >> 4].desc(buf, record);
+		return;
+	}
 	for (int id = 0; id <= XLogRecMaxBlockId(record); id++)
 	{
 		Size		len = 0;
@@ -354,7 +380,10 @@ fbf_desc(StringInfo buf, XLogReaderState *record)
 static const char *
 fbf_identify(uint8 info)
 {
-	return (info & ~XLR_INFO_MASK) == XLOG_FBF_PAGES ? "PAGES" : NULL;
+	info &= ~XLR_INFO_MASK;
+	if (info == XLOG_FBF_PAGES)
+		return "PAGES";
+	return records[info >> 4].name;
 }
 
 static void
@@ -402,4 +431,19 @@ FbfXLogRegisterMask(uint16 page_id, FbfXLogMaskFunc mask)
 	masks[nmasks].page_id = page_id;
 	masks[nmasks].mask = mask;
 	nmasks++;
+}
+
+/*
+ * Record type `info` (a multiple of 0x10, not XLOG_FBF_PAGES) is replayed
+ * by `redo` and described by `desc` (from an access method's init).
+ */
+void
+FbfXLogRegisterRecord(uint8 info, const char *name, FbfXLogRedoFunc redo,
+					  FbfXLogDescFunc desc)
+{
+	if (info == XLOG_FBF_PAGES || (info & 0x0F) != 0 || records[info >> 4].redo != NULL)
+		elog(ERROR, "fbf: cannot register WAL record type %u", info);
+	records[info >> 4].name = name;
+	records[info >> 4].redo = redo;
+	records[info >> 4].desc = desc;
 }

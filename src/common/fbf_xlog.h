@@ -20,6 +20,9 @@
  *	XLOG_FBF_PAGES	up to FBF_XLOG_MAX_PAGES block references, each with
  *					its changed ranges as (offset uint16, length uint16,
  *					bytes) fragments, or a forced full image
+ *	others			compact records of an access method, which registers
+ *					their redo and description (FbfXLogRegisterRecord):
+ *					src/window/window_xlog.c
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +45,8 @@
 #define FBF_RMGR_ID				170
 
 #define XLOG_FBF_PAGES			0x00
+#define XLOG_FBF_PENDING_ADD	0x10	/* window_xlog.c */
+#define XLOG_FBF_DRAIN			0x20	/* window_xlog.c */
 
 #define FBF_XLOG_MAX_PAGES		4
 #define FBF_XLOG_FULL_IMAGE		0x0001	/* log the whole page */
@@ -51,9 +56,15 @@ typedef struct FbfXLogState FbfXLogState;
 /* a page kind's mask: clear hint-only state of a page image */
 typedef void (*FbfXLogMaskFunc) (Page page);
 
+/* a record type's redo and description */
+typedef void (*FbfXLogRedoFunc) (XLogReaderState *record);
+typedef void (*FbfXLogDescFunc) (StringInfo buf, XLogReaderState *record);
+
 /* ---- registration, from _PG_init ---- */
 extern void FbfXLogInit(void);
 extern void FbfXLogRegisterMask(uint16 page_id, FbfXLogMaskFunc mask);
+extern void FbfXLogRegisterRecord(uint8 info, const char *name,
+								  FbfXLogRedoFunc redo, FbfXLogDescFunc desc);
 
 /* ---- making a change ---- */
 extern FbfXLogState *FbfXLogStart(Relation rel);

@@ -279,3 +279,61 @@ fbf_plan_blocked(double retention, double target_fpp, double rate,
 	plan->nbits = (uint32_t) ((total + plan->nparts - 1) / plan->nparts);
 	return true;
 }
+
+bool
+fbf_plan_sliced(double retention, double target_fpp, double rate,
+				FbfCheck check, int lanes, uint32_t max_block_bits,
+				FbfPlan *plan, const char **why)
+{
+	bool		found = false;
+	int			n;
+
+	if (!(retention > 0) || !(rate >= 0) || !(target_fpp > 0 && target_fpp < 1))
+	{
+		*why = "Retention must be positive, the rate non-negative and the target FPP between 0 and 1.";
+		return false;
+	}
+
+	/* every lane costs memory: the fewest bits per filter wins */
+	for (n = FBF_MIN_FILTERS; n <= lanes && n <= FBF_MAX_FILTERS; n++)
+	{
+		double		period = retention / (n - 1);
+		double		per_period = ceil(rate * period);
+		int			k;
+
+		if (per_period > (double) (UINT64_C(1) << 52))
+			continue;
+		for (k = 1; k <= FBF_MAX_HASHES; k++)
+		{
+			uint32_t	nbits = smallest_nbits(k, n, (uint64_t) per_period,
+											   target_fpp, check);
+
+			if (nbits == 0 || fbf_size(nbits, lanes, 1) > FBF_MAX_BYTES)
+				continue;
+			if (!found || nbits < plan->nbits ||
+				(nbits == plan->nbits && k < plan->nhashes))
+			{
+				plan->nbits = nbits;
+				plan->nparts = 1;
+				plan->nhashes = k;
+				plan->nfilters = n;
+				plan->period = period;
+				plan->fpp = steady_fpp(nbits, k, n, (uint64_t) per_period, check);
+				found = true;
+			}
+		}
+	}
+	if (!found)
+	{
+		*why = "No filter of at most 256 MB meets the target at that rate.";
+		return false;
+	}
+	if (max_block_bits >= FBF_MIN_NBITS && plan->nbits > max_block_bits)
+	{
+		uint64_t	total = plan->nbits;
+
+		plan->nparts = (uint32_t) ((total + max_block_bits - 1) / max_block_bits);
+		plan->nbits = (uint32_t) ((total + plan->nparts - 1) / plan->nparts);
+	}
+	return true;
+}

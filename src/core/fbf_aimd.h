@@ -111,4 +111,14 @@ extern bool fbf_plan_blocked(double retention, double target_fpp, double rate,
 							 uint32_t max_block_bits, FbfPlan *plan,
 							 const char **why);
 
+/*
+ * The plan for bit-sliced storage (bloom_slice.h), where `lanes` filters
+ * cost the same memory as one filter's bits times the lanes, whatever
+ * their number: the plan of at most `lanes` filters with the fewest bits
+ * per filter, spread over blocks of at most max_block_bits.
+ */
+extern bool fbf_plan_sliced(double retention, double target_fpp, double rate,
+							FbfCheck check, int lanes, uint32_t max_block_bits,
+							FbfPlan *plan, const char **why);
+
 #endif							/* FBF_AIMD_H */

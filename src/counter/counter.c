@@ -503,7 +503,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards);
 
 	/*
-	 * Operations 1.0 recorded on a key did not include it (FbfWindowUpgrade);
+	 * Operations 1.0 recorded on a key did not include it (window_legacy.c);
 	 * the window checks this identity too only while it may hold them.
 	 */
 	if (VARSIZE_ANY_EXHDR(key) > 0)

@@ -89,15 +89,15 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		FbfCounterOpen(relid, FBF_COUNTER_READ, AccessShareLock, &heap, &index);
 		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
 		FbfWindowReadMeta(index, &meta);
-		counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
+		counts = palloc0(sizeof(uint64) * meta.nlive * Max(FbfWindowViewParts(&meta), 1));
 		FbfWindowBlockCounts(index, &meta, counts);
 		per_filter = palloc(sizeof(Datum) * meta.nfilters);
 		for (i = 0; i < meta.nfilters; i++)
 		{
 			uint64		sum = 0;
 
-			for (p = 0; i < meta.nlive && p < meta.nparts; p++)
-				sum += counts[i * meta.nparts + p];
+			for (p = 0; i < meta.nlive && p < FbfWindowViewParts(&meta); p++)
+				sum += counts[i * FbfWindowViewParts(&meta) + p];
 			per_filter[i] = Int64GetDatum((int64) sum);
 		}
 		FbfStatsGet(MyDatabaseId, relid, &st);

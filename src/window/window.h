@@ -11,23 +11,36 @@
  * crash recovery, base backups and streaming replication carry it with
  * no extra machinery; dropping the table drops the index and its storage.
  *
- * Blocks (P = nparts, the number of partitions):
+ * Blocks (P = nparts, the number of partitions; C = nchains):
  *
  *		0						metapage: shape, ring, periods, retention
- *		1 .. P					pending page of each partition (chain head)
- *		slot_start[s] + p		slot s's block for partition p
- *		anywhere after			pending overflow pages, chained from a head
+ *		1 .. C					pending page of each chain (chain head)
+ *		part_start + p			partition page p: every filter's bits
+ *		anywhere after			pending overflow pages; the pages of a split
+ *								in progress; a 1.0 window's frozen blocks
  *
- * An operation hashes to one partition and touches only that partition's
- * pending chain and blocks, so its work and WAL are a few pages whatever
- * the window's size.  Slots are reused: the metapage's ring maps logical
- * filter i (0 = future, 1 = present, 2.. past) to a slot, and
- * slot_start[] says where each slot's P blocks begin (slots added by AIMD
- * are appended to the relation).
+ * An operation hashes to one partition (fbf_part) and to one pending chain
+ * (fbf_part with C); P is a multiple of C, so a chain's operations fall
+ * in a run of P / C partitions.  Its check reads one partition page and
+ * its chain, whatever the number of filters.
+ *
+ * Partition pages are bit-sliced (core/bloom_slice.h): position w of the
+ * page is one 16-bit word whose bit j is bit w of the filter in lane j, so
+ * the filters of the ring, up to FBF_SLICE_LANES of them, are tested at
+ * once with k word loads and an AND.  The metapage's ring maps logical
+ * filter i (0 = future, 1 = present, 2.. past) to its lane ("slot").
+ *
+ * Splitting (growth in bits, window_split.c): the partitions are doubled
+ * one at a time, as in linear hashing.  A split allocates 2P new pages at
+ * split_start; splitting partition q copies its page into new pages 2q and
+ * 2q + 1 (fbf_part with 2P sends each of q's operations to one of them,
+ * and both hold its bits), then advances split_next past q.  An operation
+ * whose partition q is below split_next uses the new pages.  When every
+ * partition is split, P doubles and the old pages are left unused.
  *
  * Pending pages: an operation is not written into the Bloom bits when it is
  * applied, because bits cannot be taken back if its transaction aborts.  It
- * is appended to its partition's pending page with the applying
+ * is appended to its chain's pending page with the applying
  * (sub)transaction's xid, in the same transaction as the counter update.
  * Whether the operation "happened" is then exactly whether that xid
  * committed: concurrent callers find the entry and wait on the xid; after a
@@ -42,9 +55,10 @@
  * forgets their fate (window_pending.c).
  *
  * Lazy clearing: a refresh only rewrites the metapage (one small WAL
- * record).  Each filter block carries the epoch at which its slot became
- * future ("stamp"); a block whose stamp does not match the ring is stale and
- * reads as empty, and the first writer clears and restamps it.
+ * record).  Each lane of a partition page carries the epoch at which the
+ * filter it holds became future ("stamp"); a lane whose stamp does not
+ * match the ring is stale and reads as empty, and the first drain into it
+ * clears and restamps it.
  *
  * Locking protocol (always in this order, never waiting on a transaction
  * while holding a buffer lock):
@@ -53,9 +67,9 @@
  *	2. the metapage buffer: share for an operation, exclusive to refresh or
  *	   resize.  Holding it share for the whole operation keeps the ring
  *	   stable while entries are appended and bits are set;
- *	3. one partition's pending chain, exclusive, head first (the head's
- *	   lock is what serialises the partition's operations);
- *	4. that partition's filter blocks: share to test, exclusive to set.
+ *	3. one pending chain, exclusive, head first (the head's lock is what
+ *	   serialises the chain's operations);
+ *	4. one partition page at a time: share to test, exclusive to set.
  *
  *-------------------------------------------------------------------------
  */
@@ -73,25 +87,59 @@
 #include "core/fbf_core.h"
 
 #define FBF_META_MAGIC			0x46424643	/* "FBFC" */
-#define FBF_STORAGE_VERSION		1
+#define FBF_STORAGE_VERSION		2	/* 1: 1.0's layout, one block per filter
+									 * and partition (window_legacy.c) */
 
 #define FBF_METAPAGE_BLKNO		0
 
 /* the last two bytes of every page's special space */
 #define FBF_PAGE_ID_META		0xFB01
 #define FBF_PAGE_ID_PENDING		0xFB02
-#define FBF_PAGE_ID_FILTER		0xFB03
+#define FBF_PAGE_ID_FILTER		0xFB03	/* version 1 filter block */
+#define FBF_PAGE_ID_SLICE		0xFB04	/* partition page */
+
+/* filters a window may have: the lanes of a partition page's words */
+#define FBF_SLICE_LANES			16
+#define FBF_SLICE_WIDTH			2	/* bytes per word: bloom_slice_width(16) */
+
+/* the head of a partition page's contents; its words follow */
+typedef struct FbfSliceHeader
+{
+	int64		stamp[FBF_SLICE_LANES];	/* birth epoch of the filter the lane
+										 * holds (-1: none yet) */
+	uint32		count[FBF_SLICE_LANES];	/* elements set in the lane */
+} FbfSliceHeader;
+
+/*
+ * What a 1.0 window's filters were when it was upgraded: frozen in their
+ * blocks and checked, read-only, until every operation they remember has
+ * aged out (window_legacy.c).
+ */
+typedef struct FbfLegacyFilters
+{
+	int64		until;			/* window time; 0: no frozen filters */
+	int64		epoch;
+	uint32		nbits;
+	uint32		nparts;
+	uint16		nhashes;
+	uint16		nlive;
+	uint32		keyless;		/* 1.0 recorded keyed operations without
+								 * their key: check that identity too */
+	uint8		ring[FBF_MAX_FILTERS];
+	BlockNumber slot_start[FBF_MAX_FILTERS];
+} FbfLegacyFilters;
 
 typedef struct FbfWindowMetaPageData
 {
 	uint32		magic;
 	uint32		version;
-	uint32		nbits;			/* bits per block */
-	uint32		nparts;			/* partitions, one block each per filter */
+	uint32		nbits;			/* positions per partition page: bits of each
+								 * filter in each partition */
+	uint32		nparts;			/* partitions */
 	uint16		nhashes;
 	uint16		nfilters;		/* N + 2, changed by AIMD */
 	uint16		nlive;			/* live filters, logical 0..nlive-1 */
-	uint16		nslots;			/* slots with pages: 0..nslots-1 */
+	uint16		nslots;			/* lanes used so far: 0..nslots-1 */
 	uint32		flags;			/* FBF_META_* */
 	uint32		shards;			/* shard rows per key in the counter table */
 	int64		epoch;			/* refreshes; birth epoch of future */
@@ -101,21 +149,22 @@ typedef struct FbfWindowMetaPageData
 	float8		target_fpp;
 	int64		created_at;		/* TimestampTz */
 	int64		resizes;		/* AIMD resizes so far */
-	uint8		ring[FBF_MAX_FILTERS];	/* logical filter -> slot */
+	uint8		ring[FBF_MAX_FILTERS];	/* logical filter -> lane */
 	int64		born_at[FBF_MAX_FILTERS];	/* by logical filter, window time */
-	BlockNumber slot_start[FBF_MAX_FILTERS];	/* first block of each slot */
-
-	/* ---- since 1.1; zero in windows written by 1.0 (see features) ---- */
-	uint32		features;		/* FBF_FEATURE_* */
-	uint32		reserved;
+	uint32		features;		/* FBF_FEATURE_*: all of them */
+	uint32		nchains;		/* pending chains */
 	int64		clock_at;		/* window time at the clock's anchor */
 	int64		clock_boottime; /* CLOCK_BOOTTIME then, microseconds */
 	int64		clock_wall;		/* wall clock then, TimestampTz */
 	uint8		clock_boot[16]; /* kernel boot id then */
-	int64		legacy_until;	/* window time until which keyed operations
-								 * also match their 1.0 identity */
 	int64		capped_warned_at;	/* window time of the last "at its cap"
 									 * WARNING */
+	BlockNumber part_start;		/* partition page 0 */
+	BlockNumber split_start;	/* a split's 2P pages, or InvalidBlockNumber */
+	uint32		split_next;		/* partitions below it are split */
+	uint32		base_nparts;	/* partitions planned */
+	int64		splits;			/* splits and merges so far */
+	FbfLegacyFilters legacy;	/* a 1.0 window's filters, while checked */
 } FbfWindowMetaPageData;
 
 typedef FbfWindowMetaPageData *FbfWindowMetaPage;
@@ -124,8 +173,8 @@ typedef FbfWindowMetaPageData *FbfWindowMetaPage;
 
 /*
  * What a window's pages carry, beyond the 1.0 format.  A window written by
- * 1.0 has none; the first refresh by this version upgrades it in place
- * (FbfWindowRefresh) and sets them all.
+ * 1.0 has none; windows of storage version 2 have them all.  The first
+ * refresh by this version upgrades an older window (FbfWindowRefresh).
  */
 #define FBF_FEATURE_CLOCK		0x0001	/* birth times are window time, and
 										 * the clock anchor is set */
@@ -138,11 +187,12 @@ typedef FbfWindowMetaPageData *FbfWindowMetaPage;
 
 typedef struct FbfWindowPageOpaqueData
 {
-	int64		stamp;			/* filter pages: birth epoch of their filter;
-								 * pending chain heads: the chain's floor, a
+	int64		stamp;			/* version 1 filter blocks: birth epoch of
+								 * their filter; pending chain heads: the
+								 * chain's floor, a
 								 * FullTransactionId no entry on it precedes
 								 * (0: empty, or not known) */
-	uint64		count;			/* filter pages: elements in this block;
+	uint64		count;			/* version 1 filter blocks: elements;
 								 * pending chain heads: first spare overflow
 								 * page (0: none) */
 	BlockNumber next;			/* pending pages: next in the chain, or
@@ -174,18 +224,22 @@ typedef struct FbfPendingEntry
 #define FBF_PAGE_CONTENT_BYTES \
 	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(FbfWindowPageOpaqueData)))
 #define FBF_BLOCK_MAX_BITS		((uint32) (FBF_PAGE_CONTENT_BYTES / 8) * 64)
+#define FBF_SLICE_MAX_BITS \
+	((uint32) ((FBF_PAGE_CONTENT_BYTES - sizeof(FbfSliceHeader)) / FBF_SLICE_WIDTH))
 #define FBF_PENDING_CAPACITY \
 	((int) (FBF_PAGE_CONTENT_BYTES / sizeof(FbfPendingEntry)))
 
 /*
- * Filters a new counter's plan may use.  Every live filter costs one page
- * read per operation; past 12 filters the memory saved is under 4% (at
- * 0.1%, 32.5 bits per remembered operation instead of 31.9), so the plan
- * stops there.  AIMD may still grow the ring to FBF_MAX_FILTERS.
+ * Filters a new counter's plan may use: every lane of a partition page.
+ * Lanes cost memory whether used or not, and more, shorter-lived filters
+ * need fewer bits each for the same target, so plans use them all.
  */
-#define FBF_COUNTER_PLAN_MAX_FILTERS	12
+#define FBF_COUNTER_PLAN_MAX_FILTERS	FBF_SLICE_LANES
 
-/* pages in one partition's pending chain, at most (all locked at once) */
+/* partitions per pending chain in a new window (window_build.c) */
+#define FBF_PARTS_PER_CHAIN		8
+
+/* pages in one pending chain, at most (all locked at once) */
 #define FBF_MAX_PENDING_PAGES	64
 
 /*
@@ -196,15 +250,30 @@ typedef struct FbfPendingEntry
 #define FBF_PENDING_DRAIN_AGE	1000000
 
 static inline BlockNumber
-FbfPendingBlock(const FbfWindowMetaPageData *meta, uint32 part)
+FbfPendingBlock(const FbfWindowMetaPageData *meta, uint32 chain)
 {
-	return 1 + part;
+	return 1 + chain;
 }
 
-static inline BlockNumber
-FbfFilterBlock(const FbfWindowMetaPageData *meta, int slot, uint32 part)
+/* the pending chain of an operation */
+static inline uint32
+FbfWindowChainOf(const FbfWindowMetaPageData *meta, const FbfHash *hash)
 {
-	return meta->slot_start[slot] + part;
+	return fbf_part(hash, meta->nchains);
+}
+
+/*
+ * The partition page of an operation: its partition's, or, once that
+ * partition is split, the one of the two new pages that holds it.
+ */
+static inline BlockNumber
+FbfWindowPartBlock(const FbfWindowMetaPageData *meta, const FbfHash *hash)
+{
+	uint32		q = fbf_part(hash, meta->nparts);
+
+	if (q < meta->split_next)
+		return meta->split_start + fbf_part(hash, 2 * meta->nparts);
+	return meta->part_start + q;
 }
 
 /* Configuration of a counter's window, from the window index's reloptions. */
@@ -287,6 +356,9 @@ extern FbfAimdDecision FbfWindowMaintain(Relation index,
 extern int	FbfWindowResize(Relation index, int nfilters);
 
 /* ---- window_read.c: reading the whole window ---- */
+extern uint32 FbfWindowViewParts(const FbfWindowMetaPageData *meta);
+extern BlockNumber FbfWindowViewBlock(const FbfWindowMetaPageData *meta,
+									  uint32 v);
 extern void FbfWindowBlockCounts(Relation index,
 								 const FbfWindowMetaPageData *meta,
 								 uint64 *counts);

@@ -50,6 +50,7 @@
 
 #include "registry/registry.h"
 #include "window/window_int.h"
+#include "window/window_xlog.h"
 
 PG_FUNCTION_INFO_V1(fbf_filter_handler);
 
@@ -77,6 +78,7 @@ FbfWindowInit(void)
 							"Creating a larger filter fails; AIMD never grows a filter past it.",
 							&fbf_max_filter_size_kb, 64 * 1024, 64, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	FbfWindowXLogInit();
 
 	fbf_relopt_kind = add_reloption_kind();
 	add_int_reloption(fbf_relopt_kind, "retention_ms",

@@ -5,10 +5,11 @@
  *	  record it as in flight for the current (sub)transaction.
  *
  * The hot path of idempotent_increment.  Under the metapage's share lock
- * (the ring cannot change), the operation's partition's pending chain is
- * locked and searched first (an entry there is decided by its xid's fate),
- * then the partition's block of every live filter is tested.  A new
- * operation is appended to the chain in one WAL record (fbf_xlog.h).  See
+ * (the ring cannot change), the operation's pending chain is locked and
+ * searched first (an entry there is decided by its xid's fate), then its
+ * partition page, which holds every live filter's bits, is tested.  A new
+ * operation is appended to the chain in one compact WAL record
+ * (window_xlog.c).  See
  * window.h for the lock order; no buffer lock is held while waiting for
  * another transaction.
  *
@@ -23,33 +24,52 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
-#include "core/bloom_bits.h"
 #include "window/window_int.h"
+#include "window/window_xlog.h"
 
 /*
- * Bit i of the result is set iff live filter i holds the operation in its
- * block for `part`.  Stale blocks (stamp not current) read as empty.
+ * Is the operation in the window's filters?  One partition page: the k
+ * words of its probes hold every filter's bits (window.h).
  */
-static uint64
-membership(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
-		   const uint32 *probes)
+static bool
+in_filters(Relation index, const FbfWindowMetaPageData *meta,
+		   const FbfHash *hash)
 {
-	uint64		mask = 0;
-	int			i;
+	uint32		probes[FBF_MAX_HASHES];
+	Buffer		buf = FbfWindowReadPart(index, FbfWindowPartBlock(meta, hash),
+										BUFFER_LOCK_SHARE);
+	Page		page = BufferGetPage(buf);
+	uint64		lanes;
 
-	for (i = 0; i < meta->nlive; i++)
-	{
-		Buffer		buf = FbfWindowReadPage(index,
-											FbfFilterBlock(meta, meta->ring[i], part),
-											BUFFER_LOCK_SHARE, FBF_PAGE_ID_FILTER);
-		Page		page = BufferGetPage(buf);
+	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
+	lanes = bloom_slice_test(FbfSlicePageGetWords(page), FBF_SLICE_WIDTH,
+							 probes, meta->nhashes) &
+		FbfSliceCurrentLanes(page, meta);
+	UnlockReleaseBuffer(buf);
+	return lanes != 0 &&
+		fbf_check_mask(FbfSliceLogicalMask(meta, lanes), meta->nlive,
+					   FBF_CHECK_DEFAULT);
+}
 
-		if (FbfWindowBlockIsCurrent(page, meta, i) &&
-			bloom_test(FbfWindowPageGetWords(page), probes, meta->nhashes))
-			mask |= UINT64CONST(1) << i;
-		UnlockReleaseBuffer(buf);
-	}
-	return mask;
+/*
+ * Does the window remember the operation under an identity it had before
+ * an upgrade (window_legacy.c)?  The frozen filters of a 1.0 window hold
+ * operations under their 1.0 identity, and keyed operations 1.0 recorded
+ * without their key may also have reached the partition pages from the
+ * chains at the upgrade.
+ */
+static bool
+in_legacy(Relation index, const FbfWindowMetaPageData *meta, int64 now,
+		  const FbfHash *hash, const FbfHash *legacy_hash)
+{
+	if (now >= meta->legacy.until)
+		return false;
+	if (FbfLegacyContains(index, meta, hash))
+		return true;
+	if (legacy_hash == NULL || !meta->legacy.keyless)
+		return false;
+	return FbfLegacyContains(index, meta, legacy_hash) ||
+		in_filters(index, meta, legacy_hash);
 }
 
 /*
@@ -60,25 +80,12 @@ membership(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
 static bool
 needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 {
-	if (meta->features != FBF_FEATURES_ALL || FbfWindowClockStale(meta))
+	if (meta->version != FBF_STORAGE_VERSION || FbfWindowClockStale(meta))
 		return true;
 	return now - meta->born_at[0] >= meta->period &&
 		fbf_refresh_action(meta->nlive, meta->nfilters,
 						   meta->born_at[meta->nlive - 2], now,
 						   meta->retention) != FBF_REFRESH_POSTPONE;
-}
-
-/* Is the operation in the window's filters (its partition's blocks)? */
-static bool
-in_filters(Relation index, const FbfWindowMetaPageData *meta,
-		   const FbfHash *hash)
-{
-	uint32		probes[FBF_MAX_HASHES];
-
-	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
-	return fbf_check_mask(membership(index, meta, fbf_part(hash, meta->nparts),
-									 probes),
-						  meta->nlive, FBF_CHECK_DEFAULT);
 }
 
 /*
@@ -92,6 +99,9 @@ in_filters(Relation index, const FbfWindowMetaPageData *meta,
  * window may still hold operations recorded by 1.0 (legacy_until), the
  * operation is also a duplicate if its filters hold that one.  The caller
  * holds RowExclusiveLock on the counter table.
+ *
+ * Pages read: the metapage, the operation's chain (one page unless
+ * transactions leave many operations in flight) and its partition page.
  */
 FbfOpResult
 FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
@@ -103,14 +113,13 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 		Buffer		metabuf;
 		FbfWindowMetaPageData meta;
 		FbfPendingChain chain;
-		uint32		part;
+		uint32		chainno;
 		FullTransactionId wait_for = InvalidFullTransactionId;
 		FullTransactionId fxid;
 		FullTransactionId floor;
 		bool		duplicate = false;
 		Buffer		room = InvalidBuffer;
-		FbfXLogState *state;
-		Page		page;
+		FbfPendingEntry entry;
 		FbfPendingEntry *entries;
 		int			n;
 		int			c;
@@ -129,23 +138,32 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 			continue;
 		}
 
-		/* recorded by 1.0 under its old identity, before the upgrade? */
-		if (legacy_hash != NULL && now < meta.legacy_until &&
-			in_filters(index, &meta, legacy_hash))
+		/* a window not upgraded (refresh postponed on a standby...)? */
+		if (meta.version != FBF_STORAGE_VERSION)
+		{
+			UnlockReleaseBuffer(metabuf);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the filter \"%s\" has not been upgraded",
+							RelationGetRelationName(index))));
+		}
+
+		/* remembered from before an upgrade? */
+		if (in_legacy(index, &meta, now, hash, legacy_hash))
 		{
 			UnlockReleaseBuffer(metabuf);
 			return FBF_OP_DUPLICATE;
 		}
 
-		part = fbf_part(hash, meta.nparts);
-		FbfChainLock(index, &meta, part, &chain);
+		chainno = FbfWindowChainOf(&meta, hash);
+		FbfChainLock(index, &meta, chainno, &chain);
 
 		/* entries this old must be drained before the commit log forgets */
 		floor = FbfChainFloor(&chain);
 		if (FullTransactionIdIsValid(floor) &&
 			U64FromFullTransactionId(ReadNextFullTransactionId()) -
 			U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
-			FbfChainDrain(index, &meta, part, &chain);
+			FbfChainDrain(index, &meta, &chain);
 
 		/* in flight, or applied recently and not yet drained? */
 		for (c = 0; c < chain.n && !duplicate && !FullTransactionIdIsValid(wait_for); c++)
@@ -214,7 +232,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 		 * New: record it as in flight.  If the chain is full, drain what has
 		 * been decided; if that frees nothing, add an overflow page.
 		 */
-		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, part, &chain) > 0)
+		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain) > 0)
 		{
 			for (c = 0; c < chain.n && !BufferIsValid(room); c++)
 			{
@@ -247,23 +265,22 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 		 */
 		fxid = GetCurrentFullTransactionId();
 		floor = FbfChainFloor(&chain);
-		state = FbfXLogStart(index);
-		page = FbfXLogRegisterBuffer(state, room, 0);
-		entries = FbfWindowPageGetEntries(page, &n);
-		entries[n].xid = XidFromFullTransactionId(fxid);
-		entries[n].epoch = EpochFromFullTransactionId(fxid);
-		entries[n].h1 = hash->h1;
-		entries[n].h2 = hash->h2;
-		FbfWindowPageSetEntryCount(page, n + 1);
-		if (room == chain.bufs[0] &&
-			(!FullTransactionIdIsValid(floor) || FullTransactionIdPrecedes(fxid, floor)))
-		{
-			FbfWindowPageGetOpaque(page)->stamp = (int64) U64FromFullTransactionId(fxid);
-			floor = fxid;
-		}
-		FbfXLogFinish(state);
+		entry.xid = XidFromFullTransactionId(fxid);
+		entry.epoch = EpochFromFullTransactionId(fxid);
+		entry.h1 = hash->h1;
+		entry.h2 = hash->h2;
 		if (!FullTransactionIdIsValid(floor) || FullTransactionIdPrecedes(fxid, floor))
-			FbfChainSetFloor(index, &chain, fxid);
+		{
+			if (room == chain.bufs[0])
+				FbfPendingLogAdd(index, room, &entry, true);
+			else
+			{
+				FbfPendingLogAdd(index, room, &entry, false);
+				FbfChainSetFloor(index, &chain, fxid);
+			}
+		}
+		else
+			FbfPendingLogAdd(index, room, &entry, false);
 
 		FbfChainRelease(&chain);
 		UnlockReleaseBuffer(metabuf);

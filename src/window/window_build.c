@@ -3,8 +3,7 @@
  * window_build.c
  *	  Making a window's pages: planning the shape of a new window, writing
  *	  it empty, copying an old relfilenode's pages over a rebuild, keeping
- *	  the metapage's copy of the reloptions current, and upgrading a window
- *	  written by 1.0.
+ *	  the metapage's copy of the reloptions current.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,69 +25,97 @@
 #include "window/window_int.h"
 
 /*
- * Choose the shape from the options: an explicit shape if nbits is set,
- * else the smallest FBF meeting the target at the expected rate, in
- * page-sized blocks.
+ * Choose a window's shape from the index's options: an explicit shape if
+ * nbits is set, else the plan that meets the target at the expected rate
+ * with the fewest bits per filter (every lane of a partition page costs
+ * memory, used or not), in page-sized partitions.  The partitions are a
+ * multiple of `nchains` (0: one chain per partition).  Sets the shape,
+ * ring size and period fields of *meta.
  */
-static void
-plan_shape(Relation index, const FbfWindowOptions *opts,
-		   FbfWindowMetaPageData *meta)
+void
+FbfWindowPlanParts(Relation index, const FbfWindowOptions *opts,
+				   uint32 nchains, FbfWindowMetaPageData *meta)
 {
 	double		retention = opts->retention_ms / 1000.0;
-	uint64		total_bits;
-	int			nfilters;
 	FbfPlan		plan;
 	const char *why;
-	uint64		bytes;
+	uint64		pages;
 
 	if (opts->nbits > 0)
 	{
+		uint64		total_bits = opts->nbits;
+
 		if (opts->nhashes <= 0 || opts->npast <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("an explicit fbf shape needs nbits, nhashes and npast")));
-		total_bits = opts->nbits;
-		nfilters = opts->npast + 2;
+		if (opts->npast + 2 > FBF_SLICE_LANES && nchains == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a counter filter has at most %d past filters",
+							FBF_SLICE_LANES - 2)));
 		plan.nhashes = opts->nhashes;
-		plan.nparts = (uint32) ((total_bits + FBF_BLOCK_MAX_BITS - 1) / FBF_BLOCK_MAX_BITS);
+		plan.nparts = (uint32) ((total_bits + FBF_SLICE_MAX_BITS - 1) / FBF_SLICE_MAX_BITS);
 		plan.nbits = (uint32) ((total_bits + plan.nparts - 1) / plan.nparts);
-		plan.nfilters = nfilters;
-		plan.period = retention / (nfilters - 1);
+		/* a 1.0 window being upgraded keeps what fits */
+		plan.nfilters = Min(opts->npast + 2, FBF_SLICE_LANES);
+		plan.period = retention / (plan.nfilters - 1);
 		if (!fbf_shape_valid(plan.nbits, plan.nhashes, plan.nfilters, plan.nparts, &why))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid fbf shape"),
 					 errdetail("%s", why)));
 	}
-	else if (!fbf_plan_blocked(retention, opts->target_fpp, opts->expected_rate,
-							   FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
-							   FBF_BLOCK_MAX_BITS, &plan, &why))
+	else if (!fbf_plan_sliced(retention, opts->target_fpp, opts->expected_rate,
+							  FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
+							  FBF_SLICE_MAX_BITS, &plan, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("no fbf filter meets target %g at %g operations per second",
 						opts->target_fpp, opts->expected_rate),
 				 errdetail("%s", why)));
 
-	bytes = ((uint64) plan.nfilters * plan.nparts + 1 + plan.nparts) * BLCKSZ;
-	if (bytes > (uint64) fbf_max_filter_size_kb * 1024)
+	/*
+	 * A whole number of partitions per chain, and never fewer bits.  A
+	 * new window gets a chain per FBF_PARTS_PER_CHAIN partitions: enough
+	 * chains that concurrent operations rarely queue on one, few enough
+	 * that their pages cost little beside the filters'.
+	 */
+	if (nchains == 0)
+		nchains = (plan.nparts + FBF_PARTS_PER_CHAIN - 1) / FBF_PARTS_PER_CHAIN;
+	if (plan.nparts % nchains != 0)
+	{
+		uint64		total = (uint64) plan.nbits * plan.nparts;
+
+		plan.nparts = ((plan.nparts + nchains - 1) / nchains) * nchains;
+		plan.nbits = (uint32) Max((total + plan.nparts - 1) / plan.nparts,
+								  FBF_MIN_NBITS);
+	}
+
+	pages = (uint64) 1 + nchains + plan.nparts;
+	if (pages * BLCKSZ > (uint64) fbf_max_filter_size_kb * 1024)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("the filter of \"%s\" would need %llu kB, more than fbf.max_filter_size (%d kB)",
 						RelationGetRelationName(index),
-						(unsigned long long) (bytes / 1024), fbf_max_filter_size_kb),
+						(unsigned long long) (pages * BLCKSZ / 1024), fbf_max_filter_size_kb),
 				 errhint("Lower the expected rate, raise the target false-positive rate, shorten the retention, or raise fbf.max_filter_size.")));
 
 	meta->nbits = plan.nbits;
 	meta->nparts = plan.nparts;
+	meta->base_nparts = plan.nparts;
+	meta->nchains = nchains;
 	meta->nhashes = (uint16) plan.nhashes;
 	meta->nfilters = (uint16) plan.nfilters;
 	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
 	meta->base_period = meta->period;
+	meta->split_start = InvalidBlockNumber;
+	meta->split_next = 0;
 }
 
 /*
  * Write a new, empty window into `fork` of `index`: metapage, pending
- * pages and every filter block.
+ * pages and partition pages.
  */
 void
 FbfWindowInitStorage(Relation index, ForkNumber fork,
@@ -98,7 +125,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 	PGAlignedBlock image;
 	TimestampTz now = GetCurrentTimestamp();
 	BlockNumber next = 0;
-	uint32		p;
+	uint32		c;
 	int			i;
 
 	memset(&meta, 0, sizeof(meta));
@@ -108,7 +135,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 	meta.target_fpp = opts->target_fpp;
 	meta.shards = opts->shards;
 	meta.created_at = now;
-	plan_shape(index, opts, &meta);
+	FbfWindowPlanParts(index, opts, 0, &meta);
 	meta.nlive = meta.nfilters;
 	meta.nslots = meta.nfilters;
 	meta.epoch = meta.nfilters - 1;
@@ -126,23 +153,18 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 		meta.ring[i] = (uint8) i;
 		meta.born_at[i] = i == 0 ? now : FBF_BORN_LONG_AGO;
 	}
-
-	/* where every block will go, so the metapage can be written first */
-	for (i = 0; i < meta.nfilters; i++)
-		meta.slot_start[i] = 1 + meta.nparts + i * meta.nparts;
+	meta.part_start = 1 + meta.nchains;
 
 	FbfWindowInitPage(image.data, FBF_PAGE_ID_META);
 	FbfWindowSetMeta(image.data, &meta);
 	FbfWindowAppendPage(index, fork, &next, image.data);
 
-	for (p = 0; p < meta.nparts; p++)
+	for (c = 0; c < meta.nchains; c++)
 	{
 		FbfWindowInitPendingPage(image.data);
 		FbfWindowAppendPage(index, fork, &next, image.data);
 	}
-	for (i = 0; i < meta.nfilters; i++)
-		FbfWindowAppendSlot(index, fork, &next, &meta,
-							FbfWindowExpectedStamp(&meta, i));
+	FbfWindowAppendParts(index, fork, &next, meta.nparts, meta.nbits);
 
 	if (fork == INIT_FORKNUM)
 		FbfSyncInitFork(index);
@@ -200,6 +222,8 @@ FbfWindowSyncOptions(Relation index)
 	if (RecoveryInProgress())
 		return;
 	FbfWindowReadMeta(index, &meta);
+	if (meta.version != FBF_STORAGE_VERSION)
+		return;					/* the upgrade plans from the options */
 	if (meta.retention == (int64) opts->retention_ms * 1000 &&
 		meta.target_fpp == opts->target_fpp && meta.shards == (uint32) opts->shards)
 		return;
@@ -210,70 +234,4 @@ FbfWindowSyncOptions(Relation index)
 	meta.shards = opts->shards;
 	FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
 	UnlockReleaseBuffer(metabuf);
-}
-
-/*
- * Bring a window written by 1.0 to this version's format, in place: the
- * caller holds the metapage exclusively, has copied it into *meta, and
- * writes it afterwards (with its clock anchored at `now`).
- *
- *	- pending entries get their xid's epoch (FBF_FEATURE_FULL_XIDS): every
- *	  chain is drained first, which resolves all of 1.0's entries (the
- *	  server restarted to load this version, so none of their transactions
- *	  is still running); any left are given the epoch that puts their xid
- *	  within 2^31 before the next one, as 1.0 compared them;
- *	- keyed operations are recorded with their key from now on
- *	  (FBF_FEATURE_KEYED_IDS); those 1.0 recorded without it stay in the
- *	  filters for at most a retention and two periods, during which keyed
- *	  operations also match their 1.0 identity (legacy_until), so no
- *	  operation remembered before the upgrade is applied again;
- *	- birth times were wall-clock times, and window time starts at the wall
- *	  clock, so they stay as they are (FBF_FEATURE_CLOCK, set by the anchor).
- */
-void
-FbfWindowUpgrade(Relation index, FbfWindowMetaPageData *meta, int64 now)
-{
-	uint32		p;
-
-	if ((meta->features & FBF_FEATURE_FULL_XIDS) == 0)
-	{
-		for (p = 0; p < meta->nparts; p++)
-		{
-			FbfPendingChain chain;
-			int			c;
-
-			FbfChainLock(index, meta, p, &chain);
-			FbfChainDrain(index, meta, p, &chain);
-			for (c = 0; c < chain.n; c++)
-			{
-				FbfXLogState *state;
-				Page		page;
-				FbfPendingEntry *entries;
-				int			n;
-				int			i;
-
-				FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
-				if (n == 0)
-					continue;
-				state = FbfXLogStart(index);
-				page = FbfXLogRegisterBuffer(state, chain.bufs[c], 0);
-				entries = FbfWindowPageGetEntries(page, &n);
-				for (i = 0; i < n; i++)
-					entries[i].epoch =
-						EpochFromFullTransactionId(FbfEntryFullXid(meta, &entries[i]));
-				FbfXLogFinish(state);
-			}
-			FbfChainRelease(&chain);
-		}
-		meta->features |= FBF_FEATURE_FULL_XIDS;
-	}
-	if ((meta->features & FBF_FEATURE_KEYED_IDS) == 0)
-	{
-		meta->legacy_until = now + meta->retention + 2 * meta->period;
-		meta->features |= FBF_FEATURE_KEYED_IDS;
-	}
-	/* server log only: the caller holds the metapage's buffer lock */
-	ereport(LOG_SERVER_ONLY,
-			(errmsg("fbf: upgraded the filter of counter \"%s\" from the 1.0 format",
-					get_rel_name(index->rd_index->indrelid))));
 }

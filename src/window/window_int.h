@@ -18,6 +18,7 @@
 #include "storage/smgr.h"
 
 #include "compat.h"
+#include "core/bloom_slice.h"
 #include "window/window.h"
 
 /* fbf.max_filter_size, in kB: the memory cap of one window (window_am.c) */
@@ -55,20 +56,100 @@ FbfWindowPageSetEntryCount(Page page, int n)
 		PageGetContents(page) + n * sizeof(FbfPendingEntry) - (char *) page;
 }
 
-/* birth epoch that logical filter i's blocks must carry to be current */
+/* birth epoch that logical filter i's lane must carry to be current */
 static inline int64
 FbfWindowExpectedStamp(const FbfWindowMetaPageData *meta, int logical)
 {
 	return meta->epoch - logical;
 }
 
-/* does filter block `page` hold logical filter i's current bits? */
-static inline bool
-FbfWindowBlockIsCurrent(Page page, const FbfWindowMetaPageData *meta, int logical)
+/* a partition page's lane stamps and counts, and its words */
+static inline FbfSliceHeader *
+FbfSlicePageGetHeader(Page page)
 {
-	return FbfWindowPageGetOpaque(page)->stamp ==
-		FbfWindowExpectedStamp(meta, logical);
+	return (FbfSliceHeader *) PageGetContents(page);
 }
+
+static inline void *
+FbfSlicePageGetWords(Page page)
+{
+	return PageGetContents(page) + MAXALIGN(sizeof(FbfSliceHeader));
+}
+
+/*
+ * The lanes of a partition page that hold their live filter's current
+ * bits, as a mask by lane; the others read as empty.
+ */
+static inline uint64
+FbfSliceCurrentLanes(Page page, const FbfWindowMetaPageData *meta)
+{
+	const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
+	uint64		lanes = 0;
+	int			i;
+
+	for (i = 0; i < meta->nlive; i++)
+	{
+		if (h->stamp[meta->ring[i]] == FbfWindowExpectedStamp(meta, i))
+			lanes |= UINT64CONST(1) << meta->ring[i];
+	}
+	return lanes;
+}
+
+/* a mask by lane as a mask by logical filter (bit i: live filter i) */
+static inline uint64
+FbfSliceLogicalMask(const FbfWindowMetaPageData *meta, uint64 lanes)
+{
+	uint64		mask = 0;
+	int			i;
+
+	for (i = 0; i < meta->nlive; i++)
+		mask |= ((lanes >> meta->ring[i]) & 1) << i;
+	return mask;
+}
+
+/* ---- window_legacy.c: windows of storage version 1 ---- */
+
+/*
+ * The metapage of storage version 1 (fbf 1.0, and 1.1 before partition
+ * pages): one block per filter and partition.  Read only to upgrade.
+ */
+typedef struct FbfWindowMetaV1Data
+{
+	uint32		magic;
+	uint32		version;
+	uint32		nbits;
+	uint32		nparts;
+	uint16		nhashes;
+	uint16		nfilters;
+	uint16		nlive;
+	uint16		nslots;
+	uint32		flags;
+	uint32		shards;
+	int64		epoch;
+	int64		period;
+	int64		base_period;
+	int64		retention;
+	float8		target_fpp;
+	int64		created_at;
+	int64		resizes;
+	uint8		ring[FBF_MAX_FILTERS];
+	int64		born_at[FBF_MAX_FILTERS];
+	BlockNumber slot_start[FBF_MAX_FILTERS];
+	uint32		features;
+	uint32		reserved;
+	int64		clock_at;
+	int64		clock_boottime;
+	int64		clock_wall;
+	uint8		clock_boot[16];
+	int64		legacy_until;
+	int64		capped_warned_at;
+} FbfWindowMetaV1Data;
+
+extern void FbfLegacyReadMeta(Page metapage, FbfWindowMetaPageData *meta);
+extern void FbfLegacyUpgrade(Relation index, Buffer metabuf,
+							 FbfWindowMetaPageData *meta, int64 now);
+extern bool FbfLegacyContains(Relation index, const FbfWindowMetaPageData *meta,
+							  const FbfHash *hash);
 
 /* ---- window_page.c ---- */
 extern void FbfWindowInitPage(Page page, uint16 page_id);
@@ -82,10 +163,11 @@ extern void FbfWindowLogMeta(Relation index, Buffer metabuf,
 							 FbfWindowMetaPageData *meta, int64 now);
 extern void FbfWindowAppendPage(Relation index, ForkNumber fork,
 								BlockNumber *next, Page image);
-extern BlockNumber FbfWindowAppendSlot(Relation index, ForkNumber fork,
-									   BlockNumber *next,
-									   const FbfWindowMetaPageData *meta,
-									   int64 stamp);
+extern void FbfWindowInitSlicePage(Page page, uint32 nbits);
+extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
+										BlockNumber *next, uint32 nparts,
+										uint32 nbits);
+extern Buffer FbfWindowReadPart(Relation index, BlockNumber blkno, int mode);
 
 /* ---- window_clock.c ---- */
 extern bool FbfWindowClockStale(const FbfWindowMetaPageData *meta);
@@ -98,8 +180,11 @@ extern void FbfWindowInitStorage(Relation index, ForkNumber fork,
 extern bool FbfWindowCopyStorage(Relation index, FbfFileLocator old,
 								 bool permanent);
 extern void FbfWindowSyncOptions(Relation index);
-extern void FbfWindowUpgrade(Relation index, FbfWindowMetaPageData *meta,
-							 int64 now);
+extern void FbfWindowPlanParts(Relation index, const FbfWindowOptions *opts,
+							   uint32 nchains, FbfWindowMetaPageData *meta);
+
+/* ---- window_split.c ---- */
+extern bool FbfWindowSplitStep(Relation index, int max_pages);
 
 /* ---- window_rebuild.c ---- */
 extern bool FbfWindowBuildPages(Relation heap, Relation index);
@@ -130,12 +215,12 @@ extern FullTransactionId FbfEntryFullXid(const FbfWindowMetaPageData *meta,
 										 const FbfPendingEntry *entry);
 extern FbfEntryStatus FbfEntryStatusOf(FullTransactionId fxid);
 extern void FbfChainLock(Relation index, const FbfWindowMetaPageData *meta,
-						 uint32 part, FbfPendingChain *chain);
+						 uint32 chainno, FbfPendingChain *chain);
 extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
-							 uint32 part, int mode, FbfPendingChain *chain);
+							 uint32 chainno, int mode, FbfPendingChain *chain);
 extern void FbfChainRelease(FbfPendingChain *chain);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
-						  uint32 part, FbfPendingChain *chain);
+						  FbfPendingChain *chain);
 extern void FbfChainExtend(Relation index, FbfPendingChain *chain);
 extern void FbfChainSetFloor(Relation index, FbfPendingChain *chain,
 							 FullTransactionId floor);

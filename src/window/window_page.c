@@ -27,14 +27,22 @@ FbfWindowInitPage(Page page, uint16 page_id)
 	FbfWindowPageGetOpaque(page)->page_id = page_id;
 }
 
-/* a filter block: empty bits, stamped with its filter's birth epoch */
-static void
-init_filter_page(Page page, uint32 nbits, int64 stamp)
+/* an empty partition page of nbits positions: every lane stale */
+void
+FbfWindowInitSlicePage(Page page, uint32 nbits)
 {
-	FbfWindowInitPage(page, FBF_PAGE_ID_FILTER);
-	FbfWindowPageGetOpaque(page)->stamp = stamp;
+	FbfSliceHeader *h;
+	int			j;
+
+	FbfWindowInitPage(page, FBF_PAGE_ID_SLICE);
+	h = FbfSlicePageGetHeader(page);
+	for (j = 0; j < FBF_SLICE_LANES; j++)
+	{
+		h->stamp[j] = -1;
+		h->count[j] = 0;
+	}
 	((PageHeader) page)->pd_lower =
-		(char *) FbfWindowPageGetWords(page) + fbf_nwords(nbits) * 8 - (char *) page;
+		(char *) FbfSlicePageGetWords(page) + (Size) nbits * FBF_SLICE_WIDTH - (char *) page;
 }
 
 /* an empty pending page at the end of its chain */
@@ -74,6 +82,11 @@ FbfWindowReadPage(Relation index, BlockNumber blkno, int mode, uint16 page_id)
  * Lock the metapage in `mode` (share for an operation, exclusive to change
  * the ring) and copy it into *meta, validated: every later computation
  * trusts these fields.  Returns the metapage's buffer, still locked.
+ *
+ * A window of storage version 1 comes back with meta->version 1, no
+ * partition pages (nparts 0) and its filters described as legacy ones:
+ * only a refresh (which upgrades it) and reads of the whole window may use
+ * such a copy.
  */
 Buffer
 FbfWindowLockMeta(Relation index, int mode, FbfWindowMetaPageData *meta)
@@ -83,9 +96,20 @@ FbfWindowLockMeta(Relation index, int mode, FbfWindowMetaPageData *meta)
 
 	memcpy(meta, FbfWindowPageGetMeta(BufferGetPage(metabuf)),
 		   sizeof(FbfWindowMetaPageData));
+	if (meta->magic == FBF_META_MAGIC && meta->version == 1)
+	{
+		/* a window not yet upgraded: FbfLegacyReadMeta says what it holds */
+		FbfLegacyReadMeta(BufferGetPage(metabuf), meta);
+		return metabuf;
+	}
 	if (meta->magic != FBF_META_MAGIC || meta->version != FBF_STORAGE_VERSION ||
 		meta->nlive < 2 || meta->nlive > meta->nfilters ||
-		meta->nfilters > FBF_MAX_FILTERS || meta->nparts < 1)
+		meta->nfilters > FBF_SLICE_LANES || meta->nslots > FBF_SLICE_LANES ||
+		meta->nparts < 1 || meta->nchains < 1 || meta->nparts % meta->nchains != 0 ||
+		meta->nbits < 1 || meta->nbits > FBF_SLICE_MAX_BITS ||
+		meta->split_next > meta->nparts ||
+		(meta->split_next > 0 && meta->split_start == InvalidBlockNumber) ||
+		meta->legacy.nlive > FBF_MAX_FILTERS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has an invalid fbf metapage",
@@ -113,6 +137,9 @@ FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	FbfXLogState *state;
 	Page		page;
 
+	/* a version 1 metapage is only ever replaced by its upgrade */
+	if (meta->version != FBF_STORAGE_VERSION)
+		elog(ERROR, "fbf: cannot write a metapage of storage version %u", meta->version);
 	FbfWindowClockAnchor(index, meta, now);
 	state = FbfXLogStart(index);
 	page = FbfXLogRegisterBuffer(state, metabuf, 0);
@@ -153,21 +180,30 @@ FbfWindowAppendPage(Relation index, ForkNumber fork, BlockNumber *next,
 }
 
 /*
- * Append the P blocks of a slot, stamped `stamp`; returns the first.  The
- * caller holds the metapage exclusively (or is building the index).
+ * Append `nparts` empty partition pages of nbits positions; returns the
+ * first.  The caller holds the metapage exclusively (or is building the
+ * index).
  */
 BlockNumber
-FbfWindowAppendSlot(Relation index, ForkNumber fork, BlockNumber *next,
-					const FbfWindowMetaPageData *meta, int64 stamp)
+FbfWindowAppendParts(Relation index, ForkNumber fork, BlockNumber *next,
+					 uint32 nparts, uint32 nbits)
 {
 	BlockNumber start = *next;
 	PGAlignedBlock image;
 	uint32		p;
 
-	for (p = 0; p < meta->nparts; p++)
+	for (p = 0; p < nparts; p++)
 	{
-		init_filter_page(image.data, meta->nbits, stamp);
+		FbfWindowInitSlicePage(image.data, nbits);
 		FbfWindowAppendPage(index, fork, next, image.data);
+		CHECK_FOR_INTERRUPTS();
 	}
 	return start;
+}
+
+/* Read and lock a partition page. */
+Buffer
+FbfWindowReadPart(Relation index, BlockNumber blkno, int mode)
+{
+	return FbfWindowReadPage(index, blkno, mode, FBF_PAGE_ID_SLICE);
 }

@@ -7,14 +7,16 @@
  *
  * The scheme, and why it makes an operation's fate exactly its
  * transaction's, is in window.h ("Pending pages").  A chain is a head page
- * (block 1 + partition) and overflow pages; the head's special space also
+ * (block 1 + chain number) and overflow pages; the head's special space also
  * keeps the list of spare overflow pages that drains have emptied.  A
  * chain is always locked whole, head first (FbfChainLock), under the
  * metapage's lock, so the ring seen by a drain is the ring of the caller.
  *
- * WAL (common/fbf_xlog.h): records of at most three pages: a pending page and the
- * two filter blocks it drains into, or head, previous and emptied page
- * when an overflow page goes back to the spare list.
+ * WAL: a drain is one XLOG_FBF_DRAIN record (window_xlog.c) per pending
+ * page and up to three partition pages; changes of the chain's links are
+ * records of changed bytes (common/fbf_xlog.h) of at most three pages:
+ * head, previous and emptied page when an overflow page goes back to the
+ * spare list.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,9 +30,10 @@
 #include "storage/procarray.h"
 #include "utils/rel.h"
 
+#include "access/xlog.h"
 #include "common/fbf_page.h"
-#include "core/bloom_bits.h"
 #include "window/window_int.h"
+#include "window/window_xlog.h"
 
 /* the FullTransactionId of an xid assigned before `next`, at most 2^32 ago */
 static FullTransactionId
@@ -114,111 +117,138 @@ FbfEntryStatusOf(FullTransactionId fxid)
 	return status;
 }
 
-/* make a (registered copy of a) filter block current, clearing it if stale */
-static void
-freshen_block(Page page, const FbfWindowMetaPageData *meta, int logical)
-{
-	FbfWindowPageOpaque opaque = FbfWindowPageGetOpaque(page);
-
-	if (!FbfWindowBlockIsCurrent(page, meta, logical))
-	{
-		memset(FbfWindowPageGetWords(page), 0, fbf_nwords(meta->nbits) * 8);
-		opaque->stamp = FbfWindowExpectedStamp(meta, logical);
-		opaque->count = 0;
-	}
-}
+/* at most this many partition pages in one drain record */
+#define DRAIN_MAX_SLICES	(FBF_XLOG_MAX_PAGES - 1)
 
 /*
- * Move the committed entries of one partition's pending page into the
- * future and present blocks, and drop the aborted ones, in one WAL record.
- * The caller holds the metapage share-locked (so the ring is `meta`) and
- * pbuf exclusive-locked.  Returns the number of entries removed.
+ * Move the committed entries of a pending page into the future's and
+ * present's lanes of their partition pages, and drop the aborted ones, in
+ * one WAL record per (up to) DRAIN_MAX_SLICES partition pages: a chain's
+ * operations fall in P / C partitions, so before any split, one.  The
+ * caller holds the metapage share-locked (so the ring is `meta`) and pbuf
+ * exclusive-locked.  Returns the number of entries removed.
  */
 static int
-drain_pending(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
-			  Buffer pbuf)
+drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf)
 {
-	int			n;
-	FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
-	FbfEntryStatus *status;
-	int			ncommitted = 0;
-	int			nkeep = 0;
-	Buffer		fbuf[2];
-	FbfXLogState *state;
-	Page		ppage;
-	Page		fpage[2];
-	int			i;
-	int			j;
+	int			removed = 0;
 
-	if (n == 0)
-		return 0;
-	status = palloc(sizeof(FbfEntryStatus) * n);
-	for (i = 0; i < n; i++)
+	for (;;)
 	{
-		status[i] = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[i]));
-		if (status[i] == FBF_ENTRY_COMMITTED)
-			ncommitted++;
-		else if (status[i] != FBF_ENTRY_ABORTED)
-			nkeep++;
-	}
-	if (nkeep == n)
-	{
-		pfree(status);
-		return 0;
-	}
+		int			n;
+		FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
+		uint8	   *keep;
+		BlockNumber *target;
+		BlockNumber blocks[DRAIN_MAX_SLICES];
+		Buffer		sbufs[DRAIN_MAX_SLICES];
+		xl_fbf_slice_set sets[DRAIN_MAX_SLICES];
+		FbfHash    *hashes[DRAIN_MAX_SLICES];
+		int			nblocks = 0;
+		bool		more = false;
+		int			kept = 0;
+		int			i;
+		int			b;
 
-	for (j = 0; j < 2; j++)
-		fbuf[j] = FbfWindowReadPage(index,
-									FbfFilterBlock(meta, meta->ring[j], part),
-									BUFFER_LOCK_EXCLUSIVE, FBF_PAGE_ID_FILTER);
-
-	state = FbfXLogStart(index);
-	ppage = FbfXLogRegisterBuffer(state, pbuf, 0);
-	for (j = 0; j < 2; j++)
-	{
-		fpage[j] = FbfXLogRegisterBuffer(state, fbuf[j], 0);
-		freshen_block(fpage[j], meta, j);
-	}
-
-	entries = FbfWindowPageGetEntries(ppage, &n);
-	nkeep = 0;
-	for (i = 0; i < n; i++)
-	{
-		if (status[i] == FBF_ENTRY_COMMITTED)
+		if (n == 0)
+			return removed;
+		keep = palloc(n);
+		target = palloc(sizeof(BlockNumber) * n);
+		for (i = 0; i < n; i++)
 		{
-			FbfHash		h = {entries[i].h1, entries[i].h2};
-			uint32		probes[FBF_MAX_HASHES];
+			FbfEntryStatus s = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[i]));
 
-			fbf_probes(&h, meta->nhashes, meta->nbits, probes);
-			for (j = 0; j < 2; j++)
+			keep[i] = 1;
+			target[i] = InvalidBlockNumber;
+			if (s == FBF_ENTRY_ABORTED)
+				keep[i] = 0;
+			else if (s == FBF_ENTRY_COMMITTED)
 			{
-				bloom_set(FbfWindowPageGetWords(fpage[j]), probes, meta->nhashes);
-				FbfWindowPageGetOpaque(fpage[j])->count++;
+				FbfHash		h = {entries[i].h1, entries[i].h2};
+				BlockNumber blk = FbfWindowPartBlock(meta, &h);
+
+				for (b = 0; b < nblocks && blocks[b] != blk; b++)
+					;
+				if (b == nblocks && nblocks < DRAIN_MAX_SLICES)
+					blocks[nblocks++] = blk;
+				if (b < nblocks)
+				{
+					keep[i] = 0;
+					target[i] = blk;
+				}
+				else
+					more = true;	/* a later round */
+			}
+			kept += keep[i];
+		}
+		if (kept == n)
+		{
+			pfree(keep);
+			pfree(target);
+			return removed;
+		}
+
+		/* lock the partition pages in block order */
+		for (i = 1; i < nblocks; i++)
+		{
+			for (b = i; b > 0 && blocks[b - 1] > blocks[b]; b--)
+			{
+				BlockNumber t = blocks[b];
+
+				blocks[b] = blocks[b - 1];
+				blocks[b - 1] = t;
 			}
 		}
-		else if (status[i] != FBF_ENTRY_ABORTED)
-			entries[nkeep++] = entries[i];
-	}
-	FbfWindowPageSetEntryCount(ppage, nkeep);
-	FbfXLogFinish(state);
+		for (b = 0; b < nblocks; b++)
+		{
+			sbufs[b] = FbfWindowReadPart(index, blocks[b], BUFFER_LOCK_EXCLUSIVE);
+			sets[b].lanes[0] = meta->ring[0];
+			sets[b].lanes[1] = meta->ring[1];
+			sets[b].stamps[0] = FbfWindowExpectedStamp(meta, 0);
+			sets[b].stamps[1] = FbfWindowExpectedStamp(meta, 1);
+			sets[b].nhashes = meta->nhashes;
+			sets[b].n = 0;
+			hashes[b] = palloc(sizeof(FbfHash) * n);
+		}
+		for (i = 0; i < n; i++)
+		{
+			for (b = 0; b < nblocks && target[i] != InvalidBlockNumber; b++)
+			{
+				if (blocks[b] == target[i])
+				{
+					hashes[b][sets[b].n].h1 = entries[i].h1;
+					hashes[b][sets[b].n].h2 = entries[i].h2;
+					sets[b].n++;
+					break;
+				}
+			}
+		}
 
-	for (j = 0; j < 2; j++)
-		UnlockReleaseBuffer(fbuf[j]);
-	pfree(status);
-	return n - nkeep;
+		FbfDrainLog(index, pbuf, keep, n, nblocks, sbufs, sets, hashes);
+
+		for (b = 0; b < nblocks; b++)
+		{
+			UnlockReleaseBuffer(sbufs[b]);
+			pfree(hashes[b]);
+		}
+		pfree(keep);
+		pfree(target);
+		removed += n - kept;
+		if (!more)
+			return removed;
+	}
 }
 
 /*
- * Lock partition `part`'s whole pending chain in `mode`, head first:
+ * Lock pending chain `chainno` whole in `mode`, head first:
  * exclusive to change it, share only to read it (snapshots).  The caller
  * holds the metapage locked (share or exclusive) and must call
  * FbfChainRelease before releasing it.
  */
 void
 FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
-				 uint32 part, int mode, FbfPendingChain *chain)
+				 uint32 chainno, int mode, FbfPendingChain *chain)
 {
-	BlockNumber blkno = FbfPendingBlock(meta, part);
+	BlockNumber blkno = FbfPendingBlock(meta, chainno);
 
 	chain->n = 0;
 	while (blkno != InvalidBlockNumber)
@@ -236,10 +266,10 @@ FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
 
 /* Lock a chain exclusively (FbfChainLockMode). */
 void
-FbfChainLock(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
+FbfChainLock(Relation index, const FbfWindowMetaPageData *meta, uint32 chainno,
 			 FbfPendingChain *chain)
 {
-	FbfChainLockMode(index, meta, part, BUFFER_LOCK_EXCLUSIVE, chain);
+	FbfChainLockMode(index, meta, chainno, BUFFER_LOCK_EXCLUSIVE, chain);
 }
 
 /* Unlock and release a chain locked by FbfChainLock, tail first. */
@@ -259,14 +289,14 @@ FbfChainRelease(FbfPendingChain *chain)
  * FbfChainExtend reuses them).  Returns entries removed.
  */
 int
-FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta, uint32 part,
+FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 			  FbfPendingChain *chain)
 {
 	int			removed = 0;
 	int			i;
 
 	for (i = 0; i < chain->n; i++)
-		removed += drain_pending(index, meta, part, chain->bufs[i]);
+		removed += drain_pending(index, meta, chain->bufs[i]);
 
 	for (i = chain->n - 1; i >= 1; i--)
 	{
@@ -372,11 +402,11 @@ int64
 FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 {
 	int64		total = 0;
-	uint32		p;
+	uint32		c;
 
-	for (p = 0; p < meta->nparts; p++)
+	for (c = 0; c < meta->nchains; c++)
 	{
-		BlockNumber blkno = FbfPendingBlock(meta, p);
+		BlockNumber blkno = FbfPendingBlock(meta, c);
 
 		while (blkno != InvalidBlockNumber)
 		{
@@ -393,21 +423,32 @@ FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 	return total;
 }
 
-/* Drain every partition's resolved entries; returns entries removed. */
+/*
+ * Drain every chain's resolved entries; returns entries removed.  A window
+ * of storage version 1 is upgraded first (which drains it).
+ */
 int
 FbfWindowDrain(Relation index)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
 	int			removed = 0;
-	uint32		p;
+	uint32		c;
 
-	for (p = 0; p < meta.nparts; p++)
+	if (meta.version != FBF_STORAGE_VERSION)
+	{
+		UnlockReleaseBuffer(metabuf);
+		if (RecoveryInProgress())
+			return 0;
+		FbfWindowRefresh(index);
+		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
+	}
+	for (c = 0; c < meta.nchains; c++)
 	{
 		FbfPendingChain chain;
 
-		FbfChainLock(index, &meta, p, &chain);
-		removed += FbfChainDrain(index, &meta, p, &chain);
+		FbfChainLock(index, &meta, c, &chain);
+		removed += FbfChainDrain(index, &meta, &chain);
 		FbfChainRelease(&chain);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -4,7 +4,7 @@
  *	  Reading a whole window: element counts per block, the estimated
  *	  false-positive rate, and a snapshot as an `fbf` value.
  *
- * Nothing here writes a page, and every lock is a share lock: each block
+ * Nothing here writes a page, and every lock is a share lock: each page
  * is read under its own, one at a time, while the metapage's keeps the
  * ring still; a snapshot also share-locks each pending chain to resolve
  * its entries.
@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
@@ -20,28 +21,53 @@
 #include "window/window_int.h"
 
 /*
- * Element counts of every live block, counts[i * nparts + p] for logical
- * filter i and partition p (0 for stale blocks).
+ * Partitions as readers see them: P, or 2P while a split is in progress
+ * (an unsplit partition q then stands for both 2q and 2q + 1, which is
+ * what its page holds).
+ */
+uint32
+FbfWindowViewParts(const FbfWindowMetaPageData *meta)
+{
+	return meta->split_next > 0 ? 2 * meta->nparts : meta->nparts;
+}
+
+BlockNumber
+FbfWindowViewBlock(const FbfWindowMetaPageData *meta, uint32 v)
+{
+	if (meta->split_next == 0)
+		return meta->part_start + v;
+	if (v / 2 < meta->split_next)
+		return meta->split_start + v;
+	return meta->part_start + v / 2;
+}
+
+/*
+ * Element counts of every live filter in every partition, counts[i *
+ * nparts + p] for logical filter i and partition p of the readers' view
+ * (FbfWindowViewParts), 0 for stale lanes.
  */
 void
 FbfWindowBlockCounts(Relation index, const FbfWindowMetaPageData *meta, uint64 *counts)
 {
+	uint32		nparts = FbfWindowViewParts(meta);
+	uint32		v;
 	int			i;
-	uint32		p;
 
-	for (i = 0; i < meta->nlive; i++)
+	if (meta->version != FBF_STORAGE_VERSION)
+		return;
+	for (v = 0; v < nparts; v++)
 	{
-		for (p = 0; p < meta->nparts; p++)
-		{
-			Buffer		buf = FbfWindowReadPage(index,
-												FbfFilterBlock(meta, meta->ring[i], p),
-												BUFFER_LOCK_SHARE, FBF_PAGE_ID_FILTER);
-			Page		page = BufferGetPage(buf);
+		Buffer		buf = FbfWindowReadPart(index, FbfWindowViewBlock(meta, v),
+											BUFFER_LOCK_SHARE);
+		Page		page = BufferGetPage(buf);
+		uint64		current = FbfSliceCurrentLanes(page, meta);
+		const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
 
-			counts[i * meta->nparts + p] = FbfWindowBlockIsCurrent(page, meta, i) ?
-				FbfWindowPageGetOpaque(page)->count : 0;
-			UnlockReleaseBuffer(buf);
-		}
+		for (i = 0; i < meta->nlive; i++)
+			counts[i * nparts + v] = (current >> meta->ring[i]) & 1 ?
+				h->count[meta->ring[i]] : 0;
+		UnlockReleaseBuffer(buf);
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
@@ -49,15 +75,33 @@ FbfWindowBlockCounts(Relation index, const FbfWindowMetaPageData *meta, uint64 *
 double
 FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 {
+	if (meta->version != FBF_STORAGE_VERSION)
+		return 0;
 	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
-									meta->nparts, counts, FBF_CHECK_DEFAULT,
-									FBF_MODEL_SHARED);
+									FbfWindowViewParts(meta), counts,
+									FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
+}
+
+/* copy lane `lane` of a partition page's words into a plain bitmap */
+static void
+lane_to_bits(const void *words, uint32 nbits, int lane, uint64 *bits)
+{
+	uint32		w;
+
+	memset(bits, 0, fbf_nwords(nbits) * 8);
+	for (w = 0; w < nbits; w++)
+	{
+		if ((bloom_slice_get(words, FBF_SLICE_WIDTH, w) >> lane) & 1)
+			bits[w / 64] |= UINT64CONST(1) << (w % 64);
+	}
 }
 
 /*
  * The window as an in-memory Fbf (palloc'd, fbf datum layout): every live
- * block, plus the committed operations still on pending pages inserted
+ * filter, plus the committed operations still on pending pages inserted
  * into future and present.  *pending gets the number still in flight.
+ * The frozen filters of an upgraded 1.0 window (window_legacy.c) are not
+ * part of it.
  */
 Fbf *
 FbfWindowSnapshot(Relation index, uint64 *pending)
@@ -65,47 +109,62 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
 	Fbf		   *f;
+	uint32		nparts;
 	int			i;
-	uint32		p;
+	uint32		v;
+	uint32		c;
 
-	f = FbfValueAlloc(meta.nbits, meta.nfilters, meta.nparts);
-	fbf_init(f, meta.nbits, meta.nhashes, meta.nfilters, meta.nparts,
-			 meta.period, 0);
+	if (meta.version != FBF_STORAGE_VERSION)
+	{
+		UnlockReleaseBuffer(metabuf);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the filter \"%s\" has not been upgraded yet",
+						RelationGetRelationName(index)),
+				 errhint("Apply an operation to the counter, or run fbf_counter_maintain(), to upgrade it.")));
+	}
+	nparts = FbfWindowViewParts(&meta);
+	f = FbfValueAlloc(meta.nbits, meta.nfilters, nparts);
+	fbf_init(f, meta.nbits, meta.nhashes, meta.nfilters, nparts, meta.period, 0);
 	f->nlive = meta.nlive;
 	f->epoch = meta.epoch;
 	for (i = 0; i < meta.nfilters; i++)
 		*fbf_born_at(f, i) = i < meta.nlive ?
 			FbfWindowWallTime(&meta, meta.born_at[i]) : 0;
 
-	for (i = 0; i < meta.nlive; i++)
+	for (v = 0; v < nparts; v++)
 	{
-		for (p = 0; p < meta.nparts; p++)
-		{
-			Buffer		buf = FbfWindowReadPage(index,
-												FbfFilterBlock(&meta, meta.ring[i], p),
-												BUFFER_LOCK_SHARE, FBF_PAGE_ID_FILTER);
-			Page		page = BufferGetPage(buf);
+		Buffer		buf = FbfWindowReadPart(index, FbfWindowViewBlock(&meta, v),
+											BUFFER_LOCK_SHARE);
+		Page		page = BufferGetPage(buf);
+		uint64		current = FbfSliceCurrentLanes(page, &meta);
+		const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
 
-			if (FbfWindowBlockIsCurrent(page, &meta, i))
-			{
-				memcpy(fbf_block(f, i, p), FbfWindowPageGetWords(page), fbf_nwords(meta.nbits) * 8);
-				*fbf_count(f, i, p) = FbfWindowPageGetOpaque(page)->count;
-			}
-			UnlockReleaseBuffer(buf);
+		for (i = 0; i < meta.nlive; i++)
+		{
+			int			lane = meta.ring[i];
+
+			if (((current >> lane) & 1) == 0)
+				continue;
+			lane_to_bits(FbfSlicePageGetWords(page), meta.nbits, lane,
+						 fbf_block(f, i, v));
+			*fbf_count(f, i, v) = h->count[lane];
 		}
+		UnlockReleaseBuffer(buf);
+		CHECK_FOR_INTERRUPTS();
 	}
 
 	*pending = 0;
-	for (p = 0; p < meta.nparts; p++)
+	for (c = 0; c < meta.nchains; c++)
 	{
 		FbfPendingChain chain;
-		int			c;
+		int			p;
 
-		FbfChainLockMode(index, &meta, p, BUFFER_LOCK_SHARE, &chain);
-		for (c = 0; c < chain.n; c++)
+		FbfChainLockMode(index, &meta, c, BUFFER_LOCK_SHARE, &chain);
+		for (p = 0; p < chain.n; p++)
 		{
 			int			n;
-			FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
+			FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(chain.bufs[p]), &n);
 			int			j;
 
 			for (j = 0; j < n; j++)
@@ -115,9 +174,9 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 
 				if (s == FBF_ENTRY_COMMITTED)
 				{
-					FbfHash		h = {entries[j].h1, entries[j].h2};
+					FbfHash		hh = {entries[j].h1, entries[j].h2};
 
-					fbf_insert(f, &h);
+					fbf_insert(f, &hh);
 				}
 				else if (s != FBF_ENTRY_ABORTED)
 					(*pending)++;

@@ -66,8 +66,8 @@ rotate(FbfWindowMetaPageData *meta, int64 now)
  * Refresh the window as often as its period says is due (a late worker may
  * leave several due), never dropping a filter that could still hold an
  * operation younger than the retention.  Only the metapage changes: the
- * recycled filter's blocks become stale and read as empty.  Also brings a
- * window written by 1.0 up to date (FbfWindowUpgrade) and anchors the
+ * recycled filter's lanes become stale and read as empty.  Also brings a
+ * window written by 1.0 up to date (FbfLegacyUpgrade) and anchors the
  * window's clock on this boot (window_clock.c).  Returns the number of
  * refreshes done.
  */
@@ -92,11 +92,8 @@ FbfWindowRefresh(Relation index)
 	 */
 	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
 	now = FbfWindowNow(&meta);
-	if (meta.features != FBF_FEATURES_ALL)
-	{
-		FbfWindowUpgrade(index, &meta, now);
-		changed = true;
-	}
+	if (meta.version != FBF_STORAGE_VERSION)
+		FbfLegacyUpgrade(index, metabuf, &meta, now);
 	if (FbfWindowClockStale(&meta))
 		changed = true;
 	born = meta.born_at[0];
@@ -124,17 +121,16 @@ FbfWindowRefresh(Relation index)
 	return done;
 }
 
-/* fbf.max_filter_size as a cap on this window's bytes, in whole filters */
+/*
+ * The bytes of the window's filters, for the controller: the lanes of its
+ * partition pages, which are there whether filters use them or not, so
+ * that a ring of any size within them fits (fbf.max_filter_size bounds
+ * the pages, window_split.c).
+ */
 static uint64
 window_max_bytes(const FbfWindowMetaPageData *meta)
 {
-	int64		cap_pages = (int64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
-	int64		cap_filters = (cap_pages - 1 - meta->nparts) / meta->nparts;
-
-	/* the memory cap counts pages; express it in filters of this shape */
-	cap_filters = Max(cap_filters, 0);
-	return fbf_size(meta->nbits, (int) Min(cap_filters, FBF_MAX_FILTERS),
-					meta->nparts);
+	return fbf_size(meta->nbits, FBF_SLICE_LANES, meta->nparts);
 }
 
 /*
@@ -160,7 +156,7 @@ aimd_config(const FbfWindowMetaPageData *meta, const FbfAimdPolicy *policy,
 	 */
 	cfg->period_max = Max(meta->base_period, cfg->period_min);
 	cfg->min_filters = FBF_MIN_FILTERS;
-	cfg->max_filters = FBF_MAX_FILTERS;
+	cfg->max_filters = FBF_SLICE_LANES;
 	cfg->nbits = meta->nbits;
 	cfg->nparts = meta->nparts;
 	cfg->nhashes = meta->nhashes;
@@ -169,7 +165,7 @@ aimd_config(const FbfWindowMetaPageData *meta, const FbfAimdPolicy *policy,
 
 /*
  * Grow or shrink to d.nfilters filters with period d.period.  Growing puts
- * unborn filters at the old end, reusing free slots before adding pages;
+ * unborn filters at the old end, in free lanes;
  * shrinking removes filters from the old end, unborn ones first, and live
  * ones only as far as that forgets no operation younger than the
  * retention (operations that live only in dropped filters were applied
@@ -198,15 +194,10 @@ apply_resize(Relation index, const FbfAimdDecision *d)
 		{
 			while (used[slot])
 				slot++;
+			Assert(slot < FBF_SLICE_LANES);
+			/* an unborn filter's lane is never current until it is future */
 			if (slot >= meta.nslots)
-			{
-				/* never-current stamp: the blocks read as empty until used */
-				BlockNumber next = RelationGetNumberOfBlocks(index);
-
-				meta.slot_start[slot] = FbfWindowAppendSlot(index, MAIN_FORKNUM,
-															&next, &meta, -1);
 				meta.nslots = (uint16) (slot + 1);
-			}
 			used[slot] = true;
 			meta.ring[i] = (uint8) slot;
 			meta.born_at[i] = 0;
@@ -256,12 +247,16 @@ FbfWindowResize(Relation index, int nfilters)
 	int			result;
 
 	FbfWindowReadMeta(index, &meta);
-	if (nfilters < FBF_MIN_FILTERS || nfilters > FBF_MAX_FILTERS ||
-		fbf_size(meta.nbits, nfilters, meta.nparts) > window_max_bytes(&meta))
+	if (meta.version != FBF_STORAGE_VERSION)
+	{
+		FbfWindowRefresh(index);
+		FbfWindowReadMeta(index, &meta);
+	}
+	if (nfilters < FBF_MIN_FILTERS || nfilters > FBF_SLICE_LANES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a counter filter must have between %d and %d filters within fbf.max_filter_size",
-						FBF_MIN_FILTERS, FBF_MAX_FILTERS)));
+				 errmsg("a counter filter must have between %d and %d filters",
+						FBF_MIN_FILTERS, FBF_SLICE_LANES)));
 	if ((int64) (nfilters - 1) * meta.period < meta.retention)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -326,6 +321,7 @@ note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
 static double
 arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *counts)
 {
+	uint32		nparts = FbfWindowViewParts(meta);
 	double		epoch = 0;
 	double		total = 0;
 	double		last = 0;
@@ -347,8 +343,8 @@ arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *counts)
 		double		count = 0;
 		uint32		p;
 
-		for (p = 0; p < meta->nparts; p++)
-			count += counts[i * meta->nparts + p];
+		for (p = 0; p < nparts; p++)
+			count += counts[i * nparts + p];
 		epoch = Max(count - epoch, 0);
 		if (i == 1)
 			last = epoch;
@@ -379,7 +375,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	FbfWindowDrain(index);
 
 	FbfWindowReadMeta(index, &meta);
-	counts = palloc(sizeof(uint64) * meta.nlive * meta.nparts);
+	counts = palloc0(sizeof(uint64) * meta.nlive * FbfWindowViewParts(&meta));
 	FbfWindowBlockCounts(index, &meta, counts);
 	fpp = FbfWindowEstimateFpp(&meta, counts);
 	rate = arrival_rate(&meta, counts);
