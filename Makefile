@@ -31,7 +31,7 @@ OBJS        = src/fbf.o \
               src/window/window_apply.o src/window/window_pending.o \
               src/window/window_ring.o src/window/window_read.o \
               src/window/window_clock.o src/window/window_legacy.o \
-              src/window/window_xlog.o \
+              src/window/window_xlog.o src/window/window_split.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o \
               src/worker/worker.o \

@@ -109,14 +109,15 @@ BEGIN
 END $$;
 SELECT idempotent_increment('short', 1, 1, 1) AS applied_after_retention;
 
--- AIMD: a filter sized for 1 op/s that receives 3000 grows
+-- AIMD: a filter sized for 1 op/s that receives 3000 grows its bits (its
+-- partitions split)
 SELECT fbf_create_counter_table('ramp', retention => '1 min', target_fpp => 0.01,
                                 expected_rate => 1);
-SELECT filters, period FROM fbf_counter_stats WHERE counter = 'ramp'::regclass;
+SELECT filters, partitions, period FROM fbf_counter_stats WHERE counter = 'ramp'::regclass;
 SELECT count(*) FILTER (WHERE idempotent_increment('ramp', 1, g, 1)) AS applied
 FROM generate_series(1, 3000) g;
 SELECT fbf_counter_maintain('ramp') AS step;
-SELECT estimated_fpp >= 0.009 AS was_over_target, filters, live_filters, resizes
+SELECT estimated_fpp >= 0.009 AS was_over_target, filters, live_filters, partitions > 1 AS split
 FROM fbf_counter_stats WHERE counter = 'ramp'::regclass;
 -- growing never forgets: every operation is still dismissed
 SELECT count(*) FILTER (WHERE NOT idempotent_increment('ramp', 1, g, 1)) AS dismissed
@@ -183,10 +184,15 @@ DROP TABLE short;
 SELECT count(*) FROM fbf_counter_stats;
 SELECT count(*) FROM pg_class WHERE relname = 'short_fbf';
 
--- resizing by hand: grow, shrink back, and refuse a ring too short
-SELECT fbf_counter_resize('likes', 22) AS grown;
-SELECT count(*) FILTER (WHERE NOT idempotent_increment('likes', 42, g, 1)) AS still_dismissed
-FROM generate_series(1, 2) g;
-SELECT fbf_counter_resize('likes', 11) AS back;
-SELECT fbf_counter_resize('likes', 3);
-SELECT fbf_counter_resize('likes', 65);
+-- resizing by hand: grow, shrink back, and refuse a ring too short or
+-- more filters than a partition page has lanes
+SELECT fbf_create_counter_table('rs', retention => '1 min', nbits => 8192,
+                                nhashes => 5, npast => 4);
+SELECT idempotent_increment('rs', 42, 1, 1);
+SELECT fbf_counter_resize('rs', 10) AS grown;
+SELECT count(*) FILTER (WHERE NOT idempotent_increment('rs', 42, g, 1)) AS still_dismissed
+FROM generate_series(1, 1) g;
+SELECT fbf_counter_resize('rs', 6) AS back;
+SELECT fbf_counter_resize('rs', 3);
+SELECT fbf_counter_resize('rs', 17);
+DROP TABLE rs;

@@ -90,7 +90,7 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
 		FbfWindowReadMeta(index, &meta);
 		counts = palloc0(sizeof(uint64) * meta.nlive * Max(FbfWindowViewParts(&meta), 1));
-		FbfWindowBlockCounts(index, &meta, counts);
+		FbfWindowBlockCounts(index, &meta, counts, NULL);
 		per_filter = palloc(sizeof(Datum) * meta.nfilters);
 		for (i = 0; i < meta.nfilters; i++)
 		{

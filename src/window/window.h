@@ -30,13 +30,14 @@
  * once with k word loads and an AND.  The metapage's ring maps logical
  * filter i (0 = future, 1 = present, 2.. past) to its lane ("slot").
  *
- * Splitting (growth in bits, window_split.c): the partitions are doubled
- * one at a time, as in linear hashing.  A split allocates 2P new pages at
- * split_start; splitting partition q copies its page into new pages 2q and
- * 2q + 1 (fbf_part with 2P sends each of q's operations to one of them,
- * and both hold its bits), then advances split_next past q.  An operation
- * whose partition q is below split_next uses the new pages.  When every
- * partition is split, P doubles and the old pages are left unused.
+ * Splitting (growth in bits, window_split.c): the partitions are
+ * multiplied by a power of two F, one partition at a time, as in linear
+ * hashing.  A split allocates F * P new pages at split_start; splitting
+ * partition q copies its page into new pages qF .. qF + F - 1 (fbf_part
+ * with F * P sends each of q's operations to one of them, and all hold its
+ * bits), then advances split_next past q.  An operation whose partition q
+ * is below split_next uses the new pages.  When every partition is split,
+ * P becomes F * P and the old pages are left unused.
  *
  * Pending pages: an operation is not written into the Bloom bits when it is
  * applied, because bits cannot be taken back if its transaction aborts.  It
@@ -108,6 +109,8 @@ typedef struct FbfSliceHeader
 	int64		stamp[FBF_SLICE_LANES];	/* birth epoch of the filter the lane
 										 * holds (-1: none yet) */
 	uint32		count[FBF_SLICE_LANES];	/* elements set in the lane */
+	uint32		dup[FBF_SLICE_LANES];	/* of those, how many other pages also
+										 * count (copied there by a split) */
 } FbfSliceHeader;
 
 /*
@@ -162,6 +165,7 @@ typedef struct FbfWindowMetaPageData
 	BlockNumber part_start;		/* partition page 0 */
 	BlockNumber split_start;	/* a split's 2P pages, or InvalidBlockNumber */
 	uint32		split_next;		/* partitions below it are split */
+	uint32		split_factor;	/* each split partition becomes this many */
 	uint32		base_nparts;	/* partitions planned */
 	int64		splits;			/* splits and merges so far */
 	FbfLegacyFilters legacy;	/* a 1.0 window's filters, while checked */
@@ -272,7 +276,8 @@ FbfWindowPartBlock(const FbfWindowMetaPageData *meta, const FbfHash *hash)
 	uint32		q = fbf_part(hash, meta->nparts);
 
 	if (q < meta->split_next)
-		return meta->split_start + fbf_part(hash, 2 * meta->nparts);
+		return meta->split_start +
+			fbf_part(hash, meta->split_factor * meta->nparts);
 	return meta->part_start + q;
 }
 
@@ -361,7 +366,7 @@ extern BlockNumber FbfWindowViewBlock(const FbfWindowMetaPageData *meta,
 									  uint32 v);
 extern void FbfWindowBlockCounts(Relation index,
 								 const FbfWindowMetaPageData *meta,
-								 uint64 *counts);
+								 uint64 *counts, uint64 *distinct);
 extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts);
 extern Fbf *FbfWindowSnapshot(Relation index, uint64 *pending);

@@ -184,7 +184,12 @@ extern void FbfWindowPlanParts(Relation index, const FbfWindowOptions *opts,
 							   uint32 nchains, FbfWindowMetaPageData *meta);
 
 /* ---- window_split.c ---- */
-extern bool FbfWindowSplitStep(Relation index, int max_pages);
+extern double FbfWindowPredictFpp(const FbfWindowMetaPageData *meta,
+								  uint32 nparts, double rate);
+extern uint32 FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double fpp,
+								   double rate, double increase_at, bool *capped);
+extern bool FbfWindowSplitStart(Relation index, uint32 factor);
+extern int	FbfWindowSplitStep(Relation index, int max_parts);
 
 /* ---- window_rebuild.c ---- */
 extern bool FbfWindowBuildPages(Relation heap, Relation index);

@@ -40,6 +40,7 @@ FbfWindowInitSlicePage(Page page, uint32 nbits)
 	{
 		h->stamp[j] = -1;
 		h->count[j] = 0;
+		h->dup[j] = 0;
 	}
 	((PageHeader) page)->pd_lower =
 		(char *) FbfSlicePageGetWords(page) + (Size) nbits * FBF_SLICE_WIDTH - (char *) page;

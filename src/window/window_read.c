@@ -21,14 +21,14 @@
 #include "window/window_int.h"
 
 /*
- * Partitions as readers see them: P, or 2P while a split is in progress
- * (an unsplit partition q then stands for both 2q and 2q + 1, which is
- * what its page holds).
+ * Partitions as readers see them: P, or F * P while a split is in
+ * progress (an unsplit partition q then stands for qF .. qF + F - 1, all
+ * of which its page holds).
  */
 uint32
 FbfWindowViewParts(const FbfWindowMetaPageData *meta)
 {
-	return meta->split_next > 0 ? 2 * meta->nparts : meta->nparts;
+	return meta->split_next > 0 ? meta->split_factor * meta->nparts : meta->nparts;
 }
 
 BlockNumber
@@ -36,36 +36,49 @@ FbfWindowViewBlock(const FbfWindowMetaPageData *meta, uint32 v)
 {
 	if (meta->split_next == 0)
 		return meta->part_start + v;
-	if (v / 2 < meta->split_next)
+	if (v / meta->split_factor < meta->split_next)
 		return meta->split_start + v;
-	return meta->part_start + v / 2;
+	return meta->part_start + v / meta->split_factor;
 }
 
 /*
  * Element counts of every live filter in every partition, counts[i *
  * nparts + p] for logical filter i and partition p of the readers' view
- * (FbfWindowViewParts), 0 for stale lanes.
+ * (FbfWindowViewParts), 0 for stale lanes: what each page's bits hold.
+ * If `distinct` is not NULL, distinct[i] gets the number of elements in
+ * filter i, each counted once although splits copied it to several pages.
  */
 void
-FbfWindowBlockCounts(Relation index, const FbfWindowMetaPageData *meta, uint64 *counts)
+FbfWindowBlockCounts(Relation index, const FbfWindowMetaPageData *meta,
+					 uint64 *counts, uint64 *distinct)
 {
 	uint32		nparts = FbfWindowViewParts(meta);
 	uint32		v;
 	int			i;
 
+	if (distinct != NULL)
+		memset(distinct, 0, sizeof(uint64) * meta->nlive);
 	if (meta->version != FBF_STORAGE_VERSION)
 		return;
 	for (v = 0; v < nparts; v++)
 	{
-		Buffer		buf = FbfWindowReadPart(index, FbfWindowViewBlock(meta, v),
-											BUFFER_LOCK_SHARE);
+		BlockNumber blkno = FbfWindowViewBlock(meta, v);
+		Buffer		buf = FbfWindowReadPart(index, blkno, BUFFER_LOCK_SHARE);
 		Page		page = BufferGetPage(buf);
 		uint64		current = FbfSliceCurrentLanes(page, meta);
 		const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
+		/* an unsplit page stands for F partitions of the view: count it once */
+		bool		first = v == 0 || FbfWindowViewBlock(meta, v - 1) != blkno;
 
 		for (i = 0; i < meta->nlive; i++)
-			counts[i * nparts + v] = (current >> meta->ring[i]) & 1 ?
-				h->count[meta->ring[i]] : 0;
+		{
+			int			lane = meta->ring[i];
+			bool		live = ((current >> lane) & 1) != 0;
+
+			counts[i * nparts + v] = live ? h->count[lane] : 0;
+			if (distinct != NULL && live && first)
+				distinct[i] += h->count[lane] - Min(h->dup[lane], h->count[lane]);
+		}
 		UnlockReleaseBuffer(buf);
 		CHECK_FOR_INTERRUPTS();
 	}

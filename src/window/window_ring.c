@@ -20,6 +20,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "access/xlog.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
@@ -309,19 +311,18 @@ note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
 }
 
 /*
- * Operations per microsecond, for the controller's look-ahead: the higher
+ * Operations per microsecond, for the controllers' look-ahead: the higher
  * of the last complete period's rate (so a ramp is seen at once) and the
  * average over the complete periods of the live window (so one quiet
  * period does not look like the load went away).  Filter i holds its own
  * epoch (as future) and the next one (as present), so epoch i's count is
- * count_i - epoch_(i-1), starting from the future filter, which holds only
- * its own.  Filters born before any refresh (birth time 0) have no period
- * to measure.  -1 if unknown.
+ * distinct_i - epoch_(i-1), starting from the future filter, which holds
+ * only its own.  Filters born before any refresh (birth time 0 or long
+ * ago) have no period to measure.  -1 if unknown.
  */
 static double
-arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *counts)
+arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *distinct)
 {
-	uint32		nparts = FbfWindowViewParts(meta);
 	double		epoch = 0;
 	double		total = 0;
 	double		last = 0;
@@ -340,12 +341,7 @@ arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *counts)
 		return -1;
 	for (i = 0; i < timed; i++)
 	{
-		double		count = 0;
-		uint32		p;
-
-		for (p = 0; p < nparts; p++)
-			count += counts[i * nparts + p];
-		epoch = Max(count - epoch, 0);
+		epoch = Max((double) distinct[i] - epoch, 0);
 		if (i == 1)
 			last = epoch;
 		if (i > 0)
@@ -367,19 +363,46 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	FbfAimdConfig cfg;
 	FbfAimdDecision d;
 	uint64	   *counts;
+	uint64		distinct[FBF_MAX_FILTERS];
 	double		fpp;
 	double		rate;
+	uint32		factor;
+	bool		capped_bits;
 
 	FbfWindowRefresh(index);
 	FbfWindowSyncOptions(index);
 	FbfWindowDrain(index);
 
+	/* a split under way (an earlier pass's, cut short) is finished first */
+	FbfWindowSplitStep(index, INT_MAX);
+
 	FbfWindowReadMeta(index, &meta);
 	counts = palloc0(sizeof(uint64) * meta.nlive * FbfWindowViewParts(&meta));
-	FbfWindowBlockCounts(index, &meta, counts);
+	FbfWindowBlockCounts(index, &meta, counts, distinct);
 	fpp = FbfWindowEstimateFpp(&meta, counts);
-	rate = arrival_rate(&meta, counts);
+	rate = arrival_rate(&meta, distinct);
 	pfree(counts);
+
+	/* more operations than the bits can take: split (window_split.c) */
+	factor = FbfWindowSplitFactor(&meta, fpp, rate, policy->increase_at,
+								  &capped_bits);
+	if (factor > 1 && FbfWindowSplitStart(index, factor))
+	{
+		FbfWindowSplitStep(index, INT_MAX);
+		ereport(LOG,
+				(errmsg("fbf: grew \"%s\" from %u to %u partitions (estimated false-positive rate %.3g, target %.3g, %.0f operations per second)",
+						RelationGetRelationName(index), meta.nparts,
+						meta.nparts * factor, fpp, meta.target_fpp,
+						rate * USECS_PER_SEC)));
+		d.action = FBF_AIMD_GROW;
+		d.nfilters = meta.nfilters;
+		d.period = meta.period;
+		d.capped = capped_bits;
+		d.reason = "split";
+		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
+			note_capped(index, d.capped, policy);
+		return d;
+	}
 
 	aimd_config(&meta, policy, &cfg);
 	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp, rate);
@@ -398,8 +421,13 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 							nfilters, meta.period / 1e6, d.period / 1e6,
 							fpp, meta.target_fpp)));
 	}
+
+	/*
+	 * Capped: only when the bits cannot grow enough.  (AIMD's own cap, on
+	 * the filters, is what splitting is for.)
+	 */
+	d.capped = capped_bits;
 	if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
 		note_capped(index, d.capped, policy);
 	return d;
 }
-

@@ -104,6 +104,7 @@ FbfSlicePageSet(Page page, const xl_fbf_slice_set *set, const FbfHash *hashes)
 			bloom_slice_clear(words, FBF_SLICE_WIDTH, nbits, UINT64CONST(1) << lane);
 			h->stamp[lane] = set->stamps[j];
 			h->count[lane] = 0;
+			h->dup[lane] = 0;
 		}
 		lanes |= UINT64CONST(1) << lane;
 	}

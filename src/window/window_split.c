@@ -1,0 +1,230 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_split.c
+ *	  Growth in bits: multiplying a window's partitions when the rate of
+ *	  operations outgrows its plan, online, one partition page at a time.
+ *
+ * AIMD (window_ring.c) can change the number of filters and the period,
+ * but more operations per period need more bits.  A split multiplies the
+ * partitions by a power of two F (window.h, "Splitting"): a partition page
+ * is copied whole into F new pages, so every operation it remembers is in
+ * whichever of them its hash now leads to, and new operations spread over
+ * F times the bits.  The copies' old contents age out with their filters.
+ *
+ *	FbfWindowSplitFactor	the controller: F for the measured rate
+ *	FbfWindowSplitStart		allocate F * P pages (no metapage lock held
+ *							while they are written) and publish them
+ *	FbfWindowSplitStep		split partitions one at a time, each under
+ *							the metapage's exclusive lock: operations wait
+ *							for at most one page's copy
+ *
+ * WAL: the new pages and the copies are full-page images; each step's
+ * metapage change (split_next, and at the end the new partitions) is one
+ * record after its copies, so recovery resumes where the split stood.
+ *
+ * Element counts: a copy keeps the page's counts (its bits are as full as
+ * the original's, which is what the false-positive estimate needs) and
+ * records in `dup` how many of them other pages also count, so that the
+ * arrival rate counts each operation once (FbfWindowBlockCounts).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/rel.h"
+
+#include "window/window_int.h"
+
+/* a split aims this far under the increase threshold, for a rising rate */
+#define SPLIT_HEADROOM	0.25
+
+/* the largest split at once */
+#define SPLIT_MAX_FACTOR	64
+
+/*
+ * The steady-state estimate of the window's shape with `nparts`
+ * partitions at `rate` operations per microsecond: the future filter holds
+ * a period's operations, every older live one two.
+ */
+double
+FbfWindowPredictFpp(const FbfWindowMetaPageData *meta, uint32 nparts,
+					double rate)
+{
+	uint64		counts[FBF_MAX_FILTERS];
+	double		per_period = rate * meta->period / nparts;
+	int			i;
+
+	for (i = 0; i < meta->nlive; i++)
+		counts[i] = (uint64) ceil((i == 0 ? 1 : 2) * per_period);
+	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
+									1, counts, FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
+}
+
+/*
+ * How many times to multiply the partitions, given the estimate `fpp`
+ * and the arrival rate (operations per microsecond, negative if unknown):
+ * 1 if the window can take the rate as it is; else the smallest power of
+ * two whose steady state is SPLIT_HEADROOM under the increase threshold,
+ * within fbf.max_filter_size.  *capped is set when the cap keeps the
+ * window from meeting the threshold.
+ */
+uint32
+FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double fpp,
+					 double rate, double increase_at, bool *capped)
+{
+	double		threshold = increase_at * meta->target_fpp;
+	uint64		cap_pages = (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
+	uint32		factor;
+
+	*capped = false;
+	if (rate <= 0)
+	{
+		/* no rate to look ahead with: only the estimate says */
+		if (fpp < threshold)
+			return 1;
+		rate = 0;
+	}
+	else if (FbfWindowPredictFpp(meta, meta->nparts, rate) < threshold)
+		return 1;
+
+	for (factor = 2; factor <= SPLIT_MAX_FACTOR; factor *= 2)
+	{
+		uint64		pages = 1 + (uint64) meta->nchains +
+			(uint64) meta->nparts * factor;
+
+		if (pages > cap_pages)
+		{
+			*capped = true;
+			return factor / 2;
+		}
+		if (rate == 0 ||
+			FbfWindowPredictFpp(meta, meta->nparts * factor, rate) <=
+			SPLIT_HEADROOM * threshold)
+			return factor;
+	}
+	return SPLIT_MAX_FACTOR;
+}
+
+/*
+ * Begin multiplying the partitions by `factor`: append factor * P empty
+ * pages and publish them in the metapage.  Returns false if a split is
+ * already under way (the pages appended are then left unused).
+ */
+bool
+FbfWindowSplitStart(Relation index, uint32 factor)
+{
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf;
+	BlockNumber next;
+	BlockNumber start;
+	uint32		nparts;
+
+	FbfWindowReadMeta(index, &meta);
+	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
+		return false;
+	nparts = meta.nparts;
+
+	/* no one else may extend the relation in between: the pages are a run */
+	LockRelationForExtension(index, ExclusiveLock);
+	next = RelationGetNumberOfBlocks(index);
+	start = FbfWindowAppendParts(index, MAIN_FORKNUM, &next, factor * nparts,
+								 meta.nbits);
+	UnlockRelationForExtension(index, ExclusiveLock);
+
+	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+	if (meta.split_start != InvalidBlockNumber || meta.nparts != nparts)
+	{
+		UnlockReleaseBuffer(metabuf);
+		return false;
+	}
+	meta.split_start = start;
+	meta.split_factor = factor;
+	meta.split_next = 0;
+	FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
+	UnlockReleaseBuffer(metabuf);
+	return true;
+}
+
+/* copy partition page `src` into `dst`, the f-th of `factor` copies */
+static void
+copy_part(Relation index, Buffer src, Buffer dst, uint32 f, uint32 factor)
+{
+	Page		page = BufferGetPage(dst);
+	FbfSliceHeader *h;
+	int			j;
+
+	START_CRIT_SECTION();
+	memcpy(page, BufferGetPage(src), BLCKSZ);
+	h = FbfSlicePageGetHeader(page);
+	for (j = 0; j < FBF_SLICE_LANES; j++)
+	{
+		uint32		distinct = h->count[j] - Min(h->dup[j], h->count[j]);
+		uint32		share = distinct / factor + (f == 0 ? distinct % factor : 0);
+
+		h->dup[j] = h->count[j] - share;
+	}
+	MarkBufferDirty(dst);
+	if (RelationNeedsWAL(index))
+		log_newpage_buffer(dst, true);
+	END_CRIT_SECTION();
+}
+
+/*
+ * Split up to `max_parts` partitions of the split under way; returns the
+ * number split.  Each holds the metapage exclusively for one page's
+ * copies.
+ */
+int
+FbfWindowSplitStep(Relation index, int max_parts)
+{
+	int			done = 0;
+
+	while (done < max_parts)
+	{
+		FbfWindowMetaPageData meta;
+		Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+		uint32		q = meta.split_next;
+		Buffer		src;
+		uint32		f;
+
+		if (meta.split_start == InvalidBlockNumber)
+		{
+			UnlockReleaseBuffer(metabuf);
+			break;
+		}
+		src = FbfWindowReadPart(index, meta.part_start + q, BUFFER_LOCK_SHARE);
+		for (f = 0; f < meta.split_factor; f++)
+		{
+			Buffer		dst = FbfWindowReadPart(index,
+												meta.split_start + q * meta.split_factor + f,
+												BUFFER_LOCK_EXCLUSIVE);
+
+			copy_part(index, src, dst, f, meta.split_factor);
+			UnlockReleaseBuffer(dst);
+		}
+		UnlockReleaseBuffer(src);
+
+		meta.split_next = q + 1;
+		if (meta.split_next == meta.nparts)
+		{
+			/* every partition split: the new pages are the partitions */
+			meta.nparts *= meta.split_factor;
+			meta.part_start = meta.split_start;
+			meta.split_start = InvalidBlockNumber;
+			meta.split_next = 0;
+			meta.split_factor = 0;
+			meta.splits++;
+		}
+		FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
+		UnlockReleaseBuffer(metabuf);
+		done++;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return done;
+}
