@@ -37,7 +37,9 @@
  * with F * P sends each of q's operations to one of them, and all hold its
  * bits), then advances split_next past q.  An operation whose partition q
  * is below split_next uses the new pages.  When every partition is split,
- * P becomes F * P and the old pages are left unused.
+ * P becomes F * P and the old pages are left for the next split or merge.
+ * A merge is the reverse: groups of F partition pages are ORed into one
+ * new page each, and the new partition q' is used once q' < split_next.
  *
  * Pending pages: an operation is not written into the Bloom bits when it is
  * applied, because bits cannot be taken back if its transaction aborts.  It
@@ -164,9 +166,12 @@ typedef struct FbfWindowMetaPageData
 									 * WARNING */
 	BlockNumber part_start;		/* partition page 0 */
 	BlockNumber split_start;	/* a split's 2P pages, or InvalidBlockNumber */
-	uint32		split_next;		/* partitions below it are split */
+	uint32		split_next;		/* partitions below it are split (merged) */
 	uint32		split_factor;	/* each split partition becomes this many */
+	uint32		merge_factor;	/* or this many partitions become one */
 	uint32		base_nparts;	/* partitions planned */
+	BlockNumber free_start;		/* a run of pages no partition uses, left */
+	uint32		free_len;		/* by a split or merge, for the next one */
 	int64		splits;			/* splits and merges so far */
 	FbfLegacyFilters legacy;	/* a 1.0 window's filters, while checked */
 } FbfWindowMetaPageData;
@@ -273,8 +278,16 @@ FbfWindowChainOf(const FbfWindowMetaPageData *meta, const FbfHash *hash)
 static inline BlockNumber
 FbfWindowPartBlock(const FbfWindowMetaPageData *meta, const FbfHash *hash)
 {
-	uint32		q = fbf_part(hash, meta->nparts);
+	uint32		q;
 
+	if (meta->merge_factor > 0)
+	{
+		q = fbf_part(hash, meta->nparts / meta->merge_factor);
+		if (q < meta->split_next)
+			return meta->split_start + q;
+		return meta->part_start + fbf_part(hash, meta->nparts);
+	}
+	q = fbf_part(hash, meta->nparts);
 	if (q < meta->split_next)
 		return meta->split_start +
 			fbf_part(hash, meta->split_factor * meta->nparts);

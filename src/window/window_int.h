@@ -188,7 +188,10 @@ extern double FbfWindowPredictFpp(const FbfWindowMetaPageData *meta,
 								  uint32 nparts, double rate);
 extern uint32 FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double fpp,
 								   double rate, double increase_at, bool *capped);
-extern bool FbfWindowSplitStart(Relation index, uint32 factor);
+extern uint32 FbfWindowMergeFactor(const FbfWindowMetaPageData *meta,
+								   const uint64 *counts, double rate,
+								   double decrease_at);
+extern bool FbfWindowSplitStart(Relation index, uint32 split, uint32 merge);
 extern int	FbfWindowSplitStep(Relation index, int max_parts);
 
 /* ---- window_rebuild.c ---- */

@@ -110,6 +110,9 @@ FbfWindowLockMeta(Relation index, int mode, FbfWindowMetaPageData *meta)
 		meta->nbits < 1 || meta->nbits > FBF_SLICE_MAX_BITS ||
 		meta->split_next > meta->nparts ||
 		(meta->split_next > 0 && meta->split_start == InvalidBlockNumber) ||
+		meta->split_factor > 64 || meta->merge_factor > 64 ||
+		(meta->split_factor > 0 && meta->merge_factor > 0) ||
+		(meta->merge_factor > 0 && meta->nparts % meta->merge_factor != 0) ||
 		meta->legacy.nlive > FBF_MAX_FILTERS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),

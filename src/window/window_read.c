@@ -23,12 +23,14 @@
 /*
  * Partitions as readers see them: P, or F * P while a split is in
  * progress (an unsplit partition q then stands for qF .. qF + F - 1, all
- * of which its page holds).
+ * of which its page holds); during a merge, P, a merged page standing for
+ * each of the F partitions it took in.
  */
 uint32
 FbfWindowViewParts(const FbfWindowMetaPageData *meta)
 {
-	return meta->split_next > 0 ? meta->split_factor * meta->nparts : meta->nparts;
+	return meta->split_next > 0 && meta->split_factor > 0 ?
+		meta->split_factor * meta->nparts : meta->nparts;
 }
 
 BlockNumber
@@ -36,6 +38,13 @@ FbfWindowViewBlock(const FbfWindowMetaPageData *meta, uint32 v)
 {
 	if (meta->split_next == 0)
 		return meta->part_start + v;
+	if (meta->merge_factor > 0)
+	{
+		/* a merged page stands for every partition it took in */
+		if (v / meta->merge_factor < meta->split_next)
+			return meta->split_start + v / meta->merge_factor;
+		return meta->part_start + v;
+	}
 	if (v / meta->split_factor < meta->split_next)
 		return meta->split_start + v;
 	return meta->part_start + v / meta->split_factor;

@@ -312,9 +312,11 @@ note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
 
 /*
  * Operations per microsecond, for the controllers' look-ahead: the higher
- * of the last complete period's rate (so a ramp is seen at once) and the
- * average over the complete periods of the live window (so one quiet
- * period does not look like the load went away).  Filter i holds its own
+ * of the last two complete periods' rate (so a ramp is seen within two
+ * periods, while a burst in one period, which the window's other periods
+ * dilute, is not taken for the new rate) and the average over the complete
+ * periods of the live window (so one quiet period does not look like the
+ * load went away).  Filter i holds its own
  * epoch (as future) and the next one (as present), so epoch i's count is
  * distinct_i - epoch_(i-1), starting from the future filter, which holds
  * only its own.  Filters born before any refresh (birth time 0 or long
@@ -344,6 +346,8 @@ arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *distinct)
 		epoch = Max((double) distinct[i] - epoch, 0);
 		if (i == 1)
 			last = epoch;
+		else if (i == 2)
+			last = Min(last, epoch);	/* a trend, not one burst */
 		if (i > 0)
 			total += epoch;
 	}
@@ -381,12 +385,11 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	FbfWindowBlockCounts(index, &meta, counts, distinct);
 	fpp = FbfWindowEstimateFpp(&meta, counts);
 	rate = arrival_rate(&meta, distinct);
-	pfree(counts);
 
 	/* more operations than the bits can take: split (window_split.c) */
 	factor = FbfWindowSplitFactor(&meta, fpp, rate, policy->increase_at,
 								  &capped_bits);
-	if (factor > 1 && FbfWindowSplitStart(index, factor))
+	if (factor > 1 && FbfWindowSplitStart(index, factor, 0))
 	{
 		FbfWindowSplitStep(index, INT_MAX);
 		ereport(LOG,
@@ -401,8 +404,23 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		d.reason = "split";
 		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
 			note_capped(index, d.capped, policy);
+		pfree(counts);
 		return d;
 	}
+
+	/* fewer operations than the bits are for: merge back towards the plan */
+	if (factor <= 1 &&
+		FbfWindowMergeFactor(&meta, counts, rate, policy->decrease_at) > 1 &&
+		FbfWindowSplitStart(index, 0, 2))
+	{
+		FbfWindowSplitStep(index, INT_MAX);
+		ereport(LOG,
+				(errmsg("fbf: shrank \"%s\" from %u to %u partitions (estimated false-positive rate %.3g, target %.3g, %.0f operations per second)",
+						RelationGetRelationName(index), meta.nparts,
+						meta.nparts / 2, fpp, meta.target_fpp,
+						rate * USECS_PER_SEC)));
+	}
+	pfree(counts);
 
 	aimd_config(&meta, policy, &cfg);
 	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp, rate);

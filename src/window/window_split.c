@@ -12,11 +12,21 @@
  * F times the bits.  The copies' old contents age out with their filters.
  *
  *	FbfWindowSplitFactor	the controller: F for the measured rate
- *	FbfWindowSplitStart		allocate F * P pages (no metapage lock held
- *							while they are written) and publish them
- *	FbfWindowSplitStep		split partitions one at a time, each under
- *							the metapage's exclusive lock: operations wait
- *							for at most one page's copy
+ *	FbfWindowMergeFactor	and 2 to halve the partitions when it falls
+ *	FbfWindowSplitStart		take F * P pages (or P / F to merge) from
+ *							the free run the last split or merge left,
+ *							else append them (no metapage lock held while
+ *							they are written), and publish them
+ *	FbfWindowSplitStep		split (merge) partitions one at a time, each
+ *							under the metapage's exclusive lock: operations
+ *							wait for at most one partition's pages
+ *
+ * Shrinking: once the rate has fallen so that half the partitions would
+ * do, and ORing each pair of pages together would keep the estimate under
+ * the decrease threshold, pairs are merged (never below the plan).  The
+ * pages a split or merge leaves are the free run the next one reuses, so
+ * a window that grows and shrinks with its load does not keep extending
+ * its relation.
  *
  * WAL: the new pages and the copies are full-page images; each step's
  * metapage change (split_next, and at the end the new partitions) is one
@@ -112,39 +122,91 @@ FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double fpp,
 }
 
 /*
- * Begin multiplying the partitions by `factor`: append factor * P empty
- * pages and publish them in the metapage.  Returns false if a split is
- * already under way (the pages appended are then left unused).
+ * Should the partitions be merged, now that the rate has fallen?  By 2, if
+ * the window has more partitions than planned, the steady state at the
+ * rate would stay under the decrease threshold with half of them, and so
+ * would the filters as they are once each pair is ORed together (`counts`,
+ * in the readers' view).  Returns the factor, or 1.
+ */
+uint32
+FbfWindowMergeFactor(const FbfWindowMetaPageData *meta, const uint64 *counts,
+					 double rate, double decrease_at)
+{
+	uint32		half = meta->nparts / 2;
+	double		threshold = decrease_at * meta->target_fpp;
+	uint64	   *merged;
+	double		fpp;
+	int			i;
+	uint32		p;
+
+	if (rate < 0 || meta->split_start != InvalidBlockNumber ||
+		half < meta->base_nparts || half % meta->nchains != 0 ||
+		meta->nparts % 2 != 0 ||
+		FbfWindowPredictFpp(meta, half, rate) > threshold)
+		return 1;
+
+	merged = palloc0(sizeof(uint64) * meta->nlive * half);
+	for (i = 0; i < meta->nlive; i++)
+		for (p = 0; p < meta->nparts; p++)
+			merged[i * half + p / 2] += counts[i * meta->nparts + p];
+	fpp = fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
+								   half, merged, FBF_CHECK_DEFAULT,
+								   FBF_MODEL_SHARED);
+	pfree(merged);
+	return fpp <= threshold ? 2 : 1;
+}
+
+/*
+ * Begin multiplying the partitions by `split` (or dividing them by
+ * `merge`; the other is 0): take the pages for the new partitions from the
+ * free run a previous split or merge left, else append them (with no
+ * metapage lock held while they are written), and publish them in the
+ * metapage.  Returns false if a split or merge is already under way (pages
+ * appended are then left unused).
  */
 bool
-FbfWindowSplitStart(Relation index, uint32 factor)
+FbfWindowSplitStart(Relation index, uint32 split, uint32 merge)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
-	BlockNumber next;
-	BlockNumber start;
+	BlockNumber start = InvalidBlockNumber;
 	uint32		nparts;
+	uint32		need;
 
 	FbfWindowReadMeta(index, &meta);
 	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
 		return false;
 	nparts = meta.nparts;
+	need = split > 0 ? nparts * split : nparts / merge;
 
-	/* no one else may extend the relation in between: the pages are a run */
-	LockRelationForExtension(index, ExclusiveLock);
-	next = RelationGetNumberOfBlocks(index);
-	start = FbfWindowAppendParts(index, MAIN_FORKNUM, &next, factor * nparts,
-								 meta.nbits);
-	UnlockRelationForExtension(index, ExclusiveLock);
+	if (need > meta.free_len)
+	{
+		BlockNumber next;
+
+		/* no one else may extend the relation in between: the pages are a run */
+		LockRelationForExtension(index, ExclusiveLock);
+		next = RelationGetNumberOfBlocks(index);
+		start = FbfWindowAppendParts(index, MAIN_FORKNUM, &next, need, meta.nbits);
+		UnlockRelationForExtension(index, ExclusiveLock);
+	}
 
 	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
-	if (meta.split_start != InvalidBlockNumber || meta.nparts != nparts)
+	if (meta.split_start != InvalidBlockNumber || meta.nparts != nparts ||
+		(start == InvalidBlockNumber && need > meta.free_len))
 	{
 		UnlockReleaseBuffer(metabuf);
 		return false;
 	}
+	if (start == InvalidBlockNumber)
+	{
+		/* every page of the run is written whole before it is read */
+		start = meta.free_start;
+		meta.free_start += need;
+		meta.free_len -= need;
+	}
 	meta.split_start = start;
-	meta.split_factor = factor;
+	meta.split_factor = split;
+	meta.merge_factor = merge;
 	meta.split_next = 0;
 	FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
 	UnlockReleaseBuffer(metabuf);
@@ -176,9 +238,56 @@ copy_part(Relation index, Buffer src, Buffer dst, uint32 f, uint32 factor)
 }
 
 /*
- * Split up to `max_parts` partitions of the split under way; returns the
- * number split.  Each holds the metapage exclusively for one page's
- * copies.
+ * OR the current lanes of `nsrc` partition pages into `dst`: a lane is
+ * taken from each page whose stamp is current for it, and the result's
+ * count is their distinct elements.
+ */
+static void
+merge_parts(Relation index, const FbfWindowMetaPageData *meta,
+			const Buffer *src, int nsrc, Buffer dst)
+{
+	Page		page = BufferGetPage(dst);
+	FbfSliceHeader *h;
+	void	   *words;
+	int			i;
+
+	START_CRIT_SECTION();
+	FbfWindowInitSlicePage(page, meta->nbits);
+	h = FbfSlicePageGetHeader(page);
+	words = FbfSlicePageGetWords(page);
+	for (i = 0; i < meta->nlive; i++)
+	{
+		int			lane = meta->ring[i];
+		int64		stamp = FbfWindowExpectedStamp(meta, i);
+		int			s;
+
+		for (s = 0; s < nsrc; s++)
+		{
+			Page		sp = BufferGetPage(src[s]);
+			const FbfSliceHeader *sh = FbfSlicePageGetHeader(sp);
+			const void *sw = FbfSlicePageGetWords(sp);
+			uint32		w;
+
+			if (sh->stamp[lane] != stamp)
+				continue;
+			for (w = 0; w < meta->nbits; w++)
+				bloom_slice_or(words, FBF_SLICE_WIDTH, w,
+							   bloom_slice_get(sw, FBF_SLICE_WIDTH, w) &
+							   (UINT64CONST(1) << lane));
+			h->stamp[lane] = stamp;
+			h->count[lane] += sh->count[lane] - Min(sh->dup[lane], sh->count[lane]);
+		}
+	}
+	MarkBufferDirty(dst);
+	if (RelationNeedsWAL(index))
+		log_newpage_buffer(dst, true);
+	END_CRIT_SECTION();
+}
+
+/*
+ * Split (or merge) up to `max_parts` partitions of the split or merge under
+ * way; returns the number done.  Each holds the metapage exclusively for
+ * one partition's pages.
  */
 int
 FbfWindowSplitStep(Relation index, int max_parts)
@@ -190,7 +299,7 @@ FbfWindowSplitStep(Relation index, int max_parts)
 		FbfWindowMetaPageData meta;
 		Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
 		uint32		q = meta.split_next;
-		Buffer		src;
+		uint32		nnew;
 		uint32		f;
 
 		if (meta.split_start == InvalidBlockNumber)
@@ -198,27 +307,58 @@ FbfWindowSplitStep(Relation index, int max_parts)
 			UnlockReleaseBuffer(metabuf);
 			break;
 		}
-		src = FbfWindowReadPart(index, meta.part_start + q, BUFFER_LOCK_SHARE);
-		for (f = 0; f < meta.split_factor; f++)
+		if (meta.split_factor > 0)
 		{
-			Buffer		dst = FbfWindowReadPart(index,
-												meta.split_start + q * meta.split_factor + f,
-												BUFFER_LOCK_EXCLUSIVE);
+			Buffer		src = FbfWindowReadPart(index, meta.part_start + q,
+												BUFFER_LOCK_SHARE);
 
-			copy_part(index, src, dst, f, meta.split_factor);
-			UnlockReleaseBuffer(dst);
+			for (f = 0; f < meta.split_factor; f++)
+			{
+				Buffer		dst = FbfWindowReadPart(index,
+													meta.split_start + q * meta.split_factor + f,
+													BUFFER_LOCK_EXCLUSIVE);
+
+				copy_part(index, src, dst, f, meta.split_factor);
+				UnlockReleaseBuffer(dst);
+			}
+			UnlockReleaseBuffer(src);
+			nnew = meta.nparts * meta.split_factor;
 		}
-		UnlockReleaseBuffer(src);
+		else
+		{
+			Buffer		src[SPLIT_MAX_FACTOR];
+			Buffer		dst;
+
+			for (f = 0; f < meta.merge_factor; f++)
+				src[f] = FbfWindowReadPart(index,
+										   meta.part_start + q * meta.merge_factor + f,
+										   BUFFER_LOCK_SHARE);
+			dst = FbfWindowReadPart(index, meta.split_start + q, BUFFER_LOCK_EXCLUSIVE);
+			merge_parts(index, &meta, src, meta.merge_factor, dst);
+			UnlockReleaseBuffer(dst);
+			for (f = 0; f < meta.merge_factor; f++)
+				UnlockReleaseBuffer(src[f]);
+			nnew = meta.nparts / meta.merge_factor;
+		}
 
 		meta.split_next = q + 1;
-		if (meta.split_next == meta.nparts)
+		if (meta.split_next == (meta.split_factor > 0 ? meta.nparts : nnew))
 		{
-			/* every partition split: the new pages are the partitions */
-			meta.nparts *= meta.split_factor;
+			/*
+			 * Done: the new pages are the partitions, and the old ones the
+			 * free run, if they are more than it had.
+			 */
+			if (meta.nparts >= meta.free_len)
+			{
+				meta.free_start = meta.part_start;
+				meta.free_len = meta.nparts;
+			}
+			meta.nparts = nnew;
 			meta.part_start = meta.split_start;
 			meta.split_start = InvalidBlockNumber;
 			meta.split_next = 0;
 			meta.split_factor = 0;
+			meta.merge_factor = 0;
 			meta.splits++;
 		}
 		FbfWindowLogMeta(index, metabuf, &meta, FbfWindowNow(&meta));
