@@ -18,7 +18,8 @@
 #       fbf    SELECT idempotent_increment('idem', $k, client, random seq, 1)
 #     fbf / plain tps.
 #  b. one hot key (hot_plain, hot_fbf) at each of HOT_CLIENTS clients, both
-#     synchronous_commit settings: fbf / plain tps (a scaling figure).
+#     synchronous_commit settings: fbf / plain tps (a scaling figure:
+#     <csv-file without .csv>_hot_key.png, drawn if gnuplot is installed).
 #  c. steady state, synchronous_commit off, steady-seconds (>= 60 for the
 #     issue's figure) per side, fresh tables, retention 20 s:
 #       fbf    as in a
@@ -243,14 +244,16 @@ dismissals() {
 	awk -v a="$a" -v d="$d" 'BEGIN { printf "%d of %d (%.4f%%)", d, a + d, a + d ? 100 * d / (a + d) : 0 }'
 }
 # a / b with two decimals, "-" if either is missing
-ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
-diffr() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.2f", a - b }'; }
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+diffr() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-") print "-"; else printf "%.2f", a - b }'; }
 # PASS/MISS of "value OP target"; OP is >= or <=
 verdict() {
 	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { if (v == "-" || v == "") print "-";
 		else if ((op == ">=" && v + 0 >= t + 0) || (op == "<=" && v + 0 <= t + 0)) print "PASS"; else print "MISS" }'
 }
 fmt0() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.0f", v }'; }
+fmt1() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v }'; }
+fmt2() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.2f", v }'; }
 
 # size the filters for the load they will see: calibrate with the plain update
 fbf_log "calibrating"
@@ -359,11 +362,11 @@ for col in tps tail_tps; do
 	r=$(ratio "$f" "$e")
 	printf '%-34s %14s %14s %12s   >= %s: %s\n' "$label" "$(fmt0 "$f")" "$(fmt0 "$e")" "$r" "$T_EXACT" "$(verdict "$r" ">=" "$T_EXACT")"
 done
-printf '%-34s %14s %14s %12s\n' "WAL bytes per transaction" "$(M wal_bytes_per_xact c fbf off "$CLIENTS")" \
-	"$(M wal_bytes_per_xact c exact off "$CLIENTS")" \
+printf '%-34s %14s %14s %12s\n' "WAL bytes per transaction" "$(fmt1 "$(M wal_bytes_per_xact c fbf off "$CLIENTS")")" \
+	"$(fmt1 "$(M wal_bytes_per_xact c exact off "$CLIENTS")")" \
 	"$(ratio "$(M wal_bytes_per_xact c fbf off "$CLIENTS")" "$(M wal_bytes_per_xact c exact off "$CLIENTS")")"
-printf '%-34s %14s %14s %12s\n' "buffers per statement" "$(M blks_per_call c fbf off "$CLIENTS")" \
-	"$(M blks_per_call c exact off "$CLIENTS")" ""
+printf '%-34s %14s %14s\n' "buffers per statement" "$(fmt2 "$(M blks_per_call c fbf off "$CLIENTS")")" \
+	"$(fmt2 "$(M blks_per_call c exact off "$CLIENTS")")"
 echo "fbf false dismissals: $(dismissals c fbf off "$CLIENTS")"
 for round in $(seq 1 "$STEADY_ROUNDS"); do
 	read -r ops_total ops_heap ops_idx ops_rows <"$work/ops_$round"
@@ -386,36 +389,59 @@ echo
 echo "== d. WAL bytes per transaction (LSN difference over the run, all of the cluster's WAL / transactions), medians"
 printf '%-26s %12s %12s %12s %10s   %s\n' "" "plain" "fbf" "fbf / plain" "target" ""
 for sync in off on; do
-	p=$(M wal_bytes_per_xact a plain "$sync" "$CLIENTS")
-	f=$(M wal_bytes_per_xact a fbf "$sync" "$CLIENTS")
+	p=$(fmt1 "$(M wal_bytes_per_xact a plain "$sync" "$CLIENTS")")
+	f=$(fmt1 "$(M wal_bytes_per_xact a fbf "$sync" "$CLIENTS")")
 	r=$(ratio "$f" "$p")
 	printf '%-26s %12s %12s %12s %10s   %s\n' "1,000 keys, sync $sync" "$p" "$f" "$r" "<= $T_WAL" "$(verdict "$r" "<=" "$T_WAL")"
 done
 for clients in $HOT_CLIENTS; do
 	for sync in off on; do
-		p=$(M wal_bytes_per_xact b hot_plain "$sync" "$clients")
-		f=$(M wal_bytes_per_xact b hot_fbf "$sync" "$clients")
+		p=$(fmt1 "$(M wal_bytes_per_xact b hot_plain "$sync" "$clients")")
+		f=$(fmt1 "$(M wal_bytes_per_xact b hot_fbf "$sync" "$clients")")
 		printf '%-26s %12s %12s %12s\n' "hot key, $clients cl, sync $sync" "$p" "$f" "$(ratio "$f" "$p")"
 	done
 done
-echo "pg_waldump --stats of the last fbf run (1,000 keys, sync off):"
+echo "pg_waldump --stats of the last fbf run (1,000 keys, sync off; custom170 is fbf's own resource manager):"
 sed 's/^/    /' "$work/waldump_fbf"
 
 echo
 echo "== e. shared buffers (hit + read) per statement, pg_stat_statements, medians"
 printf '%-26s %12s %12s %12s %10s   %s\n' "" "plain" "fbf" "fbf - plain" "target" ""
 for sync in off on; do
-	p=$(M blks_per_call a plain "$sync" "$CLIENTS")
-	f=$(M blks_per_call a fbf "$sync" "$CLIENTS")
+	p=$(fmt2 "$(M blks_per_call a plain "$sync" "$CLIENTS")")
+	f=$(fmt2 "$(M blks_per_call a fbf "$sync" "$CLIENTS")")
 	dd=$(diffr "$f" "$p")
 	printf '%-26s %12s %12s %12s %10s   %s\n' "1,000 keys, sync $sync" "$p" "$f" "$dd" "<= $T_BLKS" "$(verdict "$dd" "<=" "$T_BLKS")"
 done
 for clients in $HOT_CLIENTS; do
 	for sync in off on; do
-		p=$(M blks_per_call b hot_plain "$sync" "$clients")
-		f=$(M blks_per_call b hot_fbf "$sync" "$clients")
+		p=$(fmt2 "$(M blks_per_call b hot_plain "$sync" "$clients")")
+		f=$(fmt2 "$(M blks_per_call b hot_fbf "$sync" "$clients")")
 		printf '%-26s %12s %12s %12s\n' "hot key, $clients cl, sync $sync" "$p" "$f" "$(diffr "$f" "$p")"
 	done
 done
+
+# b as a figure, with gnuplot if it is there: median tps by clients
+PNG=${CSV%.csv}_hot_key.png
+if command -v gnuplot >/dev/null; then
+	for sync in off on; do
+		for w in hot_plain hot_fbf; do
+			awk -F, -v w="$w" -v y="$sync" '$1 == "b" && $2 == w && $3 == y && $5 == "median" { print $4, $8 }' "$CSV" |
+				sort -n >"$work/${w}_$sync.dat"
+		done
+	done
+	gnuplot <<GP
+set terminal pngcairo size 900,450 font "sans,10" noenhanced
+set output "$PNG"
+set title "one hot key: idempotent_increment against a plain UPDATE\n(pgbench -M prepared, fsync on, ${SECS} s per run, median of $ROUNDS)"
+set grid
+set key outside right
+set xlabel "clients"
+set xtics 1
+set yrange [0:*]
+set ylabel "transactions per second"
+plot for [s in "off on"] for [w in "hot_plain hot_fbf"] "$work/".w."_".s.".dat" using 1:2 with linespoints title w.", sync ".s
+GP
+fi
 echo
-echo "every run: $CSV"
+echo "every run: $CSV$([ -f "$PNG" ] && echo "; hot key figure: $PNG")"
