@@ -1,170 +1,447 @@
 #!/usr/bin/env bash
-# test/bench/counter_bench.sh: idempotent_increment against a plain UPDATE
-# and against the exact op-id table, with pgbench, in one run.
+# test/bench/counter_bench.sh: the hot path of idempotent_increment against
+# its baselines, every ratio from one run of this script.
 #
-#   bash test/bench/counter_bench.sh [seconds-per-run] [csv-file]
+#   bash test/bench/counter_bench.sh [seconds-per-run [csv-file [rounds [steady-seconds]]]]
 #
-# Starts a scratch cluster (fbf preloaded), builds three tables of the same
-# layout (key text, shard int, value bigint, primary key (key, shard)),
-# 1,000 keys, and runs pgbench with 2 clients for each workload, with
-# synchronous_commit off and on:
-#   plain  UPDATE t SET value = value + 1 WHERE key = $k AND shard = 0
-#   fbf    SELECT idempotent_increment('t', $k, client, seq, 1)
-#   exact  INSERT INTO ops (client, seq) ... ON CONFLICT DO NOTHING, then
-#          the UPDATE if the insert happened (one statement)
-# plus one hot key (plain vs fbf), and the bytes each approach keeps per
-# remembered operation.  Prints a table; writes CSV.  Not part of the tests.
+#   defaults: 8 s per run, docs/bench_counters.csv, 3 rounds, 60 s steady
+#   state: about 10 minutes on a 2-vCPU machine.  Environment: CLIENTS (2),
+#   HOT_CLIENTS ("1 2 4"), STEADY_ROUNDS (1), TAIL_S (30), OPS_AT_INDEX (1).
+#   A short check of the script itself: counter_bench.sh 2 /tmp/c.csv 1 12
+#
+# Starts a scratch cluster (fsync = on, shared_preload_libraries = 'fbf,
+# pg_stat_statements'), pgbench with prepared statements (-M prepared), the
+# same clients and settings for both sides of every ratio:
+#
+#  a. 1,000 keys, CLIENTS clients, synchronous_commit off and on:
+#       plain  UPDATE plain SET value = value + 1 WHERE key = $k AND shard = 0
+#       fbf    SELECT idempotent_increment('idem', $k, client, random seq, 1)
+#     fbf / plain tps.
+#  b. one hot key (hot_plain, hot_fbf) at each of HOT_CLIENTS clients, both
+#     synchronous_commit settings: fbf / plain tps (a scaling figure:
+#     <csv-file without .csv>_hot_key.png, drawn if gnuplot is installed).
+#  c. steady state, synchronous_commit off, steady-seconds (>= 60 for the
+#     issue's figure) per side, fresh tables, retention 20 s:
+#       fbf    as in a
+#       exact  INSERT INTO ops (client_id, seq, at = now()) ... ON CONFLICT
+#              DO NOTHING, and the UPDATE of the key if the insert happened
+#              (one statement; workloads/exact.sql), while a pruning job
+#              beside the clients runs psql "DELETE FROM ops WHERE at <
+#              now() - '20 s'" every second (autovacuum as by default; ops
+#              has an index on at unless OPS_AT_INDEX=0)
+#     tps over the whole run and over its last TAIL_S seconds (from pgbench
+#     -P 5 progress lines: pgbench prints none for the last interval, so the
+#     tail's transactions are the total less those of the intervals before
+#     it), fbf / exact, and the op table's size at the end.
+#  d. for every run, WAL bytes per transaction: pg_wal_lsn_diff of
+#     pg_current_wal_insert_lsn() after and before the run (everything the
+#     cluster wrote meanwhile: fbf's worker, autovacuum, the pruning job) /
+#     pgbench's transactions; fbf / plain.  (The insert position, not
+#     pg_current_wal_lsn(), which is the write position and lags by up to
+#     wal_writer_delay with synchronous_commit off.)  The pg_waldump --stats
+#     breakdown by resource manager of the last fbf run of a, sync off.
+#  e. for every run, shared buffers accessed per statement, from
+#     pg_stat_statements (reset before each run; track = top, so the
+#     increment's own UPDATE through SPI counts in its statement):
+#     (shared_blks_hit + shared_blks_read) / calls; fbf - plain.
+#  f. for every counter run, false dismissals: the applied and dismissed
+#     deltas of fbf_counter_stats (the operations are unique, random 63-bit
+#     seq, so every dismissal is a false one).
+#
+# Rounds are interleaved (every run of a and b in each round, plain before
+# fbf), a CHECKPOINT precedes every run, and the tables report medians over
+# the rounds.  The targets printed beside the figures (PASS/MISS) are the
+# issue's; a MISS never fails the script.  The CSV has one row per run and
+# one per median (round = median).  Not part of the tests.
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
 cd "$FBF_ROOT"
 
-SECS=${1:-20}
+SECS=${1:-8}
 CSV=${2:-docs/bench_counters.csv}
-CLIENTS=2
+ROUNDS=${3:-3}
+STEADY_SECS=${4:-60}
+CLIENTS=${CLIENTS:-2}
+HOT_CLIENTS=${HOT_CLIENTS:-"1 2 4"}
+STEADY_ROUNDS=${STEADY_ROUNDS:-1}
+TAIL_S=${TAIL_S:-30}
+OPS_AT_INDEX=${OPS_AT_INDEX:-1}
 RETENTION_S=20
+# the issue's targets
+T_RATIO=0.90 # fbf / plain tps, 1,000 keys, both sync modes
+T_HOT=1.0    # fbf / plain tps, one hot key
+T_EXACT=1.5  # fbf / exact tps, steady state
+T_WAL=1.25   # fbf / plain WAL bytes per transaction
+T_BLKS=3     # fbf - plain buffers per statement
 
-trap 'fbf_cluster_stop' EXIT
+# the tail is the last TAIL_S seconds, at most half a (short) run, from
+# the end of a 5 s progress interval (TAIL_LEN seconds)
+if [ $((TAIL_S * 2)) -gt "$STEADY_SECS" ]; then
+	TAIL_S=$((STEADY_SECS / 2 / 5 * 5))
+	[ "$TAIL_S" -ge 5 ] || TAIL_S=5
+fi
+TAIL_CUT=$(((STEADY_SECS - TAIL_S) / 5 * 5))
+TAIL_LEN=$((STEADY_SECS - TAIL_CUT))
+
+work=$(mktemp -d /tmp/fbf-bench.XXXXXX)
+PRUNER=""
+cleanup() {
+	if [ -n "$PRUNER" ]; then
+		touch "$work/prune.stop"
+		wait "$PRUNER" 2>/dev/null || true
+	fi
+	fbf_cluster_stop
+	rm -rf "$work"
+}
+trap cleanup EXIT
 fbf_install_deps
 fbf_build_install
 # durable settings, as in production: every commit of a synchronous run
-# waits for its WAL flush
+# waits for its WAL flush; no checkpoint during a run
 fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
-	"checkpoint_timeout = '30min'" "fbf.naptime = '1s'"
+	"checkpoint_timeout = '30min'" "fbf.naptime = '1s'" \
+	"shared_preload_libraries = 'fbf,pg_stat_statements'" "pg_stat_statements.track = top"
 
-work=$(mktemp -d /tmp/fbf-bench.XXXXXX)
 PGBENCH="$PG_BINDIR/pgbench"
 psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-
-setup_tables() {
-	local rate=$1
-	psqlq <<SQL
-DROP TABLE IF EXISTS plain, exact, ops, idem, hot_plain, hot_idem;
-DROP EXTENSION IF EXISTS fbf CASCADE;
-CREATE EXTENSION fbf;
-CREATE TABLE plain (key text, shard int, value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard));
-CREATE TABLE exact (LIKE plain INCLUDING ALL);
-CREATE TABLE ops (client_id bigint, seq bigint, PRIMARY KEY (client_id, seq));
-INSERT INTO plain SELECT g::text, 0, 0 FROM generate_series(1, 1000) g;
-INSERT INTO exact SELECT * FROM plain;
-SELECT fbf_create_counter_table('idem', retention => '${RETENTION_S} s',
-	target_fpp => 0.001, expected_rate => $rate, shards => 16);
-INSERT INTO idem SELECT g::text, s, 0 FROM generate_series(1, 1000) g, generate_series(0, 15) s;
-CREATE TABLE hot_plain (LIKE plain INCLUDING ALL);
-INSERT INTO hot_plain VALUES ('hot', 0, 0);
-SELECT fbf_create_counter_table('hot_idem', retention => '${RETENTION_S} s',
-	target_fpp => 0.001, expected_rate => $rate, shards => 16);
-VACUUM ANALYZE;
-SQL
-}
+sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 # the pgbench scripts, shared with counter_scaling.sh
 cp "$FBF_ROOT"/test/bench/workloads/*.sql "$work/"
 
-# tps of one pgbench run (prepared statements, CLIENTS clients); leaves
-# the run's transaction count in $work/$script.xacts
-run() {
-	local script=$1 sync=$2 secs=${3:-$SECS}
-	PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
-		-T "$secs" -f "$work/$script.sql" >"$work/$script.out" 2>"$work/$script.err"
-	sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/$script.out" >"$work/$script.xacts"
-	sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/$script.out"
+# 1,000 keys in plain, exact (the same layout) and idem (16 shard rows
+# each); one hot key; the op table (client_id, seq, at)
+setup_tables() {
+	local rate=$1
+	psqlq <<SQL
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS plain, exact, ops, idem, hot_plain, hot_idem;
+CREATE EXTENSION IF NOT EXISTS fbf;
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+CREATE TABLE plain (key text, shard int, value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard));
+CREATE TABLE exact (LIKE plain INCLUDING ALL);
+INSERT INTO plain SELECT g::text, 0, 0 FROM generate_series(1, 1000) g;
+INSERT INTO exact SELECT * FROM plain;
+CREATE TABLE ops (client_id bigint, seq bigint, at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (client_id, seq));
+SELECT fbf_create_counter_table('idem', retention => '${RETENTION_S} s',
+	target_fpp => 0.001, expected_rate => $rate, shards => 16) \gset
+INSERT INTO idem SELECT g::text, s, 0 FROM generate_series(1, 1000) g, generate_series(0, 15) s;
+CREATE TABLE hot_plain (LIKE plain INCLUDING ALL);
+INSERT INTO hot_plain VALUES ('hot', 0, 0);
+SELECT fbf_create_counter_table('hot_idem', retention => '${RETENTION_S} s',
+	target_fpp => 0.001, expected_rate => $rate, shards => 16) \gset
+VACUUM ANALYZE plain, exact, idem, hot_plain, hot_idem;
+SQL
+	if [ "$OPS_AT_INDEX" = 1 ]; then
+		psqlq -c "CREATE INDEX ops_at ON ops (at)"
+	fi
 }
 
-# WAL written between two LSNs, from pg_waldump --stats: "records bytes fpi_bytes"
-wal_between() {
-	"$PG_BINDIR/pg_waldump" -p "$FBF_SCRATCH/data/pg_wal" -s "$1" -e "$2" --stats 2>/dev/null |
-		sed -n 's/\[[^]]*\]//g; s/^Total *//p' | awk '{ print $1, $2, $3 }'
-}
-lsn() { psql -X -At -c "SELECT pg_current_wal_insert_lsn()"; }
+lsn() { sql "SELECT pg_current_wal_insert_lsn()"; }
+counter_counts() { psql -X -At -F ' ' -c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass"; }
 
-# size the filter for the load it will see: calibrate with the plain update
+# the pruning job of the exact op table: a DELETE every second
+prune_start() {
+	rm -f "$work/prune.stop"
+	(
+		while [ ! -e "$work/prune.stop" ]; do
+			PGOPTIONS="-c synchronous_commit=$1" psql -X -c \
+				"DELETE FROM ops WHERE at < now() - interval '$RETENTION_S s'" || true
+			sleep 1
+		done
+	) >"$work/prune.log" 2>&1 &
+	PRUNER=$!
+}
+prune_stop() {
+	touch "$work/prune.stop"
+	wait "$PRUNER" || true
+	PRUNER=""
+}
+
+echo "section,workload,synchronous_commit,clients,round,seconds,xacts,tps,tail_tps,wal_bytes_per_xact,blks_per_call,calls,applied,dismissed,false_dismissal_pct" >"$CSV"
+
+# run_one SECTION WORKLOAD SYNC CLIENTS SECS ROUND [pgbench options]:
+# one pgbench run, measured; appends its CSV row.
+run_one() {
+	local section=$1 w=$2 sync=$3 clients=$4 secs=$5 round=$6
+	shift 6
+	local counter="" pattern
+	case $w in
+	plain) pattern='^UPDATE plain ' ;;
+	hot_plain) pattern='^UPDATE hot_plain ' ;;
+	fbf) pattern='^SELECT idempotent_increment' counter=idem ;;
+	hot_fbf) pattern='^SELECT idempotent_increment' counter=hot_idem ;;
+	exact) pattern='INSERT INTO ops' ;;
+	esac
+	fbf_log "$section: $w, $clients clients, synchronous_commit = $sync, round $round"
+	psqlq -c "CHECKPOINT"
+	sql "SELECT pg_stat_statements_reset()" >/dev/null
+	local a0=0 d0=0 a1=0 d1=0
+	[ -z "$counter" ] || read -r a0 d0 <<<"$(counter_counts "$counter")"
+	local start end
+	start=$(lsn)
+	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" \
+		-T "$secs" "$@" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
+		cat "$work/run.out" "$work/run.err" >&2
+		return 1
+	fi
+	end=$(lsn)
+	[ -z "$counter" ] || read -r a1 d1 <<<"$(counter_counts "$counter")"
+	local xacts tps tail="" wal blks calls
+	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
+	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
+	if grep -q '^progress:' "$work/run.err"; then
+		# "progress: 35.0 s, 23456.7 tps, lat ...", every 5 s but for the
+		# last interval, which pgbench never prints: the transactions of
+		# the last TAIL_S seconds are all of them less those of the
+		# intervals before
+		tail=$(awk -v secs="$secs" -v cut="$TAIL_CUT" -v n="$xacts" '
+			$1 == "progress:" && $2 + 0 <= cut { before += 5 * $4 }
+			END { printf "%.1f", (n - before) / (secs - cut) }' "$work/run.err")
+		awk -v secs="$secs" -v n="$xacts" '$1 == "progress:" { t = $2 + 0; printf " %.0f", $4; done += 5 * $4 }
+			END { if (secs > t) printf " %.0f", (n - done) / (secs - t) }' "$work/run.err" >"$work/progress_${w}_$round"
+	fi
+	wal=$(sql "SELECT round(pg_wal_lsn_diff('$end', '$start') / $xacts, 1)")
+	read -r blks calls <<<"$(psql -X -At -F ' ' -c "SELECT round(sum(shared_blks_hit + shared_blks_read)::numeric
+		/ greatest(sum(calls), 1), 2), sum(calls) FROM pg_stat_statements WHERE query ~ '$pattern'")"
+	local applied="" dismissed="" pct=""
+	if [ -n "$counter" ]; then
+		applied=$((a1 - a0))
+		dismissed=$((d1 - d0))
+		pct=$(awk -v a="$applied" -v d="$dismissed" 'BEGIN { printf "%.4f", a + d ? 100 * d / (a + d) : 0 }')
+	fi
+	if [ "$section" = a ] && [ "$w" = fbf ] && [ "$sync" = off ]; then
+		# the breakdown by resource manager; pg_waldump reads what is flushed
+		while [ "$(sql "SELECT pg_current_wal_flush_lsn() >= '$end'")" != t ]; do sleep 0.1; done
+		"$PG_BINDIR/pg_waldump" -p "$FBF_SCRATCH/data/pg_wal" -s "$start" -e "$end" --stats \
+			>"$work/waldump_fbf" 2>&1 || true
+	fi
+	echo "$section,$w,$sync,$clients,$round,$secs,$xacts,$tps,$tail,$wal,$blks,$calls,$applied,$dismissed,$pct" >>"$CSV"
+}
+
+# the median of a column over a group's rounds (empty if none)
+median() {
+	local col=$1 section=$2 w=$3 sync=$4 clients=$5
+	awk -F, -v c="$col" -v s="$section" -v w="$w" -v y="$sync" -v n="$clients" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+		$1 == s && $2 == w && $3 == y && $4 == n && $5 != "median" && $k != "" { print $k }' "$CSV" |
+		sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+# the sum of a column over a group's rounds
+total() {
+	local col=$1 section=$2 w=$3 sync=$4 clients=$5
+	awk -F, -v c="$col" -v s="$section" -v w="$w" -v y="$sync" -v n="$clients" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+		$1 == s && $2 == w && $3 == y && $4 == n && $5 != "median" { t += $k } END { print t + 0 }' "$CSV"
+}
+# "dismissed of attempted (rate%)" over a group's rounds
+dismissals() {
+	local a d
+	a=$(total applied "$@")
+	d=$(total dismissed "$@")
+	awk -v a="$a" -v d="$d" 'BEGIN { printf "%d of %d (%.4f%%)", d, a + d, a + d ? 100 * d / (a + d) : 0 }'
+}
+# a / b with two decimals, "-" if either is missing
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+diffr() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-") print "-"; else printf "%.2f", a - b }'; }
+# PASS/MISS of "value OP target"; OP is >= or <=
+verdict() {
+	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { if (v == "-" || v == "") print "-";
+		else if ((op == ">=" && v + 0 >= t + 0) || (op == "<=" && v + 0 <= t + 0)) print "PASS"; else print "MISS" }'
+}
+fmt0() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.0f", v }'; }
+fmt1() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v }'; }
+fmt2() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.2f", v }'; }
+
+# size the filters for the load they will see: calibrate with the plain update
 fbf_log "calibrating"
 setup_tables 1000
-rate=$(run plain off 5)
+PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" -T 5 \
+	-f "$work/plain.sql" >"$work/calib.out" 2>&1
+rate=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/calib.out")
 rate=$(awk -v r="$rate" 'BEGIN { printf "%.0f", r * 1.2 }')
 fbf_log "expected rate for the filters: $rate/s"
+setup_tables "$rate"
 
-echo "workload,synchronous_commit,clients,seconds,tps,wal_record_bytes_per_xact,wal_fpi_bytes_per_xact" >"$CSV"
-declare -A TPS WAL FPI DISMISSED
-
-# "dismissed of attempted (rate)" for a counter: the workloads send unique
-# operations (random 63-bit seq), so every dismissal is a false one
-dismissed() {
-	psql -X -At -c "SELECT dismissed || ' of ' || (applied + dismissed) || ' (' ||
-		round(100.0 * dismissed / greatest(applied + dismissed, 1), 4) || '%)'
-		FROM fbf_counter_stats WHERE counter = '$1'::regclass"
-}
-for sync in off on; do
-	# fresh tables per mode, so each filter starts at its planned shape
-	setup_tables "$rate"
-	for w in plain fbf exact; do
-		fbf_log "$w, synchronous_commit = $sync"
-		psqlq -c "CHECKPOINT"
-		start=$(lsn)
-		TPS[$w,$sync]=$(run "$w" "$sync")
-		end=$(lsn)
-		read -r nrec bytes fpi <<<"$(wal_between "$start" "$end")"
-		xacts=$(cat "$work/$w.xacts")
-		WAL[$w,$sync]=$(awk -v b="$bytes" -v x="$xacts" 'BEGIN { printf "%.1f", b / x }')
-		FPI[$w,$sync]=$(awk -v b="$fpi" -v x="$xacts" 'BEGIN { printf "%.1f", b / x }')
-		echo "$w,$sync,$CLIENTS,$SECS,${TPS[$w,$sync]},${WAL[$w,$sync]},${FPI[$w,$sync]}" >>"$CSV"
-		if [ "$w" = fbf ]; then
-			psql -X -At -F ' ' -c "SELECT bytes, filters, live_filters, period, nbits, partitions, estimated_fpp
-				FROM fbf_counter_stats WHERE counter = 'idem'::regclass" >"$work/shape_$sync"
-			DISMISSED[$w,$sync]=$(dismissed idem)
-		fi
-		if [ "$w" = exact ]; then
-			psql -X -At -c "SELECT round(pg_total_relation_size('ops')::numeric / count(*), 1) FROM ops" >"$work/ops_$sync"
-		fi
+# a and b: interleaved rounds
+for round in $(seq 1 "$ROUNDS"); do
+	for sync in off on; do
+		for w in plain fbf; do
+			run_one a "$w" "$sync" "$CLIENTS" "$SECS" "$round"
+		done
+	done
+	for clients in $HOT_CLIENTS; do
+		for sync in off on; do
+			for w in hot_plain hot_fbf; do
+				run_one b "$w" "$sync" "$clients" "$SECS" "$round"
+			done
+		done
 	done
 done
-for sync in off on; do
+psql -X -At -F ' ' -c "SELECT filters, live_filters, period, nbits, partitions, estimated_fpp, bytes
+	FROM fbf_counter_stats WHERE counter = 'idem'::regclass" >"$work/shape_a"
+
+# c: steady state, fresh tables for each side
+for round in $(seq 1 "$STEADY_ROUNDS"); do
 	setup_tables "$rate"
-	for w in hot_plain hot_fbf; do
-		fbf_log "$w, synchronous_commit = $sync"
-		psqlq -c "CHECKPOINT"
-		TPS[$w,$sync]=$(run "$w" "$sync")
-		echo "$w,$sync,$CLIENTS,$SECS,${TPS[$w,$sync]}" >>"$CSV"
-		[ "$w" = hot_fbf ] && DISMISSED[$w,$sync]=$(dismissed hot_idem)
+	run_one c fbf off "$CLIENTS" "$STEADY_SECS" "$round" -P 5
+	psql -X -At -F ' ' -c "SELECT bytes, pg_relation_size('idem_fbf'), filters, live_filters, period, nbits,
+		estimated_fpp FROM fbf_counter_stats WHERE counter = 'idem'::regclass" >"$work/shape_c_$round"
+	setup_tables "$rate"
+	prune_start off
+	run_one c exact off "$CLIENTS" "$STEADY_SECS" "$round" -P 5
+	prune_stop
+	psql -X -At -F ' ' -c "SELECT pg_total_relation_size('ops'), pg_relation_size('ops'),
+		pg_indexes_size('ops'), count(*) FROM ops" >"$work/ops_$round"
+	awk '/^DELETE/ { n++; rows += $2 } END { printf "%d %d\n", n, rows }' "$work/prune.log" >"$work/prune_$round"
+done
+
+# medians, appended to the CSV
+for g in $(awk -F, 'NR > 1 && $5 != "median" { print $1 "," $2 "," $3 "," $4 }' "$CSV" | sort -u); do
+	IFS=, read -r s w y n <<<"$g"
+	row="$s,$w,$y,$n,median,$(median seconds "$s" "$w" "$y" "$n"),$(median xacts "$s" "$w" "$y" "$n")"
+	for col in tps tail_tps wal_bytes_per_xact blks_per_call calls; do
+		row="$row,$(median "$col" "$s" "$w" "$y" "$n")"
+	done
+	a=$(total applied "$s" "$w" "$y" "$n")
+	d=$(total dismissed "$s" "$w" "$y" "$n")
+	if [ "$w" = fbf ] || [ "$w" = hot_fbf ]; then
+		row="$row,$a,$d,$(awk -v a="$a" -v d="$d" 'BEGIN { printf "%.4f", a + d ? 100 * d / (a + d) : 0 }')"
+	else
+		row="$row,,,"
+	fi
+	echo "$row" >>"$CSV"
+done
+
+M() { median "$@"; }
+echo
+echo "== a. 1,000 keys, $CLIENTS clients, ${SECS} s per run, median of $ROUNDS rounds (pgbench -M prepared, fsync on)"
+printf '%-34s %14s %14s   %s\n' "" "sync off" "sync on" "target"
+for w in plain fbf; do
+	printf '%-34s %14s %14s\n' "$w tps" "$(fmt0 "$(M tps a $w off "$CLIENTS")")" "$(fmt0 "$(M tps a $w on "$CLIENTS")")"
+done
+r_off=$(ratio "$(M tps a fbf off "$CLIENTS")" "$(M tps a plain off "$CLIENTS")")
+r_on=$(ratio "$(M tps a fbf on "$CLIENTS")" "$(M tps a plain on "$CLIENTS")")
+printf '%-34s %14s %14s   >= %s: %s / %s\n' "fbf / plain" "$r_off" "$r_on" "$T_RATIO" \
+	"$(verdict "$r_off" ">=" "$T_RATIO")" "$(verdict "$r_on" ">=" "$T_RATIO")"
+echo "fbf false dismissals (unique operations): sync off $(dismissals a fbf off "$CLIENTS"), sync on $(dismissals a fbf on "$CLIENTS")"
+for sync in off on; do
+	printf 'runs, sync %s, tps plain / fbf:' "$sync"
+	for round in $(seq 1 "$ROUNDS"); do
+		printf ' %s / %s' \
+			"$(awk -F, -v r="$round" -v y="$sync" '$1 == "a" && $2 == "plain" && $3 == y && $5 == r { printf "%.0f", $8 }' "$CSV")" \
+			"$(awk -F, -v r="$round" -v y="$sync" '$1 == "a" && $2 == "fbf" && $3 == y && $5 == r { printf "%.0f", $8 }' "$CSV")"
+	done
+	echo
+done
+echo "filter after the rounds (filters, live, period, bits per filter, partitions, estimated FPP, bytes): $(cat "$work/shape_a")"
+
+echo
+echo "== b. one hot key, ${SECS} s per run, median of $ROUNDS rounds"
+printf '%-8s %-6s %12s %12s %12s %8s   %s\n' clients sync "plain tps" "fbf tps" "fbf / plain" target "fbf false dismissals"
+for clients in $HOT_CLIENTS; do
+	for sync in off on; do
+		r=$(ratio "$(M tps b hot_fbf "$sync" "$clients")" "$(M tps b hot_plain "$sync" "$clients")")
+		printf '%-8s %-6s %12s %12s %12s %8s   %s\n' "$clients" "$sync" \
+			"$(fmt0 "$(M tps b hot_plain "$sync" "$clients")")" "$(fmt0 "$(M tps b hot_fbf "$sync" "$clients")")" \
+			"$r" "$(verdict "$r" ">=" "$T_HOT")" "$(dismissals b hot_fbf "$sync" "$clients")"
 	done
 done
 
-# memory per remembered operation.  The filter remembers the last
-# RETENTION_S seconds of operations; the op-id table every one it got.
-fbf_log "measuring bytes per remembered operation"
-filter_rate=${TPS[fbf,off]}
-read -r filter_bytes shape <"$work/shape_off"
-remembered=$(awk -v r="$filter_rate" -v s="$RETENTION_S" 'BEGIN { print r * s }')
-ops_bytes_per_op=$(cat "$work/ops_off")
-filter_bytes_per_op=$(awk -v b="$filter_bytes" -v n="$remembered" 'BEGIN { printf "%.1f", b / n }')
-echo "$shape" >"$work/shape"
-echo "bytes_per_op,fbf_filter,$filter_bytes_per_op" >>"$CSV"
-echo "bytes_per_op,exact_ops_table,$ops_bytes_per_op" >>"$CSV"
+echo
+echo "== c. steady state: ${STEADY_SECS} s per side, retention ${RETENTION_S} s, synchronous_commit off, $CLIENTS clients, median of $STEADY_ROUNDS"
+echo "   (exact: pruning DELETE every second beside the clients; ops index on at: $([ "$OPS_AT_INDEX" = 1 ] && echo yes || echo no))"
+printf '%-34s %14s %14s %12s   %s\n' "" "fbf" "exact" "fbf / exact" "target"
+for col in tps tail_tps; do
+	label="tps, whole run"
+	[ "$col" = tail_tps ] && label="tps, last ${TAIL_LEN} s"
+	f=$(M "$col" c fbf off "$CLIENTS")
+	e=$(M "$col" c exact off "$CLIENTS")
+	r=$(ratio "$f" "$e")
+	printf '%-34s %14s %14s %12s   >= %s: %s\n' "$label" "$(fmt0 "$f")" "$(fmt0 "$e")" "$r" "$T_EXACT" "$(verdict "$r" ">=" "$T_EXACT")"
+done
+printf '%-34s %14s %14s %12s\n' "WAL bytes per transaction" "$(fmt1 "$(M wal_bytes_per_xact c fbf off "$CLIENTS")")" \
+	"$(fmt1 "$(M wal_bytes_per_xact c exact off "$CLIENTS")")" \
+	"$(ratio "$(M wal_bytes_per_xact c fbf off "$CLIENTS")" "$(M wal_bytes_per_xact c exact off "$CLIENTS")")"
+printf '%-34s %14s %14s\n' "buffers per statement" "$(fmt2 "$(M blks_per_call c fbf off "$CLIENTS")")" \
+	"$(fmt2 "$(M blks_per_call c exact off "$CLIENTS")")"
+echo "fbf false dismissals: $(dismissals c fbf off "$CLIENTS")"
+for round in $(seq 1 "$STEADY_ROUNDS"); do
+	read -r ops_total ops_heap ops_idx ops_rows <"$work/ops_$round"
+	read -r fbytes findex ffilters flive fperiod fnbits ffpp <"$work/shape_c_$round"
+	read -r nprune npruned <"$work/prune_$round"
+	ftps=$(awk -F, -v r="$round" '$1 == "c" && $2 == "fbf" && $5 == r { print $8 }' "$CSV")
+	echo "round $round: op table at the end: $ops_total bytes (heap $ops_heap, indexes $ops_idx), $ops_rows rows," \
+		"$(awk -v b="$ops_total" -v n="$ops_rows" 'BEGIN { printf "%.1f", n ? b / n : 0 }') bytes per row;" \
+		"pruning: $nprune DELETEs, $npruned rows"
+	echo "round $round: fbf filter at the end: $fbytes bytes (index $findex), $ffilters filters ($flive live), period $fperiod," \
+		"estimated FPP $ffpp; $(awk -v b="$fbytes" -v r="$ftps" -v s="$RETENTION_S" 'BEGIN { printf "%.1f", b / (r * s) }')" \
+		"bytes per remembered operation (${RETENTION_S} s at ${ftps}/s)"
+	for w in fbf exact; do
+		[ -f "$work/progress_${w}_$round" ] || continue
+		echo "round $round: $w tps by 5 s:$(cat "$work/progress_${w}_$round")"
+	done
+done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo
-echo "pgbench, $CLIENTS clients, ${SECS}s per run, 1,000 keys, prepared statements"
-printf '%-22s %12s %12s\n' "" "sync off" "sync on"
-for w in plain fbf exact; do
-	printf '%-22s %12s %12s\n' "$w tps" "${TPS[$w,off]}" "${TPS[$w,on]}"
-done
-printf '%-22s %12s %12s\n' "fbf / plain" "$(ratio "${TPS[fbf,off]}" "${TPS[plain,off]}")" "$(ratio "${TPS[fbf,on]}" "${TPS[plain,on]}")"
-printf '%-22s %12s %12s\n' "fbf / exact" "$(ratio "${TPS[fbf,off]}" "${TPS[exact,off]}")" "$(ratio "${TPS[fbf,on]}" "${TPS[exact,on]}")"
-echo "fbf false dismissals (unique operations): sync off ${DISMISSED[fbf,off]}, sync on ${DISMISSED[fbf,on]}"
-echo
-echo "WAL per transaction, bytes of records (+ bytes of full-page images), from pg_waldump --stats"
+echo "== d. WAL bytes per transaction (LSN difference over the run, all of the cluster's WAL / transactions), medians"
+printf '%-26s %12s %12s %12s %10s   %s\n' "" "plain" "fbf" "fbf / plain" "target" ""
 for sync in off on; do
-	printf '%-10s plain %s (+%s)   fbf %s (+%s)   exact %s (+%s)   fbf / plain %s (records)\n' "sync $sync" \
-		"${WAL[plain,$sync]}" "${FPI[plain,$sync]}" "${WAL[fbf,$sync]}" "${FPI[fbf,$sync]}" \
-		"${WAL[exact,$sync]}" "${FPI[exact,$sync]}" "$(ratio "${WAL[fbf,$sync]}" "${WAL[plain,$sync]}")"
+	p=$(fmt1 "$(M wal_bytes_per_xact a plain "$sync" "$CLIENTS")")
+	f=$(fmt1 "$(M wal_bytes_per_xact a fbf "$sync" "$CLIENTS")")
+	r=$(ratio "$f" "$p")
+	printf '%-26s %12s %12s %12s %10s   %s\n' "1,000 keys, sync $sync" "$p" "$f" "$r" "<= $T_WAL" "$(verdict "$r" "<=" "$T_WAL")"
 done
+for clients in $HOT_CLIENTS; do
+	for sync in off on; do
+		p=$(fmt1 "$(M wal_bytes_per_xact b hot_plain "$sync" "$clients")")
+		f=$(fmt1 "$(M wal_bytes_per_xact b hot_fbf "$sync" "$clients")")
+		printf '%-26s %12s %12s %12s\n' "hot key, $clients cl, sync $sync" "$p" "$f" "$(ratio "$f" "$p")"
+	done
+done
+echo "pg_waldump --stats of the last fbf run (1,000 keys, sync off; custom170 is fbf's own resource manager):"
+sed 's/^/    /' "$work/waldump_fbf"
+
 echo
+echo "== e. shared buffers (hit + read) per statement, pg_stat_statements, medians"
+printf '%-26s %12s %12s %12s %10s   %s\n' "" "plain" "fbf" "fbf - plain" "target" ""
 for sync in off on; do
-	echo "one hot key, sync $sync: plain ${TPS[hot_plain,$sync]} tps, fbf ${TPS[hot_fbf,$sync]} tps, fbf / plain $(ratio "${TPS[hot_fbf,$sync]}" "${TPS[hot_plain,$sync]}"), false dismissals ${DISMISSED[hot_fbf,$sync]}"
+	p=$(fmt2 "$(M blks_per_call a plain "$sync" "$CLIENTS")")
+	f=$(fmt2 "$(M blks_per_call a fbf "$sync" "$CLIENTS")")
+	dd=$(diffr "$f" "$p")
+	printf '%-26s %12s %12s %12s %10s   %s\n' "1,000 keys, sync $sync" "$p" "$f" "$dd" "<= $T_BLKS" "$(verdict "$dd" "<=" "$T_BLKS")"
 done
+for clients in $HOT_CLIENTS; do
+	for sync in off on; do
+		p=$(fmt2 "$(M blks_per_call b hot_plain "$sync" "$clients")")
+		f=$(fmt2 "$(M blks_per_call b hot_fbf "$sync" "$clients")")
+		printf '%-26s %12s %12s %12s\n' "hot key, $clients cl, sync $sync" "$p" "$f" "$(diffr "$f" "$p")"
+	done
+done
+
+# b as a figure, with gnuplot if it is there: median tps by clients
+PNG=${CSV%.csv}_hot_key.png
+if command -v gnuplot >/dev/null; then
+	for sync in off on; do
+		for w in hot_plain hot_fbf; do
+			awk -F, -v w="$w" -v y="$sync" '$1 == "b" && $2 == w && $3 == y && $5 == "median" { print $4, $8 }' "$CSV" |
+				sort -n >"$work/${w}_$sync.dat"
+		done
+	done
+	gnuplot <<GP
+set terminal pngcairo size 900,450 font "sans,10" noenhanced
+set output "$PNG"
+set title "one hot key: idempotent_increment against a plain UPDATE\n(pgbench -M prepared, fsync on, ${SECS} s per run, median of $ROUNDS)"
+set grid
+set key outside right
+set xlabel "clients"
+set xtics 1
+set yrange [0:*]
+set ylabel "transactions per second"
+plot for [s in "off on"] for [w in "hot_plain hot_fbf"] "$work/".w."_".s.".dat" using 1:2 with linespoints title w.", sync ".s
+GP
+fi
 echo
-echo "bytes per remembered operation (sync off run): fbf filter $filter_bytes_per_op (filter $filter_bytes bytes for ${RETENTION_S}s at ${filter_rate}/s), op-id table $ops_bytes_per_op; ratio $(ratio "$filter_bytes_per_op" "$ops_bytes_per_op")"
-echo "filter after the sync off run (filters, live, period, bits per filter, partitions, estimated FPP): $(cat "$work/shape_off")"
-echo "filter after the sync on run: $(cat "$work/shape_on")"
-rm -rf "$work"
+echo "every run: $CSV$([ -f "$PNG" ] && echo "; hot key figure: $PNG")"
