@@ -63,6 +63,7 @@ static relopt_enum_elt_def at_capacity_values[] = {
 };
 
 int			fbf_max_filter_size_kb = 64 * 1024;
+int			fbf_split_batch = 0;
 
 /* ----------------------------------------------------------------------
  * Options
@@ -78,6 +79,11 @@ FbfWindowInit(void)
 							"Creating a larger filter fails; AIMD never grows a filter past it.",
 							&fbf_max_filter_size_kb, 64 * 1024, 64, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("fbf.split_batch",
+							"Partitions one maintenance pass splits or merges before it returns (0: all).",
+							"A split or merge left unfinished is continued by the next pass; operations keep working meanwhile.",
+							&fbf_split_batch, 0, 0, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	FbfWindowXLogInit();
 
 	fbf_relopt_kind = add_reloption_kind();

@@ -24,6 +24,9 @@
 /* fbf.max_filter_size, in kB: the memory cap of one window (window_am.c) */
 extern int	fbf_max_filter_size_kb;
 
+/* fbf.split_batch: partitions a maintenance pass splits or merges, 0: all */
+extern int	fbf_split_batch;
+
 /* ---- page accessors ---- */
 
 static inline FbfWindowMetaPage

@@ -354,6 +354,13 @@ arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *distinct)
 	return Max(last / period, total / window);
 }
 
+/* partitions one pass may split or merge */
+static int
+split_batch(void)
+{
+	return fbf_split_batch > 0 ? fbf_split_batch : INT_MAX;
+}
+
 /*
  * One maintenance pass over a counter's filter, as the background worker
  * runs it every fbf.naptime: refresh if due, drain resolved operations,
@@ -377,8 +384,18 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	FbfWindowSyncOptions(index);
 	FbfWindowDrain(index);
 
-	/* a split under way (an earlier pass's, cut short) is finished first */
-	FbfWindowSplitStep(index, INT_MAX);
+	/* a split under way (an earlier pass's, cut short) is continued first */
+	FbfWindowSplitStep(index, split_batch());
+	FbfWindowReadMeta(index, &meta);
+	if (meta.split_start != InvalidBlockNumber)
+	{
+		d.action = FBF_AIMD_HOLD;
+		d.nfilters = meta.nfilters;
+		d.period = meta.period;
+		d.capped = false;
+		d.reason = "splitting";
+		return d;
+	}
 
 	FbfWindowReadMeta(index, &meta);
 	counts = palloc0(sizeof(uint64) * meta.nlive * FbfWindowViewParts(&meta));
@@ -391,7 +408,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 								  &capped_bits);
 	if (factor > 1 && FbfWindowSplitStart(index, factor, 0))
 	{
-		FbfWindowSplitStep(index, INT_MAX);
+		FbfWindowSplitStep(index, split_batch());
 		ereport(LOG,
 				(errmsg("fbf: grew \"%s\" from %u to %u partitions (estimated false-positive rate %.3g, target %.3g, %.0f operations per second)",
 						RelationGetRelationName(index), meta.nparts,
@@ -413,7 +430,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		FbfWindowMergeFactor(&meta, counts, rate, policy->decrease_at) > 1 &&
 		FbfWindowSplitStart(index, 0, 2))
 	{
-		FbfWindowSplitStep(index, INT_MAX);
+		FbfWindowSplitStep(index, split_batch());
 		ereport(LOG,
 				(errmsg("fbf: shrank \"%s\" from %u to %u partitions (estimated false-positive rate %.3g, target %.3g, %.0f operations per second)",
 						RelationGetRelationName(index), meta.nparts,
