@@ -467,6 +467,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 	Relation	heap;
 	Relation	index;
 	FbfOpResult result;
+	bool		overfull;
 
 	require_arg(fcinfo, 0, "counter");
 	if (keyed)
@@ -509,13 +510,17 @@ increment(FunctionCallInfo fcinfo, char tag)
 	if (VARSIZE_ANY_EXHDR(key) > 0)
 	{
 		legacy = operation_hash(fcinfo, tag, NULL, a_client, seq);
-		result = FbfWindowApply(index, &hash, &legacy);
+		result = FbfWindowApply(index, &hash, &legacy, &overfull);
 	}
 	else
-		result = FbfWindowApply(index, &hash, NULL);
+		result = FbfWindowApply(index, &hash, NULL, &overfull);
 	if (result == FBF_OP_APPLIED)
 		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards);
 	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED);
+
+	/* more operations than the filter's bits are for: grow it now */
+	if (overfull)
+		FbfCounterGrow(index);
 	FbfCounterClose(heap, index);
 
 	PG_RETURN_BOOL(result == FBF_OP_APPLIED);

@@ -40,6 +40,7 @@ typedef struct FbfCounterSchedule
 
 /* counter_maintain.c */
 extern void FbfCounterMaintainInit(void);
+extern void FbfCounterGrow(Relation index);
 extern FbfAimdDecision FbfCounterMaintain(Relation heap, Relation index,
 										  FbfCounterSchedule *schedule);
 

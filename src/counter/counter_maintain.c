@@ -62,6 +62,30 @@ FbfCounterMaintainInit(void)
  * how many microseconds its next refresh is due.  The caller holds
  * RowExclusiveLock on the table.
  */
+/* the AIMD settings as the window takes them */
+static void
+aimd_policy(FbfAimdPolicy *policy)
+{
+	policy->increase_at = fbf_aimd_increase_at;
+	policy->decrease_at = fbf_aimd_decrease_at;
+	policy->period_step = (int64) fbf_aimd_period_step_ms * 1000;
+	policy->period_min = (int64) fbf_period_min_ms * 1000;
+}
+
+/*
+ * Grow an open counter's filter now (FbfWindowGrow): an increment saw it
+ * fill faster than its bits are for.  The caller holds RowExclusiveLock
+ * on the table.
+ */
+void
+FbfCounterGrow(Relation index)
+{
+	FbfAimdPolicy policy;
+
+	aimd_policy(&policy);
+	FbfWindowGrow(index, &policy);
+}
+
 FbfAimdDecision
 FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
 {
@@ -69,11 +93,7 @@ FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
 	FbfAimdDecision d;
 	bool		busy;
 
-	policy.increase_at = fbf_aimd_increase_at;
-	policy.decrease_at = fbf_aimd_decrease_at;
-	policy.period_step = (int64) fbf_aimd_period_step_ms * 1000;
-	policy.period_min = (int64) fbf_period_min_ms * 1000;
-
+	aimd_policy(&policy);
 	d = FbfWindowMaintain(index, &policy);
 	busy = FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap),
 							  GetCurrentTimestamp());

@@ -170,6 +170,9 @@ typedef struct FbfWindowMetaPageData
 	uint32		split_factor;	/* each split partition becomes this many */
 	uint32		merge_factor;	/* or this many partitions become one */
 	uint32		base_nparts;	/* partitions planned */
+	uint32		overfull;		/* a future lane with more elements than
+								 * this on one page means the rate outgrew
+								 * the bits (FbfWindowSetOverfull) */
 	BlockNumber free_start;		/* a run of pages no partition uses, left */
 	uint32		free_len;		/* by a split or merge, for the next one */
 	int64		splits;			/* splits and merges so far */
@@ -360,7 +363,10 @@ extern TimestampTz FbfWindowWallTime(const FbfWindowMetaPageData *meta,
 
 /* ---- window_apply.c: one operation ---- */
 extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash,
-								  const FbfHash *legacy_hash);
+								  const FbfHash *legacy_hash, bool *overfull);
+
+/* ---- window_split.c: growth in bits, at once ---- */
+extern bool FbfWindowGrow(Relation index, const FbfAimdPolicy *policy);
 
 /* ---- window_pending.c ---- */
 extern int	FbfWindowDrain(Relation index);

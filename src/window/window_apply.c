@@ -33,18 +33,24 @@
  */
 static bool
 in_filters(Relation index, const FbfWindowMetaPageData *meta,
-		   const FbfHash *hash)
+		   const FbfHash *hash, bool *overfull)
 {
 	uint32		probes[FBF_MAX_HASHES];
 	Buffer		buf = FbfWindowReadPart(index, FbfWindowPartBlock(meta, hash),
 										BUFFER_LOCK_SHARE);
 	Page		page = BufferGetPage(buf);
+	uint64		current = FbfSliceCurrentLanes(page, meta);
 	uint64		lanes;
 
 	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
 	lanes = bloom_slice_test(FbfSlicePageGetWords(page), FBF_SLICE_WIDTH,
-							 probes, meta->nhashes) &
-		FbfSliceCurrentLanes(page, meta);
+							 probes, meta->nhashes) & current;
+
+	/* the future lane filling faster than its bits are for? */
+	if (overfull != NULL && ((current >> meta->ring[0]) & 1) != 0 &&
+		FbfSlicePageGetHeader(page)->count[meta->ring[0]] > meta->overfull &&
+		meta->split_start == InvalidBlockNumber)
+		*overfull = true;
 	UnlockReleaseBuffer(buf);
 	return lanes != 0 &&
 		fbf_check_mask(FbfSliceLogicalMask(meta, lanes), meta->nlive,
@@ -69,7 +75,7 @@ in_legacy(Relation index, const FbfWindowMetaPageData *meta, int64 now,
 	if (legacy_hash == NULL || !meta->legacy.keyless)
 		return false;
 	return FbfLegacyContains(index, meta, legacy_hash) ||
-		in_filters(index, meta, legacy_hash);
+		in_filters(index, meta, legacy_hash, NULL);
 }
 
 /*
@@ -100,14 +106,20 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * operation is also a duplicate if its filters hold that one.  The caller
  * holds RowExclusiveLock on the counter table.
  *
+ * *overfull is set when the operation's partition page shows the window
+ * filling faster than its bits are for: the caller should then grow it at
+ * once (FbfWindowGrow), before the filters saturate.
+ *
  * Pages read: the metapage, the operation's chain (one page unless
  * transactions leave many operations in flight) and its partition page.
  */
 FbfOpResult
-FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
+FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
+			   bool *overfull)
 {
 	bool		refresh_tried = false;
 
+	*overfull = false;
 	for (;;)
 	{
 		Buffer		metabuf;
@@ -220,7 +232,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash)
 
 		/* applied earlier and drained into the window? */
 		if (!duplicate)
-			duplicate = in_filters(index, &meta, hash);
+			duplicate = in_filters(index, &meta, hash, overfull);
 		if (duplicate)
 		{
 			FbfChainRelease(&chain);

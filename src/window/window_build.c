@@ -154,6 +154,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 		meta.born_at[i] = i == 0 ? now : FBF_BORN_LONG_AGO;
 	}
 	meta.part_start = 1 + meta.nchains;
+	FbfWindowSetOverfull(&meta);
 
 	FbfWindowInitPage(image.data, FBF_PAGE_ID_META);
 	FbfWindowSetMeta(image.data, &meta);

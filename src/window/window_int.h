@@ -195,6 +195,7 @@ extern uint32 FbfWindowMergeFactor(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts, double rate,
 								   double decrease_at);
 extern bool FbfWindowSplitStart(Relation index, uint32 split, uint32 merge);
+extern void FbfWindowSetOverfull(FbfWindowMetaPageData *meta);
 extern int	FbfWindowSplitStep(Relation index, int max_parts);
 
 /* ---- window_rebuild.c ---- */

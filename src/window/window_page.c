@@ -144,6 +144,7 @@ FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	/* a version 1 metapage is only ever replaced by its upgrade */
 	if (meta->version != FBF_STORAGE_VERSION)
 		elog(ERROR, "fbf: cannot write a metapage of storage version %u", meta->version);
+	FbfWindowSetOverfull(meta);
 	FbfWindowClockAnchor(index, meta, now);
 	state = FbfXLogStart(index);
 	page = FbfXLogRegisterBuffer(state, metabuf, 0);

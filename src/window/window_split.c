@@ -41,6 +41,7 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 
 #include "access/xloginsert.h"
@@ -367,4 +368,73 @@ FbfWindowSplitStep(Relation index, int max_parts)
 		CHECK_FOR_INTERRUPTS();
 	}
 	return done;
+}
+
+/*
+ * Set meta->overfull: the count of a future lane on one page past which
+ * the rate this period has already outgrown the bits, 1.25 times the
+ * per-period count at which the steady state reaches the target.  Every
+ * metapage write recomputes it (FbfWindowLogMeta).
+ */
+void
+FbfWindowSetOverfull(FbfWindowMetaPageData *meta)
+{
+	double		lo = 0;
+	double		hi = (double) meta->nbits;
+	int			i;
+
+	/* per-page per-period count x: rate = x * nparts / period */
+	for (i = 0; i < 40; i++)
+	{
+		double		mid = (lo + hi) / 2;
+
+		if (FbfWindowPredictFpp(meta, meta->nparts,
+								mid * meta->nparts / meta->period) < meta->target_fpp)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	meta->overfull = (uint32) Max(1.25 * lo, 1);
+}
+
+/*
+ * Grow the window now, from a backend that saw an overfull future lane
+ * (FbfWindowApply): the rate is measured on the future lanes filled since
+ * the future was born, and the partitions are split for it as the
+ * maintenance pass would, without waiting for the worker: by then the
+ * filters of this period would be saturated, and saturated filters
+ * dismiss every operation until they age out.  Returns whether it split.
+ */
+bool
+FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
+{
+	FbfWindowMetaPageData meta;
+	uint64		distinct[FBF_MAX_FILTERS];
+	uint64	   *counts;
+	double		rate;
+	int64		elapsed;
+	uint32		factor;
+	bool		capped;
+
+	FbfWindowReadMeta(index, &meta);
+	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
+		return false;
+	counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
+	FbfWindowBlockCounts(index, &meta, counts, distinct);
+	pfree(counts);
+
+	/* the future holds this period's operations so far */
+	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 10);
+	rate = (double) distinct[0] / elapsed;
+	if (rate <= 0)
+		return false;
+	factor = FbfWindowSplitFactor(&meta, 1.0, rate, policy->increase_at, &capped);
+	if (factor <= 1 || !FbfWindowSplitStart(index, factor, 0))
+		return false;
+	FbfWindowSplitStep(index, INT_MAX);
+	ereport(LOG,
+			(errmsg("fbf: grew \"%s\" from %u to %u partitions at once (%.0f operations per second this period)",
+					RelationGetRelationName(index), meta.nparts,
+					meta.nparts * factor, rate * USECS_PER_SEC)));
+	return true;
 }
