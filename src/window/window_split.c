@@ -53,7 +53,7 @@
 #include "window/window_int.h"
 
 /* a split aims this far under the increase threshold, for a rising rate */
-#define SPLIT_HEADROOM	0.25
+#define SPLIT_HEADROOM	0.1
 
 /* the largest split at once */
 #define SPLIT_MAX_FACTOR	64
@@ -424,7 +424,7 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	pfree(counts);
 
 	/* the future holds this period's operations so far */
-	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 10);
+	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 100);
 	rate = (double) distinct[0] / elapsed;
 	if (rate <= 0)
 		return false;

@@ -28,13 +28,14 @@ fbf.naptime = 100ms
 fbf.aimd_period_step = 100ms
 fbf.period_min = 100ms
 });
-# Sized for the load with a target so low that a false dismissal is
-# practically impossible over the test (each would make a retry look like a
-# loss).  Refreshes happen every second or so, and AIMD shrinks the
-# oversized filter while the clients run.
+# Sized so that a false dismissal is practically impossible over the test
+# (each would make a retry look like a loss): 6 filters of 8 million bits
+# and 20 hashes, each holding at most a few tens of thousands of
+# operations.  Refreshes happen every 6 s, and the resizer moves the ring
+# between 6 and 12 filters (within the 16 lanes of a partition page).
 $node->safe_psql('postgres', q{
-	SELECT fbf_create_counter_table('c', retention => '30 s', expected_rate => 20000,
-									target_fpp => 0.0000001)});
+	SELECT fbf_create_counter_table('c', retention => '30 s', nbits => 8000000,
+									nhashes => 20, npast => 4)});
 
 my $nclients = 3;
 my $ops_per_client = 100000;
@@ -86,8 +87,8 @@ for my $iter (1 .. $iterations)
 	# an administrator resizing the ring back and forth meanwhile
 	my $resize_script = "$tmp/resize_$iter.sql";
 	open my $rfh, '>', $resize_script or die "$resize_script: $!";
-	print $rfh "SELECT fbf_counter_resize('c', 24);\nSELECT pg_sleep(0.05);\n"
-	  . "SELECT fbf_counter_resize('c', 12);\nSELECT pg_sleep(0.05);\n"
+	print $rfh "SELECT fbf_counter_resize('c', 12);\nSELECT pg_sleep(0.05);\n"
+	  . "SELECT fbf_counter_resize('c', 6);\nSELECT pg_sleep(0.05);\n"
 	  for 1 .. 200;
 	close $rfh;
 	my $resizer = IPC::Run::start(
