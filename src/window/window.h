@@ -369,7 +369,7 @@ extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash,
 extern bool FbfWindowGrow(Relation index, const FbfAimdPolicy *policy);
 
 /* ---- window_pending.c ---- */
-extern int	FbfWindowDrain(Relation index);
+extern int	FbfWindowDrain(Relation index, bool may_defer);
 extern int64 FbfWindowPendingCount(Relation index,
 								   const FbfWindowMetaPageData *meta);
 

@@ -307,7 +307,7 @@ static IndexBulkDeleteResult *
 fbf_filter_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	if (!info->analyze_only)
-		FbfWindowDrain(info->index);
+		FbfWindowDrain(info->index, false);
 	if (stats == NULL)
 	{
 		stats = palloc0(sizeof(IndexBulkDeleteResult));

@@ -130,6 +130,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		FullTransactionId fxid;
 		FullTransactionId floor;
 		bool		duplicate = false;
+		bool		lane_full = false;
 		Buffer		room = InvalidBuffer;
 		FbfPendingEntry entry;
 		FbfPendingEntry *entries;
@@ -175,7 +176,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		if (FullTransactionIdIsValid(floor) &&
 			U64FromFullTransactionId(ReadNextFullTransactionId()) -
 			U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
-			FbfChainDrain(index, &meta, &chain);
+			FbfChainDrain(index, &meta, &chain, false);
 
 		/* in flight, or applied recently and not yet drained? */
 		for (c = 0; c < chain.n && !duplicate && !FullTransactionIdIsValid(wait_for); c++)
@@ -232,7 +233,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 
 		/* applied earlier and drained into the window? */
 		if (!duplicate)
-			duplicate = in_filters(index, &meta, hash, overfull);
+			duplicate = in_filters(index, &meta, hash, &lane_full);
 		if (duplicate)
 		{
 			FbfChainRelease(&chain);
@@ -244,7 +245,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		 * New: record it as in flight.  If the chain is full, drain what has
 		 * been decided; if that frees nothing, add an overflow page.
 		 */
-		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain) > 0)
+		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain, true) > 0)
 		{
 			for (c = 0; c < chain.n && !BufferIsValid(room); c++)
 			{
@@ -296,6 +297,8 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 
 		FbfChainRelease(&chain);
 		UnlockReleaseBuffer(metabuf);
+		/* a new operation: does the window need more bits for its rate? */
+		*overfull = lane_full || FbfWindowTakeGrowthRequest();
 		return FBF_OP_APPLIED;
 	}
 }

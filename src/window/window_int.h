@@ -196,6 +196,10 @@ extern uint32 FbfWindowMergeFactor(const FbfWindowMetaPageData *meta,
 								   double decrease_at);
 extern bool FbfWindowSplitStart(Relation index, uint32 split, uint32 merge);
 extern void FbfWindowSetOverfull(FbfWindowMetaPageData *meta);
+
+/* ---- window_ring.c ---- */
+extern void FbfWindowNoteCapped(Relation index, bool capped,
+								const FbfAimdPolicy *policy);
 extern int	FbfWindowSplitStep(Relation index, int max_parts);
 
 /* ---- window_rebuild.c ---- */
@@ -232,7 +236,8 @@ extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
 							 uint32 chainno, int mode, FbfPendingChain *chain);
 extern void FbfChainRelease(FbfPendingChain *chain);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
-						  FbfPendingChain *chain);
+						  FbfPendingChain *chain, bool may_defer);
+extern bool FbfWindowTakeGrowthRequest(void);
 extern void FbfChainExtend(Relation index, FbfPendingChain *chain);
 extern void FbfChainSetFloor(Relation index, FbfPendingChain *chain,
 							 FullTransactionId floor);

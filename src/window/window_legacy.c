@@ -216,7 +216,7 @@ FbfLegacyUpgrade(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		FbfPendingChain chain;
 
 		FbfChainLock(index, meta, c, &chain);
-		FbfChainDrain(index, meta, &chain);
+		FbfChainDrain(index, meta, &chain, false);
 		FbfChainRelease(&chain);
 	}
 

@@ -121,6 +121,28 @@ FbfEntryStatusOf(FullTransactionId fxid)
 #define DRAIN_MAX_SLICES	(FBF_XLOG_MAX_PAGES - 1)
 
 /*
+ * A drain that would fill a page's future lane past this many times
+ * meta->overfull is put off, if it may be, until the window has grown.
+ */
+#define FBF_DRAIN_DEFER_FACTOR	2
+
+/* did a drain of this backend put entries off for want of bits? */
+static bool growth_requested = false;
+
+/*
+ * Whether a drain since the last call put entries off because the window
+ * needs more bits (FbfWindowGrow); clears the request.
+ */
+bool
+FbfWindowTakeGrowthRequest(void)
+{
+	bool		r = growth_requested;
+
+	growth_requested = false;
+	return r;
+}
+
+/*
  * Move the committed entries of a pending page into the future's and
  * present's lanes of their partition pages, and drop the aborted ones, in
  * one WAL record per (up to) DRAIN_MAX_SLICES partition pages: a chain's
@@ -129,9 +151,11 @@ FbfEntryStatusOf(FullTransactionId fxid)
  * exclusive-locked.  Returns the number of entries removed.
  */
 static int
-drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf)
+drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
+			  bool may_defer)
 {
 	int			removed = 0;
+	uint32		limit = FBF_DRAIN_DEFER_FACTOR * meta->overfull;
 
 	for (;;)
 	{
@@ -143,6 +167,7 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf)
 		Buffer		sbufs[DRAIN_MAX_SLICES];
 		xl_fbf_slice_set sets[DRAIN_MAX_SLICES];
 		FbfHash    *hashes[DRAIN_MAX_SLICES];
+		bool		deferred[DRAIN_MAX_SLICES];
 		int			nblocks = 0;
 		bool		more = false;
 		int			kept = 0;
@@ -201,6 +226,7 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf)
 		for (b = 0; b < nblocks; b++)
 		{
 			sbufs[b] = FbfWindowReadPart(index, blocks[b], BUFFER_LOCK_EXCLUSIVE);
+			deferred[b] = false;
 			sets[b].lanes[0] = meta->ring[0];
 			sets[b].lanes[1] = meta->ring[1];
 			sets[b].stamps[0] = FbfWindowExpectedStamp(meta, 0);
@@ -223,7 +249,57 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf)
 			}
 		}
 
-		FbfDrainLog(index, pbuf, keep, n, nblocks, sbufs, sets, hashes);
+		/*
+		 * Would these operations saturate a page's future lane?  Then the
+		 * window needs more bits first (FbfWindowTakeGrowthRequest): bits
+		 * set now would stay, copied into every page of a split, until
+		 * their filters age out, and a saturated pair of filters matches
+		 * every operation.  They wait on the chain meanwhile.
+		 */
+		if (may_defer)
+		{
+			for (b = 0; b < nblocks; b++)
+			{
+				Page		sp = BufferGetPage(sbufs[b]);
+				const FbfSliceHeader *h = FbfSlicePageGetHeader(sp);
+				uint32		lane_count = h->stamp[meta->ring[0]] ==
+					FbfWindowExpectedStamp(meta, 0) ? h->count[meta->ring[0]] : 0;
+
+				if (lane_count + sets[b].n > limit)
+				{
+					deferred[b] = true;
+					growth_requested = true;
+					for (i = 0; i < n; i++)
+					{
+						if (target[i] == blocks[b])
+						{
+							keep[i] = 1;
+							kept++;
+						}
+					}
+				}
+			}
+			/* drop the deferred pages from the record */
+			for (i = 0, b = 0; b < nblocks; b++)
+			{
+				if (deferred[b])
+				{
+					UnlockReleaseBuffer(sbufs[b]);
+					pfree(hashes[b]);
+					continue;
+				}
+				sbufs[i] = sbufs[b];
+				sets[i] = sets[b];
+				hashes[i] = hashes[b];
+				blocks[i] = blocks[b];
+				i++;
+			}
+			nblocks = i;
+			more = false;		/* what is left waits for the growth */
+		}
+
+		if (kept < n)
+			FbfDrainLog(index, pbuf, keep, n, nblocks, sbufs, sets, hashes);
 
 		for (b = 0; b < nblocks; b++)
 		{
@@ -290,13 +366,16 @@ FbfChainRelease(FbfPendingChain *chain)
  */
 int
 FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
-			  FbfPendingChain *chain)
+			  FbfPendingChain *chain, bool may_defer)
 {
 	int			removed = 0;
 	int			i;
 
+	/* only while the chain has room to wait, and the window can grow */
+	may_defer = may_defer && chain->n < FBF_MAX_PENDING_PAGES / 2 &&
+		(meta->flags & FBF_META_CAPPED) == 0;
 	for (i = 0; i < chain->n; i++)
-		removed += drain_pending(index, meta, chain->bufs[i]);
+		removed += drain_pending(index, meta, chain->bufs[i], may_defer);
 
 	for (i = chain->n - 1; i >= 1; i--)
 	{
@@ -425,10 +504,13 @@ FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 
 /*
  * Drain every chain's resolved entries; returns entries removed.  A window
- * of storage version 1 is upgraded first (which drains it).
+ * of storage version 1 is upgraded first (which drains it).  With
+ * may_defer, entries that would saturate a page wait for the window to
+ * grow (FbfWindowTakeGrowthRequest); VACUUM and rebuilds, which drain so
+ * that no entry outlives the commit log, must not let them wait.
  */
 int
-FbfWindowDrain(Relation index)
+FbfWindowDrain(Relation index, bool may_defer)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
@@ -448,7 +530,7 @@ FbfWindowDrain(Relation index)
 		FbfPendingChain chain;
 
 		FbfChainLock(index, &meta, c, &chain);
-		removed += FbfChainDrain(index, &meta, &chain);
+		removed += FbfChainDrain(index, &meta, &chain, may_defer);
 		FbfChainRelease(&chain);
 		CHECK_FOR_INTERRUPTS();
 	}

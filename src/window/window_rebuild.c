@@ -252,7 +252,7 @@ drain_before_vacuum(Node *stmt)
 		index = try_relation_open(indexoid, RowExclusiveLock);
 		if (index != NULL)
 		{
-			FbfWindowDrain(index);
+			FbfWindowDrain(index, false);
 			relation_close(index, RowExclusiveLock);
 		}
 		UnlockRelationOid(heapoid, RowExclusiveLock);
@@ -496,7 +496,7 @@ FbfWindowBuildPages(Relation heap, Relation index)
 		src->node = FbfRelationLocator(index);
 		elog(DEBUG1, "fbf: carried the filter of \"%s\" over a rebuild",
 			 RelationGetRelationName(heap));
-		FbfWindowDrain(index);
+		FbfWindowDrain(index, false);
 		return false;
 	}
 

@@ -277,8 +277,8 @@ FbfWindowResize(Relation index, int nfilters)
  * Set or clear the "capped" flag; while it is set, warn when it becomes
  * set and again every FBF_CAPPED_WARN_INTERVAL.
  */
-static void
-note_capped(Relation index, bool capped, const FbfAimdPolicy *policy)
+void
+FbfWindowNoteCapped(Relation index, bool capped, const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
@@ -382,7 +382,14 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 
 	FbfWindowRefresh(index);
 	FbfWindowSyncOptions(index);
-	FbfWindowDrain(index);
+	FbfWindowDrain(index, true);
+	if (FbfWindowTakeGrowthRequest())
+	{
+		/* entries wait for more bits: grow, or drain them anyway at the cap */
+		FbfWindowGrow(index, policy);
+		FbfWindowDrain(index, true);
+		(void) FbfWindowTakeGrowthRequest();
+	}
 
 	/* a split under way (an earlier pass's, cut short) is continued first */
 	FbfWindowSplitStep(index, split_batch());
@@ -420,7 +427,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		d.capped = capped_bits;
 		d.reason = "split";
 		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-			note_capped(index, d.capped, policy);
+			FbfWindowNoteCapped(index, d.capped, policy);
 		pfree(counts);
 		return d;
 	}
@@ -463,6 +470,6 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	 */
 	d.capped = capped_bits;
 	if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-		note_capped(index, d.capped, policy);
+		FbfWindowNoteCapped(index, d.capped, policy);
 	return d;
 }

@@ -398,12 +398,14 @@ FbfWindowSetOverfull(FbfWindowMetaPageData *meta)
 }
 
 /*
- * Grow the window now, from a backend that saw an overfull future lane
- * (FbfWindowApply): the rate is measured on the future lanes filled since
- * the future was born, and the partitions are split for it as the
- * maintenance pass would, without waiting for the worker: by then the
- * filters of this period would be saturated, and saturated filters
- * dismiss every operation until they age out.  Returns whether it split.
+ * Grow the window now, from a backend that saw an overfull future lane or
+ * whose drain put entries off for want of bits (FbfWindowApply), or from
+ * a maintenance pass whose drain did: the rate is measured on the future
+ * lanes filled since the future was born, plus the chains, and the
+ * partitions are split for it as the maintenance pass would, without
+ * waiting for its look at complete periods: by then the filters of this
+ * period would be saturated, and saturated filters dismiss every
+ * operation until they age out.  Returns whether it split.
  */
 bool
 FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
@@ -423,12 +425,22 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	FbfWindowBlockCounts(index, &meta, counts, distinct);
 	pfree(counts);
 
-	/* the future holds this period's operations so far */
-	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 100);
-	rate = (double) distinct[0] / elapsed;
+	/*
+	 * The future holds this period's operations so far, but for those on
+	 * the chains (some may wait there for this growth: FbfChainDrain).
+	 */
+	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 20);
+	rate = (double) (distinct[0] + FbfWindowPendingCount(index, &meta)) / elapsed;
 	if (rate <= 0)
 		return false;
 	factor = FbfWindowSplitFactor(&meta, 1.0, rate, policy->increase_at, &capped);
+
+	/*
+	 * At the cap, say so: drains stop waiting for growth (FbfChainDrain)
+	 * and the counter's at_capacity applies.
+	 */
+	if (capped && (meta.flags & FBF_META_CAPPED) == 0)
+		FbfWindowNoteCapped(index, true, policy);
 	if (factor <= 1 || !FbfWindowSplitStart(index, factor, 0))
 		return false;
 	FbfWindowSplitStep(index, INT_MAX);
