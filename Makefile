@@ -32,7 +32,7 @@ OBJS        = src/fbf.o \
               src/window/window_ring.o src/window/window_read.o \
               src/window/window_clock.o \
               src/counter/counter.o src/counter/counter_maintain.o \
-              src/counter/counter_stats.o \
+              src/counter/counter_stats.o src/counter/counter_delta.o \
               src/worker/worker.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
