@@ -9,14 +9,14 @@
  * fifth of the server's CPU in a pgbench of idempotent_increment: plan
  * cache checks, executor start-up and shutdown, a GUC save and restore.
  * The direct path does what the executor does for that UPDATE, and
- * nothing else: it finds the shard row through the primary key with the
- * statement's snapshot, locks it as an UPDATE would (following it to its
- * newest version in READ COMMITTED, failing with 40001 in REPEATABLE READ
- * and SERIALIZABLE, as ExecUpdate does), adds the delta with int8pl's
- * overflow check, and writes the new version with ExecSimpleRelationUpdate
- * (constraints, stored generated columns, index entries, HOT), after the
- * same permission check as the UPDATE's (ExecCheckRTPerms on the same
- * columns).
+ * nothing else: after the same permission check as the UPDATE's
+ * (ExecCheckRTPerms on the same columns), it finds the shard row through
+ * the primary key with the statement's snapshot, adds the delta with
+ * int8pl's overflow check, and writes the new version as ExecUpdate does
+ * (stored generated columns, constraints, the tuple, index entries unless
+ * HOT), with ExecUpdate's answers to a concurrent writer of the row: wait
+ * for it, then in READ COMMITTED go on with the newest version (as
+ * EvalPlanQual does), in REPEATABLE READ and SERIALIZABLE fail with 40001.
  *
  * Where it could not behave as the UPDATE does, the caller keeps the SPI
  * UPDATE (FBF_DIRECT_UNSUPPORTED): see direct_shape and direct_allowed.
@@ -46,6 +46,7 @@
 #include "catalog/pg_type_d.h"
 #include "common/int.h"
 #include "executor/executor.h"
+#include "executor/nodeModifyTable.h"
 #include "executor/tuptable.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
@@ -291,7 +292,7 @@ direct_allowed(Relation heap, FbfCounterRel *entry)
 		!heap->rd_rel->relhassubclass;
 }
 
-/* are key and shard of the locked version still the ones looked up? */
+/* are key and shard of this version still the ones looked up? */
 static bool
 row_matches(FbfCounterRel *entry, TupleTableSlot *slot, Datum key, int32 shard)
 {
@@ -308,23 +309,15 @@ row_matches(FbfCounterRel *entry, TupleTableSlot *slot, Datum key, int32 shard)
 }
 
 /*
- * Find the (key, shard) row visible to `snapshot` through the primary key
- * and lock it with `mode`, as the UPDATE does before it writes: in READ
- * COMMITTED it waits for a concurrent updater and goes on with the newest
- * version (the UPDATE's EvalPlanQual), which must still match; under a
- * transaction snapshot a concurrent update or delete fails with 40001.
- * True with the locked version in `slot`; false if there is no such row.
+ * The (key, shard) row visible to `snapshot`, found through the primary
+ * key, into `slot` (which keeps its buffer pinned); false if none is.
  */
 static bool
-lock_shard_row(Relation heap, Relation pk, FbfCounterRel *entry,
-			   Snapshot snapshot, CommandId cid, LockTupleMode mode,
-			   Datum key, int32 shard, TupleTableSlot *slot)
+find_shard_row(Relation heap, Relation pk, FbfCounterRel *entry,
+			   Snapshot snapshot, Datum key, int32 shard, TupleTableSlot *slot)
 {
 	ScanKeyData skey[2];
 	IndexScanDesc scan;
-	ItemPointerData tid;
-	TM_FailureData tmfd;
-	TM_Result	result;
 	bool		found;
 	int			i;
 
@@ -336,49 +329,75 @@ lock_shard_row(Relation heap, Relation pk, FbfCounterRel *entry,
 	index_rescan(scan, skey, 2, NULL, 0);
 	/* a unique index: one version at most is visible */
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (found)
-		tid = slot->tts_tid;
 	index_endscan(scan);
-	if (!found)
-		return false;
+	return found;
+}
 
-	result = table_tuple_lock(heap, &tid, snapshot, slot, cid, mode, LockWaitBlock,
-							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-							  &tmfd);
-	switch (result)
+/*
+ * Into `newslot`, the version `oldslot` with value + delta, overflow
+ * checked as int8pl checks it.
+ *
+ * (As the UPDATE, a sum is computed from each version the update is
+ * attempted on: first the one the snapshot sees, then, after a concurrent
+ * update in READ COMMITTED, the newest; an overflow is reported from
+ * whichever is computed first.)
+ */
+static void
+form_new_version(FbfCounterRel *entry, TupleTableSlot *oldslot,
+				 TupleTableSlot *newslot, int64 delta)
+{
+	int			natts = oldslot->tts_tupleDescriptor->natts;
+	int			v = entry->value_attno - 1;
+
+	slot_getallattrs(oldslot);
+	ExecClearTuple(newslot);
+	memcpy(newslot->tts_values, oldslot->tts_values, natts * sizeof(Datum));
+	memcpy(newslot->tts_isnull, oldslot->tts_isnull, natts * sizeof(bool));
+	if (!newslot->tts_isnull[v])	/* NULL + delta is NULL */
 	{
-		case TM_Ok:
-			break;
-		case TM_Updated:
-			/* only without FIND_LAST_VERSION: as ExecUpdate */
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent update")));
-			elog(ERROR, "fbf: unexpected table_tuple_lock status: %u", result);
-			break;
-		case TM_Deleted:
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent delete")));
-			/* gone: the UPDATE would have updated nothing */
-			return false;
-		case TM_SelfModified:
+		int64		sum;
 
-			/*
-			 * Modified by this transaction in this very command: cannot
-			 * happen, the command counter was advanced before the scan.
-			 */
-			elog(ERROR, "fbf: counter row already modified by this command");
-			break;
-		default:
-			elog(ERROR, "fbf: unexpected table_tuple_lock status: %u", result);
-			break;
+		if (pg_add_s64_overflow(DatumGetInt64(oldslot->tts_values[v]), delta, &sum))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("bigint out of range")));
+		newslot->tts_values[v] = Int64GetDatum(sum);
 	}
+	ExecStoreVirtualTuple(newslot);
+}
 
-	/* the newest version's key or shard may have been changed: as EPQ */
-	return row_matches(entry, slot, key, shard);
+/*
+ * Write `newslot` as the version following `tid`, as ExecUpdate writes it
+ * for a table without triggers (and as ExecSimpleRelationUpdate does, but
+ * that one wants the old version locked first, which costs a WAL record
+ * and a page write per increment): stored generated columns, constraints,
+ * the partition constraint, the tuple (waiting for a concurrent writer of
+ * the old version), the index entries unless the update is HOT.  Returns
+ * table_tuple_update's verdict; *lockmode is the lock it took or needs.
+ */
+static TM_Result
+write_new_version(ResultRelInfo *relinfo, EState *estate, ItemPointer tid,
+				  TupleTableSlot *newslot, TM_FailureData *tmfd,
+				  LockTupleMode *lockmode)
+{
+	Relation	heap = relinfo->ri_RelationDesc;
+	TM_Result	result;
+	bool		update_indexes;
+
+	if (heap->rd_att->constr && heap->rd_att->constr->has_generated_stored)
+		ExecComputeStoredGenerated(relinfo, estate, newslot, CMD_UPDATE);
+	if (heap->rd_att->constr)
+		ExecConstraints(relinfo, newslot, estate);
+	if (heap->rd_rel->relispartition)
+		ExecPartitionCheck(relinfo, newslot, estate, true);
+
+	result = table_tuple_update(heap, tid, newslot, estate->es_output_cid,
+								estate->es_snapshot, InvalidSnapshot,
+								true /* wait */ , tmfd, lockmode, &update_indexes);
+	if (result == TM_Ok && update_indexes && relinfo->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(relinfo, newslot, estate, true, false,
+										NULL, NIL));
+	return result;
 }
 
 /*
@@ -387,10 +406,16 @@ lock_shard_row(Relation heap, Relation pk, FbfCounterRel *entry,
  * SPI, as `UPDATE t SET value = value + delta WHERE key = $k AND shard =
  * $s` would.  The caller has checked that row security does not apply.
  *
+ * As the UPDATE: the row its snapshot sees is updated, waiting for a
+ * concurrent writer of it; if that one committed, READ COMMITTED locks the
+ * newest version (EvalPlanQual's way), checks that it still is the row
+ * (key, shard) and updates that, and REPEATABLE READ and SERIALIZABLE fail
+ * with 40001 as ExecUpdate does.
+ *
  * FBF_DIRECT_APPLIED: done, and the command counter advanced so that what
- * follows in the transaction sees it.  FBF_DIRECT_NO_ROW: no such row is
- * visible (the caller inserts it).  FBF_DIRECT_UNSUPPORTED: nothing done,
- * the caller must run the UPDATE.
+ * follows in the transaction sees it.  FBF_DIRECT_NO_ROW: no such row (the
+ * caller inserts it).  FBF_DIRECT_UNSUPPORTED: nothing done, the caller
+ * must run the UPDATE.
  */
 FbfDirectResult
 FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
@@ -400,12 +425,12 @@ FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
 	MemoryContext oldcxt;
 	RangeTblEntry *rte;
 	ResultRelInfo *relinfo;
-	EPQState	epqstate;
 	Relation	pk = NULL;
 	TupleTableSlot *oldslot;
 	TupleTableSlot *newslot;
 	Snapshot	snapshot;
 	bool		found;
+	bool		applied = false;
 	int			i;
 
 	/*
@@ -434,9 +459,8 @@ FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
 	/*
 	 * The UPDATE's range table entry: it needs SELECT on the columns it
 	 * reads and UPDATE on the one it sets (table or column grants), is
-	 * checked as the executor checks it (hooks included), and tells
-	 * ExecSimpleRelationUpdate which column changes (for generated columns
-	 * and the index-unchanged hint).
+	 * checked as the executor checks it (hooks included), and tells which
+	 * column changes (generated columns, the index-unchanged hint).
 	 */
 	rte = makeNode(RangeTblEntry);
 	rte->rtekind = RTE_RELATION;
@@ -457,9 +481,9 @@ FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
 	InitResultRelInfo(relinfo, heap, 1, NULL, 0);
 	estate->es_snapshot = snapshot;
 	estate->es_output_cid = GetCurrentCommandId(true);
+	/* a table published for updates needs a replica identity */
+	CheckCmdReplicaIdentity(heap, CMD_UPDATE);
 	ExecOpenIndices(relinfo, false);
-	/* never used: without triggers nothing rechecks a row */
-	EvalPlanQualInit(&epqstate, estate, NULL, NIL, -1);
 
 	for (i = 0; i < relinfo->ri_NumIndices; i++)
 		if (RelationGetRelid(relinfo->ri_IndexRelationDescs[i]) == entry->pk_index)
@@ -471,43 +495,58 @@ FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
 	oldslot = table_slot_create(heap, &estate->es_tupleTable);
 	newslot = table_slot_create(heap, &estate->es_tupleTable);
 
-	found = lock_shard_row(heap, pk, entry, snapshot, estate->es_output_cid,
-						   ExecUpdateLockMode(estate, relinfo),
-						   PointerGetDatum(key), shard, oldslot);
-	if (found)
+	found = find_shard_row(heap, pk, entry, snapshot, PointerGetDatum(key),
+						   shard, oldslot);
+	while (found)
 	{
-		int			natts = RelationGetDescr(heap)->natts;
-		int			v = entry->value_attno - 1;
+		ItemPointerData tid = oldslot->tts_tid;
+		TM_FailureData tmfd;
+		LockTupleMode lockmode;
+		TM_Result	result;
+
+		form_new_version(entry, oldslot, newslot, delta);
+		result = write_new_version(relinfo, estate, &tid, newslot, &tmfd, &lockmode);
+		if (result == TM_Ok)
+		{
+			applied = true;
+			break;
+		}
+		if (result == TM_Deleted)
+		{
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent delete")));
+			break;				/* gone: the UPDATE updates nothing */
+		}
+		if (result != TM_Updated)
+
+			/*
+			 * TM_SelfModified: modified by this transaction in this very
+			 * command, which cannot be: the command counter was advanced
+			 * before the scan.
+			 */
+			elog(ERROR, "fbf: unexpected table_tuple_update status: %u", result);
+		if (IsolationUsesXactSnapshot())
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update")));
 
 		/*
-		 * The new version: the locked one with value + delta, overflow
-		 * checked as int8pl checks it.  (The UPDATE computes the sum from
-		 * the version its snapshot sees before it waits for a concurrent
-		 * writer, and again from the newest one after; so in READ
-		 * COMMITTED it may report an overflow that the newest version
-		 * would not have had.  Here only the value written is checked.)
+		 * READ COMMITTED, updated by a transaction that committed: lock the
+		 * newest version, which must still be the row (key, shard), and try
+		 * again with it.
 		 */
-		slot_getallattrs(oldslot);
-		ExecClearTuple(newslot);
-		memcpy(newslot->tts_values, oldslot->tts_values, natts * sizeof(Datum));
-		memcpy(newslot->tts_isnull, oldslot->tts_isnull, natts * sizeof(bool));
-		if (!newslot->tts_isnull[v])	/* NULL + delta is NULL */
-		{
-			int64		sum;
-
-			if (pg_add_s64_overflow(DatumGetInt64(oldslot->tts_values[v]), delta, &sum))
-				ereport(ERROR,
-						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-						 errmsg("bigint out of range")));
-			newslot->tts_values[v] = Int64GetDatum(sum);
-		}
-		ExecStoreVirtualTuple(newslot);
-
-		/* generated columns, constraints, the new version, index entries */
-		ExecSimpleRelationUpdate(relinfo, estate, &epqstate, oldslot, newslot);
+		result = table_tuple_lock(heap, &tid, snapshot, oldslot,
+								  estate->es_output_cid, lockmode, LockWaitBlock,
+								  TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+		if (result == TM_Deleted)
+			break;
+		if (result != TM_Ok)
+			elog(ERROR, "fbf: unexpected table_tuple_lock status: %u", result);
+		found = row_matches(entry, oldslot, PointerGetDatum(key), shard);
 	}
 
-	EvalPlanQualEnd(&epqstate);
 	ExecCloseIndices(relinfo);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	MemoryContextSwitchTo(oldcxt);
@@ -516,5 +555,5 @@ FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
 
 	/* as SPI after the statement: the transaction's next command sees it */
 	CommandCounterIncrement();
-	return found ? FBF_DIRECT_APPLIED : FBF_DIRECT_NO_ROW;
+	return applied ? FBF_DIRECT_APPLIED : FBF_DIRECT_NO_ROW;
 }
