@@ -9,15 +9,19 @@
  * (operation_bytes).  idempotent_increment first asks the table's window
  * (FbfWindowApply) whether the operation is new, which also records it
  * as in flight for the current (sub)transaction; only then is the delta
- * added, with an ordinary UPDATE through SPI as the calling user, so
- * privileges, row security and triggers apply as for any UPDATE.  The
- * increment goes to one of `shards` rows of its key, chosen by backend, so
- * concurrent clients of a hot key do not queue on one row lock; reads sum
- * the shards.
+ * added, as the calling user, as an UPDATE would add it: directly
+ * (counter_delta.c) where that behaves exactly as the UPDATE, or with an
+ * ordinary UPDATE through SPI where it could not (row security, triggers,
+ * rules, inheritance, an altered table), and with an upsert through SPI
+ * when the row does not exist yet.  Privileges, row security and triggers
+ * apply as for any UPDATE.  The increment goes to one of `shards` rows of
+ * its key, chosen by backend, so concurrent clients of a hot key do not
+ * queue on one row lock; reads sum the shards.
  *
  * Backend-local state: the plan cache (plan_cache, in TopMemoryContext),
- * whether the current transaction incremented (for PREPARE), and whether
- * this backend has told the registry that its database has counters.
+ * the relation cache (counter_delta.c), whether the current transaction
+ * incremented (for PREPARE), and whether this backend has told the
+ * registry that its database has counters.
  *
  *-------------------------------------------------------------------------
  */
@@ -189,13 +193,14 @@ FbfCounterOpen(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
 			   Relation *heap, Relation *index)
 {
 	Relation	rel;
-	Oid			indexoid;
+	Oid			indexoid = InvalidOid;
 
 	check_access(relid, access);
 	rel = table_open(relid, lockmode);
 	check_access(relid, access);
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		!FbfIsCounterTable(rel, &indexoid))
+	if (rel->rd_rel->relkind == RELKIND_RELATION)
+		indexoid = FbfCounterRelGet(rel)->window_index;
+	if (!OidIsValid(indexoid))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a counter table",
@@ -228,13 +233,6 @@ typedef struct CounterPlans
 
 static HTAB *plan_cache = NULL;
 
-static char *
-qualified_name(Relation rel)
-{
-	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
-}
-
 static SPIPlanPtr
 prepare(const char *sql, int nargs, Oid *types)
 {
@@ -249,14 +247,15 @@ prepare(const char *sql, int nargs, Oid *types)
 
 /*
  * Plans for a counter table, made once per backend and table name.  The
- * name is checked on every use: a table renamed, or dropped and replaced,
- * gets new plans.  Must be called inside SPI.
+ * name (from the relation cache, which a rename invalidates) is checked on
+ * every use: a table renamed, or dropped and replaced, gets new plans.
+ * Must be called inside SPI.
  */
 static CounterPlans *
 counter_plans(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
-	char	   *qualname = qualified_name(rel);
+	char	   *qualname = FbfCounterRelGet(rel)->qualname;
 	CounterPlans *plans;
 	CounterPlans fresh;
 	bool		found;
@@ -322,26 +321,39 @@ execute_counter_plan(SPIPlanPtr plan, Datum *args, bool read_only, long count)
 }
 
 /*
- * Add delta to this backend's shard row of `key`, creating it if needed:
- * an UPDATE first (the common case, a HOT update), an upsert if no row.
+ * Add delta to this backend's shard row of `key`, creating it if needed.
+ * The common case, the row exists: the direct path (FbfCounterAddDirect,
+ * an UPDATE without SPI), unless row security applies to the user (`rls`)
+ * or the table has anything else the direct path leaves to the UPDATE;
+ * then the UPDATE through SPI.  No row: an upsert through SPI.
  */
 static void
-add_delta(Relation heap, text *key, int64 delta, int shards)
+add_delta(Relation heap, text *key, int64 delta, int shards, bool rls)
 {
 	CounterPlans *plans;
 	Datum		args[3];
 	int			rc;
+	int32		shard = MyBackendId % shards;
+	FbfDirectResult direct = FBF_DIRECT_UNSUPPORTED;
+
+	if (!rls)
+		direct = FbfCounterAddDirect(heap, key, shard, delta);
+	if (direct == FBF_DIRECT_APPLIED)
+		return;
 
 	args[0] = Int64GetDatum(delta);
 	args[1] = PointerGetDatum(key);
-	args[2] = Int32GetDatum(MyBackendId % shards);
+	args[2] = Int32GetDatum(shard);
 
 	SPI_connect();
 	plans = counter_plans(heap);
-	rc = execute_counter_plan(plans->update, args, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "fbf: counter update failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
+	if (direct == FBF_DIRECT_UNSUPPORTED)
+	{
+		rc = execute_counter_plan(plans->update, args, false, 0);
+		if (rc != SPI_OK_UPDATE)
+			elog(ERROR, "fbf: counter update failed: %s", SPI_result_code_string(rc));
+	}
+	if (direct == FBF_DIRECT_NO_ROW || SPI_processed == 0)
 	{
 		rc = execute_counter_plan(plans->upsert, args, false, 0);
 		if (rc != SPI_OK_INSERT)
@@ -468,6 +480,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 	Relation	index;
 	FbfOpResult result;
 	bool		overfull;
+	bool		rls;
 
 	require_arg(fcinfo, 0, "counter");
 	if (keyed)
@@ -500,8 +513,9 @@ increment(FunctionCallInfo fcinfo, char tag)
 	 * tenant's transaction): make the row statement adding nothing, so
 	 * that the key's policies judge it as they would a new operation.
 	 */
-	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
-		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards);
+	rls = check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED;
+	if (rls)
+		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards, true);
 
 	/*
 	 * Operations 1.0 recorded on a key did not include it (window_legacy.c);
@@ -515,7 +529,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 	else
 		result = FbfWindowApply(index, &hash, NULL, &overfull);
 	if (result == FBF_OP_APPLIED)
-		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards);
+		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards, rls);
 	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED);
 
 	/* more operations than the filter's bits are for: grow it now */

@@ -11,6 +11,7 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "storage/lockdefs.h"
 #include "utils/acl.h"
 #include "utils/relcache.h"
@@ -30,6 +31,41 @@ extern void FbfCounterInit(void);
 extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
 						   LOCKMODE lockmode, Relation *heap, Relation *index);
 extern void FbfCounterClose(Relation heap, Relation index);
+
+/*
+ * What a backend remembers of a counter table (counter_delta.c), kept until
+ * an invalidation of the table, its indexes or a schema makes it stale.
+ */
+typedef struct FbfCounterRel
+{
+	Oid			relid;			/* hash key */
+	bool		valid;			/* false: rebuild before use */
+	Oid			window_index;	/* its valid fbf_filter index; invalid: not a
+								 * counter table */
+	char	   *qualname;		/* schema-qualified, quoted name (SPI plans) */
+	/* the direct path (FbfCounterAddDirect) */
+	bool		direct;			/* the table's shape allows it */
+	Oid			pk_index;		/* primary key on (key, shard) */
+	AttrNumber	key_attno;
+	AttrNumber	shard_attno;
+	AttrNumber	value_attno;
+	bool		index_col_is_key[2];	/* per primary key column: key, or shard */
+	Oid			collation[2];	/* per primary key column */
+	FmgrInfo	eq[2];			/* per primary key column: texteq, int4eq */
+} FbfCounterRel;
+
+/* What FbfCounterAddDirect did. */
+typedef enum FbfDirectResult
+{
+	FBF_DIRECT_APPLIED,			/* the delta is added */
+	FBF_DIRECT_NO_ROW,			/* no (key, shard) row: insert it */
+	FBF_DIRECT_UNSUPPORTED		/* nothing done: run the UPDATE */
+} FbfDirectResult;
+
+/* counter_delta.c */
+extern FbfCounterRel *FbfCounterRelGet(Relation heap);
+extern FbfDirectResult FbfCounterAddDirect(Relation heap, text *key,
+										   int32 shard, int64 delta);
 
 /* When a counter next needs its maintenance pass (FbfCounterMaintain). */
 typedef struct FbfCounterSchedule
