@@ -372,7 +372,7 @@ FbfWindowSplitStep(Relation index, int max_parts)
 
 /*
  * Set meta->overfull: the count of a future lane on one page past which
- * the rate this period has already outgrown the bits, 1.25 times the
+ * the rate this period has already outgrown the bits: the
  * per-period count at which the steady state reaches the target.  Every
  * metapage write recomputes it (FbfWindowLogMeta).
  */
@@ -394,7 +394,7 @@ FbfWindowSetOverfull(FbfWindowMetaPageData *meta)
 		else
 			hi = mid;
 	}
-	meta->overfull = (uint32) Max(1.25 * lo, 1);
+	meta->overfull = (uint32) Max(lo, 1);
 }
 
 /*
