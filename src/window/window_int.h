@@ -189,7 +189,7 @@ extern void FbfWindowPlanParts(Relation index, const FbfWindowOptions *opts,
 /* ---- window_split.c ---- */
 extern double FbfWindowPredictFpp(const FbfWindowMetaPageData *meta,
 								  uint32 nparts, double rate);
-extern uint32 FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double fpp,
+extern uint32 FbfWindowSplitFactor(const FbfWindowMetaPageData *meta,
 								   double rate, double increase_at, bool *capped);
 extern uint32 FbfWindowMergeFactor(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts, double rate,

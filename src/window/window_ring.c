@@ -316,21 +316,23 @@ FbfWindowNoteCapped(Relation index, bool capped, const FbfAimdPolicy *policy)
  * periods, while a burst in one period, which the window's other periods
  * dilute, is not taken for the new rate) and the average over the complete
  * periods of the live window (so one quiet period does not look like the
- * load went away).  Filter i holds its own
- * epoch (as future) and the next one (as present), so epoch i's count is
- * distinct_i - epoch_(i-1), starting from the future filter, which holds
- * only its own.  Filters born before any refresh (birth time 0 or long
- * ago) have no period to measure.  -1 if unknown.
+ * load went away).  Filter i holds its own epoch (as future) and the next
+ * one (as present), so epoch i's count is distinct_i - epoch_(i-1),
+ * starting from the future filter, which holds only its own.  A pass that
+ * refreshes several times at once gives the filters it recycles one birth
+ * time: such epochs last no time and hold nothing, and are skipped.
+ * Filters born before any refresh (birth time 0 or long ago) have no period
+ * to measure.  -1 if unknown.
  */
 static double
 arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *distinct)
 {
 	double		epoch = 0;
 	double		total = 0;
-	double		last = 0;
+	double		recent = -1;
 	int			timed = 1;		/* filters 0..timed-1 have birth times */
+	int			measured = 0;	/* epochs of positive length seen */
 	int64		window;
-	int64		period;
 	int			i;
 
 	while (timed < meta->nlive && meta->born_at[timed] > 0)
@@ -338,20 +340,24 @@ arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *distinct)
 	if (timed < 2)
 		return -1;
 	window = meta->born_at[0] - meta->born_at[timed - 1];
-	period = meta->born_at[0] - meta->born_at[1];
-	if (window <= 0 || period <= 0)
+	if (window <= 0)
 		return -1;
 	for (i = 0; i < timed; i++)
 	{
 		epoch = Max((double) distinct[i] - epoch, 0);
-		if (i == 1)
-			last = epoch;
-		else if (i == 2)
-			last = Min(last, epoch);	/* a trend, not one burst */
-		if (i > 0)
-			total += epoch;
+		if (i == 0)
+			continue;
+		total += epoch;
+		if (measured < 2 && meta->born_at[i - 1] > meta->born_at[i])
+		{
+			double		r = epoch / (meta->born_at[i - 1] - meta->born_at[i]);
+
+			/* a trend of two periods, not one burst */
+			recent = measured == 0 ? r : Min(recent, r);
+			measured++;
+		}
 	}
-	return Max(last / period, total / window);
+	return Max(recent, total / window);
 }
 
 /* partitions one pass may split or merge */
@@ -411,7 +417,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	rate = arrival_rate(&meta, distinct);
 
 	/* more operations than the bits can take: split (window_split.c) */
-	factor = FbfWindowSplitFactor(&meta, fpp, rate, policy->increase_at,
+	factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at,
 								  &capped_bits);
 	if (factor > 1 && FbfWindowSplitStart(index, factor, 0))
 	{
@@ -466,9 +472,15 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 
 	/*
 	 * Capped: only when the bits cannot grow enough.  (AIMD's own cap, on
-	 * the filters, is what splitting is for.)
+	 * the filters, is what splitting is for.)  Without a rate to judge by,
+	 * a capped window stays capped while its estimate is over the
+	 * threshold.
 	 */
-	d.capped = capped_bits;
+	if (rate >= 0)
+		d.capped = capped_bits;
+	else
+		d.capped = (meta.flags & FBF_META_CAPPED) != 0 &&
+			fpp >= policy->increase_at * meta.target_fpp;
 	if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
 		FbfWindowNoteCapped(index, d.capped, policy);
 	return d;

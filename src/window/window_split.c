@@ -78,30 +78,29 @@ FbfWindowPredictFpp(const FbfWindowMetaPageData *meta, uint32 nparts,
 }
 
 /*
- * How many times to multiply the partitions, given the estimate `fpp`
- * and the arrival rate (operations per microsecond, negative if unknown):
- * 1 if the window can take the rate as it is; else the smallest power of
- * two whose steady state is SPLIT_HEADROOM under the increase threshold,
- * within fbf.max_filter_size.  *capped is set when the cap keeps the
- * window from meeting the threshold.
+ * How many times to multiply the partitions for the arrival rate
+ * (operations per microsecond, negative if unknown): 1 if the window can
+ * take the rate as it is (or the rate is unknown); else the smallest power
+ * of two whose steady state is SPLIT_HEADROOM under the increase
+ * threshold, within fbf.max_filter_size.  *capped is set when the cap
+ * keeps the window from meeting the threshold.
  */
 uint32
-FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double fpp,
-					 double rate, double increase_at, bool *capped)
+FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double rate,
+					 double increase_at, bool *capped)
 {
 	double		threshold = increase_at * meta->target_fpp;
 	uint64		cap_pages = (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
 	uint32		factor;
 
+	/*
+	 * Without a rate, hold: a split's copies keep the estimate where it is
+	 * (the old filters' bits are what it measures), so a controller going
+	 * by the estimate alone would double the partitions on every pass.
+	 * An overload is seen by the increments (FbfWindowGrow) anyway.
+	 */
 	*capped = false;
-	if (rate <= 0)
-	{
-		/* no rate to look ahead with: only the estimate says */
-		if (fpp < threshold)
-			return 1;
-		rate = 0;
-	}
-	else if (FbfWindowPredictFpp(meta, meta->nparts, rate) < threshold)
+	if (rate < 0 || FbfWindowPredictFpp(meta, meta->nparts, rate) < threshold)
 		return 1;
 
 	for (factor = 2; factor <= SPLIT_MAX_FACTOR; factor *= 2)
@@ -114,8 +113,7 @@ FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double fpp,
 			*capped = true;
 			return factor / 2;
 		}
-		if (rate == 0 ||
-			FbfWindowPredictFpp(meta, meta->nparts * factor, rate) <=
+		if (FbfWindowPredictFpp(meta, meta->nparts * factor, rate) <=
 			SPLIT_HEADROOM * threshold)
 			return factor;
 	}
@@ -429,11 +427,11 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	 * The future holds this period's operations so far, but for those on
 	 * the chains (some may wait there for this growth: FbfChainDrain).
 	 */
-	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 20);
+	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 4);
 	rate = (double) (distinct[0] + FbfWindowPendingCount(index, &meta)) / elapsed;
 	if (rate <= 0)
 		return false;
-	factor = FbfWindowSplitFactor(&meta, 1.0, rate, policy->increase_at, &capped);
+	factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at, &capped);
 
 	/*
 	 * At the cap, say so: drains stop waiting for growth (FbfChainDrain)
@@ -443,7 +441,7 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 		FbfWindowNoteCapped(index, true, policy);
 	if (factor <= 1 || !FbfWindowSplitStart(index, factor, 0))
 		return false;
-	FbfWindowSplitStep(index, INT_MAX);
+	FbfWindowSplitStep(index, fbf_split_batch > 0 ? fbf_split_batch : INT_MAX);
 	ereport(LOG,
 			(errmsg("fbf: grew \"%s\" from %u to %u partitions at once (%.0f operations per second this period)",
 					RelationGetRelationName(index), meta.nparts,

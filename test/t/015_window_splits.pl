@@ -216,6 +216,11 @@ sub start_split
 {
 	my ($node, $counter, $client, $batch) = @_;
 	my $next = 1;
+
+	# increments that find the window overfull split it themselves, a
+	# batch at a time too
+	$node->safe_psql('postgres', 'ALTER SYSTEM SET fbf.split_batch = 1');
+	$node->reload;
 	for my $i (1 .. 40)
 	{
 		apply_ops($node, $counter, $client, $next, $next + $batch - 1);
@@ -270,6 +275,8 @@ maintain($primary, 's', 0);
 my ($s_done, $s_view) = parts($primary, 's');
 ok($s_done >= $s_v && $s_view == $s_done,
 	"a pass with fbf.split_batch = 0 finishes the split ($s_p -> $s_done partitions)");
+$primary->safe_psql('postgres', 'ALTER SYSTEM RESET fbf.split_batch');
+$primary->reload;
 all_dismissed($primary, 's', '28 s', 'after the split is finished');
 value_ok($primary, 's', 'after the split is finished');
 standby_agrees('s', '28 s', 'after the split is finished');
