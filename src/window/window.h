@@ -72,7 +72,8 @@
  *	   stable while entries are appended and bits are set;
  *	3. one pending chain, exclusive, head first (the head's lock is what
  *	   serialises the chain's operations);
- *	4. one partition page at a time: share to test, exclusive to set.
+ *	4. partition pages of that chain: share to test, exclusive to set (a
+ *	   drain locks up to three, in block order).
  *
  *-------------------------------------------------------------------------
  */
