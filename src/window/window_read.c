@@ -88,7 +88,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 
 			if (FbfWindowBlockIsCurrent(page, &meta, i))
 			{
-				memcpy(fbf_block(f, i, p), FbfWindowPageGetWords(page), fbf_nwords(meta.nbits) * 8);
+				fbf_load_bits(f, i, p, FbfWindowPageGetWords(page));
 				*fbf_count(f, i, p) = FbfWindowPageGetOpaque(page)->count;
 			}
 			UnlockReleaseBuffer(buf);
