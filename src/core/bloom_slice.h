@@ -376,23 +376,47 @@ bloom_packed_set(void *bytes, int stride, const uint32_t *probes, int k,
 }
 
 /*
- * Clear the lanes of `lanes` at every one of m positions: per lane, one
- * byte per position (a refresh clears one lane).
+ * Clear the lanes of `lanes` at every one of m positions.  The bits to
+ * clear repeat every stride / gcd(stride, 64) 64-bit words of the bit
+ * string (one word for strides 8, 16, 32 and 64), so a mask per word of
+ * that period is built first and the array is then ANDed a word at a time;
+ * the last bits (under 64) one by one.
  */
 static inline void
 bloom_packed_clear(void *bytes, int stride, uint32_t m, uint64_t lanes)
 {
 	unsigned char *b = (unsigned char *) bytes;
+	uint64_t	total = (uint64_t) m * (uint32_t) stride;
+	uint64_t	nwords = total / 64;
+	int			period = stride / (stride & -stride);
+	uint64_t	keep[64];
+	uint64_t	q;
+	uint64_t	bit;
+	int			r;
+	int			t;
 
 	lanes &= bloom_packed_mask(stride);
-	while (lanes != 0)
+	if (lanes == 0)
+		return;
+	for (r = 0; r < period; r++)
 	{
-		uint64_t	bit = (uint64_t) __builtin_ctzll(lanes);
-		uint32_t	w;
-
-		for (w = 0; w < m; w++, bit += (uint32_t) stride)
+		keep[r] = ~UINT64_C(0);
+		for (t = 0; t < 64; t++)
+		{
+			if ((lanes >> ((64 * r + t) % stride)) & 1)
+				keep[r] &= ~(UINT64_C(1) << t);
+		}
+	}
+	for (q = 0, r = 0; q < nwords; q++)
+	{
+		bloom_store_le64(b + q * 8, bloom_load_le64(b + q * 8) & keep[r]);
+		if (++r == period)
+			r = 0;
+	}
+	for (bit = nwords * 64; bit < total; bit++)
+	{
+		if ((lanes >> (bit % (uint32_t) stride)) & 1)
 			b[bit >> 3] &= (unsigned char) ~(1u << (bit & 7));
-		lanes &= lanes - 1;
 	}
 }
 
