@@ -132,32 +132,17 @@ fbf_serialize(const Fbf *f, unsigned char *out)
 	}
 
 	/*
-	 * The bits, transposed: logical filter i's block of partition `part` is
-	 * at p + (i * nparts + part) * block_bytes, and bit w of a block is bit
-	 * w % 8 of its byte w / 8 (little-endian words).  One pass over each
-	 * partition's positions sets the bits of every filter.
+	 * The bits, transposed out of the slices: logical filter i's block of
+	 * partition `part` is at p + (i * nparts + part) * block_bytes, and bit
+	 * w of a block is bit w % 8 of its byte w / 8 (little-endian words).
 	 */
-	memset(p, 0, (size_t) f->nfilters * f->nparts * block_bytes);
 	for (part = 0; part < f->nparts; part++)
 	{
-		const unsigned char *slices = fbf_slices(f, part);
-		uint32_t	w;
+		unsigned char *blocks[FBF_MAX_FILTERS];
 
-		for (w = 0; w < f->nbits; w++)
-		{
-			uint64_t	lanes = bloom_packed_get(slices, (int) f->stride, w) &
-				fbf_lane_mask(f->nfilters);
-
-			lanes = fbf_lanes_logical(f, lanes);
-			while (lanes != 0)
-			{
-				size_t		filter = (size_t) __builtin_ctzll(lanes);
-
-				p[(filter * f->nparts + part) * block_bytes + w / 8] |=
-					(unsigned char) (1u << (w % 8));
-				lanes &= lanes - 1;
-			}
-		}
+		for (i = 0; i < f->nfilters; i++)
+			blocks[i] = p + ((size_t) i * f->nparts + part) * block_bytes;
+		fbf_store_blocks(f, part, blocks);
 	}
 }
 
@@ -409,27 +394,14 @@ fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f)
 			*c++ = get_u64(p);
 	}
 
-	/* each block's set bits into its filter's lane (validated: none past m) */
-	for (i = 0; i < (size_t) nfilters; i++)
+	/* the blocks (little-endian words) transposed into the slices */
+	for (part = 0; part < nparts; part++)
 	{
-		for (part = 0; part < nparts; part++)
-		{
-			unsigned char *slices = fbf_slices(f, part);
-			uint32_t	w;
+		const unsigned char *blocks[FBF_MAX_FILTERS];
 
-			for (w = 0; w < nwords; w++, p += 8)
-			{
-				uint64_t	word = get_u64(p);
-
-				while (word != 0)
-				{
-					bloom_packed_or(slices, (int) f->stride,
-									w * 64 + (uint32_t) __builtin_ctzll(word),
-									UINT64_C(1) << i);
-					word &= word - 1;
-				}
-			}
-		}
+		for (i = 0; i < (size_t) nfilters; i++)
+			blocks[i] = p + (i * nparts + part) * (size_t) nwords * 8;
+		fbf_load_blocks(f, part, blocks);
 	}
 }
 
@@ -695,11 +667,17 @@ fbf_from_legacy(const void *mem, Fbf *f)
 	{
 		f->born_at[i] = legacy_born_at(&v, i);
 		for (part = 0; part < nparts; part++)
+			*fbf_count(f, i, part) = legacy_count(&v, i, part);
+	}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	/* native words are not little-endian bytes here: bit by bit */
+	for (i = 0; i < nfilters; i++)
+	{
+		for (part = 0; part < nparts; part++)
 		{
 			unsigned char *slices = fbf_slices(f, part);
 			uint32_t	w;
 
-			*fbf_count(f, i, part) = legacy_count(&v, i, part);
 			for (w = 0; w < nwords; w++)
 			{
 				uint64_t	word = legacy_word(&v, i, part, w);
@@ -714,6 +692,20 @@ fbf_from_legacy(const void *mem, Fbf *f)
 			}
 		}
 	}
+#else
+	/* native words are little-endian bytes: the blocks transposed */
+	for (part = 0; part < nparts; part++)
+	{
+		const unsigned char *words = m + LEGACY_HEADER_BYTES +
+			(size_t) nfilters * (8 + (size_t) nparts * 8);
+		const unsigned char *blocks[FBF_MAX_FILTERS];
+
+		for (i = 0; i < nfilters; i++)
+			blocks[i] = words + ((size_t) legacy_slot(&v, i) * nparts + part) *
+				nwords * 8;
+		fbf_load_blocks(f, part, blocks);
+	}
+#endif
 }
 
 void

@@ -179,6 +179,103 @@ fbf_extract_bits(const Fbf *f, int logical, uint32_t part, uint64_t *plain)
 		plain[i] = fbf_extract_word(f, logical, part, i);
 }
 
+/* 8 x 8 bit matrix transpose: bit c of byte r becomes bit r of byte c */
+static inline uint64_t
+transpose8(uint64_t x)
+{
+	uint64_t	t;
+
+	t = (x ^ (x >> 7)) & UINT64_C(0x00AA00AA00AA00AA);
+	x = x ^ t ^ (t << 7);
+	t = (x ^ (x >> 14)) & UINT64_C(0x0000CCCC0000CCCC);
+	x = x ^ t ^ (t << 14);
+	t = (x ^ (x >> 28)) & UINT64_C(0x00000000F0F0F0F0);
+	x = x ^ t ^ (t << 28);
+	return x;
+}
+
+/*
+ * Eight positions at a time: byte B of every filter's block, eight filters
+ * to a 64-bit word, transposed into the lanes of positions 8B .. 8B+7.
+ */
+void
+fbf_load_blocks(Fbf *f, uint32_t part, const unsigned char *const *blocks)
+{
+	unsigned char *slices = fbf_slices(f, part);
+	int			stride = (int) f->stride;
+	int			n = f->nfilters;
+	uint32_t	nbytes = (f->nbits + 7) / 8;
+	uint32_t	byte;
+
+	for (byte = 0; byte < nbytes; byte++)
+	{
+		uint64_t	lanes[8] = {0};
+		int			g,
+					r,
+					c;
+
+		for (g = 0; g * 8 < n; g++)
+		{
+			uint64_t	x = 0;
+
+			for (r = 0; r < 8 && g * 8 + r < n; r++)
+			{
+				if (blocks[g * 8 + r] != NULL)
+					x |= (uint64_t) blocks[g * 8 + r][byte] << (8 * r);
+			}
+			if (x == 0)
+				continue;
+			x = transpose8(x);
+			for (c = 0; c < 8; c++)
+				lanes[c] |= ((x >> (8 * c)) & 0xff) << (8 * g);
+		}
+		for (c = 0; c < 8; c++)
+		{
+			uint32_t	w = byte * 8 + (uint32_t) c;
+
+			if (lanes[c] != 0 && w < f->nbits)
+				bloom_packed_or(slices, stride, w, fbf_lanes_physical(f, lanes[c]));
+		}
+	}
+}
+
+void
+fbf_store_blocks(const Fbf *f, uint32_t part, unsigned char *const *blocks)
+{
+	const unsigned char *slices = fbf_slices(f, part);
+	int			stride = (int) f->stride;
+	int			n = f->nfilters;
+	uint64_t	all = fbf_lane_mask(n);
+	uint32_t	nbytes = fbf_nwords(f->nbits) * 8;
+	uint32_t	byte;
+
+	for (byte = 0; byte < nbytes; byte++)
+	{
+		uint64_t	lanes[8];
+		int			g,
+					r,
+					c;
+
+		for (c = 0; c < 8; c++)
+		{
+			uint32_t	w = byte * 8 + (uint32_t) c;
+
+			lanes[c] = w < f->nbits ?
+				fbf_lanes_logical(f, bloom_packed_get(slices, stride, w) & all) : 0;
+		}
+		for (g = 0; g * 8 < n; g++)
+		{
+			uint64_t	x = 0;
+
+			for (c = 0; c < 8; c++)
+				x |= ((lanes[c] >> (8 * g)) & 0xff) << (8 * c);
+			x = transpose8(x);
+			for (r = 0; r < 8 && g * 8 + r < n; r++)
+				blocks[g * 8 + r][byte] = (unsigned char) (x >> (8 * r));
+		}
+	}
+}
+
 /* ---- membership ---- */
 
 /* bit i set iff live filter i contains the element with these probes */

@@ -266,6 +266,20 @@ extern void fbf_load_bits(Fbf *f, int logical, uint32_t part,
 extern void fbf_load_lane(Fbf *f, int logical, uint32_t part,
 						  const void *slice, int width, int lane);
 
+/*
+ * Every filter's block of partition p at once, as bytes: blocks[i] is
+ * logical filter i's block, bit j in bit j % 8 of byte j / 8 (the bytes of
+ * little-endian 64-bit words: the serialized form).  fbf_load_blocks ORs
+ * ceil(nbits / 8) bytes of each in (a NULL block is empty; bits past nbits
+ * are ignored); fbf_store_blocks writes fbf_nwords(nbits) * 8 bytes of each.
+ * Eight positions per step through 8 x 8 bit transposes, where the
+ * per-filter functions below go bit by bit.
+ */
+extern void fbf_load_blocks(Fbf *f, uint32_t part,
+							const unsigned char *const *blocks);
+extern void fbf_store_blocks(const Fbf *f, uint32_t part,
+							 unsigned char *const *blocks);
+
 /* logical filter i's bits of partition p as a plain bit array (overwritten) */
 extern void fbf_extract_bits(const Fbf *f, int logical, uint32_t part,
 							 uint64_t *plain);

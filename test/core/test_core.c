@@ -1738,6 +1738,38 @@ test_codec_widths(void)
 			CHECK(fbf_membership(f, &h) == fbf_membership(g, &h), "%d filters: answers", n);
 		}
 
+		/* every block at once, out of f and into a ring turned otherwise */
+		{
+			size_t		block_bytes = (size_t) fbf_nwords(nbits) * 8;
+			unsigned char *all = malloc((size_t) n * block_bytes);
+			unsigned char *blocks[FBF_MAX_FILTERS];
+			Fbf		   *h = new_fbf_parts(nbits, f->nhashes, n, nparts);
+			uint32_t	part = nparts - 1;
+			int			turns = 1 + (int) test_rand_below(&s, (uint64_t) n - 1);
+
+			for (i = 0; i < n; i++)
+				blocks[i] = all + (size_t) i * block_bytes;
+			fbf_store_blocks(f, part, blocks);
+			for (i = 0; i < n; i++)
+			{
+				fbf_extract_bits(f, i, part, plain);
+				CHECK(memcmp(plain, blocks[i], block_bytes) == 0,
+					  "%d filters: store_blocks of %d", n, i);
+			}
+			while (turns-- > 0)
+				fbf_refresh(h, 0);
+			CHECK(h->head != 0, "setup: h's head");
+			fbf_load_blocks(h, part, (const unsigned char *const *) blocks);
+			for (i = 0; i < n; i++)
+			{
+				fbf_extract_bits(h, i, part, plain);
+				CHECK(memcmp(plain, blocks[i], block_bytes) == 0,
+					  "%d filters: load_blocks of %d with head %d", n, i, h->head);
+			}
+			free(all);
+			free(h);
+		}
+
 		/* plain arrays in and out, into a filter that is not at slot 0 */
 		for (i = 0; i < (int) fbf_nwords(nbits); i++)
 			plain[i] = test_rand(&s) & test_rand(&s);
