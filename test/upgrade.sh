@@ -128,6 +128,9 @@ ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(f, 'a') AND fbf_contains
 	"and remember what they held"
 ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(fbf_add(f, 'd'), 'd') AND (fbf_info(fbf_add(f, 'd'))).counts[1] = (fbf_info(f)).counts[1] + 1 AND fbf_add(f, 'd')::text::fbf::text = fbf_add(f, 'd')::text")" "5" \
 	"and take new elements"
+q "UPDATE stored SET f = fbf_refresh(f, 0)" >/dev/null
+ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable AND fbf_contains(f, 'a')")" "5" \
+	"rewritten in the new layout (fbf_refresh(f, 0)), they are the same values"
 
 echo "1..$n"
 [ "$bad" -eq 0 ]
