@@ -62,7 +62,8 @@
  * the recycled slot's lane in every partition; fbf_resize lays the filters
  * out afresh for the new stride.  Per-filter bit arrays (the serialized
  * form, the window's pages) go in and out through fbf_load_bits,
- * fbf_load_lane and fbf_extract_bits.
+ * fbf_load_lane and fbf_extract_bits (one filter), or fbf_load_blocks and
+ * fbf_store_blocks (every filter of a partition, by 8 x 8 bit transposes).
  *
  * The slot of logical index i is (head + i) % nfilters.  Native byte order
  * for the header, birth times and counts; the slice arrays are defined as
