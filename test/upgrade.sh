@@ -10,7 +10,8 @@
 #      index;
 #   3. stop, install this build, start: every retry is dismissed before and
 #      after ALTER EXTENSION fbf UPDATE, the rolled-back one applies, the
-#      filters log their upgrade, and new operations count as usual.
+#      filters log their upgrade, and new operations count as usual; fbf
+#      values stored in a table by 1.0 read back as 1.0 wrote them.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +70,18 @@ q "SELECT count(*) FROM generate_series(1, 100) g WHERE idempotent_increment('vi
 psql -X -q -d upg -c "BEGIN" -c "SELECT idempotent_increment('likes', 9, 1, 1000)" -c "ROLLBACK" >/dev/null
 # half of them drained into the bits, the rest still pending
 q "SELECT fbf_counter_maintain('views')" >/dev/null
+# fbf values stored in a table by 1.0, in its in-memory layout (per-filter
+# bit arrays): several shapes, a rotated ring, a grown one with unborn
+# filters, partitions, 64 filters, one large enough to be toasted; and
+# their portable form as 1.0 wrote it
+q "CREATE TABLE stored (id int, f fbf, portable text)" >/dev/null
+q "INSERT INTO stored (id, f) VALUES
+	(1, fbf_add(fbf_create(6250, 5), ARRAY['a', 'b', 'c'])),
+	(2, fbf_add(fbf_refresh(fbf_add(fbf_refresh(fbf_add(fbf_create(1000, 3, 9), 'a'), 4), 'b'), 3), 'c')),
+	(3, fbf_add(fbf_resize(fbf_refresh(fbf_add(fbf_create(777, 4, 2, 3), ARRAY['a', 'b']), 2), 20), 'c')),
+	(4, fbf_add(fbf_refresh(fbf_add(fbf_create(4096, 6, 62), ARRAY['a', 'b']), 40), 'c')),
+	(5, fbf_add(fbf_refresh(fbf_add(fbf_create(400000, 7, 5), ARRAY['a', 'b']), 2), 'c'))" >/dev/null
+q "UPDATE stored SET portable = f::text" >/dev/null
 before=$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")
 ok "$before" "300/700/100" "1.0 counted every operation once"
 as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m fast -w stop >/dev/null
@@ -109,6 +122,15 @@ ok "$(q "SELECT entries FROM cuckoo_index_verify('items_id')")" "5000" \
 	"and verifies clean"
 ok "$(q "SELECT count(*) FROM fbf_counter_stats WHERE pending >= 0")" "2" \
 	"both counters show in fbf_counter_stats"
+ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable")" "5" \
+	"fbf values stored by 1.0 read back as the very values 1.0 wrote"
+ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(f, 'a') AND fbf_contains(f, 'b') AND fbf_contains(f, 'c') AND NOT fbf_contains(f, 'never added')")" "5" \
+	"and remember what they held"
+ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(fbf_add(f, 'd'), 'd') AND (fbf_info(fbf_add(f, 'd'))).counts[1] = (fbf_info(f)).counts[1] + 1 AND fbf_add(f, 'd')::text::fbf::text = fbf_add(f, 'd')::text")" "5" \
+	"and take new elements"
+q "UPDATE stored SET f = fbf_refresh(f, 0)" >/dev/null
+ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable AND fbf_contains(f, 'a')")" "5" \
+	"rewritten in the new layout (fbf_refresh(f, 0)), they are the same values"
 
 echo "1..$n"
 [ "$bad" -eq 0 ]

@@ -239,9 +239,16 @@ fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
 											   target_fpp, check);
 			size_t		size;
 
-			if (nbits == 0 || fbf_size(nbits, n, 1) > FBF_MAX_BYTES)
+			/*
+			 * The measure is the flat form, the filters' bits in 64-bit
+			 * words: what the value serializes to and what per-filter
+			 * pages (the window's) hold.  The bit-sliced Fbf is as large
+			 * within a byte per partition (58 to 63 filters aside), so
+			 * filling a slice word with more filters saves nothing here.
+			 */
+			if (nbits == 0 || fbf_flat_size(nbits, n, 1) > FBF_MAX_BYTES)
 				continue;
-			size = fbf_size(nbits, n, 1);
+			size = fbf_flat_size(nbits, n, 1);
 			if (best_size == 0 || size < best_size)
 			{
 				best_size = size;

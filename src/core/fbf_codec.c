@@ -24,6 +24,10 @@
  *					uint64 words; bit j of a block is bit j % 64 of word
  *					j / 64
  *
+ * The in-memory Fbf keeps the filters bit-sliced (fbf_core.h); serializing
+ * transposes them back into these per-filter bit arrays and deserializing
+ * into slices, so the format is the one fbf 1.0 wrote.
+ *
  * Rules beyond the ranges above: the total length is exact and at most
  * 256 MB; filters at logical index >= nlive are unborn (born_at, counts and
  * bits all zero); a live block has a zero count iff it has no bit set; each
@@ -95,15 +99,16 @@ fbf_serialized_size(const Fbf *f)
 {
 	return FBF_HEADER_BYTES +
 		(size_t) f->nfilters * (8 + (size_t) f->nparts *
-								(8 + (size_t) fbf_words_per_block(f) * 8));
+								(8 + (size_t) fbf_nwords(f->nbits) * 8));
 }
 
 void
 fbf_serialize(const Fbf *f, unsigned char *out)
 {
-	uint32_t	nwords = fbf_words_per_block(f);
+	size_t		block_bytes = (size_t) fbf_nwords(f->nbits) * 8;
 	unsigned char *p;
 	int			i;
+	uint32_t	part;
 
 	memcpy(out, fbf_magic, 4);
 	out[4] = FBF_FORMAT_VERSION;
@@ -120,21 +125,24 @@ fbf_serialize(const Fbf *f, unsigned char *out)
 	p = out + FBF_HEADER_BYTES;
 	for (i = 0; i < f->nfilters; i++)
 	{
-		uint32_t	part;
-
 		put_u64(p, (uint64_t) f->born_at[fbf_slot(f, i)]);
 		p += 8;
 		for (part = 0; part < f->nparts; part++, p += 8)
 			put_u64(p, fbf_count_const(f, i, part));
 	}
-	for (i = 0; i < f->nfilters; i++)
-	{
-		/* a filter's blocks are contiguous, partition by partition */
-		const uint64_t *w = fbf_block_const(f, i, 0);
-		size_t		j;
 
-		for (j = 0; j < (size_t) f->nparts * nwords; j++, p += 8)
-			put_u64(p, w[j]);
+	/*
+	 * The bits, transposed out of the slices: logical filter i's block of
+	 * partition `part` is at p + (i * nparts + part) * block_bytes, and bit
+	 * w of a block is bit w % 8 of its byte w / 8 (little-endian words).
+	 */
+	for (part = 0; part < f->nparts; part++)
+	{
+		unsigned char *blocks[FBF_MAX_FILTERS];
+
+		for (i = 0; i < f->nfilters; i++)
+			blocks[i] = p + ((size_t) i * f->nparts + part) * block_bytes;
+		fbf_store_blocks(f, part, blocks);
 	}
 }
 
@@ -153,6 +161,7 @@ typedef struct FbfView
 	uint64_t	(*count) (const struct FbfView *v, int filter, uint32_t part);
 	int64_t		(*born_at) (const struct FbfView *v, int filter);
 	const void *data;
+	int			head;			/* flat in-memory form (legacy) only */
 } FbfView;
 
 static bool
@@ -250,7 +259,7 @@ serialized_born_at(const FbfView *v, int filter)
 static uint64_t
 memory_word(const FbfView *v, int filter, uint32_t part, uint32_t w)
 {
-	return fbf_block_const((const Fbf *) v->data, filter, part)[w];
+	return fbf_extract_word((const Fbf *) v->data, filter, part, w);
 }
 
 static uint64_t
@@ -341,6 +350,7 @@ fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 	v.count = serialized_count;
 	v.born_at = serialized_born_at;
 	v.data = buf + FBF_HEADER_BYTES;
+	v.head = 0;
 	if (!check_filters(&v, why))
 		return false;
 
@@ -354,24 +364,26 @@ fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f)
 	uint32_t	nbits = get_u32(buf + 8);
 	int			nfilters = get_u16(buf + 6);
 	uint32_t	nparts = get_u32(buf + 16);
+	uint32_t	nwords = fbf_nwords(nbits);
 	const unsigned char *p;
 	uint64_t   *c;
-	uint64_t   *w;
 	size_t		i;
 	uint32_t	part;
 
 	(void) len;
 	memset(f, 0, fbf_size(nbits, nfilters, nparts));
+	f->layout = FBF_LAYOUT_SLICED;
 	f->nbits = nbits;
 	f->nhashes = buf[5];
 	f->nfilters = (uint16_t) nfilters;
 	f->nlive = get_u16(buf + 12);
 	f->head = 0;
 	f->nparts = nparts;
+	f->stride = (uint32_t) fbf_stride(nfilters);
 	f->epoch = (int64_t) get_u64(buf + 24);
 	f->period = (int64_t) get_u64(buf + 32);
 
-	/* head = 0: logical order is physical order, arrays are contiguous */
+	/* head = 0: logical order is physical order */
 	p = buf + FBF_HEADER_BYTES;
 	c = fbf_counts_base(f);
 	for (i = 0; i < (size_t) nfilters; i++)
@@ -381,9 +393,63 @@ fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f)
 		for (part = 0; part < nparts; part++, p += 8)
 			*c++ = get_u64(p);
 	}
-	w = fbf_words_base(f);
-	for (i = 0; i < (size_t) nfilters * nparts * fbf_nwords(nbits); i++, p += 8)
-		w[i] = get_u64(p);
+
+	/* the blocks (little-endian words) transposed into the slices */
+	for (part = 0; part < nparts; part++)
+	{
+		const unsigned char *blocks[FBF_MAX_FILTERS];
+
+		for (i = 0; i < (size_t) nfilters; i++)
+			blocks[i] = p + (i * nparts + part) * (size_t) nwords * 8;
+		fbf_load_blocks(f, part, blocks);
+	}
+}
+
+/*
+ * What the slice arrays hold besides the filters' bits must be zero: lanes
+ * past nfilters (a stride of 64 with fewer filters), the bits of each
+ * partition's last byte past its last position, the slack and the padding
+ * after it.
+ */
+static bool
+check_slices(const Fbf *f, const char **why)
+{
+	uint64_t	extra = ~fbf_lane_mask(f->nfilters) & bloom_packed_mask((int) f->stride);
+	uint64_t	bytes = fbf_slice_bytes(f);
+	unsigned	tail_bits = (unsigned) (((uint64_t) f->nbits * f->stride) % 8);
+	const unsigned char *end = (const unsigned char *) f +
+		fbf_size(f->nbits, f->nfilters, f->nparts);
+	const unsigned char *q;
+	uint32_t	p;
+
+	for (p = 0; p < f->nparts; p++)
+	{
+		const unsigned char *slices = fbf_slices(f, p);
+		uint32_t	w;
+
+		if (tail_bits != 0 && (slices[bytes - 1] >> tail_bits) != 0)
+		{
+			*why = "A slice array has bits set past its last position.";
+			return false;
+		}
+		for (w = 0; extra != 0 && w < f->nbits; w++)
+		{
+			if ((bloom_packed_get(slices, (int) f->stride, w) & extra) != 0)
+			{
+				*why = "A slice array has bits set in lanes past the filters.";
+				return false;
+			}
+		}
+	}
+	for (q = fbf_slices(f, f->nparts); q < end; q++)
+	{
+		if (*q != 0)
+		{
+			*why = "The bytes after the slice arrays are not zero.";
+			return false;
+		}
+	}
+	return true;
 }
 
 bool
@@ -393,6 +459,12 @@ fbf_check_invariants(const Fbf *f, const char **why)
 
 	if (!fbf_shape_valid(f->nbits, f->nhashes, f->nfilters, f->nparts, why))
 		return false;
+	if (f->layout != FBF_LAYOUT_SLICED ||
+		f->stride != (uint32_t) fbf_stride(f->nfilters))
+	{
+		*why = "The layout tag or the slice stride is wrong.";
+		return false;
+	}
 	if (f->nlive < 2 || f->nlive > f->nfilters || f->head >= f->nfilters)
 	{
 		*why = "The ring bookkeeping is out of range.";
@@ -411,7 +483,229 @@ fbf_check_invariants(const Fbf *f, const char **why)
 	v.count = memory_count;
 	v.born_at = memory_born_at;
 	v.data = f;
-	return check_filters(&v, why);
+	v.head = 0;
+	return check_slices(f, why) && check_filters(&v, why);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The flat in-memory form of fbf 1.0 and 1.1, native byte order:
+ *
+ *	offset	size	field
+ *	0		4		nbits
+ *	4		2		nhashes
+ *	6		2		nfilters
+ *	8		2		nlive
+ *	10		2		head (physical slot of logical 0)
+ *	12		4		nparts
+ *	16		8		epoch
+ *	24		8		period
+ *	32		8 * n	born_at, by physical slot
+ *	...		8 * n * P	counts, by physical slot, then partition
+ *	...		8 * n * P * W	words, by physical slot, then partition
+ *
+ * fbf_flat_size() bytes in all.
+ */
+#define LEGACY_HEADER_BYTES 32
+
+static uint64_t
+native_u64(const unsigned char *p)
+{
+	uint64_t	v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static uint32_t
+native_u32(const unsigned char *p)
+{
+	uint32_t	v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint16_t
+native_u16(const unsigned char *p)
+{
+	uint16_t	v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static int
+legacy_slot(const FbfView *v, int filter)
+{
+	return (v->head + filter) % v->nfilters;
+}
+
+static uint64_t
+legacy_word(const FbfView *v, int filter, uint32_t part, uint32_t w)
+{
+	const unsigned char *words = (const unsigned char *) v->data + LEGACY_HEADER_BYTES +
+		(size_t) v->nfilters * (8 + (size_t) v->nparts * 8);
+
+	return native_u64(words + (((size_t) legacy_slot(v, filter) * v->nparts + part) *
+							   fbf_nwords(v->nbits) + w) * 8);
+}
+
+static uint64_t
+legacy_count(const FbfView *v, int filter, uint32_t part)
+{
+	return native_u64((const unsigned char *) v->data + LEGACY_HEADER_BYTES +
+					  (size_t) v->nfilters * 8 +
+					  ((size_t) legacy_slot(v, filter) * v->nparts + part) * 8);
+}
+
+static int64_t
+legacy_born_at(const FbfView *v, int filter)
+{
+	return (int64_t) native_u64((const unsigned char *) v->data + LEGACY_HEADER_BYTES +
+								(size_t) legacy_slot(v, filter) * 8);
+}
+
+bool
+fbf_layout_is_current(const void *mem)
+{
+	return native_u32(mem) == FBF_LAYOUT_SLICED;
+}
+
+bool
+fbf_legacy_validate(const void *mem, size_t len, size_t *size, const char **why)
+{
+	const unsigned char *m = mem;
+	uint32_t	nbits;
+	int			nhashes;
+	int			nfilters;
+	int			nlive;
+	int			head;
+	uint32_t	nparts;
+	int64_t		epoch;
+	int64_t		period;
+	FbfView		v;
+
+	if (len < LEGACY_HEADER_BYTES)
+	{
+		*why = "The value is shorter than its header.";
+		return false;
+	}
+	nbits = native_u32(m);
+	nhashes = native_u16(m + 4);
+	nfilters = native_u16(m + 6);
+	nlive = native_u16(m + 8);
+	head = native_u16(m + 10);
+	nparts = native_u32(m + 12);
+	epoch = (int64_t) native_u64(m + 16);
+	period = (int64_t) native_u64(m + 24);
+	if (!fbf_shape_valid(nbits, nhashes, nfilters, nparts, why))
+		return false;
+	if (nlive < 2 || nlive > nfilters || head >= nfilters)
+	{
+		*why = "The ring bookkeeping is out of range.";
+		return false;
+	}
+	if (epoch < nlive - 1 || epoch > FBF_MAX_EPOCH || period < 0)
+	{
+		*why = "The epoch or period is out of range.";
+		return false;
+	}
+	if (len != fbf_flat_size(nbits, nfilters, nparts))
+	{
+		*why = "The length does not match the shape in the header.";
+		return false;
+	}
+	v.nbits = nbits;
+	v.nfilters = nfilters;
+	v.nlive = nlive;
+	v.nparts = nparts;
+	v.word = legacy_word;
+	v.count = legacy_count;
+	v.born_at = legacy_born_at;
+	v.data = mem;
+	v.head = head;
+	if (!check_filters(&v, why))
+		return false;
+	*size = fbf_size(nbits, nfilters, nparts);
+	return true;
+}
+
+void
+fbf_from_legacy(const void *mem, Fbf *f)
+{
+	const unsigned char *m = mem;
+	uint32_t	nbits = native_u32(m);
+	int			nfilters = native_u16(m + 6);
+	uint32_t	nparts = native_u32(m + 12);
+	uint32_t	nwords = fbf_nwords(nbits);
+	FbfView		v;
+	int			i;
+	uint32_t	part;
+
+	memset(f, 0, fbf_size(nbits, nfilters, nparts));
+	f->layout = FBF_LAYOUT_SLICED;
+	f->nbits = nbits;
+	f->nhashes = native_u16(m + 4);
+	f->nfilters = (uint16_t) nfilters;
+	f->nlive = native_u16(m + 8);
+	f->head = 0;
+	f->nparts = nparts;
+	f->stride = (uint32_t) fbf_stride(nfilters);
+	f->epoch = (int64_t) native_u64(m + 16);
+	f->period = (int64_t) native_u64(m + 24);
+
+	/* read through a view in logical order; f has head = 0 */
+	v.nbits = nbits;
+	v.nfilters = nfilters;
+	v.nlive = f->nlive;
+	v.nparts = nparts;
+	v.data = mem;
+	v.head = native_u16(m + 10);
+	for (i = 0; i < nfilters; i++)
+	{
+		f->born_at[i] = legacy_born_at(&v, i);
+		for (part = 0; part < nparts; part++)
+			*fbf_count(f, i, part) = legacy_count(&v, i, part);
+	}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	/* native words are not little-endian bytes here: bit by bit */
+	for (i = 0; i < nfilters; i++)
+	{
+		for (part = 0; part < nparts; part++)
+		{
+			unsigned char *slices = fbf_slices(f, part);
+			uint32_t	w;
+
+			for (w = 0; w < nwords; w++)
+			{
+				uint64_t	word = legacy_word(&v, i, part, w);
+
+				while (word != 0)
+				{
+					bloom_packed_or(slices, (int) f->stride,
+									w * 64 + (uint32_t) __builtin_ctzll(word),
+									UINT64_C(1) << i);
+					word &= word - 1;
+				}
+			}
+		}
+	}
+#else
+	/* native words are little-endian bytes: the blocks transposed */
+	for (part = 0; part < nparts; part++)
+	{
+		const unsigned char *words = m + LEGACY_HEADER_BYTES +
+			(size_t) nfilters * (8 + (size_t) nparts * 8);
+		const unsigned char *blocks[FBF_MAX_FILTERS];
+
+		for (i = 0; i < nfilters; i++)
+			blocks[i] = words + ((size_t) legacy_slot(&v, i) * nparts + part) *
+				nwords * 8;
+		fbf_load_blocks(f, part, blocks);
+	}
+#endif
 }
 
 void

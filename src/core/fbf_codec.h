@@ -52,6 +52,20 @@ extern void fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f);
 extern bool fbf_check_invariants(const Fbf *f, const char **why);
 
 /*
+ * In-memory values of builds before the bit-sliced layout (fbf 1.0 and
+ * 1.1; the flat form of fbf_flat_size, native byte order, per-filter bit
+ * arrays by physical slot), as `fbf` datums they stored in tables still
+ * hold.  fbf_layout_is_current tells an Fbf from one (at least 4 readable
+ * bytes); fbf_legacy_validate checks one of len bytes in full, with the
+ * rules of fbf_validate, and sets *size to the bytes its Fbf needs;
+ * fbf_from_legacy converts one it accepted (head becomes 0).
+ */
+extern bool fbf_layout_is_current(const void *mem);
+extern bool fbf_legacy_validate(const void *mem, size_t len, size_t *size,
+								const char **why);
+extern void fbf_from_legacy(const void *mem, Fbf *f);
+
+/*
  * Text form: "\\x" followed by the serialized bytes as hex digit pairs (the
  * way bytea prints).  fbf_hex_encode writes 2 + 2 * len characters and a
  * terminating NUL.  fbf_hex_decode accepts either case, nothing else (no

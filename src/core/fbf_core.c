@@ -4,8 +4,9 @@
  *	  The Forgetful Bloom Filter: insert, membership checks, refresh,
  *	  resizing and the false-positive estimate.
  *
- * See fbf_core.h for the structure and the partner bookkeeping that keeps
- * the no-false-negative invariant across refreshes and resizes.
+ * See fbf_core.h for the structure, the bit-sliced layout and the partner
+ * bookkeeping that keeps the no-false-negative invariant across refreshes
+ * and resizes.
  *
  * No PostgreSQL includes.
  *
@@ -43,7 +44,7 @@ fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
 		return false;
 	}
 	/* each factor is bounded above, so this cannot overflow */
-	if (fbf_size((uint32_t) nbits, (int) nfilters, (uint32_t) nparts) > FBF_MAX_BYTES)
+	if (fbf_flat_size((uint32_t) nbits, (int) nfilters, (uint32_t) nparts) > FBF_MAX_BYTES)
 	{
 		*why = "The filter would be larger than 256 MB.";
 		return false;
@@ -54,7 +55,18 @@ fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
 size_t
 fbf_size(uint32_t nbits, int nfilters, uint32_t nparts)
 {
+	size_t		slices = (size_t) nparts *
+		bloom_packed_bytes(nbits, fbf_stride(nfilters)) + BLOOM_PACKED_SLACK;
+
 	return sizeof(Fbf) + (size_t) nfilters * sizeof(int64_t)
+		+ (size_t) nfilters * nparts * 8 + (slices + 7) / 8 * 8;
+}
+
+size_t
+fbf_flat_size(uint32_t nbits, int nfilters, uint32_t nparts)
+{
+	/* the header of the flat form had no `layout` and no `stride` */
+	return 32 + (size_t) nfilters * sizeof(int64_t)
 		+ (size_t) nfilters * nparts * (8 + (size_t) fbf_nwords(nbits) * 8);
 }
 
@@ -65,12 +77,14 @@ fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters, uint32_t nparts,
 	int			i;
 
 	memset(f, 0, fbf_size(nbits, nfilters, nparts));
+	f->layout = FBF_LAYOUT_SLICED;
 	f->nbits = nbits;
 	f->nhashes = (uint16_t) nhashes;
 	f->nfilters = (uint16_t) nfilters;
 	f->nlive = (uint16_t) nfilters;
 	f->head = 0;
 	f->nparts = nparts;
+	f->stride = (uint32_t) fbf_stride(nfilters);
 	/* filter i was born at epoch (epoch - i), so start where all are >= 0 */
 	f->epoch = nfilters - 1;
 	f->period = period;
@@ -97,21 +111,191 @@ fbf_filter_count(const Fbf *f, int logical)
 	return n;
 }
 
+/* ---- the bit-sliced arrays ---- */
+
+void
+fbf_load_bits(Fbf *f, int logical, uint32_t part, const uint64_t *plain)
+{
+	unsigned char *slices = fbf_slices(f, part);
+	int			stride = (int) f->stride;
+	uint64_t	lane = UINT64_C(1) << fbf_slot(f, logical);
+	uint32_t	nwords = fbf_nwords(f->nbits);
+	uint32_t	i;
+
+	for (i = 0; i < nwords; i++)
+	{
+		uint64_t	word = plain[i];
+
+		while (word != 0)
+		{
+			uint32_t	w = i * 64 + (uint32_t) __builtin_ctzll(word);
+
+			if (w < f->nbits)
+				bloom_packed_or(slices, stride, w, lane);
+			word &= word - 1;
+		}
+	}
+}
+
+void
+fbf_load_lane(Fbf *f, int logical, uint32_t part, const void *slice,
+			  int width, int lane)
+{
+	unsigned char *slices = fbf_slices(f, part);
+	int			stride = (int) f->stride;
+	uint64_t	to = UINT64_C(1) << fbf_slot(f, logical);
+	uint32_t	w;
+
+	for (w = 0; w < f->nbits; w++)
+	{
+		if ((bloom_slice_get(slice, width, w) >> lane) & 1)
+			bloom_packed_or(slices, stride, w, to);
+	}
+}
+
+uint64_t
+fbf_extract_word(const Fbf *f, int logical, uint32_t part, uint32_t word)
+{
+	const unsigned char *slices = fbf_slices(f, part);
+	int			stride = (int) f->stride;
+	int			slot = fbf_slot(f, logical);
+	uint32_t	first = word * 64;
+	uint32_t	end = f->nbits - first < 64 ? f->nbits : first + 64;
+	uint64_t	bits = 0;
+	uint32_t	w;
+
+	for (w = first; w < end; w++)
+		bits |= ((bloom_packed_get(slices, stride, w) >> slot) & 1) << (w - first);
+	return bits;
+}
+
+void
+fbf_extract_bits(const Fbf *f, int logical, uint32_t part, uint64_t *plain)
+{
+	uint32_t	nwords = fbf_nwords(f->nbits);
+	uint32_t	i;
+
+	for (i = 0; i < nwords; i++)
+		plain[i] = fbf_extract_word(f, logical, part, i);
+}
+
+/* 8 x 8 bit matrix transpose: bit c of byte r becomes bit r of byte c */
+static inline uint64_t
+transpose8(uint64_t x)
+{
+	uint64_t	t;
+
+	t = (x ^ (x >> 7)) & UINT64_C(0x00AA00AA00AA00AA);
+	x = x ^ t ^ (t << 7);
+	t = (x ^ (x >> 14)) & UINT64_C(0x0000CCCC0000CCCC);
+	x = x ^ t ^ (t << 14);
+	t = (x ^ (x >> 28)) & UINT64_C(0x00000000F0F0F0F0);
+	x = x ^ t ^ (t << 28);
+	return x;
+}
+
+/*
+ * Eight positions at a time: byte B of every filter's block, eight filters
+ * to a 64-bit word, transposed into the lanes of positions 8B .. 8B+7.
+ */
+void
+fbf_load_blocks(Fbf *f, uint32_t part, const unsigned char *const *blocks)
+{
+	unsigned char *slices = fbf_slices(f, part);
+	int			stride = (int) f->stride;
+	int			n = f->nfilters;
+	uint32_t	nbytes = (f->nbits + 7) / 8;
+	uint32_t	byte;
+
+	for (byte = 0; byte < nbytes; byte++)
+	{
+		uint64_t	lanes[8] = {0};
+		int			g,
+					r,
+					c;
+
+		for (g = 0; g * 8 < n; g++)
+		{
+			uint64_t	x = 0;
+
+			for (r = 0; r < 8 && g * 8 + r < n; r++)
+			{
+				if (blocks[g * 8 + r] != NULL)
+					x |= (uint64_t) blocks[g * 8 + r][byte] << (8 * r);
+			}
+			if (x == 0)
+				continue;
+			x = transpose8(x);
+			for (c = 0; c < 8; c++)
+				lanes[c] |= ((x >> (8 * c)) & 0xff) << (8 * g);
+		}
+		for (c = 0; c < 8; c++)
+		{
+			uint32_t	w = byte * 8 + (uint32_t) c;
+
+			if (lanes[c] != 0 && w < f->nbits)
+				bloom_packed_or(slices, stride, w, fbf_lanes_physical(f, lanes[c]));
+		}
+	}
+}
+
+void
+fbf_store_blocks(const Fbf *f, uint32_t part, unsigned char *const *blocks)
+{
+	const unsigned char *slices = fbf_slices(f, part);
+	int			stride = (int) f->stride;
+	int			n = f->nfilters;
+	uint64_t	all = fbf_lane_mask(n);
+	uint32_t	nbytes = fbf_nwords(f->nbits) * 8;
+	uint32_t	byte;
+
+	for (byte = 0; byte < nbytes; byte++)
+	{
+		uint64_t	lanes[8];
+		int			g,
+					r,
+					c;
+
+		for (c = 0; c < 8; c++)
+		{
+			uint32_t	w = byte * 8 + (uint32_t) c;
+
+			lanes[c] = w < f->nbits ?
+				fbf_lanes_logical(f, bloom_packed_get(slices, stride, w) & all) : 0;
+		}
+		for (g = 0; g * 8 < n; g++)
+		{
+			uint64_t	x = 0;
+
+			for (c = 0; c < 8; c++)
+				x |= ((lanes[c] >> (8 * g)) & 0xff) << (8 * c);
+			x = transpose8(x);
+			for (r = 0; r < 8 && g * 8 + r < n; r++)
+				blocks[g * 8 + r][byte] = (unsigned char) (x >> (8 * r));
+		}
+	}
+}
+
+/* ---- membership ---- */
+
+/* bit i set iff live filter i contains the element with these probes */
+static inline uint64_t
+membership_of(const Fbf *f, uint32_t part, const uint32_t *probes)
+{
+	uint64_t	physical = bloom_packed_test(fbf_slices(f, part), (int) f->stride,
+											 probes, f->nhashes);
+
+	physical &= fbf_lane_mask(f->nfilters);
+	return fbf_lanes_logical(f, physical) & fbf_lane_mask(f->nlive);
+}
+
 uint64_t
 fbf_membership(const Fbf *f, const FbfHash *hash)
 {
 	uint32_t	probes[FBF_MAX_HASHES];
-	uint32_t	part = fbf_part(hash, f->nparts);
-	uint64_t	mask = 0;
-	int			i;
 
 	fbf_probes(hash, f->nhashes, f->nbits, probes);
-	for (i = 0; i < f->nlive; i++)
-	{
-		if (bloom_test(fbf_block_const(f, i, part), probes, f->nhashes))
-			mask |= UINT64_C(1) << i;
-	}
-	return mask;
+	return membership_of(f, fbf_part(hash, f->nparts), probes);
 }
 
 /*
@@ -149,27 +333,35 @@ fbf_contains(const Fbf *f, const FbfHash *hash, FbfCheck check)
 	return fbf_check_mask(fbf_membership(f, hash), f->nlive, check);
 }
 
+/* future's and present's lanes at once, and their counts */
+static inline void
+insert_probes(Fbf *f, uint32_t part, const uint32_t *probes)
+{
+	bloom_packed_set(fbf_slices(f, part), (int) f->stride, probes, f->nhashes,
+					 fbf_lanes_physical(f, 3));
+	(*fbf_count(f, 0, part))++;
+	(*fbf_count(f, 1, part))++;
+}
+
 void
 fbf_insert(Fbf *f, const FbfHash *hash)
 {
 	uint32_t	probes[FBF_MAX_HASHES];
-	uint32_t	part = fbf_part(hash, f->nparts);
-	int			i;
 
 	fbf_probes(hash, f->nhashes, f->nbits, probes);
-	for (i = 0; i < 2; i++)
-	{
-		bloom_set(fbf_block(f, i, part), probes, f->nhashes);
-		(*fbf_count(f, i, part))++;
-	}
+	insert_probes(f, fbf_part(hash, f->nparts), probes);
 }
 
 bool
 fbf_add(Fbf *f, const FbfHash *hash, FbfCheck check)
 {
-	if (fbf_contains(f, hash, check))
+	uint32_t	probes[FBF_MAX_HASHES];
+	uint32_t	part = fbf_part(hash, f->nparts);
+
+	fbf_probes(hash, f->nhashes, f->nbits, probes);
+	if (fbf_check_mask(membership_of(f, part, probes), f->nlive, check))
 		return false;
-	fbf_insert(f, hash);
+	insert_probes(f, part, probes);
 	return true;
 }
 
@@ -177,8 +369,11 @@ fbf_add(Fbf *f, const FbfHash *hash, FbfCheck check)
 static void
 clear_filter(Fbf *f, int logical)
 {
-	memset(fbf_block(f, logical, 0), 0,
-		   (size_t) f->nparts * fbf_words_per_block(f) * 8);
+	uint64_t	lane = UINT64_C(1) << fbf_slot(f, logical);
+	uint32_t	p;
+
+	for (p = 0; p < f->nparts; p++)
+		bloom_packed_clear(fbf_slices(f, p), (int) f->stride, f->nbits, lane);
 	memset(fbf_count(f, logical, 0), 0, (size_t) f->nparts * 8);
 	*fbf_born_at(f, logical) = 0;
 }
@@ -244,25 +439,46 @@ void
 fbf_resize(Fbf *dst, const Fbf *src, int nfilters)
 {
 	int			keep = nfilters < src->nfilters ? nfilters : src->nfilters;
-	size_t		block_bytes = (size_t) src->nparts * fbf_words_per_block(src) * 8;
+	uint64_t	kept;
+	uint32_t	p;
 	int			i;
 
 	memset(dst, 0, fbf_size(src->nbits, nfilters, src->nparts));
+	dst->layout = FBF_LAYOUT_SLICED;
 	dst->nbits = src->nbits;
 	dst->nhashes = src->nhashes;
 	dst->nfilters = (uint16_t) nfilters;
 	dst->nlive = src->nlive < keep ? src->nlive : (uint16_t) keep;
 	dst->head = 0;
 	dst->nparts = src->nparts;
+	dst->stride = (uint32_t) fbf_stride(nfilters);
 	dst->epoch = src->epoch;
 	dst->period = src->period;
 	for (i = 0; i < dst->nlive; i++)
 	{
-		/* a filter's blocks and counts are contiguous within its slot */
+		/* a filter's counts are contiguous within its slot */
 		*fbf_born_at(dst, i) = src->born_at[fbf_slot(src, i)];
 		memcpy(fbf_count(dst, i, 0), fbf_count((Fbf *) src, i, 0),
 			   (size_t) src->nparts * 8);
-		memcpy(fbf_block(dst, i, 0), fbf_block_const(src, i, 0), block_bytes);
+	}
+
+	/* dst's head is 0: its physical lanes are the logical ones */
+	kept = fbf_lane_mask(dst->nlive);
+	for (p = 0; p < src->nparts; p++)
+	{
+		const unsigned char *from = fbf_slices(src, p);
+		unsigned char *to = fbf_slices(dst, p);
+		uint32_t	w;
+
+		for (w = 0; w < src->nbits; w++)
+		{
+			uint64_t	lanes = bloom_packed_get(from, (int) src->stride, w) &
+				fbf_lane_mask(src->nfilters);
+
+			lanes = fbf_lanes_logical(src, lanes) & kept;
+			if (lanes != 0)
+				bloom_packed_or(to, (int) dst->stride, w, lanes);
+		}
 	}
 }
 
@@ -290,14 +506,13 @@ fbf_same_shape(const Fbf *a, const Fbf *b, const char **why)
  * the inputs allow.
  */
 static uint64_t
-union_count(const Fbf *f, const uint64_t *words, uint64_t a, uint64_t b)
+union_count(const Fbf *f, uint64_t nset, uint64_t a, uint64_t b)
 {
 	double		est;
 
 	if (a == 0 || b == 0)
 		return a + b;
-	est = bloom_cardinality(f->nbits, f->nhashes,
-							bloom_popcount(words, fbf_words_per_block(f)));
+	est = bloom_cardinality(f->nbits, f->nhashes, nset);
 	if (!(est < (double) (a + b)))
 		return a + b;
 	if (est < (double) (a > b ? a : b))
@@ -320,26 +535,54 @@ fbf_union_into(Fbf *dst, const Fbf *src)
 	int64_t		src_reach = lag + src->nlive;
 	int			nlive = src_reach < dst->nlive ? (int) src_reach : dst->nlive;
 	int			first = lag < nlive ? (int) lag : nlive;
-	uint32_t	nwords = fbf_words_per_block(dst);
+	uint64_t	into;
+	uint32_t	p;
 	int			i;
+
+	/*
+	 * Logical j of src goes into logical first + j of dst, for first + j <
+	 * nlive: per position, src's lanes in logical order, shifted by first,
+	 * into dst's physical order.  The same pass counts the bits of the
+	 * filters that get some, for their new counts.
+	 */
+	into = fbf_lane_mask(nlive) & ~fbf_lane_mask(first);
+	for (p = 0; p < dst->nparts && into != 0; p++)
+	{
+		const unsigned char *from = fbf_slices(src, p);
+		unsigned char *to = fbf_slices(dst, p);
+		uint64_t	into_physical = fbf_lanes_physical(dst, into);
+		uint64_t	popcount[FBF_MAX_FILTERS] = {0};
+		uint32_t	w;
+
+		for (w = 0; w < dst->nbits; w++)
+		{
+			uint64_t	lanes = bloom_packed_get(from, (int) src->stride, w) &
+				fbf_lane_mask(src->nfilters);
+
+			lanes = (fbf_lanes_logical(src, lanes) << first) & into;
+			if (lanes != 0)
+				bloom_packed_or(to, (int) dst->stride, w,
+								fbf_lanes_physical(dst, lanes));
+			lanes = bloom_packed_get(to, (int) dst->stride, w) & into_physical;
+			while (lanes != 0)
+			{
+				popcount[__builtin_ctzll(lanes)]++;
+				lanes &= lanes - 1;
+			}
+		}
+		for (i = first; i < nlive; i++)
+		{
+			uint64_t   *dc = fbf_count(dst, i, p);
+
+			*dc = union_count(dst, popcount[fbf_slot(dst, i)], *dc,
+							  fbf_count_const(src, i - first, p));
+		}
+	}
 
 	for (i = first; i < nlive; i++)
 	{
-		int			j = i - first;
-		int64_t		src_born = src->born_at[fbf_slot(src, j)];
-		uint32_t	p;
+		int64_t		src_born = src->born_at[fbf_slot(src, i - first)];
 
-		for (p = 0; p < dst->nparts; p++)
-		{
-			const uint64_t *sw = fbf_block_const(src, j, p);
-			uint64_t   *dw = fbf_block(dst, i, p);
-			uint64_t   *dc = fbf_count(dst, i, p);
-			uint32_t	w;
-
-			for (w = 0; w < nwords; w++)
-				dw[w] |= sw[w];
-			*dc = union_count(dst, dw, *dc, fbf_count_const(src, j, p));
-		}
 		if (src_born > *fbf_born_at(dst, i))
 			*fbf_born_at(dst, i) = src_born;
 	}

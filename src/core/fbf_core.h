@@ -37,14 +37,45 @@
  * Memory layout.  An Fbf is one flat block, so it can be a varlena payload,
  * a shared-memory chunk or page contents without pointer fixups:
  *
- *		Fbf header
+ *		Fbf header							40 bytes, `layout` first
  *		born_at[nfilters]					by physical slot
  *		counts[nfilters][nparts]			by physical slot, then partition
- *		words[nfilters][nparts][W]			W = ceil(nbits / 64)
+ *		slices[nparts]						one bit-sliced array per partition
+ *		slack								8 zero bytes, then zeros up to a
+ *											multiple of 8
  *
- * The slot of logical index i is (head + i) % nfilters.  Native byte order:
- * the portable little-endian form is produced by fbf_serialize() (see
- * docs/fbf-format.md).
+ * Bit-sliced filters.  The filters of a partition are not stored one after
+ * the other: they share one packed slice array (bloom_slice.h) of nbits
+ * positions, position w being `stride` bits whose bit j is bit w of the
+ * filter in physical slot j.  stride = fbf_stride(nfilters) is nfilters
+ * itself (up to 57 filters; 64 above), so the memory is the filters' own
+ * bits, nparts * nbits * stride, rounded up to a byte per partition (and
+ * for 58 to 63 filters to 64 lanes).  Partitions' arrays follow each other
+ * byte-aligned: partition p starts fbf_slice_bytes() * p bytes after
+ * fbf_slices(f, 0).
+ *
+ * So an element's membership in every filter at once is its k positions
+ * loaded and ANDed (fbf_membership): k independent loads, however many
+ * filters there are.  The result is by physical slot; fbf_lanes_logical
+ * rotates it into logical order (logical i is slot (head + i) % nfilters).
+ * fbf_insert ORs future's and present's lanes in one go; a refresh clears
+ * the recycled slot's lane in every partition; fbf_resize lays the filters
+ * out afresh for the new stride.  Per-filter bit arrays (the serialized
+ * form, the window's pages) go in and out through fbf_load_bits,
+ * fbf_load_lane and fbf_extract_bits (one filter), or fbf_load_blocks and
+ * fbf_store_blocks (every filter of a partition, by 8 x 8 bit transposes).
+ *
+ * The slot of logical index i is (head + i) % nfilters.  Native byte order
+ * for the header, birth times and counts; the slice arrays are defined as
+ * little-endian bit strings.  The portable form is produced by
+ * fbf_serialize() (see docs/fbf-format.md), which keeps the per-filter bit
+ * arrays of format version 1.
+ *
+ * Builds before this layout (fbf 1.0 and 1.1) kept each filter's bit array
+ * in memory, and `fbf` datums stored by them in tables still do: the first
+ * field, `layout`, tells them apart (their first field, nbits, is at most
+ * 2^30), and fbf_codec.h converts them (fbf_legacy_validate,
+ * fbf_from_legacy).
  *
  * No PostgreSQL includes: the standalone tests and benchmarks link this.
  *
@@ -57,6 +88,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bloom_slice.h"
 #include "fbf_hash.h"
 
 /* Limits on the shape.  A membership mask is one uint64, hence 64 filters. */
@@ -65,7 +97,8 @@
 #define FBF_MIN_NBITS		64
 #define FBF_MAX_NBITS		(UINT32_C(1) << 30) /* 128 MiB per block */
 #define FBF_MAX_PARTS		(UINT32_C(1) << 20)
-#define FBF_MAX_BYTES		(UINT64_C(256) << 20)	/* whole FBF */
+#define FBF_MAX_BYTES		(UINT64_C(256) << 20)	/* whole FBF, flat form
+														 * (fbf_flat_size) */
 #define FBF_MAX_EPOCH		(INT64_C(1) << 62)	/* refreshes; never reached */
 
 /*
@@ -93,33 +126,53 @@ typedef enum FbfCheck
 
 #define FBF_CHECK_DEFAULT	FBF_CHECK_OPTIMIZED
 
+/*
+ * The first field of an in-memory Fbf: never a valid nbits (at most 2^30),
+ * which is what the first field of the older per-filter layout holds.
+ */
+#define FBF_LAYOUT_SLICED	UINT32_C(0xFBF50002)
+
 typedef struct Fbf
 {
+	uint32_t	layout;			/* FBF_LAYOUT_SLICED */
 	uint32_t	nbits;			/* m, bits per filter and partition */
 	uint16_t	nhashes;		/* k */
 	uint16_t	nfilters;		/* N + 2 */
 	uint16_t	nlive;			/* live filters: logical 0..nlive-1 */
 	uint16_t	head;			/* physical slot of the future filter */
 	uint32_t	nparts;			/* partitions (blocks) per filter, >= 1 */
+	uint32_t	stride;			/* bits per slice position:
+								 * fbf_stride(nfilters) */
 	int64_t		epoch;			/* refreshes so far; birth epoch of future */
 	int64_t		period;			/* intended refresh period, caller's unit; 0
 								 * if refreshed by hand */
 	int64_t		born_at[];		/* by slot: caller's clock when the filter
 								 * became future; 0 if unborn or unknown.
-								 * counts and words follow. */
+								 * counts and slices follow. */
 } Fbf;
 
 /* ---- shape and memory ---- */
 
 /*
  * Check a shape; on failure return false and point *why at a sentence
- * fit for errdetail.
+ * fit for errdetail.  The size limit applies to the flat form
+ * (fbf_flat_size), so every shape format version 1 ever accepted still is.
  */
 extern bool fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
 							int64_t nparts, const char **why);
 
 /* bytes needed for an Fbf of this (valid) shape */
 extern size_t fbf_size(uint32_t nbits, int nfilters, uint32_t nparts);
+
+/*
+ * Bytes of the flat form of a shape: a 32-byte header, birth times, counts
+ * and one bit array of fbf_nwords(nbits) 64-bit words per filter and
+ * partition.  It is what fbf 1.0 and 1.1 kept in memory and in stored
+ * datums, the serialized size less 8 bytes of header, and the measure of
+ * FBF_MAX_BYTES and of fbf_plan.  An Fbf is never larger but by the byte
+ * rounding of its slice arrays, or by 64/58 with 58 to 63 filters.
+ */
+extern size_t fbf_flat_size(uint32_t nbits, int nfilters, uint32_t nparts);
 
 /* initialise f (fbf_size() bytes) as an empty FBF, all filters live */
 extern void fbf_init(Fbf *f, uint32_t nbits, int nhashes, int nfilters,
@@ -131,17 +184,25 @@ fbf_slot(const Fbf *f, int logical)
 	return (f->head + logical) % f->nfilters;
 }
 
-/* 64-bit words per block; bits past nbits in the last word stay zero */
+/* 64-bit words of a per-filter bit array of nbits bits (serialized form) */
 static inline uint32_t
 fbf_nwords(uint32_t nbits)
 {
 	return (nbits + 63) / 64;
 }
 
-static inline uint32_t
-fbf_words_per_block(const Fbf *f)
+/* bits per slice position for nfilters filters */
+static inline int
+fbf_stride(int nfilters)
 {
-	return fbf_nwords(f->nbits);
+	return bloom_packed_stride(nfilters);
+}
+
+/* the n low bits: one per filter */
+static inline uint64_t
+fbf_lane_mask(int n)
+{
+	return n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
 }
 
 static inline uint64_t *
@@ -150,26 +211,83 @@ fbf_counts_base(const Fbf *f)
 	return (uint64_t *) &f->born_at[f->nfilters];
 }
 
-static inline uint64_t *
-fbf_words_base(const Fbf *f)
+/* bytes of one partition's slice array */
+static inline uint64_t
+fbf_slice_bytes(const Fbf *f)
 {
-	return fbf_counts_base(f) + (size_t) f->nfilters * f->nparts;
+	return bloom_packed_bytes(f->nbits, (int) f->stride);
 }
 
-/* the words of logical filter i's block for partition p */
-static inline uint64_t *
-fbf_block(Fbf *f, int logical, uint32_t part)
+/* partition p's slice array (bloom_packed_* with stride f->stride) */
+static inline unsigned char *
+fbf_slices(const Fbf *f, uint32_t part)
 {
-	return fbf_words_base(f) +
-		((size_t) fbf_slot(f, logical) * f->nparts + part) *
-		fbf_words_per_block(f);
+	return (unsigned char *) (fbf_counts_base(f) + (size_t) f->nfilters * f->nparts) +
+		(size_t) part * fbf_slice_bytes(f);
 }
 
-static inline const uint64_t *
-fbf_block_const(const Fbf *f, int logical, uint32_t part)
+/*
+ * Lanes by physical slot (bit j: slot j) into logical order (bit i: logical
+ * filter i), and back.  Bits at and above nfilters must be clear.
+ */
+static inline uint64_t
+fbf_lanes_logical(const Fbf *f, uint64_t physical)
 {
-	return fbf_block((Fbf *) f, logical, part);
+	int			n = f->nfilters;
+	int			h = f->head;
+
+	if (h == 0)
+		return physical;
+	return ((physical >> h) | (physical << (n - h))) & fbf_lane_mask(n);
 }
+
+static inline uint64_t
+fbf_lanes_physical(const Fbf *f, uint64_t logical)
+{
+	int			n = f->nfilters;
+	int			h = f->head;
+
+	if (h == 0)
+		return logical;
+	return ((logical << h) | (logical >> (n - h))) & fbf_lane_mask(n);
+}
+
+/*
+ * OR a plain bit array of nbits bits (fbf_nwords(nbits) native words, bit j
+ * in bit j % 64 of word j / 64; bits past nbits must be clear) into logical
+ * filter i's bits of partition p.
+ */
+extern void fbf_load_bits(Fbf *f, int logical, uint32_t part,
+						  const uint64_t *plain);
+
+/*
+ * OR lane `lane` of an aligned slice array (bloom_slice.h: f->nbits native
+ * words of `width` bytes) into logical filter i's bits of partition p.
+ */
+extern void fbf_load_lane(Fbf *f, int logical, uint32_t part,
+						  const void *slice, int width, int lane);
+
+/*
+ * Every filter's block of partition p at once, as bytes: blocks[i] is
+ * logical filter i's block, bit j in bit j % 8 of byte j / 8 (the bytes of
+ * little-endian 64-bit words: the serialized form).  fbf_load_blocks ORs
+ * ceil(nbits / 8) bytes of each in (a NULL block is empty; bits past nbits
+ * are ignored); fbf_store_blocks writes fbf_nwords(nbits) * 8 bytes of each.
+ * Eight positions per step through 8 x 8 bit transposes, where the
+ * per-filter functions below go bit by bit.
+ */
+extern void fbf_load_blocks(Fbf *f, uint32_t part,
+							const unsigned char *const *blocks);
+extern void fbf_store_blocks(const Fbf *f, uint32_t part,
+							 unsigned char *const *blocks);
+
+/* logical filter i's bits of partition p as a plain bit array (overwritten) */
+extern void fbf_extract_bits(const Fbf *f, int logical, uint32_t part,
+							 uint64_t *plain);
+
+/* word `word` of that plain bit array alone */
+extern uint64_t fbf_extract_word(const Fbf *f, int logical, uint32_t part,
+								 uint32_t word);
 
 /* element count of logical filter i in partition p */
 static inline uint64_t *
@@ -267,8 +385,9 @@ extern bool fbf_refresh_within(Fbf *f, int64_t now, int64_t retention);
  * Copy src into dst (fbf_size(src->nbits, nfilters, src->nparts) bytes) with nfilters
  * filters: growing appends unborn filters at the old end, shrinking removes
  * filters from the old end, unborn ones first.  dst is normalised to
- * head = 0.  The caller checks fbf_drop_is_safe() before a shrink that
- * removes a live filter.
+ * head = 0, and its slice arrays are laid out afresh for its stride.  The
+ * caller checks fbf_drop_is_safe() before a shrink that removes a live
+ * filter.
  */
 extern void fbf_resize(Fbf *dst, const Fbf *src, int nfilters);
 

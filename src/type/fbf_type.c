@@ -109,6 +109,34 @@ checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
  * ----------------------------------------------------------------------
  */
 
+Fbf *
+FbfDatumGetFbf(Datum d, bool copy)
+{
+	struct varlena *v = copy ? DatumGetFbfValueCopy(d) : DatumGetFbfValue(d);
+	size_t		len = VARSIZE(v);
+	size_t		size;
+	const char *why;
+	char	   *converted;
+
+	if (len >= FBF_VALUE_OFFSET + sizeof(uint32) &&
+		fbf_layout_is_current(FbfValueGetFbf(v)))
+		return FbfValueGetFbf(v);
+
+	/* stored by fbf 1.0 or 1.1: per-filter bit arrays, converted */
+	if (len < FBF_VALUE_OFFSET ||
+		!fbf_legacy_validate(FbfValueGetFbf(v), len - FBF_VALUE_OFFSET, &size, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupt fbf value"),
+				 errdetail("%s", why)));
+	converted = palloc(FBF_VALUE_OFFSET + size);
+	SET_VARSIZE(converted, FBF_VALUE_OFFSET + size);
+	fbf_from_legacy(FbfValueGetFbf(v), FbfValueGetFbf(converted));
+	if ((Pointer) v != DatumGetPointer(d))
+		pfree(v);
+	return FbfValueGetFbf(converted);
+}
+
 /*
  * Validate serialized bytes and build an fbf datum from them; `code` is the
  * SQLSTATE for malformed input.

@@ -19,8 +19,13 @@
 /*
  * An `fbf` datum: a varlena whose payload is an in-memory Fbf (fbf_core.h),
  * in native byte order.  The Fbf starts MAXALIGN(VARHDRSZ) bytes in, so its
- * 64-bit words are aligned in palloc'd copies and, with the type's double
+ * 64-bit fields are aligned in palloc'd copies and, with the type's double
  * alignment, in tuples.  The portable form is only produced by send/out.
+ *
+ * Datums stored by fbf 1.0 and 1.1 hold the older flat Fbf (per-filter bit
+ * arrays); FbfDatumGetFbf converts them, after checking them in full, so
+ * every function reads both (PG_GETARG_FBF*).  Values are never written
+ * back in the old form.
  */
 #define FBF_VALUE_OFFSET	MAXALIGN(VARHDRSZ)
 
@@ -28,9 +33,15 @@
 
 #define DatumGetFbfValue(d)		((struct varlena *) PG_DETOAST_DATUM(d))
 #define DatumGetFbfValueCopy(d) ((struct varlena *) PG_DETOAST_DATUM_COPY(d))
-#define PG_GETARG_FBF(n)		FbfValueGetFbf(DatumGetFbfValue(PG_GETARG_DATUM(n)))
-#define PG_GETARG_FBF_COPY(n)	FbfValueGetFbf(DatumGetFbfValueCopy(PG_GETARG_DATUM(n)))
+#define PG_GETARG_FBF(n)		FbfDatumGetFbf(PG_GETARG_DATUM(n), false)
+#define PG_GETARG_FBF_COPY(n)	FbfDatumGetFbf(PG_GETARG_DATUM(n), true)
 #define PG_RETURN_FBF(f)		PG_RETURN_POINTER((char *) (f) - FBF_VALUE_OFFSET)
+
+/*
+ * The Fbf of an fbf datum, detoasted (a copy of its own if `copy`, which
+ * the caller may modify); a datum of fbf 1.0 or 1.1 comes back converted.
+ */
+extern Fbf *FbfDatumGetFbf(Datum d, bool copy);
 
 /* allocate an fbf datum able to hold an Fbf of this shape; returns the Fbf */
 extern Fbf *FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts);

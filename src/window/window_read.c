@@ -104,20 +104,6 @@ FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 									FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
 }
 
-/* copy lane `lane` of a partition page's words into a plain bitmap */
-static void
-lane_to_bits(const void *words, uint32 nbits, int lane, uint64 *bits)
-{
-	uint32		w;
-
-	memset(bits, 0, fbf_nwords(nbits) * 8);
-	for (w = 0; w < nbits; w++)
-	{
-		if ((bloom_slice_get(words, FBF_SLICE_WIDTH, w) >> lane) & 1)
-			bits[w / 64] |= UINT64CONST(1) << (w % 64);
-	}
-}
-
 /*
  * The window as an in-memory Fbf (palloc'd, fbf datum layout): every live
  * filter, plus the committed operations still on pending pages inserted
@@ -168,8 +154,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 
 			if (((current >> lane) & 1) == 0)
 				continue;
-			lane_to_bits(FbfSlicePageGetWords(page), meta.nbits, lane,
-						 fbf_block(f, i, v));
+			fbf_load_lane(f, i, v, FbfSlicePageGetWords(page), FBF_SLICE_WIDTH, lane);
 			*fbf_count(f, i, v) = h->count[lane];
 		}
 		UnlockReleaseBuffer(buf);

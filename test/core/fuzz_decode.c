@@ -6,11 +6,12 @@
  *
  * Two ways to run it:
  *	- as a standalone random-mutation driver (the default build): starting
- *	  from valid serialized FBFs, apply random byte flips, insertions,
- *	  deletions, truncations and field-targeted edits for a bounded number
- *	  of iterations, under ASan + UBSan.  A crash or sanitizer report fails;
- *	  so does a mutated input that validates but breaks an invariant after
- *	  decoding.  Prints TAP.
+ *	  from valid serialized FBFs (every other one in the flat in-memory
+ *	  form of fbf 1.0/1.1, as stored datums hold it), apply random byte
+ *	  flips, insertions, deletions, truncations and field-targeted edits
+ *	  for a bounded number of iterations, under ASan + UBSan.  A crash or
+ *	  sanitizer report fails; so does a mutated input that validates but
+ *	  breaks an invariant after decoding.  Prints TAP.
  *	- as a libFuzzer target: clang -fsanitize=fuzzer -DFBF_LIBFUZZER ...
  *
  * Usage: fuzz_decode [iterations [seed]]
@@ -23,9 +24,11 @@
 
 #include "fbf_codec.h"
 #include "fbf_core.h"
+#include "legacy.h"
 #include "tap.h"
 
 static int	accepted;
+static int	legacy_accepted;
 
 /* Decode one input as binary and (hex-encoded) as text. */
 static int
@@ -56,6 +59,21 @@ decode_one(const unsigned char *data, size_t len)
 		free(f);
 	}
 
+	/* the bytes as a stored datum of fbf 1.0/1.1 (the flat form) */
+	if (len >= 4 && !fbf_layout_is_current(data) &&
+		fbf_legacy_validate(data, len, &size, &why))
+	{
+		Fbf		   *f = malloc(size);
+		FbfHash		h = fbf_hash_bytes(data, len);
+
+		fbf_from_legacy(data, f);
+		if (!fbf_check_invariants(f, &why))
+			abort();			/* validated input broke an invariant */
+		(void) fbf_contains(f, &h, FBF_CHECK_PAIRED);
+		legacy_accepted++;
+		free(f);
+	}
+
 	/* the text decoder sees the raw bytes as characters */
 	bytes = malloc(len / 2 + 1);
 	(void) fbf_hex_decode((const char *) data, len, bytes, &nbytes, &why);
@@ -81,11 +99,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 #else
 
+/* a valid value, serialized or (legacy) in the flat form */
 static unsigned char *
-seed_value(uint64_t *s, size_t *len)
+seed_value(uint64_t *s, size_t *len, bool legacy)
 {
+	/* filter counts around every stride of the bit-sliced layout */
+	static const int counts[] = {3, 4, 5, 6, 8, 9, 16, 17, 33, 58, 64};
 	uint32_t	nbits = 64 + (uint32_t) test_rand_below(s, 700);
-	int			nfilters = 3 + (int) test_rand_below(s, 4);
+	int			nfilters = counts[test_rand_below(s, sizeof(counts) / sizeof(counts[0]))];
 	uint32_t	nparts = 1 + (uint32_t) test_rand_below(s, 3);
 	Fbf		   *f = malloc(fbf_size(nbits, nfilters, nparts));
 	unsigned char *buf;
@@ -102,9 +123,14 @@ seed_value(uint64_t *s, size_t *len)
 		if (test_rand_below(s, 20) == 0)
 			fbf_refresh(f, (int64_t) i);
 	}
-	*len = fbf_serialized_size(f);
-	buf = malloc(*len);
-	fbf_serialize(f, buf);
+	if (legacy)
+		buf = legacy_from_fbf(f, (int) test_rand_below(s, (uint64_t) nfilters), len);
+	else
+	{
+		*len = fbf_serialized_size(f);
+		buf = malloc(*len);
+		fbf_serialize(f, buf);
+	}
 	free(f);
 	return buf;
 }
@@ -173,18 +199,21 @@ test_fuzz(void)
 	for (i = 0; i < iterations; i++)
 	{
 		size_t		len;
-		unsigned char *buf = seed_value(&s, &len);
+		bool		legacy = (i % 2) == 1;
+		unsigned char *buf = seed_value(&s, &len, legacy);
 		size_t		size;
 		const char *why;
 
-		if (i < 100 && fbf_validate(buf, len, &size, &why))
+		if (i < 100 && (legacy ? fbf_legacy_validate(buf, len, &size, &why) :
+						fbf_validate(buf, len, &size, &why)))
 			seeds_ok++;
 		mutate(&s, &buf, &len);
 		decode_one(buf, len);
 		free(buf);
 	}
 	CHECK(seeds_ok == (iterations < 100 ? iterations : 100), "seeds invalid");
-	printf("# %ld mutated inputs, %d accepted as valid\n", iterations, accepted);
+	printf("# %ld mutated inputs, %d accepted as valid, %d as valid flat (1.0/1.1) values\n",
+		   iterations, accepted, legacy_accepted);
 }
 
 int

@@ -16,10 +16,12 @@
 #include <string.h>
 
 #include "bloom_bits.h"
+#include "bloom_slice.h"
 #include "fbf_aimd.h"
 #include "fbf_codec.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"
+#include "legacy.h"
 #include "tap.h"
 
 static uint64_t seed = 20151103;
@@ -214,12 +216,11 @@ test_no_false_negative_random_ops(void)
  * fbf_drop_is_safe().  Every element younger than R must be found.
  */
 static void
-test_retention_under_aimd(void)
+retention_under_aimd(uint64_t s, int rounds, int max_filters, uint64_t *seen)
 {
-	uint64_t	s = seed ^ 2;
 	int			round;
 
-	for (round = 0; round < 40; round++)
+	for (round = 0; round < rounds; round++)
 	{
 		FbfAimdConfig cfg;
 		int64_t		now = 1000;
@@ -243,11 +244,11 @@ test_retention_under_aimd(void)
 		cfg.period_min = 1;
 		cfg.period_max = cfg.retention;
 		cfg.min_filters = FBF_MIN_FILTERS;
-		cfg.max_filters = 24;
+		cfg.max_filters = max_filters;
 		cfg.nbits = 512;
 		cfg.nparts = 1;
 		cfg.nhashes = 3;
-		cfg.max_bytes = fbf_size(cfg.nbits, 24, 1);
+		cfg.max_bytes = fbf_size(cfg.nbits, max_filters, 1);
 
 		period = (cfg.retention + 1) / 2;	/* 3 filters: 2 periods cover R */
 		f = malloc(fbf_size(cfg.nbits, 3, 1));
@@ -306,6 +307,7 @@ test_retention_under_aimd(void)
 				}
 			}
 
+			*seen |= UINT64_C(1) << (f->nfilters - 1);
 			for (t = ntracked - 1; t >= 0 && now - inserted_at[t] <= cfg.retention; t--)
 				CHECK(fbf_contains(f, &tracked[t].hash, FBF_CHECK_PAIRED),
 					  "round %d tick %d: element aged %lld of retention %lld forgotten",
@@ -319,6 +321,33 @@ test_retention_under_aimd(void)
 		free(inserted_at);
 		free(f);
 	}
+}
+
+static void
+test_retention_under_aimd(void)
+{
+	uint64_t	seen = 0;
+
+	retention_under_aimd(seed ^ 2, 40, 24, &seen);
+}
+
+/*
+ * The same up to 64 filters: the controller's doublings and one-filter
+ * shrinks take the ring through every stride of the bit-sliced layout
+ * (stride = filters up to 57, 64 above), re-laid out at each resize.
+ */
+static void
+test_retention_all_strides(void)
+{
+	uint64_t	seen = 0;
+	int			n;
+	int			classes = 0;
+
+	retention_under_aimd(seed ^ 15, 12, FBF_MAX_FILTERS, &seen);
+	for (n = 1; n <= 64; n++)
+		if ((seen >> (n - 1)) & 1)
+			classes |= n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : n <= 57 ? 8 : 16;
+	CHECK(classes == 31, "filter counts seen %016llx", (unsigned long long) seen);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -947,6 +976,988 @@ test_codec_rejects(void)
 	free(f);
 }
 
+/* ----------------------------------------------------------------------
+ * The bit-sliced layout against a straightforward reference
+ * ----------------------------------------------------------------------
+ */
+
+/* filter counts at and around every change of stride and load width */
+static const int width_counts[] = {3, 7, 8, 9, 16, 17, 25, 32, 33, 57, 58, 63, 64};
+#define NWIDTH_COUNTS ((int) (sizeof(width_counts) / sizeof(width_counts[0])))
+
+/*
+ * Packed slice arrays against a model: one uint64 of lanes per position,
+ * and the little-endian bit string they define.  Writes change only the
+ * lanes written; nothing outside the array but its slack is touched, and
+ * the slack only read.
+ */
+static void
+test_packed_slices(void)
+{
+	uint64_t	s = seed ^ 10;
+	int			lanes;
+
+	for (lanes = 1; lanes <= 64; lanes++)
+	{
+		int			stride = bloom_packed_stride(lanes);
+		uint32_t	m = 1 + (uint32_t) test_rand_below(&s, 300);
+		size_t		bytes = (size_t) bloom_packed_bytes(m, stride);
+		unsigned char *mem = malloc(bytes + BLOOM_PACKED_SLACK + 16);
+		unsigned char *a = mem + 8;		/* 8 guard bytes each side */
+		uint64_t   *model = calloc(m, 8);
+		uint64_t	all = fbf_lane_mask(lanes);
+		int			op;
+		uint32_t	w;
+		size_t		b;
+
+		CHECK(stride == (lanes <= 57 ? lanes : 64), "stride of %d lanes", lanes);
+		CHECK(bytes == ((size_t) m * stride + 7) / 8, "bytes");
+		memset(mem, 0xa5, bytes + BLOOM_PACKED_SLACK + 16);
+		memset(a, 0, bytes + BLOOM_PACKED_SLACK);
+
+		for (op = 0; op < 400; op++)
+		{
+			uint64_t	r = test_rand(&s) & all;
+			uint32_t	probes[FBF_MAX_HASHES];
+			int			k = 1 + (int) test_rand_below(&s, 8);
+			int			i;
+
+			for (i = 0; i < k; i++)
+				probes[i] = (uint32_t) test_rand_below(&s, m);
+			switch (test_rand_below(&s, 5))
+			{
+				case 0:
+					w = probes[0];
+					bloom_packed_or(a, stride, w, r);
+					model[w] |= r;
+					break;
+				case 1:
+					{
+						uint64_t	set = test_rand(&s) & all;
+
+						w = probes[0];
+						bloom_packed_update(a, stride, w, r, set);
+						model[w] = (model[w] & ~r) | set;
+					}
+					break;
+				case 2:
+					bloom_packed_set(a, stride, probes, k, r);
+					for (i = 0; i < k; i++)
+						model[probes[i]] |= r;
+					break;
+				case 3:
+					if (test_rand_below(&s, 8) == 0)
+					{
+						r &= test_rand(&s) & test_rand(&s);
+						bloom_packed_clear(a, stride, m, r);
+						for (w = 0; w < m; w++)
+							model[w] &= ~r;
+					}
+					break;
+				case 4:
+					{
+						uint64_t	want = all;
+
+						for (i = 0; i < k; i++)
+							want &= model[probes[i]];
+						CHECK(bloom_packed_test(a, stride, probes, k) == want,
+							  "%d lanes: test", lanes);
+					}
+					break;
+			}
+		}
+		for (w = 0; w < m; w++)
+		{
+			uint64_t	bits = 0;
+			int			j;
+
+			CHECK(bloom_packed_get(a, stride, w) == model[w], "%d lanes: get %u",
+				  lanes, w);
+			for (j = 0; j < stride; j++)
+			{
+				uint64_t	bit = (uint64_t) w * stride + (uint64_t) j;
+
+				bits |= (uint64_t) ((a[bit / 8] >> (bit % 8)) & 1) << j;
+			}
+			CHECK(bits == model[w], "%d lanes: bit string at %u", lanes, w);
+		}
+		for (b = 0; b < 8; b++)
+			CHECK(mem[b] == 0xa5 && a[bytes + BLOOM_PACKED_SLACK + b] == 0xa5,
+				  "%d lanes: guard bytes", lanes);
+		for (b = bytes; b < bytes + BLOOM_PACKED_SLACK; b++)
+			CHECK(a[b] == 0, "%d lanes: slack written", lanes);
+		if (((uint64_t) m * stride) % 8 != 0)
+			CHECK((a[bytes - 1] >> (((uint64_t) m * stride) % 8)) == 0,
+				  "%d lanes: bits past the last position", lanes);
+		{
+			int			j = (int) test_rand_below(&s, (uint64_t) lanes);
+			uint32_t	n = 0;
+
+			for (w = 0; w < m; w++)
+				n += (uint32_t) ((model[w] >> j) & 1);
+			CHECK(bloom_packed_popcount(a, stride, m, j) == n, "popcount");
+		}
+		free(model);
+		free(mem);
+	}
+}
+
+/* one plain bit array per filter, in logical order, nothing clever */
+typedef struct RefFbf
+{
+	uint32_t	nbits;
+	int			nhashes;
+	int			nfilters;
+	int			nlive;
+	uint32_t	nparts;
+	int64_t		epoch;
+	int64_t		period;
+	int64_t		born_at[FBF_MAX_FILTERS];
+	uint64_t   *counts;			/* [FBF_MAX_FILTERS][nparts] */
+	uint64_t   *bits;			/* [FBF_MAX_FILTERS][nparts][nwords] */
+} RefFbf;
+
+static uint32_t
+ref_nwords(const RefFbf *r)
+{
+	return (r->nbits + 63) / 64;
+}
+
+static uint64_t *
+ref_block(RefFbf *r, int i, uint32_t p)
+{
+	return r->bits + ((size_t) i * r->nparts + p) * ref_nwords(r);
+}
+
+static uint64_t *
+ref_count(RefFbf *r, int i, uint32_t p)
+{
+	return &r->counts[(size_t) i * r->nparts + p];
+}
+
+static void
+ref_init(RefFbf *r, uint32_t nbits, int nhashes, int nfilters, uint32_t nparts,
+		 int64_t period, int64_t now)
+{
+	int			i;
+
+	r->nbits = nbits;
+	r->nhashes = nhashes;
+	r->nfilters = nfilters;
+	r->nlive = nfilters;
+	r->nparts = nparts;
+	r->epoch = nfilters - 1;
+	r->period = period;
+	r->counts = calloc((size_t) FBF_MAX_FILTERS * nparts, 8);
+	r->bits = calloc((size_t) FBF_MAX_FILTERS * nparts * ref_nwords(r), 8);
+	for (i = 0; i < FBF_MAX_FILTERS; i++)
+		r->born_at[i] = i == 0 ? now : i < nfilters ? FBF_BORN_LONG_AGO : 0;
+}
+
+static void
+ref_free(RefFbf *r)
+{
+	free(r->counts);
+	free(r->bits);
+}
+
+static void
+ref_probes(const RefFbf *r, const FbfHash *h, uint32_t *probes, uint32_t *part)
+{
+	uint64_t	g = h->h1;
+	int			i;
+
+	for (i = 0; i < r->nhashes; i++, g += h->h2)
+		probes[i] = (uint32_t) (((unsigned __int128) g * r->nbits) >> 64);
+	*part = (uint32_t) (((h->h1 & 0xffffffff) * r->nparts) >> 32);
+}
+
+static uint64_t
+ref_membership(RefFbf *r, const FbfHash *h)
+{
+	uint32_t	probes[FBF_MAX_HASHES];
+	uint32_t	part;
+	uint64_t	mask = 0;
+	int			i,
+				j;
+
+	ref_probes(r, h, probes, &part);
+	for (i = 0; i < r->nlive; i++)
+	{
+		const uint64_t *b = ref_block(r, i, part);
+		int			all = 1;
+
+		for (j = 0; j < r->nhashes; j++)
+			all &= (int) ((b[probes[j] / 64] >> (probes[j] % 64)) & 1);
+		if (all)
+			mask |= UINT64_C(1) << i;
+	}
+	return mask;
+}
+
+/* the check variants, spelled out filter by filter */
+static bool
+ref_check(uint64_t mask, int nlive, FbfCheck check)
+{
+	int			i;
+
+#define IN(i) (((mask) >> (i)) & 1)
+	if (check == FBF_CHECK_SIMPLE)
+	{
+		for (i = 0; i < nlive; i++)
+			if (IN(i))
+				return true;
+		return false;
+	}
+	if (check == FBF_CHECK_OPTIMIZED && IN(0))
+		return true;
+	for (i = check == FBF_CHECK_OPTIMIZED ? 1 : 0; i + 1 < nlive; i++)
+		if (IN(i) && IN(i + 1))
+			return true;
+	return IN(nlive - 1);
+#undef IN
+}
+
+static void
+ref_insert(RefFbf *r, const FbfHash *h)
+{
+	uint32_t	probes[FBF_MAX_HASHES];
+	uint32_t	part;
+	int			i,
+				j;
+
+	ref_probes(r, h, probes, &part);
+	for (i = 0; i < 2; i++)
+	{
+		uint64_t   *b = ref_block(r, i, part);
+
+		for (j = 0; j < r->nhashes; j++)
+			b[probes[j] / 64] |= UINT64_C(1) << (probes[j] % 64);
+		(*ref_count(r, i, part))++;
+	}
+}
+
+static bool
+ref_add(RefFbf *r, const FbfHash *h, FbfCheck check)
+{
+	if (ref_check(ref_membership(r, h), r->nlive, check))
+		return false;
+	ref_insert(r, h);
+	return true;
+}
+
+static void
+ref_clear(RefFbf *r, int i)
+{
+	memset(ref_block(r, i, 0), 0, (size_t) r->nparts * ref_nwords(r) * 8);
+	memset(ref_count(r, i, 0), 0, (size_t) r->nparts * 8);
+	r->born_at[i] = 0;
+}
+
+/* every filter one step older; the oldest falls off; an empty future */
+static void
+ref_refresh(RefFbf *r, int64_t now)
+{
+	size_t		bits = (size_t) r->nparts * ref_nwords(r);
+	int			i;
+
+	for (i = r->nfilters - 1; i > 0; i--)
+	{
+		memcpy(ref_block(r, i, 0), ref_block(r, i - 1, 0), bits * 8);
+		memcpy(ref_count(r, i, 0), ref_count(r, i - 1, 0), (size_t) r->nparts * 8);
+		r->born_at[i] = r->born_at[i - 1];
+	}
+	ref_clear(r, 0);
+	r->born_at[0] = now;
+	if (r->nlive < r->nfilters)
+		r->nlive++;
+	r->epoch++;
+}
+
+static bool
+ref_refresh_within(RefFbf *r, int64_t now, int64_t retention)
+{
+	if (now - r->born_at[r->nlive - 2] > retention)
+	{
+		if (r->nlive < r->nfilters)
+		{
+			ref_clear(r, r->nlive - 1);
+			r->nlive--;
+		}
+		ref_refresh(r, now);
+		return true;
+	}
+	if (r->nlive < r->nfilters)
+	{
+		ref_refresh(r, now);
+		return true;
+	}
+	return false;
+}
+
+static void
+ref_resize(RefFbf *r, int nfilters)
+{
+	int			i;
+
+	if (r->nlive > nfilters)
+		r->nlive = nfilters;
+	for (i = r->nlive; i < FBF_MAX_FILTERS; i++)
+		ref_clear(r, i);
+	r->nfilters = nfilters;
+}
+
+static void
+ref_union(RefFbf *dst, RefFbf *src)
+{
+	int64_t		lag = dst->epoch - src->epoch;
+	int64_t		reach = lag + src->nlive;
+	int			nlive = reach < dst->nlive ? (int) reach : dst->nlive;
+	int			first = lag < nlive ? (int) lag : nlive;
+	uint32_t	nwords = ref_nwords(dst);
+	int			i;
+	uint32_t	p,
+				w;
+
+	for (i = first; i < nlive; i++)
+	{
+		for (p = 0; p < dst->nparts; p++)
+		{
+			uint64_t   *d = ref_block(dst, i, p);
+			const uint64_t *sw = ref_block(src, i - first, p);
+			uint64_t	a = *ref_count(dst, i, p);
+			uint64_t	b = *ref_count(src, i - first, p);
+			uint64_t	nset = 0;
+			double		est;
+
+			for (w = 0; w < nwords; w++)
+			{
+				d[w] |= sw[w];
+				nset += (uint64_t) __builtin_popcountll(d[w]);
+			}
+			if (a != 0 && b != 0)
+			{
+				est = bloom_cardinality(dst->nbits, dst->nhashes, nset);
+				if (!(est < (double) (a + b)))
+					a = a + b;
+				else if (est < (double) (a > b ? a : b))
+					a = a > b ? a : b;
+				else
+					a = (uint64_t) llround(est);
+			}
+			else
+				a = a + b;
+			*ref_count(dst, i, p) = a;
+		}
+		if (src->born_at[i - first] > dst->born_at[i])
+			dst->born_at[i] = src->born_at[i - first];
+	}
+	for (i = nlive; i < dst->nlive; i++)
+		ref_clear(dst, i);
+	dst->nlive = nlive;
+}
+
+/* format version 1, written from the reference's plain arrays */
+static unsigned char *
+ref_serialize(RefFbf *r, size_t *len)
+{
+	uint32_t	nwords = ref_nwords(r);
+	unsigned char *out;
+	unsigned char *p;
+	int			i,
+				b;
+	uint32_t	part,
+				w;
+
+	*len = 40 + (size_t) r->nfilters * (8 + (size_t) r->nparts * (8 + (size_t) nwords * 8));
+	out = calloc(1, *len);
+	memcpy(out, "FBF", 4);
+	out[4] = 1;
+	out[5] = (unsigned char) r->nhashes;
+	out[6] = (unsigned char) r->nfilters;
+	for (b = 0; b < 4; b++)
+	{
+		out[8 + b] = (unsigned char) (r->nbits >> (8 * b));
+		out[16 + b] = (unsigned char) (r->nparts >> (8 * b));
+	}
+	out[12] = (unsigned char) r->nlive;
+	for (b = 0; b < 8; b++)
+	{
+		out[24 + b] = (unsigned char) ((uint64_t) r->epoch >> (8 * b));
+		out[32 + b] = (unsigned char) ((uint64_t) r->period >> (8 * b));
+	}
+	p = out + 40;
+	for (i = 0; i < r->nfilters; i++)
+	{
+		for (b = 0; b < 8; b++)
+			p[b] = (unsigned char) ((uint64_t) r->born_at[i] >> (8 * b));
+		p += 8;
+		for (part = 0; part < r->nparts; part++, p += 8)
+			for (b = 0; b < 8; b++)
+				p[b] = (unsigned char) (*ref_count(r, i, part) >> (8 * b));
+	}
+	for (i = 0; i < r->nfilters; i++)
+		for (part = 0; part < r->nparts; part++)
+			for (w = 0; w < nwords; w++, p += 8)
+				for (b = 0; b < 8; b++)
+					p[b] = (unsigned char) (ref_block(r, i, part)[w] >> (8 * b));
+	return out;
+}
+
+/* the whole state of f equals the reference's; false (and a CHECK) if not */
+static bool
+same_as_ref(const Fbf *f, RefFbf *r, const char *where)
+{
+	uint32_t	nwords = ref_nwords(r);
+	uint64_t   *plain = malloc((size_t) nwords * 8);
+	const char *why = "";
+	bool		same = true;
+	bool		ok;
+	size_t		len,
+				rlen;
+	unsigned char *buf,
+			   *rbuf;
+	int			i;
+	uint32_t	p;
+
+	ok = f->nbits == r->nbits && f->nhashes == r->nhashes &&
+		f->nfilters == r->nfilters && f->nlive == r->nlive &&
+		f->nparts == r->nparts && f->epoch == r->epoch &&
+		f->period == r->period;
+	CHECK(ok, "%s: shape or bookkeeping", where);
+	same &= ok;
+	ok = fbf_check_invariants(f, &why);
+	CHECK(ok, "%s: %s", where, why);
+	same &= ok;
+	for (i = 0; same && i < f->nfilters; i++)
+	{
+		ok = f->born_at[fbf_slot(f, i)] == r->born_at[i];
+		CHECK(ok, "%s: born_at of %d", where, i);
+		same &= ok;
+		for (p = 0; same && p < f->nparts; p++)
+		{
+			fbf_extract_bits(f, i, p, plain);
+			ok = fbf_count_const(f, i, p) == *ref_count(r, i, p);
+			CHECK(ok, "%s: count of %d/%u: %llu, reference %llu", where, i, p,
+				  (unsigned long long) fbf_count_const(f, i, p),
+				  (unsigned long long) *ref_count(r, i, p));
+			same &= ok;
+			ok = memcmp(plain, ref_block(r, i, p), (size_t) nwords * 8) == 0;
+			CHECK(ok, "%s: bits of filter %d partition %u (of %d, head %d)",
+				  where, i, p, f->nfilters, f->head);
+			same &= ok;
+		}
+	}
+	len = fbf_serialized_size(f);
+	buf = malloc(len);
+	fbf_serialize(f, buf);
+	rbuf = ref_serialize(r, &rlen);
+	ok = len == rlen && memcmp(buf, rbuf, len) == 0;
+	CHECK(ok, "%s: serialized bytes differ from the reference's", where);
+	same &= ok;
+	free(buf);
+	free(rbuf);
+	free(plain);
+	return same;
+}
+
+static Fbf *
+copy_fbf(const Fbf *f)
+{
+	size_t		size = fbf_size(f->nbits, f->nfilters, f->nparts);
+	Fbf		   *g = malloc(size);
+
+	memcpy(g, f, size);
+	return g;
+}
+
+/* through the codec and back: head becomes 0 */
+static Fbf *
+round_trip(Fbf *f)
+{
+	size_t		len = fbf_serialized_size(f);
+	unsigned char *buf = malloc(len);
+	size_t		size = 0;
+	const char *why = "";
+	Fbf		   *g;
+
+	fbf_serialize(f, buf);
+	CHECK(fbf_validate(buf, len, &size, &why), "round trip: %s", why);
+	g = malloc(size);
+	fbf_deserialize(buf, len, g);
+	free(buf);
+	free(f);
+	return g;
+}
+
+/*
+ * Random inserts, adds, refreshes (plain and timed), resizes across every
+ * stride and unions against the per-filter reference above: after every
+ * step the whole state (bits of every filter, counts, birth times,
+ * serialized bytes) is the reference's, every membership mask and every
+ * check's answer for members and non-members is the reference's, and no
+ * element whose filter is live is missing.
+ */
+static void
+test_differential(void)
+{
+	uint64_t	s = seed ^ 11;
+	int			round;
+
+	for (round = 0; round < 3 * NWIDTH_COUNTS; round++)
+	{
+		int			nfilters = width_counts[round % NWIDTH_COUNTS];
+		uint32_t	nbits = 64 + (uint32_t) test_rand_below(&s, round % 2 ? 300 : 1500);
+		int			nhashes = 1 + (int) test_rand_below(&s, 6);
+		uint32_t	nparts = 1 + (uint32_t) test_rand_below(&s, 3);
+		int64_t		period = (int64_t) test_rand_below(&s, 5);
+		int64_t		now = 100;
+		Fbf		   *f = new_fbf_parts(nbits, nhashes, nfilters, nparts);
+		RefFbf		r;
+		Tracked    *tracked = malloc(sizeof(Tracked) * 3000);
+		int			ntracked = 0;
+		uint64_t	next = 0;
+		int			step;
+		char		where[64];
+
+		fbf_init(f, nbits, nhashes, nfilters, nparts, period, now);
+		ref_init(&r, nbits, nhashes, nfilters, nparts, period, now);
+
+		for (step = 0; step < 400; step++)
+		{
+			uint64_t	op = test_rand_below(&s, 100);
+			int			t;
+
+			now += (int64_t) test_rand_below(&s, 3);
+			snprintf(where, sizeof(where), "round %d step %d (%d filters)",
+					 round, step, f->nfilters);
+			if (op < 55)
+			{
+				FbfHash		h = element(200 + round, next++);
+				FbfCheck	check = (FbfCheck) test_rand_below(&s, 3);
+				bool		added = fbf_add(f, &h, check);
+
+				CHECK(added == ref_add(&r, &h, check), "%s: add", where);
+				if (added && ntracked < 3000)
+				{
+					tracked[ntracked].hash = h;
+					tracked[ntracked].epoch = f->epoch;
+					ntracked++;
+				}
+			}
+			else if (op < 60)
+			{
+				FbfHash		h = element(200 + round, next++);
+
+				fbf_insert(f, &h);
+				ref_insert(&r, &h);
+			}
+			else if (op < 72)
+			{
+				fbf_refresh(f, now);
+				ref_refresh(&r, now);
+			}
+			else if (op < 80)
+			{
+				int64_t		retention = (int64_t) test_rand_below(&s, 20);
+
+				CHECK(fbf_refresh_within(f, now, retention) ==
+					  ref_refresh_within(&r, now, retention), "%s: timed refresh", where);
+			}
+			else if (op < 90)
+			{
+				/* anywhere from 3 to 64 filters, crossing strides */
+				int			to = test_rand_below(&s, 2) ?
+					width_counts[test_rand_below(&s, NWIDTH_COUNTS)] :
+					f->nfilters + (int) test_rand_below(&s, 5) - 2;
+
+				if (to < FBF_MIN_FILTERS)
+					to = FBF_MIN_FILTERS;
+				if (to > FBF_MAX_FILTERS)
+					to = FBF_MAX_FILTERS;
+				f = resized(f, to);
+				ref_resize(&r, to);
+			}
+			else if (op < 95)
+			{
+				/* a second FBF of the same shape, at most as far along */
+				Fbf		   *g = new_fbf_parts(nbits, nhashes, f->nfilters, nparts);
+				RefFbf		rg;
+				int64_t		lead = f->epoch - g->epoch;
+				int			refreshes = lead > 0 ? (int) test_rand_below(&s, (uint64_t) lead + 1) : 0;
+				int			i;
+
+				fbf_init(g, nbits, nhashes, f->nfilters, nparts, period, now - 5);
+				ref_init(&rg, nbits, nhashes, f->nfilters, nparts, period, now - 5);
+				for (i = 0; i < refreshes + 40; i++)
+				{
+					if (i % 8 == 7 && refreshes > 0)
+					{
+						fbf_refresh(g, now - 5 + i);
+						ref_refresh(&rg, now - 5 + i);
+						refreshes--;
+					}
+					else
+					{
+						FbfHash		h = element(900 + round, next++);
+
+						fbf_add(g, &h, FBF_CHECK_DEFAULT);
+						ref_add(&rg, &h, FBF_CHECK_DEFAULT);
+					}
+				}
+				while (refreshes-- > 0)
+				{
+					fbf_refresh(g, now);
+					ref_refresh(&rg, now);
+				}
+				if (g->epoch <= f->epoch)
+				{
+					fbf_union_into(f, g);
+					ref_union(&r, &rg);
+					ref_free(&rg);
+					free(g);
+				}
+				else
+				{
+					/* g is further along (f grew): the newer one is dst */
+					fbf_union_into(g, f);
+					ref_union(&rg, &r);
+					ref_free(&r);
+					free(f);
+					f = g;
+					r = rg;
+				}
+			}
+			else if (op < 98)
+				f = round_trip(f);
+			else
+			{
+				Fbf		   *g = copy_fbf(f);
+
+				free(f);
+				f = g;
+			}
+
+			if (!same_as_ref(f, &r, where))
+				break;
+
+			/* members: found while their filter is live, as the reference */
+			for (t = 0; t < ntracked; t++)
+			{
+				uint64_t	mask = fbf_membership(f, &tracked[t].hash);
+				int64_t		index = f->epoch - tracked[t].epoch;
+				int			c;
+
+				CHECK(mask == ref_membership(&r, &tracked[t].hash),
+					  "%s: mask of member %d", where, t);
+				for (c = 0; c < 3; c++)
+				{
+					bool		got = fbf_contains(f, &tracked[t].hash, (FbfCheck) c);
+
+					CHECK(got == ref_check(mask, r.nlive, (FbfCheck) c),
+						  "%s: check %d of member %d", where, c, t);
+					CHECK(got || index >= f->nlive,
+						  "%s: member %d (index %lld) missing", where, t,
+						  (long long) index);
+				}
+			}
+			/* non-members */
+			for (t = 0; t < 30; t++)
+			{
+				FbfHash		h = element(UINT64_C(0xfeed), test_rand(&s));
+				uint64_t	mask = fbf_membership(f, &h);
+				int			c;
+
+				CHECK(mask == ref_membership(&r, &h), "%s: mask of a non-member", where);
+				for (c = 0; c < 3; c++)
+					CHECK(fbf_contains(f, &h, (FbfCheck) c) ==
+						  ref_check(mask, r.nlive, (FbfCheck) c),
+						  "%s: check %d of a non-member", where, c);
+			}
+		}
+		ref_free(&r);
+		free(tracked);
+		free(f);
+	}
+}
+
+/*
+ * Serialization across strides: byte-identical round trips whatever the
+ * ring's head, the same answers, and load/extract of plain arrays and of
+ * aligned slice lanes.
+ */
+static void
+test_codec_widths(void)
+{
+	uint64_t	s = seed ^ 12;
+	int			c;
+
+	for (c = 0; c < NWIDTH_COUNTS; c++)
+	{
+		int			n = width_counts[c];
+		uint32_t	nbits = 64 + (uint32_t) test_rand_below(&s, 2000);
+		uint32_t	nparts = 1 + (uint32_t) test_rand_below(&s, 3);
+		Fbf		   *f = new_fbf_parts(nbits, 1 + (int) test_rand_below(&s, 8), n, nparts);
+		int			i;
+		size_t		len,
+					size = 0;
+		unsigned char *buf,
+				   *buf2;
+		const char *why = "";
+		Fbf		   *g;
+		uint64_t   *plain = calloc(fbf_nwords(nbits), 8);
+		uint64_t   *back = calloc(fbf_nwords(nbits), 8);
+
+		/* refreshes move the head around the ring */
+		for (i = 0; i < 40 * n; i++)
+		{
+			FbfHash		h = element(300 + c, (uint64_t) i);
+
+			fbf_add(f, &h, FBF_CHECK_PAIRED);
+			if (test_rand_below(&s, 20) == 0)
+				fbf_refresh(f, i);
+		}
+		CHECK(f->stride == (uint32_t) (n <= 57 ? n : 64), "%d filters: stride %u",
+			  n, f->stride);
+		len = fbf_serialized_size(f);
+		buf = malloc(len);
+		buf2 = malloc(len);
+		fbf_serialize(f, buf);
+		CHECK(fbf_validate(buf, len, &size, &why), "%d filters: %s", n, why);
+		CHECK(size == fbf_size(nbits, n, nparts), "size");
+		g = malloc(size);
+		fbf_deserialize(buf, len, g);
+		CHECK(fbf_check_invariants(g, &why), "%d filters: %s", n, why);
+		fbf_serialize(g, buf2);
+		CHECK(memcmp(buf, buf2, len) == 0, "%d filters (head %d): bytes differ",
+			  n, f->head);
+		for (i = 0; i < 500; i++)
+		{
+			FbfHash		h = element(test_rand_below(&s, 2) ? 300 + c : 999, (uint64_t) i);
+
+			CHECK(fbf_membership(f, &h) == fbf_membership(g, &h), "%d filters: answers", n);
+		}
+
+		/* every block at once, out of f and into a ring turned otherwise */
+		{
+			size_t		block_bytes = (size_t) fbf_nwords(nbits) * 8;
+			unsigned char *all = malloc((size_t) n * block_bytes);
+			unsigned char *blocks[FBF_MAX_FILTERS];
+			Fbf		   *h = new_fbf_parts(nbits, f->nhashes, n, nparts);
+			uint32_t	part = nparts - 1;
+			int			turns = 1 + (int) test_rand_below(&s, (uint64_t) n - 1);
+
+			for (i = 0; i < n; i++)
+				blocks[i] = all + (size_t) i * block_bytes;
+			fbf_store_blocks(f, part, blocks);
+			for (i = 0; i < n; i++)
+			{
+				fbf_extract_bits(f, i, part, plain);
+				CHECK(memcmp(plain, blocks[i], block_bytes) == 0,
+					  "%d filters: store_blocks of %d", n, i);
+			}
+			while (turns-- > 0)
+				fbf_refresh(h, 0);
+			CHECK(h->head != 0, "setup: h's head");
+			fbf_load_blocks(h, part, (const unsigned char *const *) blocks);
+			for (i = 0; i < n; i++)
+			{
+				fbf_extract_bits(h, i, part, plain);
+				CHECK(memcmp(plain, blocks[i], block_bytes) == 0,
+					  "%d filters: load_blocks of %d with head %d", n, i, h->head);
+			}
+			free(all);
+			free(h);
+		}
+
+		/* plain arrays in and out, into a filter that is not at slot 0 */
+		for (i = 0; i < (int) fbf_nwords(nbits); i++)
+			plain[i] = test_rand(&s) & test_rand(&s);
+		if (nbits % 64)
+			plain[fbf_nwords(nbits) - 1] &= (UINT64_C(1) << (nbits % 64)) - 1;
+		fbf_refresh(f, 1);
+		fbf_refresh(f, 2);		/* future and present empty */
+		fbf_load_bits(f, 1, nparts - 1, plain);
+		fbf_extract_bits(f, 1, nparts - 1, back);
+		CHECK(memcmp(plain, back, fbf_nwords(nbits) * 8) == 0, "%d filters: load_bits", n);
+		fbf_extract_bits(f, 0, nparts - 1, back);
+		CHECK(back[0] == 0, "%d filters: load_bits touched another filter", n);
+
+		/* lane `lane` of an aligned slice array into the future */
+		{
+			int			lanes = 1 + (int) test_rand_below(&s, 64);
+			int			width = bloom_slice_width(lanes);
+			int			lane = (int) test_rand_below(&s, (uint64_t) lanes);
+			unsigned char *slice = calloc(nbits, (size_t) width);
+			uint32_t	w;
+
+			for (w = 0; w < nbits; w++)
+				bloom_slice_or(slice, width, w, test_rand(&s) & fbf_lane_mask(lanes));
+			fbf_load_lane(f, 0, 0, slice, width, lane);
+			fbf_extract_bits(f, 0, 0, back);
+			for (w = 0; w < nbits; w++)
+				CHECK(((back[w / 64] >> (w % 64)) & 1) ==
+					  ((bloom_slice_get(slice, width, w) >> lane) & 1),
+					  "%d filters: load_lane width %d lane %d, bit %u", n, width, lane, w);
+			free(slice);
+		}
+
+		free(plain);
+		free(back);
+		free(buf);
+		free(buf2);
+		free(f);
+		free(g);
+	}
+}
+
+/*
+ * Datums stored by fbf 1.0 and 1.1 hold the flat form: told apart by the
+ * first field, validated in full, converted to the same filter whatever
+ * their ring's head; malformed ones refused with a reason.
+ */
+static void
+test_legacy_layout(void)
+{
+	uint64_t	s = seed ^ 13;
+	int			c;
+
+	CHECK(fbf_flat_size(6250, 3, 1) == 32 + 3 * 8 + 3 * (8 + 98 * 8),
+		  "flat size of 1.0");
+	for (c = 0; c < NWIDTH_COUNTS; c++)
+	{
+		int			n = width_counts[c];
+		Fbf		   *f = random_fbf(&s);
+		size_t		len,
+					size = 0,
+					slen;
+		unsigned char *flat,
+				   *bad,
+				   *a,
+				   *b;
+		const char *why = "";
+		Fbf		   *g;
+		int			head = (int) test_rand_below(&s, (uint64_t) n);
+
+		f = resized(f, n);
+		fbf_refresh(f, 5);
+		{
+			/* something in the future's first block */
+			uint64_t	e = 0;
+
+			while (fbf_count_const(f, 0, 0) == 0)
+			{
+				FbfHash		h = element(400 + c, e++);
+
+				fbf_insert(f, &h);
+			}
+		}
+		flat = legacy_from_fbf(f, head, &len);
+		CHECK(fbf_layout_is_current(f) && !fbf_layout_is_current(flat),
+			  "layout tag");
+		CHECK(len + 8 == fbf_serialized_size(f), "flat size is the serialized less 8");
+		CHECK(fbf_legacy_validate(flat, len, &size, &why), "%d filters head %d: %s",
+			  n, head, why);
+		CHECK(size == fbf_size(f->nbits, n, f->nparts), "converted size");
+		g = malloc(size);
+		fbf_from_legacy(flat, g);
+		CHECK(fbf_check_invariants(g, &why), "converted: %s", why);
+		slen = fbf_serialized_size(f);
+		a = malloc(slen);
+		b = malloc(slen);
+		fbf_serialize(f, a);
+		fbf_serialize(g, b);
+		CHECK(memcmp(a, b, slen) == 0, "%d filters head %d: converted value differs",
+			  n, head);
+
+		bad = malloc(len);
+		memcpy(bad, flat, len);
+		CHECK(!fbf_legacy_validate(bad, len - 1, &size, &why) && strstr(why, "length"),
+			  "truncated");
+		CHECK(!fbf_legacy_validate(bad, 31, &size, &why) && strstr(why, "shorter"),
+			  "short");
+		bad[10] = (unsigned char) n;	/* head = nfilters */
+		bad[11] = 0;
+		CHECK(!fbf_legacy_validate(bad, len, &size, &why) && strstr(why, "ring"),
+			  "head out of range: %s", why);
+		/* a bit in the future filter that the present lacks */
+		{
+			uint32_t	nwords = fbf_nwords(f->nbits);
+			size_t		words = 32 + (size_t) n * 8 + (size_t) n * f->nparts * 8;
+			size_t		future = words + (size_t) head * f->nparts * nwords * 8;
+			size_t		present = words + (size_t) ((head + 1) % n) * f->nparts * nwords * 8;
+			uint32_t	bit;
+
+			for (bit = 0; bit < f->nbits; bit++)
+				if (((flat[present + bit / 8] >> (bit % 8)) & 1) == 0)
+					break;
+			memcpy(bad, flat, len);
+			if (bit < f->nbits)
+			{
+				bad[future + bit / 8] |= (unsigned char) (1 << (bit % 8));
+				CHECK(!fbf_legacy_validate(bad, len, &size, &why) && strstr(why, "future"),
+					  "future not within present: %s", why);
+			}
+			memcpy(bad, flat, len);
+			if (f->nbits % 64 != 0)
+			{
+				bad[present + (nwords - 1) * 8 + 7] |= 0x80;
+				bad[future + (nwords - 1) * 8 + 7] |= 0x80;
+				CHECK(!fbf_legacy_validate(bad, len, &size, &why) && strstr(why, "past its last"),
+					  "bits past nbits: %s", why);
+			}
+		}
+		memcpy(bad, flat, len);
+		bad[4] = 0;				/* k = 0 */
+		CHECK(!fbf_legacy_validate(bad, len, &size, &why) && strstr(why, "hash"),
+			  "k = 0");
+		free(bad);
+		free(a);
+		free(b);
+		free(flat);
+		free(f);
+		free(g);
+	}
+}
+
+/*
+ * Shapes and memory: the limit is the flat form's, so every shape 1.0
+ * accepted still is; the bit-sliced form is never larger but for rounding
+ * (and 58 to 63 filters in 64 lanes).
+ */
+static void
+test_sizes(void)
+{
+	uint64_t	s = seed ^ 14;
+	const char *why;
+	int			i;
+
+	for (i = 0; i < 2000; i++)
+	{
+		int			n = 3 + (int) test_rand_below(&s, 62);
+		uint32_t	nbits = 64 + (uint32_t) test_rand_below(&s, (uint64_t) 1 << (8 + test_rand_below(&s, 22)));
+		uint32_t	nparts = 1 + (uint32_t) test_rand_below(&s, 1 + test_rand_below(&s, 64));
+		size_t		flat = fbf_flat_size(nbits, n, nparts);
+		size_t		size = fbf_size(nbits, n, nparts);
+		size_t		bound = flat + 8 + nparts + 16;
+
+		if (n >= 58)
+			bound = flat / 58 * 64 + 64 + nparts + 16;
+		CHECK(size <= bound, "%d filters of %u bits x %u: %zu bytes, flat %zu",
+			  n, nbits, nparts, size, flat);
+		CHECK(size % 8 == 0, "size a multiple of 8");
+		CHECK(fbf_shape_valid(nbits, 1, n, nparts, &why) == (flat <= FBF_MAX_BYTES),
+			  "validity follows the flat size");
+	}
+	/* the largest 3-filter FBF 1.0 allowed is still valid, and under 1 GB */
+	{
+		uint32_t	nbits = (uint32_t) ((FBF_MAX_BYTES - 32 - 3 * 16) / 3 * 8 / 64 * 64);
+
+		CHECK(fbf_shape_valid(nbits, 3, 3, 1, &why), "%s", why);
+		CHECK(fbf_size(nbits, 3, 1) <= FBF_MAX_BYTES + 64, "3 filters in memory");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -960,6 +1971,8 @@ main(int argc, char **argv)
 			 test_no_false_negative_random_ops);
 	run_test("retention holds under the AIMD controller",
 			 test_retention_under_aimd);
+	run_test("retention holds under the AIMD controller up to 64 filters (all strides)",
+			 test_retention_all_strides);
 	run_test("estimate matches measured FPP (m=6250, k=5, 100..1000 elements)",
 			 test_estimate_matches_measured);
 	run_test("estimate matches measured FPP against m (300 elements)",
@@ -973,5 +1986,14 @@ main(int argc, char **argv)
 	run_test("codec round trip", test_codec_round_trip);
 	run_test("codec layout is frozen", test_codec_layout);
 	run_test("codec rejects malformed input", test_codec_rejects);
+	run_test("packed slice arrays match a model, strides 1 to 64",
+			 test_packed_slices);
+	run_test("bit-sliced FBF equals a per-filter reference (3 to 64 filters)",
+			 test_differential);
+	run_test("codec round trip and plain/lane loads across strides",
+			 test_codec_widths);
+	run_test("values of fbf 1.0/1.1 (flat layout) convert and validate",
+			 test_legacy_layout);
+	run_test("sizes: flat-form limit, sliced memory within rounding", test_sizes);
 	return tap_done();
 }
