@@ -79,10 +79,11 @@ FbfWindowPredictFpp(const FbfWindowMetaPageData *meta, uint32 nparts,
 
 /*
  * How many times to multiply the partitions for the arrival rate
- * (operations per microsecond, negative if unknown): 1 if the window can
- * take the rate as it is (or the rate is unknown); else the smallest power
- * of two whose steady state is SPLIT_HEADROOM under the increase
- * threshold, within fbf.max_filter_size.  *capped is set when the cap
+ * (operations per microsecond, negative if unknown): 1 if the window's
+ * steady state at that rate stays within its target (a plan is made for
+ * just that, so its own rate is no reason to grow), or the rate is
+ * unknown; else the smallest power of two whose steady state is
+ * SPLIT_HEADROOM under the increase threshold, within fbf.max_filter_size.  *capped is set when the cap
  * keeps the window from meeting the threshold.
  */
 uint32
@@ -100,7 +101,7 @@ FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double rate,
 	 * An overload is seen by the increments (FbfWindowGrow) anyway.
 	 */
 	*capped = false;
-	if (rate < 0 || FbfWindowPredictFpp(meta, meta->nparts, rate) < threshold)
+	if (rate < 0 || FbfWindowPredictFpp(meta, meta->nparts, rate) <= meta->target_fpp)
 		return 1;
 
 	for (factor = 2; factor <= SPLIT_MAX_FACTOR; factor *= 2)
@@ -412,7 +413,9 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	uint64		distinct[FBF_MAX_FILTERS];
 	uint64	   *counts;
 	double		rate;
+	int64		now;
 	int64		elapsed;
+	uint64		count;
 	uint32		factor;
 	bool		capped;
 
@@ -424,11 +427,25 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	pfree(counts);
 
 	/*
-	 * The future holds this period's operations so far, but for those on
-	 * the chains (some may wait there for this growth: FbfChainDrain).
+	 * The present filter holds the operations since its birth, a period
+	 * and a bit ago, but for those on the chains (some may wait there for
+	 * this growth: FbfChainDrain).  Counting from the present's birth, not
+	 * the future's, keeps operations of the last period that a drain put
+	 * into the future from looking like this period's; a window younger
+	 * than a period counts from the future's birth.
 	 */
-	elapsed = Max(FbfWindowNow(&meta) - meta.born_at[0], meta.period / 4);
-	rate = (double) (distinct[0] + FbfWindowPendingCount(index, &meta)) / elapsed;
+	now = FbfWindowNow(&meta);
+	if (meta.born_at[1] > 0 && now - meta.born_at[1] <= 3 * meta.period)
+	{
+		elapsed = now - meta.born_at[1];
+		count = distinct[1];
+	}
+	else
+	{
+		elapsed = Max(now - meta.born_at[0], meta.period / 4);
+		count = distinct[0];
+	}
+	rate = (double) (count + FbfWindowPendingCount(index, &meta)) / Max(elapsed, 1);
 	if (rate <= 0)
 		return false;
 	factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at, &capped);

@@ -69,7 +69,8 @@ TAIL_S=${TAIL_S:-30}
 OPS_AT_INDEX=${OPS_AT_INDEX:-1}
 RETENTION_S=20
 # the issue's targets
-T_RATIO=0.90 # fbf / plain tps, 1,000 keys, both sync modes
+T_RATIO=0.90 # fbf / plain tps, 1,000 keys, synchronous_commit off
+T_RATIO_ON=0.97 # the same, synchronous_commit on
 T_HOT=1.0    # fbf / plain tps, one hot key
 T_EXACT=1.3  # fbf / exact tps, steady state (issue 11)
 T_WAL=1.25   # fbf / plain WAL bytes per transaction
@@ -324,8 +325,8 @@ for w in plain fbf; do
 done
 r_off=$(ratio "$(M tps a fbf off "$CLIENTS")" "$(M tps a plain off "$CLIENTS")")
 r_on=$(ratio "$(M tps a fbf on "$CLIENTS")" "$(M tps a plain on "$CLIENTS")")
-printf '%-34s %14s %14s   >= %s: %s / %s\n' "fbf / plain" "$r_off" "$r_on" "$T_RATIO" \
-	"$(verdict "$r_off" ">=" "$T_RATIO")" "$(verdict "$r_on" ">=" "$T_RATIO")"
+printf '%-34s %14s %14s   >= %s / %s: %s / %s\n' "fbf / plain" "$r_off" "$r_on" "$T_RATIO" "$T_RATIO_ON" \
+	"$(verdict "$r_off" ">=" "$T_RATIO")" "$(verdict "$r_on" ">=" "$T_RATIO_ON")"
 echo "fbf false dismissals (unique operations): sync off $(dismissals a fbf off "$CLIENTS"), sync on $(dismissals a fbf on "$CLIENTS")"
 for sync in off on; do
 	printf 'runs, sync %s, tps plain / fbf:' "$sync"
