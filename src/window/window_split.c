@@ -396,6 +396,15 @@ FbfWindowSetOverfull(FbfWindowMetaPageData *meta)
 	meta->overfull = (uint32) Max(lo, 1);
 }
 
+/* the windows this backend last tried to grow, and the epoch it did */
+#define GROW_TRIED	4
+static struct
+{
+	Oid			index;
+	int64		epoch;
+}			grow_tried[GROW_TRIED];
+static int	grow_tried_next = 0;
+
 /*
  * Grow the window now, from a backend that saw an overfull future lane or
  * whose drain put entries off for want of bits (FbfWindowApply), or from
@@ -418,10 +427,27 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	uint64		count;
 	uint32		factor;
 	bool		capped;
+	int			i;
 
 	FbfWindowReadMeta(index, &meta);
 	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
 		return false;
+
+	/*
+	 * Once per period and window in a backend: reading the whole window
+	 * costs a page per partition, and every operation on an overfull page
+	 * asks until the next refresh.
+	 */
+	for (i = 0; i < GROW_TRIED; i++)
+	{
+		if (grow_tried[i].index == RelationGetRelid(index) &&
+			grow_tried[i].epoch == meta.epoch)
+			return false;
+	}
+	grow_tried[grow_tried_next].index = RelationGetRelid(index);
+	grow_tried[grow_tried_next].epoch = meta.epoch;
+	grow_tried_next = (grow_tried_next + 1) % GROW_TRIED;
+
 	counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
 	FbfWindowBlockCounts(index, &meta, counts, distinct);
 	pfree(counts);
