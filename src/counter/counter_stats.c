@@ -76,7 +76,7 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		bool		nulls[FBF_COUNTER_STATS_COLS] = {0};
 		FbfCounterStatsSnapshot st;
 		int			i;
-		uint32		p;
+		uint64		distinct[FBF_MAX_FILTERS];
 
 		if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
 			!ConditionalLockRelationOid(relid, AccessShareLock))
@@ -90,16 +90,11 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
 		FbfWindowReadMeta(index, &meta);
 		counts = palloc0(sizeof(uint64) * meta.nlive * Max(FbfWindowViewParts(&meta), 1));
-		FbfWindowBlockCounts(index, &meta, counts, NULL);
+		/* each operation once, though a split copied it to several pages */
+		FbfWindowBlockCounts(index, &meta, counts, distinct);
 		per_filter = palloc(sizeof(Datum) * meta.nfilters);
 		for (i = 0; i < meta.nfilters; i++)
-		{
-			uint64		sum = 0;
-
-			for (p = 0; i < meta.nlive && p < FbfWindowViewParts(&meta); p++)
-				sum += counts[i * FbfWindowViewParts(&meta) + p];
-			per_filter[i] = Int64GetDatum((int64) sum);
-		}
+			per_filter[i] = Int64GetDatum(i < meta.nlive ? (int64) distinct[i] : 0);
 		FbfStatsGet(MyDatabaseId, relid, &st);
 
 		values[0] = ObjectIdGetDatum(relid);

@@ -294,8 +294,10 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 				blocks[i] = blocks[b];
 				i++;
 			}
+			/* if anything waits for the growth, so does the rest */
+			if (nblocks != i)
+				more = false;
 			nblocks = i;
-			more = false;		/* what is left waits for the growth */
 		}
 
 		if (kept < n)

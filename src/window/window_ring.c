@@ -391,9 +391,12 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	FbfWindowDrain(index, true);
 	if (FbfWindowTakeGrowthRequest())
 	{
-		/* entries wait for more bits: grow, or drain them anyway at the cap */
-		FbfWindowGrow(index, policy);
-		FbfWindowDrain(index, true);
+		/*
+		 * Entries wait for more bits: grow, and drain into the new pages;
+		 * if the window did not grow (its cap, or the rate does not call
+		 * for it), they wait no longer.
+		 */
+		FbfWindowDrain(index, FbfWindowGrow(index, policy));
 		(void) FbfWindowTakeGrowthRequest();
 	}
 
