@@ -211,10 +211,18 @@ smallest_nbits(int nhashes, int nfilters, uint64_t per_period, double target,
 	return lo;
 }
 
-bool
-fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
-		 int max_filters, FbfPlan *plan, const char **why)
+/*
+ * The search both planners share: every filter count up to max_filters and
+ * every k, keeping the best shape.  lanes == 0: the smallest flat form
+ * (fbf_flat_size), the first found on ties.  lanes > 0 (bit-sliced storage,
+ * where memory is the lanes' whether filters use them or not): the fewest
+ * bits per filter, then the fewest hashes, within lanes filters.
+ */
+static bool
+plan_search(double retention, double target_fpp, double rate, FbfCheck check,
+			int max_filters, int lanes, FbfPlan *plan, const char **why)
 {
+	bool		found = false;
 	size_t		best_size = 0;
 	int			n;
 
@@ -238,18 +246,26 @@ fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
 			uint32_t	nbits = smallest_nbits(k, n, (uint64_t) per_period,
 											   target_fpp, check);
 			size_t		size;
+			bool		better;
 
 			/*
-			 * The measure is the flat form, the filters' bits in 64-bit
+			 * The flat form's measure is the filters' bits in 64-bit
 			 * words: what the value serializes to and what per-filter
-			 * pages (the window's) hold.  The bit-sliced Fbf is as large
-			 * within a byte per partition (58 to 63 filters aside), so
-			 * filling a slice word with more filters saves nothing here.
+			 * pages hold.  The bit-sliced Fbf is as large within a byte
+			 * per partition (58 to 63 filters aside), so filling a slice
+			 * word with more filters saves nothing there.
 			 */
-			if (nbits == 0 || fbf_flat_size(nbits, n, 1) > FBF_MAX_BYTES)
+			if (nbits == 0)
 				continue;
-			size = fbf_flat_size(nbits, n, 1);
-			if (best_size == 0 || size < best_size)
+			size = lanes > 0 ? fbf_size(nbits, lanes, 1) : fbf_flat_size(nbits, n, 1);
+			if (size > FBF_MAX_BYTES)
+				continue;
+			if (lanes > 0)
+				better = !found || nbits < plan->nbits ||
+					(nbits == plan->nbits && k < plan->nhashes);
+			else
+				better = !found || size < best_size;
+			if (better)
 			{
 				best_size = size;
 				plan->nbits = nbits;
@@ -259,73 +275,6 @@ fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
 				plan->period = period;
 				plan->fpp = steady_fpp(nbits, k, n, (uint64_t) per_period,
 									   check);
-			}
-		}
-	}
-	if (best_size == 0)
-	{
-		*why = "No filter of at most 256 MB meets the target at that rate.";
-		return false;
-	}
-	return true;
-}
-
-bool
-fbf_plan_blocked(double retention, double target_fpp, double rate,
-				 FbfCheck check, int max_filters, uint32_t max_block_bits,
-				 FbfPlan *plan, const char **why)
-{
-	uint64_t	total;
-
-	if (!fbf_plan(retention, target_fpp, rate, check, max_filters, plan, why))
-		return false;
-	total = plan->nbits;
-	if (max_block_bits < FBF_MIN_NBITS || total <= max_block_bits)
-		return true;
-	plan->nparts = (uint32_t) ((total + max_block_bits - 1) / max_block_bits);
-	plan->nbits = (uint32_t) ((total + plan->nparts - 1) / plan->nparts);
-	return true;
-}
-
-bool
-fbf_plan_sliced(double retention, double target_fpp, double rate,
-				FbfCheck check, int lanes, uint32_t max_block_bits,
-				FbfPlan *plan, const char **why)
-{
-	bool		found = false;
-	int			n;
-
-	if (!(retention > 0) || !(rate >= 0) || !(target_fpp > 0 && target_fpp < 1))
-	{
-		*why = "Retention must be positive, the rate non-negative and the target FPP between 0 and 1.";
-		return false;
-	}
-
-	/* every lane costs memory: the fewest bits per filter wins */
-	for (n = FBF_MIN_FILTERS; n <= lanes && n <= FBF_MAX_FILTERS; n++)
-	{
-		double		period = retention / (n - 1);
-		double		per_period = ceil(rate * period);
-		int			k;
-
-		if (per_period > (double) (UINT64_C(1) << 52))
-			continue;
-		for (k = 1; k <= FBF_MAX_HASHES; k++)
-		{
-			uint32_t	nbits = smallest_nbits(k, n, (uint64_t) per_period,
-											   target_fpp, check);
-
-			if (nbits == 0 || fbf_size(nbits, lanes, 1) > FBF_MAX_BYTES)
-				continue;
-			if (!found || nbits < plan->nbits ||
-				(nbits == plan->nbits && k < plan->nhashes))
-			{
-				plan->nbits = nbits;
-				plan->nparts = 1;
-				plan->nhashes = k;
-				plan->nfilters = n;
-				plan->period = period;
-				plan->fpp = steady_fpp(nbits, k, n, (uint64_t) per_period, check);
 				found = true;
 			}
 		}
@@ -335,12 +284,47 @@ fbf_plan_sliced(double retention, double target_fpp, double rate,
 		*why = "No filter of at most 256 MB meets the target at that rate.";
 		return false;
 	}
-	if (max_block_bits >= FBF_MIN_NBITS && plan->nbits > max_block_bits)
-	{
-		uint64_t	total = plan->nbits;
+	return true;
+}
 
-		plan->nparts = (uint32_t) ((total + max_block_bits - 1) / max_block_bits);
-		plan->nbits = (uint32_t) ((total + plan->nparts - 1) / plan->nparts);
-	}
+/* spread a plan's bits per filter over blocks of at most max_block_bits */
+static void
+plan_blocks(FbfPlan *plan, uint32_t max_block_bits)
+{
+	uint64_t	total = plan->nbits;
+
+	if (max_block_bits < FBF_MIN_NBITS || total <= max_block_bits)
+		return;
+	plan->nparts = (uint32_t) ((total + max_block_bits - 1) / max_block_bits);
+	plan->nbits = (uint32_t) ((total + plan->nparts - 1) / plan->nparts);
+}
+
+bool
+fbf_plan(double retention, double target_fpp, double rate, FbfCheck check,
+		 int max_filters, FbfPlan *plan, const char **why)
+{
+	return plan_search(retention, target_fpp, rate, check, max_filters, 0,
+					   plan, why);
+}
+
+bool
+fbf_plan_blocked(double retention, double target_fpp, double rate,
+				 FbfCheck check, int max_filters, uint32_t max_block_bits,
+				 FbfPlan *plan, const char **why)
+{
+	if (!fbf_plan(retention, target_fpp, rate, check, max_filters, plan, why))
+		return false;
+	plan_blocks(plan, max_block_bits);
+	return true;
+}
+
+bool
+fbf_plan_sliced(double retention, double target_fpp, double rate,
+				FbfCheck check, int lanes, uint32_t max_block_bits,
+				FbfPlan *plan, const char **why)
+{
+	if (!plan_search(retention, target_fpp, rate, check, lanes, lanes, plan, why))
+		return false;
+	plan_blocks(plan, max_block_bits);
 	return true;
 }
