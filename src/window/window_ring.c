@@ -413,7 +413,6 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		return d;
 	}
 
-	FbfWindowReadMeta(index, &meta);
 	counts = palloc0(sizeof(uint64) * meta.nlive * FbfWindowViewParts(&meta));
 	FbfWindowBlockCounts(index, &meta, counts, distinct);
 	fpp = FbfWindowEstimateFpp(&meta, counts);
