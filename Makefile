@@ -34,6 +34,7 @@ OBJS        = src/fbf.o \
               src/window/window_xlog.o src/window/window_split.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
+              src/counter/dedup.o \
               src/worker/worker.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
@@ -43,12 +44,12 @@ OBJS        = src/fbf.o \
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
-REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
+REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors fbf_dedup \
                fbf_counter_direct \
                cuckoo fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
+ISOLATION      = counter_duplicates counter_savepoints counter_maintenance dedup_claims \
                  counter_privileges counter_direct \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \

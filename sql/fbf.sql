@@ -231,20 +231,25 @@ COMMENT ON ACCESS METHOD fbf_filter IS
 CREATE OPERATOR CLASS fbf_filter_int4_ops DEFAULT FOR TYPE integer USING fbf_filter AS
 	STORAGE integer;
 
-CREATE FUNCTION fbf_create_counter_table(
+-- Creation of a window's table and index, for fbf_create_counter_table
+-- and fbf_create_dedup: checks the settings, then creates a table of
+-- `kind` ('counter' or 'dedup') and its window index.
+CREATE FUNCTION fbf_create_window(
+	kind text,
 	name text,
-	retention interval DEFAULT NULL,
-	target_fpp double precision DEFAULT NULL,
-	expected_rate double precision DEFAULT 1000,
-	shards integer DEFAULT 16,
-	nbits integer DEFAULT NULL,
-	nhashes integer DEFAULT NULL,
-	npast integer DEFAULT NULL)
+	retention interval,
+	target_fpp double precision,
+	expected_rate double precision,
+	shards integer,
+	nbits integer,
+	nhashes integer,
+	npast integer)
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $fn$
 DECLARE
 	ident text[] := pg_catalog.parse_ident(name);
+	relname text := ident[pg_catalog.array_length(ident, 1)];
 	qualified text;
 	retention_ms bigint;
 	target double precision := COALESCE(target_fpp,
@@ -252,7 +257,7 @@ DECLARE
 	options text;
 BEGIN
 	IF pg_catalog.array_length(ident, 1) > 2 THEN
-		RAISE EXCEPTION 'improper counter table name: %', name
+		RAISE EXCEPTION 'improper % table name: %', kind, name
 			USING ERRCODE = 'invalid_name';
 	END IF;
 	qualified := pg_catalog.array_to_string(ARRAY(
@@ -288,13 +293,49 @@ BEGIN
 												nbits, nhashes, npast);
 	END IF;
 
-	EXECUTE pg_catalog.format(
-		'CREATE TABLE %s (key text NOT NULL DEFAULT '''', shard integer NOT NULL, '
-		'value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard))', qualified);
-	EXECUTE pg_catalog.format('CREATE INDEX %I ON %s USING fbf_filter (shard) WITH (%s)',
-							  pg_catalog.left(ident[pg_catalog.array_length(ident, 1)], 59) || '_fbf',
-							  qualified, options);
+	IF kind = 'counter' THEN
+		EXECUTE pg_catalog.format(
+			'CREATE TABLE %s (key text NOT NULL DEFAULT '''', shard integer NOT NULL, '
+			'value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard))', qualified);
+		EXECUTE pg_catalog.format('CREATE INDEX %I ON %s USING fbf_filter (shard) WITH (%s)',
+								  pg_catalog.left(relname, 59) || '_fbf', qualified, options);
+	ELSIF kind = 'dedup' THEN
+		-- the claims live in the window alone; the table anchors the
+		-- index, the privileges and the name, and can hold no rows
+		EXECUTE pg_catalog.format(
+			'CREATE TABLE %s (anchor integer, CONSTRAINT %I CHECK (false))',
+			qualified, pg_catalog.left(relname, 50) || '_holds_no_rows');
+		EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', qualified,
+			'dedup table: its window index remembers the claimed ids; it holds no rows');
+		EXECUTE pg_catalog.format(
+			'CREATE INDEX %I ON %s USING fbf_filter (anchor) WITH (%s, kind = dedup)',
+			pg_catalog.left(relname, 59) || '_fbf', qualified, options);
+	ELSE
+		RAISE EXCEPTION 'unknown kind of window table: %', kind
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
 	RETURN qualified::regclass;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_create_window(text, text, interval, double precision, double precision, integer, integer, integer, integer) IS
+	'create a counter or dedup table with its window index (internal: use fbf_create_counter_table or fbf_create_dedup)';
+
+CREATE FUNCTION fbf_create_counter_table(
+	name text,
+	retention interval DEFAULT NULL,
+	target_fpp double precision DEFAULT NULL,
+	expected_rate double precision DEFAULT 1000,
+	shards integer DEFAULT 16,
+	nbits integer DEFAULT NULL,
+	nhashes integer DEFAULT NULL,
+	npast integer DEFAULT NULL)
+	RETURNS regclass
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+BEGIN
+	RETURN @extschema@.fbf_create_window('counter', name, retention, target_fpp,
+										 expected_rate, shards, nbits, nhashes, npast);
 END
 $fn$;
 
@@ -447,6 +488,192 @@ COMMENT ON VIEW fbf_counter_stats IS
 
 -- rows are filtered by the caller's SELECT privilege on each counter table
 GRANT SELECT ON fbf_counter_stats TO PUBLIC;
+
+------------------------------------------------------------------------
+-- Dedup tables: claim an id once ("process this message once")
+------------------------------------------------------------------------
+
+CREATE FUNCTION fbf_create_dedup(
+	name text,
+	retention interval DEFAULT NULL,
+	target_fpp double precision DEFAULT NULL,
+	expected_rate double precision DEFAULT 1000,
+	nbits integer DEFAULT NULL,
+	nhashes integer DEFAULT NULL,
+	npast integer DEFAULT NULL)
+	RETURNS regclass
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+BEGIN
+	RETURN @extschema@.fbf_create_window('dedup', name, retention, target_fpp,
+										 expected_rate, 16, nbits, nhashes, npast);
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_create_dedup(text, interval, double precision, double precision, integer, integer, integer) IS
+	'create a dedup table: fbf_claim on it returns true once per id within the retention';
+
+CREATE FUNCTION fbf_claim(dedup regclass, id bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, id text) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, id bytea) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_bytea'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, id uuid) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, client_id bigint, seq bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_op'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, client_id text, seq bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_op'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, client_id uuid, seq bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_op'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, ids bigint[]) RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_claim_array'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, ids text[]) RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_claim_array'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, ids bytea[]) RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_claim_array'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, ids uuid[]) RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_claim_array'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, client_ids bigint[], seqs bigint[]) RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_claim_op_array'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, client_ids text[], seqs bigint[]) RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_claim_op_array'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim(dedup regclass, client_ids uuid[], seqs bigint[]) RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_claim_op_array'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_claim(regclass, bigint) IS
+	'claim id in the dedup table: true the first time within the retention, false after';
+COMMENT ON FUNCTION fbf_claim(regclass, text) IS
+	'claim id in the dedup table: true the first time within the retention, false after';
+COMMENT ON FUNCTION fbf_claim(regclass, bytea) IS
+	'claim id in the dedup table: true the first time within the retention, false after';
+COMMENT ON FUNCTION fbf_claim(regclass, uuid) IS
+	'claim id in the dedup table: true the first time within the retention, false after';
+COMMENT ON FUNCTION fbf_claim(regclass, bigint, bigint) IS
+	'claim (client_id, seq) in the dedup table: true the first time within the retention, false after';
+COMMENT ON FUNCTION fbf_claim(regclass, text, bigint) IS
+	'claim (client_id, seq) in the dedup table: true the first time within the retention, false after';
+COMMENT ON FUNCTION fbf_claim(regclass, uuid, bigint) IS
+	'claim (client_id, seq) in the dedup table: true the first time within the retention, false after';
+COMMENT ON FUNCTION fbf_claim(regclass, bigint[]) IS
+	'claim every id in the dedup table; element i is fbf_claim(dedup, ids[i]), ids claimed in order';
+COMMENT ON FUNCTION fbf_claim(regclass, text[]) IS
+	'claim every id in the dedup table; element i is fbf_claim(dedup, ids[i]), ids claimed in order';
+COMMENT ON FUNCTION fbf_claim(regclass, bytea[]) IS
+	'claim every id in the dedup table; element i is fbf_claim(dedup, ids[i]), ids claimed in order';
+COMMENT ON FUNCTION fbf_claim(regclass, uuid[]) IS
+	'claim every id in the dedup table; element i is fbf_claim(dedup, ids[i]), ids claimed in order';
+COMMENT ON FUNCTION fbf_claim(regclass, bigint[], bigint[]) IS
+	'claim every (client_ids[i], seqs[i]) in the dedup table; element i is its answer';
+COMMENT ON FUNCTION fbf_claim(regclass, text[], bigint[]) IS
+	'claim every (client_ids[i], seqs[i]) in the dedup table; element i is its answer';
+COMMENT ON FUNCTION fbf_claim(regclass, uuid[], bigint[]) IS
+	'claim every (client_ids[i], seqs[i]) in the dedup table; element i is its answer';
+
+CREATE FUNCTION fbf_claim_id(id bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_claim_id_int8'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_claim_id(id text) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_claim_id_text'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_claim_id(id bytea) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_claim_id_bytea'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_claim_id(id uuid) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_claim_id_uuid'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_claim_id(client_id bigint, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_claim_id_op'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_claim_id(client_id text, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_claim_id_op'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION fbf_claim_id(client_id uuid, seq bigint) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'fbf_claim_id_op'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fbf_claim_id(bigint) IS
+	'the identity of a claimed id as dedup windows hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_claim_id(text) IS
+	'the identity of a claimed id as dedup windows hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_claim_id(bytea) IS
+	'the identity of a claimed id as dedup windows hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_claim_id(uuid) IS
+	'the identity of a claimed id as dedup windows hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_claim_id(bigint, bigint) IS
+	'the identity of a claimed (client_id, seq) as dedup windows hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_claim_id(text, bigint) IS
+	'the identity of a claimed (client_id, seq) as dedup windows hash it (for fbf_contains on fbf_snapshot)';
+COMMENT ON FUNCTION fbf_claim_id(uuid, bigint) IS
+	'the identity of a claimed (client_id, seq) as dedup windows hash it (for fbf_contains on fbf_snapshot)';
+
+CREATE FUNCTION fbf_dedup_stats(
+	OUT dedup regclass,
+	OUT filters integer,
+	OUT live_filters integer,
+	OUT period interval,
+	OUT retention interval,
+	OUT nbits bigint,
+	OUT nhashes integer,
+	OUT partitions integer,
+	OUT elements bigint[],
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT claimed bigint,
+	OUT duplicates bigint,
+	OUT bytes bigint,
+	OUT last_refresh timestamptz,
+	OUT resizes bigint,
+	OUT capped boolean,
+	OUT pending bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'fbf_dedup_stats'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_dedup_stats() IS
+	'one row per dedup table of this database that the user may read';
+
+CREATE VIEW fbf_dedup_stats AS SELECT * FROM fbf_dedup_stats();
+
+COMMENT ON VIEW fbf_dedup_stats IS
+	'dedup tables and their windows: shape, accuracy, claims and duplicates';
+
+-- rows are filtered by the caller's SELECT privilege on each dedup table
+GRANT SELECT ON fbf_dedup_stats TO PUBLIC;
 
 ------------------------------------------------------------------------
 -- The cuckoo index access method: equality lookups in one bucket page

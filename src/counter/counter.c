@@ -73,8 +73,8 @@ PG_FUNCTION_INFO_V1(fbf_operation_text);
 PG_FUNCTION_INFO_V1(fbf_operation_uuid);
 PG_FUNCTION_INFO_V1(fbf_snapshot);
 
-/* did the current transaction increment a counter? (PREPARE refuses it) */
-static bool xact_incremented = false;
+/* did the current transaction apply an operation? (PREPARE refuses it) */
+static bool xact_applied = false;
 
 /* has this backend told the launcher that its database has counters? */
 static bool database_noted = false;
@@ -89,18 +89,18 @@ fbf_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (xact_incremented)
+			if (xact_applied)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that has incremented an fbf counter"),
-						 errdetail("An increment's fate must be decided when its transaction ends.")));
+						 errmsg("cannot prepare a transaction that has applied fbf operations"),
+						 errdetail("An increment's or a claim's fate must be decided when its transaction ends.")));
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			xact_incremented = false;
+			xact_applied = false;
 			break;
 		default:
 			break;
@@ -146,12 +146,15 @@ column_allowed(Oid relid, const char *column, AclMode mode)
 }
 
 /*
- * Error unless the user may access the counter table `relid` as `access`
- * asks: to read it (SELECT on key, shard and value), to increment it
- * (those and UPDATE on value: an increment reads the key's row and updates
- * it, and must not answer "duplicate" to a user who could not have made
- * either), or as its owner (resizing and maintenance change everyone's
- * cost).  Grants on the table or on the columns both count.
+ * Error unless the user may access the counter or dedup table `relid` as
+ * `access` asks: to read a counter (SELECT on key, shard and value), to
+ * increment it (those and UPDATE on value: an increment reads the key's
+ * row and updates it, and must not answer "duplicate" to a user who could
+ * not have made either), to read the window of either kind (SELECT on the
+ * table, or a counter's read privileges), to claim in a dedup table
+ * (INSERT on it: a claim records something new), or as the owner of
+ * either (resizing and maintenance change everyone's cost).  Grants on the
+ * table or on the columns both count.
  */
 static void
 check_access(Oid relid, FbfCounterAccess access)
@@ -170,44 +173,81 @@ check_access(Oid relid, FbfCounterAccess access)
 			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind), relname);
 		return;
 	}
-	ok = column_allowed(relid, "key", ACL_SELECT) &&
-		column_allowed(relid, "shard", ACL_SELECT) &&
-		column_allowed(relid, "value", ACL_SELECT);
-	if (ok && access == FBF_COUNTER_INCREMENT)
-		ok = column_allowed(relid, "value", ACL_UPDATE);
+	if (access == FBF_DEDUP_CLAIM)
+		ok = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
+	else if (access == FBF_WINDOW_READ &&
+			 pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+		ok = true;
+	else
+	{
+		ok = column_allowed(relid, "key", ACL_SELECT) &&
+			column_allowed(relid, "shard", ACL_SELECT) &&
+			column_allowed(relid, "value", ACL_SELECT);
+		if (ok && access == FBF_COUNTER_INCREMENT)
+			ok = column_allowed(relid, "value", ACL_UPDATE);
+	}
 	if (!ok)
 		aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind), relname);
 }
 
+/* Error unless the window `entry` of `rel` is of a kind `access` accepts. */
+static void
+check_kind(Relation rel, FbfCounterRel *entry, FbfCounterAccess access)
+{
+	bool		counter_only = access == FBF_COUNTER_READ ||
+		access == FBF_COUNTER_INCREMENT;
+
+	if (entry == NULL || !OidIsValid(entry->window_index))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a %s", RelationGetRelationName(rel),
+						counter_only ? "counter table" :
+						access == FBF_DEDUP_CLAIM ? "dedup table" :
+						"counter or dedup table"),
+				 counter_only ?
+				 errhint("Create counter tables with fbf_create_counter_table().") :
+				 access == FBF_DEDUP_CLAIM ?
+				 errhint("Create dedup tables with fbf_create_dedup().") :
+				 errhint("Create counter tables with fbf_create_counter_table() and dedup tables with fbf_create_dedup().")));
+	if (counter_only && entry->kind != FBF_WINDOW_COUNTER)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a dedup table, not a counter table",
+						RelationGetRelationName(rel)),
+				 errhint("Claim ids in a dedup table with fbf_claim().")));
+	if (access == FBF_DEDUP_CLAIM && entry->kind != FBF_WINDOW_DEDUP)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a counter table, not a dedup table",
+						RelationGetRelationName(rel)),
+				 errhint("Apply operations to a counter table with idempotent_increment().")));
+}
+
 /*
- * Open a counter table and its window index with `lockmode`
+ * Open a counter or dedup table and its window index with `lockmode`
  * (RowExclusiveLock to change the window: DDL that rebuilds or drops it
- * conflicts with that), for `access`.  Privileges are checked before the
- * lock is taken, so that no one can queue locks on a table they may not
- * use, and again once it is held (grants may have changed meanwhile).
- * Errors if the relation is not a counter table.  Close with
- * FbfCounterClose, which keeps the locks until the end of the transaction.
+ * conflicts with that), for `access`, which also says which kind of table
+ * is acceptable.  Privileges are checked before the lock is taken, so that
+ * no one can queue locks on a table they may not use, and again once it is
+ * held (grants may have changed meanwhile).  Errors if the relation is not
+ * a table of a kind `access` accepts.  Close with FbfCounterClose, which
+ * keeps the locks until the end of the transaction.
  */
 void
 FbfCounterOpen(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
 			   Relation *heap, Relation *index)
 {
 	Relation	rel;
-	Oid			indexoid = InvalidOid;
+	FbfCounterRel *entry = NULL;
 
 	check_access(relid, access);
 	rel = table_open(relid, lockmode);
 	check_access(relid, access);
 	if (rel->rd_rel->relkind == RELKIND_RELATION)
-		indexoid = FbfCounterRelGet(rel)->window_index;
-	if (!OidIsValid(indexoid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a counter table",
-						RelationGetRelationName(rel)),
-				 errhint("Create counter tables with fbf_create_counter_table().")));
+		entry = FbfCounterRelGet(rel);
+	check_kind(rel, entry, access);
 	*heap = rel;
-	*index = index_open(indexoid, lockmode);
+	*index = index_open(entry->window_index, lockmode);
 }
 
 void
@@ -215,6 +255,22 @@ FbfCounterClose(Relation heap, Relation index)
 {
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
+}
+
+/*
+ * The current transaction is about to apply an operation (an increment or
+ * a claim): PREPARE TRANSACTION must refuse it from now on, and the
+ * launcher must know at once that this database has windows to maintain.
+ */
+void
+FbfCounterNoteOperation(void)
+{
+	xact_applied = true;
+	if (!database_noted)
+	{
+		FbfDatabaseHasCounters(MyDatabaseId);
+		database_noted = true;
+	}
 }
 
 /* ----------------------------------------------------------------------
@@ -500,13 +556,7 @@ increment(FunctionCallInfo fcinfo, char tag)
 	hash = operation_hash(fcinfo, tag, key, a_client, seq);
 
 	FbfCounterOpen(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock, &heap, &index);
-	xact_incremented = true;
-	if (!database_noted)
-	{
-		/* tell the launcher at once that this database has counters */
-		FbfDatabaseHasCounters(MyDatabaseId);
-		database_noted = true;
-	}
+	FbfCounterNoteOperation();
 	/*
 	 * Under row security, answer only a user who could have applied the
 	 * operation, before the window is asked (which may wait for another
@@ -530,7 +580,8 @@ increment(FunctionCallInfo fcinfo, char tag)
 		result = FbfWindowApply(index, &hash, NULL, &overfull);
 	if (result == FBF_OP_APPLIED)
 		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards, rls);
-	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED);
+	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED,
+				  result != FBF_OP_APPLIED);
 
 	/* more operations than the filter's bits are for: grow it now */
 	if (overfull)
@@ -633,7 +684,7 @@ fbf_snapshot(PG_FUNCTION_ARGS)
 	uint64		pending;
 	Fbf		   *f;
 
-	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_READ, AccessShareLock, &heap, &index);
+	FbfCounterOpen(PG_GETARG_OID(0), FBF_WINDOW_READ, AccessShareLock, &heap, &index);
 
 	/* the whole window would tell about rows the policies hide */
 	if (check_enable_rls(RelationGetRelid(heap), InvalidOid, false) == RLS_ENABLED)

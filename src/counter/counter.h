@@ -18,12 +18,18 @@
 
 #include "core/fbf_aimd.h"
 
-/* What a caller of FbfCounterOpen is about to do, for the privilege check. */
+/*
+ * What a caller of FbfCounterOpen is about to do, for the privilege check
+ * and the kind of table it accepts.
+ */
 typedef enum FbfCounterAccess
 {
-	FBF_COUNTER_READ,			/* SELECT on key, shard, value */
-	FBF_COUNTER_INCREMENT,		/* and UPDATE on value */
-	FBF_COUNTER_OWNER			/* ownership of the table */
+	FBF_COUNTER_READ,			/* a counter: SELECT on key, shard, value */
+	FBF_COUNTER_INCREMENT,		/* a counter: those and UPDATE on value */
+	FBF_WINDOW_READ,			/* either kind: SELECT on the table, or a
+								 * counter's FBF_COUNTER_READ */
+	FBF_DEDUP_CLAIM,			/* a dedup table: INSERT on it */
+	FBF_COUNTER_OWNER			/* either kind: ownership of the table */
 } FbfCounterAccess;
 
 /* counter.c */
@@ -31,6 +37,7 @@ extern void FbfCounterInit(void);
 extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
 						   LOCKMODE lockmode, Relation *heap, Relation *index);
 extern void FbfCounterClose(Relation heap, Relation index);
+extern void FbfCounterNoteOperation(void);
 
 /*
  * What a backend remembers of a counter table (counter_delta.c), kept until
@@ -41,7 +48,8 @@ typedef struct FbfCounterRel
 	Oid			relid;			/* hash key */
 	bool		valid;			/* false: rebuild before use */
 	Oid			window_index;	/* its valid fbf_filter index; invalid: not a
-								 * counter table */
+								 * counter or dedup table */
+	int			kind;			/* the window's: FBF_WINDOW_COUNTER or _DEDUP */
 	char	   *qualname;		/* schema-qualified, quoted name (SPI plans) */
 	/* the direct path (FbfCounterAddDirect) */
 	bool		direct;			/* the table's shape allows it */

@@ -259,7 +259,9 @@ FbfCounterRelGet(Relation heap)
 	if (FbfIsCounterTable(heap, &indexoid))
 	{
 		entry->window_index = indexoid;
-		entry->direct = direct_shape(heap, entry);
+		entry->kind = FbfWindowIndexKind(indexoid);
+		entry->direct = entry->kind == FBF_WINDOW_COUNTER &&
+			direct_shape(heap, entry);
 	}
 	entry->valid = rel_cache_invals == invals;
 	return entry;

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * counter_stats.c
- *	  fbf_counter_stats(): one row per counter table of this database that
- *	  the user may read, from its window's metapage and blocks and from
- *	  the registry's statistics.
+ *	  fbf_counter_stats() and fbf_dedup_stats(): one row per counter table
+ *	  (dedup table) of this database that the user may read, from its
+ *	  window's metapage and blocks and from the registry's statistics.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,8 +28,9 @@
 #include "window/window.h"
 
 PG_FUNCTION_INFO_V1(fbf_counter_stats);
+PG_FUNCTION_INFO_V1(fbf_dedup_stats);
 
-/* columns of fbf_counter_stats() (sql/fbf.sql) */
+/* columns of fbf_counter_stats() and fbf_dedup_stats() (sql/fbf.sql) */
 #define FBF_COUNTER_STATS_COLS	18
 
 static Interval *
@@ -42,11 +43,11 @@ interval_from_usecs(int64 usecs)
 }
 
 /*
- * fbf_counter_stats(): one row per counter table of this database that the
- * user may read.
+ * One row per window of `kind` (FBF_WINDOW_*) of this database whose table
+ * the user may read.
  */
-Datum
-fbf_counter_stats(PG_FUNCTION_ARGS)
+static Datum
+window_stats(FunctionCallInfo fcinfo, int kind)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	List	   *counters = NIL;
@@ -60,7 +61,7 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		/* dropped since the unlocked catalog scan: skip it */
 		Oid			heapoid = IndexGetRelation(lfirst_oid(lc), true);
 
-		if (OidIsValid(heapoid))
+		if (OidIsValid(heapoid) && FbfWindowIndexKind(lfirst_oid(lc)) == kind)
 			counters = lappend_oid(counters, heapoid);
 	}
 
@@ -86,7 +87,7 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 			UnlockRelationOid(relid, AccessShareLock);
 			continue;
 		}
-		FbfCounterOpen(relid, FBF_COUNTER_READ, AccessShareLock, &heap, &index);
+		FbfCounterOpen(relid, FBF_WINDOW_READ, AccessShareLock, &heap, &index);
 		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
 		FbfWindowReadMeta(index, &meta);
 		counts = palloc0(sizeof(uint64) * meta.nlive * Max(FbfWindowViewParts(&meta), 1));
@@ -121,4 +122,18 @@ fbf_counter_stats(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/* fbf_counter_stats(): the counter tables */
+Datum
+fbf_counter_stats(PG_FUNCTION_ARGS)
+{
+	return window_stats(fcinfo, FBF_WINDOW_COUNTER);
+}
+
+/* fbf_dedup_stats(): the dedup tables; applied and dismissed count claims */
+Datum
+fbf_dedup_stats(PG_FUNCTION_ARGS)
+{
+	return window_stats(fcinfo, FBF_WINDOW_DEDUP);
 }

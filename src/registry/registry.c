@@ -241,8 +241,9 @@ fbf_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	}
 }
 
+/* A counter applied `applied` operations and dismissed `dismissed`. */
 void
-FbfStatsCount(Oid dbid, Oid relid, bool applied)
+FbfStatsCount(Oid dbid, Oid relid, uint64 applied, uint64 dismissed)
 {
 	FbfStatsEntry *entry;
 
@@ -256,7 +257,10 @@ FbfStatsCount(Oid dbid, Oid relid, bool applied)
 	}
 	if (entry)
 	{
-		pg_atomic_fetch_add_u64(applied ? &entry->applied : &entry->dismissed, 1);
+		if (applied > 0)
+			pg_atomic_fetch_add_u64(&entry->applied, applied);
+		if (dismissed > 0)
+			pg_atomic_fetch_add_u64(&entry->dismissed, dismissed);
 		pg_atomic_write_u64(&entry->last_used,
 							(uint64) Max(GetCurrentTransactionStartTimestamp(), 0));
 	}

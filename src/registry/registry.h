@@ -29,7 +29,8 @@ typedef struct FbfCounterStatsSnapshot
 /* set up the shared memory hooks; from _PG_init */
 extern void FbfRegistryInit(void);
 
-extern void FbfStatsCount(Oid dbid, Oid relid, bool applied);
+extern void FbfStatsCount(Oid dbid, Oid relid, uint64 applied,
+						  uint64 dismissed);
 extern bool FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when);
 extern void FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out);
 

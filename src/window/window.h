@@ -310,7 +310,17 @@ typedef struct FbfWindowOptions
 	int			nhashes;
 	int			npast;
 	int			at_capacity;	/* FBF_AT_CAPACITY_* */
+	int			kind;			/* FBF_WINDOW_* */
 } FbfWindowOptions;
+
+/*
+ * What a window remembers operations for, fixed when its table is created:
+ * a counter table's increments (fbf_create_counter_table), or a dedup
+ * table's claims (fbf_create_dedup).  The window itself works alike for
+ * both; the kind tells the SQL functions which of them a table accepts.
+ */
+#define FBF_WINDOW_COUNTER			0
+#define FBF_WINDOW_DEDUP			1
 
 /*
  * What a counter does while its filter is at its cap (AIMD wanted to grow
@@ -350,6 +360,7 @@ extern void FbfWindowInit(void);
 extern List *FbfWindowIndexes(void);
 extern FbfWindowOptions *FbfWindowGetOptions(Relation index);
 extern bool FbfIsCounterTable(Relation heap, Oid *index_oid);
+extern int	FbfWindowIndexKind(Oid index_oid);
 
 /* ---- window_rebuild.c: carrying windows over table rebuilds ---- */
 extern void FbfWindowRebuildInit(void);

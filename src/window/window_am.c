@@ -62,6 +62,12 @@ static relopt_enum_elt_def at_capacity_values[] = {
 	{NULL}
 };
 
+static relopt_enum_elt_def kind_values[] = {
+	{"counter", FBF_WINDOW_COUNTER},
+	{"dedup", FBF_WINDOW_DEDUP},
+	{NULL}
+};
+
 int			fbf_max_filter_size_kb = 64 * 1024;
 int			fbf_split_batch = 0;
 
@@ -113,6 +119,11 @@ FbfWindowInit(void)
 					   at_capacity_values, FBF_AT_CAPACITY_DISMISS,
 					   "Valid values are \"dismiss\" and \"refuse\".",
 					   AccessExclusiveLock);
+	add_enum_reloption(fbf_relopt_kind, "kind",
+					   "What the window remembers: a counter table's increments or a dedup table's claims",
+					   kind_values, FBF_WINDOW_COUNTER,
+					   "Valid values are \"counter\" and \"dedup\".",
+					   AccessExclusiveLock);
 }
 
 static bytea *
@@ -127,6 +138,7 @@ fbf_filter_options(Datum reloptions, bool validate)
 		{"nhashes", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, nhashes)},
 		{"npast", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, npast)},
 		{"at_capacity", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, at_capacity)},
+		{"kind", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, kind)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, fbf_relopt_kind,
@@ -144,8 +156,8 @@ FbfWindowGetOptions(Relation index)
 }
 
 /*
- * Is heap a counter table?  It is if it has a valid fbf_filter index;
- * *index_oid gets that index.
+ * Is heap a counter or dedup table (FbfWindowIndexKind tells which)?  It
+ * is if it has a valid fbf_filter index; *index_oid gets that index.
  */
 bool
 FbfIsCounterTable(Relation heap, Oid *index_oid)
@@ -178,6 +190,30 @@ FbfIsCounterTable(Relation heap, Oid *index_oid)
 	}
 	list_free(indexes);
 	return found;
+}
+
+/*
+ * The kind of a window index (FBF_WINDOW_*), from its reloptions in the
+ * catalog, without opening it; -1 if there is no such relation (dropped).
+ */
+int
+FbfWindowIndexKind(Oid index_oid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(index_oid));
+	Datum		reloptions;
+	bool		isnull;
+	FbfWindowOptions *opts;
+	int			kind;
+
+	if (!HeapTupleIsValid(tup))
+		return -1;
+	reloptions = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
+	opts = (FbfWindowOptions *) fbf_filter_options(isnull ? (Datum) 0 : reloptions,
+												   false);
+	kind = opts->kind;
+	pfree(opts);
+	ReleaseSysCache(tup);
+	return kind;
 }
 
 /*
@@ -260,7 +296,9 @@ fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				 errmsg("the filter of counter table \"%s\" cannot be built concurrently",
 						RelationGetRelationName(heap)),
 				 errhint("Use REINDEX without CONCURRENTLY: it carries the filter over.")));
-	check_counter_columns(heap);
+	/* a dedup table's columns do not matter: its claims never reach them */
+	if (FbfWindowGetOptions(index)->kind == FBF_WINDOW_COUNTER)
+		check_counter_columns(heap);
 	FbfWindowCheckIndexCleanup(heap);
 
 	/* a new counter: the launcher should visit this database from now on */

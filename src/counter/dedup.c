@@ -1,0 +1,462 @@
+/*-------------------------------------------------------------------------
+ *
+ * dedup.c
+ *	  Dedup tables: fbf_claim, its batch form, and fbf_claim_id.
+ *
+ * A dedup table (fbf_create_dedup, sql/fbf.sql) is a window without a
+ * counter: the "process this message once" of an inbox.  fbf_claim(t, id)
+ * asks t's window whether the id is new (FbfWindowApply), which records it
+ * as in flight for the current (sub)transaction; true means the caller
+ * holds the claim.  The semantics are exactly an increment's without the
+ * delta: a rolled-back claim is forgotten, a concurrent claim of the same
+ * id waits for the first transaction and then returns false (or true, if
+ * that one rolled back), and a claim is kept through crashes, standbys and
+ * the retention.  The table itself holds no rows; INSERT on it is the
+ * privilege to claim, SELECT to read its window (fbf_snapshot).
+ *
+ * An id's identity bytes are a type tag and the id's bytes, so that ids
+ * of different types are different claims:
+ *
+ *	'n' bigint (8 little-endian bytes)	's' text (its bytes)
+ *	'x' bytea (its bytes)				'g' uuid (16 bytes)
+ *	(client_id, seq): the bytes of a counter operation on the default key
+ *	('i', 't' or 'u', the client id's bytes, seq's 8 little-endian bytes)
+ *
+ * A batch claims its ids in the order of their hashes, so that two
+ * batches sharing ids wait for each other in one order and cannot
+ * deadlock; the answers come back in the ids' order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/uuid.h"
+
+#include "counter/counter.h"
+#include "registry/registry.h"
+#include "window/window.h"
+
+PG_FUNCTION_INFO_V1(fbf_claim_int8);
+PG_FUNCTION_INFO_V1(fbf_claim_text);
+PG_FUNCTION_INFO_V1(fbf_claim_bytea);
+PG_FUNCTION_INFO_V1(fbf_claim_uuid);
+PG_FUNCTION_INFO_V1(fbf_claim_op);
+PG_FUNCTION_INFO_V1(fbf_claim_array);
+PG_FUNCTION_INFO_V1(fbf_claim_op_array);
+PG_FUNCTION_INFO_V1(fbf_claim_id_int8);
+PG_FUNCTION_INFO_V1(fbf_claim_id_text);
+PG_FUNCTION_INFO_V1(fbf_claim_id_bytea);
+PG_FUNCTION_INFO_V1(fbf_claim_id_uuid);
+PG_FUNCTION_INFO_V1(fbf_claim_id_op);
+
+/* ----------------------------------------------------------------------
+ * Identities
+ * ----------------------------------------------------------------------
+ */
+
+/* The identity tag of an id of type `typid`; error for other types. */
+static char
+id_tag(Oid typid)
+{
+	switch (typid)
+	{
+		case INT8OID:
+			return 'n';
+		case TEXTOID:
+			return 's';
+		case BYTEAOID:
+			return 'x';
+		case UUIDOID:
+			return 'g';
+		default:
+			elog(ERROR, "fbf: ids of type %s cannot be claimed", format_type_be(typid));
+			return 0;			/* keep compiler quiet */
+	}
+}
+
+/* The identity tag of a (client_id, seq) claim whose client id is `typid`. */
+static char
+op_tag(Oid typid)
+{
+	switch (typid)
+	{
+		case INT8OID:
+			return 'i';
+		case TEXTOID:
+			return 't';
+		case UUIDOID:
+			return 'u';
+		default:
+			elog(ERROR, "fbf: client ids of type %s cannot be claimed", format_type_be(typid));
+			return 0;			/* keep compiler quiet */
+	}
+}
+
+static void
+put_le64(unsigned char *p, uint64 v)
+{
+	int			i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char) (v >> (8 * i));
+}
+
+/*
+ * The identity bytes of a claim: `tag`, the id's bytes (`id`, a Datum of
+ * the type the tag stands for), and with has_seq, seq's 8 little-endian
+ * bytes.  Returned as a bytea in CurrentMemoryContext.
+ */
+static bytea *
+claim_bytes(char tag, Datum id, bool has_seq, int64 seq)
+{
+	unsigned char fixed[UUID_LEN > 8 ? UUID_LEN : 8];
+	const unsigned char *data;
+	size_t		len;
+	size_t		total;
+	bytea	   *result;
+	unsigned char *p;
+
+	switch (tag)
+	{
+		case 'n':
+		case 'i':
+			put_le64(fixed, (uint64) DatumGetInt64(id));
+			data = fixed;
+			len = 8;
+			break;
+		case 'g':
+		case 'u':
+			data = DatumGetUUIDP(id)->data;
+			len = UUID_LEN;
+			break;
+		default:				/* 's', 't', 'x': a varlena */
+			{
+				struct varlena *v = PG_DETOAST_DATUM_PACKED(id);
+
+				data = (const unsigned char *) VARDATA_ANY(v);
+				len = VARSIZE_ANY_EXHDR(v);
+				break;
+			}
+	}
+	total = 1 + len + (has_seq ? 8 : 0);
+	result = palloc(VARHDRSZ + total);
+	SET_VARSIZE(result, VARHDRSZ + total);
+	p = (unsigned char *) VARDATA(result);
+	p[0] = (unsigned char) tag;
+	memcpy(p + 1, data, len);
+	if (has_seq)
+		put_le64(p + 1 + len, (uint64) seq);
+	return result;
+}
+
+static FbfHash
+claim_hash(char tag, Datum id, bool has_seq, int64 seq)
+{
+	bytea	   *bytes = claim_bytes(tag, id, has_seq, seq);
+	FbfHash		hash = fbf_hash_bytes(VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ);
+
+	pfree(bytes);
+	return hash;
+}
+
+/* ----------------------------------------------------------------------
+ * Claiming
+ * ----------------------------------------------------------------------
+ */
+
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s of fbf_claim must not be null", name)));
+}
+
+/* One claim of the batch being made, and its answer. */
+typedef struct Claim
+{
+	FbfHash		hash;
+	int			pos;			/* in the caller's order */
+	bool		claimed;
+} Claim;
+
+static int
+claim_cmp(const void *a, const void *b)
+{
+	const Claim *x = a;
+	const Claim *y = b;
+
+	if (x->hash.h1 != y->hash.h1)
+		return x->hash.h1 < y->hash.h1 ? -1 : 1;
+	if (x->hash.h2 != y->hash.h2)
+		return x->hash.h2 < y->hash.h2 ? -1 : 1;
+	return x->pos - y->pos;		/* the first of equal ids claims */
+}
+
+/*
+ * Claim n ids, given by their hashes, in dedup table `relid`; claims[i].claimed
+ * gets the answer of claims[i] (whose order is kept).  The window is asked
+ * in hash order (see the file header).
+ */
+static void
+claim_all(Oid relid, Claim *claims, int n)
+{
+	Relation	heap;
+	Relation	index;
+	Claim	  **order;
+	bool		grow = false;
+	int			i;
+	int			applied = 0;
+
+	PreventCommandIfReadOnly("fbf_claim()");
+	PreventCommandDuringRecovery("fbf_claim()");
+
+	FbfCounterOpen(relid, FBF_DEDUP_CLAIM, RowExclusiveLock, &heap, &index);
+	FbfCounterNoteOperation();
+
+	order = palloc(sizeof(Claim *) * Max(n, 1));
+	if (n > 1)
+	{
+		Claim	   *sorted = palloc(sizeof(Claim) * n);
+
+		memcpy(sorted, claims, sizeof(Claim) * n);
+		qsort(sorted, n, sizeof(Claim), claim_cmp);
+		for (i = 0; i < n; i++)
+			order[i] = &claims[sorted[i].pos];
+		pfree(sorted);
+	}
+	else if (n == 1)
+		order[0] = &claims[0];
+
+	for (i = 0; i < n; i++)
+	{
+		bool		overfull = false;
+
+		order[i]->claimed =
+			FbfWindowApply(index, &order[i]->hash, NULL, &overfull) == FBF_OP_APPLIED;
+		applied += order[i]->claimed;
+		grow |= overfull;
+		CHECK_FOR_INTERRUPTS();
+	}
+	FbfStatsCount(MyDatabaseId, relid, applied, n - applied);
+
+	/* more claims than the filter's bits are for: grow it now */
+	if (grow)
+		FbfCounterGrow(index);
+	FbfCounterClose(heap, index);
+	pfree(order);
+}
+
+/* fbf_claim(dedup regclass, id): true once per id within the retention */
+static Datum
+claim_one(FunctionCallInfo fcinfo, Oid typid)
+{
+	Claim		claim;
+
+	require_arg(fcinfo, 0, "dedup");
+	require_arg(fcinfo, 1, "id");
+	claim.hash = claim_hash(id_tag(typid), PG_GETARG_DATUM(1), false, 0);
+	claim.pos = 0;
+	claim_all(PG_GETARG_OID(0), &claim, 1);
+	PG_RETURN_BOOL(claim.claimed);
+}
+
+Datum
+fbf_claim_int8(PG_FUNCTION_ARGS)
+{
+	return claim_one(fcinfo, INT8OID);
+}
+
+Datum
+fbf_claim_text(PG_FUNCTION_ARGS)
+{
+	return claim_one(fcinfo, TEXTOID);
+}
+
+Datum
+fbf_claim_bytea(PG_FUNCTION_ARGS)
+{
+	return claim_one(fcinfo, BYTEAOID);
+}
+
+Datum
+fbf_claim_uuid(PG_FUNCTION_ARGS)
+{
+	return claim_one(fcinfo, UUIDOID);
+}
+
+/* fbf_claim(dedup regclass, client_id bigint|text|uuid, seq bigint) */
+Datum
+fbf_claim_op(PG_FUNCTION_ARGS)
+{
+	Claim		claim;
+
+	require_arg(fcinfo, 0, "dedup");
+	require_arg(fcinfo, 1, "client_id");
+	require_arg(fcinfo, 2, "seq");
+	claim.hash = claim_hash(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
+							PG_GETARG_DATUM(1), true, PG_GETARG_INT64(2));
+	claim.pos = 0;
+	claim_all(PG_GETARG_OID(0), &claim, 1);
+	PG_RETURN_BOOL(claim.claimed);
+}
+
+/*
+ * Deconstruct a one-dimensional array argument without NULLs; error
+ * (nothing claimed) otherwise.
+ */
+static int
+array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
+		  Datum **elems, Oid *elemtype)
+{
+	ArrayType  *a;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	bool	   *nulls;
+	int			n;
+	int			i;
+
+	require_arg(fcinfo, argno, name);
+	a = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s of fbf_claim must be a one-dimensional array", name)));
+	*elemtype = ARR_ELEMTYPE(a);
+	get_typlenbyvalalign(*elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(a, *elemtype, typlen, typbyval, typalign, elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s of fbf_claim must not contain nulls", name),
+					 errdetail("Element %d is null.", i + 1)));
+	return n;
+}
+
+/* the answers of a batch, in the ids' order, as a boolean[] */
+static Datum
+claims_result(Claim *claims, int n)
+{
+	Datum	   *answers = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		answers[i] = BoolGetDatum(claims[i].claimed);
+	return PointerGetDatum(construct_array(answers, n, BOOLOID, 1, true, TYPALIGN_CHAR));
+}
+
+/*
+ * fbf_claim(dedup regclass, ids bigint[]|text[]|bytea[]|uuid[]): claim every
+ * id, in one window visit per id and one call; element i of the answer is
+ * fbf_claim(dedup, ids[i]) as if the ids had been claimed in order (a
+ * repeated id is claimed by its first occurrence only).
+ */
+Datum
+fbf_claim_array(PG_FUNCTION_ARGS)
+{
+	Datum	   *ids;
+	Oid			typid;
+	int			n;
+	Claim	   *claims;
+	int			i;
+	char		tag;
+
+	require_arg(fcinfo, 0, "dedup");
+	n = array_arg(fcinfo, 1, "ids", &ids, &typid);
+	tag = id_tag(typid);
+	claims = palloc(sizeof(Claim) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		claims[i].hash = claim_hash(tag, ids[i], false, 0);
+		claims[i].pos = i;
+	}
+	claim_all(PG_GETARG_OID(0), claims, n);
+	PG_RETURN_DATUM(claims_result(claims, n));
+}
+
+/*
+ * fbf_claim(dedup regclass, client_ids bigint[]|text[]|uuid[], seqs bigint[]):
+ * the batch form of fbf_claim(dedup, client_id, seq).
+ */
+Datum
+fbf_claim_op_array(PG_FUNCTION_ARGS)
+{
+	Datum	   *clients;
+	Datum	   *seqs;
+	Oid			client_type;
+	Oid			seq_type;
+	int			n;
+	Claim	   *claims;
+	int			i;
+	char		tag;
+
+	require_arg(fcinfo, 0, "dedup");
+	n = array_arg(fcinfo, 1, "client_ids", &clients, &client_type);
+	if (array_arg(fcinfo, 2, "seqs", &seqs, &seq_type) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("client_ids and seqs of fbf_claim must have the same length")));
+	Assert(seq_type == INT8OID);
+	tag = op_tag(client_type);
+	claims = palloc(sizeof(Claim) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		claims[i].hash = claim_hash(tag, clients[i], true, DatumGetInt64(seqs[i]));
+		claims[i].pos = i;
+	}
+	claim_all(PG_GETARG_OID(0), claims, n);
+	PG_RETURN_DATUM(claims_result(claims, n));
+}
+
+/* ----------------------------------------------------------------------
+ * fbf_claim_id: the identity bytes, for fbf_contains on fbf_snapshot
+ * ----------------------------------------------------------------------
+ */
+
+static Datum
+claim_id(FunctionCallInfo fcinfo, Oid typid)
+{
+	PG_RETURN_BYTEA_P(claim_bytes(id_tag(typid), PG_GETARG_DATUM(0), false, 0));
+}
+
+Datum
+fbf_claim_id_int8(PG_FUNCTION_ARGS)
+{
+	return claim_id(fcinfo, INT8OID);
+}
+
+Datum
+fbf_claim_id_text(PG_FUNCTION_ARGS)
+{
+	return claim_id(fcinfo, TEXTOID);
+}
+
+Datum
+fbf_claim_id_bytea(PG_FUNCTION_ARGS)
+{
+	return claim_id(fcinfo, BYTEAOID);
+}
+
+Datum
+fbf_claim_id_uuid(PG_FUNCTION_ARGS)
+{
+	return claim_id(fcinfo, UUIDOID);
+}
+
+/* fbf_claim_id(client_id bigint|text|uuid, seq bigint) */
+Datum
+fbf_claim_id_op(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(claim_bytes(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 0)),
+								  PG_GETARG_DATUM(0), true, PG_GETARG_INT64(1)));
+}
