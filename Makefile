@@ -50,7 +50,7 @@ REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_er
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
-                 counter_privileges counter_direct \
+                 counter_privileges counter_direct counter_batch \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
                  --load-extension=$(EXTENSION)
