@@ -16,7 +16,9 @@
  * when the row does not exist yet.  Privileges, row security and triggers
  * apply as for any UPDATE.  The increment goes to one of `shards` rows of
  * its key, chosen by backend, so concurrent clients of a hot key do not
- * queue on one row lock; reads sum the shards.
+ * queue on one row lock; reads sum the shards.  Single increments,
+ * outcomes and batches (counter_batch.c) all go through one path,
+ * FbfCounterApply, which takes any number of operations on one key.
  *
  * Backend-local state: the plan cache (plan_cache, in TopMemoryContext),
  * the relation cache (counter_delta.c), whether the current transaction
