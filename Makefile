@@ -34,7 +34,7 @@ OBJS        = src/fbf.o \
               src/window/window_xlog.o src/window/window_split.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
-              src/counter/dedup.o \
+              src/counter/counter_batch.o src/counter/dedup.o \
               src/worker/worker.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
@@ -44,13 +44,13 @@ OBJS        = src/fbf.o \
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
-REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors fbf_dedup \
-               fbf_counter_direct \
+REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
+               fbf_counter_direct fbf_counter_batch fbf_dedup \
                cuckoo fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-ISOLATION      = counter_duplicates counter_savepoints counter_maintenance dedup_claims \
-                 counter_privileges counter_direct \
+ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
+                 counter_privileges counter_direct counter_batch dedup_claims \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
                  --load-extension=$(EXTENSION)

@@ -270,15 +270,15 @@ CREATE FUNCTION fbf_claim_id(id uuid) RETURNS bytea
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION fbf_claim_id(client_id bigint, seq bigint) RETURNS bytea
-	AS 'MODULE_PATHNAME', 'fbf_claim_id_op'
+	AS 'MODULE_PATHNAME', 'fbf_operation_int8'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION fbf_claim_id(client_id text, seq bigint) RETURNS bytea
-	AS 'MODULE_PATHNAME', 'fbf_claim_id_op'
+	AS 'MODULE_PATHNAME', 'fbf_operation_text'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION fbf_claim_id(client_id uuid, seq bigint) RETURNS bytea
-	AS 'MODULE_PATHNAME', 'fbf_claim_id_op'
+	AS 'MODULE_PATHNAME', 'fbf_operation_uuid'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fbf_claim_id(bigint) IS
@@ -329,3 +329,90 @@ COMMENT ON VIEW fbf_dedup_stats IS
 
 -- rows are filtered by the caller's SELECT privilege on each dedup table
 GRANT SELECT ON fbf_dedup_stats TO PUBLIC;
+-- The outcome on a retry: applied, and the key's value after the call.
+CREATE FUNCTION idempotent_increment_outcome(counter regclass, client_id bigint, seq bigint, delta bigint,
+	OUT applied boolean, OUT value bigint)
+	AS 'MODULE_PATHNAME', 'fbf_increment_outcome_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment_outcome(counter regclass, client_id text, seq bigint, delta bigint,
+	OUT applied boolean, OUT value bigint)
+	AS 'MODULE_PATHNAME', 'fbf_increment_outcome_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment_outcome(counter regclass, client_id uuid, seq bigint, delta bigint,
+	OUT applied boolean, OUT value bigint)
+	AS 'MODULE_PATHNAME', 'fbf_increment_outcome_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment_outcome(counter regclass, key text, client_id bigint, seq bigint, delta bigint,
+	OUT applied boolean, OUT value bigint)
+	AS 'MODULE_PATHNAME', 'fbf_increment_outcome_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment_outcome(counter regclass, key text, client_id text, seq bigint, delta bigint,
+	OUT applied boolean, OUT value bigint)
+	AS 'MODULE_PATHNAME', 'fbf_increment_outcome_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment_outcome(counter regclass, key text, client_id uuid, seq bigint, delta bigint,
+	OUT applied boolean, OUT value bigint)
+	AS 'MODULE_PATHNAME', 'fbf_increment_outcome_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION idempotent_increment_outcome(regclass, bigint, bigint, bigint) IS
+	'idempotent_increment on the default key, and the key''s value after the call (applied or not)';
+COMMENT ON FUNCTION idempotent_increment_outcome(regclass, text, bigint, bigint) IS
+	'idempotent_increment on the default key, and the key''s value after the call (applied or not)';
+COMMENT ON FUNCTION idempotent_increment_outcome(regclass, uuid, bigint, bigint) IS
+	'idempotent_increment on the default key, and the key''s value after the call (applied or not)';
+COMMENT ON FUNCTION idempotent_increment_outcome(regclass, text, bigint, bigint, bigint) IS
+	'idempotent_increment on key, and the key''s value after the call (applied or not)';
+COMMENT ON FUNCTION idempotent_increment_outcome(regclass, text, text, bigint, bigint) IS
+	'idempotent_increment on key, and the key''s value after the call (applied or not)';
+COMMENT ON FUNCTION idempotent_increment_outcome(regclass, text, uuid, bigint, bigint) IS
+	'idempotent_increment on key, and the key''s value after the call (applied or not)';
+
+-- Batches: operation i is (client_ids[i], seqs[i]) adding deltas[i].
+CREATE FUNCTION idempotent_increment(counter regclass, client_ids bigint[], seqs bigint[], deltas bigint[])
+	RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_increment_batch_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_ids text[], seqs bigint[], deltas bigint[])
+	RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_increment_batch_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, client_ids uuid[], seqs bigint[], deltas bigint[])
+	RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_increment_batch_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_ids bigint[], seqs bigint[], deltas bigint[])
+	RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_increment_batch_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_ids text[], seqs bigint[], deltas bigint[])
+	RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_increment_batch_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION idempotent_increment(counter regclass, key text, client_ids uuid[], seqs bigint[], deltas bigint[])
+	RETURNS boolean[]
+	AS 'MODULE_PATHNAME', 'fbf_increment_batch_uuid'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION idempotent_increment(regclass, bigint[], bigint[], bigint[]) IS
+	'a batch on the default key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';
+COMMENT ON FUNCTION idempotent_increment(regclass, text[], bigint[], bigint[]) IS
+	'a batch on the default key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';
+COMMENT ON FUNCTION idempotent_increment(regclass, uuid[], bigint[], bigint[]) IS
+	'a batch on the default key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, bigint[], bigint[], bigint[]) IS
+	'a batch on key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, text[], bigint[], bigint[]) IS
+	'a batch on key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';
+COMMENT ON FUNCTION idempotent_increment(regclass, text, uuid[], bigint[], bigint[]) IS
+	'a batch on key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';

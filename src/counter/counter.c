@@ -16,7 +16,9 @@
  * when the row does not exist yet.  Privileges, row security and triggers
  * apply as for any UPDATE.  The increment goes to one of `shards` rows of
  * its key, chosen by backend, so concurrent clients of a hot key do not
- * queue on one row lock; reads sum the shards.
+ * queue on one row lock; reads sum the shards.  Single increments,
+ * outcomes and batches (counter_batch.c) all go through one path,
+ * FbfCounterApply, which takes any number of operations on one key.
  *
  * Backend-local state: the plan cache (plan_cache, in TopMemoryContext),
  * the relation cache (counter_delta.c), whether the current transaction
@@ -40,6 +42,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "common/int128.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -418,6 +421,31 @@ add_delta(Relation heap, text *key, int64 delta, int shards, bool rls)
 	SPI_finish();
 }
 
+/*
+ * The sum of `key`'s shard rows (0 if none), as the user's SELECT
+ * sum(value) would see them: with the calling statement's snapshot if
+ * `read_only`, else after making this transaction's changes visible, with
+ * a new snapshot in READ COMMITTED, as a following statement would.
+ */
+static int64
+counter_sum(Relation heap, text *key, bool read_only)
+{
+	CounterPlans *plans;
+	Datum		arg = PointerGetDatum(key);
+	bool		isnull;
+	Datum		value;
+	int			rc;
+
+	SPI_connect();
+	plans = counter_plans(heap);
+	rc = execute_counter_plan(plans->sum, &arg, read_only, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "fbf: counter read failed: %s", SPI_result_code_string(rc));
+	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	SPI_finish();
+	return isnull ? 0 : DatumGetInt64(value);
+}
+
 /* ----------------------------------------------------------------------
  * idempotent_increment
  * ----------------------------------------------------------------------
@@ -437,8 +465,7 @@ add_delta(Relation heap, text *key, int64 delta, int shards, bool rls)
  * operations.  Returned as a bytea.
  */
 static bytea *
-operation_bytes(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
-				int64 seq)
+operation_bytes(char tag, text *key, Datum client_id, int64 seq)
 {
 	unsigned char client_buf[UUID_LEN > 8 ? UUID_LEN : 8];
 	const unsigned char *client;
@@ -454,7 +481,7 @@ operation_bytes(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
 	{
 		case 'i':
 			{
-				uint64		v = (uint64) PG_GETARG_INT64(a_client);
+				uint64		v = (uint64) DatumGetInt64(client_id);
 
 				for (i = 0; i < 8; i++)
 					client_buf[i] = (unsigned char) (v >> (8 * i));
@@ -464,14 +491,14 @@ operation_bytes(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
 			}
 		case 't':
 			{
-				text	   *t = PG_GETARG_TEXT_PP(a_client);
+				text	   *t = DatumGetTextPP(client_id);
 
 				client = (const unsigned char *) VARDATA_ANY(t);
 				client_len = VARSIZE_ANY_EXHDR(t);
 				break;
 			}
 		default:
-			client = PG_GETARG_UUID_P(a_client)->data;
+			client = DatumGetUUIDP(client_id)->data;
 			client_len = UUID_LEN;
 			break;
 	}
@@ -496,12 +523,15 @@ operation_bytes(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
 	return result;
 }
 
-/* the hash of an operation's identity bytes */
-static FbfHash
-operation_hash(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
-			   int64 seq)
+/*
+ * The hash of an operation's identity bytes (operation_bytes): `tag` is
+ * the client id's type ('i' bigint, 't' text, 'u' uuid), `key` NULL or ''
+ * for the default key.
+ */
+FbfHash
+FbfOperationHash(char tag, text *key, Datum client_id, int64 seq)
 {
-	bytea	   *op = operation_bytes(fcinfo, tag, key, a_client, seq);
+	bytea	   *op = operation_bytes(tag, key, client_id, seq);
 	FbfHash		hash = fbf_hash_bytes(VARDATA(op), VARSIZE(op) - VARHDRSZ);
 
 	pfree(op);
@@ -509,12 +539,142 @@ operation_hash(FunctionCallInfo fcinfo, char tag, text *key, int a_client,
 }
 
 static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+require_arg(FunctionCallInfo fcinfo, int argno, const char *fname,
+			const char *name)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s of idempotent_increment must not be null", name)));
+				 errmsg("%s of %s must not be null", name, fname)));
+}
+
+/*
+ * The increment path, shared by every caller: apply `nops` operations on
+ * `key` of the counter `relid`, in the order given, as the calling user.
+ *
+ * `hashes` are the operations' identities (FbfOperationHash), `legacy`
+ * NULL or, for a key other than '', their identities without the key
+ * (operations 1.0 recorded on a key did not include it, window_legacy.c:
+ * the window checks those too while it may hold them).  On return
+ * applied[i] says whether operation i was new.  The deltas of the applied
+ * operations are added, as their sum, to this backend's shard row of
+ * `key` in one update (22003 if that sum does not fit in bigint; nothing
+ * is then applied, as the error aborts the transaction that recorded the
+ * operations).  If `value` is not NULL, it is set to the key's value
+ * afterwards, as the transaction sees it.
+ *
+ * The operations go to the window one at a time, each waiting for a
+ * concurrent transaction that has the same operation in flight: callers
+ * with more than one give them in a canonical order, so that two
+ * transactions never wait for each other (counter_batch.c), and no
+ * identity twice.  Each is counted in the registry's statistics.
+ */
+void
+FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
+				const FbfHash *legacy, const int64 *deltas, bool *applied,
+				int64 *value)
+{
+	Relation	heap;
+	Relation	index;
+	bool		overfull = false;
+	int			napplied = 0;
+	bool		rls;
+	INT128		sum = int64_to_int128(0);
+	int			i;
+
+	FbfCounterOpen(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock, &heap, &index);
+	if (nops > 0)
+		FbfCounterNoteOperation();
+
+	/*
+	 * Under row security, answer only a user who could have applied the
+	 * operations, before the window is asked (which may wait for another
+	 * tenant's transaction): make the row statement adding nothing, so
+	 * that the key's policies judge it as they would a new operation.
+	 */
+	rls = check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED;
+	if (rls && nops > 0)
+		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards, true);
+
+	for (i = 0; i < nops; i++)
+	{
+		bool		full;
+
+		applied[i] = FbfWindowApply(index, &hashes[i],
+									legacy ? &legacy[i] : NULL,
+									&full) == FBF_OP_APPLIED;
+		overfull |= full;
+		if (applied[i])
+		{
+			int128_add_int64(&sum, deltas[i]);
+			napplied++;
+		}
+	}
+	if (napplied > 0)
+	{
+		if (int128_compare(sum, int64_to_int128(PG_INT64_MIN)) < 0 ||
+			int128_compare(sum, int64_to_int128(PG_INT64_MAX)) > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("bigint out of range"),
+					 errdetail("The deltas of the %d operations this call applies add up to more than bigint holds.",
+							   napplied)));
+		add_delta(heap, key, int128_to_int64(sum),
+				  FbfWindowGetOptions(index)->shards, rls);
+	}
+	FbfStatsCount(MyDatabaseId, relid, napplied, nops - napplied);
+
+	/* more operations than the filter's bits are for: grow it now */
+	if (overfull)
+		FbfCounterGrow(index);
+	if (value != NULL)
+		*value = counter_sum(heap, key, false);
+	FbfCounterClose(heap, index);
+}
+
+/*
+ * One operation from the arguments of `fname` (idempotent_increment or
+ * idempotent_increment_outcome: counter regclass, [key text,] client_id,
+ * seq bigint, delta bigint), whose client id is of type `tag`: true if
+ * applied, false if dismissed as a duplicate.  *value as FbfCounterApply
+ * sets it, if not NULL.
+ */
+bool
+FbfIncrement(FunctionCallInfo fcinfo, char tag, const char *fname,
+			 int64 *value)
+{
+	bool		keyed = PG_NARGS() == 5;
+	int			a_client = keyed ? 2 : 1;
+	text	   *key;
+	Datum		client_id;
+	int64		seq;
+	int64		delta;
+	FbfHash		hash;
+	FbfHash		legacy;
+	bool		applied;
+
+	require_arg(fcinfo, 0, fname, "counter");
+	if (keyed)
+		require_arg(fcinfo, 1, fname, "key");
+	require_arg(fcinfo, a_client, fname, "client_id");
+	require_arg(fcinfo, a_client + 1, fname, "seq");
+	require_arg(fcinfo, a_client + 2, fname, "delta");
+
+	PreventCommandIfReadOnly(psprintf("%s()", fname));
+	PreventCommandDuringRecovery(psprintf("%s()", fname));
+
+	key = keyed ? PG_GETARG_TEXT_PP(1) : cstring_to_text("");
+	client_id = PG_GETARG_DATUM(a_client);
+	seq = PG_GETARG_INT64(a_client + 1);
+	delta = PG_GETARG_INT64(a_client + 2);
+
+	hash = FbfOperationHash(tag, key, client_id, seq);
+	if (VARSIZE_ANY_EXHDR(key) > 0)
+		legacy = FbfOperationHash(tag, NULL, client_id, seq);
+	FbfCounterApply(PG_GETARG_OID(0), key, 1, &hash,
+					VARSIZE_ANY_EXHDR(key) > 0 ? &legacy : NULL, &delta,
+					&applied, value);
+	return applied;
 }
 
 /*
@@ -524,71 +684,7 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 static Datum
 increment(FunctionCallInfo fcinfo, char tag)
 {
-	bool		keyed = PG_NARGS() == 5;
-	int			a_client = keyed ? 2 : 1;
-	Oid			relid;
-	text	   *key;
-	int64		seq;
-	int64		delta;
-	FbfHash		hash;
-	FbfHash		legacy;
-	Relation	heap;
-	Relation	index;
-	FbfOpResult result;
-	bool		overfull;
-	bool		rls;
-
-	require_arg(fcinfo, 0, "counter");
-	if (keyed)
-		require_arg(fcinfo, 1, "key");
-	require_arg(fcinfo, a_client, "client_id");
-	require_arg(fcinfo, a_client + 1, "seq");
-	require_arg(fcinfo, a_client + 2, "delta");
-
-	PreventCommandIfReadOnly("idempotent_increment()");
-	PreventCommandDuringRecovery("idempotent_increment()");
-
-	relid = PG_GETARG_OID(0);
-	key = keyed ? PG_GETARG_TEXT_PP(1) : cstring_to_text("");
-	seq = PG_GETARG_INT64(a_client + 1);
-	delta = PG_GETARG_INT64(a_client + 2);
-
-	hash = operation_hash(fcinfo, tag, key, a_client, seq);
-
-	FbfCounterOpen(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock, &heap, &index);
-	FbfCounterNoteOperation();
-	/*
-	 * Under row security, answer only a user who could have applied the
-	 * operation, before the window is asked (which may wait for another
-	 * tenant's transaction): make the row statement adding nothing, so
-	 * that the key's policies judge it as they would a new operation.
-	 */
-	rls = check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED;
-	if (rls)
-		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards, true);
-
-	/*
-	 * Operations 1.0 recorded on a key did not include it (window_legacy.c);
-	 * the window checks this identity too only while it may hold them.
-	 */
-	if (VARSIZE_ANY_EXHDR(key) > 0)
-	{
-		legacy = operation_hash(fcinfo, tag, NULL, a_client, seq);
-		result = FbfWindowApply(index, &hash, &legacy, &overfull);
-	}
-	else
-		result = FbfWindowApply(index, &hash, NULL, &overfull);
-	if (result == FBF_OP_APPLIED)
-		add_delta(heap, key, delta, FbfWindowGetOptions(index)->shards, rls);
-	FbfStatsCount(MyDatabaseId, relid, result == FBF_OP_APPLIED,
-				  result != FBF_OP_APPLIED);
-
-	/* more operations than the filter's bits are for: grow it now */
-	if (overfull)
-		FbfCounterGrow(index);
-	FbfCounterClose(heap, index);
-
-	PG_RETURN_BOOL(result == FBF_OP_APPLIED);
+	PG_RETURN_BOOL(FbfIncrement(fcinfo, tag, "idempotent_increment", NULL));
 }
 
 Datum
@@ -620,9 +716,9 @@ operation(FunctionCallInfo fcinfo, char tag)
 {
 	bool		keyed = PG_NARGS() == 3;
 
-	PG_RETURN_BYTEA_P(operation_bytes(fcinfo, tag,
+	PG_RETURN_BYTEA_P(operation_bytes(tag,
 									  keyed ? PG_GETARG_TEXT_PP(0) : NULL,
-									  keyed ? 1 : 0,
+									  PG_GETARG_DATUM(keyed ? 1 : 0),
 									  PG_GETARG_INT64(keyed ? 2 : 1)));
 }
 
@@ -653,26 +749,14 @@ fbf_operation_uuid(PG_FUNCTION_ARGS)
 Datum
 fbf_counter_value(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	text	   *key = PG_GETARG_TEXT_PP(1);
 	Relation	heap;
 	Relation	index;
-	CounterPlans *plans;
-	Datum		arg = PointerGetDatum(key);
-	bool		isnull;
-	Datum		value;
-	int			rc;
+	int64		value;
 
-	FbfCounterOpen(relid, FBF_COUNTER_READ, AccessShareLock, &heap, &index);
-	SPI_connect();
-	plans = counter_plans(heap);
-	rc = execute_counter_plan(plans->sum, &arg, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "fbf: counter read failed: %s", SPI_result_code_string(rc));
-	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	SPI_finish();
+	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_READ, AccessShareLock, &heap, &index);
+	value = counter_sum(heap, PG_GETARG_TEXT_PP(1), true);
 	FbfCounterClose(heap, index);
-	PG_RETURN_INT64(isnull ? 0 : DatumGetInt64(value));
+	PG_RETURN_INT64(value);
 }
 
 /* fbf_snapshot(counter regclass): the live filter as an fbf value */

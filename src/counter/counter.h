@@ -17,6 +17,7 @@
 #include "utils/relcache.h"
 
 #include "core/fbf_aimd.h"
+#include "core/fbf_hash.h"
 
 /*
  * What a caller of FbfCounterOpen is about to do, for the privilege check
@@ -38,6 +39,14 @@ extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
 						   LOCKMODE lockmode, Relation *heap, Relation *index);
 extern void FbfCounterClose(Relation heap, Relation index);
 extern void FbfCounterNoteOperation(void);
+extern FbfHash FbfOperationHash(char tag, text *key, Datum client_id,
+								int64 seq);
+extern void FbfCounterApply(Oid relid, text *key, int nops,
+							const FbfHash *hashes, const FbfHash *legacy,
+							const int64 *deltas, bool *applied,
+							int64 *value);
+extern bool FbfIncrement(FunctionCallInfo fcinfo, char tag,
+						 const char *fname, int64 *value);
 
 /*
  * What a backend remembers of a counter table (counter_delta.c), kept until

@@ -19,8 +19,9 @@
  *
  *	'n' bigint (8 little-endian bytes)	's' text (its bytes)
  *	'x' bytea (its bytes)				'g' uuid (16 bytes)
- *	(client_id, seq): the bytes of a counter operation on the default key
- *	('i', 't' or 'u', the client id's bytes, seq's 8 little-endian bytes)
+ *	(client_id, seq): a counter operation's on the default key
+ *	(FbfOperationHash; fbf_claim_id(client_id, seq) is fbf_operation's C
+ *	function)
  *
  * A batch claims its ids in the order of their hashes, so that two
  * batches sharing ids wait for each other in one order and cannot
@@ -54,7 +55,6 @@ PG_FUNCTION_INFO_V1(fbf_claim_id_int8);
 PG_FUNCTION_INFO_V1(fbf_claim_id_text);
 PG_FUNCTION_INFO_V1(fbf_claim_id_bytea);
 PG_FUNCTION_INFO_V1(fbf_claim_id_uuid);
-PG_FUNCTION_INFO_V1(fbf_claim_id_op);
 
 /* ----------------------------------------------------------------------
  * Identities
@@ -109,34 +109,31 @@ put_le64(unsigned char *p, uint64 v)
 }
 
 /*
- * The identity bytes of a claim: `tag`, the id's bytes (`id`, a Datum of
- * the type the tag stands for), and with has_seq, seq's 8 little-endian
- * bytes.  Returned as a bytea in CurrentMemoryContext.
+ * The identity bytes of a claim of `id`, a Datum of the type `tag` stands
+ * for: the tag and the id's bytes.  Returned as a bytea in
+ * CurrentMemoryContext.
  */
 static bytea *
-claim_bytes(char tag, Datum id, bool has_seq, int64 seq)
+claim_bytes(char tag, Datum id)
 {
-	unsigned char fixed[UUID_LEN > 8 ? UUID_LEN : 8];
+	unsigned char fixed[8];
 	const unsigned char *data;
 	size_t		len;
-	size_t		total;
 	bytea	   *result;
 	unsigned char *p;
 
 	switch (tag)
 	{
 		case 'n':
-		case 'i':
 			put_le64(fixed, (uint64) DatumGetInt64(id));
 			data = fixed;
 			len = 8;
 			break;
 		case 'g':
-		case 'u':
 			data = DatumGetUUIDP(id)->data;
 			len = UUID_LEN;
 			break;
-		default:				/* 's', 't', 'x': a varlena */
+		default:				/* 's', 'x': a varlena */
 			{
 				struct varlena *v = PG_DETOAST_DATUM_PACKED(id);
 
@@ -145,21 +142,18 @@ claim_bytes(char tag, Datum id, bool has_seq, int64 seq)
 				break;
 			}
 	}
-	total = 1 + len + (has_seq ? 8 : 0);
-	result = palloc(VARHDRSZ + total);
-	SET_VARSIZE(result, VARHDRSZ + total);
+	result = palloc(VARHDRSZ + 1 + len);
+	SET_VARSIZE(result, VARHDRSZ + 1 + len);
 	p = (unsigned char *) VARDATA(result);
 	p[0] = (unsigned char) tag;
 	memcpy(p + 1, data, len);
-	if (has_seq)
-		put_le64(p + 1 + len, (uint64) seq);
 	return result;
 }
 
 static FbfHash
-claim_hash(char tag, Datum id, bool has_seq, int64 seq)
+claim_hash(char tag, Datum id)
 {
-	bytea	   *bytes = claim_bytes(tag, id, has_seq, seq);
+	bytea	   *bytes = claim_bytes(tag, id);
 	FbfHash		hash = fbf_hash_bytes(VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ);
 
 	pfree(bytes);
@@ -263,7 +257,7 @@ claim_one(FunctionCallInfo fcinfo, Oid typid)
 
 	require_arg(fcinfo, 0, "dedup");
 	require_arg(fcinfo, 1, "id");
-	claim.hash = claim_hash(id_tag(typid), PG_GETARG_DATUM(1), false, 0);
+	claim.hash = claim_hash(id_tag(typid), PG_GETARG_DATUM(1));
 	claim.pos = 0;
 	claim_all(PG_GETARG_OID(0), &claim, 1);
 	PG_RETURN_BOOL(claim.claimed);
@@ -302,8 +296,8 @@ fbf_claim_op(PG_FUNCTION_ARGS)
 	require_arg(fcinfo, 0, "dedup");
 	require_arg(fcinfo, 1, "client_id");
 	require_arg(fcinfo, 2, "seq");
-	claim.hash = claim_hash(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
-							PG_GETARG_DATUM(1), true, PG_GETARG_INT64(2));
+	claim.hash = FbfOperationHash(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
+								  NULL, PG_GETARG_DATUM(1), PG_GETARG_INT64(2));
 	claim.pos = 0;
 	claim_all(PG_GETARG_OID(0), &claim, 1);
 	PG_RETURN_BOOL(claim.claimed);
@@ -377,7 +371,7 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	claims = palloc(sizeof(Claim) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
-		claims[i].hash = claim_hash(tag, ids[i], false, 0);
+		claims[i].hash = claim_hash(tag, ids[i]);
 		claims[i].pos = i;
 	}
 	claim_all(PG_GETARG_OID(0), claims, n);
@@ -411,7 +405,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	claims = palloc(sizeof(Claim) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
-		claims[i].hash = claim_hash(tag, clients[i], true, DatumGetInt64(seqs[i]));
+		claims[i].hash = FbfOperationHash(tag, NULL, clients[i], DatumGetInt64(seqs[i]));
 		claims[i].pos = i;
 	}
 	claim_all(PG_GETARG_OID(0), claims, n);
@@ -426,7 +420,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 static Datum
 claim_id(FunctionCallInfo fcinfo, Oid typid)
 {
-	PG_RETURN_BYTEA_P(claim_bytes(id_tag(typid), PG_GETARG_DATUM(0), false, 0));
+	PG_RETURN_BYTEA_P(claim_bytes(id_tag(typid), PG_GETARG_DATUM(0)));
 }
 
 Datum
@@ -451,12 +445,4 @@ Datum
 fbf_claim_id_uuid(PG_FUNCTION_ARGS)
 {
 	return claim_id(fcinfo, UUIDOID);
-}
-
-/* fbf_claim_id(client_id bigint|text|uuid, seq bigint) */
-Datum
-fbf_claim_id_op(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BYTEA_P(claim_bytes(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 0)),
-								  PG_GETARG_DATUM(0), true, PG_GETARG_INT64(1)));
 }

@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ *
+ * counter_batch.c
+ *	  Answers beyond one boolean per round trip: idempotent_increment_outcome
+ *	  (applied, and the key's value after the call) and batches of
+ *	  idempotent_increment (arrays of client ids, seqs and deltas on one
+ *	  key, a boolean per operation).
+ *
+ * Both go through the one increment path of counter.c (FbfCounterApply),
+ * so that they mean exactly what single idempotent_increment calls mean:
+ * the same privileges, row security, window, transactions and waits.
+ *
+ * A batch is one key's operations.  It is checked whole before anything
+ * is done (arrays of one dimension and equal lengths, no NULLs), its
+ * operations hashed, then sorted by hash: the window is asked in that
+ * order, whatever the order of the arrays, so that two transactions whose
+ * batches share operations wait for each other in one direction only (the
+ * one to reach a shared operation first applies it, the other waits for
+ * it to end) and never deadlock.  Operations repeated within the batch
+ * are one operation: the first occurrence in the arrays is the one asked,
+ * the others are dismissed.  The counter is opened, and its privileges
+ * checked, once per call, and the deltas of the applied operations are
+ * added to the shard row in one update (FbfCounterApply).  The answers
+ * come back in the arrays' order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/uuid.h"
+
+#include "counter/counter.h"
+#include "registry/registry.h"
+
+PG_FUNCTION_INFO_V1(fbf_increment_outcome_int8);
+PG_FUNCTION_INFO_V1(fbf_increment_outcome_text);
+PG_FUNCTION_INFO_V1(fbf_increment_outcome_uuid);
+PG_FUNCTION_INFO_V1(fbf_increment_batch_int8);
+PG_FUNCTION_INFO_V1(fbf_increment_batch_text);
+PG_FUNCTION_INFO_V1(fbf_increment_batch_uuid);
+
+/* ----------------------------------------------------------------------
+ * idempotent_increment_outcome
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * idempotent_increment_outcome(counter regclass, [key text,] client_id,
+ * seq bigint, delta bigint, OUT applied boolean, OUT value bigint): what
+ * idempotent_increment returns, and the key's value after the call as the
+ * transaction sees it (with this delta if applied), so that a client's
+ * retry learns the value in the same round trip.
+ */
+static Datum
+increment_outcome(FunctionCallInfo fcinfo, char tag)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int64		value;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "fbf: return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	values[0] = BoolGetDatum(FbfIncrement(fcinfo, tag,
+										  "idempotent_increment_outcome",
+										  &value));
+	values[1] = Int64GetDatum(value);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+fbf_increment_outcome_int8(PG_FUNCTION_ARGS)
+{
+	return increment_outcome(fcinfo, 'i');
+}
+
+Datum
+fbf_increment_outcome_text(PG_FUNCTION_ARGS)
+{
+	return increment_outcome(fcinfo, 't');
+}
+
+Datum
+fbf_increment_outcome_uuid(PG_FUNCTION_ARGS)
+{
+	return increment_outcome(fcinfo, 'u');
+}
+
+/* ----------------------------------------------------------------------
+ * Batches of idempotent_increment
+ * ----------------------------------------------------------------------
+ */
+
+/* one operation of a batch: its identity and its place in the arrays */
+typedef struct BatchOp
+{
+	FbfHash		hash;
+	int			index;
+} BatchOp;
+
+/* the canonical order: by hash, then by place (first occurrence first) */
+static int
+batch_op_cmp(const void *a, const void *b)
+{
+	const BatchOp *x = (const BatchOp *) a;
+	const BatchOp *y = (const BatchOp *) b;
+
+	if (x->hash.h1 != y->hash.h1)
+		return x->hash.h1 < y->hash.h1 ? -1 : 1;
+	if (x->hash.h2 != y->hash.h2)
+		return x->hash.h2 < y->hash.h2 ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
+}
+
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s of idempotent_increment must not be null", name)));
+}
+
+/*
+ * The elements of the array argument `argno` (`name`), of type `elemtype`:
+ * one dimension (or none, empty), no NULLs.  Returns their number.
+ */
+static int
+batch_elements(FunctionCallInfo fcinfo, int argno, const char *name,
+			   Oid elemtype, Datum **elems)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
+	bool	   *nulls;
+	int			n;
+	int			i;
+	int			elmlen;
+	bool		elmbyval;
+	char		elmalign;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s of idempotent_increment must have one dimension", name),
+				 errdetail("It has %d.", ARR_NDIM(array))));
+	if (ARR_ELEMTYPE(array) != elemtype)
+		elog(ERROR, "fbf: %s has element type %u, not %u", name,
+			 ARR_ELEMTYPE(array), elemtype);
+	switch (elemtype)
+	{
+		case INT8OID:
+			elmlen = sizeof(int64);
+			elmbyval = FLOAT8PASSBYVAL;
+			elmalign = TYPALIGN_DOUBLE;
+			break;
+		case TEXTOID:
+			elmlen = -1;
+			elmbyval = false;
+			elmalign = TYPALIGN_INT;
+			break;
+		default:
+			elmlen = UUID_LEN;
+			elmbyval = false;
+			elmalign = TYPALIGN_CHAR;
+			break;
+	}
+	deconstruct_array(array, elemtype, elmlen, elmbyval, elmalign,
+					  elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s of idempotent_increment must not contain nulls", name),
+					 errdetail("Element %d is null.", i + 1)));
+	return n;
+}
+
+/*
+ * idempotent_increment(counter regclass, [key text,] client_ids[],
+ * seqs bigint[], deltas bigint[]) RETURNS boolean[]: operation i is
+ * (client_ids[i], seqs[i]) adding deltas[i] to key; element i of the
+ * result says whether it applied.  `tag` is the client ids' type.
+ */
+static Datum
+increment_batch(FunctionCallInfo fcinfo, char tag)
+{
+	bool		keyed = PG_NARGS() == 5;
+	int			a_clients = keyed ? 2 : 1;
+	Oid			client_type = tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
+	text	   *key;
+	bool		legacy_ids;
+	Datum	   *clients;
+	Datum	   *seqs;
+	Datum	   *deltas;
+	int			n;
+	int			nunique;
+	BatchOp    *ops;
+	FbfHash    *hashes;
+	FbfHash    *legacy = NULL;
+	int64	   *unique_deltas;
+	bool	   *applied;
+	Datum	   *answers;
+	int			i;
+
+	require_arg(fcinfo, 0, "counter");
+	if (keyed)
+		require_arg(fcinfo, 1, "key");
+	require_arg(fcinfo, a_clients, "client_ids");
+	require_arg(fcinfo, a_clients + 1, "seqs");
+	require_arg(fcinfo, a_clients + 2, "deltas");
+
+	PreventCommandIfReadOnly("idempotent_increment()");
+	PreventCommandDuringRecovery("idempotent_increment()");
+
+	key = keyed ? PG_GETARG_TEXT_PP(1) : cstring_to_text("");
+	legacy_ids = VARSIZE_ANY_EXHDR(key) > 0;
+
+	/* the whole batch is checked before anything is done */
+	n = batch_elements(fcinfo, a_clients, "client_ids", client_type, &clients);
+	if (batch_elements(fcinfo, a_clients + 1, "seqs", INT8OID, &seqs) != n ||
+		batch_elements(fcinfo, a_clients + 2, "deltas", INT8OID, &deltas) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("client_ids, seqs and deltas of idempotent_increment must have the same length")));
+	if ((Size) n > MaxAllocSize / Max(sizeof(BatchOp), 2 * sizeof(FbfHash)))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many operations in one call of idempotent_increment: %d", n)));
+
+	/* the canonical order; repeats of an operation follow its first */
+	ops = palloc(Max(n, 1) * sizeof(BatchOp));
+	for (i = 0; i < n; i++)
+	{
+		ops[i].hash = FbfOperationHash(tag, key, clients[i], DatumGetInt64(seqs[i]));
+		ops[i].index = i;
+	}
+	qsort(ops, n, sizeof(BatchOp), batch_op_cmp);
+
+	hashes = palloc(Max(n, 1) * sizeof(FbfHash));
+	if (legacy_ids)
+		legacy = palloc(Max(n, 1) * sizeof(FbfHash));
+	unique_deltas = palloc(Max(n, 1) * sizeof(int64));
+	nunique = 0;
+	for (i = 0; i < n; i++)
+	{
+		int			k = ops[i].index;
+
+		if (i > 0 && ops[i].hash.h1 == ops[i - 1].hash.h1 &&
+			ops[i].hash.h2 == ops[i - 1].hash.h2)
+			continue;
+		hashes[nunique] = ops[i].hash;
+		if (legacy_ids)
+			legacy[nunique] = FbfOperationHash(tag, NULL, clients[k],
+											   DatumGetInt64(seqs[k]));
+		unique_deltas[nunique] = DatumGetInt64(deltas[k]);
+		nunique++;
+	}
+
+	applied = palloc(Max(nunique, 1) * sizeof(bool));
+	FbfCounterApply(PG_GETARG_OID(0), key, nunique, hashes, legacy,
+					unique_deltas, applied, NULL);
+
+	/* back to the arrays' order; a repeat is dismissed, and counted so */
+	answers = palloc(Max(n, 1) * sizeof(Datum));
+	nunique = 0;
+	for (i = 0; i < n; i++)
+	{
+		if (i > 0 && ops[i].hash.h1 == ops[i - 1].hash.h1 &&
+			ops[i].hash.h2 == ops[i - 1].hash.h2)
+		{
+			answers[ops[i].index] = BoolGetDatum(false);
+			FbfStatsCount(MyDatabaseId, PG_GETARG_OID(0), 0, 1);
+			continue;
+		}
+		answers[ops[i].index] = BoolGetDatum(applied[nunique++]);
+	}
+	if (n == 0)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(BOOLOID));
+	PG_RETURN_ARRAYTYPE_P(construct_array(answers, n, BOOLOID, 1, true,
+										  TYPALIGN_CHAR));
+}
+
+Datum
+fbf_increment_batch_int8(PG_FUNCTION_ARGS)
+{
+	return increment_batch(fcinfo, 'i');
+}
+
+Datum
+fbf_increment_batch_text(PG_FUNCTION_ARGS)
+{
+	return increment_batch(fcinfo, 't');
+}
+
+Datum
+fbf_increment_batch_uuid(PG_FUNCTION_ARGS)
+{
+	return increment_batch(fcinfo, 'u');
+}
