@@ -32,9 +32,10 @@ OBJS        = src/fbf.o \
               src/window/window_ring.o src/window/window_read.o \
               src/window/window_clock.o src/window/window_legacy.o \
               src/window/window_xlog.o src/window/window_split.o \
+              src/window/window_load.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
-              src/counter/counter_batch.o src/counter/dedup.o \
+              src/counter/counter_batch.o src/counter/counter_save.o src/counter/dedup.o \
               src/worker/worker.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
@@ -45,7 +46,7 @@ DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
-               fbf_counter_direct fbf_counter_batch fbf_dedup \
+               fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load \
                cuckoo fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 

@@ -416,3 +416,100 @@ COMMENT ON FUNCTION idempotent_increment(regclass, text, text[], bigint[], bigin
 	'a batch on key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';
 COMMENT ON FUNCTION idempotent_increment(regclass, text, uuid[], bigint[], bigint[]) IS
 	'a batch on key: operation i adds deltas[i] once per (client_ids[i], seqs[i]); element i is true if it applied';
+-- Dump and restore carry a counter's memory (docs/user-guide.md, "Dump,
+-- restore and moving a counter").
+------------------------------------------------------------------------
+-- Keeping a counter's memory across dump and restore
+------------------------------------------------------------------------
+
+CREATE FUNCTION fbf_counter_load(counter regclass, snapshot fbf)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'fbf_counter_load'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_counter_load(regclass, fbf) IS
+	'merge a snapshot (as fbf_snapshot returns it) into the counter''s filter, aligned on time; returns adopted, merged or expired';
+
+-- Saving snapshots for a dump: fbf_counter_save returns them, the caller
+-- keeps them in a table of its own, which pg_dump carries like any other
+-- (with its owner's privileges), and fbf_counter_restore loads them back.
+CREATE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
+								 OUT name text, OUT snapshot fbf, OUT saved_at timestamptz)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	one regclass := counter;
+	r record;
+	saved integer := 0;
+BEGIN
+	IF one IS NOT NULL AND NOT pg_catalog.pg_has_role(
+			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', one
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	FOR r IN
+		SELECT c.oid::pg_catalog.regclass AS rel,
+			   pg_catalog.format('%I.%I', n.nspname, c.relname) AS relname
+		FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE (one IS NULL OR c.oid = one)
+		  AND c.relpersistence <> 't'
+		  AND pg_catalog.pg_has_role(c.relowner, 'USAGE')
+		  AND EXISTS (SELECT FROM pg_catalog.pg_index i
+					  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+					  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
+					  WHERE i.indrelid = c.oid AND i.indisvalid
+						AND a.amname = 'fbf_filter')
+		ORDER BY 2
+	LOOP
+		name := r.relname;
+		snapshot := @extschema@.fbf_snapshot(r.rel);
+		saved_at := pg_catalog.clock_timestamp();
+		saved := saved + 1;
+		RETURN NEXT;
+	END LOOP;
+	IF one IS NOT NULL AND saved = 0 THEN
+		RAISE EXCEPTION '"%" is not a counter or dedup table', one
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Create counter tables with fbf_create_counter_table() and dedup tables with fbf_create_dedup().';
+	END IF;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_counter_save(regclass) IS
+	'the snapshot of a counter or dedup table (NULL: of every one the user owns), one row each, to keep in a table that pg_dump carries';
+
+CREATE FUNCTION fbf_counter_restore(saved regclass,
+									OUT name text, OUT saved_at timestamptz, OUT outcome text)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	r record;
+	rel regclass;
+BEGIN
+	FOR r IN EXECUTE pg_catalog.format(
+		'SELECT name, snapshot, saved_at FROM %s ORDER BY name, saved_at', saved)
+	LOOP
+		name := r.name;
+		saved_at := r.saved_at;
+		rel := pg_catalog.to_regclass(r.name);
+		IF rel IS NULL THEN
+			outcome := 'no such table';
+		ELSE
+			BEGIN
+				outcome := @extschema@.fbf_counter_load(rel, r.snapshot);
+			EXCEPTION
+				WHEN object_not_in_prerequisite_state OR invalid_parameter_value OR
+					 program_limit_exceeded OR wrong_object_type THEN
+					outcome := 'refused: ' || SQLERRM;
+			END;
+		END IF;
+		RETURN NEXT;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_counter_restore(regclass) IS
+	'load every snapshot of a table filled from fbf_counter_save (name, snapshot, saved_at) into its counter or dedup table; one row each, with the outcome';

@@ -403,4 +403,14 @@ extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
 extern Fbf *FbfWindowSnapshot(Relation index, uint64 *pending);
 extern int64 FbfWindowRefreshDueIn(Relation index);
 
+/* ---- window_load.c: loading a snapshot into a live window ---- */
+typedef struct FbfLoadResult
+{
+	bool		adopted;		/* took the snapshot's shape and ring whole */
+	int			filters;		/* snapshot filters loaded (the others had
+								 * aged out) */
+} FbfLoadResult;
+
+extern FbfLoadResult FbfWindowLoad(Relation index, const Fbf *snapshot);
+
 #endif							/* FBF_WINDOW_H */

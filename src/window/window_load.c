@@ -1,0 +1,626 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_load.c
+ *	  Loading a snapshot (an `fbf` value as FbfWindowSnapshot makes it) into
+ *	  a live window, so that a counter moved by dump and restore, or from
+ *	  one table to another, keeps dismissing the operations it remembered.
+ *
+ * What a load promises: every operation the snapshot remembers is
+ * dismissed until at least the time the window it came from could have
+ * forgotten it, and nothing the live window remembers is forgotten
+ * earlier than before.  Only bits are added and birth times are never
+ * made earlier, so the second half holds by construction; the first is a
+ * matter of aligning the snapshot's filters in time.
+ *
+ * Time.  The snapshot's filters carry wall-clock birth times; the window's
+ * are in window time (window_clock.c), and are converted through "now"
+ * on both clocks.  A filter of a ring is forgotten (expires()) once the
+ * younger neighbour of it was born a retention ago (the drop rule of
+ * fbf_refresh_action and of shrinking), and not before the refreshes that
+ * make it the oldest have come, one a period: the ring's schedule.
+ * Snapshot filter s goes to the oldest live filter j that is forgotten no
+ * earlier on both counts: j's younger neighbour was born no earlier than
+ * s's (the retention, which is the counter's on both sides: a restored
+ * counter has its original's options), and j's predicted time is no
+ * earlier than s's (for the future filter of the snapshot, whose last
+ * operation may have come just before the load, "now" stands for the
+ * snapshot's time).  Times are compared within LOAD_CLOCK_SLACK, the
+ * precision of the conversion.  Snapshot filters whose time has passed
+ * are not loaded: the original window could have forgotten them already.
+ * The live future filter is forgotten last of all, so every filter has a
+ * place.  The counter's retention stands for the original's: a restored
+ * counter has its options.
+ *
+ * Partners.  The membership check (fbf_check_mask) finds an operation in
+ * the future filter alone, in two neighbouring filters, or in the oldest
+ * alone.  Snapshot filter s holds its own epoch's operations, which
+ * snapshot filter s + 1 also holds; where s + 1 does not land on the
+ * neighbour of s's lane, s is also ORed into that neighbour, so that the
+ * pair (j, j + 1) holds them.
+ *
+ * Two ways to load:
+ *
+ *	merge	the shapes agree: same bits per partition and hash functions,
+ *			and the partitions of one are a multiple of the other's
+ *			(fbf_part(h, F * P) / F == fbf_part(h, P), so snapshot
+ *			partition q lands in the F live partitions qF .. qF + F - 1,
+ *			as a split copies it; or F snapshot partitions in one live
+ *			one, as a merge ORs them).  Each live partition page gets the
+ *			bits ORed into the lanes chosen above, one WAL record of
+ *			changed byte ranges per page.  A split or merge in progress
+ *			is loaded through the readers' view (FbfWindowViewBlock).
+ *	adopt	the live window is empty (no bits, no pending entry, no frozen
+ *			1.0 filters), as a window just restored by pg_restore is: it
+ *			takes the snapshot's shape and ring whole, birth times
+ *			included, in new partition pages (appended, each a full-page
+ *			image), then one metapage record switches to them.  A crash
+ *			before that record leaves the old, empty window and some
+ *			unused pages.  The old pages become the free run for the next
+ *			split.  This copies the original window exactly, where a merge
+ *			into a younger ring would put several snapshot filters into
+ *			one live filter and raise its false-positive rate until they
+ *			age out.
+ *
+ * Anything else is refused before a page is written.
+ *
+ * Locks: the caller holds RowExclusiveLock on the counter table.  The
+ * whole load holds the metapage exclusively (operations, drains and
+ * splits wait for it; it is a rare, administrative operation), and takes
+ * pending pages share and partition pages exclusive one at a time, in
+ * the order of src/window/README.md.  Appending takes the relation's
+ * extension lock, as a split does, so the new pages are a run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "port/pg_bitutils.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "common/fbf_xlog.h"
+#include "window/window_int.h"
+
+/* the longest period a snapshot may claim: the longest retention, 2^31 ms */
+#define LOAD_MAX_PERIOD		(INT64CONST(2147483647) * 1000)
+
+/*
+ * Birth times are compared within this much (microseconds): the
+ * precision of converting them between the wall clock and window time,
+ * which read two clocks one after the other.
+ */
+#define LOAD_CLOCK_SLACK	(10 * 1000)
+
+/* A snapshot's births on the window's clock. */
+typedef struct LoadTimes
+{
+	int64		now;			/* window time */
+	TimestampTz wall_now;
+	int64		born[FBF_MAX_FILTERS];	/* by logical filter, window time */
+} LoadTimes;
+
+static uint32
+clamp32(uint64 v)
+{
+	return v > PG_UINT32_MAX ? PG_UINT32_MAX : (uint32) v;
+}
+
+/*
+ * When a ring of nlive live filters born at born[] (logical order, window
+ * time), refreshed every `period`, forgets filter i at the earliest, as
+ * predicted now: once the younger neighbour of i was born `retention` ago
+ * (the drop rule), and not before the refreshes that make i the oldest
+ * and recycle it have come, one a period from the future's birth.  A
+ * filter whose younger neighbour was born "long ago" holds nothing to keep.
+ */
+static int64
+expires(const int64 *born, int nlive, int64 period, int64 retention, int i,
+		int64 now)
+{
+	int64		younger = i == 0 ? now : born[i - 1];
+
+	if (younger == FBF_BORN_LONG_AGO)
+		return PG_INT64_MIN;
+	return Max(younger + retention, born[0] + (int64) (nlive - i) * period);
+}
+
+/*
+ * Refuse a value that is not a window's snapshot: its live filters must
+ * have birth times (fbf values made by fbf_create or fbf_agg have none
+ * that mean anything) and its period a length a counter can have.
+ */
+static void
+check_snapshot(Relation index, const Fbf *f)
+{
+	int			i;
+
+	if (f->period <= 0 || f->period > LOAD_MAX_PERIOD)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the fbf value cannot be loaded into counter \"%s\"",
+						get_rel_name(index->rd_index->indrelid)),
+				 errdetail("Its refresh period is %lld microseconds; a counter's snapshot has a period between 1 microsecond and 24 days.",
+						   (long long) f->period),
+				 errhint("Load values taken by fbf_snapshot().")));
+	for (i = 0; i < f->nlive; i++)
+	{
+		int64		born = f->born_at[fbf_slot(f, i)];
+
+		if (born == FBF_BORN_LONG_AGO && i > 0)
+			continue;
+		if (born <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the fbf value cannot be loaded into counter \"%s\"",
+							get_rel_name(index->rd_index->indrelid)),
+					 errdetail("Its filter %d has no birth time; loading aligns a snapshot's filters on the times they were born.",
+							   i),
+					 errhint("Load values taken by fbf_snapshot().")));
+	}
+}
+
+/*
+ * The snapshot's birth times (wall clock) on the window's clock: now less
+ * their age.  A birth in the future (the other machine's clock is ahead)
+ * counts as now, and births never increase with age.
+ */
+static void
+load_times(const FbfWindowMetaPageData *meta, const Fbf *f, LoadTimes *t)
+{
+	int			i;
+
+	t->now = FbfWindowNow(meta);
+	t->wall_now = GetCurrentTimestamp();
+	for (i = 0; i < f->nlive; i++)
+	{
+		int64		wall = f->born_at[fbf_slot(f, i)];
+		int64		born;
+
+		if (wall == FBF_BORN_LONG_AGO)
+			born = FBF_BORN_LONG_AGO;
+		else
+			born = Min(t->now - (t->wall_now - wall), t->now);
+		if (i > 0)
+			born = Min(born, t->born[i - 1]);
+		t->born[i] = born;
+	}
+}
+
+/*
+ * Does the window remember nothing: no bits in a live lane, no pending
+ * entry (of any fate), no 1.0 filters still checked?  The caller holds
+ * the metapage exclusively, so no operation can start meanwhile.
+ */
+static bool
+window_is_empty(Relation index, const FbfWindowMetaPageData *meta, int64 now)
+{
+	uint32		nview = FbfWindowViewParts(meta);
+	uint64	   *counts;
+	uint64		i;
+	bool		empty = true;
+
+	if (meta->legacy.until != 0 && meta->legacy.until > now)
+		return false;
+	if (FbfWindowPendingCount(index, meta) > 0)
+		return false;
+	counts = palloc(sizeof(uint64) * meta->nlive * nview);
+	FbfWindowBlockCounts(index, meta, counts, NULL);
+	for (i = 0; i < (uint64) meta->nlive * nview; i++)
+	{
+		if (counts[i] > 0)
+		{
+			empty = false;
+			break;
+		}
+	}
+	pfree(counts);
+	return empty;
+}
+
+/*
+ * Can the window take the snapshot's shape?  If not, *why says why, for
+ * errdetail.
+ */
+static bool
+adoptable(const FbfWindowMetaPageData *meta, const Fbf *f, const char **why)
+{
+	uint64		pages = 1 + (uint64) meta->nchains + f->nparts;
+
+	if (f->nfilters > FBF_SLICE_LANES)
+		*why = psprintf("The snapshot has %d filters; a counter's filter has at most %d.",
+						f->nfilters, FBF_SLICE_LANES);
+	else if (f->nbits > FBF_SLICE_MAX_BITS || f->nbits < FBF_MIN_NBITS)
+		*why = psprintf("The snapshot's partitions have %u bits; a counter's have between %d and %u.",
+						f->nbits, FBF_MIN_NBITS, FBF_SLICE_MAX_BITS);
+	else if (pages * BLCKSZ > (uint64) fbf_max_filter_size_kb * 1024)
+		*why = psprintf("The snapshot's %u partitions need %llu kB, more than fbf.max_filter_size (%d kB).",
+						f->nparts, (unsigned long long) (pages * BLCKSZ / 1024),
+						fbf_max_filter_size_kb);
+	else
+		return true;
+	return false;
+}
+
+/* Can the snapshot be ORed into the window as it is? */
+static bool
+mergeable(const FbfWindowMetaPageData *meta, const Fbf *f)
+{
+	uint32		nview = FbfWindowViewParts(meta);
+
+	return f->nbits == meta->nbits && f->nhashes == meta->nhashes &&
+		(nview % f->nparts == 0 || f->nparts % nview == 0);
+}
+
+/*
+ * Take the snapshot's shape and ring (see the file header).  The caller
+ * holds metabuf exclusively and has checked that the window is empty and
+ * can take the shape.
+ */
+static void
+adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
+	  const Fbf *f, const LoadTimes *t)
+{
+	FbfWindowMetaPageData new = *meta;
+	uint32		nwords = fbf_nwords(f->nbits);
+	uint64	   *plain = palloc(sizeof(uint64) * nwords);
+	PGAlignedBlock image;
+	BlockNumber next;
+	BlockNumber start;
+	uint32		p;
+	int			i;
+
+	new.nbits = f->nbits;
+	new.nhashes = f->nhashes;
+	new.nparts = f->nparts;
+	if (f->nbits != meta->nbits || f->nparts % meta->base_nparts != 0)
+		new.base_nparts = f->nparts;
+	/* chains: as many as before that divide the partitions (all are empty) */
+	new.nchains = Min(meta->nchains, f->nparts);
+	while (f->nparts % new.nchains != 0)
+		new.nchains--;
+	new.nfilters = f->nfilters;
+	new.nlive = f->nlive;
+	new.nslots = f->nfilters;
+	new.epoch = Max(meta->epoch, (int64) f->nlive - 1);
+	new.period = f->period;
+	for (i = 0; i < FBF_MAX_FILTERS; i++)
+	{
+		new.ring[i] = (uint8) (i < f->nfilters ? i : 0);
+		new.born_at[i] = i < f->nlive ? t->born[i] : 0;
+	}
+	new.flags &= ~FBF_META_CAPPED;
+	new.legacy.until = 0;
+	/* a split of the empty window under way is abandoned with its pages */
+	new.split_start = InvalidBlockNumber;
+	new.split_next = 0;
+	new.split_factor = 0;
+	new.merge_factor = 0;
+
+	/* the pages, written whole before the metapage names them */
+	LockRelationForExtension(index, ExclusiveLock);
+	next = RelationGetNumberOfBlocks(index);
+	start = next;
+	for (p = 0; p < f->nparts; p++)
+	{
+		FbfSliceHeader *h;
+		void	   *words;
+
+		FbfWindowInitSlicePage(image.data, f->nbits);
+		h = FbfSlicePageGetHeader(image.data);
+		words = FbfSlicePageGetWords(image.data);
+		for (i = 0; i < f->nlive; i++)
+		{
+			uint32		w;
+
+			h->stamp[i] = FbfWindowExpectedStamp(&new, i);
+			h->count[i] = clamp32(fbf_count_const(f, i, p));
+			fbf_extract_bits(f, i, p, plain);
+			for (w = 0; w < nwords; w++)
+			{
+				uint64		bits = plain[w];
+
+				while (bits != 0)
+				{
+					int			b = pg_rightmost_one_pos64(bits);
+
+					bloom_slice_or(words, FBF_SLICE_WIDTH, w * 64 + b,
+								   UINT64CONST(1) << i);
+					bits &= bits - 1;
+				}
+			}
+		}
+		FbfWindowAppendPage(index, MAIN_FORKNUM, &next, image.data);
+		CHECK_FOR_INTERRUPTS();
+	}
+	UnlockRelationForExtension(index, ExclusiveLock);
+
+	/* the old pages are left for the next split, if more than it had */
+	if (meta->nparts >= meta->free_len)
+	{
+		new.free_start = meta->part_start;
+		new.free_len = meta->nparts;
+	}
+	new.part_start = start;
+	FbfWindowLogMeta(index, metabuf, &new, t->now);
+	*meta = new;
+	pfree(plain);
+}
+
+/*
+ * OR snapshot partition q into the live partition page blkno, the k-th of
+ * the n pages that take it: lanes_of[s] says which lanes snapshot filter s
+ * goes into, plain[s] is its bit array in partition q.  Counts are added;
+ * of the n pages' copies, one share each counts as distinct (as a split's
+ * copies do, window_split.c).
+ */
+static void
+merge_page(Relation index, const FbfWindowMetaPageData *meta, BlockNumber blkno,
+		   const Fbf *f, uint32 q, const uint64 *lanes_of, uint64 *const *plain,
+		   uint32 k, uint32 n)
+{
+	Buffer		buf = FbfWindowReadPart(index, blkno, BUFFER_LOCK_EXCLUSIVE);
+	FbfXLogState *state = FbfXLogStart(index);
+	Page		page = FbfXLogRegisterBuffer(state, buf, 0);
+	FbfSliceHeader *h = FbfSlicePageGetHeader(page);
+	void	   *words = FbfSlicePageGetWords(page);
+	uint32		nwords = fbf_nwords(f->nbits);
+	uint64		all = 0;
+	uint64		added[FBF_SLICE_LANES] = {0};
+	int			s;
+	int			j;
+
+	for (s = 0; s < f->nlive; s++)
+		all |= lanes_of[s];
+
+	/* a stale lane is cleared and restamped first, as a drain does */
+	for (j = 0; j < meta->nlive; j++)
+	{
+		int			lane = meta->ring[j];
+		int64		stamp = FbfWindowExpectedStamp(meta, j);
+
+		if (((all >> lane) & 1) == 0 || h->stamp[lane] == stamp)
+			continue;
+		bloom_slice_clear(words, FBF_SLICE_WIDTH, meta->nbits, UINT64CONST(1) << lane);
+		h->stamp[lane] = stamp;
+		h->count[lane] = 0;
+		h->dup[lane] = 0;
+	}
+
+	for (s = 0; s < f->nlive; s++)
+	{
+		uint64		c = fbf_count_const(f, s, q);
+		uint64		lanes = lanes_of[s];
+		uint32		w;
+
+		if (lanes == 0)
+			continue;
+		for (w = 0; w < nwords; w++)
+		{
+			uint64		bits = plain[s][w];
+
+			while (bits != 0)
+			{
+				int			b = pg_rightmost_one_pos64(bits);
+
+				bloom_slice_or(words, FBF_SLICE_WIDTH, w * 64 + b, lanes);
+				bits &= bits - 1;
+			}
+		}
+		while (lanes != 0)
+		{
+			int			lane = pg_rightmost_one_pos64(lanes);
+
+			added[lane] += c;
+			lanes &= lanes - 1;
+		}
+	}
+
+	/*
+	 * A lane's count becomes the elements its bits now hold, estimated from
+	 * the bits set (-(m/k) ln(1 - X/m)), within what the two sides can make:
+	 * at least the larger, at most the sum.  Loading the same snapshot
+	 * twice adds no bits, and so no count.  Of the n pages that take the
+	 * partition, each counts one share of the increase as distinct.
+	 */
+	for (j = 0; j < FBF_SLICE_LANES; j++)
+	{
+		uint64		before = h->count[j];
+		uint64		after;
+		uint64		increase;
+		double		x;
+
+		if (((all >> j) & 1) == 0)
+			continue;
+		x = bloom_slice_popcount(words, FBF_SLICE_WIDTH, meta->nbits, j);
+		after = x >= meta->nbits ? before + added[j] :
+			(uint64) (-((double) meta->nbits / meta->nhashes) *
+					  log(1.0 - x / meta->nbits) + 0.5);
+		after = Min(Max(after, Max(before, added[j])), before + added[j]);
+		increase = after - before;
+		h->count[j] = clamp32(after);
+		h->dup[j] = clamp32((uint64) h->dup[j] + increase -
+							(increase / n + (k == 0 ? increase % n : 0)));
+	}
+	FbfXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * OR the snapshot into the window's lanes, aligned in time (see the file
+ * header).  The caller holds metabuf exclusively and has checked that the
+ * shapes agree.  Returns the number of snapshot filters loaded.
+ */
+static int
+merge(Relation index, const FbfWindowMetaPageData *meta, const Fbf *f,
+	  const LoadTimes *t)
+{
+	int			target[FBF_MAX_FILTERS];
+	uint64		lanes_of[FBF_MAX_FILTERS];
+	uint64	   *plain[FBF_MAX_FILTERS];
+	uint32		nview = FbfWindowViewParts(meta);
+	uint32		nwords = fbf_nwords(f->nbits);
+	uint32		q;
+	int			loaded = 0;
+	int			s;
+
+	/* the oldest live filter kept at least as long as each snapshot filter */
+	for (s = 0; s < f->nlive; s++)
+	{
+		int64		keep = s == 0 ? t->now : t->born[s - 1];
+		int64		due = expires(t->born, f->nlive, f->period, meta->retention,
+								  s, t->now);
+		int			j;
+
+		target[s] = -1;
+		if (due <= t->now)
+			continue;			/* the original could have forgotten it */
+		for (j = meta->nlive - 1; j > 0; j--)
+		{
+			if (meta->born_at[j - 1] > 0 &&
+				meta->born_at[j - 1] + LOAD_CLOCK_SLACK >= keep &&
+				expires(meta->born_at, meta->nlive, meta->period,
+						meta->retention, j, t->now) + LOAD_CLOCK_SLACK >= due)
+				break;
+		}
+		target[s] = j;
+	}
+	for (s = 0; s < f->nlive; s++)
+	{
+		int			j = target[s];
+
+		lanes_of[s] = 0;
+		plain[s] = NULL;
+		if (j < 0)
+			continue;
+		lanes_of[s] = UINT64CONST(1) << meta->ring[j];
+		/*
+		 * The partner of s's own epoch, unless s + 1 lands there already,
+		 * or s was born "long ago" (a new window's past filters: nothing was
+		 * applied while they were future).
+		 */
+		if (j + 1 < meta->nlive && t->born[s] != FBF_BORN_LONG_AGO &&
+			!(s + 1 < f->nlive && target[s + 1] == j + 1))
+			lanes_of[s] |= UINT64CONST(1) << meta->ring[j + 1];
+		plain[s] = palloc(sizeof(uint64) * nwords);
+		loaded++;
+	}
+	if (loaded == 0)
+		return 0;
+
+	for (q = 0; q < f->nparts; q++)
+	{
+		/* the live partitions of the readers' view that take partition q */
+		uint32		lo = (uint32) ((uint64) q * nview / f->nparts);
+		uint32		hi = Max(lo + 1, (uint32) ((uint64) (q + 1) * nview / f->nparts));
+		uint32		npages = 0;
+		uint32		k = 0;
+		BlockNumber prev = InvalidBlockNumber;
+		uint32		v;
+
+		for (s = 0; s < f->nlive; s++)
+		{
+			if (plain[s] != NULL)
+				fbf_extract_bits(f, s, q, plain[s]);
+		}
+		/* an unsplit page stands for several partitions of the view */
+		for (v = lo; v < hi; v++)
+		{
+			BlockNumber blkno = FbfWindowViewBlock(meta, v);
+
+			if (blkno != prev)
+				npages++;
+			prev = blkno;
+		}
+		prev = InvalidBlockNumber;
+		for (v = lo; v < hi; v++)
+		{
+			BlockNumber blkno = FbfWindowViewBlock(meta, v);
+
+			if (blkno == prev)
+				continue;
+			prev = blkno;
+			merge_page(index, meta, blkno, f, q, lanes_of, plain, k++, npages);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	for (s = 0; s < f->nlive; s++)
+	{
+		if (plain[s] != NULL)
+			pfree(plain[s]);
+	}
+	return loaded;
+}
+
+/*
+ * Load `snapshot` into the window of `index` (see the file header):
+ * adopted whole if the window is empty and can take its shape, else
+ * merged if the shapes agree, else refused.  The caller holds
+ * RowExclusiveLock on the counter table and has checked that the user
+ * owns it.
+ */
+FbfLoadResult
+FbfWindowLoad(Relation index, const Fbf *snapshot)
+{
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf;
+	LoadTimes	t;
+	const char *why = NULL;
+	bool		empty;
+	FbfLoadResult result;
+
+	check_snapshot(index, snapshot);
+
+	/* a 1.0 window is upgraded first, by its first refresh */
+	FbfWindowReadMeta(index, &meta);
+	if (meta.version != FBF_STORAGE_VERSION)
+		FbfWindowRefresh(index);
+
+	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+	if (meta.version != FBF_STORAGE_VERSION)
+		elog(ERROR, "fbf: the filter \"%s\" was not upgraded",
+			 RelationGetRelationName(index));
+	load_times(&meta, snapshot, &t);
+	empty = window_is_empty(index, &meta, t.now);
+
+	if (empty && adoptable(&meta, snapshot, &why))
+	{
+		adopt(index, metabuf, &meta, snapshot, &t);
+		result.adopted = true;
+		result.filters = snapshot->nlive;
+	}
+	else if (mergeable(&meta, snapshot))
+	{
+		result.adopted = false;
+		result.filters = merge(index, &meta, snapshot, &t);
+	}
+	else
+	{
+		uint32		nview = FbfWindowViewParts(&meta);
+
+		UnlockReleaseBuffer(metabuf);
+		if (empty)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("cannot load the snapshot into counter \"%s\"",
+							get_rel_name(index->rd_index->indrelid)),
+					 errdetail("%s", why),
+					 errhint("Load it into a counter whose filter has the snapshot's shape, or raise fbf.max_filter_size.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot load the snapshot into counter \"%s\": its filter has another shape and is not empty",
+						get_rel_name(index->rd_index->indrelid)),
+				 errdetail("The snapshot has %u partitions of %u bits and %d hash functions; the counter's filter has %u partitions of %u bits and %d hash functions.",
+						   snapshot->nparts, snapshot->nbits, snapshot->nhashes,
+						   nview, meta.nbits, meta.nhashes),
+				 errhint("Load it into a new counter created with the same options (an empty counter takes the snapshot's shape), or into one whose filter has the same bits per partition and hash functions.")));
+	}
+	UnlockReleaseBuffer(metabuf);
+	return result;
+}
