@@ -11,7 +11,10 @@
 #   3. stop, install this build, start: every retry is dismissed before and
 #      after ALTER EXTENSION fbf UPDATE, the rolled-back one applies, the
 #      filters log their upgrade, and new operations count as usual; fbf
-#      values stored in a table by 1.0 read back as 1.0 wrote them.
+#      values stored in a table by 1.0 read back as 1.0 wrote them;
+#   4. the updated extension describes (\dx+, every function's definition)
+#      as a fresh 1.1 install; 1.1's dedup tables, batches and outcomes
+#      work on it, and claims and operations survive a crash.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -128,6 +131,39 @@ ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(f, 'a') AND fbf_contains
 	"and remember what they held"
 ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(fbf_add(f, 'd'), 'd') AND (fbf_info(fbf_add(f, 'd'))).counts[1] = (fbf_info(f)).counts[1] + 1 AND fbf_add(f, 'd')::text::fbf::text = fbf_add(f, 'd')::text")" "5" \
 	"and take new elements"
+# the same objects as a fresh install: psql's description of the
+# extension, and every function's definition
+psql -X -q -c "CREATE DATABASE fresh" >/dev/null
+psql -X -q -d fresh -c "CREATE EXTENSION fbf" >/dev/null
+describe() {
+	psql -X -At -d "$1" -c '\dx+ fbf'
+	psql -X -At -d "$1" -c "SELECT p.oid::regprocedure::text || ' ' || md5(pg_get_functiondef(p.oid))
+		FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+		JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+		WHERE e.extname = 'fbf' AND d.deptype = 'e' AND p.prokind <> 'a' ORDER BY 1"
+}
+describe upg >"$work/described.upgraded"
+describe fresh >"$work/described.fresh"
+ok "$(diff "$work/described.upgraded" "$work/described.fresh" >"$work/described.diff" && echo same || cat "$work/described.diff")" \
+	"same" "the updated extension describes as a fresh 1.1 install (\\dx+ and every function's definition)"
+ok "$([ "$(wc -l <"$work/described.fresh")" -gt 150 ] && echo yes)" "yes" \
+	"(and the description is the whole extension: $(wc -l <"$work/described.fresh") lines)"
+
+# what 1.1 adds works on the updated database: dedup tables, batches, outcomes
+q "SELECT fbf_create_dedup('inbox', retention => '10 min', expected_rate => 100)" >/dev/null
+ok "$(q "SELECT fbf_claim('inbox', ARRAY(SELECT 'msg-' || g FROM generate_series(1, 500) g)) = array_fill(true, ARRAY[500])")" \
+	"t" "a dedup table claims every new id"
+ok "$(q "SELECT idempotent_increment('likes', 'post:9', ARRAY[5, 5, 6]::bigint[], ARRAY[1, 1, 1]::bigint[], ARRAY[2, 2, 3]::bigint[])")" \
+	"{t,f,t}" "a batch applies each operation once"
+ok "$(q "SELECT (idempotent_increment_outcome('likes', 'post:9', 5, 1, 2)).value")" "5" \
+	"a retry's outcome is the key's value"
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m immediate -w stop >/dev/null
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -l "$FBF_SCRATCH/server.log" \
+	-w -t 60 start >/dev/null || { cat "$FBF_SCRATCH/server.log"; exit 1; }
+ok "$(q "SELECT count(*) FROM unnest(fbf_claim('inbox', ARRAY(SELECT 'msg-' || g FROM generate_series(1, 500) g))) c WHERE c")" \
+	"0" "after a crash, every claim is remembered"
+ok "$(retries)" "0" "and every counter operation since 1.0"
+
 q "UPDATE stored SET f = fbf_refresh(f, 0)" >/dev/null
 ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable AND fbf_contains(f, 'a')")" "5" \
 	"rewritten in the new layout (fbf_refresh(f, 0)), they are the same values"
