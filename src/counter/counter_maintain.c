@@ -33,6 +33,16 @@ static double fbf_aimd_decrease_at = 0.1;
 static int	fbf_aimd_period_step_ms = 1000;
 static int	fbf_period_min_ms = 100;
 
+/* the AIMD settings as the window takes them */
+static void
+aimd_policy(FbfAimdPolicy *policy)
+{
+	policy->increase_at = fbf_aimd_increase_at;
+	policy->decrease_at = fbf_aimd_decrease_at;
+	policy->period_step = (int64) fbf_aimd_period_step_ms * 1000;
+	policy->period_min = (int64) fbf_period_min_ms * 1000;
+}
+
 /* The AIMD settings; from FbfCounterInit. */
 void
 FbfCounterMaintainInit(void)
@@ -53,23 +63,8 @@ FbfCounterMaintainInit(void)
 							"Shortest refresh period AIMD may set.",
 							NULL, &fbf_period_min_ms, 100, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-}
-
-/*
- * One maintenance pass over an open counter (FbfWindowMaintain under the
- * AIMD settings), recorded in the registry.  If `schedule` is not NULL, it
- * gets whether the counter had operations since its previous pass, and in
- * how many microseconds its next refresh is due.  The caller holds
- * RowExclusiveLock on the table.
- */
-/* the AIMD settings as the window takes them */
-static void
-aimd_policy(FbfAimdPolicy *policy)
-{
-	policy->increase_at = fbf_aimd_increase_at;
-	policy->decrease_at = fbf_aimd_decrease_at;
-	policy->period_step = (int64) fbf_aimd_period_step_ms * 1000;
-	policy->period_min = (int64) fbf_period_min_ms * 1000;
+	/* a window that must grow under an operation takes these settings */
+	FbfWindowSetPolicySource(aimd_policy);
 }
 
 /*
@@ -86,6 +81,13 @@ FbfCounterGrow(Relation index)
 	FbfWindowGrow(index, &policy);
 }
 
+/*
+ * One maintenance pass over an open counter (FbfWindowMaintain under the
+ * AIMD settings), recorded in the registry.  If `schedule` is not NULL, it
+ * gets whether the counter had operations since its previous pass, and in
+ * how many microseconds its next refresh is due.  The caller holds
+ * RowExclusiveLock on the table.
+ */
 FbfAimdDecision
 FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
 {

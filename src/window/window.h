@@ -378,7 +378,28 @@ extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash,
 								  const FbfHash *legacy_hash, bool *overfull);
 
 /* ---- window_split.c: growth in bits, at once ---- */
-extern bool FbfWindowGrow(Relation index, const FbfAimdPolicy *policy);
+
+/* What FbfWindowGrow did. */
+typedef enum FbfGrowth
+{
+	FBF_GROWTH_SPLIT,			/* split the partitions for the rate */
+	FBF_GROWTH_LATER,			/* not now: a split or merge is under way,
+								 * another backend began one, or this one
+								 * tried this period */
+	FBF_GROWTH_NONE				/* the rate calls for no more bits, or the
+								 * window is at its cap */
+} FbfGrowth;
+
+extern FbfGrowth FbfWindowGrow(Relation index, const FbfAimdPolicy *policy);
+
+/*
+ * Where the window's own growth takes its policy from: an operation whose
+ * pending chain is full of entries waiting for more bits grows the window
+ * itself (FbfWindowApply), under the policy of whoever owns the AIMD
+ * settings (the counters register theirs at load time).
+ */
+typedef void (*FbfPolicySource) (FbfAimdPolicy *policy);
+extern void FbfWindowSetPolicySource(FbfPolicySource source);
 
 /* ---- window_pending.c ---- */
 extern int	FbfWindowDrain(Relation index, bool may_defer);

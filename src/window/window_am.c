@@ -339,13 +339,16 @@ fbf_filter_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 /*
  * VACUUM of the counter table: drain committed and aborted operations from
  * the pending chains, so no entry outlives the xid horizon even if the
- * worker is off.  Never during recovery (VACUUM does not run there).
+ * worker is off.  Entries waiting for the window to grow keep waiting
+ * while they are young (FbfChainDrain): an autovacuum in a burst must not
+ * pour them into pages too small for them.  Never during recovery (VACUUM
+ * does not run there).
  */
 static IndexBulkDeleteResult *
 fbf_filter_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	if (!info->analyze_only)
-		FbfWindowDrain(info->index, false);
+		FbfWindowDrain(info->index, true);
 	if (stats == NULL)
 	{
 		stats = palloc0(sizeof(IndexBulkDeleteResult));

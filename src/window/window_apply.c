@@ -20,6 +20,7 @@
 #include "common/fbf_xlog.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
@@ -111,13 +112,17 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * once (FbfWindowGrow), before the filters saturate.
  *
  * Pages read: the metapage, the operation's chain (one page unless
- * transactions leave many operations in flight) and its partition page.
+ * transactions leave many operations in flight, or its entries wait for
+ * the window to grow) and its partition page.  An operation that finds its
+ * chain full of entries waiting for more bits grows the window itself
+ * (FbfWindowGrowNow) before it records anything.
  */
 FbfOpResult
 FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 			   bool *overfull)
 {
 	bool		refresh_tried = false;
+	bool		may_defer = true;
 
 	*overfull = false;
 	for (;;)
@@ -245,7 +250,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		 * New: record it as in flight.  If the chain is full, drain what has
 		 * been decided; if that frees nothing, add an overflow page.
 		 */
-		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain, true) > 0)
+		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain, may_defer) > 0)
 		{
 			for (c = 0; c < chain.n && !BufferIsValid(room); c++)
 			{
@@ -256,6 +261,22 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		}
 		if (!BufferIsValid(room))
 		{
+			if (chain.n == FBF_MAX_PENDING_PAGES && may_defer &&
+				FbfWindowTakeGrowthRequest())
+			{
+				/*
+				 * Full of entries that wait for more bits (the drain put
+				 * them off): grow the window now and try again.  If it
+				 * will not grow (its cap, or the rate does not call for
+				 * it), drain them into the bits there are.
+				 */
+				FbfChainRelease(&chain);
+				UnlockReleaseBuffer(metabuf);
+				if (FbfWindowGrowNow(index) == FBF_GROWTH_NONE)
+					may_defer = false;
+				CHECK_FOR_INTERRUPTS();
+				continue;
+			}
 			if (chain.n == FBF_MAX_PENDING_PAGES)
 			{
 				FbfChainRelease(&chain);

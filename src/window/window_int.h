@@ -238,6 +238,7 @@ extern void FbfChainRelease(FbfPendingChain *chain);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 						  FbfPendingChain *chain, bool may_defer);
 extern bool FbfWindowTakeGrowthRequest(void);
+extern FbfGrowth FbfWindowGrowNow(Relation index);
 extern void FbfChainExtend(Relation index, FbfPendingChain *chain);
 extern void FbfChainSetFloor(Relation index, FbfPendingChain *chain,
 							 FullTransactionId floor);

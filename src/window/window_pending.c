@@ -123,8 +123,12 @@ FbfEntryStatusOf(FullTransactionId fxid)
 /*
  * A drain that would fill a page's future lane past this many times
  * meta->overfull is put off, if it may be, until the window has grown.
+ * Not more: a lane past its count dismisses new operations far above the
+ * target while it is the future filter and again while it is the oldest
+ * (at twice the count, some fifty times the target with ten hashes), and a
+ * split copies its bits into every page it makes.
  */
-#define FBF_DRAIN_DEFER_FACTOR	2
+#define FBF_DRAIN_DEFER_FACTOR	1
 
 /* did a drain of this backend put entries off for want of bits? */
 static bool growth_requested = false;
@@ -373,9 +377,26 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 	int			removed = 0;
 	int			i;
 
-	/* only while the chain has room to wait, and the window can grow */
-	may_defer = may_defer && chain->n < FBF_MAX_PENDING_PAGES / 2 &&
-		(meta->flags & FBF_META_CAPPED) == 0;
+	/*
+	 * Only while the window can grow and the entries are young: half the
+	 * age at which they must leave the chain before the commit log forgets
+	 * them (FbfWindowApply drains such a chain at once), so that a window
+	 * that never grows still gets its entries drained, by VACUUM if by
+	 * nothing else.  A chain that fills up meanwhile makes the next
+	 * operation grow the window (FbfWindowApply): pouring the entries into
+	 * pages too small for them instead would saturate those pages, and a
+	 * split would copy the saturated bits into every page it makes, where
+	 * they would dismiss most new operations until they age out.
+	 */
+	if (may_defer)
+	{
+		FullTransactionId floor = FbfChainFloor(chain);
+
+		may_defer = (meta->flags & FBF_META_CAPPED) == 0 &&
+			(!FullTransactionIdIsValid(floor) ||
+			 U64FromFullTransactionId(ReadNextFullTransactionId()) -
+			 U64FromFullTransactionId(floor) < FBF_PENDING_DRAIN_AGE / 2);
+	}
 	for (i = 0; i < chain->n; i++)
 		removed += drain_pending(index, meta, chain->bufs[i], may_defer);
 

@@ -392,11 +392,17 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	if (FbfWindowTakeGrowthRequest())
 	{
 		/*
-		 * Entries wait for more bits: grow, and drain into the new pages;
-		 * if the window did not grow (its cap, or the rate does not call
-		 * for it), they wait no longer.
+		 * Entries wait for more bits: grow, and drain into the new pages.
+		 * If a split is under way (a backend's), finish it first; they go
+		 * on waiting for what it leaves short.  Only if the window will
+		 * not grow (its cap, or the rate does not call for it) do they
+		 * wait no longer.
 		 */
-		FbfWindowDrain(index, FbfWindowGrow(index, policy));
+		FbfGrowth	growth = FbfWindowGrow(index, policy);
+
+		if (growth == FBF_GROWTH_LATER)
+			FbfWindowSplitStep(index, split_batch());
+		FbfWindowDrain(index, growth != FBF_GROWTH_NONE);
 		(void) FbfWindowTakeGrowthRequest();
 	}
 

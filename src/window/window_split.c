@@ -396,6 +396,15 @@ FbfWindowSetOverfull(FbfWindowMetaPageData *meta)
 	meta->overfull = (uint32) Max(lo, 1);
 }
 
+/* the AIMD policy of the window's own growth (FbfWindowApply) */
+static FbfPolicySource policy_source = NULL;
+
+void
+FbfWindowSetPolicySource(FbfPolicySource source)
+{
+	policy_source = source;
+}
+
 /* the windows this backend last tried to grow, and the epoch it did */
 #define GROW_TRIED	4
 static struct
@@ -405,6 +414,8 @@ static struct
 }			grow_tried[GROW_TRIED];
 static int	grow_tried_next = 0;
 
+static FbfGrowth grow(Relation index, const FbfAimdPolicy *policy);
+
 /*
  * Grow the window now, from a backend that saw an overfull future lane or
  * whose drain put entries off for want of bits (FbfWindowApply), or from
@@ -413,25 +424,23 @@ static int	grow_tried_next = 0;
  * partitions are split for it as the maintenance pass would, without
  * waiting for its look at complete periods: by then the filters of this
  * period would be saturated, and saturated filters dismiss every
- * operation until they age out.  Returns whether it split.
+ * operation until they age out.  Returns what it did: a caller with
+ * entries waiting for bits drains them regardless (into the bits there
+ * are) only on FBF_GROWTH_NONE; on FBF_GROWTH_LATER they must keep
+ * waiting, or the pages a split has not reached yet would saturate and
+ * the split would copy their saturated bits into every new page.
  */
-bool
+FbfGrowth
 FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
-	uint64		distinct[FBF_MAX_FILTERS];
-	uint64	   *counts;
-	double		rate;
-	int64		now;
-	int64		elapsed;
-	uint64		count;
-	uint32		factor;
-	bool		capped;
 	int			i;
 
 	FbfWindowReadMeta(index, &meta);
-	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
-		return false;
+	if (meta.version != FBF_STORAGE_VERSION)
+		return FBF_GROWTH_NONE;
+	if (meta.split_start != InvalidBlockNumber)
+		return FBF_GROWTH_LATER;
 
 	/*
 	 * Once per period and window in a backend: reading the whole window
@@ -442,12 +451,55 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	{
 		if (grow_tried[i].index == RelationGetRelid(index) &&
 			grow_tried[i].epoch == meta.epoch)
-			return false;
+			return FBF_GROWTH_LATER;
 	}
 	grow_tried[grow_tried_next].index = RelationGetRelid(index);
 	grow_tried[grow_tried_next].epoch = meta.epoch;
 	grow_tried_next = (grow_tried_next + 1) % GROW_TRIED;
+	return grow(index, policy);
+}
 
+/*
+ * Grow the window for an operation whose pending chain is full of entries
+ * waiting for bits (FbfWindowApply), whatever this backend tried before:
+ * finish a split under way, or split for the rate.  The policy is the
+ * registered one (FbfWindowSetPolicySource).
+ */
+FbfGrowth
+FbfWindowGrowNow(Relation index)
+{
+	FbfAimdPolicy policy;
+	FbfWindowMetaPageData meta;
+
+	if (policy_source == NULL)
+		return FBF_GROWTH_NONE;
+	policy_source(&policy);
+	FbfWindowReadMeta(index, &meta);
+	if (meta.version != FBF_STORAGE_VERSION)
+		return FBF_GROWTH_NONE;
+	if (meta.split_start != InvalidBlockNumber)
+	{
+		FbfWindowSplitStep(index, INT_MAX);
+		return FBF_GROWTH_LATER;
+	}
+	return grow(index, &policy);
+}
+
+/* FbfWindowGrow's measure and split, for a window with no split under way */
+static FbfGrowth
+grow(Relation index, const FbfAimdPolicy *policy)
+{
+	FbfWindowMetaPageData meta;
+	uint64		distinct[FBF_MAX_FILTERS];
+	uint64	   *counts;
+	double		rate;
+	int64		now;
+	int64		elapsed;
+	uint64		count;
+	uint32		factor;
+	bool		capped;
+
+	FbfWindowReadMeta(index, &meta);
 	counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
 	FbfWindowBlockCounts(index, &meta, counts, distinct);
 	pfree(counts);
@@ -473,7 +525,7 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	}
 	rate = (double) (count + FbfWindowPendingCount(index, &meta)) / Max(elapsed, 1);
 	if (rate <= 0)
-		return false;
+		return FBF_GROWTH_NONE;
 	factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at, &capped);
 
 	/*
@@ -482,12 +534,14 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	 */
 	if (capped && (meta.flags & FBF_META_CAPPED) == 0)
 		FbfWindowNoteCapped(index, true, policy);
-	if (factor <= 1 || !FbfWindowSplitStart(index, factor, 0))
-		return false;
+	if (factor <= 1)
+		return FBF_GROWTH_NONE;
+	if (!FbfWindowSplitStart(index, factor, 0))
+		return FBF_GROWTH_LATER;
 	FbfWindowSplitStep(index, fbf_split_batch > 0 ? fbf_split_batch : INT_MAX);
 	ereport(LOG,
 			(errmsg("fbf: grew \"%s\" from %u to %u partitions at once (%.0f operations per second this period)",
 					RelationGetRelationName(index), meta.nparts,
 					meta.nparts * factor, rate * USECS_PER_SEC)));
-	return true;
+	return FBF_GROWTH_SPLIT;
 }
