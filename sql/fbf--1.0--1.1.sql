@@ -513,3 +513,44 @@ $fn$;
 
 COMMENT ON FUNCTION fbf_counter_restore(regclass) IS
 	'load every snapshot of a table filled from fbf_counter_save (name, snapshot, saved_at) into its counter or dedup table; one row each, with the outcome';
+
+-- fbf_counter_stats gains a column, mismatched: retries dismissed whose
+-- delta differed (counters with the option track_mismatch).  A view's and
+-- a function's columns cannot be added in place: drop both, make them anew.
+DROP VIEW fbf_counter_stats;
+DROP FUNCTION fbf_counter_stats();
+
+CREATE FUNCTION fbf_counter_stats(
+	OUT counter regclass,
+	OUT filters integer,
+	OUT live_filters integer,
+	OUT period interval,
+	OUT retention interval,
+	OUT nbits bigint,
+	OUT nhashes integer,
+	OUT partitions integer,
+	OUT elements bigint[],
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT applied bigint,
+	OUT dismissed bigint,
+	OUT bytes bigint,
+	OUT last_refresh timestamptz,
+	OUT resizes bigint,
+	OUT capped boolean,
+	OUT pending bigint,
+	OUT mismatched bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_counter_stats() IS
+	'one row per counter table of this database that the user may read';
+
+CREATE VIEW fbf_counter_stats AS SELECT * FROM fbf_counter_stats();
+
+COMMENT ON VIEW fbf_counter_stats IS
+	'counter tables and their operation filters: shape, window, accuracy, activity';
+
+-- rows are filtered by the caller's SELECT privilege on each counter table
+GRANT SELECT ON fbf_counter_stats TO PUBLIC;

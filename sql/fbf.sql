@@ -561,7 +561,8 @@ CREATE FUNCTION fbf_counter_stats(
 	OUT last_refresh timestamptz,
 	OUT resizes bigint,
 	OUT capped boolean,
-	OUT pending bigint)
+	OUT pending bigint,
+	OUT mismatched bigint)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

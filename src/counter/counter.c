@@ -549,25 +549,68 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *fname,
 }
 
 /*
+ * The delta identity of an operation that adds `delta`: what a counter
+ * with the option track_mismatch records beside the operation when it
+ * applies it, and looks up when it dismisses a retry of it.  Its bytes are
+ *
+ *		'd', the operation's hash (h1, h2, 8 little-endian bytes each),
+ *		the delta's 8 little-endian bytes
+ *
+ * and the window stores their hash.  No operation's or claim's identity
+ * bytes begin with 'd' (operation_bytes; dedup.c), so a delta identity is
+ * never one of theirs; and two operations share delta identities only if
+ * their own hashes are equal, when the window takes them for one
+ * operation anyway.  Built on the operation's hash rather than on its
+ * bytes, so that the increment path, which receives hashes (a batch
+ * hashes its operations once, to sort them), needs nothing else.
+ */
+static FbfHash
+delta_hash(const FbfHash *op, int64 delta)
+{
+	unsigned char bytes[1 + 3 * 8];
+	uint64		words[3];
+	int			w;
+	int			i;
+
+	words[0] = op->h1;
+	words[1] = op->h2;
+	words[2] = (uint64) delta;
+	bytes[0] = 'd';
+	for (w = 0; w < 3; w++)
+		for (i = 0; i < 8; i++)
+			bytes[1 + 8 * w + i] = (unsigned char) (words[w] >> (8 * i));
+	return fbf_hash_bytes(bytes, sizeof(bytes));
+}
+
+/*
  * The increment path, shared by every caller: apply `nops` operations on
  * `key` of the counter `relid`, in the order given, as the calling user.
  *
  * `hashes` are the operations' identities (FbfOperationHash), `legacy`
  * NULL or, for a key other than '', their identities without the key
  * (operations 1.0 recorded on a key did not include it, window_legacy.c:
- * the window checks those too while it may hold them).  On return
- * applied[i] says whether operation i was new.  The deltas of the applied
- * operations are added, as their sum, to this backend's shard row of
- * `key` in one update (22003 if that sum does not fit in bigint; nothing
- * is then applied, as the error aborts the transaction that recorded the
- * operations).  If `value` is not NULL, it is set to the key's value
- * afterwards, as the transaction sees it.
+ * the window checks those too while it may hold them).  An operation
+ * whose hash equals the previous one's is a repeat of it within the call:
+ * it is dismissed without asking the window (callers with more than one
+ * operation sort them, so repeats follow their first occurrence).  On
+ * return applied[i] says whether operation i was new.  The deltas of the
+ * applied operations are added, as their sum, to this backend's shard row
+ * of `key` in one update (22003 if that sum does not fit in bigint;
+ * nothing is then applied, as the error aborts the transaction that
+ * recorded the operations).  If `value` is not NULL, it is set to the
+ * key's value afterwards, as the transaction sees it.
  *
  * The operations go to the window one at a time, each waiting for a
  * concurrent transaction that has the same operation in flight: callers
  * with more than one give them in a canonical order, so that two
- * transactions never wait for each other (counter_batch.c), and no
- * identity twice.  Each is counted in the registry's statistics.
+ * transactions never wait for each other (counter_batch.c).  Each is
+ * counted in the registry's statistics.
+ *
+ * With the window's option track_mismatch, an applied operation also
+ * records its delta identity (delta_hash) in the same (sub)transaction, so
+ * that it shares the operation's fate and lifetime; a dismissed one looks
+ * its delta identity up (FbfWindowContains: no record, no wait) and is
+ * counted mismatched if the window does not hold it.
  */
 void
 FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
@@ -577,7 +620,9 @@ FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
 	Relation	heap;
 	Relation	index;
 	bool		overfull = false;
+	bool		track_mismatch;
 	int			napplied = 0;
+	int			nmismatched = 0;
 	bool		rls;
 	INT128		sum = int64_to_int128(0);
 	int			i;
@@ -585,6 +630,7 @@ FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
 	FbfCounterOpen(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock, &heap, &index);
 	if (nops > 0)
 		FbfCounterNoteOperation();
+	track_mismatch = FbfWindowGetOptions(index)->track_mismatch;
 
 	/*
 	 * Under row security, answer only a user who could have applied the
@@ -598,16 +644,31 @@ FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
 
 	for (i = 0; i < nops; i++)
 	{
-		bool		full;
+		bool		full = false;
+		bool		repeat = i > 0 && hashes[i].h1 == hashes[i - 1].h1 &&
+			hashes[i].h2 == hashes[i - 1].h2;
 
-		applied[i] = FbfWindowApply(index, &hashes[i],
-									legacy ? &legacy[i] : NULL,
-									&full) == FBF_OP_APPLIED;
+		applied[i] = !repeat &&
+			FbfWindowApply(index, &hashes[i], legacy ? &legacy[i] : NULL,
+						   &full) == FBF_OP_APPLIED;
 		overfull |= full;
 		if (applied[i])
 		{
 			int128_add_int64(&sum, deltas[i]);
 			napplied++;
+		}
+		if (track_mismatch)
+		{
+			FbfHash		delta_id = delta_hash(&hashes[i], deltas[i]);
+
+			if (applied[i])
+			{
+				/* new, or already held (a false positive): either will do */
+				(void) FbfWindowApply(index, &delta_id, NULL, &full);
+				overfull |= full;
+			}
+			else if (!FbfWindowContains(index, &delta_id))
+				nmismatched++;
 		}
 	}
 	if (napplied > 0)
@@ -622,7 +683,7 @@ FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
 		add_delta(heap, key, int128_to_int64(sum),
 				  FbfWindowGetOptions(index)->shards, rls);
 	}
-	FbfStatsCount(MyDatabaseId, relid, napplied, nops - napplied);
+	FbfStatsCount(MyDatabaseId, relid, napplied, nops - napplied, nmismatched);
 
 	/* more operations than the filter's bits are for: grow it now */
 	if (overfull)

@@ -18,7 +18,9 @@
  * one to reach a shared operation first applies it, the other waits for
  * it to end) and never deadlock.  Operations repeated within the batch
  * are one operation: the first occurrence in the arrays is the one asked,
- * the others are dismissed.  The counter is opened, and its privileges
+ * the others follow it in that order and are dismissed (and, with
+ * track_mismatch, counted mismatched if their delta is not the one the
+ * window holds for it).  The counter is opened, and its privileges
  * checked, once per call, and the deltas of the applied operations are
  * added to the shard row in one update (FbfCounterApply).  The answers
  * come back in the arrays' order.
@@ -38,7 +40,6 @@
 #include "utils/uuid.h"
 
 #include "counter/counter.h"
-#include "registry/registry.h"
 
 PG_FUNCTION_INFO_V1(fbf_increment_outcome_int8);
 PG_FUNCTION_INFO_V1(fbf_increment_outcome_text);
@@ -202,11 +203,10 @@ increment_batch(FunctionCallInfo fcinfo, char tag)
 	Datum	   *seqs;
 	Datum	   *deltas;
 	int			n;
-	int			nunique;
 	BatchOp    *ops;
 	FbfHash    *hashes;
 	FbfHash    *legacy = NULL;
-	int64	   *unique_deltas;
+	int64	   *sorted_deltas;
 	bool	   *applied;
 	Datum	   *answers;
 	int			i;
@@ -245,44 +245,30 @@ increment_batch(FunctionCallInfo fcinfo, char tag)
 	}
 	qsort(ops, n, sizeof(BatchOp), batch_op_cmp);
 
+	/* in that order; FbfCounterApply dismisses a repeat without asking */
 	hashes = palloc(Max(n, 1) * sizeof(FbfHash));
 	if (legacy_ids)
 		legacy = palloc(Max(n, 1) * sizeof(FbfHash));
-	unique_deltas = palloc(Max(n, 1) * sizeof(int64));
-	nunique = 0;
+	sorted_deltas = palloc(Max(n, 1) * sizeof(int64));
 	for (i = 0; i < n; i++)
 	{
 		int			k = ops[i].index;
 
-		if (i > 0 && ops[i].hash.h1 == ops[i - 1].hash.h1 &&
-			ops[i].hash.h2 == ops[i - 1].hash.h2)
-			continue;
-		hashes[nunique] = ops[i].hash;
+		hashes[i] = ops[i].hash;
 		if (legacy_ids)
-			legacy[nunique] = FbfOperationHash(tag, NULL, clients[k],
-											   DatumGetInt64(seqs[k]));
-		unique_deltas[nunique] = DatumGetInt64(deltas[k]);
-		nunique++;
+			legacy[i] = FbfOperationHash(tag, NULL, clients[k],
+										 DatumGetInt64(seqs[k]));
+		sorted_deltas[i] = DatumGetInt64(deltas[k]);
 	}
 
-	applied = palloc(Max(nunique, 1) * sizeof(bool));
-	FbfCounterApply(PG_GETARG_OID(0), key, nunique, hashes, legacy,
-					unique_deltas, applied, NULL);
+	applied = palloc(Max(n, 1) * sizeof(bool));
+	FbfCounterApply(PG_GETARG_OID(0), key, n, hashes, legacy,
+					sorted_deltas, applied, NULL);
 
-	/* back to the arrays' order; a repeat is dismissed, and counted so */
+	/* back to the arrays' order */
 	answers = palloc(Max(n, 1) * sizeof(Datum));
-	nunique = 0;
 	for (i = 0; i < n; i++)
-	{
-		if (i > 0 && ops[i].hash.h1 == ops[i - 1].hash.h1 &&
-			ops[i].hash.h2 == ops[i - 1].hash.h2)
-		{
-			answers[ops[i].index] = BoolGetDatum(false);
-			FbfStatsCount(MyDatabaseId, PG_GETARG_OID(0), 0, 1);
-			continue;
-		}
-		answers[ops[i].index] = BoolGetDatum(applied[nunique++]);
-	}
+		answers[ops[i].index] = BoolGetDatum(applied[i]);
 	if (n == 0)
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(BOOLOID));
 	PG_RETURN_ARRAYTYPE_P(construct_array(answers, n, BOOLOID, 1, true,

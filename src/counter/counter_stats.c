@@ -3,7 +3,8 @@
  * counter_stats.c
  *	  fbf_counter_stats() and fbf_dedup_stats(): one row per counter table
  *	  (dedup table) of this database that the user may read, from its
- *	  window's metapage and blocks and from the registry's statistics.
+ *	  window's metapage and blocks and from the registry's statistics
+ *	  (applied, dismissed and, for counters, mismatched).
  *
  *-------------------------------------------------------------------------
  */
@@ -30,8 +31,14 @@
 PG_FUNCTION_INFO_V1(fbf_counter_stats);
 PG_FUNCTION_INFO_V1(fbf_dedup_stats);
 
-/* columns of fbf_counter_stats() and fbf_dedup_stats() (sql/fbf.sql) */
-#define FBF_COUNTER_STATS_COLS	18
+/*
+ * Columns of fbf_counter_stats() and fbf_dedup_stats() (sql/fbf.sql): the
+ * first 18 are both functions', and were 1.0's fbf_counter_stats(); the
+ * counters' 19th is `mismatched`.  A database still on 1.0's SQL (before
+ * ALTER EXTENSION fbf UPDATE) gets the 18 it declares.
+ */
+#define FBF_WINDOW_STATS_COLS	18
+#define FBF_COUNTER_STATS_COLS	19
 
 static Interval *
 interval_from_usecs(int64 usecs)
@@ -54,6 +61,11 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != FBF_WINDOW_STATS_COLS &&
+		(kind != FBF_WINDOW_COUNTER ||
+		 rsinfo->setDesc->natts != FBF_COUNTER_STATS_COLS))
+		elog(ERROR, "fbf: the statistics function is declared with %d columns",
+			 rsinfo->setDesc->natts);
 
 	/* every fbf_filter index's table */
 	foreach(lc, FbfWindowIndexes())
@@ -117,6 +129,7 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		values[15] = Int64GetDatum(meta.resizes);
 		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
 		values[17] = Int64GetDatum(FbfWindowPendingCount(index, &meta));
+		values[18] = Int64GetDatum((int64) st.mismatched);	/* counters' only */
 		FbfCounterClose(heap, index);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

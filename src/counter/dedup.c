@@ -240,7 +240,7 @@ claim_all(Oid relid, Claim *claims, int n)
 		grow |= overfull;
 		CHECK_FOR_INTERRUPTS();
 	}
-	FbfStatsCount(MyDatabaseId, relid, applied, n - applied);
+	FbfStatsCount(MyDatabaseId, relid, applied, n - applied, 0);
 
 	/* more claims than the filter's bits are for: grow it now */
 	if (grow)

@@ -9,7 +9,9 @@
  * here is small and may be lost at a restart:
  *
  *	- stats: one entry per (database, counter table): operations applied
- *	  and dismissed since the server started, last maintenance pass.
+ *	  and dismissed since the server started, how many of the dismissed
+ *	  were retries whose delta did not match (counters with the option
+ *	  track_mismatch), last maintenance pass.
  *	  Entries go when their table or database is dropped (object access
  *	  hook); should the table fill up anyway, the least recently used
  *	  entry makes room;
@@ -55,6 +57,7 @@ typedef struct FbfStatsEntry
 	FbfStatsKey key;
 	pg_atomic_uint64 applied;
 	pg_atomic_uint64 dismissed;
+	pg_atomic_uint64 mismatched;	/* of those dismissed */
 	pg_atomic_uint64 last_used;	/* transaction start of the last count */
 	TimestampTz last_maintained;
 	uint64		ops_maintained; /* applied + dismissed at that time */
@@ -194,6 +197,7 @@ stats_entry(Oid dbid, Oid relid, bool create)
 	{
 		pg_atomic_init_u64(&entry->applied, 0);
 		pg_atomic_init_u64(&entry->dismissed, 0);
+		pg_atomic_init_u64(&entry->mismatched, 0);
 		pg_atomic_init_u64(&entry->last_used, 0);
 		entry->last_maintained = 0;
 		entry->ops_maintained = 0;
@@ -241,9 +245,14 @@ fbf_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	}
 }
 
-/* A counter applied `applied` operations and dismissed `dismissed`. */
+/*
+ * A counter applied `applied` operations and dismissed `dismissed`, of
+ * which `mismatched` were retries whose delta differed from the applied
+ * operation's (or new operations a false positive dismissed).
+ */
 void
-FbfStatsCount(Oid dbid, Oid relid, uint64 applied, uint64 dismissed)
+FbfStatsCount(Oid dbid, Oid relid, uint64 applied, uint64 dismissed,
+			  uint64 mismatched)
 {
 	FbfStatsEntry *entry;
 
@@ -261,6 +270,8 @@ FbfStatsCount(Oid dbid, Oid relid, uint64 applied, uint64 dismissed)
 			pg_atomic_fetch_add_u64(&entry->applied, applied);
 		if (dismissed > 0)
 			pg_atomic_fetch_add_u64(&entry->dismissed, dismissed);
+		if (mismatched > 0)
+			pg_atomic_fetch_add_u64(&entry->mismatched, mismatched);
 		pg_atomic_write_u64(&entry->last_used,
 							(uint64) Max(GetCurrentTransactionStartTimestamp(), 0));
 	}
@@ -304,6 +315,7 @@ FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out)
 	{
 		out->applied = pg_atomic_read_u64(&entry->applied);
 		out->dismissed = pg_atomic_read_u64(&entry->dismissed);
+		out->mismatched = pg_atomic_read_u64(&entry->mismatched);
 		out->last_maintained = entry->last_maintained;
 	}
 	LWLockRelease(FbfShared->lock);

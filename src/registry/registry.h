@@ -23,6 +23,7 @@ typedef struct FbfCounterStatsSnapshot
 {
 	uint64		applied;
 	uint64		dismissed;
+	uint64		mismatched;		/* dismissed, and the delta differed */
 	TimestampTz last_maintained;
 } FbfCounterStatsSnapshot;
 
@@ -30,7 +31,7 @@ typedef struct FbfCounterStatsSnapshot
 extern void FbfRegistryInit(void);
 
 extern void FbfStatsCount(Oid dbid, Oid relid, uint64 applied,
-						  uint64 dismissed);
+						  uint64 dismissed, uint64 mismatched);
 extern bool FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when);
 extern void FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out);
 

@@ -311,6 +311,9 @@ typedef struct FbfWindowOptions
 	int			npast;
 	int			at_capacity;	/* FBF_AT_CAPACITY_* */
 	int			kind;			/* FBF_WINDOW_* */
+	bool		track_mismatch; /* a counter records its operations' delta
+								 * identities, and counts retries whose
+								 * delta differs (src/counter) */
 } FbfWindowOptions;
 
 /*
@@ -376,6 +379,7 @@ extern TimestampTz FbfWindowWallTime(const FbfWindowMetaPageData *meta,
 /* ---- window_apply.c: one operation ---- */
 extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash,
 								  const FbfHash *legacy_hash, bool *overfull);
+extern bool FbfWindowContains(Relation index, const FbfHash *hash);
 
 /* ---- window_split.c: growth in bits, at once ---- */
 

@@ -124,6 +124,15 @@ FbfWindowInit(void)
 					   kind_values, FBF_WINDOW_COUNTER,
 					   "Valid values are \"counter\" and \"dedup\".",
 					   AccessExclusiveLock);
+
+	/*
+	 * Read by every increment from the relcache entry: a lock that lets
+	 * increments run on is enough (transactions already running may apply
+	 * a few more operations as the old value said).
+	 */
+	add_bool_reloption(fbf_relopt_kind, "track_mismatch",
+					   "Count retries whose delta differs from the applied operation's (costs a second window entry per applied operation)",
+					   false, ShareUpdateExclusiveLock);
 }
 
 static bytea *
@@ -139,11 +148,24 @@ fbf_filter_options(Datum reloptions, bool validate)
 		{"npast", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, npast)},
 		{"at_capacity", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, at_capacity)},
 		{"kind", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, kind)},
+		{"track_mismatch", RELOPT_TYPE_BOOL, offsetof(FbfWindowOptions, track_mismatch)},
 	};
+	FbfWindowOptions *opts;
 
-	return (bytea *) build_reloptions(reloptions, validate, fbf_relopt_kind,
-									  sizeof(FbfWindowOptions), tab,
-									  lengthof(tab));
+	opts = (FbfWindowOptions *) build_reloptions(reloptions, validate,
+												 fbf_relopt_kind,
+												 sizeof(FbfWindowOptions),
+												 tab, lengthof(tab));
+
+	/* a claim has no delta: there is nothing to compare a retry's with */
+	if (validate && opts != NULL && opts->kind == FBF_WINDOW_DEDUP &&
+		opts->track_mismatch)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("track_mismatch cannot be set on a dedup table's window"),
+				 errdetail("Claims have no delta to compare."),
+				 errhint("Set track_mismatch on the window of a counter table.")));
+	return (bytea *) opts;
 }
 
 /* the index's options, or the defaults if it has none */

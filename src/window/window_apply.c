@@ -2,7 +2,9 @@
  *
  * window_apply.c
  *	  One operation against a counter's window: is it new, and if so,
- *	  record it as in flight for the current (sub)transaction.
+ *	  record it as in flight for the current (sub)transaction; and the
+ *	  same check alone, recording nothing and waiting for no one
+ *	  (FbfWindowContains).
  *
  * The hot path of idempotent_increment.  Under the metapage's share lock
  * (the ring cannot change), the operation's pending chain is locked and
@@ -11,7 +13,8 @@
  * operation is appended to the chain in one compact WAL record
  * (window_xlog.c).  See
  * window.h for the lock order; no buffer lock is held while waiting for
- * another transaction.
+ * another transaction.  Both functions share the two lookups: the chain
+ * (in_chain) and the partition page (in_filters).
  *
  *-------------------------------------------------------------------------
  */
@@ -80,6 +83,58 @@ in_legacy(Relation index, const FbfWindowMetaPageData *meta, int64 now,
 }
 
 /*
+ * Is the operation on its locked pending chain?  True if an entry with its
+ * hash was made by this transaction or by one that committed; entries of
+ * aborted transactions are ignored.  If the first entry found is in flight
+ * in another transaction, *wait_for is set to that transaction and false
+ * returned: the caller decides whether to wait for it.  If `room` is not
+ * NULL, it gets the first page of the chain with room for an entry
+ * (InvalidBuffer if none).
+ */
+static bool
+in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
+		 const FbfHash *hash, FullTransactionId *wait_for, Buffer *room)
+{
+	bool		found = false;
+	int			c;
+	int			i;
+	int			n;
+
+	*wait_for = InvalidFullTransactionId;
+	if (room != NULL)
+		*room = InvalidBuffer;
+	for (c = 0; c < chain->n && !found && !FullTransactionIdIsValid(*wait_for); c++)
+	{
+		FbfPendingEntry *entries;
+
+		entries = FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
+		for (i = 0; i < n && !found && !FullTransactionIdIsValid(*wait_for); i++)
+		{
+			FullTransactionId fxid;
+
+			if (entries[i].h1 != hash->h1 || entries[i].h2 != hash->h2)
+				continue;
+			fxid = FbfEntryFullXid(meta, &entries[i]);
+			switch (FbfEntryStatusOf(fxid))
+			{
+				case FBF_ENTRY_OURS:
+				case FBF_ENTRY_COMMITTED:
+					found = true;
+					break;
+				case FBF_ENTRY_IN_PROGRESS:
+					*wait_for = fxid;
+					break;
+				case FBF_ENTRY_ABORTED:
+					break;
+			}
+		}
+		if (room != NULL && n < FBF_PENDING_CAPACITY && !BufferIsValid(*room))
+			*room = chain->bufs[c];
+	}
+	return found;
+}
+
+/*
  * Must the window be refreshed (or brought up to date) before an operation
  * may use it?  When a refresh is due and the worker is late, when its
  * clock has no anchor on this boot, or when it was written by 1.0.
@@ -138,10 +193,8 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		bool		lane_full = false;
 		Buffer		room = InvalidBuffer;
 		FbfPendingEntry entry;
-		FbfPendingEntry *entries;
 		int			n;
 		int			c;
-		int			i;
 		int64		now;
 
 		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
@@ -184,30 +237,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 			FbfChainDrain(index, &meta, &chain, false);
 
 		/* in flight, or applied recently and not yet drained? */
-		for (c = 0; c < chain.n && !duplicate && !FullTransactionIdIsValid(wait_for); c++)
-		{
-			entries = FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
-			for (i = 0; i < n && !duplicate && !FullTransactionIdIsValid(wait_for); i++)
-			{
-				if (entries[i].h1 != hash->h1 || entries[i].h2 != hash->h2)
-					continue;
-				fxid = FbfEntryFullXid(&meta, &entries[i]);
-				switch (FbfEntryStatusOf(fxid))
-				{
-					case FBF_ENTRY_OURS:
-					case FBF_ENTRY_COMMITTED:
-						duplicate = true;
-						break;
-					case FBF_ENTRY_IN_PROGRESS:
-						wait_for = fxid;
-						break;
-					case FBF_ENTRY_ABORTED:
-						break;
-				}
-			}
-			if (n < FBF_PENDING_CAPACITY && !BufferIsValid(room))
-				room = chain.bufs[c];
-		}
+		duplicate = in_chain(&meta, &chain, hash, &wait_for, &room);
 		if (FullTransactionIdIsValid(wait_for))
 		{
 			FbfChainRelease(&chain);
@@ -322,4 +352,43 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		*overfull = lane_full || FbfWindowTakeGrowthRequest();
 		return FBF_OP_APPLIED;
 	}
+}
+
+/*
+ * Does the window hold `hash`, as FbfWindowApply would find it, without
+ * recording anything and without waiting?  For identities a caller only
+ * looks up: a counter's delta identities (src/counter/README.md, "Retries
+ * that do not match").
+ *
+ * An entry in flight in another transaction counts as held (its fate is
+ * not known, and it is not waited for); an aborted one does not.  Neither
+ * a refresh nor a drain is done here, and the filters of a 1.0 window are
+ * not asked (nothing was recorded under such identities before 1.1).
+ * Locks: the metapage share, the chain share, the partition page share,
+ * in the order of window.h.
+ */
+bool
+FbfWindowContains(Relation index, const FbfHash *hash)
+{
+	Buffer		metabuf;
+	FbfWindowMetaPageData meta;
+	FbfPendingChain chain;
+	FullTransactionId wait_for;
+	bool		found;
+
+	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
+	if (meta.version != FBF_STORAGE_VERSION)
+	{
+		/* not upgraded yet: nothing can have been recorded for it */
+		UnlockReleaseBuffer(metabuf);
+		return false;
+	}
+	FbfChainLockMode(index, &meta, FbfWindowChainOf(&meta, hash),
+					 BUFFER_LOCK_SHARE, &chain);
+	found = in_chain(&meta, &chain, hash, &wait_for, NULL) ||
+		FullTransactionIdIsValid(wait_for) ||
+		in_filters(index, &meta, hash, NULL);
+	FbfChainRelease(&chain);
+	UnlockReleaseBuffer(metabuf);
+	return found;
 }
