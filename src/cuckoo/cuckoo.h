@@ -105,6 +105,18 @@
 #define CUCKOO_BUCKET			(1 << 1)
 #define CUCKOO_OVERFLOW			(1 << 2)
 #define CUCKOO_SHAPE			(1 << 3)	/* opaque->shape is valid */
+#define CUCKOO_STAMPED			(1 << 4)	/* bucket page: generation stamp set */
+#define CUCKOO_MOVED			(1 << 5)	/* bucket page: split, awaiting reuse */
+
+/*
+ * A bucket page's generation stamp, in bits 8..13 of its flags: the
+ * metapage's generation when the page was written as a page of the table
+ * (0 for the build's pages, g for the pages doubling g writes), so the
+ * table it belongs to has the build's page count times 2^g.  The
+ * generation never exceeds CUCKOO_MAX_EXTENTS - 1 < 64.
+ */
+#define CUCKOO_GEN_SHIFT		8
+#define CUCKOO_GEN_MASK			0x3F
 
 #define CUCKOO_SHAPE_WIDE		0x8000
 
@@ -151,6 +163,11 @@ typedef struct CuckooMetaPageData
 	uint32		generation;		/* count of doublings begun */
 	uint32		nextents;
 	CuckooExtent extents[CUCKOO_MAX_EXTENTS];
+	/* fields added in fbf 1.1: zero in a metapage written by fbf 1.0 */
+	uint32		stamped;		/* 1: every live bucket page has its stamp */
+	uint32		stamping;		/* generation of a doubling begun by a
+								 * binary that stamps (it sets "stamped"
+								 * when it ends) */
 } CuckooMetaPageData;
 
 typedef CuckooMetaPageData *CuckooMetaPage;
@@ -241,7 +258,18 @@ typedef struct CuckooProbe
 	uint32		page;			/* logical bucket page */
 	uint32		tag;			/* the key's tag in that page */
 	uint32		first;			/* the key's first bucket */
+	uint32		generation;		/* stamp the page must have (CuckooLocate) */
 } CuckooProbe;
+
+/*
+ * A backend's copy of the metapage (in the index's rd_amcache, as hash
+ * keeps its metapage): see "Cached addressing" above.
+ */
+typedef struct CuckooMetaCache
+{
+	CuckooMetaPageData meta;
+	CuckooLayout layout;
+} CuckooMetaCache;
 
 extern void CuckooLocateIn(uint32 npages, const CuckooLayout *layout,
 						   uint32 fingerprint_bits, uint64 hash,
@@ -254,6 +282,10 @@ extern BlockNumber CuckooPageBlock(const CuckooMetaPageData *meta,
 extern CuckooMetaPage CuckooCheckMetaPage(Relation index, Page page);
 extern void CuckooReadMeta(Relation index, CuckooMetaPageData *meta,
 						   CuckooLayout *layout);
+extern CuckooMetaCache CuckooGetMetaCache(Relation index, bool refresh);
+extern void CuckooCacheMeta(Relation index, const CuckooMetaPageData *meta);
+extern void CuckooStampPage(Page page, uint32 generation);
+extern bool CuckooPageHolds(Page page, uint32 generation);
 extern bool CuckooIsPage(Page page, uint16 flags);
 extern void CuckooCheckPage(Relation index, Buffer buf, uint16 flags);
 extern FmgrInfo *CuckooHashProc(Relation index, Oid subtype, FmgrInfo *cross);

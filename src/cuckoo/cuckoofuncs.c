@@ -336,6 +336,13 @@ verify_bucket_page(VerifyState *vs, uint32 q)
 		corrupt(vs, "bucket page expected", blkno, 0,
 				psprintf("Logical bucket page %u is not a cuckoo bucket page.", q));
 	opaque = CuckooPageGetOpaque(page);
+	if (vs->meta.stamped &&
+		!CuckooPageHolds(page, vs->meta.growing && q < vs->meta.split_next ?
+						 vs->meta.generation - 1 : vs->meta.generation))
+		corrupt(vs, "bucket page has a wrong generation stamp", blkno, 0,
+				psprintf("Logical bucket page %u has flags 0x%04X; the metapage is at generation %u%s.",
+						 q, opaque->flags, vs->meta.generation,
+						 vs->meta.growing ? " (growing)" : ""));
 	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
 	{
 		if (!cuckoo_slot_used(&vs->layout, block, s))
