@@ -239,20 +239,27 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		const uint8 *oblock = CuckooPageGetBlock((Page) old.data);
 		CuckooPageOpaque oopaque;
 
+		/*
+		 * Old page q stays locked from the copy to the record: an insert
+		 * that addressed it without the metapage (CuckooInsertHash) must
+		 * either come before the copy or find the page moved.
+		 */
 		oldbuf = ReadBuffer(index, CuckooPageBlock(meta, q));
-		LockBuffer(oldbuf, q > 0 ? BUFFER_LOCK_EXCLUSIVE : BUFFER_LOCK_SHARE);
+		LockBuffer(oldbuf, BUFFER_LOCK_EXCLUSIVE);
 		CuckooCheckPage(index, oldbuf, CUCKOO_BUCKET);
 		memcpy(old.data, BufferGetPage(oldbuf), BLCKSZ);
-		if (q == 0)
-			UnlockReleaseBuffer(oldbuf);
 		oopaque = CuckooPageGetOpaque((Page) old.data);
 
 		bufs[nbufs++] = metabuf;
 		if (q > 0)
+		{
 			bufs[nbufs++] = oldbuf;
-		bufs[nbufs++] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q));
+			bufs[nbufs++] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q));
+			LockBuffer(bufs[nbufs - 1], BUFFER_LOCK_EXCLUSIVE);
+		}
+		else
+			bufs[nbufs++] = oldbuf; /* page 0's block is new page 0 */
 		bufs[nbufs++] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q + 1));
-		LockBuffer(bufs[nbufs - 2], BUFFER_LOCK_EXCLUSIVE);
 		LockBuffer(bufs[nbufs - 1], BUFFER_LOCK_EXCLUSIVE);
 
 		state = change_start(index, wal);
