@@ -52,7 +52,8 @@ REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
                  counter_privileges counter_direct counter_batch dedup_claims \
-                 cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse
+                 cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse \
+                 cuckoo_stale_cache
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
                  --load-extension=$(EXTENSION)
 

@@ -4,8 +4,8 @@
  *	  The cuckoo index access method: handler, reloptions, operator class
  *	  validation and cost estimate.
  *
- * A cuckoo index answers "col = value" by reading its metapage and one
- * bucket page, whatever the table's size and however many rows were
+ * A cuckoo index answers "col = value" by reading one bucket page
+ * (addressed with the backend's cached metapage), whatever the table's size and however many rows were
  * deleted: VACUUM removes dead entries from their buckets (slots are
  * reused), and scans mark entries that the executor finds dead so that
  * later lookups of deleted keys skip the heap.  cuckoo.h describes the
@@ -80,10 +80,10 @@ cuckoooptions(Datum reloptions, bool validate)
 }
 
 /*
- * The cost of a lookup is the metapage and one bucket page, plus the
- * heap: genericcostestimate's model of an index that fetches about one
+ * The cost of a lookup is one bucket page (the metapage is cached per
+ * backend), plus the heap: genericcostestimate's model of an index that fetches about one
  * page per probe fits, as it does for hash indexes.  The metapage stays
- * in shared buffers, so it is not charged.
+ * is rarely read, so it is not charged.
  */
 static void
 cuckoocostestimate(PlannerInfo *root, IndexPath *path, double loop_count,

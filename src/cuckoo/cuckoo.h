@@ -13,7 +13,17 @@
  * is a block of cuckoo_table.h: buckets of bucket_size slots, each slot a
  * tag and a heap TID.  A key lives in the page its hash's address part
  * picks, and there in one of two buckets (cuckoo_table.h), so a lookup
- * reads the metapage and one bucket page.
+ * reads one bucket page, addressed with the backend's cached metapage.
+ *
+ * Cached addressing.  Each backend keeps a copy of the metapage in the
+ * index's rd_amcache (CuckooGetMetaCache).  Extents are only appended, so
+ * a logical page keeps its block; every bucket page is stamped with the
+ * generation that wrote it, and split step q marks old page q moved until
+ * its block is reused.  A probe made with the copy knows the generation
+ * its page must carry (CuckooLocate); a page with another stamp, or moved,
+ * means the copy is stale: re-read the metapage (CuckooPageHolds).  Pages
+ * of fbf 1.0 have no stamp; their metapage says so (stamped = 0) and they
+ * are always addressed under the metapage lock.
  *
  * Overflow pages.  When a key's two buckets are full and the page is not
  * (many rows with one key), or the table is too sparse to be worth
@@ -37,11 +47,15 @@
  *
  * Locking
  * -------
- *	  metapage   share: held by an insert for its whole duration, and by a
- *	             scan until it has locked its bucket page;
- *	             exclusive: held by a doubling for its whole duration.
- *	             So no insert or scan ever sees a half-split table, and an
- *	             entry moves between pages only under the exclusive lock.
+ *	  metapage   share: to refresh the cached copy; held by an insert that
+ *	             needs it (full page, stale copy, fbf 1.0 index) for its
+ *	             whole duration, and by such a scan until it has locked
+ *	             its bucket page; exclusive: held by a doubling for its
+ *	             whole duration.  An entry moves between pages only under
+ *	             the exclusive lock.  Scans and inserts addressed by the
+ *	             cached copy take no metapage lock: the page's stamp tells
+ *	             them whether it still holds their keys, and a split step
+ *	             holds old page q exclusively from its copy to its record.
  *	  bucket     exclusive to insert (kicks move entries between the two
  *	  page       buckets, always within the page, so a share-locked reader
  *	             sees every entry in one of its buckets); share to read.
@@ -53,8 +67,9 @@
  * its pass if a doubling ran meanwhile (it could have carried a dead entry
  * from a page not yet visited to one already visited).
  *
- * Every change is WAL-logged with fbf's own records (common/fbf_xlog.h), at most four pages
- * each, which is why a doubling step writes exactly three.
+ * Every change is WAL-logged with fbf's own records (common/fbf_xlog.h), at
+ * most four pages each: a doubling step writes the metapage, old page q
+ * (its moved mark) and pages 2q and 2q + 1.
  *
  *-------------------------------------------------------------------------
  */
@@ -105,6 +120,18 @@
 #define CUCKOO_BUCKET			(1 << 1)
 #define CUCKOO_OVERFLOW			(1 << 2)
 #define CUCKOO_SHAPE			(1 << 3)	/* opaque->shape is valid */
+#define CUCKOO_STAMPED			(1 << 4)	/* bucket page: generation stamp set */
+#define CUCKOO_MOVED			(1 << 5)	/* bucket page: split, awaiting reuse */
+
+/*
+ * A bucket page's generation stamp, in bits 8..13 of its flags: the
+ * metapage's generation when the page was written as a page of the table
+ * (0 for the build's pages, g for the pages doubling g writes), so the
+ * table it belongs to has the build's page count times 2^g.  The
+ * generation never exceeds CUCKOO_MAX_EXTENTS - 1 < 64.
+ */
+#define CUCKOO_GEN_SHIFT		8
+#define CUCKOO_GEN_MASK			0x3F
 
 #define CUCKOO_SHAPE_WIDE		0x8000
 
@@ -151,6 +178,11 @@ typedef struct CuckooMetaPageData
 	uint32		generation;		/* count of doublings begun */
 	uint32		nextents;
 	CuckooExtent extents[CUCKOO_MAX_EXTENTS];
+	/* fields added in fbf 1.1: zero in a metapage written by fbf 1.0 */
+	uint32		stamped;		/* 1: every live bucket page has its stamp */
+	uint32		stamping;		/* generation of a doubling begun by a
+								 * binary that stamps (it sets "stamped"
+								 * when it ends) */
 } CuckooMetaPageData;
 
 typedef CuckooMetaPageData *CuckooMetaPage;
@@ -241,7 +273,18 @@ typedef struct CuckooProbe
 	uint32		page;			/* logical bucket page */
 	uint32		tag;			/* the key's tag in that page */
 	uint32		first;			/* the key's first bucket */
+	uint32		generation;		/* stamp the page must have (CuckooLocate) */
 } CuckooProbe;
+
+/*
+ * A backend's copy of the metapage (in the index's rd_amcache, as hash
+ * keeps its metapage): see "Cached addressing" above.
+ */
+typedef struct CuckooMetaCache
+{
+	CuckooMetaPageData meta;
+	CuckooLayout layout;
+} CuckooMetaCache;
 
 extern void CuckooLocateIn(uint32 npages, const CuckooLayout *layout,
 						   uint32 fingerprint_bits, uint64 hash,
@@ -254,6 +297,10 @@ extern BlockNumber CuckooPageBlock(const CuckooMetaPageData *meta,
 extern CuckooMetaPage CuckooCheckMetaPage(Relation index, Page page);
 extern void CuckooReadMeta(Relation index, CuckooMetaPageData *meta,
 						   CuckooLayout *layout);
+extern CuckooMetaCache CuckooGetMetaCache(Relation index, bool refresh);
+extern void CuckooCacheMeta(Relation index, const CuckooMetaPageData *meta);
+extern void CuckooStampPage(Page page, uint32 generation);
+extern bool CuckooPageHolds(Page page, uint32 generation);
 extern bool CuckooIsPage(Page page, uint16 flags);
 extern void CuckooCheckPage(Relation index, Buffer buf, uint16 flags);
 extern FmgrInfo *CuckooHashProc(Relation index, Oid subtype, FmgrInfo *cross);

@@ -98,6 +98,7 @@ write_empty_table(Relation index, const CuckooBuildState *bs, uint32 npages)
 	CuckooInitMetaPage(page.data, &bs->opts, npages);
 	write_page(index, page.data, CUCKOO_METAPAGE_BLKNO);
 	CuckooInitSlotPage(page.data, CUCKOO_BUCKET, &bs->layout);
+	CuckooStampPage(page.data, 0);
 	for (uint32 q = 0; q < npages; q++)
 		write_page(index, page.data, CUCKOO_METAPAGE_BLKNO + 1 + q);
 }
@@ -220,6 +221,7 @@ write_table(Relation index, CuckooBuildState *bs)
 
 		CHECK_FOR_INTERRUPTS();
 		CuckooInitSlotPage(page.data, CUCKOO_BUCKET, layout);
+		CuckooStampPage(page.data, 0);
 		opaque = CuckooPageGetOpaque(page.data);
 		for (uint32 j = start[q]; j < start[q + 1]; j++)
 		{
@@ -324,6 +326,7 @@ cuckoobuildempty(Relation index)
 	CuckooInitMetaPage(page.data, &opts, 1);
 	FbfWriteInitForkPage(index, CUCKOO_METAPAGE_BLKNO, page.data);
 	CuckooInitSlotPage(page.data, CUCKOO_BUCKET, &layout);
+	CuckooStampPage(page.data, 0);
 	FbfWriteInitForkPage(index, CUCKOO_METAPAGE_BLKNO + 1, page.data);
 	FbfSyncInitFork(index);
 }

@@ -174,13 +174,25 @@ typedef struct VerifyLoc
 	uint32		tag;
 } VerifyLoc;
 
+/*
+ * The entries of one heap TID.  A TID is indexed once, except that an
+ * entry whose tag has no rest bits left is copied to both halves by every
+ * later split (cuckoo_tag_split): an entry inserted when the table had
+ * npages pages has 2^(d - 15) copies after d > 15 doublings, one in each
+ * page descended from its page.  The first location is kept inline, the
+ * others (rare) in "more".
+ */
 typedef struct VerifyEntry
 {
 	ItemPointerData tid;		/* hash key */
-	int			nlocs;			/* 2 only for an entry split into both halves */
-	VerifyLoc	locs[2];
+	int			nlocs;
+	int			maxmore;		/* allocated length of more[] */
+	VerifyLoc	first;
+	VerifyLoc  *more;			/* locations 1 .. nlocs - 1 */
 	bool		found;			/* produced by the table scan */
 } VerifyEntry;
+
+#define entry_loc(entry, i) ((i) == 0 ? &(entry)->first : &(entry)->more[(i) - 1])
 
 typedef struct ChainLink
 {
@@ -223,8 +235,24 @@ read_page(VerifyState *vs, BlockNumber blkno, PGAlignedBlock *copy)
 }
 
 /*
- * Note an entry.  A TID appears once, or twice when a doubling found no
- * rest bits left in its tag and copied it to both halves.
+ * Most copies of one entry that the table's doublings can explain: none
+ * before its 16th doubling (its rest bits last 15), then twice as many
+ * with each.  "generation" counts doublings begun; an entry inserted at
+ * generation g0 has at most 2^(generation - g0 - 15) copies.
+ */
+static uint64
+max_copies(const CuckooMetaPageData *meta)
+{
+	if (meta->generation <= 15)
+		return 1;
+	return UINT64CONST(1) << Min(meta->generation - 15, 40);
+}
+
+/*
+ * Note an entry.  A TID appears once, or, after more than 15 doublings,
+ * in several bucket pages, always with a tag that has no rest bits left
+ * (see VerifyEntry), at most once per page, and no more often than the
+ * doublings explain.
  */
 static void
 record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
@@ -246,17 +274,43 @@ record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
 	if (!found)
 	{
 		entry->nlocs = 0;
+		entry->maxmore = 0;
+		entry->more = NULL;
 		entry->found = false;
 	}
-	else if (entry->nlocs >= 2 || overflow || entry->locs[0].overflow ||
-			 cuckoo_tag_rest(tag) != CUCKOO_REST_EMPTY ||
-			 cuckoo_tag_rest(entry->locs[0].tag) != CUCKOO_REST_EMPTY)
-		corrupt(vs, "heap TID indexed twice", blkno, s,
-				psprintf("TID (%u,%u) is also at block %u, slot %u.",
-						 ItemPointerGetBlockNumber(&tid),
-						 ItemPointerGetOffsetNumber(&tid),
-						 entry->locs[0].blkno, entry->locs[0].slot));
-	loc = &entry->locs[entry->nlocs++];
+	else
+	{
+		bool		same_page = false;
+
+		for (int i = 0; i < entry->nlocs; i++)
+			if (entry_loc(entry, i)->blkno == blkno)
+				same_page = true;
+		if (same_page || overflow || entry->first.overflow ||
+			cuckoo_tag_rest(tag) != CUCKOO_REST_EMPTY ||
+			tag != entry->first.tag)
+			corrupt(vs, "heap TID indexed twice", blkno, s,
+					psprintf("TID (%u,%u) is also at block %u, slot %u.",
+							 ItemPointerGetBlockNumber(&tid),
+							 ItemPointerGetOffsetNumber(&tid),
+							 entry->first.blkno, entry->first.slot));
+		if ((uint64) entry->nlocs + 1 > max_copies(&vs->meta))
+			corrupt(vs, "heap TID indexed more often than the doublings explain",
+					blkno, s,
+					psprintf("TID (%u,%u) has %d copies after %u doublings; at most %llu are possible.",
+							 ItemPointerGetBlockNumber(&tid),
+							 ItemPointerGetOffsetNumber(&tid),
+							 entry->nlocs + 1, vs->meta.generation,
+							 (unsigned long long) max_copies(&vs->meta)));
+		if (entry->nlocs - 1 == entry->maxmore)
+		{
+			entry->maxmore = Max(4, entry->maxmore * 2);
+			entry->more = entry->more ?
+				repalloc(entry->more, sizeof(VerifyLoc) * entry->maxmore) :
+				palloc(sizeof(VerifyLoc) * entry->maxmore);
+		}
+	}
+	loc = entry_loc(entry, entry->nlocs);
+	entry->nlocs++;
 	loc->blkno = blkno;
 	loc->slot = (uint16) s;
 	loc->overflow = overflow;
@@ -282,6 +336,13 @@ verify_bucket_page(VerifyState *vs, uint32 q)
 		corrupt(vs, "bucket page expected", blkno, 0,
 				psprintf("Logical bucket page %u is not a cuckoo bucket page.", q));
 	opaque = CuckooPageGetOpaque(page);
+	if (vs->meta.stamped &&
+		!CuckooPageHolds(page, vs->meta.growing && q < vs->meta.split_next ?
+						 vs->meta.generation - 1 : vs->meta.generation))
+		corrupt(vs, "bucket page has a wrong generation stamp", blkno, 0,
+				psprintf("Logical bucket page %u has flags 0x%04X; the metapage is at generation %u%s.",
+						 q, opaque->flags, vs->meta.generation,
+						 vs->meta.growing ? " (growing)" : ""));
 	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
 	{
 		if (!cuckoo_slot_used(&vs->layout, block, s))
@@ -370,7 +431,7 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
 	entry = hash_search(vs->entries, tid, HASH_FIND, NULL);
 	for (int i = 0; entry && i < entry->nlocs && !match; i++)
 	{
-		VerifyLoc  *loc = &entry->locs[i];
+		VerifyLoc  *loc = entry_loc(entry, i);
 
 		if (!loc->overflow)
 		{
@@ -400,7 +461,7 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
 						ItemPointerGetOffsetNumber(tid)),
 				 entry ?
 				 errdetail("Its entry is at block %u, slot %u; a lookup reads bucket page %u (block %u), buckets %u and %u.",
-						   entry->locs[0].blkno, entry->locs[0].slot,
+						   entry->first.blkno, entry->first.slot,
 						   probe.page, expected, probe.first, second) :
 				 errdetail("The index has no entry for it.")));
 	if (match->killed && tupleIsAlive)
@@ -438,7 +499,8 @@ points_at_dead_tuple(Relation heap, ItemPointer tid, BlockNumber heap_blocks)
 /*
  * cuckoo_index_verify(index regclass): the metapage and its extents valid,
  * every page recognised, entry counts right, every overflow page chained,
- * no TID twice (except an entry split into both halves), every table tuple
+ * no TID twice (except copies of an entry with no rest bits left, in
+ * distinct bucket pages, as many as the doublings explain), every table tuple
  * found where a lookup of its key looks, no killed entry on a live tuple,
  * and no entry pointing at a line pointer that is unused or missing.
  */
@@ -547,8 +609,8 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 		if (!points_at_dead_tuple(heap, &entry->tid, heap_blocks))
 		{
 			hash_seq_term(&seq);
-			corrupt(&vs, "entry points at a missing tuple", entry->locs[0].blkno,
-					entry->locs[0].slot,
+			corrupt(&vs, "entry points at a missing tuple", entry->first.blkno,
+					entry->first.slot,
 					psprintf("Heap TID (%u,%u) is unused or does not exist.",
 							 ItemPointerGetBlockNumber(&entry->tid),
 							 ItemPointerGetOffsetNumber(&entry->tid)));

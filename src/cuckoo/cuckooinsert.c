@@ -202,7 +202,13 @@ sample_load(Relation index, const CuckooMetaPageData *meta,
  * Step q moves old page q's entries to pages 2q and 2q + 1, each to the
  * slot it had, and records split_next = q in the same WAL record.  Pages
  * 2q and 2q + 1 are either new or old pages already moved by an earlier
- * step (2q > q), so nothing not yet moved is ever overwritten.
+ * step (2q > q), so nothing not yet moved is ever overwritten.  The new
+ * pages are stamped with the doubling's generation; old page q (q > 0:
+ * page 0's block is the new page 0) is marked moved in the same record, so
+ * a backend addressing it with a stale cached metapage sees that its keys
+ * are gone (CuckooPageHolds) until step q / 2 reuses its block.  So a step
+ * locks old page q exclusively, then 2q, then 2q + 1: four pages in one
+ * record, the most fbf's WAL takes.
  */
 static void
 grow_steps(Relation index, Buffer metabuf, bool wal)
@@ -210,6 +216,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 	CuckooMetaPage meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 	CuckooLayout layout;
 	uint32		n = meta->npages;
+	uint32		generation = meta->generation;
 	BlockNumber end;
 	PGAlignedBlock old;
 
@@ -223,33 +230,48 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 	while (meta->split_next > 0)
 	{
 		uint32		q = meta->split_next - 1;
-		Buffer		buf;
-		Buffer		bufs[3];
+		Buffer		oldbuf;
+		Buffer		bufs[4];
+		int			nbufs = 0;
 		Page		lo;
 		Page		hi;
 		FbfXLogState *state;
 		const uint8 *oblock = CuckooPageGetBlock((Page) old.data);
 		CuckooPageOpaque oopaque;
 
-		buf = ReadBuffer(index, CuckooPageBlock(meta, q));
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
-		memcpy(old.data, BufferGetPage(buf), BLCKSZ);
-		UnlockReleaseBuffer(buf);
+		/*
+		 * Old page q stays locked from the copy to the record: an insert
+		 * that addressed it without the metapage (CuckooInsertHash) must
+		 * either come before the copy or find the page moved.
+		 */
+		oldbuf = ReadBuffer(index, CuckooPageBlock(meta, q));
+		LockBuffer(oldbuf, BUFFER_LOCK_EXCLUSIVE);
+		CuckooCheckPage(index, oldbuf, CUCKOO_BUCKET);
+		memcpy(old.data, BufferGetPage(oldbuf), BLCKSZ);
 		oopaque = CuckooPageGetOpaque((Page) old.data);
 
-		bufs[0] = metabuf;
-		bufs[1] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q));
-		bufs[2] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q + 1));
-		LockBuffer(bufs[1], BUFFER_LOCK_EXCLUSIVE);
-		LockBuffer(bufs[2], BUFFER_LOCK_EXCLUSIVE);
+		bufs[nbufs++] = metabuf;
+		if (q > 0)
+		{
+			bufs[nbufs++] = oldbuf;
+			bufs[nbufs++] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q));
+			LockBuffer(bufs[nbufs - 1], BUFFER_LOCK_EXCLUSIVE);
+		}
+		else
+			bufs[nbufs++] = oldbuf; /* page 0's block is new page 0 */
+		bufs[nbufs++] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q + 1));
+		LockBuffer(bufs[nbufs - 1], BUFFER_LOCK_EXCLUSIVE);
 
 		state = change_start(index, wal);
 		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
-		lo = change_page(state, bufs[1], FBF_XLOG_FULL_IMAGE);
-		hi = change_page(state, bufs[2], FBF_XLOG_FULL_IMAGE);
+		if (q > 0)
+			CuckooPageGetOpaque(change_page(state, oldbuf, 0))->flags |= CUCKOO_MOVED;
+		lo = change_page(state, bufs[nbufs - 2], FBF_XLOG_FULL_IMAGE);
+		hi = change_page(state, bufs[nbufs - 1], FBF_XLOG_FULL_IMAGE);
 		CuckooInitSlotPage(lo, CUCKOO_BUCKET, &layout);
 		CuckooInitSlotPage(hi, CUCKOO_BUCKET, &layout);
+		CuckooStampPage(lo, generation);
+		CuckooStampPage(hi, generation);
 		CuckooPageGetOpaque(lo)->overflow = oopaque->overflow;
 		CuckooPageGetOpaque(hi)->overflow = oopaque->overflow;
 		CuckooPageGetOpaque(lo)->summary = oopaque->summary;
@@ -284,10 +306,13 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		{
 			meta->npages = 2 * n;
 			meta->growing = 0;
+			/* every live page is now stamped if this doubling stamped all */
+			if (meta->stamping == meta->generation)
+				meta->stamped = 1;
 		}
-		change_finish(index, state, bufs, 3);
-		UnlockReleaseBuffer(bufs[1]);
-		UnlockReleaseBuffer(bufs[2]);
+		change_finish(index, state, bufs, nbufs);
+		for (int i = 1; i < nbufs; i++)
+			UnlockReleaseBuffer(bufs[i]);
 
 		/* "meta" pointed into the WAL record's page copy, freed by now */
 		meta = CuckooPageGetMeta(BufferGetPage(metabuf));
@@ -338,6 +363,7 @@ grow(Relation index, uint32 observed_npages, bool wal)
 		meta->growing = 1;
 		meta->split_next = n;
 		meta->generation++;
+		meta->stamping = meta->generation;
 		meta->extents[meta->nextents].first_page = n;
 		meta->extents[meta->nextents].first_block = first;
 		meta->nextents++;
@@ -363,12 +389,39 @@ finish_growth(Relation index, bool wal)
 }
 
 /*
- * Insert the entry (hash, tid).  Holds the metapage share lock throughout,
- * so no doubling runs under it.
+ * Insert the entry (hash, tid).
+ *
+ * First without the metapage: address the page with the backend's cached
+ * metapage and, if the page (locked exclusively) still holds the keys of
+ * that addressing, insert there if the key's buckets have room.  That is
+ * safe even while a doubling runs: a page that holds its keys has not been
+ * split yet, and its split step will copy it with the new entry (it waits
+ * for our lock).  Everything else (a stale cache, a full page, a doubling
+ * left growing, an index built by fbf 1.0) takes the metapage share lock
+ * and holds it throughout, so no doubling runs under it.
  */
 void
 CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 {
+	CuckooMetaCache cache = CuckooGetMetaCache(index, false);
+
+	if (cache.meta.stamped && !cache.meta.growing)
+	{
+		CuckooProbe probe;
+		Buffer		buf;
+		bool		done;
+
+		CuckooLocate(&cache.meta, &cache.layout, hash, &probe);
+		buf = ReadBuffer(index, CuckooPageBlock(&cache.meta, probe.page));
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
+		done = CuckooPageHolds(BufferGetPage(buf), probe.generation) &&
+			insert_into_bucket(index, &cache.layout, buf, &probe, tid, wal);
+		UnlockReleaseBuffer(buf);
+		if (done)
+			return;
+	}
+
 	for (;;)
 	{
 		Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
@@ -381,6 +434,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 
 		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 		meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+		CuckooCacheMeta(index, meta);
 		if (meta->growing)
 		{
 			UnlockReleaseBuffer(metabuf);

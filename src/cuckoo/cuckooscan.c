@@ -137,6 +137,57 @@ cuckoorescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 }
 
 /*
+ * Lock (share) the bucket page of the key with this hash, and return it
+ * with the probe and the layout.
+ *
+ * With the backend's cached metapage when it can: address the page, lock
+ * it, and check that it holds the keys of that addressing (its generation
+ * stamp, not split since: CuckooPageHolds).  If not, the cache is stale:
+ * refresh it and try once more.  Failing that (a doubling running under
+ * us), or for an index whose pages are not all stamped (built by fbf 1.0,
+ * not doubled since), the metapage's way: lock it, address, lock the page,
+ * unlock the metapage, as no doubling can run meanwhile.
+ */
+static Buffer
+lock_bucket_page(Relation index, uint64 hash, CuckooProbe *probe,
+				 CuckooLayout *layout)
+{
+	CuckooMetaCache cache = CuckooGetMetaCache(index, false);
+	Buffer		metabuf;
+	CuckooMetaPage meta;
+	Buffer		buf;
+
+	for (int attempt = 0; attempt < 2 && cache.meta.stamped; attempt++)
+	{
+		CuckooLocate(&cache.meta, &cache.layout, hash, probe);
+		buf = ReadBuffer(index, CuckooPageBlock(&cache.meta, probe->page));
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
+		if (CuckooPageHolds(BufferGetPage(buf), probe->generation))
+		{
+			*layout = cache.layout;
+			return buf;
+		}
+		UnlockReleaseBuffer(buf);
+		if (attempt > 0)
+			break;
+		cache = CuckooGetMetaCache(index, true);
+	}
+
+	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
+	CuckooCacheMeta(index, meta);
+	CuckooMetaLayout(meta, layout);
+	CuckooLocate(meta, layout, hash, probe);
+	buf = ReadBuffer(index, CuckooPageBlock(meta, probe->page));
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	UnlockReleaseBuffer(metabuf);
+	CuckooCheckPage(index, buf, CUCKOO_BUCKET);
+	return buf;
+}
+
+/*
  * Append the entries of the key with this hash to so->items: its page's
  * two buckets, and the page's overflow chain if the summary admits it.
  */
@@ -146,29 +197,16 @@ search_hash(IndexScanDesc scan, uint64 hash)
 	CuckooScanOpaque so = (CuckooScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
 	bool		skip_killed = scan->ignore_killed_tuples;
-	Buffer		metabuf;
 	Buffer		buf;
-	CuckooMetaPage meta;
 	CuckooLayout layout;
 	CuckooProbe probe;
 	Page		page;
-	BlockNumber blkno;
 	BlockNumber next;
 	uint32		slots[2 * CUCKOO_MAX_BUCKET_SIZE];
 	int			nfound;
 
-	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
-	CuckooMetaLayout(meta, &layout);
+	buf = lock_bucket_page(index, hash, &probe, &layout);
 	so->layout = layout;
-	CuckooLocate(meta, &layout, hash, &probe);
-	blkno = CuckooPageBlock(meta, probe.page);
-	buf = ReadBuffer(index, blkno);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	UnlockReleaseBuffer(metabuf);
-
-	CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 	page = BufferGetPage(buf);
 
 	nfound = cuckoo_block_find(&layout, CuckooPageGetBlock(page), probe.tag,

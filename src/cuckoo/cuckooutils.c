@@ -145,6 +145,8 @@ CuckooInitMetaPage(Page page, const CuckooOptions *opts, uint32 npages)
 	meta->nextents = 1;
 	meta->extents[0].first_page = 0;
 	meta->extents[0].first_block = CUCKOO_METAPAGE_BLKNO + 1;
+	meta->stamped = 1;			/* the build stamps its bucket pages */
+	meta->stamping = 0;
 	set_lower(page, sizeof(CuckooMetaPageData));
 }
 
@@ -161,6 +163,74 @@ CuckooReadMeta(Relation index, CuckooMetaPageData *meta, CuckooLayout *layout)
 	*meta = *CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 	UnlockReleaseBuffer(metabuf);
 	CuckooMetaLayout(meta, layout);
+}
+
+/*
+ * The backend's cached copy of the metapage, read now if there is none or
+ * "refresh".  Returned by value: the relcache entry may be rebuilt (and
+ * rd_amcache freed) whenever invalidations are processed.
+ *
+ * A cached copy may be stale by any number of doublings.  Whoever uses it
+ * to address a bucket page must check, with the page locked, that the page
+ * still holds the keys it was addressed for (CuckooPageHolds), and refresh
+ * the copy (or take the metapage lock) if not.  The extents list only
+ * grows, so a logical page keeps its block forever: a stale copy reads the
+ * right block, possibly in another generation.
+ */
+CuckooMetaCache
+CuckooGetMetaCache(Relation index, bool refresh)
+{
+	if (index->rd_amcache == NULL || refresh)
+	{
+		Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+
+		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+		CuckooCacheMeta(index, CuckooCheckMetaPage(index, BufferGetPage(metabuf)));
+		UnlockReleaseBuffer(metabuf);
+	}
+	return *(CuckooMetaCache *) index->rd_amcache;
+}
+
+/* Replace the backend's cached copy with this (checked) metapage. */
+void
+CuckooCacheMeta(Relation index, const CuckooMetaPageData *meta)
+{
+	CuckooMetaCache *cache = (CuckooMetaCache *) index->rd_amcache;
+
+	if (cache == NULL)
+	{
+		cache = MemoryContextAlloc(index->rd_indexcxt, sizeof(CuckooMetaCache));
+		index->rd_amcache = cache;
+	}
+	cache->meta = *meta;
+	CuckooMetaLayout(meta, &cache->layout);
+}
+
+/* Stamp a bucket page as a live page of generation "generation". */
+void
+CuckooStampPage(Page page, uint32 generation)
+{
+	CuckooPageOpaque opaque = CuckooPageGetOpaque(page);
+
+	Assert(generation <= CUCKOO_GEN_MASK);
+	opaque->flags &= ~(CUCKOO_MOVED | (CUCKOO_GEN_MASK << CUCKOO_GEN_SHIFT));
+	opaque->flags |= CUCKOO_STAMPED | (generation << CUCKOO_GEN_SHIFT);
+}
+
+/*
+ * Does this (locked) bucket page hold the keys of a probe made for a table
+ * of generation "generation"?  Only if it is stamped with that generation
+ * and not split since: a logical page's block holds, in turn, the page of
+ * each generation, and between its split and its reuse it is marked
+ * moved.  An unstamped page (fbf 1.0) proves nothing.
+ */
+bool
+CuckooPageHolds(Page page, uint32 generation)
+{
+	uint16		flags = CuckooPageGetOpaque(page)->flags;
+
+	return (flags & (CUCKOO_STAMPED | CUCKOO_MOVED)) == CUCKOO_STAMPED &&
+		((flags >> CUCKOO_GEN_SHIFT) & CUCKOO_GEN_MASK) == generation;
 }
 
 /* Error out unless the page in "buf" is a cuckoo page of one of these kinds. */
@@ -213,6 +283,7 @@ CuckooCheckMetaPage(Relation index, Page page)
 		meta->npages == 0 ||
 		meta->nextents == 0 || meta->nextents > CUCKOO_MAX_EXTENTS ||
 		meta->extents[0].first_page != 0 ||
+		meta->stamped > 1 || meta->generation > CUCKOO_GEN_MASK ||
 		(meta->growing && (meta->split_next > meta->npages ||
 						   meta->extents[meta->nextents - 1].first_page != meta->npages)))
 		ereport(ERROR,
@@ -239,17 +310,24 @@ CuckooLocateIn(uint32 npages, const CuckooLayout *layout,
 
 /*
  * The same in the table the metapage describes, allowing for a doubling
- * under way: pages below split_next still hold their keys, the others have
- * moved to 2q or 2q + 1 (and their tags lost a rest bit).
+ * under way: pages below split_next still hold their keys (they are of the
+ * previous generation), the others have moved to 2q or 2q + 1 (and their
+ * tags lost a rest bit).  Also the generation stamp the page must carry.
  */
 void
 CuckooLocate(const CuckooMetaPageData *meta, const CuckooLayout *layout,
 			 uint64 hash, CuckooProbe *probe)
 {
 	CuckooLocateIn(meta->npages, layout, meta->fingerprint_bits, hash, probe);
-	if (meta->growing && probe->page >= meta->split_next)
-		CuckooLocateIn(meta->npages * 2, layout, meta->fingerprint_bits, hash,
-					   probe);
+	probe->generation = meta->generation;
+	if (meta->growing)
+	{
+		if (probe->page >= meta->split_next)
+			CuckooLocateIn(meta->npages * 2, layout, meta->fingerprint_bits,
+						   hash, probe);
+		else
+			probe->generation = meta->generation - 1;
+	}
 }
 
 /* Block holding logical bucket page "logical_page". */

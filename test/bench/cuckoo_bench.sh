@@ -45,7 +45,9 @@
 #    (-M prepared, 2 clients, SECONDS) on present keys:
 #        \set k random(1, rows)
 #        SELECT pad FROM t WHERE k = :k;          (bloom: k4 = :k)
-#    Medians.  First round: the generic plan must use the index, and the
+#    Medians; and cuckoo / hash, the targets of the cached metapage
+#    (lookups/s >= 1.05, buffers per lookup <= 1), median and per round.
+#    First round: the generic plan must use the index, and the
 #    buffers per lookup are the mean of EXPLAIN (ANALYZE, BUFFERS) over 200
 #    random present keys (every plan checked for the index's name); and
 #    over 2,000 absent keys (rows + 1 ..), with the rows the index returned
@@ -412,6 +414,8 @@ done
 	for type in $TYPES; do
 		echo "$type,present_tps_median,${MED[present,$type]},$(ratio "${MED[present,$type]}" "${MED[present,btree]}"),${TPS[present,$type]# }"
 	done
+	echo "cuckoo,present_tps_ratio_to_hash,$(ratio "${MED[present,cuckoo]}" "${MED[present,hash]}"),,"
+	echo "cuckoo,present_buffers_ratio_to_hash,$(ratio "${BUF[present,cuckoo]}" "${BUF[present,hash]}"),,"
 	for type in $TYPES; do
 		echo "$type,present_buffers_per_lookup,${BUF[present,$type]},$(ratio "${BUF[present,$type]}" "${BUF[present,btree]}"),"
 	done
@@ -459,6 +463,8 @@ row "build ms (median)" "$(num "${MED[build,btree]}" 1)" "$(num "${MED[build,has
 row "present keys: lookups/s" "$(num "${MED[present,btree]}")" "$(num "${MED[present,hash]}")" "$(num "${MED[present,cuckoo]}")" "$(num "${MED[present,bloom]}")"
 row "present keys: buffers/lookup" "${BUF[present,btree]}" "${BUF[present,hash]}" "${BUF[present,cuckoo]}" "${BUF[present,bloom]}"
 row "absent keys: buffers/lookup" "${BUF[absent,btree]}" "${BUF[absent,hash]}" "${BUF[absent,cuckoo]}" "${BUF[absent,bloom]}"
+echo "cuckoo / hash (targets: lookups/s >= 1.05, buffers/lookup <= 1.00): present keys: lookups/s $(ratio "${MED[present,cuckoo]}" "${MED[present,hash]}"), buffers/lookup $(ratio "${BUF[present,cuckoo]}" "${BUF[present,hash]}")"
+echo "runs, cuckoo / hash per round: $(paste -d' ' <(tr ' ' '\n' <<<"${TPS[present,cuckoo]# }") <(tr ' ' '\n' <<<"${TPS[present,hash]# }") | while read -r c h; do printf '%s ' "$(ratio "$c" "$h")"; done)"
 echo "absent keys: false positives (heap rows rechecked) per lookup: btree ${FP[btree]}, hash ${FP[hash]}, cuckoo ${FP[cuckoo]}, bloom ${FP[bloom]}"
 echo "btree built with 2 parallel workers: $(num "${MED[build,btree_parallel]}" 1) ms; cuckoo / that $(ratio "${MED[build,cuckoo]}" "${MED[build,btree_parallel]}")"
 echo "runs: build ms: btree${BUILD[btree]}, hash${BUILD[hash]}, cuckoo${BUILD[cuckoo]}, bloom${BUILD[bloom]}, btree parallel${BUILD[btree_parallel]}"
