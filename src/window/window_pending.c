@@ -506,21 +506,26 @@ FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 	int64		total = 0;
 	uint32		c;
 
+	/*
+	 * Each chain is locked whole, head first, as a drain locks it: a page
+	 * read after its predecessor was let go could have been unlinked
+	 * meanwhile (FbfChainDrain moves empty overflow pages to the spare
+	 * list), and its link would lead anywhere.
+	 */
 	for (c = 0; c < meta->nchains; c++)
 	{
-		BlockNumber blkno = FbfPendingBlock(meta, c);
+		FbfPendingChain chain;
+		int			p;
 
-		while (blkno != InvalidBlockNumber)
+		FbfChainLockMode(index, meta, c, BUFFER_LOCK_SHARE, &chain);
+		for (p = 0; p < chain.n; p++)
 		{
-			Buffer		buf = FbfWindowReadPage(index, blkno, BUFFER_LOCK_SHARE,
-												FBF_PAGE_ID_PENDING);
 			int			n;
 
-			FbfWindowPageGetEntries(BufferGetPage(buf), &n);
+			FbfWindowPageGetEntries(BufferGetPage(chain.bufs[p]), &n);
 			total += n;
-			blkno = FbfWindowPageGetOpaque(BufferGetPage(buf))->next;
-			UnlockReleaseBuffer(buf);
 		}
+		FbfChainRelease(&chain);
 	}
 	return total;
 }
