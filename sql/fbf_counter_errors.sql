@@ -199,3 +199,7 @@ SELECT count(*) AS plain_tables_left FROM pg_class WHERE relname IN ('c', 'tiny'
 CREATE EXTENSION fbf;
 CREATE INDEX c_fbf ON c USING fbf_filter (shard) WITH (retention_ms = 60000);
 SELECT idempotent_increment('c', 9, 1, 1), idempotent_increment('c', 9, 1, 1);
+
+-- leave no roles behind: a second run on the same cluster creates them again
+DROP OWNED BY fbf_reader, fbf_writer, fbf_blind, fbf_columns, fbf_nobody;
+DROP ROLE fbf_reader, fbf_writer, fbf_blind, fbf_columns, fbf_nobody;
