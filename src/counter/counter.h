@@ -79,6 +79,16 @@ typedef enum FbfDirectResult
 	FBF_DIRECT_UNSUPPORTED		/* nothing done: run the UPDATE */
 } FbfDirectResult;
 
+/* one operation of a batch: its identity and its place in the arrays */
+typedef struct FbfBatchOp
+{
+	FbfHash		hash;
+	int			index;
+} FbfBatchOp;
+
+/* counter_batch.c */
+extern int	FbfBatchOpCmp(const void *a, const void *b);
+
 /* counter_delta.c */
 extern FbfCounterRel *FbfCounterRelGet(Relation heap);
 extern FbfDirectResult FbfCounterAddDirect(Relation heap, text *key,

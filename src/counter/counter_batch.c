@@ -102,19 +102,16 @@ fbf_increment_outcome_uuid(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------------
  */
 
-/* one operation of a batch: its identity and its place in the arrays */
-typedef struct BatchOp
+/*
+ * The canonical order of a batch, for qsort on FbfBatchOp: by hash, then
+ * by place (first occurrence first).  Batches of claims (dedup.c) use it
+ * too.
+ */
+int
+FbfBatchOpCmp(const void *a, const void *b)
 {
-	FbfHash		hash;
-	int			index;
-} BatchOp;
-
-/* the canonical order: by hash, then by place (first occurrence first) */
-static int
-batch_op_cmp(const void *a, const void *b)
-{
-	const BatchOp *x = (const BatchOp *) a;
-	const BatchOp *y = (const BatchOp *) b;
+	const FbfBatchOp *x = (const FbfBatchOp *) a;
+	const FbfBatchOp *y = (const FbfBatchOp *) b;
 
 	if (x->hash.h1 != y->hash.h1)
 		return x->hash.h1 < y->hash.h1 ? -1 : 1;
@@ -203,7 +200,7 @@ increment_batch(FunctionCallInfo fcinfo, char tag)
 	Datum	   *seqs;
 	Datum	   *deltas;
 	int			n;
-	BatchOp    *ops;
+	FbfBatchOp *ops;
 	FbfHash    *hashes;
 	FbfHash    *legacy = NULL;
 	int64	   *sorted_deltas;
@@ -231,19 +228,19 @@ increment_batch(FunctionCallInfo fcinfo, char tag)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("client_ids, seqs and deltas of idempotent_increment must have the same length")));
-	if ((Size) n > MaxAllocSize / Max(sizeof(BatchOp), 2 * sizeof(FbfHash)))
+	if ((Size) n > MaxAllocSize / Max(sizeof(FbfBatchOp), 2 * sizeof(FbfHash)))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("too many operations in one call of idempotent_increment: %d", n)));
 
 	/* the canonical order; repeats of an operation follow its first */
-	ops = palloc(Max(n, 1) * sizeof(BatchOp));
+	ops = palloc(Max(n, 1) * sizeof(FbfBatchOp));
 	for (i = 0; i < n; i++)
 	{
 		ops[i].hash = FbfOperationHash(tag, key, clients[i], DatumGetInt64(seqs[i]));
 		ops[i].index = i;
 	}
-	qsort(ops, n, sizeof(BatchOp), batch_op_cmp);
+	qsort(ops, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
 
 	/* in that order; FbfCounterApply dismisses a repeat without asking */
 	hashes = palloc(Max(n, 1) * sizeof(FbfHash));

@@ -174,38 +174,16 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 				 errmsg("%s of fbf_claim must not be null", name)));
 }
 
-/* One claim of the batch being made, and its answer. */
-typedef struct Claim
-{
-	FbfHash		hash;
-	int			pos;			/* in the caller's order */
-	bool		claimed;
-} Claim;
-
-static int
-claim_cmp(const void *a, const void *b)
-{
-	const Claim *x = a;
-	const Claim *y = b;
-
-	if (x->hash.h1 != y->hash.h1)
-		return x->hash.h1 < y->hash.h1 ? -1 : 1;
-	if (x->hash.h2 != y->hash.h2)
-		return x->hash.h2 < y->hash.h2 ? -1 : 1;
-	return x->pos - y->pos;		/* the first of equal ids claims */
-}
-
 /*
- * Claim n ids, given by their hashes, in dedup table `relid`; claims[i].claimed
- * gets the answer of claims[i] (whose order is kept).  The window is asked
- * in hash order (see the file header).
+ * Claim n ids, given by their hashes, in dedup table `relid`: the window is
+ * asked in the canonical order (FbfBatchOpCmp; see the file header), which
+ * this sorts `ops` into; claimed[ops[i].index] gets each answer.
  */
 static void
-claim_all(Oid relid, Claim *claims, int n)
+claim_all(Oid relid, FbfBatchOp *ops, int n, bool *claimed)
 {
 	Relation	heap;
 	Relation	index;
-	Claim	  **order;
 	bool		grow = false;
 	int			i;
 	int			applied = 0;
@@ -216,27 +194,16 @@ claim_all(Oid relid, Claim *claims, int n)
 	FbfCounterOpen(relid, FBF_DEDUP_CLAIM, RowExclusiveLock, &heap, &index);
 	FbfCounterNoteOperation();
 
-	order = palloc(sizeof(Claim *) * Max(n, 1));
 	if (n > 1)
-	{
-		Claim	   *sorted = palloc(sizeof(Claim) * n);
-
-		memcpy(sorted, claims, sizeof(Claim) * n);
-		qsort(sorted, n, sizeof(Claim), claim_cmp);
-		for (i = 0; i < n; i++)
-			order[i] = &claims[sorted[i].pos];
-		pfree(sorted);
-	}
-	else if (n == 1)
-		order[0] = &claims[0];
-
+		qsort(ops, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
 	for (i = 0; i < n; i++)
 	{
 		bool		overfull = false;
+		bool		c;
 
-		order[i]->claimed =
-			FbfWindowApply(index, &order[i]->hash, NULL, &overfull) == FBF_OP_APPLIED;
-		applied += order[i]->claimed;
+		c = FbfWindowApply(index, &ops[i].hash, NULL, &overfull) == FBF_OP_APPLIED;
+		claimed[ops[i].index] = c;
+		applied += c;
 		grow |= overfull;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -246,21 +213,21 @@ claim_all(Oid relid, Claim *claims, int n)
 	if (grow)
 		FbfCounterGrow(index);
 	FbfCounterClose(heap, index);
-	pfree(order);
 }
 
 /* fbf_claim(dedup regclass, id): true once per id within the retention */
 static Datum
 claim_one(FunctionCallInfo fcinfo, Oid typid)
 {
-	Claim		claim;
+	FbfBatchOp	claim;
+	bool		claimed;
 
 	require_arg(fcinfo, 0, "dedup");
 	require_arg(fcinfo, 1, "id");
 	claim.hash = claim_hash(id_tag(typid), PG_GETARG_DATUM(1));
-	claim.pos = 0;
-	claim_all(PG_GETARG_OID(0), &claim, 1);
-	PG_RETURN_BOOL(claim.claimed);
+	claim.index = 0;
+	claim_all(PG_GETARG_OID(0), &claim, 1, &claimed);
+	PG_RETURN_BOOL(claimed);
 }
 
 Datum
@@ -291,16 +258,17 @@ fbf_claim_uuid(PG_FUNCTION_ARGS)
 Datum
 fbf_claim_op(PG_FUNCTION_ARGS)
 {
-	Claim		claim;
+	FbfBatchOp	claim;
+	bool		claimed;
 
 	require_arg(fcinfo, 0, "dedup");
 	require_arg(fcinfo, 1, "client_id");
 	require_arg(fcinfo, 2, "seq");
 	claim.hash = FbfOperationHash(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
 								  NULL, PG_GETARG_DATUM(1), PG_GETARG_INT64(2));
-	claim.pos = 0;
-	claim_all(PG_GETARG_OID(0), &claim, 1);
-	PG_RETURN_BOOL(claim.claimed);
+	claim.index = 0;
+	claim_all(PG_GETARG_OID(0), &claim, 1, &claimed);
+	PG_RETURN_BOOL(claimed);
 }
 
 /*
@@ -339,13 +307,13 @@ array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 
 /* the answers of a batch, in the ids' order, as a boolean[] */
 static Datum
-claims_result(Claim *claims, int n)
+claims_result(const bool *claimed, int n)
 {
 	Datum	   *answers = palloc(sizeof(Datum) * Max(n, 1));
 	int			i;
 
 	for (i = 0; i < n; i++)
-		answers[i] = BoolGetDatum(claims[i].claimed);
+		answers[i] = BoolGetDatum(claimed[i]);
 	return PointerGetDatum(construct_array(answers, n, BOOLOID, 1, true, TYPALIGN_CHAR));
 }
 
@@ -361,21 +329,23 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	Datum	   *ids;
 	Oid			typid;
 	int			n;
-	Claim	   *claims;
+	FbfBatchOp *claims;
+	bool	   *claimed;
 	int			i;
 	char		tag;
 
 	require_arg(fcinfo, 0, "dedup");
 	n = array_arg(fcinfo, 1, "ids", &ids, &typid);
 	tag = id_tag(typid);
-	claims = palloc(sizeof(Claim) * Max(n, 1));
+	claims = palloc(sizeof(FbfBatchOp) * Max(n, 1));
+	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
 		claims[i].hash = claim_hash(tag, ids[i]);
-		claims[i].pos = i;
+		claims[i].index = i;
 	}
-	claim_all(PG_GETARG_OID(0), claims, n);
-	PG_RETURN_DATUM(claims_result(claims, n));
+	claim_all(PG_GETARG_OID(0), claims, n, claimed);
+	PG_RETURN_DATUM(claims_result(claimed, n));
 }
 
 /*
@@ -390,7 +360,8 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	Oid			client_type;
 	Oid			seq_type;
 	int			n;
-	Claim	   *claims;
+	FbfBatchOp *claims;
+	bool	   *claimed;
 	int			i;
 	char		tag;
 
@@ -402,14 +373,15 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 				 errmsg("client_ids and seqs of fbf_claim must have the same length")));
 	Assert(seq_type == INT8OID);
 	tag = op_tag(client_type);
-	claims = palloc(sizeof(Claim) * Max(n, 1));
+	claims = palloc(sizeof(FbfBatchOp) * Max(n, 1));
+	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
 		claims[i].hash = FbfOperationHash(tag, NULL, clients[i], DatumGetInt64(seqs[i]));
-		claims[i].pos = i;
+		claims[i].index = i;
 	}
-	claim_all(PG_GETARG_OID(0), claims, n);
-	PG_RETURN_DATUM(claims_result(claims, n));
+	claim_all(PG_GETARG_OID(0), claims, n, claimed);
+	PG_RETURN_DATUM(claims_result(claimed, n));
 }
 
 /* ----------------------------------------------------------------------
