@@ -3,7 +3,7 @@
 -- in flight until COMMIT PREPARED (remembered) or ROLLBACK PREPARED
 -- (forgotten); a duplicate meanwhile waits for it, as for any open
 -- transaction.  Drains leave it pending.  test/isolation/specs/
--- counter_prepared.spec shows the waits end; test/t/019_prepared_crash.pl
+-- counter_prepared.spec shows the waits end; test/t/020_prepared_crash.pl
 -- a crash between prepare and commit.
 --
 \set SHOW_CONTEXT never
