@@ -241,7 +241,8 @@ cwin_alt_bucket(const CwinLayout *layout, uint32_t bucket, uint32_t fp)
 	uint32_t	n = layout->nbuckets;
 	uint32_t	m = reduce32(mix32(fp * UINT32_C(0x9e3779b1) + UINT32_C(0x7f4a7c15)), n);
 
-	return (m + n - bucket) % n;
+	/* (m + n - bucket) % n without a division: m, bucket < n */
+	return m >= bucket ? m - bucket : m + n - bucket;
 }
 
 void
@@ -329,16 +330,21 @@ static inline uint32_t
 live_tags(const uint8_t *block, const CwinEpochs *epochs)
 {
 	int64_t		base = cwin_header_c(block)->base;
-	uint32_t	mask = 0;
+	int64_t		lo = epochs->epoch - epochs->nlive + 1;
+	int64_t		hi = epochs->epoch;
+	uint32_t	run,
+				shift;
 
-	for (int i = 0; i < epochs->nlive; i++)
-	{
-		int64_t		e = epochs->epoch - i;
-
-		if (e >= base && e <= base + CWIN_TAGS - 1)
-			mask |= UINT32_C(1) << (uint32_t) (e & (CWIN_TAGS - 1));
-	}
-	return mask;
+	/* live epochs that tags of this block can name: [lo, hi] */
+	if (lo < base)
+		lo = base;
+	if (hi > base + CWIN_TAGS - 1)
+		hi = base + CWIN_TAGS - 1;
+	if (lo > hi)
+		return 0;
+	run = (UINT32_C(1) << (uint32_t) (hi - lo + 1)) - 1;
+	shift = (uint32_t) (lo & (CWIN_TAGS - 1));
+	return ((run << shift) | (run >> (CWIN_TAGS - shift))) & 0xFFFF;
 }
 
 uint32_t
@@ -376,12 +382,41 @@ bucket_has(const CwinLayout *layout, const uint8_t *block, uint32_t b,
 		s[2].fp == want[s[2].tag] || s[3].fp == want[s[3].tag];
 }
 
+/* does a bucket hold fingerprint fp under a tag of `live` (a mask by tag)? */
+static inline bool
+word_has(const CwinLayout *layout, cwin_u128 w, uint32_t fp, uint32_t live)
+{
+	CwinSlot	s[CWIN_BUCKET_SLOTS];
+	bool		hit = false;
+
+	decode(layout, w, s);
+	for (int i = 0; i < CWIN_BUCKET_SLOTS; i++)
+		hit |= (s[i].fp == fp) & ((live >> s[i].tag) & 1);
+	return hit;
+}
+
 bool
 cwin_block_contains(const CwinLayout *layout, const uint8_t *block,
 					const CwinEpochs *epochs, const CwinKey *key)
 {
 	uint32_t	want[CWIN_TAGS];
 	int64_t		base = cwin_header_c(block)->base;
+
+	/*
+	 * Every live epoch keyed alike (no split since the oldest began): one
+	 * fingerprint, two buckets, both read before either is looked at, so
+	 * that their cache misses overlap.
+	 */
+	if (epochs->parts[epochs->nlive - 1] == epochs->parts[0])
+	{
+		uint32_t	b2 = cwin_alt_bucket(layout, key->bucket, key->fp[0]);
+		cwin_u128	w1 = bucket_load(layout, block, key->bucket);
+		cwin_u128	w2 = bucket_load(layout, block, b2);
+		uint32_t	live = live_tags(block, epochs);
+
+		return word_has(layout, w1, key->fp[0], live) |
+			word_has(layout, w2, key->fp[0], live);
+	}
 
 	/* what each tag's slots must hold to be this operation: dead ones none */
 	for (uint32_t t = 0; t < CWIN_TAGS; t++)
@@ -393,7 +428,7 @@ cwin_block_contains(const CwinLayout *layout, const uint8_t *block,
 	if (bucket_has(layout, block, key->bucket, want))
 		return true;
 
-	/* the other bucket of each distinct fingerprint (one but after a split) */
+	/* the other bucket of each distinct fingerprint */
 	for (int i = 0; i < epochs->nlive; i++)
 	{
 		uint32_t	b2;

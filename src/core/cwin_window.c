@@ -22,6 +22,15 @@ peak_live(double retention, double rate, int nlive)
 	return rate * retention / (nlive - 1) * nlive;
 }
 
+/* do nparts blocks hold `peak` operations, the fullest too? */
+static bool
+plan_fits(const CwinLayout *layout, double peak, double nparts)
+{
+	double		mean = peak / nparts;
+
+	return mean + CWIN_PLAN_SPREAD * sqrt(mean) <= CWIN_PLAN_LOAD * cwin_nslots(layout);
+}
+
 /* the estimate over an epoch: its mean load is (N + 1/2) / (N + 1) of the peak */
 static double
 plan_fpp(const CwinLayout *layout, double peak, uint32_t nparts, int nlive)
@@ -53,6 +62,8 @@ cwin_plan(double retention, double target, double rate, size_t space,
 		if (!cwin_layout_init(&layout, space, f, CWIN_MAX_KICKS, why))
 			return false;
 		nparts = ceil(peak / (CWIN_PLAN_LOAD * cwin_nslots(&layout)));
+		while (!plan_fits(&layout, peak, nparts) && nparts <= FBF_MAX_PARTS)
+			nparts++;
 		if (nparts > FBF_MAX_PARTS)
 			continue;
 		fpp = plan_fpp(&layout, peak, (uint32_t) nparts, CWIN_PLAN_LIVE);
@@ -93,7 +104,7 @@ cwin_plan_bytes(double retention, double rate, uint64_t bytes, size_t space,
 
 		if (!cwin_layout_init(&layout, space, f, CWIN_MAX_KICKS, why))
 			return false;
-		if (peak > CWIN_PLAN_LOAD * cwin_nslots(&layout) * nparts)
+		if (!plan_fits(&layout, peak, (double) nparts))
 			break;
 		plan->fp_bits = f;
 		plan->nparts = (uint32_t) nparts;

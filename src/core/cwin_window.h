@@ -34,12 +34,14 @@
 #define CWIN_PLAN_LIVE		16
 
 /*
- * Planned live load of a block at the end of an epoch, when it holds the
- * most: blocks hold a Poisson share of the operations, and 4-slot cuckoo
- * buckets fill to about 97%, so planning a little below leaves the
- * fullest blocks room.
+ * How full a planned block may be at the end of an epoch, when it holds
+ * the most.  Blocks hold a Poisson share of the operations (mean L, spread
+ * sqrt(L)), and 4-slot cuckoo buckets take inserts until about 97% full:
+ * a plan keeps L + 3 sqrt(L) within CWIN_PLAN_LOAD of the slots, so that
+ * the fullest of a few hundred blocks still has room.
  */
-#define CWIN_PLAN_LOAD		0.92
+#define CWIN_PLAN_LOAD		0.97
+#define CWIN_PLAN_SPREAD	3.0
 
 /* the live load of a window's fullest block that calls for a split */
 #define CWIN_SPLIT_LOAD		0.96
@@ -84,7 +86,7 @@ extern bool cwin_plan(double retention, double target, double rate,
 /*
  * The window of at most `bytes` (in blocks of `space`) with the lowest
  * estimate for the workload: the widest fingerprint whose blocks still
- * hold the live operations at CWIN_PLAN_LOAD.
+ * hold the live operations as a plan's must (CWIN_PLAN_LOAD).
  */
 extern bool cwin_plan_bytes(double retention, double rate, uint64_t bytes,
 							size_t space, CwinPlan *plan, const char **why);
