@@ -11,8 +11,10 @@
  *	  widest fingerprint they hold: how far below the FBF's false
  *	  positives the cuckoo window gets in the same memory;
  *	- "planned": cwin_plan() for the target;
- *	- "tight": the planned fingerprint in 2% and 4% fewer pages than
- *	  planned: whether inserts then have to wait (the plan's margin).
+ *	- "planned-2%", "-4%": the planned fingerprint in 2% and 4% fewer
+ *	  pages: whether inserts then have to wait (the plan's margin).  A
+ *	  wait makes the window split (cwin_window_wants_split), so such a row
+ *	  ends with twice the pages; its bits are those at the end.
  * Each runs three retentions at its rate (adds: a lookup, then an insert
  * if new), refreshing every period, the FBF alike.  Then:
  *	- FPP: non-members probed through the last retention, after each
@@ -301,10 +303,13 @@ run(FILE *csv, double retention, double rate, double target)
 		char		label[32];
 
 		tight_parts = (uint32_t) floor(planned.nparts * (1 - cut / 100.0));
+		if (tight_parts < 1 || tight_parts == planned.nparts)
+			continue;
 		snprintf(label, sizeof(label), "planned-%d%%", cut);
 		cwin_window_init(&w, planned.fp_bits, tight_parts, planned.nlive, CWIN_PAGE_SPACE, &why);
 		rc = run_cuckoo(&w, retention, rate, planned.period, 200000 / planned.nlive, 4);
-		print_row(csv, label, retention, rate, target, planned.fp_bits, tight_parts, &rc, NAN);
+		/* the pages at the end: a wait makes the window split */
+		print_row(csv, label, retention, rate, target, planned.fp_bits, w.nparts, &rc, NAN);
 		cwin_window_free(&w);
 	}
 	free(f);
