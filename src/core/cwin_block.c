@@ -382,17 +382,20 @@ bucket_has(const CwinLayout *layout, const uint8_t *block, uint32_t b,
 		s[2].fp == want[s[2].tag] || s[3].fp == want[s[3].tag];
 }
 
-/* does a bucket hold fingerprint fp under a tag of `live` (a mask by tag)? */
-static inline bool
+/*
+ * Does a bucket hold fingerprint fp under a tag of `live` (a mask by tag)?
+ * Nonzero if so; computed without branches.
+ */
+static inline uint32_t
 word_has(const CwinLayout *layout, cwin_u128 w, uint32_t fp, uint32_t live)
 {
 	CwinSlot	s[CWIN_BUCKET_SLOTS];
-	bool		hit = false;
+	uint32_t	hit = 0;
 
 	decode(layout, w, s);
 	for (int i = 0; i < CWIN_BUCKET_SLOTS; i++)
-		hit |= (s[i].fp == fp) & ((live >> s[i].tag) & 1);
-	return hit;
+		hit |= (uint32_t) (s[i].fp == fp) & (live >> s[i].tag);
+	return hit & 1;
 }
 
 bool
@@ -414,8 +417,8 @@ cwin_block_contains(const CwinLayout *layout, const uint8_t *block,
 		cwin_u128	w2 = bucket_load(layout, block, b2);
 		uint32_t	live = live_tags(block, epochs);
 
-		return word_has(layout, w1, key->fp[0], live) |
-			word_has(layout, w2, key->fp[0], live);
+		return (word_has(layout, w1, key->fp[0], live) |
+				word_has(layout, w2, key->fp[0], live)) != 0;
 	}
 
 	/* what each tag's slots must hold to be this operation: dead ones none */
