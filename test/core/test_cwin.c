@@ -521,6 +521,74 @@ test_window_random(void)
 }
 
 /*
+ * Growth under a rising rate, by the automatic rule alone: the rate
+ * doubles every epoch for ten epochs (more doublings than routing bits
+ * within one retention), the window splits by 2 after a refresh whenever
+ * cwin_window_wants_split says so.  No operation is lost: each is found
+ * for its live epochs, through waits and splits; entries whose routing
+ * bits ran out are copied; once the rate stops rising, inserts stop
+ * waiting and the fullest block is under the split load.
+ */
+static void
+test_window_growth(void)
+{
+	uint64_t	rng = seed + 6;
+	const char *why;
+	CwinWindow	w;
+	int			nlive = 16;
+	Stored	   *st = malloc(sizeof(Stored) * 2000000);
+	int			nst = 0;
+	uint64_t	fn = 0,
+				waits_late = 0;
+	double		rate = 20;
+
+	CHECK(cwin_window_init(&w, 14, 1, nlive, 512, &why), "%s", why);
+	for (int e = 0; e < 3 * nlive; e++)
+	{
+		if (e >= 4 && e < 14)
+			rate *= 2;
+		for (int i = 0; i < (int) rate; i++)
+		{
+			FbfHash		h = random_hash(&rng);
+
+			cwin_window_insert(&w, &h);
+			st[nst].hash = h;
+			st[nst++].epoch = w.epochs.epoch;
+		}
+		for (int i = 0; i < nst; i++)
+			if (st[i].epoch > w.epochs.epoch - nlive &&
+				!cwin_window_contains(&w, &st[i].hash))
+				fn++;
+		cwin_window_refresh(&w);
+		while (cwin_window_wants_split(&w))
+			CHECK(cwin_window_split(&w, 2, &why), "split: %s", why);
+		{
+			int			kept = 0;
+
+			for (int i = 0; i < nst; i++)
+				if (st[i].epoch > w.epochs.epoch - nlive)
+					st[kept++] = st[i];
+			nst = kept;
+		}
+		if (e == 2 * nlive)
+			waits_late = w.failed_inserts;
+	}
+	CHECK(fn == 0, "%llu false negatives", (unsigned long long) fn);
+	CHECK(w.copies > 0, "routing bits never ran out (%llu splits)", (unsigned long long) w.splits);
+	CHECK(w.failed_inserts == waits_late, "%llu inserts waited at a steady rate",
+		  (unsigned long long) (w.failed_inserts - waits_late));
+	CHECK(cwin_window_max_load(&w) <= CWIN_SPLIT_LOAD, "fullest block at %.3f",
+		  cwin_window_max_load(&w));
+	printf("# growth: %u partitions, %llu splits, %llu copies, %llu waits, estimate %.3g\n",
+		   w.nparts, (unsigned long long) w.splits, (unsigned long long) w.copies,
+		   (unsigned long long) w.failed_inserts, cwin_window_estimate_fpp(&w));
+	for (uint32_t p = 0; p < w.nparts; p++)
+		CHECK(cwin_block_check(&w.layout, cwin_window_block(&w, p), &why), "block %u: %s", p, why);
+	free(st);
+	cwin_window_free(&w);
+}
+
+/*
  * A planned window run at its rate for three retentions: no wait, the
  * measured false-positive rate within 25% of the estimate and under the
  * target.
@@ -641,6 +709,9 @@ main(int argc, char **argv)
 			 "when bits are used up", test_block_split);
 	run_test("windows under random inserts, refreshes and splits: no false "
 			 "negative within the live epochs", test_window_random);
+	run_test("growth under a rising rate by the automatic rule: nothing "
+			 "lost through waits, splits and copies; no wait once steady",
+			 test_window_growth);
 	run_test("planned windows: measured false positives under the target, "
 			 "near the estimate", test_plan_measured);
 	run_test("placements and encoding are frozen (page format)", test_frozen);
