@@ -89,6 +89,24 @@ test_bucket_codes(void)
 		}
 		block = new_block(&layout, 0);
 
+		/* every multiset of four nibbles: its code and back */
+		for (uint32_t n3 = 0; n3 < 16; n3++)
+			for (uint32_t n2 = 0; n2 <= n3; n2++)
+				for (uint32_t n1 = 0; n1 <= n2; n1++)
+					for (uint32_t n0 = 0; n0 <= n1; n0++)
+					{
+						CwinSlot	in[4] = {{n3 | 0x10, 1}, {n1 | 0x10, 2}, {n0 | 0x10, 3}, {n2 | 0x10, 4}};
+						CwinSlot	out[4];
+
+						cwin_bucket_write(&layout, block, 1, in);
+						cwin_bucket_read(&layout, block, 1, out);
+						CHECK((out[0].fp & 0xF) == n0 && (out[1].fp & 0xF) == n1 &&
+							  (out[2].fp & 0xF) == n2 && (out[3].fp & 0xF) == n3,
+							  "f %u: nibbles %u %u %u %u read %u %u %u %u", f, n0, n1, n2, n3,
+							  out[0].fp & 0xF, out[1].fp & 0xF, out[2].fp & 0xF, out[3].fp & 0xF);
+					}
+		cwin_block_init(&layout, block, 0);
+
 		for (int n = 0; n < 20000; n++)
 		{
 			uint32_t	b = (uint32_t) test_rand_below(&rng, layout.nbuckets);
