@@ -31,7 +31,9 @@ typedef unsigned __int128 cwin_u128;
 /*
  * nibbles[c]: the c-th multiset of four nibbles n0 <= n1 <= n2 <= n3,
  * packed n0 | n1 << 4 | n2 << 8 | n3 << 12, in ascending order of the
- * packed value (so codes are found by binary search).
+ * packed value (cwin_code_of counts a multiset's position directly).
+ * Filled on first use: its users (a backend, a test, a benchmark) are
+ * single-threaded.
  */
 static uint16_t cwin_nibbles[CWIN_CODES];
 static bool cwin_nibbles_ready;
