@@ -90,6 +90,12 @@ cat "$logdir/cuckoo.tap"
 count_tap "$logdir/cuckoo.tap" "cuckoo"
 [ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/cuckoo.tap")" -gt 0 ] ||
 	{ failed=$((failed + 1)); failures+=("test_cuckoo exited $rc"); }
+(cd test/core && ./test_cwin) >"$logdir/cwin.tap" 2>&1
+rc=$?
+cat "$logdir/cwin.tap"
+count_tap "$logdir/cwin.tap" "cwin"
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/cwin.tap")" -gt 0 ] ||
+	{ failed=$((failed + 1)); failures+=("test_cwin exited $rc"); }
 
 fbf_log "fuzzing the fbf decoders (bounded)"
 (cd test/core && ./fuzz_decode 300000) >"$logdir/fuzz.tap" 2>&1

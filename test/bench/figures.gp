@@ -65,7 +65,8 @@ set ylabel "counter error (counted - operations) / operations"
 set key top left
 plot "retries.csv" using 1:2 skip 1 with linespoints title "plain counter", \
      "" using 1:3 skip 1 with linespoints title "FBF counter (retention 30 s, 1%)", \
-     "" using 1:4 skip 1 with linespoints title "recyclable Bloom filter, same memory"
+     "" using 1:4 skip 1 with linespoints title "recyclable Bloom filter, same memory", \
+     "" using 1:5 skip 1 with linespoints title "cuckoo window, same memory"
 
 set output "bits.png"
 set title "Bits per element of the window at a given false-positive rate"
@@ -76,4 +77,5 @@ set xrange [0.00005:0.02]
 set key top right
 plot "bits.csv" using 1:2 skip 1 with linespoints lw 2 title "FBF (planned, measured FPP within 25%)", \
      "" using 1:4 skip 1 with linespoints title "one ideal Bloom filter holding exactly the window", \
-     "" using 1:($5 > 0 ? $5 : 1/0) skip 1 with points pt 5 ps 1.5 title "Age-Partitioned Bloom Filter (published)"
+     "" using 1:($5 > 0 ? $5 : 1/0) skip 1 with points pt 5 ps 1.5 title "Age-Partitioned Bloom Filter (published)", \
+     "" using 1:6 skip 1 with linespoints lw 2 title "cuckoo window (planned, 8 kB pages)"

@@ -15,10 +15,12 @@
  *	                   (t = 5 s, m = 6250, k = 5, 3000 elements, linear ramp)
  *	aimd.csv           the AIMD controller under a rising then falling
  *	                   load: estimate, measured FPP, filters, t over time
- *	retries.csv        counter error as retries grow: plain, FBF, and a
- *	                   "recyclable" Bloom filter of the same memory
+ *	retries.csv        counter error as retries grow: plain, FBF, a
+ *	                   "recyclable" Bloom filter and a cuckoo window of
+ *	                   the same memory
  *	bits.csv           bits per window element at measured FPP 1%, 0.1%,
- *	                   0.01%: FBF, one ideal Bloom filter, APBF (published)
+ *	                   0.01%: FBF, one ideal Bloom filter, APBF (published,
+ *	                   -1 where none), cuckoo window (planned, 8 kB pages)
  *
  * Usage: paper_figures <output-directory>
  *
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "bloom_bits.h"
+#include "cwin_window.h"
 #include "fbf_aimd.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"
@@ -339,20 +342,31 @@ next_uniform(uint64_t *s)
  * probability p (and its retries again with p, at most 5 times), 1 to 5 s
  * later, so every retry falls inside the 30 s retention.  Plain
  * counts every arrival; the FBF counter (retention 30 s, sized for 1% at
- * 100/s) and a recyclable Bloom filter of the same total memory (cleared
- * whenever its estimate passes 1%) count an arrival only if their filter
- * says it is new.  Error = (counted - operations) / operations.
+ * 100/s), a recyclable Bloom filter of the same total memory (cleared
+ * whenever its estimate passes 1%) and a cuckoo window of the same memory
+ * (one block of the FBF's bytes, the widest fingerprint it holds, 16 live
+ * epochs of 2 s) count an arrival only if their filter says it is new.
+ * Error = (counted - operations) / operations.
  */
 static void
 retries(void)
 {
-	FILE	   *out = open_csv("retries.csv", "retry_probability,plain_error,fbf_error,recyclable_error");
+	FILE	   *out = open_csv("retries.csv", "retry_probability,plain_error,fbf_error,recyclable_error,cwin_error");
 	double		probs[] = {0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5};
 	FbfPlan		plan;
 	const char *why;
 	int			pi;
 
+	CwinPlan	cplan;
+	size_t		fbf_bytes;
+
 	fbf_plan(30, 0.01, 100, FBF_CHECK_OPTIMIZED, FBF_MAX_FILTERS, &plan, &why);
+	fbf_bytes = fbf_flat_size(plan.nbits, plan.nfilters, 1);
+	if (!cwin_plan_bytes(30, 100, fbf_bytes, fbf_bytes, &cplan, &why))
+	{
+		fprintf(stderr, "cuckoo window: %s\n", why);
+		exit(1);
+	}
 
 	for (pi = 0; pi < 7; pi++)
 	{
@@ -370,8 +384,18 @@ retries(void)
 		int64_t		period_ms = (int64_t) (plan.period * 1000);
 		long		plain = 0,
 					fbf_counted = 0,
-					rec_counted = 0;
+					rec_counted = 0,
+					cwin_counted = 0;
+		CwinWindow	w;
+		int64_t		cwin_refreshed = 0;
+		int64_t		cwin_period_ms = (int64_t) (cplan.period * 1000);
 		int			i;
+
+		if (!cwin_window_init(&w, cplan.fp_bits, 1, cplan.nlive, fbf_bytes, &why))
+		{
+			fprintf(stderr, "cuckoo window: %s\n", why);
+			exit(1);
+		}
 
 		for (i = 0; i < nops; i++)
 		{
@@ -401,6 +425,12 @@ retries(void)
 				   fbf_refresh_within(f, now, 30000))
 				last_refresh = now;
 			fbf_counted += fbf_add(f, &h, FBF_CHECK_OPTIMIZED);
+			while (now - cwin_refreshed >= cwin_period_ms)
+			{
+				cwin_window_refresh(&w);
+				cwin_refreshed += cwin_period_ms;
+			}
+			cwin_counted += cwin_window_add(&w, &h);
 
 			fbf_probes(&h, rk, rbits, probes);
 			if (!bloom_test(rwords, probes, rk))
@@ -415,10 +445,12 @@ retries(void)
 				}
 			}
 		}
-		fprintf(out, "%.2f,%.6f,%.6f,%.6f\n", probs[pi],
+		fprintf(out, "%.2f,%.6f,%.6f,%.6f,%.6f\n", probs[pi],
 				(double) (plain - nops) / nops,
 				(double) (fbf_counted - nops) / nops,
-				(double) (rec_counted - nops) / nops);
+				(double) (rec_counted - nops) / nops,
+				(double) (cwin_counted - nops) / nops);
+		cwin_window_free(&w);
 		free(arr);
 		free(f);
 		free(rwords);
@@ -429,12 +461,14 @@ retries(void)
 /*
  * Bits per window element: the plan for 60 s at 1000/s, run at that rate
  * for three windows, FPP measured; beside an ideal Bloom filter holding
- * exactly one window (1.44 log2(1/p)) and the APBF's published figures.
+ * exactly one window (1.44 log2(1/p)), the APBF's published figures, and
+ * the cuckoo window's plan (cwin_plan, 8 kB pages) run alike, its FPP
+ * measured through the last retention (its load rises within an epoch).
  */
 static void
 bits_per_element(void)
 {
-	FILE	   *out = open_csv("bits.csv", "target,fbf_bits,fbf_measured_fpp,ideal_bloom_bits,apbf_bits");
+	FILE	   *out = open_csv("bits.csv", "target,fbf_bits,fbf_measured_fpp,ideal_bloom_bits,apbf_bits,cwin_bits,cwin_measured_fpp");
 	double		targets[] = {0.01, 0.001, 0.0001};
 	double		apbf[] = {22.8, 33.6, -1};
 	int			t;
@@ -462,14 +496,49 @@ bits_per_element(void)
 			if (p + 1 < 3 * plan.nfilters)
 				fbf_refresh(f, p);
 		}
-		fprintf(out, "%g,%.2f,%.6f,%.2f,", targets[t],
+		fprintf(out, "%g,%.2f,%.6f,%.2f,%.1f,", targets[t],
 				(double) plan.nbits * plan.nfilters / 60000.0,
 				measured(f, FBF_CHECK_OPTIMIZED, 1000000, 60 + t),
-				1.4427 * log2(1.0 / targets[t]));
-		if (apbf[t] > 0)
-			fprintf(out, "%.1f\n", apbf[t]);
-		else
-			fprintf(out, "\n");
+				1.4427 * log2(1.0 / targets[t]), apbf[t]);
+		{
+			CwinPlan	cplan;
+			CwinWindow	w;
+			uint64_t	hits = 0,
+						probes = 0;
+			int			per_epoch;
+
+			if (!cwin_plan(60, targets[t], 1000, CWIN_PAGE_SPACE, &cplan, &why) ||
+				!cwin_window_init(&w, cplan.fp_bits, cplan.nparts, cplan.nlive,
+								  CWIN_PAGE_SPACE, &why))
+			{
+				fprintf(stderr, "cuckoo window: %s\n", why);
+				exit(1);
+			}
+			per_epoch = (int) ceil(1000 * cplan.period);
+			for (p = 0; p < 3 * cplan.nlive; p++)
+			{
+				for (i = 0; i < per_epoch; i++)
+				{
+					FbfHash		h = element(70 + t, (uint64_t) p * per_epoch + i);
+
+					cwin_window_add(&w, &h);
+					if (p >= 2 * cplan.nlive && i % 100 == 99)
+					{
+						for (int j = 0; j < 2000; j++)
+						{
+							FbfHash		x = element(80 + t, probes++);
+
+							hits += cwin_window_contains(&w, &x);
+						}
+					}
+				}
+				cwin_window_refresh(&w);
+			}
+			fprintf(out, "%.2f,%.6f\n",
+					(double) cplan.nparts * CWIN_PAGE_SPACE * 8 / 60000.0,
+					(double) hits / probes);
+			cwin_window_free(&w);
+		}
 		free(f);
 	}
 	fclose(out);
