@@ -122,6 +122,7 @@
 #define CUCKOO_SHAPE			(1 << 3)	/* opaque->shape is valid */
 #define CUCKOO_STAMPED			(1 << 4)	/* bucket page: generation stamp set */
 #define CUCKOO_MOVED			(1 << 5)	/* bucket page: split, awaiting reuse */
+#define CUCKOO_POSTING			(1 << 6)	/* posting page (cuckoopost.c) */
 
 /*
  * A bucket page's generation stamp, in bits 8..13 of its flags: the
@@ -143,8 +144,12 @@ typedef struct CuckooPageOpaqueData
 {
 	uint64		summary;		/* bucket page: tags sent to the chain */
 	BlockNumber overflow;		/* next page of the chain, or Invalid */
-	uint32		nkicks;			/* displacements made by inserts here */
-	uint16		nentries;		/* used slots */
+	union
+	{
+		uint32		nkicks;		/* bucket page: displacements made here */
+		uint32		nrefs;		/* posting page: refs to it (cuckoopost.c) */
+	};
+	uint16		nentries;		/* used slots (refs included) */
 	uint16		flags;
 	uint16		shape;			/* with CUCKOO_SHAPE: slots in the block, |
 								 * CUCKOO_SHAPE_WIDE for 4-byte tags (format
@@ -195,6 +200,60 @@ typedef CuckooMetaPageData *CuckooMetaPage;
 
 #define CuckooPageGetBlock(page) ((uint8 *) PageGetContents(page))
 
+/*
+ * Refs (cuckoopost.c).  A slot whose "TID" has CUCKOO_REF_FLAG in its
+ * offset number holds no heap TID (heap offset numbers stay below 0x8000)
+ * but the block of a posting page, and in the offset's other 15 bits a
+ * list id.  In a bucket page it is a key's *pointer*: its tag is the key's
+ * tag there (kicked and split like any entry's), and the key's rows are in
+ * the posting list it names.  In a posting page it is a *link*: the list's
+ * next page.  A list is named, in every page it has slots in, by the tag
+ * CuckooListTag(fingerprint, id), unique in each of those pages.
+ */
+#define CUCKOO_REF_FLAG			0x8000
+#define CUCKOO_LIST_IDS			0x8000	/* ids are 0 .. 0x7FFF */
+
+static inline bool
+CuckooTidIsRef(const uint8 *tid)
+{
+	ItemPointerData t;
+
+	memcpy(&t, tid, sizeof(t));
+	return (t.ip_posid & CUCKOO_REF_FLAG) != 0;
+}
+
+static inline BlockNumber
+CuckooRefBlock(const uint8 *tid)
+{
+	ItemPointerData t;
+
+	memcpy(&t, tid, sizeof(t));
+	return ItemPointerGetBlockNumberNoCheck(&t);
+}
+
+static inline uint32
+CuckooRefId(const uint8 *tid)
+{
+	ItemPointerData t;
+
+	memcpy(&t, tid, sizeof(t));
+	return t.ip_posid & ~CUCKOO_REF_FLAG;
+}
+
+static inline void
+CuckooMakeRef(ItemPointer tid, BlockNumber blkno, uint32 id)
+{
+	ItemPointerSetBlockNumber(tid, blkno);
+	tid->ip_posid = (OffsetNumber) (CUCKOO_REF_FLAG | id);
+}
+
+/* The tag a list's slots carry in its pages: its key's fingerprint and id. */
+static inline uint32
+CuckooListTag(uint32 fp, uint32 id)
+{
+	return cuckoo_make_tag(fp, (id << 1) | 1);
+}
+
 /* Reloptions */
 typedef struct CuckooOptions
 {
@@ -243,6 +302,24 @@ extern bool cuckooinsert(Relation index, Datum *values, bool *isnull,
 						 struct IndexInfo *indexInfo);
 extern void CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid,
 							 bool wal);
+
+/* cuckoopost.c */
+struct CuckooProbe;
+typedef void (*CuckooListVisit) (void *arg, Buffer buf, uint32 slot);
+extern bool CuckooListAppend(Relation index, const CuckooLayout *layout,
+							 Buffer buf, const struct CuckooProbe *probe,
+							 ItemPointer tid, bool wal);
+extern bool CuckooListCreate(Relation index, const CuckooLayout *layout,
+							 Buffer buf, const struct CuckooProbe *probe,
+							 ItemPointer tid, bool wal);
+extern void CuckooListSearch(Relation index, const CuckooLayout *layout,
+							 uint32 list_tag, BlockNumber head,
+							 bool skip_killed, CuckooListVisit visit,
+							 void *arg);
+extern bool CuckooListVacuum(Relation index, const CuckooLayout *layout,
+							 Buffer buf);
+extern void CuckooRecordSpace(Relation index, const CuckooLayout *layout,
+							  BlockNumber blkno, Page page);
 
 /* cuckooscan.c */
 extern IndexScanDesc cuckoobeginscan(Relation r, int nkeys, int norderbys);
@@ -309,5 +386,14 @@ extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 extern void CuckooPageChanged(Relation index, Buffer buf);
 extern void CuckooSetShape(Page page, const CuckooLayout *layout);
 extern void CuckooMaskPage(Page page);
+
+/*
+ * Page changes: through fbf's WAL (common/fbf_xlog.h) when "wal"; an index
+ * build writes without WAL and logs every page once at the end.
+ */
+extern struct FbfXLogState *CuckooChangeStart(Relation index, bool wal);
+extern Page CuckooChangePage(struct FbfXLogState *state, Buffer buf, int flags);
+extern void CuckooChangeFinish(Relation index, struct FbfXLogState *state,
+							   Buffer *bufs, int nbufs);
 
 #endif							/* CUCKOO_H */

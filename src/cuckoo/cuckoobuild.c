@@ -162,6 +162,18 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	bs->nitems++;
 }
 
+/* qsort of entry numbers by their hash (write_table) */
+static const CuckooSpoolItem *sort_items;
+
+static int
+item_hash_cmp(const void *a, const void *b)
+{
+	uint64		ha = sort_items[*(const uint32 *) a].hash;
+	uint64		hb = sort_items[*(const uint32 *) b].hash;
+
+	return ha < hb ? -1 : ha > hb ? 1 : 0;
+}
+
 static Page
 copy_page(Page page)
 {
@@ -190,6 +202,9 @@ write_table(Relation index, CuckooBuildState *bs)
 	List	   *overflow = NIL;
 	BlockNumber next_overflow = CUCKOO_METAPAGE_BLKNO + 1 + npages;
 	ListCell   *lc;
+	uint32	   *deferred = palloc_extended(sizeof(uint32) * Max(bs->nitems, 1),
+										   MCXT_ALLOC_HUGE);
+	Size		ndeferred = 0;
 
 	/* counting sort of the entries by page */
 	probes = palloc_extended(sizeof(CuckooProbe) * Max(bs->nitems, 1), MCXT_ALLOC_HUGE);
@@ -210,6 +225,12 @@ write_table(Relation index, CuckooBuildState *bs)
 			order[fill[probes[i].page]++] = (uint32) i;
 		pfree(fill);
 	}
+	/* each page's entries by hash, so that a key's rows are adjacent */
+	sort_items = bs->items;
+	for (uint32 q = 0; q < npages; q++)
+		if (start[q + 1] - start[q] > 1)
+			qsort(order + start[q], start[q + 1] - start[q], sizeof(uint32),
+				  item_hash_cmp);
 
 	CuckooInitMetaPage(page.data, &bs->opts, npages);
 	write_page(index, page.data, CUCKOO_METAPAGE_BLKNO);
@@ -228,6 +249,17 @@ write_table(Relation index, CuckooBuildState *bs)
 			CuckooSpoolItem *item = &bs->items[order[j]];
 			uint32		tag = probes[order[j]].tag;
 			int			kicks;
+
+			/*
+			 * Rows of a key beyond bucket_size go to its list, made by
+			 * inserts once the table is written (deferred[]).
+			 */
+			if (j >= start[q] + layout->bucket_size &&
+				bs->items[order[j - layout->bucket_size]].hash == item->hash)
+			{
+				deferred[ndeferred++] = order[j];
+				continue;
+			}
 
 			kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page.data), tag,
 										probes[order[j]].first,
@@ -269,6 +301,15 @@ write_table(Relation index, CuckooBuildState *bs)
 		Assert(blkno == next_overflow);
 	}
 	list_free_deep(overflow);
+
+	/* the keys' lists: the table is written, so as inserts (no WAL yet) */
+	for (Size i = 0; i < ndeferred; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		CuckooInsertHash(index, bs->items[deferred[i]].hash,
+						 &bs->items[deferred[i]].tid, false);
+	}
+	pfree(deferred);
 	pfree(start);
 	pfree(order);
 	pfree(probes);

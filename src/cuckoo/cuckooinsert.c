@@ -31,34 +31,6 @@
 #include "cuckoo.h"
 
 /*
- * Page changes go through fbf's WAL (common/fbf_xlog.h) when "wal"; an index build writes
- * without WAL and logs every page once at the end.
- */
-static inline FbfXLogState *
-change_start(Relation index, bool wal)
-{
-	return wal ? FbfXLogStart(index) : NULL;
-}
-
-static inline Page
-change_page(FbfXLogState *state, Buffer buf, int flags)
-{
-	return state ? FbfXLogRegisterBuffer(state, buf, flags) : BufferGetPage(buf);
-}
-
-static inline void
-change_finish(Relation index, FbfXLogState *state, Buffer *bufs, int nbufs)
-{
-	if (state)
-		FbfXLogFinish(state);
-	else
-		for (int i = 0; i < nbufs; i++)
-			MarkBufferDirty(bufs[i]);
-	for (int i = 0; i < nbufs; i++)
-		CuckooPageChanged(index, bufs[i]);
-}
-
-/*
  * Cuckoo-insert (tag, tid) into the exclusively locked bucket page "buf".
  * False if the key's buckets have no room even after kicks; the page is
  * then untouched.
@@ -75,8 +47,8 @@ insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 	if (CuckooPageGetOpaque(BufferGetPage(buf))->nentries >= cuckoo_nslots(layout))
 		return false;
 
-	state = change_start(index, wal);
-	page = change_page(state, buf, 0);
+	state = CuckooChangeStart(index, wal);
+	page = CuckooChangePage(state, buf, 0);
 	CuckooSetShape(page, layout);
 	kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page), probe->tag,
 								probe->first, (const uint8 *) tid);
@@ -88,8 +60,29 @@ insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 	}
 	CuckooPageGetOpaque(page)->nentries++;
 	CuckooPageGetOpaque(page)->nkicks += (uint32) kicks;
-	change_finish(index, state, &buf, 1);
+	CuckooChangeFinish(index, state, &buf, 1);
 	return true;
+}
+
+/*
+ * Place (tid) in the exclusively locked bucket page "buf", the key's page:
+ * in the key's list if its buckets hold a pointer to one; else in its
+ * buckets; else, with the entries its buckets already hold, in a new list
+ * (cuckoopost.c); else in slots freed by moving another key's duplicates to
+ * a list.  False if none of these can take it: the page is full of single
+ * entries of other keys.
+ */
+static bool
+insert_here(Relation index, const CuckooLayout *layout, Buffer buf,
+			const CuckooProbe *probe, ItemPointer tid, bool wal)
+{
+	if (CuckooListAppend(index, layout, buf, probe, tid, wal))
+		return true;
+	if (insert_into_bucket(index, layout, buf, probe, tid, wal))
+		return true;
+	if (CuckooListCreate(index, layout, buf, probe, tid, wal))
+		return true;
+	return insert_into_bucket(index, layout, buf, probe, tid, wal);
 }
 
 /*
@@ -115,9 +108,9 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 		opage = BufferGetPage(obuf);
 		if (CuckooPageGetOpaque(opage)->nentries < cuckoo_nslots(layout))
 		{
-			state = change_start(index, wal);
-			page = change_page(state, buf, 0);
-			opage = change_page(state, obuf, 0);
+			state = CuckooChangeStart(index, wal);
+			page = CuckooChangePage(state, buf, 0);
+			opage = CuckooChangePage(state, obuf, 0);
 			CuckooSetShape(page, layout);
 			CuckooSetShape(opage, layout);
 			if (cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
@@ -128,7 +121,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 			CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
 			bufs[0] = buf;
 			bufs[1] = obuf;
-			change_finish(index, state, bufs, 2);
+			CuckooChangeFinish(index, state, bufs, 2);
 			UnlockReleaseBuffer(obuf);
 			return;
 		}
@@ -139,9 +132,9 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 	/* every page of the chain is full: push a new one */
 	bufs[0] = buf;
 	bufs[1] = FbfNewBuffer(index);
-	state = change_start(index, wal);
-	page = change_page(state, buf, 0);
-	opage = change_page(state, bufs[1], FBF_XLOG_FULL_IMAGE);
+	state = CuckooChangeStart(index, wal);
+	page = CuckooChangePage(state, buf, 0);
+	opage = CuckooChangePage(state, bufs[1], FBF_XLOG_FULL_IMAGE);
 	CuckooSetShape(page, layout);
 	CuckooInitSlotPage(opage, CUCKOO_OVERFLOW, layout);
 	(void) cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
@@ -150,7 +143,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 	CuckooPageGetOpaque(opage)->overflow = CuckooPageGetOpaque(page)->overflow;
 	CuckooPageGetOpaque(page)->overflow = BufferGetBlockNumber(bufs[1]);
 	CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
-	change_finish(index, state, bufs, 2);
+	CuckooChangeFinish(index, state, bufs, 2);
 	UnlockReleaseBuffer(bufs[1]);
 }
 
@@ -262,12 +255,12 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		bufs[nbufs++] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q + 1));
 		LockBuffer(bufs[nbufs - 1], BUFFER_LOCK_EXCLUSIVE);
 
-		state = change_start(index, wal);
-		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
+		state = CuckooChangeStart(index, wal);
+		meta = CuckooPageGetMeta(CuckooChangePage(state, metabuf, 0));
 		if (q > 0)
-			CuckooPageGetOpaque(change_page(state, oldbuf, 0))->flags |= CUCKOO_MOVED;
-		lo = change_page(state, bufs[nbufs - 2], FBF_XLOG_FULL_IMAGE);
-		hi = change_page(state, bufs[nbufs - 1], FBF_XLOG_FULL_IMAGE);
+			CuckooPageGetOpaque(CuckooChangePage(state, oldbuf, 0))->flags |= CUCKOO_MOVED;
+		lo = CuckooChangePage(state, bufs[nbufs - 2], FBF_XLOG_FULL_IMAGE);
+		hi = CuckooChangePage(state, bufs[nbufs - 1], FBF_XLOG_FULL_IMAGE);
 		CuckooInitSlotPage(lo, CUCKOO_BUCKET, &layout);
 		CuckooInitSlotPage(hi, CUCKOO_BUCKET, &layout);
 		CuckooStampPage(lo, generation);
@@ -310,7 +303,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 			if (meta->stamping == meta->generation)
 				meta->stamped = 1;
 		}
-		change_finish(index, state, bufs, nbufs);
+		CuckooChangeFinish(index, state, bufs, nbufs);
 		for (int i = 1; i < nbufs; i++)
 			UnlockReleaseBuffer(bufs[i]);
 
@@ -358,8 +351,8 @@ grow(Relation index, uint32 observed_npages, bool wal)
 		if (!RELATION_IS_LOCAL(index))
 			UnlockRelationForExtension(index, ExclusiveLock);
 
-		state = change_start(index, wal);
-		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
+		state = CuckooChangeStart(index, wal);
+		meta = CuckooPageGetMeta(CuckooChangePage(state, metabuf, 0));
 		meta->growing = 1;
 		meta->split_next = n;
 		meta->generation++;
@@ -367,7 +360,7 @@ grow(Relation index, uint32 observed_npages, bool wal)
 		meta->extents[meta->nextents].first_page = n;
 		meta->extents[meta->nextents].first_block = first;
 		meta->nextents++;
-		change_finish(index, state, &metabuf, 1);
+		CuckooChangeFinish(index, state, &metabuf, 1);
 	}
 	grow_steps(index, metabuf, wal);
 	UnlockReleaseBuffer(metabuf);
@@ -416,7 +409,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 		done = CuckooPageHolds(BufferGetPage(buf), probe.generation) &&
-			insert_into_bucket(index, &cache.layout, buf, &probe, tid, wal);
+			insert_here(index, &cache.layout, buf, &probe, tid, wal);
 		UnlockReleaseBuffer(buf);
 		if (done)
 			return;
@@ -449,7 +442,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 
-		if (!insert_into_bucket(index, &layout, buf, &probe, tid, wal))
+		if (!insert_here(index, &layout, buf, &probe, tid, wal))
 		{
 			opaque = CuckooPageGetOpaque(BufferGetPage(buf));
 			if (opaque->nentries >= CUCKOO_DENSE_PAGE * cuckoo_nslots(&layout) &&
@@ -469,7 +462,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 					continue;
 				}
 				LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-				if (insert_into_bucket(index, &layout, buf, &probe, tid, wal))
+				if (insert_here(index, &layout, buf, &probe, tid, wal))
 					goto done;
 			}
 			insert_into_overflow(index, &layout, buf, probe.tag, tid, wal);

@@ -22,6 +22,7 @@
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/indexfsm.h"
 #include "utils/rel.h"
 
 #include "cuckoo.h"
@@ -49,11 +50,13 @@ read_growth_state(Relation index, GrowthState *gs, CuckooLayout *layout)
  * One physical pass over the index.  With a callback, empty the slots of
  * dead TIDs; in any case count the entries that remain.
  */
-static void
+static bool
 vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			const CuckooLayout *layout,
 			IndexBulkDeleteCallback callback, void *callback_state)
 {
+	bool		lists_shrank = false;
+
 	Relation	index = info->index;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
 	uint32		nslots = cuckoo_nslots(layout);
@@ -72,7 +75,7 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 								 info->strategy);
 		LockBuffer(buf, callback ? BUFFER_LOCK_EXCLUSIVE : BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		if (!CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW))
+		if (!CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING))
 		{
 			UnlockReleaseBuffer(buf);
 			continue;
@@ -81,8 +84,9 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		block = CuckooPageGetBlock(page);
 		for (uint32 s = 0; s < nslots; s++)
 		{
-			if (!cuckoo_slot_used(layout, block, s))
-				continue;
+			if (!cuckoo_slot_used(layout, block, s) ||
+				CuckooTidIsRef(cuckoo_slot_tid(layout, block, s)))
+				continue;		/* refs name pages, not rows */
 			if (callback &&
 				callback((ItemPointer) cuckoo_slot_tid(layout, block, s),
 						 callback_state))
@@ -106,10 +110,48 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			FbfXLogFinish(state);
 			CuckooPageChanged(index, buf);
 			stats->tuples_removed += removed;
+			if (CuckooPageGetOpaque(BufferGetPage(buf))->flags & CUCKOO_POSTING)
+				lists_shrank = true;
 		}
+		/* "page" was the record's copy, freed by now */
+		page = BufferGetPage(buf);
+		if (CuckooPageGetOpaque(page)->flags & CUCKOO_POSTING)
+			CuckooRecordSpace(index, layout, blkno, page);
 		UnlockReleaseBuffer(buf);
 	}
 	stats->num_pages = nblocks;
+	return lists_shrank;
+}
+
+/*
+ * Tidy the lists of every live bucket page (cuckoopost.c): unlink and free
+ * the posting pages VACUUM emptied, merge pages that fit together, drop
+ * pointers of empty lists.  A page moved by a split is skipped (its
+ * pointers were copied to the halves); a split running meanwhile can only
+ * leave a list untidied until the next VACUUM.
+ */
+static void
+tidy_lists(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+		   const CuckooLayout *layout)
+{
+	Relation	index = info->index;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+	for (BlockNumber blkno = CUCKOO_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 info->strategy);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		if (CuckooIsPage(page, CUCKOO_BUCKET) &&
+			!(CuckooPageGetOpaque(page)->flags & CUCKOO_MOVED))
+			(void) CuckooListVacuum(index, layout, buf);
+		UnlockReleaseBuffer(buf);
+	}
 }
 
 IndexBulkDeleteResult *
@@ -127,12 +169,14 @@ cuckoobulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	read_growth_state(index, &before, &layout);
 	for (;;)
 	{
-		vacuum_pass(info, stats, &layout, callback, callback_state);
+		if (vacuum_pass(info, stats, &layout, callback, callback_state))
+			tidy_lists(info, stats, &layout);
 		read_growth_state(index, &after, NULL);
 		if (memcmp(&before, &after, sizeof(GrowthState)) == 0)
 			break;
 		before = after;
 	}
+	IndexFreeSpaceMapVacuum(index);
 	return stats;
 }
 
