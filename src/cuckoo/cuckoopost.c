@@ -445,9 +445,20 @@ make_list(Relation index, const CuckooLayout *layout, Buffer buf,
 	bufs[0] = buf;
 	bufs[1] = hbuf;
 	CuckooChangeFinish(index, state, bufs, 2);
-	if (CuckooPageGetOpaque(BufferGetPage(hbuf))->nentries < cuckoo_nslots(layout))
+
+	/*
+	 * A new head is where the next lists go while it has room: make it
+	 * visible to searches of the map at once (raising a page's value
+	 * reaches the map's upper levels only when they are vacuumed).
+	 */
+	if (fresh &&
+		CuckooPageGetOpaque(BufferGetPage(hbuf))->nentries < cuckoo_nslots(layout))
+	{
 		CuckooRecordSpace(index, layout, BufferGetBlockNumber(hbuf),
 						  BufferGetPage(hbuf));
+		FreeSpaceMapVacuumRange(index, BufferGetBlockNumber(hbuf),
+								BufferGetBlockNumber(hbuf) + 1);
+	}
 	UnlockReleaseBuffer(hbuf);
 }
 
