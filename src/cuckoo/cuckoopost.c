@@ -70,6 +70,9 @@
 /* Tries of the free space map before extending the index */
 #define FSM_TRIES			4
 
+/* A list of at most 1/CUCKOO_LIST_SMALL of a page moves rather than grows */
+#define CUCKOO_LIST_SMALL	4
+
 static inline Size
 slot_bytes(const CuckooLayout *layout)
 {
@@ -112,7 +115,7 @@ CuckooRecordSpace(Relation index, const CuckooLayout *layout,
  */
 static Buffer
 page_with_room(Relation index, const CuckooLayout *layout, uint32 need,
-			   bool free_only, bool *fresh)
+			   bool free_only, Buffer held, bool *fresh)
 {
 	Size		space = free_only ? FREE_PAGE_SPACE : need * slot_bytes(layout);
 	Buffer		buf;
@@ -125,6 +128,12 @@ page_with_room(Relation index, const CuckooLayout *layout, uint32 need,
 		if (!BlockNumberIsValid(blkno) || blkno == CUCKOO_METAPAGE_BLKNO ||
 			blkno >= RelationGetNumberOfBlocks(index))
 			break;
+		if (BufferIsValid(held) && blkno == BufferGetBlockNumber(held))
+		{
+			/* the page the caller holds (and found full) */
+			CuckooRecordSpace(index, layout, blkno, BufferGetPage(held));
+			continue;
+		}
 		buf = ReadBuffer(index, blkno);
 		if (!ConditionalLockBuffer(buf))
 		{
@@ -195,6 +204,95 @@ page_append(const CuckooLayout *layout, Page page, uint32 tag,
 	if (killed)
 		cuckoo_slot_set_killed(layout, CuckooPageGetBlock(page), (uint32) s);
 	CuckooPageGetOpaque(page)->nentries++;
+}
+
+/* Slots of a page (block) of list "list_tag": entries, and its link if any. */
+static uint32
+count_list(const CuckooLayout *layout, const uint8 *block, uint32 list_tag,
+		   int *link)
+{
+	uint32		n = 0;
+
+	*link = -1;
+	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
+	{
+		if (!cuckoo_slot_used(layout, block, s) ||
+			cuckoo_slot_tag(layout, block, s) != list_tag)
+			continue;
+		if (CuckooTidIsRef(cuckoo_slot_tid(layout, block, s)))
+			*link = (int) s;
+		else
+			n++;
+	}
+	return n;
+}
+
+static uint32 new_list_id(const CuckooLayout *layout, Page page, uint32 fp,
+						  uint32 hint);
+
+/*
+ * Move the small list "list_tag" (c entries, no link) out of its full head
+ * "hbuf" to a page with room for them and (tid), and point the pointer in
+ * slot "ptr" of the bucket page "buf" there.  One record: bucket page, old
+ * head, new head.
+ */
+static void
+move_list(Relation index, const CuckooLayout *layout, Buffer buf, uint32 ptr,
+		  Buffer hbuf, uint32 list_tag, uint32 c, ItemPointer tid, bool wal)
+{
+	const uint8 *bblock = CuckooPageGetBlock(BufferGetPage(buf));
+	uint32		ptag = cuckoo_slot_tag(layout, bblock, ptr);
+	bool		fresh;
+	Buffer		tbuf = page_with_room(index, layout, c + 1, false, hbuf, &fresh);
+	FbfXLogState *state = CuckooChangeStart(index, wal);
+	Page		b = CuckooChangePage(state, buf, 0);
+	Page		h = CuckooChangePage(state, hbuf, 0);
+	Page		t = CuckooChangePage(state, tbuf, fresh ? FBF_XLOG_FULL_IMAGE : 0);
+	uint32		id;
+	uint32		new_tag;
+	ItemPointerData ref;
+	Buffer		bufs[3];
+
+	if (fresh)
+		init_posting_page(t, layout);
+	id = new_list_id(layout, t, cuckoo_tag_fp(ptag), cuckoo_tag_rest(ptag) >> 1);
+	new_tag = CuckooListTag(cuckoo_tag_fp(ptag), id);
+	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
+	{
+		uint8	   *hb = CuckooPageGetBlock(h);
+
+		if (!cuckoo_slot_used(layout, hb, s) ||
+			cuckoo_slot_tag(layout, hb, s) != list_tag)
+			continue;
+		Assert(!CuckooTidIsRef(cuckoo_slot_tid(layout, hb, s)));
+		page_append(layout, t, new_tag, cuckoo_slot_tid(layout, hb, s),
+					cuckoo_slot_killed(layout, hb, s));
+		cuckoo_slot_clear(layout, hb, s);
+		CuckooPageGetOpaque(h)->nentries--;
+	}
+	page_append(layout, t, new_tag, (const uint8 *) tid, false);
+	CuckooPageGetOpaque(h)->nrefs--;
+	CuckooPageGetOpaque(t)->nrefs++;
+	CuckooMakeRef(&ref, BufferGetBlockNumber(tbuf), id);
+	cuckoo_slot_put(layout, CuckooPageGetBlock(b), ptr, ptag, (const uint8 *) &ref);
+	CuckooSetShape(b, layout);
+	CuckooSetShape(h, layout);
+	bufs[0] = buf;
+	bufs[1] = hbuf;
+	bufs[2] = tbuf;
+	CuckooChangeFinish(index, state, bufs, 3);
+
+	/* both pages may take more lists: make their room visible at once */
+	CuckooRecordSpace(index, layout, BufferGetBlockNumber(hbuf), BufferGetPage(hbuf));
+	FreeSpaceMapVacuumRange(index, BufferGetBlockNumber(hbuf),
+							BufferGetBlockNumber(hbuf) + 1);
+	if (fresh)
+	{
+		CuckooRecordSpace(index, layout, BufferGetBlockNumber(tbuf), BufferGetPage(tbuf));
+		FreeSpaceMapVacuumRange(index, BufferGetBlockNumber(tbuf),
+								BufferGetBlockNumber(tbuf) + 1);
+	}
+	UnlockReleaseBuffer(tbuf);
 }
 
 /* The pointer slot of the key's buckets matching the probe, or -1. */
@@ -282,7 +380,7 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 		}
 
 		/* a new page between the head and that one, carrying the link */
-		nbuf = page_with_room(index, layout, 2, true, &fresh);
+		nbuf = page_with_room(index, layout, 2, true, InvalidBuffer, &fresh);
 		CuckooMakeRef(&ref_e, BufferGetBlockNumber(ebuf), CuckooRefId(ref));
 		state = CuckooChangeStart(index, wal);
 		h = CuckooChangePage(state, hbuf, 0);
@@ -320,19 +418,30 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 		ItemPointerData ref_n;
 		bool		exhausted = cuckoo_tag_rest(ptag) == CUCKOO_REST_EMPTY;
 
+		uint32		c = count_list(layout, hblock, list_tag, &link);
+
 		/*
-		 * With none of its entries in the full head, the list moves its head
-		 * to a new page (the pointer changes); not if the pointer may have
-		 * copies in other bucket pages, which would keep the old head: the
-		 * caller then places the entry elsewhere.
+		 * A small list (or none of it: VACUUM emptied it) leaves the full
+		 * head for a page with room for it and the new entry: the pointer
+		 * moves, and the list stays in one page while it is small, however
+		 * its rows and other keys' rows were interleaved.  Not if the
+		 * pointer may have copies in other bucket pages, which would keep
+		 * the old head: such a list grows after its head, and one with
+		 * nothing there leaves the entry to the caller.
 		 */
-		if (e < 0 && exhausted)
+		if (!exhausted && c + 1 <= cuckoo_nslots(layout) / CUCKOO_LIST_SMALL)
+		{
+			move_list(index, layout, buf, (uint32) ptr, hbuf, list_tag, c, tid, wal);
+			UnlockReleaseBuffer(hbuf);
+			return true;
+		}
+		if (e < 0)
 		{
 			UnlockReleaseBuffer(hbuf);
 			return false;
 		}
 
-		nbuf = page_with_room(index, layout, 2, true, &fresh);
+		nbuf = page_with_room(index, layout, 2, true, InvalidBuffer, &fresh);
 		CuckooMakeRef(&ref_n, BufferGetBlockNumber(nbuf), CuckooRefId(ref));
 		state = CuckooChangeStart(index, wal);
 		h = CuckooChangePage(state, hbuf, 0);
@@ -341,32 +450,16 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 			init_posting_page(npage, layout);
 		CuckooPageGetOpaque(npage)->nrefs = 1;
 		page_append(layout, npage, list_tag, (const uint8 *) tid, false);
-		if (e >= 0)
-		{
-			/* one of its entries makes way for the link */
-			page_append(layout, npage, list_tag,
-						cuckoo_slot_tid(layout, hblock, (uint32) e),
-						cuckoo_slot_killed(layout, hblock, (uint32) e));
-			cuckoo_slot_put(layout, CuckooPageGetBlock(h), (uint32) e, list_tag,
-							(const uint8 *) &ref_n);
-			CuckooSetShape(h, layout);
-			bufs[0] = hbuf;
-			bufs[1] = nbuf;
-			CuckooChangeFinish(index, state, bufs, 2);
-		}
-		else
-		{
-			Page		b = CuckooChangePage(state, buf, 0);
-
-			cuckoo_slot_put(layout, CuckooPageGetBlock(b), (uint32) ptr, ptag,
-							(const uint8 *) &ref_n);
-			CuckooSetShape(b, layout);
-			CuckooPageGetOpaque(h)->nrefs--;
-			bufs[0] = hbuf;
-			bufs[1] = nbuf;
-			bufs[2] = buf;
-			CuckooChangeFinish(index, state, bufs, 3);
-		}
+		/* one of its entries makes way for the link */
+		page_append(layout, npage, list_tag,
+					cuckoo_slot_tid(layout, hblock, (uint32) e),
+					cuckoo_slot_killed(layout, hblock, (uint32) e));
+		cuckoo_slot_put(layout, CuckooPageGetBlock(h), (uint32) e, list_tag,
+						(const uint8 *) &ref_n);
+		CuckooSetShape(h, layout);
+		bufs[0] = hbuf;
+		bufs[1] = nbuf;
+		CuckooChangeFinish(index, state, bufs, 2);
 		UnlockReleaseBuffer(nbuf);
 		UnlockReleaseBuffer(hbuf);
 		return true;
@@ -410,7 +503,7 @@ make_list(Relation index, const CuckooLayout *layout, Buffer buf,
 	const uint8 *block = CuckooPageGetBlock(BufferGetPage(buf));
 	uint32		need = (uint32) ngroup + (tid ? 1 : 0);
 	bool		fresh;
-	Buffer		hbuf = page_with_room(index, layout, need, false, &fresh);
+	Buffer		hbuf = page_with_room(index, layout, need, false, InvalidBuffer, &fresh);
 	FbfXLogState *state;
 	Page		b;
 	Page		h;
@@ -606,27 +699,6 @@ CuckooListSearch(Relation index, const CuckooLayout *layout, uint32 list_tag,
 		buf = nbuf;
 	}
 	UnlockReleaseBuffer(buf);
-}
-
-/* Slots of a page (block) of list "list_tag": entries, and its link if any. */
-static uint32
-count_list(const CuckooLayout *layout, const uint8 *block, uint32 list_tag,
-		   int *link)
-{
-	uint32		n = 0;
-
-	*link = -1;
-	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
-	{
-		if (!cuckoo_slot_used(layout, block, s) ||
-			cuckoo_slot_tag(layout, block, s) != list_tag)
-			continue;
-		if (CuckooTidIsRef(cuckoo_slot_tid(layout, block, s)))
-			*link = (int) s;
-		else
-			n++;
-	}
-	return n;
 }
 
 /*
