@@ -84,7 +84,7 @@ CuckooMaskPage(Page page)
 	uint32		tag_bytes;
 	Size		killed;
 
-	if ((opaque->flags & (CUCKOO_BUCKET | CUCKOO_OVERFLOW)) == 0 ||
+	if ((opaque->flags & (CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING)) == 0 ||
 		(opaque->flags & CUCKOO_SHAPE) == 0)
 		return;
 	nslots = opaque->shape & ~CUCKOO_SHAPE_WIDE;
