@@ -25,11 +25,15 @@
  * of fbf 1.0 have no stamp; their metapage says so (stamped = 0) and they
  * are always addressed under the metapage lock.
  *
- * Overflow pages.  When a key's two buckets are full and the page is not
- * (many rows with one key), or the table is too sparse to be worth
- * doubling, the entry goes to an overflow page chained from the bucket
- * page: a plain array searched by tag.  The bucket page keeps a 64-bit
- * summary of the tags sent to its chain, so lookups of other keys skip it.
+ * Posting lists.  When a key's two buckets are full of its rows, they move
+ * to a list in posting pages and one slot becomes a pointer to it (see
+ * "Refs" below and cuckoopost.c), so only lookups of that key read it.
+ *
+ * Overflow pages.  When a distinct key finds its page full and the table
+ * too sparse to be worth doubling, the entry goes to an overflow page
+ * chained from the bucket page: a plain array searched by tag.  The bucket
+ * page keeps a 64-bit summary of the tags sent to its chain, so lookups of
+ * other keys skip it.
  *
  * Growth.  When an insert finds its page full and the table is dense
  * (sampled load >= CUCKOO_GROW_LOAD), the table doubles: page q's entries
@@ -62,6 +66,9 @@
  *	  overflow   locked after its bucket page (exclusive to add, share to
  *	  page       read); a chain shared by two bucket pages is serialised
  *	             by the overflow page's own lock.
+ *	  posting    locked after its key's bucket page, a list's pages in path
+ *	  page       order (readers lock the next before releasing one); pages
+ *	             from the free space map conditionally (cuckoopost.c).
  * Scans copy their matches out of the page and drop its lock before
  * returning the first one.  VACUUM locks one page at a time, and repeats
  * its pass if a doubling ran meanwhile (it could have carried a dead entry

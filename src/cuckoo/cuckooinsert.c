@@ -13,10 +13,12 @@
  *	  page dense, table sparse       an unlucky page: overflow chain;
  *	  table cannot double            overflow chain.
  *
- * So an insert never fails for lack of room and never evicts anything,
- * and a run of duplicates costs overflow pages, not doublings: a doubling
- * needs most sampled pages to be dense, which duplicates of one key cannot
- * make them.
+ * Before any of these, the key's own rows are tried elsewhere (insert_here):
+ * its posting list if its buckets point to one, a new list of the rows its
+ * buckets hold, or slots freed by listing another key's duplicates
+ * (cuckoopost.c).  So an insert never fails for lack of room and never
+ * evicts anything, and a run of duplicates costs list slots, neither
+ * doublings nor overflow pages that other keys' lookups would read.
  *
  *-------------------------------------------------------------------------
  */

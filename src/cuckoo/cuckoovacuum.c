@@ -6,7 +6,10 @@
  * Bulk delete visits every page in physical order, one page locked at a
  * time, and empties the slots whose TIDs VACUUM reports dead; the slots
  * are free for the next insert at once.  Killed slots (kill_prior_tuple
- * hints) are always dead TIDs too, and go the same way.
+ * hints) are always dead TIDs too, and go the same way.  Refs (pointers,
+ * links) name pages, not rows, and are left to a second pass that runs
+ * when list entries were removed: it tidies the lists of each live bucket
+ * page (cuckoopost.c), freeing posting pages into the free space map.
  *
  * A doubling that runs while VACUUM is between pages can carry a dead
  * entry from a page not yet visited to one already visited.  The pass
