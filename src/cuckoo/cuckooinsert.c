@@ -191,8 +191,8 @@ sample_load(Relation index, const CuckooMetaPageData *meta,
 }
 
 /*
- * Run the steps of a doubling that has begun, from split_next down to
- * page 0.  Caller holds the metapage buffer exclusively locked.
+ * Run the next step of a doubling that has begun: split_next - 1.  Caller
+ * holds the metapage buffer exclusively locked.
  *
  * Step q moves old page q's entries to pages 2q and 2q + 1, each to the
  * slot it had, and records split_next = q in the same WAL record.  Pages
@@ -206,7 +206,7 @@ sample_load(Relation index, const CuckooMetaPageData *meta,
  * record, the most fbf's WAL takes.
  */
 static void
-grow_steps(Relation index, Buffer metabuf, bool wal)
+split_step(Relation index, Buffer metabuf, bool wal)
 {
 	CuckooMetaPage meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 	CuckooLayout layout;
@@ -222,7 +222,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 	while (RelationGetNumberOfBlocks(index) < end)
 		UnlockReleaseBuffer(FbfNewBuffer(index));
 
-	while (meta->split_next > 0)
+	Assert(meta->growing && meta->split_next > 0);
 	{
 		uint32		q = meta->split_next - 1;
 		Buffer		oldbuf;
@@ -308,78 +308,98 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		CuckooChangeFinish(index, state, bufs, nbufs);
 		for (int i = 1; i < nbufs; i++)
 			UnlockReleaseBuffer(bufs[i]);
-
-		/* "meta" pointed into the WAL record's page copy, freed by now */
-		meta = CuckooPageGetMeta(BufferGetPage(metabuf));
 	}
 }
 
 /*
- * Double a table of "observed_npages" bucket pages, unless another backend
- * already did (or it cannot double).  Takes the metapage exclusively for
- * the whole doubling.
+ * Begin doubling a table of "observed_npages" bucket pages, unless another
+ * backend already did (or it cannot double): add the new extent, then mark
+ * the metapage growing.  The steps are run by inserts (grow_step), one
+ * each, so that nobody waits for a whole doubling.
+ *
+ * One backend begins a doubling at a time (a heavyweight lock on the
+ * metapage's block, which nothing else takes); the extent is added
+ * holding only that lock and the relation extension lock, so lookups and
+ * inserts go on meanwhile (those that need a new page wait for the
+ * extension), and the metapage is locked only to record the doubling.
  */
 static void
-grow(Relation index, uint32 observed_npages, bool wal)
+begin_growth(Relation index, uint32 observed_npages, bool wal)
 {
-	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	CuckooMetaPageData m;
+	CuckooLayout layout;
+	Buffer		metabuf;
 	CuckooMetaPage meta;
+	FbfXLogState *state;
+	BlockNumber first;
+	uint32		n = observed_npages;
 
+	LockPage(index, CUCKOO_METAPAGE_BLKNO, ExclusiveLock);
+	CuckooReadMeta(index, &m, &layout);
+	if (m.npages != n || !can_double(&m))
+	{
+		UnlockPage(index, CUCKOO_METAPAGE_BLKNO, ExclusiveLock);
+		return;
+	}
+
+	/* the new extent: n blocks at the end, in one piece */
+	if (!RELATION_IS_LOCAL(index))
+		LockRelationForExtension(index, ExclusiveLock);
+	first = RelationGetNumberOfBlocks(index);
+	for (uint32 i = 0; i < n; i++)
+	{
+		Buffer		buf = FbfReadNewBuffer(index);
+
+		Assert(BufferGetBlockNumber(buf) == first + i);
+		ReleaseBuffer(buf);
+	}
+	if (!RELATION_IS_LOCAL(index))
+		UnlockRelationForExtension(index, ExclusiveLock);
+
+	/* no other grower ran meanwhile: the metapage still says "n, idle" */
+	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
-	if (!meta->growing)
-	{
-		uint32		n = meta->npages;
-		BlockNumber first;
-		FbfXLogState *state;
-
-		if (n != observed_npages || !can_double(meta))
-		{
-			UnlockReleaseBuffer(metabuf);
-			return;
-		}
-
-		/* the new extent: n blocks at the end, in one piece */
-		if (!RELATION_IS_LOCAL(index))
-			LockRelationForExtension(index, ExclusiveLock);
-		first = RelationGetNumberOfBlocks(index);
-		for (uint32 i = 0; i < n; i++)
-		{
-			Buffer		buf = FbfReadNewBuffer(index);
-
-			Assert(BufferGetBlockNumber(buf) == first + i);
-			ReleaseBuffer(buf);
-		}
-		if (!RELATION_IS_LOCAL(index))
-			UnlockRelationForExtension(index, ExclusiveLock);
-
-		state = CuckooChangeStart(index, wal);
-		meta = CuckooPageGetMeta(CuckooChangePage(state, metabuf, 0));
-		meta->growing = 1;
-		meta->split_next = n;
-		meta->generation++;
-		meta->stamping = meta->generation;
-		meta->extents[meta->nextents].first_page = n;
-		meta->extents[meta->nextents].first_block = first;
-		meta->nextents++;
-		CuckooChangeFinish(index, state, &metabuf, 1);
-	}
-	grow_steps(index, metabuf, wal);
+	Assert(meta->npages == n && !meta->growing);
+	state = CuckooChangeStart(index, wal);
+	meta = CuckooPageGetMeta(CuckooChangePage(state, metabuf, 0));
+	meta->growing = 1;
+	meta->split_next = n;
+	meta->generation++;
+	meta->stamping = meta->generation;
+	meta->extents[meta->nextents].first_page = n;
+	meta->extents[meta->nextents].first_block = first;
+	meta->nextents++;
+	CuckooChangeFinish(index, state, &metabuf, 1);
+	CuckooCacheMeta(index, CuckooPageGetMeta(BufferGetPage(metabuf)));
 	UnlockReleaseBuffer(metabuf);
+	UnlockPage(index, CUCKOO_METAPAGE_BLKNO, ExclusiveLock);
 }
 
 /*
- * Finish a doubling left half done (by a crash, or an error in the
- * middle).  Anyone who finds the metapage growing calls this.
+ * Run one step of the doubling under way, if there is one: the metapage
+ * is locked exclusively for that step alone (a few page copies), so a
+ * lookup or insert that needs the metapage waits for one step at most.
+ * With "conditional", give up at once if the metapage is busy.
  */
 static void
-finish_growth(Relation index, bool wal)
+grow_step(Relation index, bool wal, bool conditional)
 {
 	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	if (conditional)
+	{
+		if (!ConditionalLockBuffer(metabuf))
+		{
+			ReleaseBuffer(metabuf);
+			return;
+		}
+	}
+	else
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	if (CuckooCheckMetaPage(index, BufferGetPage(metabuf))->growing)
-		grow_steps(index, metabuf, wal);
+		split_step(index, metabuf, wal);
+	CuckooCacheMeta(index, CuckooPageGetMeta(BufferGetPage(metabuf)));
 	UnlockReleaseBuffer(metabuf);
 }
 
@@ -391,16 +411,23 @@ finish_growth(Relation index, bool wal)
  * that addressing, insert there if the key's buckets have room.  That is
  * safe even while a doubling runs: a page that holds its keys has not been
  * split yet, and its split step will copy it with the new entry (it waits
- * for our lock).  Everything else (a stale cache, a full page, a doubling
- * left growing, an index built by fbf 1.0) takes the metapage share lock
- * and holds it throughout, so no doubling runs under it.
+ * for our lock).  Everything else (a stale cache, a full page, an index
+ * built by fbf 1.0) takes the metapage share lock and holds it throughout,
+ * so no split step runs under it.
+ *
+ * While a doubling is under way, every insert runs one of its steps: the
+ * slow path waits for the metapage to do so (once), the fast path only if
+ * the metapage is free.  A doubling of n pages thus ends within about n
+ * inserts, and nobody waits for more than one step.  An insert whose page
+ * is full and not yet split meanwhile overflows (a doubling cannot begin
+ * while one is under way).
  */
 void
 CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 {
 	CuckooMetaCache cache = CuckooGetMetaCache(index, false);
 
-	if (cache.meta.stamped && !cache.meta.growing)
+	if (cache.meta.stamped)
 	{
 		CuckooProbe probe;
 		Buffer		buf;
@@ -414,10 +441,14 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 			insert_here(index, &cache.layout, buf, &probe, tid, wal);
 		UnlockReleaseBuffer(buf);
 		if (done)
+		{
+			if (cache.meta.growing)
+				grow_step(index, wal, true);
 			return;
+		}
 	}
 
-	for (;;)
+	for (bool helped = false;;)
 	{
 		Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 		CuckooMetaPage meta;
@@ -430,10 +461,12 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 		meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 		CuckooCacheMeta(index, meta);
-		if (meta->growing)
+		if (meta->growing && !helped)
 		{
 			UnlockReleaseBuffer(metabuf);
-			finish_growth(index, wal);
+			grow_step(index, wal, false);
+			helped = true;
+			CHECK_FOR_INTERRUPTS();
 			continue;
 		}
 		CuckooMetaLayout(meta, &layout);
@@ -459,7 +492,8 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 				{
 					ReleaseBuffer(buf);
 					UnlockReleaseBuffer(metabuf);
-					grow(index, npages, wal);
+					begin_growth(index, npages, wal);
+					helped = false;
 					CHECK_FOR_INTERRUPTS();
 					continue;
 				}

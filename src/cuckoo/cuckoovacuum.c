@@ -13,11 +13,15 @@
  * heap would then reuse its TID).  A list that lost entries is tidied
  * (cuckoopost.c), freeing posting pages into the free space map.
  *
- * A doubling that runs while VACUUM is between pages can carry a dead
- * entry from a page not yet visited to one already visited.  The pass
- * therefore notes the metapage's growth state before it starts and
- * repeats if that changed by the end: entries move only during a
- * doubling, and the second pass sees them where they ended up.
+ * Split steps run while VACUUM is between pages (a doubling proceeds an
+ * insert at a time), but they only move entries forward in block order:
+ * step q copies page q to pages 2q and 2q + 1, and a logical page's block
+ * grows with its number (extents are appended at the end of the index).
+ * An entry moved from a page not yet visited lands on one not yet
+ * visited; one moved from a visited page was checked there.  So one pass
+ * suffices, however long the doubling runs beside it, provided it also
+ * visits the blocks added while it ran (a doubling's new extent): it
+ * re-reads the index's length when it reaches the end.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,25 +35,6 @@
 #include "utils/rel.h"
 
 #include "cuckoo.h"
-
-typedef struct GrowthState
-{
-	uint32		generation;
-	uint32		growing;
-	uint32		split_next;
-} GrowthState;
-
-static void
-read_growth_state(Relation index, GrowthState *gs, CuckooLayout *layout)
-{
-	CuckooMetaPageData meta;
-	CuckooLayout ignored;
-
-	CuckooReadMeta(index, &meta, layout ? layout : &ignored);
-	gs->generation = meta.generation;
-	gs->growing = meta.growing;
-	gs->split_next = meta.split_next;
-}
 
 /*
  * Empty the slots of "buf" (exclusively locked) that hold dead TIDs (with
@@ -175,11 +160,19 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
 
 	stats->num_index_tuples = 0;
-	for (BlockNumber blkno = CUCKOO_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
+	for (BlockNumber blkno = CUCKOO_METAPAGE_BLKNO + 1;; blkno++)
 	{
 		Buffer		buf;
 		Page		page;
 		uint16		flags;
+
+		/* a doubling that began meanwhile added blocks: visit them too */
+		if (blkno >= nblocks)
+		{
+			nblocks = RelationGetNumberOfBlocks(index);
+			if (blkno >= nblocks)
+				break;
+		}
 
 		vacuum_delay_point();
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
@@ -210,22 +203,14 @@ cuckoobulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				 IndexBulkDeleteCallback callback, void *callback_state)
 {
 	Relation	index = info->index;
-	GrowthState before;
-	GrowthState after;
+	CuckooMetaPageData meta;
 	CuckooLayout layout;
 
 	if (stats == NULL)
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
 
-	read_growth_state(index, &before, &layout);
-	for (;;)
-	{
-		vacuum_pass(info, stats, &layout, callback, callback_state);
-		read_growth_state(index, &after, NULL);
-		if (memcmp(&before, &after, sizeof(GrowthState)) == 0)
-			break;
-		before = after;
-	}
+	CuckooReadMeta(index, &meta, &layout);
+	vacuum_pass(info, stats, &layout, callback, callback_state);
 	IndexFreeSpaceMapVacuum(index);
 	return stats;
 }
@@ -233,8 +218,8 @@ cuckoobulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 IndexBulkDeleteResult *
 cuckoovacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
+	CuckooMetaPageData meta;
 	CuckooLayout layout;
-	GrowthState gs;
 
 	if (info->analyze_only)
 		return stats;
@@ -243,7 +228,7 @@ cuckoovacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	if (stats == NULL)
 	{
 		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
-		read_growth_state(info->index, &gs, &layout);
+		CuckooReadMeta(info->index, &meta, &layout);
 		vacuum_pass(info, stats, &layout, NULL, NULL);
 	}
 	return stats;
