@@ -44,9 +44,12 @@
  * table is extended by npages blocks and step q writes pages 2q and
  * 2q + 1, whose old contents were moved by earlier steps.  Each step is
  * one WAL record that also stores its progress in the metapage
- * (split_next), so a crash leaves a table that readers can address and
- * that the next insert finishes growing.  While growing, a key whose old
- * page is >= split_next lives at its new page.  Chains are shared by the
+ * (split_next), so a table in the middle of a doubling is one readers can
+ * address: a key whose old page is >= split_next lives at its new page.
+ * The steps are not run in one go: one backend begins the doubling (adds
+ * the extent, marks the metapage growing), and every insert that follows
+ * runs one step (cuckooinsert.c), so a doubling of n pages ends within
+ * about n inserts, and a crash just leaves it for the inserts after.  Chains are shared by the
  * two halves of a split page; entries there never move.
  *
  * Locking
@@ -54,9 +57,11 @@
  *	  metapage   share: to refresh the cached copy; held by an insert that
  *	             needs it (full page, stale copy, fbf 1.0 index) for its
  *	             whole duration, and by such a scan until it has locked
- *	             its bucket page; exclusive: held by a doubling for its
- *	             whole duration.  An entry moves between pages only under
- *	             the exclusive lock.  Scans and inserts addressed by the
+ *	             its bucket page; exclusive: held for one split step (or to
+ *	             record the beginning of a doubling).  An entry moves
+ *	             between pages only under the exclusive lock.  Beginning a
+ *	             doubling also takes a heavyweight lock on the metapage's
+ *	             block (one grower at a time; nothing else takes it).  Scans and inserts addressed by the
  *	             cached copy take no metapage lock: the page's stamp tells
  *	             them whether it still holds their keys, and a split step
  *	             holds old page q exclusively from its copy to its record.
@@ -70,12 +75,13 @@
  *	  page       order (readers lock the next before releasing one); pages
  *	             from the free space map conditionally (cuckoopost.c).
  * Scans copy their matches out of the page and drop its lock before
- * returning the first one.  VACUUM locks one page at a time, and repeats
- * its pass if a doubling ran meanwhile (it could have carried a dead entry
- * from a page not yet visited to one already visited).
+ * returning the first one.  VACUUM locks one page at a time (a bucket page
+ * with its lists' pages), in block order; split steps only move entries
+ * forward in block order, so one pass, reaching the blocks added
+ * meanwhile, sees every entry (cuckoovacuum.c).
  *
  * Every change is WAL-logged with fbf's own records (common/fbf_xlog.h), at
- * most four pages each: a doubling step writes the metapage, old page q
+ * most four pages each: a split step writes the metapage, old page q
  * (its moved mark) and pages 2q and 2q + 1.
  *
  *-------------------------------------------------------------------------
