@@ -352,6 +352,14 @@ begin_growth(Relation index, uint32 observed_npages, bool wal)
 
 		Assert(BufferGetBlockNumber(buf) == first + i);
 		ReleaseBuffer(buf);
+
+		/*
+		 * Linear in the table's size: let a cancel in.  The blocks added
+		 * so far stay unused (new pages, which every reader skips); the
+		 * next grower adds its extent after them.
+		 */
+		if (i % 64 == 63)
+			CHECK_FOR_INTERRUPTS();
 	}
 	if (!RELATION_IS_LOCAL(index))
 		UnlockRelationForExtension(index, ExclusiveLock);
