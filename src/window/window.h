@@ -311,6 +311,7 @@ typedef struct FbfWindowOptions
 	int			npast;
 	int			at_capacity;	/* FBF_AT_CAPACITY_* */
 	int			kind;			/* FBF_WINDOW_* */
+	int			filter;			/* FBF_FILTER_* */
 	bool		track_mismatch; /* a counter records its operations' delta
 								 * identities, and counts retries whose
 								 * delta differs (src/counter) */
@@ -324,6 +325,16 @@ typedef struct FbfWindowOptions
  */
 #define FBF_WINDOW_COUNTER			0
 #define FBF_WINDOW_DEDUP			1
+
+/*
+ * The format of a window's partition pages, fixed when its table is
+ * created (the option `filter`): bit-sliced lanes of a Forgetful Bloom
+ * Filter, or a cuckoo window's buckets of fingerprints and epoch tags
+ * (core/cwin_block.h).  Only the first is implemented; the option
+ * refuses the second with 0A000 (window_am.c).
+ */
+#define FBF_FILTER_BLOOM			0
+#define FBF_FILTER_CUCKOO			1
 
 /*
  * What a counter does while its filter is at its cap (AIMD wanted to grow
