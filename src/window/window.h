@@ -87,6 +87,7 @@
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 
+#include "core/cwin_block.h"
 #include "core/fbf_aimd.h"
 #include "core/fbf_core.h"
 
@@ -101,6 +102,7 @@
 #define FBF_PAGE_ID_PENDING		0xFB02
 #define FBF_PAGE_ID_FILTER		0xFB03	/* version 1 filter block */
 #define FBF_PAGE_ID_SLICE		0xFB04	/* partition page */
+#define FBF_PAGE_ID_CUCKOO		0xFB05	/* partition page of a cuckoo window */
 
 /* filters a window may have: the lanes of a partition page's words */
 #define FBF_SLICE_LANES			16
@@ -134,6 +136,21 @@ typedef struct FbfLegacyFilters
 	uint8		ring[FBF_MAX_FILTERS];
 	BlockNumber slot_start[FBF_MAX_FILTERS];
 } FbfLegacyFilters;
+
+/*
+ * A cuckoo window's shape (window_cuckoo.c): each partition page holds one
+ * core/cwin_block.h block of f-bit fingerprints.  The ring of the metapage
+ * still times the epochs (16 live ones, the tags' limit; its lanes mean
+ * nothing here), and parts[] gives each live epoch's key partitions: the
+ * partition count when it began, which its entries' fingerprints were
+ * computed with (CwinEpochs.parts).
+ */
+typedef struct FbfCuckooShape
+{
+	uint32		fp_bits;
+	uint32		nbuckets;		/* per page, as cwin_layout_init makes it */
+	uint32		parts[CWIN_MAX_LIVE];	/* by age: 0 = the current epoch */
+} FbfCuckooShape;
 
 typedef struct FbfWindowMetaPageData
 {
@@ -178,6 +195,9 @@ typedef struct FbfWindowMetaPageData
 	uint32		free_len;		/* by a split or merge, for the next one */
 	int64		splits;			/* splits and merges so far */
 	FbfLegacyFilters legacy;	/* a 1.0 window's filters, while checked */
+	/* since filter = cuckoo: zero in every window written before it */
+	uint32		filter;			/* FBF_FILTER_*: the partition pages' format */
+	FbfCuckooShape cuckoo;		/* filter = cuckoo: the blocks' shape */
 } FbfWindowMetaPageData;
 
 typedef FbfWindowMetaPageData *FbfWindowMetaPage;
@@ -330,8 +350,7 @@ typedef struct FbfWindowOptions
  * The format of a window's partition pages, fixed when its table is
  * created (the option `filter`): bit-sliced lanes of a Forgetful Bloom
  * Filter, or a cuckoo window's buckets of fingerprints and epoch tags
- * (core/cwin_block.h).  Only the first is implemented; the option
- * refuses the second with 0A000 (window_am.c).
+ * (core/cwin_block.h, window_cuckoo.c).
  */
 #define FBF_FILTER_BLOOM			0
 #define FBF_FILTER_CUCKOO			1

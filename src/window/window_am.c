@@ -178,18 +178,6 @@ fbf_filter_options(Datum reloptions, bool validate)
 				 errdetail("Claims have no delta to compare."),
 				 errhint("Set track_mismatch on the window of a counter table.")));
 
-	/*
-	 * The cuckoo window's pure core exists (core/cwin_block.h), its
-	 * partition pages do not yet: refuse it rather than build a window
-	 * that would behave as a Bloom one (docs/design.md, "The cuckoo
-	 * window").
-	 */
-	if (validate && opts != NULL && opts->filter == FBF_FILTER_CUCKOO)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cuckoo windows are not supported yet"),
-				 errdetail("Counter and dedup tables keep their operations in a Forgetful Bloom Filter."),
-				 errhint("Use filter => 'bloom', the default.")));
 	return (bytea *) opts;
 }
 
