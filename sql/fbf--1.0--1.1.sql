@@ -336,7 +336,10 @@ CREATE FUNCTION fbf_dedup_stats(
 	OUT last_refresh timestamptz,
 	OUT resizes bigint,
 	OUT capped boolean,
-	OUT pending bigint)
+	OUT pending bigint,
+	OUT filter text,
+	OUT load double precision,
+	OUT fingerprint_bits integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_dedup_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -561,7 +564,10 @@ CREATE FUNCTION fbf_counter_stats(
 	OUT resizes bigint,
 	OUT capped boolean,
 	OUT pending bigint,
-	OUT mismatched bigint)
+	OUT mismatched bigint,
+	OUT filter text,
+	OUT load double precision,
+	OUT fingerprint_bits integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

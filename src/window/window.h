@@ -456,6 +456,10 @@ extern void FbfWindowBlockCounts(Relation index,
 extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts);
 extern Fbf *FbfWindowSnapshot(Relation index, uint64 *pending);
+
+/* ---- window_cuckoo.c: a cuckoo window's measures ---- */
+extern double FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta,
+								  const uint64 *counts, uint64 *block_bits);
 extern int64 FbfWindowRefreshDueIn(Relation index);
 
 /* ---- window_load.c: loading a snapshot into a live window ---- */

@@ -486,6 +486,29 @@ FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /*
+ * A cuckoo window's live load, its live entries (counts as
+ * FbfCuckooCounts gives them) over its slots, and the bits of its blocks
+ * in *block_bits: what fbf_counter_stats shows.
+ */
+double
+FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta, const uint64 *counts,
+					uint64 *block_bits)
+{
+	CwinLayout	layout;
+	uint32		nparts = FbfWindowViewParts(meta);
+	uint64		live = 0;
+	uint32		v;
+	int			i;
+
+	FbfCuckooLayout(meta, &layout);
+	for (v = 0; v < nparts; v++)
+		for (i = 0; i < meta->nlive; i++)
+			live += counts[i * nparts + v];
+	*block_bits = (uint64) cwin_block_size(&layout) * 8 * nparts;
+	return nparts > 0 ? (double) live / ((double) cwin_nslots(&layout) * nparts) : 0;
+}
+
+/*
  * The estimated false-positive rate of a check, the mean over the view's
  * partitions of cwin_fpp at each one's live load, counting the routing
  * bits the entries of the oldest key partitions have used.
