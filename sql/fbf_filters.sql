@@ -30,6 +30,28 @@ SELECT partitions > 1 AS grew, pending, load < 0.97 AS room,
 	   (SELECT sum(e) FROM unnest(elements) e) AS live
 FROM fbf_counter_stats WHERE counter = 'cw_grow'::regclass;
 
+-- epochs keyed with different partition counts: a window that grew, then
+-- refreshed (period 2 s), takes more (keyed with the new count) and may grow
+-- again; refreshed again, a lookup computes each live epoch's fingerprint
+-- with the partitions it began with (meta->cuckoo.parts, shifted by age)
+SELECT fbf_create_counter_table('cw_epochs', retention => '30 s', expected_rate => 10,
+								filter => 'cuckoo') IS NOT NULL AS created;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 1, g, 1)) AS applied
+FROM generate_series(1, 10000) g;
+SELECT fbf_counter_maintain('cw_epochs') IN ('grow', 'hold') AS maintained;
+SELECT pg_sleep(4.5);
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 2, g, 1)) > 0 AS applied
+FROM generate_series(1, 20000) g;
+SELECT fbf_counter_maintain('cw_epochs') IN ('grow', 'hold') AS maintained;
+SELECT pg_sleep(4.5);
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 1, g, 1)) AS retries_applied
+FROM generate_series(1, 10000) g;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 2, g, 1)) AS retries_applied
+FROM generate_series(1, 20000) g;
+SELECT partitions > 1 AS grew, pending,
+	   (SELECT count(*) FROM unnest(elements) e WHERE e > 0) > 1 AS epochs
+FROM fbf_counter_stats WHERE counter = 'cw_epochs'::regclass;
+
 -- a cuckoo window has no snapshot format, no explicit shape, no ring to resize
 \set VERBOSITY terse
 SELECT fbf_snapshot('kc_cuckoo');
