@@ -30,6 +30,12 @@
  * once with k word loads and an AND.  The metapage's ring maps logical
  * filter i (0 = future, 1 = present, 2.. past) to its lane ("slot").
  *
+ * A window created with the option filter = cuckoo (meta->filter) has
+ * cuckoo partition pages instead (window_cuckoo.c): one block of the
+ * core's cuckoo window each, fingerprints with epoch tags, checked in one
+ * page as well.  Its ring only times the epochs; it grows by splitting as
+ * below, by load, and never merges.
+ *
  * Splitting (growth in bits, window_split.c): the partitions are
  * multiplied by a power of two F, one partition at a time, as in linear
  * hashing.  A split allocates F * P new pages at split_start; splitting
