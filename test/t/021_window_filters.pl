@@ -102,6 +102,34 @@ for my $f (@filters)
 like(slurp_file($primary->logfile), qr/fbf: grew "c_cuckoo_fbf" from \d+ to \d+ partitions/,
 	'the cuckoo window\'s growth is logged');
 
+# short windows whose epochs expire: a cuckoo drain after more than 15
+# refreshes sweeps its pages (logged as full images), a Bloom drain clears
+# stale lanes; both replayed on the consistency-checked standby
+for my $f (@filters)
+{
+	# (each statement its own transaction: a drain takes only committed entries)
+	$primary->safe_psql('postgres', $_) for (
+		qq{SELECT fbf_create_counter_table('s_$f', retention => '2 s', expected_rate => 1000,
+										   filter => '$f')},
+		qq{SELECT count(*) FROM generate_series(1, 2000) s WHERE idempotent_increment('s_$f', 1, s, 1)},
+		qq{SELECT fbf_counter_maintain('s_$f')});
+}
+# a window remembers at least the retention, a little longer when its
+# refreshes come in bursts (one pass rotates at most once per filter): two
+# passes, 3 s and 4.5 s after, leave nothing of what is 2 s old
+$primary->safe_psql('postgres', 'SELECT pg_sleep(3)');
+$primary->safe_psql('postgres', "SELECT fbf_counter_maintain('s_$_')") for @filters;
+$primary->safe_psql('postgres', 'SELECT pg_sleep(1.5)');
+for my $f (@filters)
+{
+	my $retry = qq{SELECT count(*) FROM generate_series(1, 2000) s
+				   WHERE idempotent_increment('s_$f', 1, s, 1)};
+	$primary->safe_psql('postgres', qq{SELECT fbf_counter_maintain('s_$f')});
+	is($primary->safe_psql('postgres', $retry), '2000', "$f: forgotten past the retention");
+	$primary->safe_psql('postgres', qq{SELECT fbf_counter_maintain('s_$f')});
+	is($primary->safe_psql('postgres', $retry), '0', "$f: then remembered again");
+}
+
 # a transaction in flight at the crash: its operations are not remembered
 my $open_in = "BEGIN;\n"
   . join('', map { "SELECT count(*) FROM generate_series(1, 300) s WHERE idempotent_increment('c_$_', 7777, s, 1);\n" } @filters)
