@@ -5,7 +5,7 @@
 #
 #   bash test/bench/filter_bench.sh [seconds-per-run [rounds [csv-file]]]
 #
-#   defaults: 10 s per run, 3 rounds, /tmp/bench_filters.csv.
+#   defaults: 10 s per run, 3 rounds, docs/bench_filters.csv.
 #   Environment: CLIENTS (2), SYNC (off: synchronous_commit of the runs),
 #   WARMUP (25 s: more than the retention).
 #
@@ -30,7 +30,7 @@ cd "$FBF_ROOT"
 
 SECS=${1:-10}
 ROUNDS=${2:-3}
-CSV=${3:-/tmp/bench_filters.csv}
+CSV=${3:-docs/bench_filters.csv}
 CLIENTS=${CLIENTS:-2}
 SYNC=${SYNC:-off}
 WARMUP=${WARMUP:-25}
