@@ -22,7 +22,7 @@ include $(FBF_CORE_DIR)/sources.mk
 
 MODULE_big  = fbf
 OBJS        = src/fbf.o \
-              $(FBF_CORE_SRCS:.c=.o) $(CUCKOO_CORE_SRCS:.c=.o) \
+              $(FBF_CORE_SRCS:.c=.o) $(CUCKOO_CORE_SRCS:.c=.o) $(CWIN_CORE_SRCS:.c=.o) \
               src/common/fbf_page.o src/common/fbf_xlog.o \
               src/type/fbf_type.o \
               src/registry/registry.o \
@@ -32,7 +32,7 @@ OBJS        = src/fbf.o \
               src/window/window_ring.o src/window/window_read.o \
               src/window/window_clock.o src/window/window_legacy.o \
               src/window/window_xlog.o src/window/window_split.o \
-              src/window/window_load.o \
+              src/window/window_load.o src/window/window_cuckoo.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
               src/counter/counter_batch.o src/counter/counter_save.o src/counter/dedup.o \
@@ -47,7 +47,7 @@ DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
                fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load fbf_counter_mismatch \
-               fbf_prepared \
+               fbf_prepared fbf_filters \
                cuckoo cuckoo_duplicates fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 

@@ -233,7 +233,8 @@ CREATE OPERATOR CLASS fbf_filter_int4_ops DEFAULT FOR TYPE integer USING fbf_fil
 
 -- Creation of a window's table and index, for fbf_create_counter_table
 -- and fbf_create_dedup: checks the settings, then creates a table of
--- `kind` ('counter' or 'dedup') and its window index.
+-- `kind` ('counter' or 'dedup') and its window index, whose `filter`
+-- ('bloom' or 'cuckoo') chooses the partition pages' format.
 CREATE FUNCTION fbf_create_window(
 	kind text,
 	name text,
@@ -243,7 +244,8 @@ CREATE FUNCTION fbf_create_window(
 	shards integer,
 	nbits integer,
 	nhashes integer,
-	npast integer)
+	npast integer,
+	filter text)
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $fn$
@@ -285,9 +287,19 @@ BEGIN
 		RAISE EXCEPTION 'an explicit shape needs nbits, nhashes and npast together'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	-- the window index's option refuses what is not available (0A000)
+	IF filter IS NULL OR filter NOT IN ('bloom', 'cuckoo') THEN
+		RAISE EXCEPTION 'unknown filter: %', COALESCE(filter, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'The filter is ''bloom'' (the default) or ''cuckoo''.';
+	END IF;
 
 	options := pg_catalog.format('retention_ms = %s, target_fpp = %s, expected_rate = %s, shards = %s',
 								 retention_ms, target, expected_rate, shards);
+	IF filter <> 'bloom' THEN
+		-- the index's option, so that pg_dump carries it; bloom is its default
+		options := options || pg_catalog.format(', filter = %s', filter);
+	END IF;
 	IF nbits IS NOT NULL THEN
 		options := options || pg_catalog.format(', nbits = %s, nhashes = %s, npast = %s',
 												nbits, nhashes, npast);
@@ -318,7 +330,7 @@ BEGIN
 END
 $fn$;
 
-COMMENT ON FUNCTION fbf_create_window(text, text, interval, double precision, double precision, integer, integer, integer, integer) IS
+COMMENT ON FUNCTION fbf_create_window(text, text, interval, double precision, double precision, integer, integer, integer, integer, text) IS
 	'create a counter or dedup table with its window index (internal: use fbf_create_counter_table or fbf_create_dedup)';
 
 CREATE FUNCTION fbf_create_counter_table(
@@ -329,17 +341,19 @@ CREATE FUNCTION fbf_create_counter_table(
 	shards integer DEFAULT 16,
 	nbits integer DEFAULT NULL,
 	nhashes integer DEFAULT NULL,
-	npast integer DEFAULT NULL)
+	npast integer DEFAULT NULL,
+	filter text DEFAULT 'bloom')
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $fn$
 BEGIN
 	RETURN @extschema@.fbf_create_window('counter', name, retention, target_fpp,
-										 expected_rate, shards, nbits, nhashes, npast);
+										 expected_rate, shards, nbits, nhashes, npast,
+										 filter);
 END
 $fn$;
 
-COMMENT ON FUNCTION fbf_create_counter_table(text, interval, double precision, double precision, integer, integer, integer, integer) IS
+COMMENT ON FUNCTION fbf_create_counter_table(text, interval, double precision, double precision, integer, integer, integer, integer, text) IS
 	'create a counter table (key, shard, value) with its operation filter';
 
 CREATE FUNCTION idempotent_increment(counter regclass, client_id bigint, seq bigint, delta bigint)
@@ -562,7 +576,10 @@ CREATE FUNCTION fbf_counter_stats(
 	OUT resizes bigint,
 	OUT capped boolean,
 	OUT pending bigint,
-	OUT mismatched bigint)
+	OUT mismatched bigint,
+	OUT filter text,
+	OUT load double precision,
+	OUT fingerprint_bits integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -589,17 +606,19 @@ CREATE FUNCTION fbf_create_dedup(
 	expected_rate double precision DEFAULT 1000,
 	nbits integer DEFAULT NULL,
 	nhashes integer DEFAULT NULL,
-	npast integer DEFAULT NULL)
+	npast integer DEFAULT NULL,
+	filter text DEFAULT 'bloom')
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	AS $fn$
 BEGIN
 	RETURN @extschema@.fbf_create_window('dedup', name, retention, target_fpp,
-										 expected_rate, 16, nbits, nhashes, npast);
+										 expected_rate, 16, nbits, nhashes, npast,
+										 filter);
 END
 $fn$;
 
-COMMENT ON FUNCTION fbf_create_dedup(text, interval, double precision, double precision, integer, integer, integer) IS
+COMMENT ON FUNCTION fbf_create_dedup(text, interval, double precision, double precision, integer, integer, integer, text) IS
 	'create a dedup table: fbf_claim on it returns true once per id within the retention';
 
 CREATE FUNCTION fbf_claim(dedup regclass, id bigint) RETURNS boolean
@@ -748,7 +767,10 @@ CREATE FUNCTION fbf_dedup_stats(
 	OUT last_refresh timestamptz,
 	OUT resizes bigint,
 	OUT capped boolean,
-	OUT pending bigint)
+	OUT pending bigint,
+	OUT filter text,
+	OUT load double precision,
+	OUT fingerprint_bits integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_dedup_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -809,6 +831,16 @@ BEGIN
 						AND a.amname = 'fbf_filter')
 		ORDER BY 2
 	LOOP
+		-- a cuckoo window has no snapshot format: named, it is refused
+		-- (0A000, by fbf_snapshot); among all, it is left out, said aloud
+		IF one IS NULL AND EXISTS (SELECT FROM pg_catalog.pg_index i
+								   JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+								   WHERE i.indrelid = r.rel
+									 AND 'filter=cuckoo' = ANY (ic.reloptions)) THEN
+			RAISE WARNING 'not saving %: a cuckoo window has no snapshot format', r.relname
+				USING HINT = 'It starts with an empty window after a restore.';
+			CONTINUE;
+		END IF;
 		name := r.relname;
 		snapshot := @extschema@.fbf_snapshot(r.rel);
 		saved_at := pg_catalog.clock_timestamp();

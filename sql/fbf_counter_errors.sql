@@ -167,6 +167,26 @@ SELECT fbf_create_counter_table('bad', shards => 0);
 SELECT fbf_create_counter_table('bad', nbits => 1024);
 SELECT fbf_create_counter_table('bad', nbits => 1024, nhashes => 40, npast => 1);
 SELECT fbf_create_counter_table('a.b.c');
+-- the filter: 'bloom' (the default) or 'cuckoo'; a cuckoo window has no
+-- explicit shape; a window's filter is the format of its pages, which
+-- ALTER INDEX cannot change (0A000)
+SELECT fbf_create_counter_table('bad', filter => 'cukoo');
+SELECT fbf_create_counter_table('bad', filter => NULL);
+SELECT fbf_create_counter_table('bad', filter => 'cuckoo', nbits => 4096, nhashes => 4, npast => 2);
+SELECT sqlstate_of($q$SELECT fbf_create_counter_table('bad', filter => 'cukoo')$q$) AS bad_filter,
+	   sqlstate_of($q$SELECT fbf_create_counter_table('bad', filter => 'cuckoo', nbits => 4096, nhashes => 4, npast => 2)$q$) AS cuckoo_shape;
+ALTER INDEX c_fbf SET (filter = cuckoo);
+SELECT sqlstate_of($q$ALTER INDEX c_fbf SET (filter = cuckoo)$q$) AS alter_cuckoo,
+	   sqlstate_of($q$ALTER INDEX c_fbf SET (filter = bloom)$q$) AS alter_bloom,
+	   sqlstate_of($q$ALTER INDEX c_fbf RESET (filter)$q$) AS reset,
+	   sqlstate_of($q$ALTER INDEX c_fbf SET (filter = 'cukoo')$q$) AS alter_bad,
+	   sqlstate_of($q$CREATE TABLE bad_hand (key text NOT NULL DEFAULT '', shard int NOT NULL,
+					  value bigint NOT NULL DEFAULT 0, PRIMARY KEY (key, shard));
+					  CREATE INDEX ON bad_hand USING fbf_filter (shard) WITH (filter = nope)$q$) AS hand_made;
+-- an explicit bloom is the default, and not written into the index's options
+SELECT fbf_create_counter_table('explicit_bloom', filter => 'bloom');
+SELECT reloptions FROM pg_class WHERE relname = 'explicit_bloom_fbf';
+DROP TABLE explicit_bloom;
 SET fbf.max_filter_size = '1MB';
 SELECT fbf_create_counter_table('bad', retention => '1 hour', expected_rate => 1000, target_fpp => 0.001);
 SELECT fbf_create_counter_table('bad', retention => '1 hour', expected_rate => 1e9, target_fpp => 1e-9);

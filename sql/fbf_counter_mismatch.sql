@@ -19,10 +19,12 @@ LANGUAGE sql AS $$
 	SELECT applied, dismissed, mismatched FROM fbf_counter_stats WHERE counter = $1
 $$;
 
--- the column is the last of the view and of the function
-SELECT attname FROM pg_attribute
+-- the column follows 1.0's eighteen, before the filter's three, which end
+-- the view and the function
+SELECT attnum, attname FROM pg_attribute
 WHERE attrelid = 'fbf_counter_stats'::regclass AND attnum > 16 ORDER BY attnum;
-SELECT proargnames[array_upper(proargnames, 1)] FROM pg_proc WHERE proname = 'fbf_counter_stats';
+SELECT proargnames[19] AS col19, proargnames[array_upper(proargnames, 1)] AS last
+FROM pg_proc WHERE proname = 'fbf_counter_stats';
 
 -- ---------------------------------------------------------------------
 -- Off (the default): retries are dismissed, nothing is counted mismatched

@@ -114,6 +114,8 @@ SELECT sqlstate_of($q$SELECT fbf_create_dedup('a.b.c')$q$);
 SELECT sqlstate_of($q$SELECT fbf_create_dedup('d', retention => '0.5 s')$q$);
 SELECT sqlstate_of($q$SELECT fbf_create_dedup('d', target_fpp => 0.9)$q$);
 SELECT sqlstate_of($q$SELECT fbf_create_dedup('d', nbits => 1024)$q$);
+SELECT sqlstate_of($q$SELECT fbf_create_dedup('d', filter => 'cukoo')$q$) AS bad_filter,
+	   sqlstate_of($q$SELECT fbf_create_dedup('d', filter => 'cuckoo', nbits => 1024, nhashes => 2, npast => 2)$q$) AS cuckoo_shape;
 
 -- privileges: INSERT on the table to claim, SELECT to read its window
 CREATE ROLE fbf_dedup_reader;

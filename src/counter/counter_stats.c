@@ -34,11 +34,13 @@ PG_FUNCTION_INFO_V1(fbf_dedup_stats);
 /*
  * Columns of fbf_counter_stats() and fbf_dedup_stats() (sql/fbf.sql): the
  * first 18 are both functions', and were 1.0's fbf_counter_stats(); the
- * counters' 19th is `mismatched`.  A database still on 1.0's SQL (before
- * ALTER EXTENSION fbf UPDATE) gets the 18 it declares.
+ * counters' 19th is `mismatched`; then both end with the window's filter
+ * and its measures (filter, load, fingerprint_bits).  A database still on
+ * 1.0's SQL (before ALTER EXTENSION fbf UPDATE) gets the 18 it declares.
  */
 #define FBF_WINDOW_STATS_COLS	18
-#define FBF_COUNTER_STATS_COLS	19
+#define FBF_FILTER_STATS_COLS	3
+#define FBF_MAX_STATS_COLS		(FBF_WINDOW_STATS_COLS + 1 + FBF_FILTER_STATS_COLS)
 
 static Interval *
 interval_from_usecs(int64 usecs)
@@ -60,12 +62,17 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 	List	   *counters = NIL;
 	ListCell   *lc;
 
+	/* where the filter's columns begin: after `mismatched` for counters */
+	int			filter_col = kind == FBF_WINDOW_COUNTER ?
+		FBF_WINDOW_STATS_COLS + 1 : FBF_WINDOW_STATS_COLS;
+	int			natts;
+
 	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts != FBF_WINDOW_STATS_COLS &&
-		(kind != FBF_WINDOW_COUNTER ||
-		 rsinfo->setDesc->natts != FBF_COUNTER_STATS_COLS))
+	natts = rsinfo->setDesc->natts;
+	if (natts != filter_col + FBF_FILTER_STATS_COLS &&
+		!(kind == FBF_WINDOW_COUNTER && natts == FBF_WINDOW_STATS_COLS))
 		elog(ERROR, "fbf: the statistics function is declared with %d columns",
-			 rsinfo->setDesc->natts);
+			 natts);
 
 	/* every fbf_filter index's table */
 	foreach(lc, FbfWindowIndexes())
@@ -85,8 +92,11 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		FbfWindowMetaPageData meta;
 		uint64	   *counts;
 		Datum	   *per_filter;
-		Datum		values[FBF_COUNTER_STATS_COLS];
-		bool		nulls[FBF_COUNTER_STATS_COLS] = {0};
+		Datum		values[FBF_MAX_STATS_COLS];
+		bool		nulls[FBF_MAX_STATS_COLS] = {0};
+		bool		cuckoo;
+		double		load = 0;
+		uint64		block_bits = 0;
 		FbfCounterStatsSnapshot st;
 		int			i;
 		uint64		distinct[FBF_MAX_FILTERS];
@@ -109,14 +119,20 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		for (i = 0; i < meta.nfilters; i++)
 			per_filter[i] = Int64GetDatum(i < meta.nlive ? (int64) distinct[i] : 0);
 		FbfStatsGet(MyDatabaseId, relid, &st);
+		cuckoo = meta.filter == FBF_FILTER_CUCKOO;
+		if (cuckoo)
+			load = FbfWindowCuckooLoad(&meta, counts, &block_bits);
 
 		values[0] = ObjectIdGetDatum(relid);
 		values[1] = Int32GetDatum(meta.nfilters);
 		values[2] = Int32GetDatum(meta.nlive);
 		values[3] = IntervalPGetDatum(interval_from_usecs(meta.period));
 		values[4] = IntervalPGetDatum(interval_from_usecs(meta.retention));
-		values[5] = Int64GetDatum((int64) meta.nbits * meta.nparts);
+		/* a cuckoo window: the bits of its blocks, and no hash functions */
+		values[5] = Int64GetDatum(cuckoo ? (int64) block_bits :
+								  (int64) meta.nbits * meta.nparts);
 		values[6] = Int32GetDatum(meta.nhashes);
+		nulls[6] = cuckoo;
 		values[7] = Int32GetDatum(meta.nparts);
 		values[8] = PointerGetDatum(construct_array(per_filter, meta.nfilters, INT8OID,
 													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
@@ -130,6 +146,15 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
 		values[17] = Int64GetDatum(FbfWindowPendingCount(index, &meta));
 		values[18] = Int64GetDatum((int64) st.mismatched);	/* counters' only */
+		if (natts > FBF_WINDOW_STATS_COLS)
+		{
+			/* the filter, its live load and fingerprint bits (cuckoo only) */
+			values[filter_col] = CStringGetTextDatum(cuckoo ? "cuckoo" : "bloom");
+			values[filter_col + 1] = Float8GetDatum(load);
+			nulls[filter_col + 1] = !cuckoo;
+			values[filter_col + 2] = Int32GetDatum((int32) meta.cuckoo.fp_bits);
+			nulls[filter_col + 2] = !cuckoo;
+		}
 		FbfCounterClose(heap, index);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -30,6 +30,12 @@
  * once with k word loads and an AND.  The metapage's ring maps logical
  * filter i (0 = future, 1 = present, 2.. past) to its lane ("slot").
  *
+ * A window created with the option filter = cuckoo (meta->filter) has
+ * cuckoo partition pages instead (window_cuckoo.c): one block of the
+ * core's cuckoo window each, fingerprints with epoch tags, checked in one
+ * page as well.  Its ring only times the epochs; it grows by splitting as
+ * below, by load, and never merges.
+ *
  * Splitting (growth in bits, window_split.c): the partitions are
  * multiplied by a power of two F, one partition at a time, as in linear
  * hashing.  A split allocates F * P new pages at split_start; splitting
@@ -87,6 +93,7 @@
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 
+#include "core/cwin_block.h"
 #include "core/fbf_aimd.h"
 #include "core/fbf_core.h"
 
@@ -101,6 +108,7 @@
 #define FBF_PAGE_ID_PENDING		0xFB02
 #define FBF_PAGE_ID_FILTER		0xFB03	/* version 1 filter block */
 #define FBF_PAGE_ID_SLICE		0xFB04	/* partition page */
+#define FBF_PAGE_ID_CUCKOO		0xFB05	/* partition page of a cuckoo window */
 
 /* filters a window may have: the lanes of a partition page's words */
 #define FBF_SLICE_LANES			16
@@ -134,6 +142,21 @@ typedef struct FbfLegacyFilters
 	uint8		ring[FBF_MAX_FILTERS];
 	BlockNumber slot_start[FBF_MAX_FILTERS];
 } FbfLegacyFilters;
+
+/*
+ * A cuckoo window's shape (window_cuckoo.c): each partition page holds one
+ * core/cwin_block.h block of f-bit fingerprints.  The ring of the metapage
+ * still times the epochs (16 live ones, the tags' limit; its lanes mean
+ * nothing here), and parts[] gives each live epoch's key partitions: the
+ * partition count when it began, which its entries' fingerprints were
+ * computed with (CwinEpochs.parts).
+ */
+typedef struct FbfCuckooShape
+{
+	uint32		fp_bits;
+	uint32		nbuckets;		/* per page, as cwin_layout_init makes it */
+	uint32		parts[CWIN_MAX_LIVE];	/* by age: 0 = the current epoch */
+} FbfCuckooShape;
 
 typedef struct FbfWindowMetaPageData
 {
@@ -178,6 +201,9 @@ typedef struct FbfWindowMetaPageData
 	uint32		free_len;		/* by a split or merge, for the next one */
 	int64		splits;			/* splits and merges so far */
 	FbfLegacyFilters legacy;	/* a 1.0 window's filters, while checked */
+	/* since filter = cuckoo: zero in every window written before it */
+	uint32		filter;			/* FBF_FILTER_*: the partition pages' format */
+	FbfCuckooShape cuckoo;		/* filter = cuckoo: the blocks' shape */
 } FbfWindowMetaPageData;
 
 typedef FbfWindowMetaPageData *FbfWindowMetaPage;
@@ -311,6 +337,7 @@ typedef struct FbfWindowOptions
 	int			npast;
 	int			at_capacity;	/* FBF_AT_CAPACITY_* */
 	int			kind;			/* FBF_WINDOW_* */
+	int			filter;			/* FBF_FILTER_* */
 	bool		track_mismatch; /* a counter records its operations' delta
 								 * identities, and counts retries whose
 								 * delta differs (src/counter) */
@@ -324,6 +351,15 @@ typedef struct FbfWindowOptions
  */
 #define FBF_WINDOW_COUNTER			0
 #define FBF_WINDOW_DEDUP			1
+
+/*
+ * The format of a window's partition pages, fixed when its table is
+ * created (the option `filter`): bit-sliced lanes of a Forgetful Bloom
+ * Filter, or a cuckoo window's buckets of fingerprints and epoch tags
+ * (core/cwin_block.h, window_cuckoo.c).
+ */
+#define FBF_FILTER_BLOOM			0
+#define FBF_FILTER_CUCKOO			1
 
 /*
  * What a counter does while its filter is at its cap (AIMD wanted to grow
@@ -426,6 +462,10 @@ extern void FbfWindowBlockCounts(Relation index,
 extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts);
 extern Fbf *FbfWindowSnapshot(Relation index, uint64 *pending);
+
+/* ---- window_cuckoo.c: a cuckoo window's measures ---- */
+extern double FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta,
+								  const uint64 *counts, uint64 *block_bits);
 extern int64 FbfWindowRefreshDueIn(Relation index);
 
 /* ---- window_load.c: loading a snapshot into a live window ---- */

@@ -68,6 +68,12 @@ static relopt_enum_elt_def kind_values[] = {
 	{NULL}
 };
 
+static relopt_enum_elt_def filter_values[] = {
+	{"bloom", FBF_FILTER_BLOOM},
+	{"cuckoo", FBF_FILTER_CUCKOO},
+	{NULL}
+};
+
 int			fbf_max_filter_size_kb = 64 * 1024;
 int			fbf_split_batch = 0;
 
@@ -124,6 +130,11 @@ FbfWindowInit(void)
 					   kind_values, FBF_WINDOW_COUNTER,
 					   "Valid values are \"counter\" and \"dedup\".",
 					   AccessExclusiveLock);
+	add_enum_reloption(fbf_relopt_kind, "filter",
+					   "The format of the window's partition pages: Forgetful Bloom Filter lanes or a cuckoo window",
+					   filter_values, FBF_FILTER_BLOOM,
+					   "Valid values are \"bloom\" and \"cuckoo\".",
+					   AccessExclusiveLock);
 
 	/*
 	 * Read by every increment from the relcache entry: a lock that lets
@@ -148,6 +159,7 @@ fbf_filter_options(Datum reloptions, bool validate)
 		{"npast", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, npast)},
 		{"at_capacity", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, at_capacity)},
 		{"kind", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, kind)},
+		{"filter", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, filter)},
 		{"track_mismatch", RELOPT_TYPE_BOOL, offsetof(FbfWindowOptions, track_mismatch)},
 	};
 	FbfWindowOptions *opts;
@@ -165,6 +177,7 @@ fbf_filter_options(Datum reloptions, bool validate)
 				 errmsg("track_mismatch cannot be set on a dedup table's window"),
 				 errdetail("Claims have no delta to compare."),
 				 errhint("Set track_mismatch on the window of a counter table.")));
+
 	return (bytea *) opts;
 }
 

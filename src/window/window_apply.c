@@ -40,11 +40,19 @@ in_filters(Relation index, const FbfWindowMetaPageData *meta,
 		   const FbfHash *hash, bool *overfull)
 {
 	uint32		probes[FBF_MAX_HASHES];
-	Buffer		buf = FbfWindowReadPart(index, FbfWindowPartBlock(meta, hash),
-										BUFFER_LOCK_SHARE);
-	Page		page = BufferGetPage(buf);
-	uint64		current = FbfSliceCurrentLanes(page, meta);
+	Buffer		buf;
+	Page		page;
+	uint64		current;
 	uint64		lanes;
+
+	/* a cuckoo window's page (window_cuckoo.c): also one page */
+	if (FbfWindowIsCuckoo(meta))
+		return FbfCuckooContains(index, meta, hash);
+
+	buf = FbfWindowReadPart(index, FbfWindowPartBlock(meta, hash),
+							BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	current = FbfSliceCurrentLanes(page, meta);
 
 	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
 	lanes = bloom_slice_test(FbfSlicePageGetWords(page), FBF_SLICE_WIDTH,

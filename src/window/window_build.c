@@ -135,7 +135,10 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 	meta.target_fpp = opts->target_fpp;
 	meta.shards = opts->shards;
 	meta.created_at = now;
-	FbfWindowPlanParts(index, opts, 0, &meta);
+	if (opts->filter == FBF_FILTER_CUCKOO)
+		FbfCuckooPlan(index, opts, &meta);
+	else
+		FbfWindowPlanParts(index, opts, 0, &meta);
 	meta.nlive = meta.nfilters;
 	meta.nslots = meta.nfilters;
 	meta.epoch = meta.nfilters - 1;
@@ -165,7 +168,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 		FbfWindowInitPendingPage(image.data);
 		FbfWindowAppendPage(index, fork, &next, image.data);
 	}
-	FbfWindowAppendParts(index, fork, &next, meta.nparts, meta.nbits);
+	FbfWindowAppendParts(index, fork, &next, meta.nparts, &meta);
 
 	if (fork == INIT_FORKNUM)
 		FbfSyncInitFork(index);

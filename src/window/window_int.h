@@ -169,8 +169,39 @@ extern void FbfWindowAppendPage(Relation index, ForkNumber fork,
 extern void FbfWindowInitSlicePage(Page page, uint32 nbits);
 extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
 										BlockNumber *next, uint32 nparts,
-										uint32 nbits);
+										const FbfWindowMetaPageData *meta);
 extern Buffer FbfWindowReadPart(Relation index, BlockNumber blkno, int mode);
+
+/* ---- window_cuckoo.c: partition pages of a cuckoo window ---- */
+extern void FbfCuckooLayout(const FbfWindowMetaPageData *meta, CwinLayout *layout);
+extern void FbfCuckooEpochs(const FbfWindowMetaPageData *meta, CwinEpochs *epochs);
+extern void FbfCuckooRotate(FbfWindowMetaPageData *meta);
+extern void FbfCuckooPlan(Relation index, const FbfWindowOptions *opts,
+						  FbfWindowMetaPageData *meta);
+extern void FbfCuckooInitPage(Page page, const CwinLayout *layout, int64 epoch);
+extern Buffer FbfCuckooReadPart(Relation index, BlockNumber blkno, int mode);
+extern bool FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
+							  const FbfHash *hash);
+extern int	FbfCuckooDrainPending(Relation index, const FbfWindowMetaPageData *meta,
+								  Buffer pbuf, bool *refused);
+extern void FbfCuckooSplitPart(Relation index, const FbfWindowMetaPageData *meta,
+							   Buffer src, const Buffer *dst, uint32 factor);
+extern uint32 FbfCuckooSplitFactor(const FbfWindowMetaPageData *meta,
+								   double rate, bool *capped);
+extern void FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
+							uint64 *counts, uint64 *distinct, double *max_load);
+extern double FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta,
+								   const uint64 *counts);
+
+extern void FbfWindowRefuseCuckoo(Relation index,
+								  const FbfWindowMetaPageData *meta,
+								  const char *what);
+
+static inline bool
+FbfWindowIsCuckoo(const FbfWindowMetaPageData *meta)
+{
+	return meta->filter == FBF_FILTER_CUCKOO;
+}
 
 /* ---- window_clock.c ---- */
 extern bool FbfWindowClockStale(const FbfWindowMetaPageData *meta);

@@ -189,7 +189,7 @@ FbfLegacyUpgrade(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	FbfWindowPlanParts(index, opts, meta->nchains, meta);
 	next = RelationGetNumberOfBlocks(index);
 	meta->part_start = FbfWindowAppendParts(index, MAIN_FORKNUM, &next,
-											meta->nparts, meta->nbits);
+											meta->nparts, meta);
 
 	/*
 	 * A new ring, born now; everything remembered so far is in the frozen

@@ -579,6 +579,7 @@ FbfWindowLoad(Relation index, const Fbf *snapshot)
 
 	/* a 1.0 window is upgraded first, by its first refresh */
 	FbfWindowReadMeta(index, &meta);
+	FbfWindowRefuseCuckoo(index, &meta, "load a snapshot into");
 	if (meta.version != FBF_STORAGE_VERSION)
 		FbfWindowRefresh(index);
 

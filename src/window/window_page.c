@@ -113,7 +113,12 @@ FbfWindowLockMeta(Relation index, int mode, FbfWindowMetaPageData *meta)
 		meta->split_factor > 64 || meta->merge_factor > 64 ||
 		(meta->split_factor > 0 && meta->merge_factor > 0) ||
 		(meta->merge_factor > 0 && meta->nparts % meta->merge_factor != 0) ||
-		meta->legacy.nlive > FBF_MAX_FILTERS)
+		meta->legacy.nlive > FBF_MAX_FILTERS ||
+		meta->filter > FBF_FILTER_CUCKOO ||
+		(FbfWindowIsCuckoo(meta) &&
+		 (meta->cuckoo.fp_bits < CWIN_MIN_FP_BITS ||
+		  meta->cuckoo.fp_bits > CWIN_MAX_FP_BITS ||
+		  meta->nlive > CWIN_MAX_LIVE || meta->merge_factor > 0)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has an invalid fbf metapage",
@@ -185,21 +190,27 @@ FbfWindowAppendPage(Relation index, ForkNumber fork, BlockNumber *next,
 }
 
 /*
- * Append `nparts` empty partition pages of nbits positions; returns the
- * first.  The caller holds the metapage exclusively (or is building the
- * index).
+ * Append `nparts` empty partition pages of the window's format (`meta`'s
+ * filter and shape); returns the first.  The caller holds the metapage
+ * exclusively (or is building the index).
  */
 BlockNumber
 FbfWindowAppendParts(Relation index, ForkNumber fork, BlockNumber *next,
-					 uint32 nparts, uint32 nbits)
+					 uint32 nparts, const FbfWindowMetaPageData *meta)
 {
 	BlockNumber start = *next;
 	PGAlignedBlock image;
+	CwinLayout	layout;
 	uint32		p;
 
+	if (FbfWindowIsCuckoo(meta))
+		FbfCuckooLayout(meta, &layout);
 	for (p = 0; p < nparts; p++)
 	{
-		FbfWindowInitSlicePage(image.data, nbits);
+		if (FbfWindowIsCuckoo(meta))
+			FbfCuckooInitPage(image.data, &layout, meta->epoch);
+		else
+			FbfWindowInitSlicePage(image.data, meta->nbits);
 		FbfWindowAppendPage(index, fork, next, image.data);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -161,6 +161,21 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 	int			removed = 0;
 	uint32		limit = FBF_DRAIN_DEFER_FACTOR * meta->overfull;
 
+	/*
+	 * A cuckoo window's blocks take an entry or refuse it; refused ones
+	 * stay whether or not the drain may put entries off: they are never
+	 * dropped, and the window grows for them.
+	 */
+	if (FbfWindowIsCuckoo(meta))
+	{
+		bool		refused = false;
+
+		removed = FbfCuckooDrainPending(index, meta, pbuf, &refused);
+		if (refused)
+			growth_requested = true;
+		return removed;
+	}
+
 	for (;;)
 	{
 		int			n;

@@ -69,6 +69,11 @@ FbfWindowBlockCounts(Relation index, const FbfWindowMetaPageData *meta,
 		memset(distinct, 0, sizeof(uint64) * meta->nlive);
 	if (meta->version != FBF_STORAGE_VERSION)
 		return;
+	if (FbfWindowIsCuckoo(meta))
+	{
+		FbfCuckooCounts(index, meta, counts, distinct, NULL);
+		return;
+	}
 	for (v = 0; v < nparts; v++)
 	{
 		BlockNumber blkno = FbfWindowViewBlock(meta, v);
@@ -99,6 +104,8 @@ FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 {
 	if (meta->version != FBF_STORAGE_VERSION)
 		return 0;
+	if (FbfWindowIsCuckoo(meta))
+		return FbfCuckooEstimateFpp(meta, counts);
 	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
 									FbfWindowViewParts(meta), counts,
 									FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
@@ -130,6 +137,11 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 				 errmsg("the filter \"%s\" has not been upgraded yet",
 						RelationGetRelationName(index)),
 				 errhint("Apply an operation to the counter, or run fbf_counter_maintain(), to upgrade it.")));
+	}
+	if (FbfWindowIsCuckoo(&meta))
+	{
+		UnlockReleaseBuffer(metabuf);
+		FbfWindowRefuseCuckoo(index, &meta, "take a snapshot of");
 	}
 	nparts = FbfWindowViewParts(&meta);
 	f = FbfValueAlloc(meta.nbits, meta.nfilters, nparts);

@@ -14,7 +14,8 @@
  * so; where the old pages are gone for another reason, the rebuild fails.
  *
  * CONCURRENTLY builds are refused before anything is created: increments
- * keep changing the old window until the swap.
+ * keep changing the old window until the swap.  So is an ALTER INDEX that
+ * would change a window's filter, the format of its pages.
  *
  * State: rebuild_sources, in TopMemoryContext, for the utility statement
  * running in this backend (saved and restored around nested statements).
@@ -346,6 +347,63 @@ refuse_no_index_cleanup(Node *stmt)
 	relation_close(heap, AccessShareLock);
 }
 
+/*
+ * A window's filter (bloom or cuckoo) is the format of its pages, chosen
+ * when its table is created: ALTER INDEX may not set or reset it, or
+ * pg_dump would carry a filter the pages do not have.
+ */
+static void
+refuse_filter_change(Node *stmt)
+{
+	AlterTableStmt *as;
+	ListCell   *lc;
+	Oid			relid;
+	Oid			amoid;
+	HeapTuple	tup;
+	bool		window;
+
+	if (!IsA(stmt, AlterTableStmt))
+		return;
+	as = (AlterTableStmt *) stmt;
+	foreach(lc, as->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		ListCell   *o;
+		bool		names_filter = false;
+
+		if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions &&
+			cmd->subtype != AT_ReplaceRelOptions)
+			continue;
+		foreach(o, (List *) cmd->def)
+		{
+			DefElem    *def = (DefElem *) lfirst(o);
+
+			if (def->defnamespace == NULL && strcmp(def->defname, "filter") == 0)
+				names_filter = true;
+		}
+		if (names_filter)
+			break;
+	}
+	if (lc == NULL)
+		return;
+	relid = RangeVarGetRelid(as->relation, NoLock, true);
+	amoid = get_index_am_oid("fbf_filter", true);
+	if (!OidIsValid(relid) || !OidIsValid(amoid))
+		return;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return;
+	window = ((Form_pg_class) GETSTRUCT(tup))->relam == amoid;
+	ReleaseSysCache(tup);
+	if (window)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change the filter of window index \"%s\"",
+						as->relation->relname),
+				 errdetail("The filter is the format of the window's pages, chosen when its table was created."),
+				 errhint("Create a new table with fbf_create_counter_table(..., filter => ...) or fbf_create_dedup(..., filter => ...).")));
+}
+
 static bool
 rebuilds_indexes(Node *stmt)
 {
@@ -373,6 +431,7 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	{
 		refuse_concurrent_builds(pstmt->utilityStmt);
 		refuse_no_index_cleanup(pstmt->utilityStmt);
+		refuse_filter_change(pstmt->utilityStmt);
 		drain_before_vacuum(pstmt->utilityStmt);
 	}
 	if (track)

@@ -26,7 +26,10 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
+#include "core/cwin_window.h"
 #include "window/window_int.h"
+
+static int	split_batch(void);
 
 /*
  * Rotate once, as fbf_refresh_action says: the recycled filter (the oldest
@@ -61,6 +64,8 @@ rotate(FbfWindowMetaPageData *meta, int64 now)
 		meta->born_at[0] = now;
 	}
 	meta->epoch++;
+	if (FbfWindowIsCuckoo(meta))
+		FbfCuckooRotate(meta);
 	return true;
 }
 
@@ -254,6 +259,12 @@ FbfWindowResize(Relation index, int nfilters)
 		FbfWindowRefresh(index);
 		FbfWindowReadMeta(index, &meta);
 	}
+	if (FbfWindowIsCuckoo(&meta))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot resize the cuckoo window \"%s\"",
+						RelationGetRelationName(index)),
+				 errdetail("A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.")));
 	if (nfilters < FBF_MIN_FILTERS || nfilters > FBF_SLICE_LANES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -360,6 +371,54 @@ arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *distinct)
 	return Max(recent, total / window);
 }
 
+/*
+ * The rest of a maintenance pass over a cuckoo window: growth by load
+ * alone, the cuckoo analogue of AIMD.  When the fullest block's live load
+ * passes CWIN_SPLIT_LOAD, split (by 2, or more for the arrival rate:
+ * FbfCuckooSplitFactor), logged as Bloom windows' splits are.  Neither
+ * the ring nor the period changes (16 live epochs, the tags' limit), and
+ * nothing merges.
+ */
+static FbfAimdDecision
+maintain_cuckoo(Relation index, const FbfWindowMetaPageData *meta,
+				uint64 *counts, const FbfAimdPolicy *policy)
+{
+	FbfAimdDecision d;
+	uint64		distinct[FBF_MAX_FILTERS];
+	double		max_load;
+	double		rate;
+	double		fpp;
+	bool		capped = false;
+
+	FbfCuckooCounts(index, meta, counts, distinct, &max_load);
+	fpp = FbfCuckooEstimateFpp(meta, counts);
+	rate = arrival_rate(meta, distinct);
+	d.action = FBF_AIMD_HOLD;
+	d.nfilters = meta->nfilters;
+	d.period = meta->period;
+	d.reason = "load";
+	if (max_load > CWIN_SPLIT_LOAD)
+	{
+		uint32		factor = FbfCuckooSplitFactor(meta, rate, &capped);
+
+		if (factor > 1 && FbfWindowSplitStart(index, factor, 0))
+		{
+			FbfWindowSplitStep(index, split_batch());
+			ereport(LOG,
+					(errmsg("fbf: grew \"%s\" from %u to %u partitions (fullest partition %.0f%% full, estimated false-positive rate %.3g, target %.3g)",
+							RelationGetRelationName(index), meta->nparts,
+							meta->nparts * factor, 100 * max_load, fpp,
+							meta->target_fpp)));
+			d.action = FBF_AIMD_GROW;
+			d.reason = "split";
+		}
+	}
+	d.capped = capped;
+	if (d.capped || (meta->flags & FBF_META_CAPPED) != 0)
+		FbfWindowNoteCapped(index, d.capped, policy);
+	return d;
+}
+
 /* partitions one pass may split or merge */
 static int
 split_batch(void)
@@ -420,6 +479,12 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	}
 
 	counts = palloc0(sizeof(uint64) * meta.nlive * FbfWindowViewParts(&meta));
+	if (FbfWindowIsCuckoo(&meta))
+	{
+		d = maintain_cuckoo(index, &meta, counts, policy);
+		pfree(counts);
+		return d;
+	}
 	FbfWindowBlockCounts(index, &meta, counts, distinct);
 	fpp = FbfWindowEstimateFpp(&meta, counts);
 	rate = arrival_rate(&meta, distinct);

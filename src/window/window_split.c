@@ -176,6 +176,9 @@ FbfWindowSplitStart(Relation index, uint32 split, uint32 merge)
 	FbfWindowReadMeta(index, &meta);
 	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
 		return false;
+	/* a cuckoo window never merges (window_cuckoo.c) */
+	if (merge > 0 && FbfWindowIsCuckoo(&meta))
+		return false;
 	nparts = meta.nparts;
 	need = split > 0 ? nparts * split : nparts / merge;
 
@@ -186,7 +189,7 @@ FbfWindowSplitStart(Relation index, uint32 split, uint32 merge)
 		/* no one else may extend the relation in between: the pages are a run */
 		LockRelationForExtension(index, ExclusiveLock);
 		next = RelationGetNumberOfBlocks(index);
-		start = FbfWindowAppendParts(index, MAIN_FORKNUM, &next, need, meta.nbits);
+		start = FbfWindowAppendParts(index, MAIN_FORKNUM, &next, need, &meta);
 		UnlockRelationForExtension(index, ExclusiveLock);
 	}
 
@@ -307,7 +310,24 @@ FbfWindowSplitStep(Relation index, int max_parts)
 			UnlockReleaseBuffer(metabuf);
 			break;
 		}
-		if (meta.split_factor > 0)
+		if (meta.split_factor > 0 && FbfWindowIsCuckoo(&meta))
+		{
+			/* each live entry to its child by its routing bits */
+			Buffer		src = FbfCuckooReadPart(index, meta.part_start + q,
+												BUFFER_LOCK_SHARE);
+			Buffer		dst[SPLIT_MAX_FACTOR];
+
+			for (f = 0; f < meta.split_factor; f++)
+				dst[f] = FbfCuckooReadPart(index,
+										   meta.split_start + q * meta.split_factor + f,
+										   BUFFER_LOCK_EXCLUSIVE);
+			FbfCuckooSplitPart(index, &meta, src, dst, meta.split_factor);
+			for (f = 0; f < meta.split_factor; f++)
+				UnlockReleaseBuffer(dst[f]);
+			UnlockReleaseBuffer(src);
+			nnew = meta.nparts * meta.split_factor;
+		}
+		else if (meta.split_factor > 0)
 		{
 			Buffer		src = FbfWindowReadPart(index, meta.part_start + q,
 												BUFFER_LOCK_SHARE);
@@ -381,6 +401,13 @@ FbfWindowSetOverfull(FbfWindowMetaPageData *meta)
 	double		lo = 0;
 	double		hi = (double) meta->nbits;
 	int			i;
+
+	/* a cuckoo window grows when a block refuses an entry instead */
+	if (FbfWindowIsCuckoo(meta))
+	{
+		meta->overfull = 0;
+		return;
+	}
 
 	/* per-page per-period count x: rate = x * nparts / period */
 	for (i = 0; i < 40; i++)
@@ -526,7 +553,10 @@ grow(Relation index, const FbfAimdPolicy *policy)
 	rate = (double) (count + FbfWindowPendingCount(index, &meta)) / Max(elapsed, 1);
 	if (rate <= 0)
 		return FBF_GROWTH_NONE;
-	factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at, &capped);
+	if (FbfWindowIsCuckoo(&meta))
+		factor = FbfCuckooSplitFactor(&meta, rate, &capped);
+	else
+		factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at, &capped);
 
 	/*
 	 * At the cap, say so: drains stop waiting for growth (FbfChainDrain)

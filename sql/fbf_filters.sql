@@ -1,0 +1,73 @@
+--
+-- Counters and dedup tables on both filters, 'bloom' (the default) and
+-- 'cuckoo': the same statements (fbf_window_kinds.inc), the same results.
+-- Then what differs: the measures fbf_counter_stats shows, growth by
+-- load, and what a cuckoo window refuses.
+--
+\set filter bloom
+\i sql/fbf_window_kinds.inc
+\set filter cuckoo
+\i sql/fbf_window_kinds.inc
+
+-- the measures: a cuckoo window's live load, fingerprint bits and blocks
+SELECT counter, filter, nhashes, fingerprint_bits, load > 0 AS loaded,
+	   estimated_fpp < target_fpp AS under_target, nbits = partitions * 8144 * 8 AS block_bits
+FROM fbf_counter_stats WHERE counter::text LIKE 'kc\_%' AND counter::text NOT LIKE '%short'
+ORDER BY 1;
+
+-- growth by load: a cuckoo window planned for 10 operations a second
+-- takes 20,000 in one go, splitting its partitions (no entry lost: every
+-- retry is dismissed)
+SELECT fbf_create_counter_table('cw_grow', retention => '1 min', expected_rate => 10,
+								filter => 'cuckoo') IS NOT NULL AS created;
+SELECT partitions AS planned FROM fbf_counter_stats WHERE counter = 'cw_grow'::regclass;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_grow', 1, g, 1)) AS applied
+FROM generate_series(1, 20000) g;
+SELECT fbf_counter_maintain('cw_grow') IN ('grow', 'hold') AS maintained;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_grow', 1, g, 1)) AS retries_applied
+FROM generate_series(1, 20000) g;
+SELECT partitions > 1 AS grew, pending, load < 0.97 AS room,
+	   (SELECT sum(e) FROM unnest(elements) e) AS live
+FROM fbf_counter_stats WHERE counter = 'cw_grow'::regclass;
+
+-- epochs keyed with different partition counts: a window that grew, then
+-- refreshed (period 2 s), takes more (keyed with the new count) and may grow
+-- again; refreshed again, a lookup computes each live epoch's fingerprint
+-- with the partitions it began with (meta->cuckoo.parts, shifted by age)
+SELECT fbf_create_counter_table('cw_epochs', retention => '30 s', expected_rate => 10,
+								filter => 'cuckoo') IS NOT NULL AS created;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 1, g, 1)) AS applied
+FROM generate_series(1, 10000) g;
+SELECT fbf_counter_maintain('cw_epochs') IN ('grow', 'hold') AS maintained;
+SELECT pg_sleep(4.5);
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 2, g, 1)) > 0 AS applied
+FROM generate_series(1, 20000) g;
+SELECT fbf_counter_maintain('cw_epochs') IN ('grow', 'hold') AS maintained;
+SELECT pg_sleep(4.5);
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 1, g, 1)) AS retries_applied
+FROM generate_series(1, 10000) g;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 2, g, 1)) AS retries_applied
+FROM generate_series(1, 20000) g;
+SELECT partitions > 1 AS grew, pending,
+	   (SELECT count(*) FROM unnest(elements) e WHERE e > 0) > 1 AS epochs
+FROM fbf_counter_stats WHERE counter = 'cw_epochs'::regclass;
+
+-- a cuckoo window has no snapshot format, no explicit shape, no ring to resize
+\set VERBOSITY terse
+SELECT fbf_snapshot('kc_cuckoo');
+SELECT name FROM fbf_counter_save('kc_cuckoo');
+-- saving every counter one owns leaves cuckoo windows out, with a WARNING
+CREATE ROLE fbf_filters_owner;
+GRANT CREATE ON SCHEMA public TO fbf_filters_owner;
+SET ROLE fbf_filters_owner;
+SELECT fbf_create_counter_table('owned_bloom', retention => '1 min') IS NOT NULL AS bloom,
+	   fbf_create_counter_table('owned_cuckoo', retention => '1 min', filter => 'cuckoo') IS NOT NULL AS cuckoo;
+SELECT name FROM fbf_counter_save();
+RESET ROLE;
+DROP TABLE owned_bloom, owned_cuckoo;
+REVOKE CREATE ON SCHEMA public FROM fbf_filters_owner;
+DROP ROLE fbf_filters_owner;
+SELECT fbf_counter_resize('kc_cuckoo', 8);
+SELECT fbf_create_counter_table('cw_shape', nbits => 4096, nhashes => 4, npast => 2,
+								filter => 'cuckoo');
+\set VERBOSITY default

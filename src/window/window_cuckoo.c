@@ -1,0 +1,565 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_cuckoo.c
+ *	  The partition pages of a cuckoo window (filter = cuckoo): each holds
+ *	  one block of the pure core's cuckoo window (core/cwin_block.h),
+ *	  fingerprints with 4-bit epoch tags in buckets that forget by epoch.
+ *	  This file owns that page: its shape and plan, its initialisation,
+ *	  the check of an operation, draining a pending page into it, the
+ *	  split of one partition, and its counts and estimate.
+ *
+ * Everything else is the window's, as for Bloom windows: the metapage
+ * and its ring (which times the epochs: 16 live ones, the tags' limit),
+ * the clock, the pending chains and the fate of their entries, the
+ * split scheduling (window_split.c), rebuilds.  What differs:
+ *
+ *	- a check reads the operation's partition page under a share lock and
+ *	  asks cwin_block_contains for its fingerprints under the live epochs'
+ *	  key partitions (meta->cuckoo.parts);
+ *	- a drain stores each committed entry with cwin_block_insert, as of
+ *	  the current epoch, under the page's exclusive lock; an entry the
+ *	  block refuses (no chain of displacements frees a slot) stays on the
+ *	  chain, never dropped, and asks the window to grow (the same growth
+ *	  request a Bloom drain makes when it puts entries off);
+ *	- a split sends each live entry of page q to its child qF + j by its
+ *	  routing bits (cwin_block_split), without the keys; merges are not
+ *	  supported (an entry keyed with more partitions than its page has
+ *	  could not be split again), so a cuckoo window never shrinks.
+ *
+ * Locks: as window.h says for partition pages (share to check, exclusive
+ * to store, up to three in block order in one drain record).
+ *
+ * WAL: a drain is one record of fbf's resource manager with the pending
+ * page and up to three partition pages as changed byte ranges
+ * (common/fbf_xlog.h); a drain that sweeps a page (epochs expired: many
+ * slots emptied) logs that page as a full image.  A split's children are
+ * written whole, as full images.  Cuckoo pages hold no hint-only state:
+ * the default mask.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "common/fbf_xlog.h"
+#include "core/cwin_window.h"
+#include "window/window_int.h"
+
+StaticAssertDecl(CWIN_PAGE_SPACE == FBF_PAGE_CONTENT_BYTES,
+				 "a cuckoo block fills a window page's contents");
+
+/* The block layout of the window's pages. */
+void
+FbfCuckooLayout(const FbfWindowMetaPageData *meta, CwinLayout *layout)
+{
+	const char *why = NULL;
+
+	if (!cwin_layout_init(layout, FBF_PAGE_CONTENT_BYTES, meta->cuckoo.fp_bits,
+						  CWIN_MAX_KICKS, &why) ||
+		layout->nbuckets != meta->cuckoo.nbuckets)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("invalid cuckoo window shape in an fbf metapage"),
+				 errdetail("%s", why ? why : "The bucket count does not match the fingerprint bits.")));
+}
+
+/* The live epochs, and the key partitions each began with. */
+void
+FbfCuckooEpochs(const FbfWindowMetaPageData *meta, CwinEpochs *epochs)
+{
+	int			i;
+
+	epochs->epoch = meta->epoch;
+	epochs->nlive = meta->nlive;
+	for (i = 0; i < CWIN_MAX_LIVE; i++)
+		epochs->parts[i] = i < meta->nlive ? meta->cuckoo.parts[i] : 0;
+}
+
+/*
+ * A refresh began a new epoch: it keys its entries with the partitions
+ * the window has now (the old ones during a split: the pages a split has
+ * not reached hold no more).
+ */
+void
+FbfCuckooRotate(FbfWindowMetaPageData *meta)
+{
+	memmove(&meta->cuckoo.parts[1], &meta->cuckoo.parts[0],
+			sizeof(uint32) * (CWIN_MAX_LIVE - 1));
+	meta->cuckoo.parts[0] = meta->nparts;
+}
+
+/*
+ * Plan a new cuckoo window for the options: the fewest bytes meeting the
+ * target at the expected rate (cwin_plan), 16 live epochs, a period of a
+ * fifteenth of the retention.  Sets the shape, ring and period fields of
+ * *meta as FbfWindowPlanParts does for a Bloom window.
+ */
+void
+FbfCuckooPlan(Relation index, const FbfWindowOptions *opts,
+			  FbfWindowMetaPageData *meta)
+{
+	CwinPlan	plan;
+	CwinLayout	layout;
+	const char *why;
+	uint32		nchains;
+	uint64		pages;
+	int			i;
+
+	if (opts->nbits > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a cuckoo window has no explicit shape"),
+				 errdetail("nbits, nhashes and npast are the shape of a Bloom window.")));
+	if (!cwin_plan(opts->retention_ms / 1000.0, opts->target_fpp,
+				   Max(opts->expected_rate, 1.0), FBF_PAGE_CONTENT_BYTES,
+				   &plan, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("no cuckoo window meets target %g at %g operations per second",
+						opts->target_fpp, opts->expected_rate),
+				 errdetail("%s", why)));
+	if (!cwin_layout_init(&layout, FBF_PAGE_CONTENT_BYTES, plan.fp_bits,
+						  CWIN_MAX_KICKS, &why))
+		elog(ERROR, "fbf: cuckoo plan of %u-bit fingerprints has no layout: %s",
+			 plan.fp_bits, why);
+
+	/* a whole number of partitions per chain, as for Bloom windows */
+	nchains = (plan.nparts + FBF_PARTS_PER_CHAIN - 1) / FBF_PARTS_PER_CHAIN;
+	plan.nparts = ((plan.nparts + nchains - 1) / nchains) * nchains;
+	pages = (uint64) 1 + nchains + plan.nparts;
+	if (pages * BLCKSZ > (uint64) fbf_max_filter_size_kb * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the filter of \"%s\" would need %llu kB, more than fbf.max_filter_size (%d kB)",
+						RelationGetRelationName(index),
+						(unsigned long long) (pages * BLCKSZ / 1024), fbf_max_filter_size_kb),
+				 errhint("Lower the expected rate, raise the target false-positive rate, shorten the retention, or raise fbf.max_filter_size.")));
+
+	meta->filter = FBF_FILTER_CUCKOO;
+	meta->cuckoo.fp_bits = plan.fp_bits;
+	meta->cuckoo.nbuckets = layout.nbuckets;
+	for (i = 0; i < CWIN_MAX_LIVE; i++)
+		meta->cuckoo.parts[i] = plan.nparts;
+	/* the Bloom fields a check validates; a cuckoo window reads none */
+	meta->nbits = 1;
+	meta->nhashes = 1;
+	meta->nparts = plan.nparts;
+	meta->base_nparts = plan.nparts;
+	meta->nchains = nchains;
+	meta->nfilters = (uint16) plan.nlive;
+	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
+	meta->base_period = meta->period;
+	meta->split_start = InvalidBlockNumber;
+	meta->split_next = 0;
+}
+
+/* An empty partition page of the layout, its base at `epoch`. */
+void
+FbfCuckooInitPage(Page page, const CwinLayout *layout, int64 epoch)
+{
+	FbfWindowInitPage(page, FBF_PAGE_ID_CUCKOO);
+	cwin_block_init(layout, (uint8 *) PageGetContents(page), epoch);
+	((PageHeader) page)->pd_lower =
+		PageGetContents(page) + cwin_block_size(layout) - (char *) page;
+}
+
+/* Read and lock a cuckoo partition page. */
+Buffer
+FbfCuckooReadPart(Relation index, BlockNumber blkno, int mode)
+{
+	return FbfWindowReadPage(index, blkno, mode, FBF_PAGE_ID_CUCKOO);
+}
+
+static inline uint8 *
+block_of(Page page)
+{
+	return (uint8 *) PageGetContents(page);
+}
+
+/*
+ * Is the operation live in the window's blocks?  One page, share-locked.
+ * The caller holds the metapage (share or exclusive).
+ */
+bool
+FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
+				  const FbfHash *hash)
+{
+	CwinLayout	layout;
+	CwinEpochs	epochs;
+	CwinKey		key;
+	Buffer		buf;
+	bool		found;
+
+	FbfCuckooLayout(meta, &layout);
+	FbfCuckooEpochs(meta, &epochs);
+	cwin_key(&layout, &epochs, hash, &key);
+	buf = FbfCuckooReadPart(index, FbfWindowPartBlock(meta, hash),
+							BUFFER_LOCK_SHARE);
+	found = cwin_block_contains(&layout, block_of(BufferGetPage(buf)),
+								&epochs, &key);
+	UnlockReleaseBuffer(buf);
+	return found;
+}
+
+/* at most this many partition pages in one drain record */
+#define DRAIN_MAX_PARTS		(FBF_XLOG_MAX_PAGES - 1)
+
+/*
+ * Drain the pending page pbuf (exclusively locked, in a chain the caller
+ * holds under the metapage's lock): committed entries are stored in their
+ * partition pages, aborted ones dropped, in one WAL record per up to
+ * DRAIN_MAX_PARTS partition pages.  An entry its block refuses stays on
+ * the page and sets *refused; the entries of other pages then wait too,
+ * for the next drain.  Returns the entries removed.
+ */
+int
+FbfCuckooDrainPending(Relation index, const FbfWindowMetaPageData *meta,
+					  Buffer pbuf, bool *refused)
+{
+	CwinLayout	layout;
+	CwinEpochs	epochs;
+	int			removed = 0;
+
+	FbfCuckooLayout(meta, &layout);
+	FbfCuckooEpochs(meta, &epochs);
+	for (;;)
+	{
+		int			n;
+		FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
+		uint8	   *keep;
+		BlockNumber *target;
+		BlockNumber blocks[DRAIN_MAX_PARTS];
+		Buffer		bufs[DRAIN_MAX_PARTS];
+		Page		copies[DRAIN_MAX_PARTS];
+		int			nblocks = 0;
+		bool		more = false;
+		bool		changed = false;
+		bool		full = false;
+		FbfXLogState *state;
+		Page		pcopy;
+		FbfPendingEntry *out;
+		int			kept;
+		int			i;
+		int			b;
+
+		if (n == 0)
+			return removed;
+		keep = palloc(n);
+		target = palloc(sizeof(BlockNumber) * n);
+		for (i = 0; i < n; i++)
+		{
+			FbfEntryStatus s = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[i]));
+
+			keep[i] = 1;
+			target[i] = InvalidBlockNumber;
+			if (s == FBF_ENTRY_ABORTED)
+			{
+				keep[i] = 0;
+				changed = true;
+			}
+			else if (s == FBF_ENTRY_COMMITTED)
+			{
+				FbfHash		h = {entries[i].h1, entries[i].h2};
+				BlockNumber blk = FbfWindowPartBlock(meta, &h);
+
+				for (b = 0; b < nblocks && blocks[b] != blk; b++)
+					;
+				if (b == nblocks && nblocks < DRAIN_MAX_PARTS)
+					blocks[nblocks++] = blk;
+				if (b < nblocks)
+				{
+					target[i] = blk;
+					changed = true;
+				}
+				else
+					more = true;	/* a later round */
+			}
+		}
+		if (!changed)
+		{
+			pfree(keep);
+			pfree(target);
+			return removed;
+		}
+
+		/* lock the partition pages in block order */
+		for (i = 1; i < nblocks; i++)
+		{
+			for (b = i; b > 0 && blocks[b - 1] > blocks[b]; b--)
+			{
+				BlockNumber t = blocks[b];
+
+				blocks[b] = blocks[b - 1];
+				blocks[b - 1] = t;
+			}
+		}
+		state = FbfXLogStart(index);
+		pcopy = FbfXLogRegisterBuffer(state, pbuf, 0);
+		for (b = 0; b < nblocks; b++)
+		{
+			bufs[b] = FbfCuckooReadPart(index, blocks[b], BUFFER_LOCK_EXCLUSIVE);
+			/* a sweep empties many slots: log the page whole */
+			copies[b] = FbfXLogRegisterBuffer(state, bufs[b],
+											  cwin_block_needs_sweep(block_of(BufferGetPage(bufs[b])),
+																	 epochs.epoch) ?
+											  FBF_XLOG_FULL_IMAGE : 0);
+		}
+
+		/* store them (in the copies, applied and logged at once) */
+		for (i = 0; i < n; i++)
+		{
+			FbfHash		h;
+			CwinKey		key;
+
+			if (target[i] == InvalidBlockNumber)
+				continue;
+			for (b = 0; blocks[b] != target[i]; b++)
+				;
+			h.h1 = entries[i].h1;
+			h.h2 = entries[i].h2;
+			cwin_key(&layout, &epochs, &h, &key);
+			if (cwin_block_insert(&layout, block_of(copies[b]), &epochs, &key) >= 0)
+				keep[i] = 0;
+			else
+				full = true;	/* stays pending; the window must grow */
+		}
+
+		/* the pending page keeps the rest, in order */
+		out = FbfWindowPageGetEntries(pcopy, &n);
+		kept = 0;
+		for (i = 0; i < n; i++)
+		{
+			if (keep[i])
+				out[kept++] = out[i];
+		}
+		FbfWindowPageSetEntryCount(pcopy, kept);
+		FbfXLogFinish(state);
+
+		for (b = 0; b < nblocks; b++)
+			UnlockReleaseBuffer(bufs[b]);
+		pfree(keep);
+		pfree(target);
+		removed += n - kept;
+		if (full)
+		{
+			*refused = true;
+			return removed;
+		}
+		if (!more)
+			return removed;
+	}
+}
+
+/*
+ * Split partition page `src` (of a window of meta->nparts partitions) into
+ * the `factor` pages dst[], each written whole and logged as a full image.
+ * The caller holds the metapage exclusively, src share and dst[]
+ * exclusively.
+ */
+void
+FbfCuckooSplitPart(Relation index, const FbfWindowMetaPageData *meta,
+				   Buffer src, const Buffer *dst, uint32 factor)
+{
+	CwinLayout	layout;
+	CwinEpochs	epochs;
+	uint8	   *children[CWIN_MAX_SPLIT];
+	PGAlignedBlock *images;
+	const char *why = NULL;
+	uint32		f;
+
+	FbfCuckooLayout(meta, &layout);
+	FbfCuckooEpochs(meta, &epochs);
+	images = palloc(sizeof(PGAlignedBlock) * factor);
+	for (f = 0; f < factor; f++)
+	{
+		FbfCuckooInitPage(images[f].data, &layout, epochs.epoch);
+		children[f] = block_of(images[f].data);
+	}
+	if (cwin_block_split(&layout, block_of(BufferGetPage(src)), &epochs,
+						 meta->nparts, factor, children, &why) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("cannot split a partition of cuckoo window \"%s\"",
+						RelationGetRelationName(index)),
+				 errdetail("%s", why)));
+
+	START_CRIT_SECTION();
+	for (f = 0; f < factor; f++)
+	{
+		memcpy(BufferGetPage(dst[f]), images[f].data, BLCKSZ);
+		MarkBufferDirty(dst[f]);
+		if (RelationNeedsWAL(index))
+			log_newpage_buffer(dst[f], true);
+	}
+	END_CRIT_SECTION();
+	pfree(images);
+}
+
+/*
+ * The factor to split a cuckoo window by, called for because a block
+ * refused an entry or the fullest block passed CWIN_SPLIT_LOAD: at least
+ * 2, and as many more doublings as make the blocks hold `rate` (per
+ * microsecond; <= 0: unknown) over the live epochs as a plan's must
+ * (mean + 3 sqrt(mean) within CWIN_PLAN_LOAD of the slots).  Within
+ * fbf.max_filter_size; 1 and *capped if not even a doubling fits.
+ */
+uint32
+FbfCuckooSplitFactor(const FbfWindowMetaPageData *meta, double rate,
+					 bool *capped)
+{
+	CwinLayout	layout;
+	double		peak = rate > 0 ? rate * meta->period * meta->nlive : 0;
+	uint64		max_pages = (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
+	uint32		factor = 2;
+
+	FbfCuckooLayout(meta, &layout);
+	while (factor < CWIN_MAX_SPLIT)
+	{
+		double		mean = peak / ((double) meta->nparts * factor);
+
+		if (mean + CWIN_PLAN_SPREAD * sqrt(mean) <= CWIN_PLAN_LOAD * cwin_nslots(&layout))
+			break;
+		factor *= 2;
+	}
+	/* the pages after the split: chains, metapage, old and new partitions */
+	while (factor > 1 &&
+		   (uint64) 1 + meta->nchains + (uint64) meta->nparts * (factor + 1) > max_pages)
+		factor /= 2;
+	*capped = factor < 2;
+	return factor;
+}
+
+/*
+ * Live entries of each live epoch in each partition of the readers' view,
+ * counts[i * nparts + v] as FbfWindowBlockCounts gives them for a Bloom
+ * window, from the blocks' per-tag counts (an entry copied to several
+ * children, its routing bits used up, counts in each: rare, and only
+ * within a retention of eight doublings).  *max_load gets the fullest
+ * page's live load.
+ */
+void
+FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
+				uint64 *counts, uint64 *distinct, double *max_load)
+{
+	CwinLayout	layout;
+	uint32		nparts = FbfWindowViewParts(meta);
+	uint32		v;
+	int			i;
+
+	FbfCuckooLayout(meta, &layout);
+	if (distinct != NULL)
+		memset(distinct, 0, sizeof(uint64) * meta->nlive);
+	if (max_load != NULL)
+		*max_load = 0;
+	for (v = 0; v < nparts; v++)
+	{
+		BlockNumber blkno = FbfWindowViewBlock(meta, v);
+		Buffer		buf = FbfCuckooReadPart(index, blkno, BUFFER_LOCK_SHARE);
+		const CwinHeader *h = cwin_header_c(block_of(BufferGetPage(buf)));
+		bool		first = v == 0 || FbfWindowViewBlock(meta, v - 1) != blkno;
+		uint64		live = 0;
+
+		for (i = 0; i < meta->nlive; i++)
+		{
+			int64		e = meta->epoch - i;
+			uint32		c = 0;
+
+			/* epoch e's tag counts its entries if e is within the base's run */
+			if (e >= h->base && e <= h->base + (CWIN_TAGS - 1))
+				c = h->count[e & (CWIN_TAGS - 1)];
+			counts[i * nparts + v] = c;
+			live += c;
+			if (distinct != NULL && first)
+				distinct[i] += c;
+		}
+		if (max_load != NULL)
+			*max_load = Max(*max_load, (double) live / cwin_nslots(&layout));
+		UnlockReleaseBuffer(buf);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * A cuckoo window's live load, its live entries (counts as
+ * FbfCuckooCounts gives them) over its slots, and the bits of its blocks
+ * in *block_bits: what fbf_counter_stats shows.
+ */
+double
+FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta, const uint64 *counts,
+					uint64 *block_bits)
+{
+	CwinLayout	layout;
+	uint32		nparts = FbfWindowViewParts(meta);
+	uint64		live = 0;
+	uint32		v;
+	int			i;
+
+	FbfCuckooLayout(meta, &layout);
+	for (v = 0; v < nparts; v++)
+		for (i = 0; i < meta->nlive; i++)
+			live += counts[i * nparts + v];
+	*block_bits = (uint64) cwin_block_size(&layout) * 8 * nparts;
+	return nparts > 0 ? (double) live / ((double) cwin_nslots(&layout) * nparts) : 0;
+}
+
+/*
+ * The estimated false-positive rate of a check, the mean over the view's
+ * partitions of cwin_fpp at each one's live load, counting the routing
+ * bits the entries of the oldest key partitions have used.
+ */
+double
+FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
+{
+	CwinLayout	layout;
+	uint32		nparts = FbfWindowViewParts(meta);
+	double		sum = 0;
+	uint32		v;
+	int			i;
+
+	FbfCuckooLayout(meta, &layout);
+	for (v = 0; v < nparts; v++)
+	{
+		double		fpp = 0;
+
+		for (i = 0; i < meta->nlive; i++)
+		{
+			double		c = (double) counts[i * nparts + v];
+			int			used = 0;
+			uint32		p = meta->cuckoo.parts[i];
+
+			while (p > 0 && p < nparts && used < CWIN_ROUTE_BITS)
+			{
+				p *= 2;
+				used++;
+			}
+			/* each epoch's share of the load, at its useful bits */
+			fpp += cwin_fpp(&layout, c, used);
+		}
+		sum += fpp;
+	}
+	return nparts > 0 ? sum / nparts : 0;
+}
+
+/*
+ * A cuckoo window has no snapshot format (an fbf value holds Bloom
+ * filters): snapshots, saves and loads of it are refused, before any
+ * page is written.
+ */
+void
+FbfWindowRefuseCuckoo(Relation index, const FbfWindowMetaPageData *meta,
+					  const char *what)
+{
+	if (FbfWindowIsCuckoo(meta))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s the cuckoo window \"%s\"", what,
+						RelationGetRelationName(index)),
+				 errdetail("Snapshots (fbf values) hold Bloom filters; a cuckoo window's entries have no snapshot format."),
+				 errhint("After a dump and restore, a counter with filter => 'cuckoo' starts with an empty window.")));
+}
