@@ -554,3 +554,77 @@ COMMENT ON VIEW fbf_counter_stats IS
 
 -- rows are filtered by the caller's SELECT privilege on each counter table
 GRANT SELECT ON fbf_counter_stats TO PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- Counters distributed by Citus (src/counter/counter_citus.c)
+-- ---------------------------------------------------------------------
+
+-- The half of an increment that runs on the node holding the key's shard:
+-- idempotent_increment on a distributed counter routes its operations
+-- (their hashes, in the order it asks the window) here, through Citus.
+CREATE FUNCTION fbf_apply_on_placement(counter regclass, key text, ops bigint[],
+									   legacy bigint[], deltas bigint[], want_value boolean,
+									   OUT applied boolean[], OUT value bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'fbf_apply_on_placement'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_apply_on_placement(regclass, text, bigint[], bigint[], bigint[], boolean) IS
+	'apply routed operations on the local shard of a distributed counter (internal: idempotent_increment calls it through Citus)';
+
+-- Distribute a counter table with Citus by its key column: a key's rows
+-- and the window that remembers its operations live on one shard.  Only a
+-- counter that has applied nothing yet: its window's memory would not
+-- reach the new shards.
+CREATE FUNCTION fbf_distribute_counter(
+	counter regclass,
+	shard_count integer DEFAULT NULL,
+	colocate_with text DEFAULT 'default')
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	has_rows boolean;
+	remembered bigint;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'fbf_distribute_counter needs the citus extension'
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Preload citus before fbf (shared_preload_libraries = ''citus,fbf''), then CREATE EXTENSION citus.';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_index i
+					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
+					WHERE i.indrelid = counter AND a.amname = 'fbf_filter'
+					  AND NOT ('kind=dedup' = ANY (COALESCE(c.reloptions, '{}')))) THEN
+		RAISE EXCEPTION '"%" is not a counter table', counter
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Create counter tables with fbf_create_counter_table().';
+	END IF;
+	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = counter), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', counter
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %s)', counter) INTO STRICT has_rows;
+	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
+	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(counter))).counts) AS e;
+	IF has_rows OR remembered > 0 THEN
+		RAISE EXCEPTION 'counter "%" has already applied operations', counter
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'The shards of a distributed counter start with empty windows: the operations this table remembers would be applied again.',
+				  HINT = 'Distribute a counter right after creating it.';
+	END IF;
+	PERFORM pg_catalog.create_distributed_table(counter, 'key', colocate_with => colocate_with,
+												shard_count => shard_count);
+	-- one placement per shard: a copy would be a second window for the same keys
+	IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+				WHERE logicalrelid = counter AND repmodel <> 's') THEN
+		RAISE EXCEPTION 'counter "%" would have more than one placement per shard', counter
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Set citus.shard_replication_factor = 1.';
+	END IF;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_distribute_counter(regclass, integer, text) IS
+	'distribute a new counter table with Citus by its key: increments anywhere in the cluster go to the window of the key''s shard';
