@@ -772,3 +772,79 @@ $fn$;
 
 COMMENT ON FUNCTION fbf_split_counter_shard(bigint, text[], integer[], text) IS
 	'split a shard (and its colocated shards) with Citus, loading each counter shard''s window into the shards split from it';
+
+-- The windows of the shards of distributed counters, read on their nodes:
+-- the shells' own windows are never used (fbf_counter_stats skips them).
+CREATE FUNCTION fbf_distributed_counter_stats(
+	OUT counter regclass,
+	OUT node_name text,
+	OUT node_port integer,
+	OUT shardid bigint,
+	OUT shard text,
+	OUT filters integer,
+	OUT period interval,
+	OUT nbits bigint,
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT applied bigint,
+	OUT dismissed bigint,
+	OUT pending bigint,
+	OUT bytes bigint)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	c regclass;
+	r record;
+	s pg_catalog.json;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	FOR c IN SELECT p.logicalrelid FROM pg_catalog.pg_dist_partition p
+			  WHERE EXISTS (SELECT FROM pg_catalog.pg_index i
+							  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+							  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
+							 WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter')
+				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
+			  ORDER BY 1
+	LOOP
+		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(c,
+				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_counter_stats() s WHERE s.counter = ''%s''::pg_catalog.regclass')
+				 ORDER BY 3
+		LOOP
+			IF NOT r.success THEN
+				RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
+					r.shardid, r.nodename, r.nodeport, r.result
+					USING ERRCODE = 'connection_failure';
+			END IF;
+			s := r.result::pg_catalog.json;
+			counter := c;
+			node_name := r.nodename;
+			node_port := r.nodeport;
+			shardid := r.shardid;
+			shard := s->>'counter';
+			filters := (s->>'filters')::integer;
+			period := (s->>'period')::interval;
+			nbits := (s->>'nbits')::bigint;
+			estimated_fpp := (s->>'estimated_fpp')::double precision;
+			target_fpp := (s->>'target_fpp')::double precision;
+			applied := (s->>'applied')::bigint;
+			dismissed := (s->>'dismissed')::bigint;
+			pending := (s->>'pending')::bigint;
+			bytes := (s->>'bytes')::bigint;
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_distributed_counter_stats() IS
+	'one row per shard of each distributed counter the user may read: its node and its window''s statistics';
+
+CREATE VIEW fbf_distributed_counter_stats AS SELECT * FROM fbf_distributed_counter_stats();
+
+COMMENT ON VIEW fbf_distributed_counter_stats IS
+	'the shards of distributed counters and their windows, read on their nodes';
+
+GRANT SELECT ON fbf_distributed_counter_stats TO PUBLIC;

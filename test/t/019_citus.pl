@@ -127,6 +127,15 @@ is(value($k), 3, 'the key counts each operation once');
 is($w1->safe_psql('postgres', "SELECT sum(value) FROM likes WHERE key = '$k'"), 3,
 	'as every node sees it');
 
+# ---- statistics: the shards' windows, not the shells' ----
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) = (SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass),
+		   sum(applied), sum(dismissed), count(DISTINCT node_port)
+	  FROM fbf_distributed_counter_stats WHERE counter = 'likes'::regclass}),
+	't|3|6|2', 'fbf_distributed_counter_stats: one row per shard, on both workers, with what they applied and dismissed');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM fbf_counter_stats WHERE counter = 'likes'::regclass"),
+	0, 'fbf_counter_stats skips the shell');
+
 # ---- two-phase commit over both workers ----
 my ($a, $b) = ($on1[1], $on2[1]);
 ($rc, $out, $err) = $coord->psql('postgres', qq{
