@@ -46,14 +46,6 @@ SELECT idempotent_increment('c', 2, 1, 1);
 ROLLBACK;
 SELECT sqlstate_of($q$SELECT idempotent_increment('c', 2, 1, 1)$q$) AS outside_read_only;
 
--- PREPARE TRANSACTION refuses, and the transaction is rolled back
-BEGIN;
-SELECT idempotent_increment('c', 3, 1, 100);
-PREPARE TRANSACTION 'fbf_test';
-SELECT count(*) FROM pg_prepared_xacts;
-SELECT idempotent_increment('c', 3, 1, 1) AS retry_applies;
-SELECT fbf_counter_value('c');
-
 -- privileges: UPDATE on the counter table is required
 CREATE ROLE fbf_reader;
 CREATE ROLE fbf_writer;

@@ -105,10 +105,6 @@ SELECT fbf_claim('inbox', ARRAY['x', 'y', 'z']) AS none_of_them_was_claimed;
 BEGIN READ ONLY;
 SELECT sqlstate_of($q$SELECT fbf_claim('inbox', 'ro')$q$);
 ROLLBACK;
-BEGIN;
-SELECT fbf_claim('inbox', 'prepared');
-PREPARE TRANSACTION 'fbf_dedup_test';
-SELECT fbf_claim('inbox', 'prepared') AS forgotten_with_the_refused_prepare;
 -- the table holds no rows
 INSERT INTO inbox VALUES (1);
 SELECT sqlstate_of($q$INSERT INTO inbox VALUES (1)$q$);

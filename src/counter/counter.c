@@ -21,9 +21,8 @@
  * FbfCounterApply, which takes any number of operations on one key.
  *
  * Backend-local state: the plan cache (plan_cache, in TopMemoryContext),
- * the relation cache (counter_delta.c), whether the current transaction
- * incremented (for PREPARE), and whether this backend has told the
- * registry that its database has counters.
+ * the relation cache (counter_delta.c), and whether this backend has told
+ * the registry that its database has counters.
  *
  *-------------------------------------------------------------------------
  */
@@ -76,9 +75,6 @@ PG_FUNCTION_INFO_V1(fbf_operation_text);
 PG_FUNCTION_INFO_V1(fbf_operation_uuid);
 PG_FUNCTION_INFO_V1(fbf_snapshot);
 
-/* did the current transaction apply an operation? (PREPARE refuses it) */
-static bool xact_applied = false;
-
 /* has this backend told the launcher that its database has counters? */
 static bool database_noted = false;
 
@@ -86,31 +82,7 @@ static bool database_noted = false;
 static int	fbf_default_retention_ms = 5 * 60 * 1000;
 static double fbf_default_target_fpp = 0.001;
 
-static void
-fbf_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_PRE_PREPARE:
-			if (xact_applied)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that has applied fbf operations"),
-						 errdetail("An increment's or a claim's fate must be decided when its transaction ends.")));
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			xact_applied = false;
-			break;
-		default:
-			break;
-	}
-}
-
-/* The counters' settings and transaction callback; from _PG_init. */
+/* The counters' settings; from _PG_init. */
 void
 FbfCounterInit(void)
 {
@@ -124,7 +96,6 @@ FbfCounterInit(void)
 							 NULL, &fbf_default_target_fpp, 0.001, 1e-9, 0.5,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	FbfCounterMaintainInit();
-	RegisterXactCallback(fbf_xact_callback, NULL);
 }
 
 /* ----------------------------------------------------------------------
@@ -286,13 +257,12 @@ FbfCounterClose(Relation heap, Relation index)
 
 /*
  * The current transaction is about to apply an operation (an increment or
- * a claim): PREPARE TRANSACTION must refuse it from now on, and the
- * launcher must know at once that this database has windows to maintain.
+ * a claim): the launcher must know at once that this database has windows
+ * to maintain.
  */
 void
 FbfCounterNoteOperation(void)
 {
-	xact_applied = true;
 	if (!database_noted)
 	{
 		FbfDatabaseHasCounters(MyDatabaseId);
