@@ -592,3 +592,297 @@ COMMENT ON VIEW fbf_counter_stats IS
 
 -- rows are filtered by the caller's SELECT privilege on each counter table
 GRANT SELECT ON fbf_counter_stats TO PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- Counters distributed by Citus (src/counter/counter_citus.c)
+-- ---------------------------------------------------------------------
+
+-- The half of an increment that runs on the node holding the key's shard:
+-- idempotent_increment on a distributed counter routes its operations
+-- (their hashes, in the order it asks the window) here, through Citus.
+CREATE FUNCTION fbf_apply_on_placement(counter regclass, key text, ops bigint[],
+									   legacy bigint[], deltas bigint[], want_value boolean,
+									   OUT applied boolean[], OUT value bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'fbf_apply_on_placement'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_apply_on_placement(regclass, text, bigint[], bigint[], bigint[], boolean) IS
+	'apply routed operations on the local shard of a distributed counter (internal: idempotent_increment calls it through Citus)';
+
+-- Distribute a counter table with Citus by its key column: a key's rows
+-- and the window that remembers its operations live on one shard.  Only a
+-- counter that has applied nothing yet: its window's memory would not
+-- reach the new shards.
+CREATE FUNCTION fbf_distribute_counter(
+	counter regclass,
+	shard_count integer DEFAULT NULL,
+	colocate_with text DEFAULT 'default')
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	has_rows boolean;
+	remembered bigint;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'fbf_distribute_counter needs the citus extension'
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Preload citus before fbf (shared_preload_libraries = ''citus,fbf''), then CREATE EXTENSION citus.';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_index i
+					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
+					WHERE i.indrelid = counter AND a.amname = 'fbf_filter'
+					  AND NOT ('kind=dedup' = ANY (COALESCE(c.reloptions, '{}')))) THEN
+		RAISE EXCEPTION '"%" is not a counter table', counter
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Create counter tables with fbf_create_counter_table().';
+	END IF;
+	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = counter), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', counter
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %s)', counter) INTO STRICT has_rows;
+	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
+	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(counter))).counts) AS e;
+	IF has_rows OR remembered > 0 THEN
+		RAISE EXCEPTION 'counter "%" has already applied operations', counter
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'The shards of a distributed counter start with empty windows: the operations this table remembers would be applied again.',
+				  HINT = 'Distribute a counter right after creating it.';
+	END IF;
+	PERFORM pg_catalog.create_distributed_table(counter, 'key', colocate_with => colocate_with,
+												shard_count => shard_count);
+	-- one placement per shard: a copy would be a second window for the same keys
+	IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+				WHERE logicalrelid = counter AND repmodel <> 's') THEN
+		RAISE EXCEPTION 'counter "%" would have more than one placement per shard', counter
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Set citus.shard_replication_factor = 1.';
+	END IF;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_distribute_counter(regclass, integer, text) IS
+	'distribute a new counter table with Citus by its key: increments anywhere in the cluster go to the window of the key''s shard';
+
+-- Copy the window of a shard table on one node into the window of a shard
+-- table on another (fbf_counter_load: ORed in, aligned on time), each
+-- through a connection of its own (master_run_on_worker).  For the shard
+-- transfers below, which call it while Citus blocks writes to the shards.
+CREATE FUNCTION fbf_copy_shard_window(
+	source_name text, source_port integer, source_shard text,
+	target_name text, target_port integer, target_shard text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	ok boolean;
+	snapshot text;
+BEGIN
+	SELECT success, result INTO ok, snapshot
+	  FROM pg_catalog.master_run_on_worker(ARRAY[source_name], ARRAY[source_port],
+			ARRAY[pg_catalog.format('SELECT @extschema@.fbf_snapshot(%L)', source_shard)], false);
+	IF NOT ok THEN
+		RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
+			source_shard, source_name, source_port, snapshot
+			USING ERRCODE = 'connection_failure';
+	END IF;
+	SELECT success, result INTO ok, snapshot
+	  FROM pg_catalog.master_run_on_worker(ARRAY[target_name], ARRAY[target_port],
+			ARRAY[pg_catalog.format('SELECT @extschema@.fbf_counter_load(%L, %L)', target_shard, snapshot)], false);
+	IF NOT ok THEN
+		RAISE EXCEPTION 'could not load the window of shard % on %:%: %',
+			target_shard, target_name, target_port, snapshot
+			USING ERRCODE = 'connection_failure';
+	END IF;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_copy_shard_window(text, integer, text, text, integer, text) IS
+	'load the window of a shard on one node into a shard on another (internal: fbf_move_counter_shard, fbf_split_counter_shard)';
+
+-- The shards moved or split with `shard_id` (its colocated shards) that
+-- belong to counter tables, with their placements: what the transfers
+-- below carry the windows of.
+CREATE FUNCTION fbf_colocated_counter_shards(shard_id bigint,
+	OUT counter regclass, OUT shardid bigint, OUT shard_name text,
+	OUT min_value integer, OUT max_value integer,
+	OUT node_name text, OUT node_port integer)
+	RETURNS SETOF record
+	LANGUAGE sql STABLE PARALLEL SAFE
+	AS $fn$
+	SELECT s2.logicalrelid::pg_catalog.regclass, s2.shardid,
+		   pg_catalog.shard_name(s2.logicalrelid, s2.shardid, false),
+		   s2.shardminvalue::integer, s2.shardmaxvalue::integer, n.nodename, n.nodeport
+	  FROM pg_catalog.pg_dist_shard s1
+	  JOIN pg_catalog.pg_dist_partition p1 ON p1.logicalrelid = s1.logicalrelid
+	  JOIN pg_catalog.pg_dist_partition p2 ON p2.colocationid = p1.colocationid
+	  JOIN pg_catalog.pg_dist_shard s2 ON s2.logicalrelid = p2.logicalrelid
+									   AND s2.shardminvalue = s1.shardminvalue
+	  JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s2.shardid
+	  JOIN pg_catalog.pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'
+	 WHERE s1.shardid = shard_id
+	   AND EXISTS (SELECT FROM pg_catalog.pg_index i
+					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
+					WHERE i.indrelid = s2.logicalrelid AND a.amname = 'fbf_filter')
+$fn$;
+
+COMMENT ON FUNCTION fbf_colocated_counter_shards(bigint) IS
+	'the counter shards colocated with a shard, and their placements (internal: shard transfers)';
+
+-- citus_move_shard_placement for clusters with distributed counters: after
+-- Citus has copied the shards, while it still blocks writes to them (until
+-- this transaction ends), every moved counter shard's window is loaded on
+-- the target from the source, so the target dismisses every retry of an
+-- operation the source applied.
+CREATE FUNCTION fbf_move_counter_shard(
+	shard_id bigint,
+	source_node_name text, source_node_port integer,
+	target_node_name text, target_node_port integer,
+	shard_transfer_mode text DEFAULT 'auto')
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	moved record;
+BEGIN
+	PERFORM pg_catalog.citus_move_shard_placement(shard_id, source_node_name, source_node_port,
+		target_node_name, target_node_port,
+		shard_transfer_mode => shard_transfer_mode::citus.shard_transfer_mode);
+	FOR moved IN SELECT * FROM @extschema@.fbf_colocated_counter_shards(shard_id) LOOP
+		PERFORM @extschema@.fbf_copy_shard_window(source_node_name, source_node_port, moved.shard_name,
+												   target_node_name, target_node_port, moved.shard_name);
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_move_counter_shard(bigint, text, integer, text, integer, text) IS
+	'move a shard (and its colocated shards) with Citus, carrying the windows of counter shards to the target';
+
+-- citus_split_shard_by_split_points for clusters with distributed
+-- counters: each new shard of a counter gets the window of the shard it
+-- was split from, loaded while Citus still blocks writes to them.
+CREATE FUNCTION fbf_split_counter_shard(
+	shard_id bigint,
+	split_points text[],
+	node_ids integer[],
+	shard_transfer_mode text DEFAULT 'auto')
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	-- the parents, before the split removes them from the metadata
+	counters regclass[];
+	names text[];
+	mins integer[];
+	maxs integer[];
+	hosts text[];
+	ports integer[];
+	child record;
+BEGIN
+	SELECT pg_catalog.array_agg(p.counter), pg_catalog.array_agg(p.shard_name),
+		   pg_catalog.array_agg(p.min_value), pg_catalog.array_agg(p.max_value),
+		   pg_catalog.array_agg(p.node_name), pg_catalog.array_agg(p.node_port)
+	  INTO counters, names, mins, maxs, hosts, ports
+	  FROM @extschema@.fbf_colocated_counter_shards(shard_id) p;
+	PERFORM pg_catalog.citus_split_shard_by_split_points(shard_id, split_points, node_ids,
+		shard_transfer_mode => shard_transfer_mode::citus.shard_transfer_mode);
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(counters, 1), 0) LOOP
+		FOR child IN
+			SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid, false) AS name,
+				   n.nodename, n.nodeport
+			  FROM pg_catalog.pg_dist_shard s
+			  JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s.shardid
+			  JOIN pg_catalog.pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'
+			 WHERE s.logicalrelid = counters[i]
+			   AND s.shardminvalue::integer >= mins[i]
+			   AND s.shardmaxvalue::integer <= maxs[i]
+		LOOP
+			PERFORM @extschema@.fbf_copy_shard_window(hosts[i], ports[i], names[i],
+													   child.nodename, child.nodeport, child.name);
+		END LOOP;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_split_counter_shard(bigint, text[], integer[], text) IS
+	'split a shard (and its colocated shards) with Citus, loading each counter shard''s window into the shards split from it';
+
+-- The windows of the shards of distributed counters, read on their nodes:
+-- the shells' own windows are never used (fbf_counter_stats skips them).
+CREATE FUNCTION fbf_distributed_counter_stats(
+	OUT counter regclass,
+	OUT node_name text,
+	OUT node_port integer,
+	OUT shardid bigint,
+	OUT shard text,
+	OUT filters integer,
+	OUT period interval,
+	OUT nbits bigint,
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT applied bigint,
+	OUT dismissed bigint,
+	OUT pending bigint,
+	OUT bytes bigint)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	c regclass;
+	r record;
+	s pg_catalog.json;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	FOR c IN SELECT p.logicalrelid FROM pg_catalog.pg_dist_partition p
+			  WHERE EXISTS (SELECT FROM pg_catalog.pg_index i
+							  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+							  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
+							 WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter')
+				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
+			  ORDER BY 1
+	LOOP
+		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(c,
+				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_counter_stats() s WHERE s.counter = ''%s''::pg_catalog.regclass')
+				 ORDER BY 3
+		LOOP
+			IF NOT r.success THEN
+				RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
+					r.shardid, r.nodename, r.nodeport, r.result
+					USING ERRCODE = 'connection_failure';
+			END IF;
+			s := r.result::pg_catalog.json;
+			counter := c;
+			node_name := r.nodename;
+			node_port := r.nodeport;
+			shardid := r.shardid;
+			shard := s->>'counter';
+			filters := (s->>'filters')::integer;
+			period := (s->>'period')::interval;
+			nbits := (s->>'nbits')::bigint;
+			estimated_fpp := (s->>'estimated_fpp')::double precision;
+			target_fpp := (s->>'target_fpp')::double precision;
+			applied := (s->>'applied')::bigint;
+			dismissed := (s->>'dismissed')::bigint;
+			pending := (s->>'pending')::bigint;
+			bytes := (s->>'bytes')::bigint;
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_distributed_counter_stats() IS
+	'one row per shard of each distributed counter the user may read: its node and its window''s statistics';
+
+CREATE VIEW fbf_distributed_counter_stats AS SELECT * FROM fbf_distributed_counter_stats();
+
+COMMENT ON VIEW fbf_distributed_counter_stats IS
+	'the shards of distributed counters and their windows, read on their nodes';
+
+GRANT SELECT ON fbf_distributed_counter_stats TO PUBLIC;

@@ -212,6 +212,9 @@ CREATE EXTENSION fbf;
 CREATE INDEX c_fbf ON c USING fbf_filter (shard) WITH (retention_ms = 60000);
 SELECT idempotent_increment('c', 9, 1, 1), idempotent_increment('c', 9, 1, 1);
 
+-- distributing needs Citus (test/t/019_citus.pl tests it with Citus)
+SELECT fbf_distribute_counter('c');
+
 -- leave no roles behind: a second run on the same cluster creates them again
 DROP OWNED BY fbf_reader, fbf_writer, fbf_blind, fbf_columns, fbf_nobody;
 DROP ROLE fbf_reader, fbf_writer, fbf_blind, fbf_columns, fbf_nobody;

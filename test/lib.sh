@@ -29,6 +29,49 @@ fbf_install_deps() {
 	PG_BINDIR=$(pg_config --bindir)
 }
 
+# Citus, for the distributed tests (test/t/019_citus.pl), built from the
+# vendored source tarball: Debian 12 has no Citus package, and tests never
+# download anything.  Without the tarball the Citus tests skip themselves.
+FBF_CITUS_TARBALL=${FBF_CITUS_TARBALL:-$FBF_ROOT/../shared/vendor/citus-13.2.2.tar.gz}
+FBF_CITUS_PACKAGES="libkrb5-dev liblz4-dev libzstd-dev"
+
+fbf_citus_install() {
+	local control dir patchfile p missing=""
+	control="$(pg_config --sharedir)/extension/citus.control"
+	if [ -f "$(pg_config --pkglibdir)/citus.so" ] && grep -q "^default_version = '13.2-" "$control" 2>/dev/null; then
+		fbf_log "Citus 13.2 is already installed"
+		return 0
+	fi
+	if [ ! -f "$FBF_CITUS_TARBALL" ]; then
+		fbf_log "SKIP Citus: no source tarball at $FBF_CITUS_TARBALL; test/t/019_citus.pl will skip"
+		return 0
+	fi
+	for p in $FBF_CITUS_PACKAGES; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing="$missing $p"
+	done
+	if [ -n "$missing" ]; then
+		fbf_log "installing (for Citus):$missing"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq $FBF_CITUS_PACKAGES >/dev/null
+	fi
+	fbf_log "building Citus from $FBF_CITUS_TARBALL (about 70 s)"
+	dir=$(mktemp -d /tmp/fbf-citus.XXXXXX)
+	tar xzf "$FBF_CITUS_TARBALL" -C "$dir" || return 1
+	# PostgreSQL 15.20's headers define what Citus 13.2.2 defines again
+	patchfile="$(dirname "$FBF_CITUS_TARBALL")/citus-13.2.2-pg15.20.patch"
+	if [ -f "$patchfile" ] && (cd "$dir"/citus-* && patch -p1 --dry-run -s <"$patchfile" >/dev/null 2>&1); then
+		(cd "$dir"/citus-* && patch -p1 -s <"$patchfile") || return 1
+	fi
+	(cd "$dir"/citus-* && ./configure --without-libcurl >"$dir/configure.log" 2>&1 &&
+		make -s -j2 >"$dir/make.log" 2>&1 && make -s install >"$dir/install.log" 2>&1) || {
+		tail -20 "$dir"/*.log >&2
+		return 1
+	}
+	rm -rf "$dir"
+}
+
 # Build with warnings as errors and install into the server's directories.
 fbf_build_install() {
 	fbf_log "building and installing fbf"
@@ -112,8 +155,11 @@ fbf_run_tap() {
 	mkdir -p "$dir"
 	(cd "$FBF_ROOT" && tar cf - Makefile fbf.control sql/fbf.sql src/core/sources.mk test/t) |
 		(cd "$dir" && tar xf -)
+	# the Citus test runs the retry storm client
+	make -s -C "$FBF_ROOT/test/bench" retry_storm >/dev/null &&
+		cp "$FBF_ROOT/test/bench/retry_storm" "$dir/retry_storm"
 	chown -R postgres: "$dir"
 	(cd "$dir" && runuser -u postgres -- env -u PGPORT -u PGHOST -u PGUSER -u PGDATABASE \
-		PATH="$PG_BINDIR:$PATH" \
+		PATH="$PG_BINDIR:$PATH" FBF_RETRY_STORM="$dir/retry_storm" \
 		make -s prove_installcheck PROVE_FLAGS=-v)
 }

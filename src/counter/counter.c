@@ -204,12 +204,27 @@ check_kind(Relation rel, FbfCounterRel *entry, FbfCounterAccess access)
  * is acceptable.  Privileges are checked before the lock is taken, so that
  * no one can queue locks on a table they may not use, and again once it is
  * held (grants may have changed meanwhile).  Errors if the relation is not
- * a table of a kind `access` accepts.  Close with FbfCounterClose, which
- * keeps the locks until the end of the transaction.
+ * a table of a kind `access` accepts, or if it is a Citus table, whose own
+ * window is never used (FbfCitusRefuse).  Close with FbfCounterClose,
+ * which keeps the locks until the end of the transaction.
  */
 void
 FbfCounterOpen(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
 			   Relation *heap, Relation *index)
+{
+	if (FbfCounterOpenRoutable(relid, access, lockmode, heap, index))
+		FbfCitusRefuse(*heap, FBF_CITUS_BY_KEY);
+}
+
+/*
+ * As FbfCounterOpen, but a counter distributed by Citus by its key is
+ * accepted too: then true is returned, *heap is its shell table and
+ * *index NULL (the caller routes to the shards, counter_citus.c).  Other
+ * Citus tables are refused.
+ */
+bool
+FbfCounterOpenRoutable(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
+					   Relation *heap, Relation *index)
 {
 	Relation	rel;
 	FbfCounterRel *entry = NULL;
@@ -221,13 +236,22 @@ FbfCounterOpen(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
 		entry = FbfCounterRelGet(rel);
 	check_kind(rel, entry, access);
 	*heap = rel;
+	if (entry->citus == FBF_CITUS_OTHER)
+		FbfCitusRefuse(rel, entry->citus);
+	if (entry->citus == FBF_CITUS_BY_KEY)
+	{
+		*index = NULL;
+		return true;
+	}
 	*index = index_open(entry->window_index, lockmode);
+	return false;
 }
 
 void
 FbfCounterClose(Relation heap, Relation index)
 {
-	index_close(index, NoLock);
+	if (index != NULL)
+		index_close(index, NoLock);
 	table_close(heap, NoLock);
 }
 
@@ -597,7 +621,15 @@ FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
 	INT128		sum = int64_to_int128(0);
 	int			i;
 
-	FbfCounterOpen(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock, &heap, &index);
+	if (FbfCounterOpenRoutable(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock,
+							   &heap, &index))
+	{
+		/* distributed by Citus: applied on the node of the key's shard */
+		FbfCitusApply(heap, FbfCounterRelGet(heap)->qualname, key, nops,
+					  hashes, legacy, deltas, applied, value);
+		FbfCounterClose(heap, NULL);
+		return;
+	}
 	if (nops > 0)
 		FbfCounterNoteOperation();
 	track_mismatch = FbfWindowGetOptions(index)->track_mismatch;
@@ -784,7 +816,9 @@ fbf_counter_value(PG_FUNCTION_ARGS)
 	Relation	index;
 	int64		value;
 
-	FbfCounterOpen(PG_GETARG_OID(0), FBF_COUNTER_READ, AccessShareLock, &heap, &index);
+	/* on a Citus shell, the SELECT sum(...) runs on the key's shard */
+	(void) FbfCounterOpenRoutable(PG_GETARG_OID(0), FBF_COUNTER_READ,
+								  AccessShareLock, &heap, &index);
 	value = counter_sum(heap, PG_GETARG_TEXT_PP(1), true);
 	FbfCounterClose(heap, index);
 	PG_RETURN_INT64(value);

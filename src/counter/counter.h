@@ -33,10 +33,25 @@ typedef enum FbfCounterAccess
 	FBF_COUNTER_OWNER			/* either kind: ownership of the table */
 } FbfCounterAccess;
 
+/*
+ * How Citus distributes a table (counter_citus.c, FbfCitusLookup): not at
+ * all, by `key` (a shell whose operations are routed to its shards), or
+ * otherwise (refused).
+ */
+typedef enum FbfCitusDistribution
+{
+	FBF_CITUS_LOCAL,
+	FBF_CITUS_BY_KEY,
+	FBF_CITUS_OTHER
+} FbfCitusDistribution;
+
 /* counter.c */
 extern void FbfCounterInit(void);
 extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
 						   LOCKMODE lockmode, Relation *heap, Relation *index);
+extern bool FbfCounterOpenRoutable(Oid relid, FbfCounterAccess access,
+								   LOCKMODE lockmode, Relation *heap,
+								   Relation *index);
 extern void FbfCounterClose(Relation heap, Relation index);
 extern void FbfCounterNoteOperation(void);
 extern FbfHash FbfOperationHash(char tag, text *key, Datum client_id,
@@ -60,6 +75,7 @@ typedef struct FbfCounterRel
 								 * counter or dedup table */
 	int			kind;			/* the window's: FBF_WINDOW_COUNTER or _DEDUP */
 	char	   *qualname;		/* schema-qualified, quoted name (SPI plans) */
+	FbfCitusDistribution citus; /* a Citus table? (FbfCitusLookup) */
 	/* the direct path (FbfCounterAddDirect) */
 	bool		direct;			/* the table's shape allows it */
 	Oid			pk_index;		/* primary key on (key, shard) */
@@ -93,6 +109,15 @@ extern int	FbfBatchOpCmp(const void *a, const void *b);
 extern FbfCounterRel *FbfCounterRelGet(Relation heap);
 extern FbfDirectResult FbfCounterAddDirect(Relation heap, text *key,
 										   int32 shard, int64 delta);
+
+/* counter_citus.c */
+extern FbfCitusDistribution FbfCitusLookup(Relation heap, AttrNumber key_attno);
+extern void FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
+			pg_attribute_noreturn();
+extern void FbfCitusApply(Relation shell, const char *qualname, text *key,
+						  int nops, const FbfHash *hashes,
+						  const FbfHash *legacy, const int64 *deltas,
+						  bool *applied, int64 *value);
 
 /* When a counter next needs its maintenance pass (FbfCounterMaintain). */
 typedef struct FbfCounterSchedule

@@ -256,6 +256,7 @@ FbfCounterRelGet(Relation heap)
 		MemoryContextStrdup(TopMemoryContext,
 							quote_qualified_identifier(get_namespace_name(RelationGetNamespace(heap)),
 													   RelationGetRelationName(heap)));
+	entry->citus = FbfCitusLookup(heap, get_attnum(relid, "key"));
 	if (FbfIsCounterTable(heap, &indexoid))
 	{
 		entry->window_index = indexoid;

@@ -109,7 +109,14 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 			UnlockRelationOid(relid, AccessShareLock);
 			continue;
 		}
-		FbfCounterOpen(relid, FBF_WINDOW_READ, AccessShareLock, &heap, &index);
+		if (FbfCounterOpenRoutable(relid, FBF_WINDOW_READ, AccessShareLock,
+								   &heap, &index))
+		{
+			/* a Citus shell: its shards' windows are the ones in use */
+			FbfCounterClose(heap, index);
+			UnlockRelationOid(relid, AccessShareLock);
+			continue;
+		}
 		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
 		FbfWindowReadMeta(index, &meta);
 		counts = palloc0(sizeof(uint64) * meta.nlive * Max(FbfWindowViewParts(&meta), 1));

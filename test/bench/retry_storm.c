@@ -23,8 +23,14 @@
  * An attempt counts as acknowledged only when the client reads COMMIT's
  * success; then it moves to the next operation.
  *
+ * With -k N, operation (client, seq) goes to key 'k<(client * 7919 + seq)
+ * mod N>' (the same key on every retry); with -D, storm_fbf is distributed
+ * with Citus (fbf_distribute_counter) and the requests go through the node
+ * of the conninfo, a Citus coordinator; a request that fails (a worker
+ * down, say) is retried after 20 ms.
+ *
  * Usage: retry_storm [-d conninfo] [-c clients] [-n ops per client]
- *                    [-p cut fraction] [-s seed]
+ *                    [-p cut fraction] [-s seed] [-k keys] [-D]
  * Creates (or recreates) the tables storm_plain and storm_fbf; the
  * database must have the fbf extension.  Exits 0 if the idempotent counter
  * is exact, 1 otherwise.
@@ -49,6 +55,8 @@ static int	nclients = 8;
 static int	nops = 2000;
 static double cut = 0.1;
 static unsigned long long seed = 1;
+static int	nkeys = 0;			/* 0: the default key */
+static bool distribute = false;
 
 typedef struct Client
 {
@@ -146,10 +154,15 @@ run_client(void *arg)
 	PGconn	   *conn = connect_or_die();
 	PGconn	   *control = connect_or_die();
 	char		sql[512];
+	char		key[32];
 	int			seq;
 
 	for (seq = 1; seq <= nops; seq++)
 	{
+		if (nkeys > 0)
+			snprintf(key, sizeof(key), "'k%d', ", (c->id * 7919 + seq) % nkeys);
+		else
+			key[0] = '\0';
 		for (;;)
 		{
 			double		r = uniform(&c->rng);
@@ -157,8 +170,8 @@ run_client(void *arg)
 			c->attempts++;
 			snprintf(sql, sizeof(sql),
 					 "BEGIN; UPDATE storm_plain SET value = value + 1; "
-					 "SELECT idempotent_increment('storm_fbf', %d, %d, 1); %s COMMIT;",
-					 c->id, seq,
+					 "SELECT idempotent_increment('storm_fbf', %s%d, %d, 1); %s COMMIT;",
+					 key, c->id, seq,
 					 r < cut && r >= 2 * cut / 3 ? "SELECT pg_sleep(0.05);" : "");
 
 			if (r < cut / 3)
@@ -206,6 +219,7 @@ run_client(void *arg)
 				break;			/* acknowledged */
 			c->errors++;
 			exec_or_die(conn, "ROLLBACK");
+			sleep_us(20000);
 		}
 	}
 	PQfinish(control);
@@ -230,7 +244,7 @@ main(int argc, char **argv)
 				errors = 0;
 	int			i;
 
-	while ((opt = getopt(argc, argv, "d:c:n:p:s:")) != -1)
+	while ((opt = getopt(argc, argv, "d:c:n:p:s:k:D")) != -1)
 	{
 		switch (opt)
 		{
@@ -249,8 +263,14 @@ main(int argc, char **argv)
 			case 's':
 				seed = strtoull(optarg, NULL, 10);
 				break;
+			case 'k':
+				nkeys = atoi(optarg);
+				break;
+			case 'D':
+				distribute = true;
+				break;
 			default:
-				fprintf(stderr, "usage: %s [-d conninfo] [-c clients] [-n ops] [-p cut] [-s seed]\n", argv[0]);
+				fprintf(stderr, "usage: %s [-d conninfo] [-c clients] [-n ops] [-p cut] [-s seed] [-k keys] [-D]\n", argv[0]);
 				return 2;
 		}
 	}
@@ -261,6 +281,8 @@ main(int argc, char **argv)
 	exec_or_die(conn, "INSERT INTO storm_plain VALUES (0)");
 	exec_or_die(conn, "SELECT fbf_create_counter_table('storm_fbf', retention => '10 min', "
 				"target_fpp => 0.000001, expected_rate => 5000)");
+	if (distribute)
+		exec_or_die(conn, "SELECT fbf_distribute_counter('storm_fbf')");
 
 	clients = calloc(nclients, sizeof(Client));
 	for (i = 0; i < nclients; i++)
@@ -279,7 +301,8 @@ main(int argc, char **argv)
 		errors += clients[i].errors;
 	}
 
-	res = PQexec(conn, "SELECT (SELECT value FROM storm_plain), fbf_counter_value('storm_fbf')");
+	res = PQexec(conn, "SELECT (SELECT value FROM storm_plain), "
+				 "(SELECT pg_catalog.sum(value) FROM storm_fbf)");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		fprintf(stderr, "retry_storm: %s", PQerrorMessage(conn));

@@ -1,0 +1,299 @@
+# Counters distributed by Citus: exactly once across a cluster.
+#
+# A coordinator and two workers on loopback ports, with Citus (built by
+# test/check.sh from the vendored tarball; skipped when it is not
+# installed).  A counter distributed with fbf_distribute_counter:
+#   - a shell's window is never used: fbf_snapshot on the shell is refused;
+#   - an operation applied through one node is dismissed when retried
+#     through any other (coordinator, either worker), inside explicit
+#     transactions too;
+#   - transactions over keys of both workers commit with two-phase commit
+#     (PREPARE TRANSACTION is sent to both) and roll back as a whole;
+#   - a worker crash between PREPARE and COMMIT PREPARED: the prepared
+#     operation stays in flight across the restart (a duplicate waits), and
+#     Citus' recovery commits it (its retry is dismissed) or rolls it back
+#     (its retry applies);
+#   - retry_storm through the coordinator, clients cut off and retrying,
+#     is exact; and again with a worker stopped in immediate mode and
+#     restarted mid-run;
+#   - after a plain citus_move_shard_placement retries are applied again
+#     (the new placement starts with an empty window: this is what the test
+#     of the next point would catch), after fbf_move_counter_shard and
+#     fbf_split_counter_shard every retry of an earlier operation is
+#     dismissed.
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it from "
+  . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
+  unless -f "$pkglibdir/citus.so";
+
+# PostgreSQL 15.20 lists the libraries allowed as logical decoding output
+# plugins; Citus' shard transfers decode with its own
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+my $output_plugins =
+  `$bindir/postgres --describe-config 2>/dev/null` =~ /^output_plugin_libraries\t/m
+  ? "output_plugin_libraries = 'pgoutput, test_decoding, citus'\n"
+  : '';
+
+my @nodes;
+for my $name (qw(coordinator worker1 worker2))
+{
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'citus,fbf'
+listen_addresses = '127.0.0.1'
+max_prepared_transactions = 20
+wal_level = logical
+max_wal_senders = 10
+max_replication_slots = 10
+citus.recover_2pc_interval = -1
+fbf.naptime = 500ms
+$output_plugins});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
+	push @nodes, $node;
+}
+my ($coord, $w1, $w2) = @nodes;
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_set_coordinator_host('127.0.0.1', %d);
+	SELECT citus_add_node('127.0.0.1', %d);
+	SELECT citus_add_node('127.0.0.1', %d);
+	CREATE EXTENSION fbf;
+	SELECT fbf_create_counter_table('likes', retention => '10 min', target_fpp => 1e-9);
+	SELECT fbf_distribute_counter('likes');
+}, $coord->port, $w1->port, $w2->port));
+
+# the worker node (1 or 2) of a key's shard
+sub node_of
+{
+	my ($key) = @_;
+	my $port = $coord->safe_psql('postgres', qq{
+		SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 WHERE p.shardid = get_shard_id_for_distribution_column('likes', '$key')});
+	return $port == $w1->port ? 1 : 2;
+}
+
+# keys on each worker
+my (@on1, @on2);
+for my $i (1 .. 200)
+{
+	last if @on1 >= 4 && @on2 >= 4;
+	my $n = node_of("key$i");
+	push @{ $n == 1 ? \@on1 : \@on2 }, "key$i" if @{ $n == 1 ? \@on1 : \@on2 } < 4;
+}
+
+sub incr
+{
+	my ($node, $key, $client, $seq) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT idempotent_increment('likes', '$key', $client, $seq, 1)");
+}
+
+sub value
+{
+	my ($key) = @_;
+	return $coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')");
+}
+
+# ---- the shell's window ----
+my ($rc, $out, $err) = $coord->psql('postgres', "SELECT fbf_snapshot('likes')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/0A000: "likes" is distributed by Citus/, 'the shell\'s window is refused (0A000)');
+
+# ---- retries through other nodes ----
+my $k = $on1[0];
+is(incr($coord, $k, 1, 1), 't', 'applied through the coordinator');
+is(incr($w1, $k, 1, 1) . incr($w2, $k, 1, 1) . incr($coord, $k, 1, 1),
+	'fff', 'its retries through worker1 (local shard), worker2 and the coordinator are dismissed');
+is(incr($w2, $k, 1, 2), 't', 'applied through the worker that does not hold the shard');
+is(incr($coord, $k, 1, 2) . incr($w1, $k, 1, 2), 'ff', 'retries dismissed');
+is($coord->safe_psql('postgres', qq{
+	BEGIN;
+	SELECT idempotent_increment('likes', '$k', 1, 3, 1);
+	SELECT idempotent_increment('likes', '$k', 1, 1, 1);
+	COMMIT;}), "t\nf", 'inside an explicit transaction: new applied, retry dismissed');
+is(value($k), 3, 'the key counts each operation once');
+is($w1->safe_psql('postgres', "SELECT sum(value) FROM likes WHERE key = '$k'"), 3,
+	'as every node sees it');
+
+# ---- statistics: the shards' windows, not the shells' ----
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) = (SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass),
+		   sum(applied), sum(dismissed), count(DISTINCT node_port)
+	  FROM fbf_distributed_counter_stats WHERE counter = 'likes'::regclass}),
+	't|3|6|2', 'fbf_distributed_counter_stats: one row per shard, on both workers, with what they applied and dismissed');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM fbf_counter_stats WHERE counter = 'likes'::regclass"),
+	0, 'fbf_counter_stats skips the shell');
+
+# ---- two-phase commit over both workers ----
+my ($a, $b) = ($on1[1], $on2[1]);
+($rc, $out, $err) = $coord->psql('postgres', qq{
+	SET citus.log_remote_commands = on;
+	SET client_min_messages = log;
+	BEGIN;
+	SELECT idempotent_increment('likes', '$a', 2, 1, 1);
+	SELECT idempotent_increment('likes', '$b', 2, 1, 1);
+	COMMIT;});
+is($rc, 0, 'a transaction over both workers commits') or diag($err);
+my $prepares = () = $err =~ /issuing PREPARE TRANSACTION/g;
+is($prepares, 2, 'with PREPARE TRANSACTION on both workers');
+is(incr($coord, $a, 2, 1) . incr($w2, $b, 2, 1), 'ff', 'its operations are remembered');
+($rc, $out, $err) = $coord->psql('postgres', qq{
+	BEGIN;
+	SELECT idempotent_increment('likes', '$a', 2, 2, 1);
+	SELECT idempotent_increment('likes', '$b', 2, 2, 1);
+	ROLLBACK;});
+is(incr($w1, $a, 2, 2) . incr($coord, $b, 2, 2), 'tt', 'a rolled back one forgets them on both');
+is(value($a) . value($b), '22', 'values after commit and rollback');
+
+# ---- a worker crash between PREPARE and COMMIT PREPARED ----
+# The increment is prepared on worker2 as Citus' two-phase commit prepares
+# it, under a name Citus' recovery knows (citus_<coordinator group>_...); a
+# record in pg_dist_transaction says the distributed transaction committed
+# (for $c1) or there is none (for $c2, as when the coordinator failed
+# before its commit).
+my ($c1, $c2) = ($on2[2], $on2[3]);
+for my $case ([ $c1, 'citus_0_999901_900000001_1' ], [ $c2, 'citus_0_999902_900000002_1' ])
+{
+	my ($key, $gid) = @$case;
+	# on the shard table, as the routed call applies it there (Citus
+	# refuses a user's PREPARE TRANSACTION in its coordinated transactions)
+	my $shard = $w2->safe_psql('postgres',
+		"SELECT shard_name('likes', get_shard_id_for_distribution_column('likes', '$key'))");
+	($rc, $out, $err) = $w2->psql('postgres', qq{
+		BEGIN;
+		SELECT idempotent_increment('$shard', '$key', 3, 1, 1);
+		PREPARE TRANSACTION '$gid';});
+	is($rc, 0, "an increment prepared on worker2 ($gid)") or diag($err);
+}
+$coord->safe_psql('postgres', sprintf(q{
+	INSERT INTO pg_dist_transaction (groupid, gid)
+	SELECT groupid, 'citus_0_999901_900000001_1' FROM pg_dist_node WHERE nodeport = %d}, $w2->port));
+$w2->stop('immediate');
+$w2->start;
+is($w2->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), 2,
+	'both prepared transactions survive the crash');
+($rc, $out, $err) = $coord->psql('postgres', qq{
+	SET statement_timeout = '1s';
+	SELECT idempotent_increment('likes', '$c1', 3, 1, 1);});
+like($err, qr/statement timeout|canceling statement/,
+	'a duplicate of a prepared operation waits for it (after the restart)');
+is($coord->safe_psql('postgres', 'SELECT recover_prepared_transactions()'), 2,
+	'Citus recovers both');
+is(incr($coord, $c1, 3, 1), 'f', 'the committed one is remembered: its retry is dismissed');
+is(incr($coord, $c2, 3, 1), 't', 'the rolled back one is forgotten: its retry applies');
+is(value($c1) . value($c2), '11', 'values after recovery');
+
+# ---- retry storms through the coordinator ----
+my $storm = "$ENV{FBF_RETRY_STORM}";
+SKIP:
+{
+	skip 'FBF_RETRY_STORM names no retry_storm binary', 5 unless -x $storm;
+	my $conninfo = sprintf('host=127.0.0.1 port=%d dbname=postgres', $coord->port);
+
+	($out, $err) = ('', '');
+	my $h = IPC::Run::start([ $storm, '-d', $conninfo, '-c', 4, '-n', 300, '-p', 0.15,
+			'-s', 11, '-k', 64, '-D' ], '>', \$out, '2>', \$err);
+	$h->finish;
+	is($h->result(0), 0, 'retry storm through the coordinator: exact') or diag("$out\n$err");
+	note($out);
+
+	($out, $err) = ('', '');
+	$coord->safe_psql('postgres', 'DROP TABLE storm_plain, storm_fbf');
+	$h = IPC::Run::start([ $storm, '-d', $conninfo, '-c', 4, '-n', 1000, '-p', 0.15,
+			'-s', 12, '-k', 64, '-D' ], '>', \$out, '2>', \$err);
+	# once the storm is under way (its setup recreates the tables)
+	for (my $i = 0; $i < 300; $i++)
+	{
+		my ($r, $sum) = $coord->psql('postgres', q{
+			SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid::text = 'storm_fbf')});
+		($r, $sum) = $coord->psql('postgres', 'SELECT sum(value) FROM storm_fbf')
+		  if $r == 0 && $sum eq 't';
+		last if $r == 0 && $sum ne '' && $sum ne 't' && $sum > 200;
+		usleep(100_000);
+	}
+	ok($h->pumpable, 'the storm is under way when worker1 stops');
+	$w1->stop('immediate');
+	usleep(500_000);
+	$w1->start;
+	$h->finish;
+	is($h->result(0), 0, 'retry storm with worker1 crashed and restarted mid-run: exact')
+	  or diag("$out\n$err");
+	like($out, qr/(\d+) other errors/, 'the storm saw the crash');
+	note($out);
+	$out =~ /(\d+) other errors/;
+	cmp_ok($1, '>', 0, 'requests failed while worker1 was down, and were retried');
+}
+
+# ---- shard moves and splits ----
+# operations on many keys, then the shard of $m is moved or split and
+# every operation is retried
+sub apply_all
+{
+	my ($client, $nkeys) = @_;
+	my $sql = '';
+	$sql .= "SELECT idempotent_increment('likes', 'm$_', $client, 1, 1);\n"
+	  for 1 .. $nkeys;
+	return scalar(() = $coord->safe_psql('postgres', $sql) =~ /^t$/mg);
+}
+
+sub shard_of
+{
+	my ($key) = @_;
+	my ($shard, $port) = split /\|/, $coord->safe_psql('postgres', qq{
+		SELECT p.shardid, n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 WHERE p.shardid = get_shard_id_for_distribution_column('likes', '$key')});
+	my $other = $port == $w1->port ? $w2->port : $w1->port;
+	return ($shard, $port, $other);
+}
+
+is(apply_all(4, 60), 60, 'operations on 60 keys applied');
+my ($shard, $from, $to) = shard_of('m1');
+$coord->safe_psql('postgres', qq{
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to,
+									  shard_transfer_mode => 'block_writes')});
+my $again = apply_all(4, 60);
+cmp_ok($again, '>', 0, "after a plain citus_move_shard_placement, $again retries are applied again");
+
+is(apply_all(5, 60), 60, 'operations of another client applied');
+($shard, $from, $to) = shard_of('m1');
+$coord->safe_psql('postgres', qq{
+	SELECT fbf_move_counter_shard($shard, '127.0.0.1', $from, '127.0.0.1', $to,
+								  shard_transfer_mode => 'block_writes')});
+is(apply_all(5, 60), 0, 'after fbf_move_counter_shard (block_writes) every retry is dismissed');
+
+is(apply_all(6, 60), 60, 'operations of a third client applied');
+($shard, $from, $to) = shard_of('m2');
+$coord->safe_psql('postgres', qq{
+	SELECT fbf_move_counter_shard($shard, '127.0.0.1', $from, '127.0.0.1', $to)});
+is(apply_all(6, 60), 0, 'after fbf_move_counter_shard (auto: logical replication) every retry is dismissed');
+
+is(apply_all(7, 60), 60, 'operations of a fourth client applied');
+($shard, $from, $to) = shard_of('m3');
+my $nshards = $coord->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass");
+$coord->safe_psql('postgres', qq{
+	SELECT fbf_split_counter_shard($shard,
+		ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
+				 FROM pg_dist_shard WHERE shardid = $shard)],
+		ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $from),
+			  (SELECT nodeid FROM pg_dist_node WHERE nodeport = $to)])});
+is($coord->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass"),
+	$nshards + 1, 'the shard is split in two');
+is(apply_all(7, 60) + apply_all(6, 60) + apply_all(5, 60), 0,
+	'after fbf_split_counter_shard every retry is dismissed');
+
+$_->stop for @nodes;
+done_testing();
