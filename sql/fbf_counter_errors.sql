@@ -212,7 +212,7 @@ CREATE EXTENSION fbf;
 CREATE INDEX c_fbf ON c USING fbf_filter (shard) WITH (retention_ms = 60000);
 SELECT idempotent_increment('c', 9, 1, 1), idempotent_increment('c', 9, 1, 1);
 
--- distributing needs Citus (test/t/019_citus.pl tests it with Citus)
+-- distributing needs Citus (test/t/022_citus.pl tests it with Citus)
 SELECT fbf_distribute_counter('c');
 
 -- leave no roles behind: a second run on the same cluster creates them again

@@ -151,7 +151,7 @@ fi
 fbf_cluster_stop
 
 # ---- 3. TAP tests (PostgreSQL::Test::Cluster), as the postgres user ----
-# Citus for test/t/019_citus.pl, from the vendored tarball (skipped without it)
+# Citus for test/t/022_citus.pl, from the vendored tarball (skipped without it)
 require "build and install Citus" fbf_citus_install
 fbf_log "TAP tests (prove)"
 if fbf_run_tap "$logdir/tap" >"$logdir/tap.log" 2>&1; then rc=0; else rc=$?; fi

@@ -29,7 +29,7 @@ fbf_install_deps() {
 	PG_BINDIR=$(pg_config --bindir)
 }
 
-# Citus, for the distributed tests (test/t/019_citus.pl), built from the
+# Citus, for the distributed tests (test/t/022_citus.pl), built from the
 # vendored source tarball: Debian 12 has no Citus package, and tests never
 # download anything.  Without the tarball the Citus tests skip themselves.
 FBF_CITUS_TARBALL=${FBF_CITUS_TARBALL:-$FBF_ROOT/../shared/vendor/citus-13.2.2.tar.gz}
@@ -43,7 +43,7 @@ fbf_citus_install() {
 		return 0
 	fi
 	if [ ! -f "$FBF_CITUS_TARBALL" ]; then
-		fbf_log "SKIP Citus: no source tarball at $FBF_CITUS_TARBALL; test/t/019_citus.pl will skip"
+		fbf_log "SKIP Citus: no source tarball at $FBF_CITUS_TARBALL; test/t/022_citus.pl will skip"
 		return 0
 	fi
 	for p in $FBF_CITUS_PACKAGES; do
