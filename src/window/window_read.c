@@ -6,8 +6,10 @@
  *
  * Nothing here writes a page, and every lock is a share lock: each page
  * is read under its own, one at a time, while the metapage's keeps the
- * ring still; a snapshot also share-locks each pending chain to resolve
- * its entries.
+ * ring still.  A snapshot reads the window chain by chain, holding each
+ * pending chain while it reads that chain's partition pages and then its
+ * entries, so that no drain (nor, on a standby, a drain's redo) can move
+ * an entry between the two reads.
  *
  *-------------------------------------------------------------------------
  */
@@ -111,6 +113,30 @@ FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 									FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
 }
 
+/* Copy partition v of the readers' view into the snapshot's live filters. */
+static void
+snapshot_partition(Relation index, const FbfWindowMetaPageData *meta, Fbf *f,
+				   uint32 v)
+{
+	Buffer		buf = FbfWindowReadPart(index, FbfWindowViewBlock(meta, v),
+										BUFFER_LOCK_SHARE);
+	Page		page = BufferGetPage(buf);
+	uint64		current = FbfSliceCurrentLanes(page, meta);
+	const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
+	int			i;
+
+	for (i = 0; i < meta->nlive; i++)
+	{
+		int			lane = meta->ring[i];
+
+		if (((current >> lane) & 1) == 0)
+			continue;
+		fbf_load_lane(f, i, v, FbfSlicePageGetWords(page), FBF_SLICE_WIDTH, lane);
+		*fbf_count(f, i, v) = h->count[lane];
+	}
+	UnlockReleaseBuffer(buf);
+}
+
 /*
  * The window as an in-memory Fbf (palloc'd, fbf datum layout): every live
  * filter, plus the committed operations still on pending pages inserted
@@ -152,34 +178,26 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 		*fbf_born_at(f, i) = i < meta.nlive ?
 			FbfWindowWallTime(&meta, meta.born_at[i]) : 0;
 
-	for (v = 0; v < nparts; v++)
-	{
-		Buffer		buf = FbfWindowReadPart(index, FbfWindowViewBlock(&meta, v),
-											BUFFER_LOCK_SHARE);
-		Page		page = BufferGetPage(buf);
-		uint64		current = FbfSliceCurrentLanes(page, &meta);
-		const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
-
-		for (i = 0; i < meta.nlive; i++)
-		{
-			int			lane = meta.ring[i];
-
-			if (((current >> lane) & 1) == 0)
-				continue;
-			fbf_load_lane(f, i, v, FbfSlicePageGetWords(page), FBF_SLICE_WIDTH, lane);
-			*fbf_count(f, i, v) = h->count[lane];
-		}
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
-	}
-
+	/*
+	 * Chain by chain, each held (share) while its partitions are read and
+	 * then its entries: a drain moves entries of one chain into that
+	 * chain's partition pages, in one step under the chain's exclusive
+	 * lock (one WAL record, whose redo also holds the pending page while
+	 * it sets the bits), so every entry is seen either on its chain or in
+	 * the bits, never in neither.  Partition v of the readers' view
+	 * belongs to chain v / (nparts / nchains): fbf_part is a range
+	 * mapping, and the chains divide the partitions.
+	 */
 	*pending = 0;
 	for (c = 0; c < meta.nchains; c++)
 	{
 		FbfPendingChain chain;
+		uint32		per_chain = nparts / meta.nchains;
 		int			p;
 
 		FbfChainLockMode(index, &meta, c, BUFFER_LOCK_SHARE, &chain);
+		for (v = c * per_chain; v < (c + 1) * per_chain; v++)
+			snapshot_partition(index, &meta, f, v);
 		for (p = 0; p < chain.n; p++)
 		{
 			int			n;
@@ -202,6 +220,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 			}
 		}
 		FbfChainRelease(&chain);
+		CHECK_FOR_INTERRUPTS();
 	}
 	UnlockReleaseBuffer(metabuf);
 	return f;
