@@ -34,6 +34,7 @@
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/bench_lib.sh"
 cd "$FBF_ROOT"
 
 SECS=${1:-10}
@@ -44,20 +45,8 @@ BATCH=${BATCH:-100}
 SYNCS=${SYNCS:-"off on"}
 T_RATIO=10 # batch / single operations per second (issue 14)
 
-work=$(mktemp -d /tmp/fbf-batch-bench.XXXXXX)
-cleanup() {
-	fbf_cluster_stop
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fbf_install_deps
-fbf_build_install
-fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
-	"checkpoint_timeout = '30min'" "fbf.naptime = '1s'"
-
-PGBENCH="$PG_BINDIR/pgbench"
-psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
+bench_begin batch-bench
+bench_cluster_start
 
 cat >"$work/single.sql" <<'SQL'
 \set k random(1, 1000)
@@ -116,13 +105,7 @@ run_one() {
 }
 
 # the median of a column over a group's rounds
-median() {
-	local col=$1 w=$2 sync=$3
-	awk -F, -v c="$col" -v w="$w" -v y="$sync" '
-		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
-		$1 == w && $2 == y && $5 != "median" { print $k }' "$CSV" |
-		sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
+median() { bench_median "$CSV" "$1" workload="$2" synchronous_commit="$3"; }
 # the sum of a column over a group's rounds
 total() {
 	awk -F, -v c="$1" -v w="$2" -v y="$3" '

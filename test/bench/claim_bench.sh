@@ -34,6 +34,7 @@
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/bench_lib.sh"
 cd "$FBF_ROOT"
 
 SECS=${1:-40}
@@ -53,25 +54,8 @@ if [ $((TAIL_S * 2)) -gt "$SECS" ]; then
 fi
 TAIL_CUT=$(((SECS - TAIL_S) / 5 * 5))
 
-work=$(mktemp -d /tmp/fbf-claim-bench.XXXXXX)
-PRUNER=""
-cleanup() {
-	if [ -n "$PRUNER" ]; then
-		touch "$work/prune.stop"
-		wait "$PRUNER" 2>/dev/null || true
-	fi
-	fbf_cluster_stop
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fbf_install_deps
-fbf_build_install
-fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
-	"checkpoint_timeout = '30min'" "fbf.naptime = '1s'"
-
-PGBENCH="$PG_BINDIR/pgbench"
-psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
+bench_begin claim-bench
+bench_cluster_start
 
 cp "$FBF_ROOT"/test/bench/workloads/{claim,processed}.sql "$work/"
 if [ "$BATCH" -gt 0 ]; then
@@ -93,22 +77,6 @@ SELECT fbf_create_dedup('inbox', retention => '${RETENTION_S} s', target_fpp => 
 SQL
 }
 
-prune_start() {
-	rm -f "$work/prune.stop"
-	(
-		while [ ! -e "$work/prune.stop" ]; do
-			PGOPTIONS="-c synchronous_commit=$1" psql -X -c \
-				"DELETE FROM processed WHERE at < now() - interval '$RETENTION_S s'" || true
-			sleep 1
-		done
-	) >"$work/prune.log" 2>&1 &
-	PRUNER=$!
-}
-prune_stop() {
-	touch "$work/prune.stop"
-	wait "$PRUNER" || true
-	PRUNER=""
-}
 
 claim_counts() { psql -X -At -F ' ' -c "SELECT claimed, duplicates FROM fbf_dedup_stats WHERE dedup = 'inbox'::regclass"; }
 
@@ -121,7 +89,7 @@ run_one() {
 	fbf_log "$w, $CLIENTS clients, synchronous_commit = $sync, round $round"
 	setup_tables "$rate"
 	psqlq -c "CHECKPOINT"
-	case $w in exact*) prune_start "$sync" ;; esac
+	case $w in exact*) prune_start processed "$sync" ;; esac
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
 		-T "$SECS" -P 5 -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
 		cat "$work/run.out" "$work/run.err" >&2
@@ -145,18 +113,8 @@ run_one() {
 	echo "$w,$sync,$CLIENTS,$round,$SECS,$xacts,$tps,$tail,$per,$claimed,$dups,$size" >>"$CSV"
 }
 
-median() {
-	local col=$1 w=$2 sync=$3
-	awk -F, -v c="$col" -v w="$w" -v y="$sync" '
-		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
-		$1 == w && $2 == y && $4 != "median" && $k != "" { print $k }' "$CSV" |
-		sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
-total() {
-	awk -F, -v c="$1" -v w="$2" -v y="$3" '
-		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
-		$1 == w && $2 == y && $4 != "median" { t += $k } END { print t + 0 }' "$CSV"
-}
+median() { bench_median "$CSV" "$1" workload="$2" synchronous_commit="$3"; }
+total() { bench_total "$CSV" "$1" workload="$2" synchronous_commit="$3"; }
 ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 verdict() { awk -v v="$1" -v t="$2" 'BEGIN { if (v == "-") print "-"; else if (v + 0 >= t + 0) print "PASS"; else print "MISS" }'; }
 

@@ -56,6 +56,7 @@
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/bench_lib.sh"
 cd "$FBF_ROOT"
 
 SECS=${1:-8}
@@ -85,28 +86,12 @@ fi
 TAIL_CUT=$(((STEADY_SECS - TAIL_S) / 5 * 5))
 TAIL_LEN=$((STEADY_SECS - TAIL_CUT))
 
-work=$(mktemp -d /tmp/fbf-bench.XXXXXX)
-PRUNER=""
-cleanup() {
-	if [ -n "$PRUNER" ]; then
-		touch "$work/prune.stop"
-		wait "$PRUNER" 2>/dev/null || true
-	fi
-	fbf_cluster_stop
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fbf_install_deps
-fbf_build_install
+bench_begin bench
 # durable settings, as in production: every commit of a synchronous run
 # waits for its WAL flush; no checkpoint during a run
-fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
-	"checkpoint_timeout = '30min'" "fbf.naptime = '1s'" \
+bench_cluster_start \
 	"shared_preload_libraries = 'fbf,pg_stat_statements'" "pg_stat_statements.track = top"
 
-PGBENCH="$PG_BINDIR/pgbench"
-psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 # the pgbench scripts, shared with counter_scaling.sh
 cp "$FBF_ROOT"/test/bench/workloads/*.sql "$work/"
@@ -140,26 +125,9 @@ SQL
 	fi
 }
 
-lsn() { sql "SELECT pg_current_wal_insert_lsn()"; }
 counter_counts() { psql -X -At -F ' ' -c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass"; }
 
 # the pruning job of the exact op table: a DELETE every second
-prune_start() {
-	rm -f "$work/prune.stop"
-	(
-		while [ ! -e "$work/prune.stop" ]; do
-			PGOPTIONS="-c synchronous_commit=$1" psql -X -c \
-				"DELETE FROM ops WHERE at < now() - interval '$RETENTION_S s'" || true
-			sleep 1
-		done
-	) >"$work/prune.log" 2>&1 &
-	PRUNER=$!
-}
-prune_stop() {
-	touch "$work/prune.stop"
-	wait "$PRUNER" || true
-	PRUNER=""
-}
 
 echo "section,workload,synchronous_commit,clients,round,seconds,xacts,tps,tail_tps,wal_bytes_per_xact,blks_per_call,calls,applied,dismissed,false_dismissal_pct" >"$CSV"
 
@@ -224,11 +192,7 @@ run_one() {
 
 # the median of a column over a group's rounds (empty if none)
 median() {
-	local col=$1 section=$2 w=$3 sync=$4 clients=$5
-	awk -F, -v c="$col" -v s="$section" -v w="$w" -v y="$sync" -v n="$clients" '
-		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
-		$1 == s && $2 == w && $3 == y && $4 == n && $5 != "median" && $k != "" { print $k }' "$CSV" |
-		sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+	bench_median "$CSV" "$1" section="$2" workload="$3" synchronous_commit="$4" clients="$5"
 }
 # the sum of a column over a group's rounds
 total() {
@@ -291,7 +255,7 @@ for round in $(seq 1 "$STEADY_ROUNDS"); do
 	psql -X -At -F ' ' -c "SELECT bytes, pg_relation_size('idem_fbf'), filters, live_filters, period, nbits,
 		estimated_fpp FROM fbf_counter_stats WHERE counter = 'idem'::regclass" >"$work/shape_c_$round"
 	setup_tables "$rate"
-	prune_start off
+	prune_start ops off
 	run_one c exact off "$CLIENTS" "$STEADY_SECS" "$round" -P 5
 	prune_stop
 	psql -X -At -F ' ' -c "SELECT pg_total_relation_size('ops'), pg_relation_size('ops'),

@@ -39,6 +39,7 @@
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/bench_lib.sh"
 cd "$FBF_ROOT"
 
 SECS=${1:-15}
@@ -48,20 +49,8 @@ CLIENTS=${CLIENTS:-2}
 RETRY_PCT=${RETRY_PCT:-10}
 SYNCS=${SYNCS:-"off"}
 
-work=$(mktemp -d /tmp/fbf-mismatch-bench.XXXXXX)
-cleanup() {
-	fbf_cluster_stop
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fbf_install_deps
-fbf_build_install
-fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
-	"checkpoint_timeout = '30min'" "fbf.naptime = '1s'"
-
-PGBENCH="$PG_BINDIR/pgbench"
-psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
+bench_begin mismatch-bench
+bench_cluster_start
 
 # pgbench keeps a client's variables from one transaction to the next:
 # pk and ps are its previous operation (-D pk=1 -D ps=0 to begin with)
@@ -95,7 +84,6 @@ VACUUM ANALYZE mm_off, mm_on;
 SQL
 }
 
-lsn() { sql "SELECT pg_current_wal_insert_lsn()"; }
 counter_counts() {
 	psql -X -At -F ' ' -c "SELECT applied, dismissed, mismatched FROM fbf_counter_stats WHERE counter = '$1'::regclass"
 }
@@ -129,13 +117,7 @@ run_one() {
 }
 
 # the median of a column over a side's rounds
-median() {
-	local col=$1 side=$2 sync=$3
-	awk -F, -v c="$col" -v w="$side" -v y="$sync" '
-		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
-		$1 == w && $2 == y && $4 != "median" { print $k }' "$CSV" |
-		sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
+median() { bench_median "$CSV" "$1" side="$2" synchronous_commit="$3"; }
 # the sum of a column over a side's rounds
 total() {
 	awk -F, -v c="$1" -v w="$2" -v y="$3" '

@@ -1,0 +1,116 @@
+# test/bench/bench_lib.sh: what the pgbench-driven benchmarks share.
+# Sourced after test/lib.sh (which owns packages, the build and scratch
+# clusters); owns the benchmark side only:
+#
+#   bench_begin NAME    a work directory ($work, /tmp/fbf-NAME.XXXXXX), an
+#                       EXIT trap that stops the pruner, the cluster and
+#                       removes $work (and runs bench_cleanup_hook, if the
+#                       script defines one), packages and the build
+#   bench_cluster_start [conf lines]
+#                       a scratch cluster with the durable settings every
+#                       throughput comparison runs under: fsync on, 512 MB
+#                       of shared buffers, no checkpoint during a run, the
+#                       worker every second; more lines may override them
+#   PGBENCH, psqlq, sql the clients
+#   lsn                 the WAL insert position
+#   prune_start TABLE SYNC / prune_stop
+#                       the pruning job of an exact table (the baseline of
+#                       the counter and claim benchmarks): a DELETE of the
+#                       rows older than $RETENTION_S seconds every second,
+#                       under synchronous_commit = SYNC
+#   bench_median CSV COLUMN [NAME=VALUE ...]
+#                       the median of COLUMN over the rows of CSV whose
+#                       columns NAME hold VALUE, leaving out the median
+#                       rows (round = median) and empty cells; nothing if
+#                       no row matches
+#   bench_total CSV COLUMN [NAME=VALUE ...]
+#                       the same rows' sum
+
+PGBENCH="$PG_BINDIR/pgbench"
+psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
+lsn() { sql "SELECT pg_current_wal_insert_lsn()"; }
+
+PRUNER=""
+bench_end() {
+	if [ -n "$PRUNER" ]; then
+		prune_stop
+	fi
+	if declare -F bench_cleanup_hook >/dev/null; then
+		bench_cleanup_hook
+	fi
+	fbf_cluster_stop
+	if [ -n "${work:-}" ]; then
+		rm -rf "$work"
+	fi
+}
+
+bench_begin() {
+	work=$(mktemp -d "/tmp/fbf-$1.XXXXXX")
+	trap bench_end EXIT
+	fbf_install_deps
+	fbf_build_install
+}
+
+bench_cluster_start() {
+	fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
+		"checkpoint_timeout = '30min'" "fbf.naptime = '1s'" "$@"
+}
+
+prune_start() {
+	local table=$1 sync=$2
+	rm -f "$work/prune.stop"
+	(
+		while [ ! -e "$work/prune.stop" ]; do
+			PGOPTIONS="-c synchronous_commit=$sync" psql -X -c \
+				"DELETE FROM $table WHERE at < now() - interval '$RETENTION_S s'" || true
+			sleep 1
+		done
+	) >"$work/prune.log" 2>&1 &
+	PRUNER=$!
+}
+
+prune_stop() {
+	touch "$work/prune.stop"
+	wait "$PRUNER" 2>/dev/null || true
+	PRUNER=""
+}
+
+# the cells of COLUMN in the rows of CSV matching every NAME=VALUE
+bench_cells() {
+	local csv=$1 col=$2
+	shift 2
+	awk -F, -v c="$col" -v conds="$*" '
+		NR == 1 {
+			for (i = 1; i <= NF; i++)
+				idx[$i] = i
+			if (!(c in idx)) {
+				print "bench_cells: no column " c > "/dev/stderr"
+				exit 1
+			}
+			n = split(conds, cs, " ")
+			for (j = 1; j <= n; j++) {
+				split(cs[j], kv, "=")
+				col_of[j] = idx[kv[1]]
+				want[j] = kv[2]
+			}
+			next
+		}
+		{
+			for (j = 1; j <= n; j++)
+				if ($col_of[j] != want[j])
+					next
+			if (("round" in idx && $idx["round"] == "median") || $idx[c] == "")
+				next
+			print $idx[c]
+		}' "$csv"
+}
+
+bench_median() {
+	bench_cells "$@" | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+bench_total() {
+	bench_cells "$@" | awk '{ t += $1 } END { print t + 0 }'
+}
