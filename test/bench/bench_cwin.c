@@ -43,36 +43,12 @@
 #include "fbf_core.h"
 #include "fbf_hash.h"
 
+#include "bench_util.h"
+
 #define NTIME		1000000
 #define ROUNDS		7
 
 static volatile uint64_t sink;
-
-static double
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static FbfHash
-element(uint64_t stream, uint64_t i)
-{
-	uint64_t	key[2] = {stream, i};
-
-	return fbf_hash_bytes(key, sizeof(key));
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 typedef struct Result
 {
@@ -100,7 +76,7 @@ run_cuckoo(CwinWindow *w, double retention, double rate, double period,
 				fp = 0,
 				probe = 0;
 	int			nest = 0;
-	double		t0 = now_ns(),
+	double		t0 = bench_now_ns(),
 				spent = 0;
 
 	for (int e = 0; e < nepochs; e++)
@@ -109,22 +85,22 @@ run_cuckoo(CwinWindow *w, double retention, double rate, double period,
 
 		for (uint64_t i = 0; i < per_epoch; i++)
 		{
-			FbfHash		h = element(stream, next++);
+			FbfHash		h = bench_element(stream, next++);
 
 			sink += cwin_window_add(w, &h);
 			if (measure && (i == per_epoch / 2 || i == per_epoch - 1))
 			{
-				double		p0 = now_ns();
+				double		p0 = bench_now_ns();
 
 				for (uint64_t j = 0; j < per_epoch_probes; j++)
 				{
-					FbfHash		x = element(stream + 1000, probe++);
+					FbfHash		x = bench_element(stream + 1000, probe++);
 
 					fp += cwin_window_contains(w, &x);
 				}
 				r.estimate += cwin_window_estimate_fpp(w);
 				nest++;
-				spent += now_ns() - p0;
+				spent += bench_now_ns() - p0;
 			}
 		}
 		cwin_window_refresh(w);
@@ -139,7 +115,7 @@ run_cuckoo(CwinWindow *w, double retention, double rate, double period,
 			}
 		}
 	}
-	r.add_ns = (now_ns() - t0 - spent) / next;
+	r.add_ns = (bench_now_ns() - t0 - spent) / next;
 	r.fpp = (double) fp / probe;
 	r.probes = probe;
 	r.estimate /= nest;
@@ -159,7 +135,7 @@ run_fbf(Fbf *f, double retention, double rate, double period,
 				fp = 0,
 				probe = 0;
 	int			nest = 0;
-	double		t0 = now_ns(),
+	double		t0 = bench_now_ns(),
 				spent = 0;
 
 	for (int e = 0; e < nepochs; e++)
@@ -168,27 +144,27 @@ run_fbf(Fbf *f, double retention, double rate, double period,
 
 		for (uint64_t i = 0; i < per_epoch; i++)
 		{
-			FbfHash		h = element(stream, next++);
+			FbfHash		h = bench_element(stream, next++);
 
 			sink += fbf_add(f, &h, FBF_CHECK_DEFAULT);
 			if (measure && (i == per_epoch / 2 || i == per_epoch - 1))
 			{
-				double		p0 = now_ns();
+				double		p0 = bench_now_ns();
 
 				for (uint64_t j = 0; j < per_epoch_probes; j++)
 				{
-					FbfHash		x = element(stream + 1000, probe++);
+					FbfHash		x = bench_element(stream + 1000, probe++);
 
 					fp += fbf_contains(f, &x, FBF_CHECK_DEFAULT);
 				}
 				r.estimate += fbf_estimate_fpp(f, FBF_CHECK_DEFAULT);
 				nest++;
-				spent += now_ns() - p0;
+				spent += bench_now_ns() - p0;
 			}
 		}
 		fbf_refresh(f, e);
 	}
-	r.add_ns = (now_ns() - t0 - spent) / next;
+	r.add_ns = (bench_now_ns() - t0 - spent) / next;
 	r.fpp = (double) fp / probe;
 	r.probes = probe;
 	r.estimate /= nest;
@@ -205,23 +181,23 @@ time_negatives(const Fbf *f, const CwinWindow *w, double *fbf_ns, double *cwin_n
 				b[ROUNDS];
 
 	for (uint64_t i = 0; i < NTIME; i++)
-		probe[i] = element(77, i);
+		probe[i] = bench_element(77, i);
 	for (int r = 0; r < ROUNDS; r++)
 	{
-		double		t0 = now_ns();
+		double		t0 = bench_now_ns();
 		uint64_t	hits = 0;
 
 		for (uint64_t i = 0; i < NTIME; i++)
 			hits += fbf_contains(f, &probe[i], FBF_CHECK_DEFAULT);
-		a[r] = (now_ns() - t0) / NTIME;
-		t0 = now_ns();
+		a[r] = (bench_now_ns() - t0) / NTIME;
+		t0 = bench_now_ns();
 		for (uint64_t i = 0; i < NTIME; i++)
 			hits += cwin_window_contains(w, &probe[i]);
-		b[r] = (now_ns() - t0) / NTIME;
+		b[r] = (bench_now_ns() - t0) / NTIME;
 		sink += hits;
 	}
-	qsort(a, ROUNDS, sizeof(double), cmp_double);
-	qsort(b, ROUNDS, sizeof(double), cmp_double);
+	qsort(a, ROUNDS, sizeof(double), bench_cmp_double);
+	qsort(b, ROUNDS, sizeof(double), bench_cmp_double);
 	*fbf_ns = a[ROUNDS / 2];
 	*cwin_ns = b[ROUNDS / 2];
 	free(probe);

@@ -40,25 +40,10 @@
 #include "fbf_core.h"
 #include "fbf_hash.h"
 
+#include "bench_util.h"
+
 #define NPROBE 1000000
 #define ROUNDS 9
-
-static double
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static FbfHash
-element(uint64_t stream, uint64_t i)
-{
-	uint64_t	key[2] = {stream, i};
-
-	return fbf_hash_bytes(key, sizeof(key));
-}
 
 typedef struct Bloom
 {
@@ -68,15 +53,6 @@ typedef struct Bloom
 } Bloom;
 
 static volatile uint64_t sink;
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void
 run(FILE *csv, double retention, double rate, double target)
@@ -125,54 +101,54 @@ run(FILE *csv, double retention, double rate, double target)
 
 	/* FBF: three windows of periods, timing the inserts */
 	periods = 3 * plan.nfilters;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (p = 0; p < periods; p++)
 	{
 		for (i = 0; i < per_period; i++)
 		{
-			FbfHash		h = element(1, next++);
+			FbfHash		h = bench_element(1, next++);
 
 			sink += fbf_add(f, &h, FBF_CHECK_DEFAULT);
 		}
 		if (p + 1 < periods)
 			fbf_refresh(f, p);
 	}
-	fbf_insert_ns = (now_ns() - t0) / (double) next;
+	fbf_insert_ns = (bench_now_ns() - t0) / (double) next;
 
 	/* Bloom: one window's elements */
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (i = 0; i < window; i++)
 	{
-		FbfHash		h = element(2, i);
+		FbfHash		h = bench_element(2, i);
 		uint32_t	probes[FBF_MAX_HASHES];
 
 		fbf_probes(&h, b.nhashes, b.nbits, probes);
 		bloom_set(b.words, probes, b.nhashes);
 	}
-	bloom_insert_ns = (now_ns() - t0) / (double) window;
+	bloom_insert_ns = (bench_now_ns() - t0) / (double) window;
 
 	/* negative checks, hashing included, on precomputed-free probes */
 	probe = malloc(sizeof(FbfHash) * NPROBE);
 	for (i = 0; i < NPROBE; i++)
-		probe[i] = element(3, i);
+		probe[i] = bench_element(3, i);
 
 	for (r = 0; r < ROUNDS; r++)
 	{
 		uint64_t	fp = 0;
 
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		for (i = 0; i < NPROBE; i++)
 			fp += fbf_contains(f, &probe[i], FBF_CHECK_DEFAULT);
-		rounds[r] = (now_ns() - t0) / NPROBE;
+		rounds[r] = (bench_now_ns() - t0) / NPROBE;
 		fbf_fp = fp;
 	}
-	qsort(rounds, ROUNDS, sizeof(double), cmp_double);
+	qsort(rounds, ROUNDS, sizeof(double), bench_cmp_double);
 	fbf_neg_ns = rounds[ROUNDS / 2];
 	fbf_neg_min = rounds[0];
 	mem_bits_per_elem = 8.0 * (double) fbf_size(plan.nbits, plan.nfilters, plan.nparts) /
 		(double) window;
 
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (i = 0; i < NPROBE; i++)
 	{
 		uint32_t	probes[FBF_MAX_HASHES];
@@ -180,7 +156,7 @@ run(FILE *csv, double retention, double rate, double target)
 		fbf_probes(&probe[i], b.nhashes, b.nbits, probes);
 		bloom_fp += bloom_test(b.words, probes, b.nhashes);
 	}
-	bloom_neg_ns = (now_ns() - t0) / NPROBE;
+	bloom_neg_ns = (bench_now_ns() - t0) / NPROBE;
 
 	printf("%8.0f s %9.0f/s %7.4f | %3d %5d %2d %9.1f | %6.1f %6.1f %9.5f %8.5f | %6.1f %6.1f %9.5f | %6.2f %6.2f\n",
 		   retention, rate, target, plan.nfilters, plan.nbits / 1000, plan.nhashes,

@@ -26,6 +26,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#define _POSIX_C_SOURCE 199309L
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,8 @@
 #include "fbf_aimd.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"
+
+#include "bench_util.h"
 
 static const char *outdir;
 
@@ -56,14 +60,6 @@ open_csv(const char *name, const char *header)
 	return f;
 }
 
-static FbfHash
-element(uint64_t stream, uint64_t i)
-{
-	uint64_t	key[2] = {stream, i};
-
-	return fbf_hash_bytes(key, sizeof(key));
-}
-
 static Fbf *
 new_fbf(uint32_t nbits, int nhashes, int nfilters)
 {
@@ -81,7 +77,7 @@ measured(const Fbf *f, FbfCheck check, int probes, uint64_t stream)
 
 	for (i = 0; i < probes; i++)
 	{
-		FbfHash		h = element(stream, (uint64_t) i);
+		FbfHash		h = bench_element(stream, (uint64_t) i);
 
 		hits += fbf_contains(f, &h, check);
 	}
@@ -104,7 +100,7 @@ check_fpp_and_estimate(void)
 
 	for (i = 1; i <= 1000; i++)
 	{
-		FbfHash		h = element(1, (uint64_t) i);
+		FbfHash		h = bench_element(1, (uint64_t) i);
 
 		if (i % 250 == 0)		/* 50 per second, a refresh every 5 s */
 			fbf_refresh(f, i);
@@ -140,7 +136,7 @@ estimate_against_m(void)
 
 		for (i = 0; i < 300; i++)
 		{
-			FbfHash		h = element(2, (uint64_t) i);
+			FbfHash		h = bench_element(2, (uint64_t) i);
 
 			if (i == 100 || i == 200)
 				fbf_refresh(f, i);
@@ -171,7 +167,7 @@ ramp(FILE *out, const char *label, uint32_t m, int nfilters, double period,
 
 	for (i = 0; i < total; i++)
 	{
-		FbfHash		h = element(stream, (uint64_t) i);
+		FbfHash		h = bench_element(stream, (uint64_t) i);
 		double		r = rate(now);
 
 		now += 1.0 / r;
@@ -278,7 +274,7 @@ aimd_trace(void)
 		carry -= n;
 		while (n-- > 0)
 		{
-			FbfHash		h = element(30, next++);
+			FbfHash		h = bench_element(30, next++);
 
 			fbf_add(f, &h, FBF_CHECK_OPTIMIZED);
 		}
@@ -417,7 +413,7 @@ retries(void)
 		for (i = 0; i < n; i++)
 		{
 			int64_t		now = (int64_t) (arr[i].at * 1000);
-			FbfHash		h = element(40, (uint64_t) arr[i].op);
+			FbfHash		h = bench_element(40, (uint64_t) arr[i].op);
 			uint32_t	probes[FBF_MAX_HASHES];
 
 			plain++;
@@ -489,7 +485,7 @@ bits_per_element(void)
 		{
 			for (i = 0; i < per_period; i++)
 			{
-				FbfHash		h = element(50 + t, (uint64_t) p * per_period + i);
+				FbfHash		h = bench_element(50 + t, (uint64_t) p * per_period + i);
 
 				fbf_add(f, &h, FBF_CHECK_OPTIMIZED);
 			}
@@ -519,14 +515,14 @@ bits_per_element(void)
 			{
 				for (i = 0; i < per_epoch; i++)
 				{
-					FbfHash		h = element(70 + t, (uint64_t) p * per_epoch + i);
+					FbfHash		h = bench_element(70 + t, (uint64_t) p * per_epoch + i);
 
 					cwin_window_add(&w, &h);
 					if (p >= 2 * cplan.nlive && i % 100 == 99)
 					{
 						for (int j = 0; j < 2000; j++)
 						{
-							FbfHash		x = element(80 + t, probes++);
+							FbfHash		x = bench_element(80 + t, probes++);
 
 							hits += cwin_window_contains(&w, &x);
 						}
