@@ -1059,8 +1059,9 @@ COMMENT ON FUNCTION fbf_distribute_counter(regclass, integer, text) IS
 
 -- Copy the window of a shard table on one node into the window of a shard
 -- table on another (fbf_counter_load: ORed in, aligned on time), each
--- through a connection of its own (master_run_on_worker).  For the shard
--- transfers below, which call it while Citus blocks writes to the shards.
+-- through a connection of its own (master_run_on_worker).  Called when a
+-- Citus shard move or split ends (src/counter/counter_citus_transfer.c),
+-- while Citus still blocks writes to the shards.
 CREATE FUNCTION fbf_copy_shard_window(
 	source_name text, source_port integer, source_shard text,
 	target_name text, target_port integer, target_shard text)
@@ -1091,115 +1092,7 @@ END
 $fn$;
 
 COMMENT ON FUNCTION fbf_copy_shard_window(text, integer, text, text, integer, text) IS
-	'load the window of a shard on one node into a shard on another (internal: fbf_move_counter_shard, fbf_split_counter_shard)';
-
--- The shards moved or split with `shard_id` (its colocated shards) that
--- belong to counter tables, with their placements: what the transfers
--- below carry the windows of.
-CREATE FUNCTION fbf_colocated_counter_shards(shard_id bigint,
-	OUT counter regclass, OUT shardid bigint, OUT shard_name text,
-	OUT min_value integer, OUT max_value integer,
-	OUT node_name text, OUT node_port integer)
-	RETURNS SETOF record
-	LANGUAGE sql STABLE PARALLEL SAFE
-	AS $fn$
-	SELECT s2.logicalrelid::pg_catalog.regclass, s2.shardid,
-		   pg_catalog.shard_name(s2.logicalrelid, s2.shardid, false),
-		   s2.shardminvalue::integer, s2.shardmaxvalue::integer, n.nodename, n.nodeport
-	  FROM pg_catalog.pg_dist_shard s1
-	  JOIN pg_catalog.pg_dist_partition p1 ON p1.logicalrelid = s1.logicalrelid
-	  JOIN pg_catalog.pg_dist_partition p2 ON p2.colocationid = p1.colocationid
-	  JOIN pg_catalog.pg_dist_shard s2 ON s2.logicalrelid = p2.logicalrelid
-									   AND s2.shardminvalue = s1.shardminvalue
-	  JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s2.shardid
-	  JOIN pg_catalog.pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'
-	 WHERE s1.shardid = shard_id
-	   AND EXISTS (SELECT FROM pg_catalog.pg_index i
-					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
-					WHERE i.indrelid = s2.logicalrelid AND a.amname = 'fbf_filter')
-$fn$;
-
-COMMENT ON FUNCTION fbf_colocated_counter_shards(bigint) IS
-	'the counter shards colocated with a shard, and their placements (internal: shard transfers)';
-
--- citus_move_shard_placement for clusters with distributed counters: after
--- Citus has copied the shards, while it still blocks writes to them (until
--- this transaction ends), every moved counter shard's window is loaded on
--- the target from the source, so the target dismisses every retry of an
--- operation the source applied.
-CREATE FUNCTION fbf_move_counter_shard(
-	shard_id bigint,
-	source_node_name text, source_node_port integer,
-	target_node_name text, target_node_port integer,
-	shard_transfer_mode text DEFAULT 'auto')
-	RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-	AS $fn$
-DECLARE
-	moved record;
-BEGIN
-	PERFORM pg_catalog.citus_move_shard_placement(shard_id, source_node_name, source_node_port,
-		target_node_name, target_node_port,
-		shard_transfer_mode => shard_transfer_mode::citus.shard_transfer_mode);
-	FOR moved IN SELECT * FROM @extschema@.fbf_colocated_counter_shards(shard_id) LOOP
-		PERFORM @extschema@.fbf_copy_shard_window(source_node_name, source_node_port, moved.shard_name,
-												   target_node_name, target_node_port, moved.shard_name);
-	END LOOP;
-END
-$fn$;
-
-COMMENT ON FUNCTION fbf_move_counter_shard(bigint, text, integer, text, integer, text) IS
-	'move a shard (and its colocated shards) with Citus, carrying the windows of counter shards to the target';
-
--- citus_split_shard_by_split_points for clusters with distributed
--- counters: each new shard of a counter gets the window of the shard it
--- was split from, loaded while Citus still blocks writes to them.
-CREATE FUNCTION fbf_split_counter_shard(
-	shard_id bigint,
-	split_points text[],
-	node_ids integer[],
-	shard_transfer_mode text DEFAULT 'auto')
-	RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-	AS $fn$
-DECLARE
-	-- the parents, before the split removes them from the metadata
-	counters regclass[];
-	names text[];
-	mins integer[];
-	maxs integer[];
-	hosts text[];
-	ports integer[];
-	child record;
-BEGIN
-	SELECT pg_catalog.array_agg(p.counter), pg_catalog.array_agg(p.shard_name),
-		   pg_catalog.array_agg(p.min_value), pg_catalog.array_agg(p.max_value),
-		   pg_catalog.array_agg(p.node_name), pg_catalog.array_agg(p.node_port)
-	  INTO counters, names, mins, maxs, hosts, ports
-	  FROM @extschema@.fbf_colocated_counter_shards(shard_id) p;
-	PERFORM pg_catalog.citus_split_shard_by_split_points(shard_id, split_points, node_ids,
-		shard_transfer_mode => shard_transfer_mode::citus.shard_transfer_mode);
-	FOR i IN 1 .. COALESCE(pg_catalog.array_length(counters, 1), 0) LOOP
-		FOR child IN
-			SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid, false) AS name,
-				   n.nodename, n.nodeport
-			  FROM pg_catalog.pg_dist_shard s
-			  JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s.shardid
-			  JOIN pg_catalog.pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'
-			 WHERE s.logicalrelid = counters[i]
-			   AND s.shardminvalue::integer >= mins[i]
-			   AND s.shardmaxvalue::integer <= maxs[i]
-		LOOP
-			PERFORM @extschema@.fbf_copy_shard_window(hosts[i], ports[i], names[i],
-													   child.nodename, child.nodeport, child.name);
-		END LOOP;
-	END LOOP;
-END
-$fn$;
-
-COMMENT ON FUNCTION fbf_split_counter_shard(bigint, text[], integer[], text) IS
-	'split a shard (and its colocated shards) with Citus, loading each counter shard''s window into the shards split from it';
+	'load the window of a shard on one node into a shard on another (internal: Citus shard moves and splits carry counter windows with it)';
 
 -- The windows of the shards of distributed counters, read on their nodes:
 -- the shells' own windows are never used (fbf_counter_stats skips them).

@@ -96,6 +96,7 @@ FbfCounterInit(void)
 							 NULL, &fbf_default_target_fpp, 0.001, 1e-9, 0.5,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	FbfCounterMaintainInit();
+	FbfCitusTransferInit();
 }
 
 /* ----------------------------------------------------------------------

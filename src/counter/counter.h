@@ -119,6 +119,9 @@ extern void FbfCitusApply(Relation shell, const char *qualname, text *key,
 						  const FbfHash *legacy, const int64 *deltas,
 						  bool *applied, int64 *value);
 
+/* counter_citus_transfer.c */
+extern void FbfCitusTransferInit(void);
+
 /* When a counter next needs its maintenance pass (FbfCounterMaintain). */
 typedef struct FbfCounterSchedule
 {

@@ -16,11 +16,11 @@
 #   - retry_storm through the coordinator, clients cut off and retrying,
 #     is exact; and again with a worker stopped in immediate mode and
 #     restarted mid-run;
-#   - after a plain citus_move_shard_placement retries are applied again
-#     (the new placement starts with an empty window: this is what the test
-#     of the next point would catch), after fbf_move_counter_shard and
-#     fbf_split_counter_shard every retry of an earlier operation is
-#     dismissed.
+#   - Citus' shard transfers carry the windows: after
+#     citus_move_shard_placement (writes blocked, and logical replication),
+#     citus_split_shard_by_split_points, citus_drain_node and the
+#     rebalancer's background moves (citus_rebalance_start), every retry of
+#     an earlier operation is dismissed.
 use strict;
 use warnings;
 
@@ -263,37 +263,58 @@ my ($shard, $from, $to) = shard_of('m1');
 $coord->safe_psql('postgres', qq{
 	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to,
 									  shard_transfer_mode => 'block_writes')});
-my $again = apply_all(4, 60);
-cmp_ok($again, '>', 0, "after a plain citus_move_shard_placement, $again retries are applied again");
+is(apply_all(4, 60), 0, 'after citus_move_shard_placement (block_writes) every retry is dismissed');
 
 is(apply_all(5, 60), 60, 'operations of another client applied');
-($shard, $from, $to) = shard_of('m1');
-$coord->safe_psql('postgres', qq{
-	SELECT fbf_move_counter_shard($shard, '127.0.0.1', $from, '127.0.0.1', $to,
-								  shard_transfer_mode => 'block_writes')});
-is(apply_all(5, 60), 0, 'after fbf_move_counter_shard (block_writes) every retry is dismissed');
-
-is(apply_all(6, 60), 60, 'operations of a third client applied');
 ($shard, $from, $to) = shard_of('m2');
 $coord->safe_psql('postgres', qq{
-	SELECT fbf_move_counter_shard($shard, '127.0.0.1', $from, '127.0.0.1', $to)});
-is(apply_all(6, 60), 0, 'after fbf_move_counter_shard (auto: logical replication) every retry is dismissed');
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to)});
+is(apply_all(5, 60), 0,
+	'after citus_move_shard_placement (auto: logical replication) every retry is dismissed');
 
-is(apply_all(7, 60), 60, 'operations of a fourth client applied');
+is(apply_all(6, 60), 60, 'operations of a third client applied');
 ($shard, $from, $to) = shard_of('m3');
 my $nshards = $coord->safe_psql('postgres',
 	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass");
 $coord->safe_psql('postgres', qq{
-	SELECT fbf_split_counter_shard($shard,
+	SELECT citus_split_shard_by_split_points($shard,
 		ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
 				 FROM pg_dist_shard WHERE shardid = $shard)],
 		ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $from),
-			  (SELECT nodeid FROM pg_dist_node WHERE nodeport = $to)])});
+			  (SELECT nodeid FROM pg_dist_node WHERE nodeport = $to)],
+		shard_transfer_mode => 'block_writes')});
 is($coord->safe_psql('postgres',
 	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass"),
 	$nshards + 1, 'the shard is split in two');
-is(apply_all(7, 60) + apply_all(6, 60) + apply_all(5, 60), 0,
-	'after fbf_split_counter_shard every retry is dismissed');
+is(apply_all(6, 60) + apply_all(5, 60) + apply_all(4, 60), 0,
+	'after citus_split_shard_by_split_points every retry is dismissed');
+
+# the rebalancer: citus_drain_node moves every shard off worker1 (each
+# move a command of its own, through a connection of its own), and
+# citus_rebalance_start moves about half back in background tasks
+is(apply_all(7, 60), 60, 'operations of a fourth client applied');
+sub shards_on
+{
+	my ($node) = @_;
+	return $coord->safe_psql('postgres', sprintf(q{
+		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 JOIN pg_dist_shard s USING (shardid)
+		 WHERE n.nodeport = %d AND s.logicalrelid = 'likes'::regclass}, $node->port));
+}
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_drain_node('127.0.0.1', %d, shard_transfer_mode => 'block_writes')}, $w1->port));
+is(shards_on($w1), '0', 'citus_drain_node moved every shard off worker1');
+is(apply_all(7, 60) + apply_all(4, 60), 0, 'after citus_drain_node every retry is dismissed');
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_set_node_property('127.0.0.1', %d, 'shouldhaveshards', true)}, $w1->port));
+$coord->safe_psql('postgres', q{
+	SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')});
+$coord->safe_psql('postgres', q{SELECT citus_rebalance_wait()});
+cmp_ok(shards_on($w1), '>', 0, 'citus_rebalance_start moved shards back to worker1');
+is(apply_all(7, 60) + apply_all(6, 60) + apply_all(5, 60) + apply_all(4, 60), 0,
+	'after the rebalancer\'s background moves every retry is dismissed');
+is($coord->safe_psql('postgres', q{SELECT sum(value) FROM likes WHERE key LIKE 'm%'}),
+	4 * 60, 'and every key of the moved shards counts each operation once');
 
 $_->stop for @nodes;
 done_testing();
