@@ -87,6 +87,21 @@ SELECT fbf_counter_load('kc_cuckoo', fbf_snapshot('kc_bloom'));
 SELECT fbf_counter_load('kc_cuckoo', v) FROM csnap;
 \echo :SQLSTATE
 SELECT idempotent_increment('kc_cuckoo', 1, 1, 10) AS retry_still_dismissed;
+-- waiting operations that do not fit in the snapshot's blocks: the load
+-- splits them (as a refused drain makes the window grow) and stores all
+SELECT fbf_create_counter_table('cw_wait', retention => '1 min', expected_rate => 1,
+								filter => 'cuckoo') IS NOT NULL AS created;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_wait', 1, g, 1)) AS applied
+FROM generate_series(1, 6000) g;
+SELECT partitions, pending FROM fbf_counter_stats WHERE counter = 'cw_wait'::regclass;
+SELECT i.nparts, i.counts[1] AS waiting FROM fbf_info(fbf_snapshot('cw_wait')) i;
+SELECT fbf_create_counter_table('cw_wait_copy', retention => '1 min', expected_rate => 1,
+								filter => 'cuckoo') IS NOT NULL AS created;
+SELECT fbf_counter_load('cw_wait_copy', fbf_snapshot('cw_wait')) AS loaded;
+SELECT partitions, pending, load > 0.5 AS stored FROM fbf_counter_stats WHERE counter = 'cw_wait_copy'::regclass;
+SELECT count(*) FILTER (WHERE idempotent_increment('cw_wait_copy', 1, g, 1)) AS retries_applied
+FROM generate_series(1, 6000) g;
+DROP TABLE cw_wait, cw_wait_copy;
 -- malformed input of the new kind
 SELECT '\x464246000201'::fbf;
 \echo :SQLSTATE
