@@ -427,16 +427,18 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s)
 				 errdetail("The snapshot was taken of a window created with filter => 'cuckoo'; this counter's window holds Bloom filters."),
 				 errhint("Load it into a counter or dedup table created with filter => 'cuckoo'.")));
 
-	/* the snapshot's blocks must be a window page's */
+	/* the snapshot's blocks must be a window page's (its f is in range) */
 	if (!cwin_layout_init(&page_layout, FBF_PAGE_CONTENT_BYTES, s->fp_bits,
-						  CWIN_MAX_KICKS, &why) ||
-		page_layout.nbuckets != s->nbuckets)
+						  CWIN_MAX_KICKS, &why))
+		elog(ERROR, "fbf: no page layout for %u-bit fingerprints: %s",
+			 s->fp_bits, why);
+	if (page_layout.nbuckets != s->nbuckets)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot load the snapshot into counter \"%s\"",
 						get_rel_name(index->rd_index->indrelid)),
 				 errdetail("Its blocks have %u buckets of %u-bit fingerprints; a window page holds %u.",
-						   s->nbuckets, s->fp_bits, why ? 0 : page_layout.nbuckets),
+						   s->nbuckets, s->fp_bits, page_layout.nbuckets),
 				 errhint("Load values taken by fbf_snapshot().")));
 	if (pages_needed(&meta, s->nparts) * BLCKSZ > (uint64) fbf_max_filter_size_kb * 1024)
 		refuse_size(index, &meta, s->nparts, "The snapshot's");
