@@ -488,16 +488,6 @@ BEGIN
 						AND a.amname = 'fbf_filter')
 		ORDER BY 2
 	LOOP
-		-- a cuckoo window has no snapshot format: named, it is refused
-		-- (0A000, by fbf_snapshot); among all, it is left out, said aloud
-		IF one IS NULL AND EXISTS (SELECT FROM pg_catalog.pg_index i
-								   JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-								   WHERE i.indrelid = r.rel
-									 AND 'filter=cuckoo' = ANY (ic.reloptions)) THEN
-			RAISE WARNING 'not saving %: a cuckoo window has no snapshot format', r.relname
-				USING HINT = 'It starts with an empty window after a restore.';
-			CONTINUE;
-		END IF;
 		name := r.relname;
 		snapshot := @extschema@.fbf_snapshot(r.rel);
 		saved_at := pg_catalog.clock_timestamp();

@@ -73,7 +73,8 @@ SELECT ' \x46424600'::fbf;
 CREATE TABLE good AS SELECT fbf_add(fbf_create(64, 1), 'x')::text AS t;
 SELECT length(t) FROM good;
 SELECT overlay(t placing '47' from 3 for 2)::fbf FROM good;  -- magic
-SELECT overlay(t placing '02' from 11 for 2)::fbf FROM good; -- version
+SELECT overlay(t placing '03' from 11 for 2)::fbf FROM good; -- version
+SELECT overlay(t placing '02' from 11 for 2)::fbf FROM good; -- version 2: a cuckoo window snapshot's
 SELECT overlay(t placing '00' from 13 for 2)::fbf FROM good; -- nhashes
 SELECT overlay(t placing '41' from 15 for 2)::fbf FROM good; -- nfilters
 SELECT overlay(t placing '3f' from 19 for 2)::fbf FROM good; -- nbits

@@ -301,7 +301,7 @@ fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 	}
 	if (buf[4] != FBF_FORMAT_VERSION)
 	{
-		*why = "The format version is not supported (only version 1 is).";
+		*why = "The format version is not supported (1 is a Bloom filter's, 2 a cuckoo window snapshot's).";
 		return false;
 	}
 	nhashes = buf[5];

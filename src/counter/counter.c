@@ -832,7 +832,7 @@ fbf_snapshot(PG_FUNCTION_ARGS)
 	Relation	heap;
 	Relation	index;
 	uint64		pending;
-	Fbf		   *f;
+	Datum		value;
 
 	FbfCounterOpen(PG_GETARG_OID(0), FBF_WINDOW_READ, AccessShareLock, &heap, &index);
 
@@ -844,7 +844,7 @@ fbf_snapshot(PG_FUNCTION_ARGS)
 						RelationGetRelationName(heap)),
 				 errdetail("A snapshot shows the operations of every key."),
 				 errhint("Take snapshots as the table's owner or as a role with BYPASSRLS.")));
-	f = FbfWindowSnapshot(index, &pending);
+	value = FbfWindowSnapshot(index, &pending);
 	FbfCounterClose(heap, index);
-	PG_RETURN_FBF(f);
+	PG_RETURN_DATUM(value);
 }

@@ -33,7 +33,9 @@ PG_FUNCTION_INFO_V1(fbf_counter_load);
 
 /*
  * fbf_counter_load(counter regclass, snapshot fbf): merge a snapshot, as
- * fbf_snapshot() returns it, into the counter's window (FbfWindowLoad).
+ * fbf_snapshot() returns it, into the counter's window (FbfWindowLoad; a
+ * cuckoo window's snapshot, FbfWindowLoadCuckoo, is adopted by an empty
+ * cuckoo window only).
  * The owner's privilege, as for fbf_counter_resize: a load makes the
  * counter dismiss operations.  Returns 'adopted' (an empty window took the
  * snapshot's shape and ring), 'merged', or 'expired' (every filter of the
@@ -43,7 +45,7 @@ Datum
 fbf_counter_load(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Fbf		   *snapshot;
+	struct varlena *snapshot;
 	Relation	heap;
 	Relation	index;
 	FbfLoadResult r;
@@ -51,8 +53,11 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("fbf_counter_load()");
 	PreventCommandDuringRecovery("fbf_counter_load()");
 	FbfCounterOpen(relid, FBF_COUNTER_OWNER, RowExclusiveLock, &heap, &index);
-	snapshot = PG_GETARG_FBF(1);
-	r = FbfWindowLoad(index, snapshot);
+	snapshot = FbfArgValue(fcinfo, 1, false);
+	if (FbfValueIsCuckoo(snapshot))
+		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot));
+	else
+		r = FbfWindowLoad(index, FbfValueBloom(snapshot, PG_GETARG_DATUM(1)));
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(r.adopted ? "adopted" :
 									 r.filters > 0 ? "merged" : "expired"));

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * fbf_type.c
- *	  The `fbf` type: a Forgetful Bloom Filter as a SQL value.
+ *	  The `fbf` type: a Forgetful Bloom Filter as a SQL value, or a cuckoo
+ *	  window's snapshot (fbf_value.h says how the two kinds are told
+ *	  apart).
  *
  * A value is immutable from SQL's point of view: fbf_add, fbf_refresh and
  * friends return a modified copy.  The build aggregate (fbf_agg) is the
@@ -9,9 +11,15 @@
  * function updates the state in place, as int8inc and array_agg do.
  *
  * Text I/O is "\x" and the hex digits of the binary form; binary I/O is the
- * versioned little-endian layout of fbf_codec.c (docs/fbf-format.md).  Both
- * input functions validate the whole value before allocating anything
- * larger than the input itself.
+ * versioned little-endian layout of fbf_codec.c (format version 1, Bloom
+ * filters) or cwin_snap.c (version 2, cuckoo window snapshots;
+ * docs/fbf-format.md).  Both input functions validate the whole value
+ * before allocating anything larger than the input itself.
+ *
+ * A cuckoo snapshot is read by fbf_contains, fbf_info, fbf_estimated_fpp
+ * and the I/O functions, and loaded by fbf_counter_load; it cannot be
+ * added to, refreshed, resized or merged (those make sense for a ring of
+ * Bloom filters), and those functions refuse it with 0A000.
  *
  * Elements are hashed by their bytes: a text by its characters (no
  * collation, no terminator), a bytea by its bytes, a bigint by its eight
@@ -109,10 +117,17 @@ checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
  * ----------------------------------------------------------------------
  */
 
-Fbf *
-FbfDatumGetFbf(Datum d, bool copy)
+struct varlena *
+FbfArgValue(FunctionCallInfo fcinfo, int argno, bool copy)
 {
-	struct varlena *v = copy ? DatumGetFbfValueCopy(d) : DatumGetFbfValue(d);
+	Datum		d = PG_GETARG_DATUM(argno);
+
+	return copy ? PG_DETOAST_DATUM_COPY(d) : PG_DETOAST_DATUM(d);
+}
+
+Fbf *
+FbfValueBloom(struct varlena *v, Datum d)
+{
 	size_t		len = VARSIZE(v);
 	size_t		size;
 	const char *why;
@@ -137,11 +152,66 @@ FbfDatumGetFbf(Datum d, bool copy)
 	return FbfValueGetFbf(converted);
 }
 
+Fbf *
+FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
+{
+	struct varlena *v = FbfArgValue(fcinfo, argno, copy);
+
+	if (FbfValueIsCuckoo(v))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not take a cuckoo window's snapshot",
+						get_func_name(fcinfo->flinfo->fn_oid)),
+				 errdetail("The value is fbf_snapshot() of a counter or dedup table created with filter => 'cuckoo'; this function works on a ring of Bloom filters."),
+				 errhint("fbf_contains(), fbf_info() and fbf_estimated_fpp() read snapshots of both kinds, and fbf_counter_load() loads them.")));
+	return FbfValueBloom(v, PG_GETARG_DATUM(argno));
+}
+
+CwinSnap *
+FbfCuckooValueAlloc(const CwinLayout *layout, uint32 nparts, size_t ndeferred)
+{
+	Size		size = FBF_VALUE_OFFSET + cwin_snap_size(layout, nparts, ndeferred);
+	char	   *v = palloc(size);
+
+	SET_VARSIZE(v, size);
+	cwin_snap_init(FbfValueGetCwinSnap(v), layout, nparts, ndeferred);
+	return FbfValueGetCwinSnap(v);
+}
+
 /*
- * Validate serialized bytes and build an fbf datum from them; `code` is the
- * SQLSTATE for malformed input.
+ * Validate serialized bytes of a cuckoo snapshot and build an fbf datum
+ * from them: the header and length first, the contents once copied (the
+ * copy is the input's size).
  */
-static Fbf *
+static Datum
+cuckoo_from_bytes(const unsigned char *buf, size_t len, int code,
+				  const char *what)
+{
+	size_t		size;
+	const char *why;
+	char	   *v;
+
+	if (!cwin_snap_validate(buf, len, &size, &why))
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("invalid %s for type fbf", what),
+				 errdetail("%s", why)));
+	v = palloc(FBF_VALUE_OFFSET + size);
+	SET_VARSIZE(v, FBF_VALUE_OFFSET + size);
+	cwin_snap_deserialize(buf, len, FbfValueGetCwinSnap(v));
+	if (!cwin_snap_check(FbfValueGetCwinSnap(v), &why))
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("invalid %s for type fbf", what),
+				 errdetail("%s", why)));
+	return PointerGetDatum(v);
+}
+
+/*
+ * Validate serialized bytes and build an fbf datum from them, of the kind
+ * their format version says; `code` is the SQLSTATE for malformed input.
+ */
+static Datum
 fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 			   const char *what)
 {
@@ -149,6 +219,8 @@ fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 	const char *why;
 	char	   *v;
 
+	if (cwin_snap_is_serialized(buf, len))
+		return cuckoo_from_bytes(buf, len, code, what);
 	if (!fbf_validate(buf, len, &size, &why))
 		ereport(ERROR,
 				(errcode(code),
@@ -156,8 +228,34 @@ fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 				 errdetail("%s", why)));
 	v = palloc(FBF_VALUE_OFFSET + size);
 	SET_VARSIZE(v, FBF_VALUE_OFFSET + size);
-	fbf_deserialize(buf, len, (Fbf *) (v + FBF_VALUE_OFFSET));
-	return (Fbf *) (v + FBF_VALUE_OFFSET);
+	fbf_deserialize(buf, len, FbfValueGetFbf(v));
+	return PointerGetDatum(v);
+}
+
+/* the serialized form of an fbf datum of either kind, palloc'd */
+static unsigned char *
+serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
+{
+	struct varlena *v = FbfArgValue(fcinfo, argno, false);
+	unsigned char *buf;
+
+	if (FbfValueIsCuckoo(v))
+	{
+		const CwinSnap *s = FbfValueGetCwinSnap(v);
+
+		*len = cwin_snap_serialized_size(s);
+		buf = palloc(*len);
+		cwin_snap_serialize(s, buf);
+	}
+	else
+	{
+		const Fbf  *f = FbfValueBloom(v, PG_GETARG_DATUM(argno));
+
+		*len = fbf_serialized_size(f);
+		buf = palloc(*len);
+		fbf_serialize(f, buf);
+	}
+	return buf;
 }
 
 Datum
@@ -168,28 +266,26 @@ fbf_in(PG_FUNCTION_ARGS)
 	unsigned char *buf = palloc(len / 2 + 1);
 	size_t		nbytes;
 	const char *why;
-	Fbf		   *f;
+	Datum		result;
 
 	if (!fbf_hex_decode(str, len, buf, &nbytes, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type fbf"),
 				 errdetail("%s", why)));
-	f = fbf_from_bytes(buf, nbytes, ERRCODE_INVALID_TEXT_REPRESENTATION,
-					   "input syntax");
+	result = fbf_from_bytes(buf, nbytes, ERRCODE_INVALID_TEXT_REPRESENTATION,
+							"input syntax");
 	pfree(buf);
-	PG_RETURN_FBF(f);
+	PG_RETURN_DATUM(result);
 }
 
 Datum
 fbf_out(PG_FUNCTION_ARGS)
 {
-	Fbf		   *f = PG_GETARG_FBF(0);
-	size_t		len = fbf_serialized_size(f);
-	unsigned char *buf = palloc(len);
+	size_t		len;
+	unsigned char *buf = serialize_value(fcinfo, 0, &len);
 	char	   *str = palloc(2 * len + 3);
 
-	fbf_serialize(f, buf);
 	fbf_hex_encode(buf, len, str);
 	pfree(buf);
 	PG_RETURN_CSTRING(str);
@@ -202,20 +298,21 @@ fbf_recv(PG_FUNCTION_ARGS)
 	int			len = msg->len - msg->cursor;
 	const char *bytes = pq_getmsgbytes(msg, len);
 
-	PG_RETURN_FBF(fbf_from_bytes((const unsigned char *) bytes, len,
-								 ERRCODE_INVALID_BINARY_REPRESENTATION,
-								 "binary representation"));
+	PG_RETURN_DATUM(fbf_from_bytes((const unsigned char *) bytes, len,
+								   ERRCODE_INVALID_BINARY_REPRESENTATION,
+								   "binary representation"));
 }
 
 Datum
 fbf_send(PG_FUNCTION_ARGS)
 {
-	Fbf		   *f = PG_GETARG_FBF(0);
-	size_t		len = fbf_serialized_size(f);
+	size_t		len;
+	unsigned char *buf = serialize_value(fcinfo, 0, &len);
 	bytea	   *result = palloc(VARHDRSZ + len);
 
 	SET_VARSIZE(result, VARHDRSZ + len);
-	fbf_serialize(f, (unsigned char *) VARDATA(result));
+	memcpy(VARDATA(result), buf, len);
+	pfree(buf);
 	PG_RETURN_BYTEA_P(result);
 }
 
@@ -361,23 +458,38 @@ fbf_add_array(PG_FUNCTION_ARGS)
 	PG_RETURN_FBF(f);
 }
 
+/*
+ * Is the element in the value: fbf_contains_hash for both kinds.  A
+ * cuckoo snapshot is checked in its block, with each live epoch's
+ * fingerprint, and in its waiting operations (the check variants are
+ * Bloom ones: the name is validated, and means nothing here).
+ */
+static bool
+contains_hash(FunctionCallInfo fcinfo, const FbfHash *h)
+{
+	struct varlena *v = FbfArgValue(fcinfo, 0, false);
+	FbfCheck	check = check_from_text(PG_GETARG_TEXT_PP(2));
+
+	if (FbfValueIsCuckoo(v))
+		return cwin_snap_contains(FbfValueGetCwinSnap(v), h);
+	return fbf_contains(FbfValueBloom(v, PG_GETARG_DATUM(0)), h, check);
+}
+
 /* fbf_contains(fbf, element, check text) */
 Datum
 fbf_contains_text(PG_FUNCTION_ARGS)
 {
-	Fbf		   *f = PG_GETARG_FBF(0);
 	FbfHash		h = hash_varlena(PG_GETARG_DATUM(1));
 
-	PG_RETURN_BOOL(fbf_contains(f, &h, check_from_text(PG_GETARG_TEXT_PP(2))));
+	PG_RETURN_BOOL(contains_hash(fcinfo, &h));
 }
 
 Datum
 fbf_contains_int8(PG_FUNCTION_ARGS)
 {
-	Fbf		   *f = PG_GETARG_FBF(0);
 	FbfHash		h = fbf_hash_int64(PG_GETARG_INT64(1));
 
-	PG_RETURN_BOOL(fbf_contains(f, &h, check_from_text(PG_GETARG_TEXT_PP(2))));
+	PG_RETURN_BOOL(contains_hash(fcinfo, &h));
 }
 
 /* ----------------------------------------------------------------------
@@ -460,19 +572,67 @@ fbf_union(PG_FUNCTION_ARGS)
 Datum
 fbf_estimated_fpp(PG_FUNCTION_ARGS)
 {
-	Fbf		   *f = PG_GETARG_FBF(0);
+	struct varlena *v = FbfArgValue(fcinfo, 0, false);
+	FbfCheck	check = check_from_text(PG_GETARG_TEXT_PP(1));
 
-	PG_RETURN_FLOAT8(fbf_estimate_fpp(f, check_from_text(PG_GETARG_TEXT_PP(1))));
+	if (FbfValueIsCuckoo(v))
+		PG_RETURN_FLOAT8(cwin_snap_estimate_fpp(FbfValueGetCwinSnap(v)));
+	PG_RETURN_FLOAT8(fbf_estimate_fpp(FbfValueBloom(v, PG_GETARG_DATUM(0)), check));
+}
+
+/*
+ * fbf_info of a cuckoo snapshot: nbits is a block's bits, nhashes NULL (a
+ * lookup reads one fingerprint per live epoch in two buckets), npast the
+ * live epochs before the current one, counts the live entries of each
+ * live epoch, newest first, the operations still waiting counted in the
+ * current epoch (a drain stores them there).
+ */
+static Datum
+cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s)
+{
+	Datum		values[10];
+	bool		nulls[10] = {0};
+	Datum	   *counts = palloc(sizeof(Datum) * s->nlive);
+	uint64		live[CWIN_MAX_LIVE];
+	uint32		i;
+
+	cwin_snap_counts(s, live);
+	live[0] += s->ndeferred;
+	for (i = 0; i < s->nlive; i++)
+		counts[i] = Int64GetDatum((int64) live[i]);
+	values[0] = Int32GetDatum((int32) (cwin_snap_block_size(s) * 8));
+	nulls[1] = true;
+	values[2] = Int32GetDatum((int32) s->nlive - 1);
+	values[3] = Int32GetDatum((int32) s->nlive);
+	values[4] = Int64GetDatum(s->epoch);
+	if (s->period > 0)
+	{
+		Interval   *period = palloc0(sizeof(Interval));
+
+		period->time = s->period;
+		values[5] = IntervalPGetDatum(period);
+	}
+	else
+		nulls[5] = true;
+	values[6] = PointerGetDatum(construct_array(counts, (int) s->nlive, INT8OID,
+												sizeof(int64), FLOAT8PASSBYVAL,
+												TYPALIGN_DOUBLE));
+	values[7] = Int64GetDatum((int64) cwin_snap_serialized_size(s));
+	values[8] = Float8GetDatum(cwin_snap_estimate_fpp(s));
+	values[9] = Int32GetDatum((int32) s->nparts);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /*
  * fbf_info(fbf): the shape, the window's bookkeeping and the per-filter
- * element counts (all partitions), newest first (unborn filters count 0).
+ * element counts (all partitions), newest first (unborn filters count 0);
+ * for a cuckoo snapshot, see cuckoo_info.
  */
 Datum
 fbf_info(PG_FUNCTION_ARGS)
 {
-	Fbf		   *f = PG_GETARG_FBF(0);
+	struct varlena *v = FbfArgValue(fcinfo, 0, false);
+	Fbf		   *f;
 	TupleDesc	tupdesc;
 	Datum		values[10];
 	bool		nulls[10] = {0};
@@ -482,6 +642,9 @@ fbf_info(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	if (FbfValueIsCuckoo(v))
+		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v));
+	f = FbfValueBloom(v, PG_GETARG_DATUM(0));
 
 	counts = palloc(sizeof(Datum) * f->nfilters);
 	for (i = 0; i < f->nfilters; i++)

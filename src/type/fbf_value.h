@@ -2,8 +2,9 @@
  *
  * fbf_value.h
  *	  The `fbf` SQL value: a Forgetful Bloom Filter of the pure core
- *	  (core/fbf_core.h) in a varlena, and the helpers other subsystems use
- *	  to make one (the window's snapshots do).
+ *	  (core/fbf_core.h), or a cuckoo window's snapshot (core/cwin_snap.h),
+ *	  in a varlena, and the helpers other subsystems use to make and read
+ *	  one (the window's snapshots and loads do).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,36 +15,78 @@
 
 #include "fmgr.h"
 
+#include "core/cwin_snap.h"
 #include "core/fbf_core.h"
 
 /*
- * An `fbf` datum: a varlena whose payload is an in-memory Fbf (fbf_core.h),
- * in native byte order.  The Fbf starts MAXALIGN(VARHDRSZ) bytes in, so its
- * 64-bit fields are aligned in palloc'd copies and, with the type's double
- * alignment, in tuples.  The portable form is only produced by send/out.
+ * An `fbf` datum: a varlena whose payload is one of two kinds of value, in
+ * native byte order, told apart by its first field:
+ *
+ *	- a Forgetful Bloom Filter, an in-memory Fbf (fbf_core.h; `layout` is
+ *	  FBF_LAYOUT_SLICED), as fbf_create, fbf_agg and fbf_snapshot of a
+ *	  Bloom window make it;
+ *	- a cuckoo window's snapshot, a CwinSnap (cwin_snap.h; `layout` is
+ *	  CWIN_SNAP_LAYOUT), as fbf_snapshot of a window created with
+ *	  filter => 'cuckoo' makes it.
+ *
+ * The payload starts MAXALIGN(VARHDRSZ) bytes in, so its 64-bit fields are
+ * aligned in palloc'd copies and, with the type's double alignment, in
+ * tuples.  The portable forms are only produced by send/out.
  *
  * Datums stored by fbf 1.0 and 1.1 hold the older flat Fbf (per-filter bit
- * arrays); FbfDatumGetFbf converts them, after checking them in full, so
+ * arrays); FbfValueBloom converts them, after checking them in full, so
  * every function reads both (PG_GETARG_FBF*).  Values are never written
  * back in the old form.
+ *
+ * Functions that make sense for Bloom filters only (adding, refreshing,
+ * resizing, merging) take their argument with PG_GETARG_FBF*, which
+ * refuses a cuckoo snapshot (0A000) naming the function; those that read
+ * both kinds take FbfArgValue and look at FbfValueIsCuckoo.
  */
 #define FBF_VALUE_OFFSET	MAXALIGN(VARHDRSZ)
 
-#define FbfValueGetFbf(v)	((Fbf *) ((char *) (v) + FBF_VALUE_OFFSET))
+#define FbfValueGetFbf(v)		((Fbf *) ((char *) (v) + FBF_VALUE_OFFSET))
+#define FbfValueGetCwinSnap(v)	((CwinSnap *) ((char *) (v) + FBF_VALUE_OFFSET))
 
-#define DatumGetFbfValue(d)		((struct varlena *) PG_DETOAST_DATUM(d))
-#define DatumGetFbfValueCopy(d) ((struct varlena *) PG_DETOAST_DATUM_COPY(d))
-#define PG_GETARG_FBF(n)		FbfDatumGetFbf(PG_GETARG_DATUM(n), false)
-#define PG_GETARG_FBF_COPY(n)	FbfDatumGetFbf(PG_GETARG_DATUM(n), true)
+#define PG_GETARG_FBF(n)		FbfArgGetBloom(fcinfo, (n), false)
+#define PG_GETARG_FBF_COPY(n)	FbfArgGetBloom(fcinfo, (n), true)
 #define PG_RETURN_FBF(f)		PG_RETURN_POINTER((char *) (f) - FBF_VALUE_OFFSET)
 
+/* Does a detoasted fbf datum hold a cuckoo window's snapshot? */
+static inline bool
+FbfValueIsCuckoo(const struct varlena *v)
+{
+	uint32		layout;
+
+	if (VARSIZE(v) < FBF_VALUE_OFFSET + sizeof(uint32))
+		return false;
+	memcpy(&layout, (const char *) v + FBF_VALUE_OFFSET, sizeof(uint32));
+	return layout == CWIN_SNAP_LAYOUT;
+}
+
+/* Argument argno, detoasted (a copy of its own if `copy`), of either kind. */
+extern struct varlena *FbfArgValue(FunctionCallInfo fcinfo, int argno, bool copy);
+
 /*
- * The Fbf of an fbf datum, detoasted (a copy of its own if `copy`, which
- * the caller may modify); a datum of fbf 1.0 or 1.1 comes back converted.
+ * The Fbf of a detoasted Bloom datum v (of datum d); a datum of fbf 1.0 or
+ * 1.1 comes back converted.
  */
-extern Fbf *FbfDatumGetFbf(Datum d, bool copy);
+extern Fbf *FbfValueBloom(struct varlena *v, Datum d);
+
+/*
+ * Argument argno as a Bloom filter (a copy of its own if `copy`, which the
+ * caller may modify); a cuckoo snapshot is refused with 0A000.
+ */
+extern Fbf *FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy);
 
 /* allocate an fbf datum able to hold an Fbf of this shape; returns the Fbf */
 extern Fbf *FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts);
+
+/*
+ * Allocate a zeroed fbf datum for a cuckoo snapshot of this shape
+ * (cwin_snap_init done); returns the snapshot.
+ */
+extern CwinSnap *FbfCuckooValueAlloc(const CwinLayout *layout, uint32 nparts,
+									 size_t ndeferred);
 
 #endif							/* FBF_VALUE_H */

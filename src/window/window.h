@@ -94,6 +94,7 @@
 #include "utils/timestamp.h"
 
 #include "core/cwin_block.h"
+#include "core/cwin_snap.h"
 #include "core/fbf_aimd.h"
 #include "core/fbf_core.h"
 
@@ -461,7 +462,7 @@ extern void FbfWindowBlockCounts(Relation index,
 								 uint64 *counts, uint64 *distinct);
 extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts);
-extern Fbf *FbfWindowSnapshot(Relation index, uint64 *pending);
+extern Datum FbfWindowSnapshot(Relation index, uint64 *pending);
 
 /* ---- window_cuckoo.c: a cuckoo window's measures ---- */
 extern double FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta,
@@ -477,5 +478,9 @@ typedef struct FbfLoadResult
 } FbfLoadResult;
 
 extern FbfLoadResult FbfWindowLoad(Relation index, const Fbf *snapshot);
+
+/* ---- window_cuckoo_load.c: loading a cuckoo window's snapshot ---- */
+extern FbfLoadResult FbfWindowLoadCuckoo(Relation index,
+										 const CwinSnap *snapshot);
 
 #endif							/* FBF_WINDOW_H */

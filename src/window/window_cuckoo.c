@@ -545,21 +545,3 @@ FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 	}
 	return nparts > 0 ? sum / nparts : 0;
 }
-
-/*
- * A cuckoo window has no snapshot format (an fbf value holds Bloom
- * filters): snapshots, saves and loads of it are refused, before any
- * page is written.
- */
-void
-FbfWindowRefuseCuckoo(Relation index, const FbfWindowMetaPageData *meta,
-					  const char *what)
-{
-	if (FbfWindowIsCuckoo(meta))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot %s the cuckoo window \"%s\"", what,
-						RelationGetRelationName(index)),
-				 errdetail("Snapshots (fbf values) hold Bloom filters; a cuckoo window's entries have no snapshot format."),
-				 errhint("After a dump and restore, a counter with filter => 'cuckoo' starts with an empty window.")));
-}

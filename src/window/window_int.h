@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "core/bloom_slice.h"
+#include "core/cwin_snap.h"
 #include "window/window.h"
 
 /* fbf.max_filter_size, in kB: the memory cap of one window (window_am.c) */
@@ -193,9 +194,28 @@ extern void FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
 extern double FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts);
 
-extern void FbfWindowRefuseCuckoo(Relation index,
-								  const FbfWindowMetaPageData *meta,
-								  const char *what);
+
+/* ---- window_cuckoo_load.c: a cuckoo window's snapshot, taken and loaded ---- */
+extern CwinSnap *FbfCuckooSnapshot(Relation index,
+								   const FbfWindowMetaPageData *meta,
+								   uint64 *pending);
+
+/* ---- window_load.c: what loads of both kinds share ---- */
+
+/* A snapshot's births on the window's clock. */
+typedef struct FbfLoadTimes
+{
+	int64		now;			/* window time */
+	TimestampTz wall_now;
+	int64		born[FBF_MAX_FILTERS];	/* by logical filter, window time */
+} FbfLoadTimes;
+
+extern void FbfLoadCheckTimes(Relation index, const int64 *born, int nlive,
+							  int64 period);
+extern void FbfLoadTimesOf(const FbfWindowMetaPageData *meta,
+						   const int64 *wall_born, int nlive, FbfLoadTimes *t);
+extern bool FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta,
+							 int64 now);
 
 static inline bool
 FbfWindowIsCuckoo(const FbfWindowMetaPageData *meta)

@@ -61,7 +61,10 @@
  *			one live filter and raise its false-positive rate until they
  *			age out.
  *
- * Anything else is refused before a page is written.
+ * Anything else is refused before a page is written, and so is a
+ * snapshot of the other kind of window (a cuckoo window's snapshot is
+ * loaded by window_cuckoo_load.c, which shares the time alignment and
+ * the emptiness test above).
  *
  * Locks: the caller holds RowExclusiveLock on the counter table.  The
  * whole load holds the metapage exclusively (operations, drains and
@@ -98,14 +101,6 @@
  */
 #define LOAD_CLOCK_SLACK	(10 * 1000)
 
-/* A snapshot's births on the window's clock. */
-typedef struct LoadTimes
-{
-	int64		now;			/* window time */
-	TimestampTz wall_now;
-	int64		born[FBF_MAX_FILTERS];	/* by logical filter, window time */
-} LoadTimes;
-
 static uint32
 clamp32(uint64 v)
 {
@@ -132,30 +127,29 @@ expires(const int64 *born, int nlive, int64 period, int64 retention, int i,
 }
 
 /*
- * Refuse a value that is not a window's snapshot: its live filters must
- * have birth times (fbf values made by fbf_create or fbf_agg have none
- * that mean anything) and its period a length a counter can have.
+ * Refuse a value that is not a window's snapshot: its live filters (or
+ * epochs) must have birth times (fbf values made by fbf_create or fbf_agg
+ * have none that mean anything) and its period a length a counter can
+ * have.  born[] is by logical filter (age), wall clock.
  */
-static void
-check_snapshot(Relation index, const Fbf *f)
+void
+FbfLoadCheckTimes(Relation index, const int64 *born, int nlive, int64 period)
 {
 	int			i;
 
-	if (f->period <= 0 || f->period > LOAD_MAX_PERIOD)
+	if (period <= 0 || period > LOAD_MAX_PERIOD)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the fbf value cannot be loaded into counter \"%s\"",
 						get_rel_name(index->rd_index->indrelid)),
 				 errdetail("Its refresh period is %lld microseconds; a counter's snapshot has a period between 1 microsecond and 24 days.",
-						   (long long) f->period),
+						   (long long) period),
 				 errhint("Load values taken by fbf_snapshot().")));
-	for (i = 0; i < f->nlive; i++)
+	for (i = 0; i < nlive; i++)
 	{
-		int64		born = f->born_at[fbf_slot(f, i)];
-
-		if (born == FBF_BORN_LONG_AGO && i > 0)
+		if (born[i] == FBF_BORN_LONG_AGO && i > 0)
 			continue;
-		if (born <= 0)
+		if (born[i] <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the fbf value cannot be loaded into counter \"%s\"",
@@ -166,21 +160,32 @@ check_snapshot(Relation index, const Fbf *f)
 	}
 }
 
-/*
- * The snapshot's birth times (wall clock) on the window's clock: now less
- * their age.  A birth in the future (the other machine's clock is ahead)
- * counts as now, and births never increase with age.
- */
+/* a Bloom snapshot's births by logical filter */
 static void
-load_times(const FbfWindowMetaPageData *meta, const Fbf *f, LoadTimes *t)
+births_of(const Fbf *f, int64 *born)
+{
+	int			i;
+
+	for (i = 0; i < f->nlive; i++)
+		born[i] = f->born_at[fbf_slot(f, i)];
+}
+
+/*
+ * A snapshot's birth times (wall clock, by logical filter) on the window's
+ * clock: now less their age.  A birth in the future (the other machine's
+ * clock is ahead) counts as now, and births never increase with age.
+ */
+void
+FbfLoadTimesOf(const FbfWindowMetaPageData *meta, const int64 *wall_born,
+			   int nlive, FbfLoadTimes *t)
 {
 	int			i;
 
 	t->now = FbfWindowNow(meta);
 	t->wall_now = GetCurrentTimestamp();
-	for (i = 0; i < f->nlive; i++)
+	for (i = 0; i < nlive; i++)
 	{
-		int64		wall = f->born_at[fbf_slot(f, i)];
+		int64		wall = wall_born[i];
 		int64		born;
 
 		if (wall == FBF_BORN_LONG_AGO)
@@ -198,8 +203,8 @@ load_times(const FbfWindowMetaPageData *meta, const Fbf *f, LoadTimes *t)
  * entry (of any fate), no 1.0 filters still checked?  The caller holds
  * the metapage exclusively, so no operation can start meanwhile.
  */
-static bool
-window_is_empty(Relation index, const FbfWindowMetaPageData *meta, int64 now)
+bool
+FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta, int64 now)
 {
 	uint32		nview = FbfWindowViewParts(meta);
 	uint64	   *counts;
@@ -265,7 +270,7 @@ mergeable(const FbfWindowMetaPageData *meta, const Fbf *f)
  */
 static void
 adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
-	  const Fbf *f, const LoadTimes *t)
+	  const Fbf *f, const FbfLoadTimes *t)
 {
 	FbfWindowMetaPageData new = *meta;
 	uint32		nwords = fbf_nwords(f->nbits);
@@ -459,7 +464,7 @@ merge_page(Relation index, const FbfWindowMetaPageData *meta, BlockNumber blkno,
  */
 static int
 merge(Relation index, const FbfWindowMetaPageData *meta, const Fbf *f,
-	  const LoadTimes *t)
+	  const FbfLoadTimes *t)
 {
 	int			target[FBF_MAX_FILTERS];
 	uint64		lanes_of[FBF_MAX_FILTERS];
@@ -570,16 +575,24 @@ FbfWindowLoad(Relation index, const Fbf *snapshot)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
-	LoadTimes	t;
+	FbfLoadTimes	t;
 	const char *why = NULL;
 	bool		empty;
 	FbfLoadResult result;
+	int64		born[FBF_MAX_FILTERS] = {0};
 
-	check_snapshot(index, snapshot);
+	births_of(snapshot, born);
+	FbfLoadCheckTimes(index, born, snapshot->nlive, snapshot->period);
 
 	/* a 1.0 window is upgraded first, by its first refresh */
 	FbfWindowReadMeta(index, &meta);
-	FbfWindowRefuseCuckoo(index, &meta, "load a snapshot into");
+	if (FbfWindowIsCuckoo(&meta))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot load a Bloom filter snapshot into counter \"%s\"",
+						get_rel_name(index->rd_index->indrelid)),
+				 errdetail("The counter's window was created with filter => 'cuckoo'; the snapshot holds Bloom filters."),
+				 errhint("Load it into a counter or dedup table created with filter => 'bloom'.")));
 	if (meta.version != FBF_STORAGE_VERSION)
 		FbfWindowRefresh(index);
 
@@ -587,8 +600,8 @@ FbfWindowLoad(Relation index, const Fbf *snapshot)
 	if (meta.version != FBF_STORAGE_VERSION)
 		elog(ERROR, "fbf: the filter \"%s\" was not upgraded",
 			 RelationGetRelationName(index));
-	load_times(&meta, snapshot, &t);
-	empty = window_is_empty(index, &meta, t.now);
+	FbfLoadTimesOf(&meta, born, snapshot->nlive, &t);
+	empty = FbfWindowIsEmpty(index, &meta, t.now);
 
 	if (empty && adoptable(&meta, snapshot, &why))
 	{

@@ -2,7 +2,8 @@
  *
  * window_read.c
  *	  Reading a whole window: element counts per block, the estimated
- *	  false-positive rate, and a snapshot as an `fbf` value.
+ *	  false-positive rate, and a snapshot as an `fbf` value (a cuckoo
+ *	  window's by window_cuckoo_load.c, in the same order of locks).
  *
  * Nothing here writes a page, and every lock is a share lock: each page
  * is read under its own, one at a time, while the metapage's keeps the
@@ -138,13 +139,14 @@ snapshot_partition(Relation index, const FbfWindowMetaPageData *meta, Fbf *f,
 }
 
 /*
- * The window as an in-memory Fbf (palloc'd, fbf datum layout): every live
- * filter, plus the committed operations still on pending pages inserted
- * into future and present.  *pending gets the number still in flight.
- * The frozen filters of an upgraded 1.0 window (window_legacy.c) are not
- * part of it.
+ * The window as an `fbf` datum (palloc'd).  Of a Bloom window, an Fbf:
+ * every live filter, plus the committed operations still on pending pages
+ * inserted into future and present.  Of a cuckoo window, a CwinSnap
+ * (FbfCuckooSnapshot, read the same way).  *pending gets the number still
+ * in flight.  The frozen filters of an upgraded 1.0 window
+ * (window_legacy.c) are not part of it.
  */
-Fbf *
+Datum
 FbfWindowSnapshot(Relation index, uint64 *pending)
 {
 	FbfWindowMetaPageData meta;
@@ -166,8 +168,10 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 	}
 	if (FbfWindowIsCuckoo(&meta))
 	{
+		CwinSnap   *s = FbfCuckooSnapshot(index, &meta, pending);
+
 		UnlockReleaseBuffer(metabuf);
-		FbfWindowRefuseCuckoo(index, &meta, "take a snapshot of");
+		return PointerGetDatum((char *) s - FBF_VALUE_OFFSET);
 	}
 	nparts = FbfWindowViewParts(&meta);
 	f = FbfValueAlloc(meta.nbits, meta.nfilters, nparts);
@@ -223,7 +227,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 		CHECK_FOR_INTERRUPTS();
 	}
 	UnlockReleaseBuffer(metabuf);
-	return f;
+	return PointerGetDatum((char *) f - FBF_VALUE_OFFSET);
 }
 
 /* Microseconds until the window's next refresh is due (0: it is due). */

@@ -1,13 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_decode.c
- *	  Fuzzing of the `fbf` type's decoders: the binary validator (recv) and
- *	  the hex text decoder (in), which take untrusted bytes.
+ *	  Fuzzing of the `fbf` type's decoders: the binary validators (recv) of
+ *	  both kinds of value, Bloom filters (format version 1) and cuckoo
+ *	  window snapshots (version 2), and the hex text decoder (in), which
+ *	  take untrusted bytes.
  *
  * Two ways to run it:
  *	- as a standalone random-mutation driver (the default build): starting
  *	  from valid serialized FBFs (every other one in the flat in-memory
- *	  form of fbf 1.0/1.1, as stored datums hold it), apply random byte
+ *	  form of fbf 1.0/1.1, as stored datums hold it; every third a cuckoo
+ *	  window snapshot), apply random byte
  *	  flips, insertions, deletions, truncations and field-targeted edits
  *	  for a bounded number of iterations, under ASan + UBSan.  A crash or
  *	  sanitizer report fails; so does a mutated input that validates but
@@ -22,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cwin_snap.h"
+#include "cwin_window.h"
 #include "fbf_codec.h"
 #include "fbf_core.h"
 #include "legacy.h"
@@ -29,6 +34,7 @@
 
 static int	accepted;
 static int	legacy_accepted;
+static int	cuckoo_accepted;
 
 /* Decode one input as binary and (hex-encoded) as text. */
 static int
@@ -57,6 +63,31 @@ decode_one(const unsigned char *data, size_t len)
 		accepted++;
 		free(again);
 		free(f);
+	}
+
+	/* as a cuckoo window snapshot: header and length, then contents */
+	if (cwin_snap_validate(data, len, &size, &why))
+	{
+		CwinSnap   *s;
+		FbfHash		h = fbf_hash_bytes(data, len);
+
+		if (size != len)
+			abort();			/* the value is never larger than its input */
+		s = malloc(size);
+		cwin_snap_deserialize(data, len, s);
+		if (cwin_snap_check(s, &why))
+		{
+			unsigned char *again = malloc(len);
+
+			cwin_snap_serialize(s, again);
+			if (memcmp(again, data, len) != 0)
+				abort();		/* not a fixed point */
+			(void) cwin_snap_contains(s, &h);
+			(void) cwin_snap_estimate_fpp(s);
+			cuckoo_accepted++;
+			free(again);
+		}
+		free(s);
 	}
 
 	/* the bytes as a stored datum of fbf 1.0/1.1 (the flat form) */
@@ -98,6 +129,57 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return decode_one(data, size);
 }
 #else
+
+/* a valid cuckoo window snapshot, serialized */
+static unsigned char *
+seed_cuckoo(uint64_t *s, size_t *len)
+{
+	CwinWindow	w;
+	CwinSnap   *snap;
+	const char *why;
+	unsigned char *buf;
+	int			n = (int) test_rand_below(s, 200);
+	size_t		nwaiting = test_rand_below(s, 4);
+	FbfHash    *waiting = malloc(sizeof(FbfHash) * (nwaiting + 1));
+
+	if (!cwin_window_init(&w, 12 + (uint32_t) test_rand_below(s, 6),
+						  1 + (uint32_t) test_rand_below(s, 2),
+						  2 + (int) test_rand_below(s, 15), 256, &why))
+		abort();
+	for (int i = 0; i < n; i++)
+	{
+		FbfHash		h = {test_rand(s), test_rand(s)};
+
+		cwin_window_insert(&w, &h);
+		if (test_rand_below(s, 40) == 0)
+			cwin_window_refresh(&w);
+	}
+	for (size_t i = 0; i < nwaiting; i++)
+	{
+		waiting[i].h1 = test_rand(s);
+		waiting[i].h2 = test_rand(s);
+	}
+	nwaiting = cwin_hashes_sort_unique(waiting, nwaiting);
+	snap = malloc(cwin_snap_size(&w.layout, w.nparts, nwaiting));
+	cwin_snap_init(snap, &w.layout, w.nparts, nwaiting);
+	snap->nlive = (uint32_t) w.epochs.nlive;
+	snap->epoch = w.epochs.epoch;
+	snap->period = 5;
+	for (int i = 0; i < w.epochs.nlive; i++)
+	{
+		snap->parts[i] = w.epochs.parts[i];
+		snap->born_at[i] = 1000 - i;
+	}
+	memcpy(cwin_snap_block(snap, 0), w.blocks, w.block_size * w.nparts);
+	memcpy(cwin_snap_deferred(snap), waiting, sizeof(FbfHash) * nwaiting);
+	*len = cwin_snap_serialized_size(snap);
+	buf = malloc(*len);
+	cwin_snap_serialize(snap, buf);
+	free(snap);
+	free(waiting);
+	cwin_window_free(&w);
+	return buf;
+}
 
 /* a valid value, serialized or (legacy) in the flat form */
 static unsigned char *
@@ -199,12 +281,14 @@ test_fuzz(void)
 	for (i = 0; i < iterations; i++)
 	{
 		size_t		len;
-		bool		legacy = (i % 2) == 1;
-		unsigned char *buf = seed_value(&s, &len, legacy);
+		bool		cuckoo = (i % 3) == 2;
+		bool		legacy = !cuckoo && (i % 2) == 1;
+		unsigned char *buf = cuckoo ? seed_cuckoo(&s, &len) : seed_value(&s, &len, legacy);
 		size_t		size;
 		const char *why;
 
-		if (i < 100 && (legacy ? fbf_legacy_validate(buf, len, &size, &why) :
+		if (i < 100 && (cuckoo ? cwin_snap_validate(buf, len, &size, &why) :
+						legacy ? fbf_legacy_validate(buf, len, &size, &why) :
 						fbf_validate(buf, len, &size, &why)))
 			seeds_ok++;
 		mutate(&s, &buf, &len);
@@ -212,8 +296,8 @@ test_fuzz(void)
 		free(buf);
 	}
 	CHECK(seeds_ok == (iterations < 100 ? iterations : 100), "seeds invalid");
-	printf("# %ld mutated inputs, %d accepted as valid, %d as valid flat (1.0/1.1) values\n",
-		   iterations, accepted, legacy_accepted);
+	printf("# %ld mutated inputs, %d accepted as valid, %d as valid flat (1.0/1.1) values, %d as valid cuckoo window snapshots\n",
+		   iterations, accepted, legacy_accepted, cuckoo_accepted);
 }
 
 int

@@ -21,7 +21,9 @@
 #include <string.h>
 
 #include "cwin_block.h"
+#include "cwin_snap.h"
 #include "cwin_window.h"
+#include "fbf_codec.h"
 #include "fbf_core.h"
 #include "tap.h"
 
@@ -708,6 +710,407 @@ test_frozen(void)
 	free(block);
 }
 
+/* ---- snapshots (cwin_snap.h) ---- */
+
+/*
+ * A snapshot of a window, as a counter's fbf_snapshot makes one: its
+ * epochs, blocks and waiting operations (sorted, distinct), birth times
+ * and period.  malloc'd.
+ */
+static CwinSnap *
+snap_of(const CwinWindow *w, const FbfHash *waiting, size_t nwaiting)
+{
+	FbfHash    *d = malloc(sizeof(FbfHash) * (nwaiting + w->ndeferred + 1));
+	size_t		n = 0;
+	CwinSnap   *s;
+
+	for (size_t i = 0; i < w->ndeferred; i++)
+		d[n++] = w->deferred[i];
+	for (size_t i = 0; i < nwaiting; i++)
+		d[n++] = waiting[i];
+	n = cwin_hashes_sort_unique(d, n);
+	s = malloc(cwin_snap_size(&w->layout, w->nparts, n));
+	cwin_snap_init(s, &w->layout, w->nparts, n);
+	s->nlive = (uint32_t) w->epochs.nlive;
+	s->epoch = w->epochs.epoch;
+	s->period = 4000000;
+	for (int i = 0; i < w->epochs.nlive; i++)
+	{
+		s->parts[i] = w->epochs.parts[i];
+		s->born_at[i] = INT64_C(800000000000000) - (int64_t) i * s->period;
+	}
+	memcpy(cwin_snap_block(s, 0), w->blocks, w->block_size * w->nparts);
+	memcpy(cwin_snap_deferred(s), d, sizeof(FbfHash) * n);
+	free(d);
+	return s;
+}
+
+/* serialize, validate, deserialize: the copy, or NULL and *why */
+static CwinSnap *
+snap_round_trip(const unsigned char *buf, size_t len, const char **why)
+{
+	size_t		size = 0;
+	CwinSnap   *copy;
+
+	if (!cwin_snap_validate(buf, len, &size, why))
+		return NULL;
+	if (size != len)
+	{
+		*why = "validated size is not the input's";
+		return NULL;
+	}
+	copy = malloc(size);
+	cwin_snap_deserialize(buf, len, copy);
+	if (!cwin_snap_check(copy, why))
+	{
+		free(copy);
+		return NULL;
+	}
+	return copy;
+}
+
+/*
+ * Round trip: a window that took operations over refreshes and a split
+ * (epochs keyed with two partition counts), some operations waiting:
+ * its snapshot checks, serializes to its own size, decodes byte for byte,
+ * and answers every lookup as the window does, waiting operations
+ * included; what was never stored is found only at the estimate's rate.
+ */
+static void
+test_snap_round_trip(void)
+{
+	uint64_t	rng = seed + 40;
+	CwinWindow	w;
+	const char *why = "";
+	FbfHash    *ops = malloc(sizeof(FbfHash) * 6000);
+	FbfHash		waiting[50];
+	CwinSnap   *s;
+	CwinSnap   *copy;
+	unsigned char *buf;
+	size_t		len;
+	int			fp = 0;
+	uint64_t	counts[CWIN_MAX_LIVE];
+	uint64_t	total = 0;
+
+	CHECK(cwin_window_init(&w, 14, 4, 16, 1024, &why), "%s", why);
+	for (int i = 0; i < 6000; i++)
+	{
+		ops[i] = random_hash(&rng);
+		cwin_window_insert(&w, &ops[i]);
+		if (i % 1000 == 999)
+			cwin_window_refresh(&w);
+		if (i == 2500)
+			CHECK(cwin_window_split(&w, 2, &why), "%s", why);
+	}
+	for (int i = 0; i < 50; i++)
+		waiting[i] = random_hash(&rng);
+	s = snap_of(&w, waiting, 50);
+	CHECK(s->parts[0] == 8 && s->parts[15] == 4, "epochs keyed with %u and %u partitions",
+		  s->parts[0], s->parts[15]);
+	CHECK(cwin_snap_check(s, &why), "%s", why);
+
+	len = cwin_snap_serialized_size(s);
+	CHECK(len == cwin_snap_size(&w.layout, w.nparts, s->ndeferred),
+		  "serialized %zu bytes, in memory %zu", len,
+		  cwin_snap_size(&w.layout, w.nparts, s->ndeferred));
+	buf = malloc(len);
+	cwin_snap_serialize(s, buf);
+	CHECK(memcmp(buf, "FBF\0\2\1", 6) == 0 && buf[6] == 14 && buf[7] == 16,
+		  "header bytes");
+	CHECK(cwin_snap_is_serialized(buf, len), "not recognised as a cuckoo snapshot");
+	{
+		size_t		bloom_size;
+
+		CHECK(!fbf_validate(buf, len, &bloom_size, &why),
+			  "the Bloom decoder accepted a cuckoo snapshot");
+	}
+	copy = snap_round_trip(buf, len, &why);
+	CHECK(copy != NULL, "%s", why);
+	if (copy != NULL)
+	{
+		CHECK(memcmp(copy, s, len) == 0, "the copy differs from the original");
+		free(copy);
+	}
+
+	for (int i = 0; i < 6000; i++)
+		CHECK(cwin_snap_contains(s, &ops[i]) == cwin_window_contains(&w, &ops[i]),
+			  "operation %d: the snapshot answers otherwise than the window", i);
+	/* the last 1,000 inserts are within the live epochs: all there */
+	for (int i = 5000; i < 6000; i++)
+		CHECK(cwin_snap_contains(s, &ops[i]), "operation %d lost", i);
+	for (int i = 0; i < 50; i++)
+		CHECK(cwin_snap_contains(s, &waiting[i]), "waiting operation %d lost", i);
+	for (int i = 0; i < 20000; i++)
+	{
+		FbfHash		h = random_hash(&rng);
+
+		fp += cwin_snap_contains(s, &h);
+	}
+	CHECK(fp < 20000 * (5 * cwin_snap_estimate_fpp(s)) + 10,
+		  "%d false positives in 20000, estimate %g", fp, cwin_snap_estimate_fpp(s));
+	cwin_snap_counts(s, counts);
+	for (uint32_t i = 0; i < s->nlive; i++)
+		total += counts[i];
+	CHECK(total == cwin_window_live(&w), "counts %llu, live %llu",
+		  (unsigned long long) total, (unsigned long long) cwin_window_live(&w));
+	free(buf);
+	free(s);
+	free(ops);
+	cwin_window_free(&w);
+}
+
+/* a serialized snapshot with one byte range changed must be refused */
+static void
+expect_refused(const unsigned char *orig, size_t len, size_t off,
+			   const void *bytes, size_t n, const char *what)
+{
+	unsigned char *buf = malloc(len);
+	const char *why = NULL;
+	CwinSnap   *copy;
+
+	memcpy(buf, orig, len);
+	memcpy(buf + off, bytes, n);
+	copy = snap_round_trip(buf, len, &why);
+	CHECK(copy == NULL, "%s: accepted", what);
+	if (copy != NULL)
+		free(copy);
+	else
+		CHECK(why != NULL && why[0] != '\0', "%s: no reason", what);
+	free(buf);
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char) (v >> (8 * i));
+}
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char) (v >> (8 * i));
+}
+
+/*
+ * Malformed input: every truncation, each header field out of its range,
+ * shapes whose length would be huge (refused before any allocation: the
+ * validator's size is the input's), blocks that are not canonical or hold
+ * entries from after the epoch, waiting operations out of order; then
+ * random corruption, which must be refused or decode to a snapshot that
+ * checks (ASan watches every read).
+ */
+static void
+test_snap_malformed(void)
+{
+	uint64_t	rng = seed + 41;
+	CwinWindow	w;
+	const char *why = "";
+	FbfHash		waiting[3];
+	CwinSnap   *s;
+	unsigned char *buf;
+	size_t		len;
+	size_t		block_size;
+	size_t		blocks_at = CWIN_SNAP_HEADER_BYTES;
+	size_t		size;
+	unsigned char b[8];
+
+	CHECK(cwin_window_init(&w, 13, 2, 16, 512, &why), "%s", why);
+	for (int i = 0; i < 200; i++)
+	{
+		FbfHash		h = random_hash(&rng);
+
+		cwin_window_insert(&w, &h);
+		if (i % 50 == 49 && i < 150)
+			cwin_window_refresh(&w);
+	}
+	for (int i = 0; i < 3; i++)
+		waiting[i] = random_hash(&rng);
+	s = snap_of(&w, waiting, 3);
+	len = cwin_snap_serialized_size(s);
+	buf = malloc(len);
+	cwin_snap_serialize(s, buf);
+	block_size = w.block_size;
+
+	/* every truncation, and a byte too many */
+	for (size_t n = 0; n < len; n++)
+		CHECK(!cwin_snap_validate(buf, n, &size, &why), "%zu of %zu bytes accepted", n, len);
+	{
+		unsigned char *longer = calloc(1, len + 1);
+
+		memcpy(longer, buf, len);
+		CHECK(!cwin_snap_validate(longer, len + 1, &size, &why), "a trailing byte accepted");
+		free(longer);
+	}
+
+	/* the header */
+	expect_refused(buf, len, 0, "FBX", 3, "magic");
+	b[0] = 1;
+	expect_refused(buf, len, 4, b, 1, "version 1");
+	b[0] = 3;
+	expect_refused(buf, len, 4, b, 1, "version 3");
+	b[0] = 2;
+	expect_refused(buf, len, 5, b, 1, "kind 2");
+	b[0] = 11;
+	expect_refused(buf, len, 6, b, 1, "11-bit fingerprints");
+	b[0] = 28;
+	expect_refused(buf, len, 6, b, 1, "28-bit fingerprints");
+	b[0] = 1;
+	expect_refused(buf, len, 7, b, 1, "one live epoch");
+	b[0] = 17;
+	expect_refused(buf, len, 7, b, 1, "17 live epochs");
+	put32(b, 1);
+	expect_refused(buf, len, 8, b, 4, "one bucket");
+	put32(b, 65537);
+	expect_refused(buf, len, 8, b, 4, "65537 buckets");
+	put32(b, 0);
+	expect_refused(buf, len, 12, b, 4, "no partition");
+	put32(b, (UINT32_C(1) << 20) + 1);
+	expect_refused(buf, len, 12, b, 4, "2^20 + 1 partitions");
+	put32(b, UINT32_MAX);
+	expect_refused(buf, len, 12, b, 4, "2^32 - 1 partitions");
+	put32(b, UINT32_MAX);
+	expect_refused(buf, len, 16, b, 4, "2^32 - 1 waiting operations");
+	put32(b, 4);
+	expect_refused(buf, len, 16, b, 4, "one waiting operation more than the bytes");
+	put32(b, 1);
+	expect_refused(buf, len, 20, b, 4, "reserved bytes");
+	put64(b, 14);
+	expect_refused(buf, len, 24, b, 8, "an epoch before nlive - 1");
+	put64(b, (UINT64_C(1) << 62) + 1);
+	expect_refused(buf, len, 24, b, 8, "an epoch past 2^62");
+	put64(b, UINT64_MAX);
+	expect_refused(buf, len, 32, b, 8, "a negative period");
+	put32(b, 0);
+	expect_refused(buf, len, 40, b, 4, "no key partitions");
+	put32(b, 3);
+	expect_refused(buf, len, 40, b, 4, "key partitions that do not divide");
+	put32(b, 4);
+	expect_refused(buf, len, 40, b, 4, "more key partitions than partitions");
+	put32(b, 1);
+	expect_refused(buf, len, 40, b, 4, "fewer key partitions now than before");
+	{
+		/* a shrunken window's snapshot: nlive 4, then epoch 4's parts */
+		unsigned char *copy = malloc(len);
+
+		memcpy(copy, buf, len);
+		copy[7] = 4;
+		CHECK(!cwin_snap_validate(copy, len, &size, &why), "parts past nlive accepted");
+		memset(copy + 40 + 4 * 4, 0, 4 * 12);
+		CHECK(!cwin_snap_validate(copy, len, &size, &why), "births past nlive accepted");
+		memset(copy + 104 + 8 * 4, 0, 8 * 12);
+		CHECK(cwin_snap_validate(copy, len, &size, &why), "nlive 4: %s", why);
+		free(copy);
+	}
+
+	/* a huge shape claims a length the input lacks: refused, no allocation */
+	{
+		unsigned char hdr[CWIN_SNAP_HEADER_BYTES];
+
+		memcpy(hdr, buf, sizeof(hdr));
+		put32(hdr + 8, 65536);
+		put32(hdr + 12, UINT32_C(1) << 20);
+		CHECK(!cwin_snap_validate(hdr, sizeof(hdr), &size, &why), "a 2^20 x 64k shape accepted");
+	}
+
+	/* the blocks: counts, codes, base, entries from the future */
+	put32(b, cwin_header_c(cwin_snap_block(s, 0))->count[0] + 1);
+	expect_refused(buf, len, blocks_at + 8, b, 4, "a tag count that is not its entries");
+	b[0] = 0xFF;
+	b[1] = 0xFF;
+	expect_refused(buf, len, blocks_at + sizeof(CwinHeader), b, 2, "a nibble code out of range");
+	put64(b, (uint64_t) s->epoch + 1);
+	expect_refused(buf, len, blocks_at, b, 8, "a base after the epoch");
+	put64(b, UINT64_MAX);
+	expect_refused(buf, len, blocks_at, b, 8, "a negative base");
+	b[0] = 1;
+	expect_refused(buf, len, blocks_at + block_size - 1, b, 1, "a bit in the slack");
+	{
+		/*
+		 * A base 15 epochs back and the current epoch's entries
+		 * relabelled as the next epoch's (tag + 1, count moved): an
+		 * entry from the future.
+		 */
+		CwinSnap   *f = malloc(len);
+		uint8_t    *blk;
+		CwinHeader *h;
+		CwinLayout	layout = w.layout;
+		unsigned char *fbuf = malloc(len);
+		CwinSlot	slots[CWIN_BUCKET_SLOTS];
+		uint32_t	cur = (uint32_t) (s->epoch & 15);
+		uint32_t	moved = 0;
+
+		memcpy(f, s, len);
+		blk = cwin_snap_block(f, 0);
+		h = cwin_header(blk);
+		CHECK(h->base > s->epoch - 15, "base %lld", (long long) h->base);
+		for (uint32_t bk = 0; bk < layout.nbuckets; bk++)
+		{
+			cwin_bucket_read(&layout, blk, bk, slots);
+			for (int i = 0; i < CWIN_BUCKET_SLOTS; i++)
+				if (slots[i].fp != 0 && slots[i].tag == cur)
+				{
+					slots[i].tag = (cur + 1) & 15;
+					moved++;
+				}
+			cwin_bucket_write(&layout, blk, bk, slots);
+		}
+		h->count[(cur + 1) & 15] += moved;
+		h->count[cur] -= moved;
+		CHECK(moved > 0, "no entry of the current epoch in block 0");
+		CHECK(!cwin_snap_check(f, &why), "an entry from the future accepted");
+		cwin_snap_serialize(f, fbuf);
+		{
+			CwinSnap   *c = snap_round_trip(fbuf, len, &why);
+
+			CHECK(c == NULL, "an entry from the future decoded");
+			free(c);
+		}
+		free(fbuf);
+		free(f);
+	}
+
+	/* waiting operations out of order, or repeated */
+	{
+		size_t		d_at = len - 3 * 16;
+		unsigned char *copy = malloc(len);
+
+		memcpy(copy, buf, len);
+		memcpy(copy + d_at, buf + d_at + 16, 16);
+		memcpy(copy + d_at + 16, buf + d_at, 16);
+		expect_refused(copy, len, 0, copy, 0, "unsorted waiting operations");
+		memcpy(copy, buf, len);
+		memcpy(copy + d_at + 16, buf + d_at, 16);
+		expect_refused(copy, len, 0, copy, 0, "a repeated waiting operation");
+		free(copy);
+	}
+
+	/* random corruption: refused, or a snapshot that checks */
+	for (int n = 0; n < 3000; n++)
+	{
+		unsigned char *copy = malloc(len);
+		CwinSnap   *c;
+		int			flips = 1 + (int) test_rand_below(&rng, 4);
+
+		memcpy(copy, buf, len);
+		for (int i = 0; i < flips; i++)
+			copy[test_rand_below(&rng, len)] ^= (unsigned char) (1 + test_rand_below(&rng, 255));
+		c = snap_round_trip(copy, len, &why);
+		if (c != NULL)
+		{
+			FbfHash		h = random_hash(&rng);
+
+			(void) cwin_snap_contains(c, &h);
+			free(c);
+		}
+		free(copy);
+	}
+	free(buf);
+	free(s);
+	cwin_window_free(&w);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -733,5 +1136,10 @@ main(int argc, char **argv)
 	run_test("planned windows: measured false positives under the target, "
 			 "near the estimate", test_plan_measured);
 	run_test("placements and encoding are frozen (page format)", test_frozen);
+	run_test("snapshots: round trip byte for byte, every lookup answered as "
+			 "the window answers it, waiting operations included",
+			 test_snap_round_trip);
+	run_test("snapshots: truncated, out-of-range, non-canonical and "
+			 "corrupted input refused before use", test_snap_malformed);
 	return tap_done();
 }

@@ -7,7 +7,9 @@
 # drain's byte ranges, its sweeps' full images and its splits' pages), an
 # immediate stop, and the standby promoted.  After each, no retry of a
 # committed operation is ever applied, and operations that never committed
-# apply when retried.  (New operations may be dismissed as false positives,
+# apply when retried.  A snapshot of each grown window is adopted by a new
+# counter (its pages and metapage replayed on the checked standby), which
+# dismisses the same retries, after the crash and the promotion too.  (New operations may be dismissed as false positives,
 # at about the target rate: that is counted, not taken for a retry.)
 use strict;
 use warnings;
@@ -77,10 +79,11 @@ for my $round (1 .. 6)
 
 sub retries_applied
 {
-	my ($node, $f) = @_;
+	my ($node, $f, $table) = @_;
+	$table //= "c_$f";
 	my $sql = join(' + ', map {
 		my $n = 250 * 2**($_ - 1);
-		"(SELECT count(*) FROM generate_series(1, $n) s WHERE idempotent_increment('c_$f', $_, s, 1))"
+		"(SELECT count(*) FROM generate_series(1, $n) s WHERE idempotent_increment('$table', $_, s, 1))"
 	} 1 .. 6);
 	return $node->safe_psql('postgres', "SELECT $sql");
 }
@@ -101,6 +104,17 @@ for my $f (@filters)
 }
 like(slurp_file($primary->logfile), qr/fbf: grew "c_cuckoo_fbf" from \d+ to \d+ partitions/,
 	'the cuckoo window\'s growth is logged');
+
+# each grown window's snapshot, adopted by a new counter with its options
+for my $f (@filters)
+{
+	$primary->safe_psql('postgres', qq{
+		SELECT fbf_create_counter_table('l_$f', retention => '5 min',
+										expected_rate => 20, filter => '$f')});
+	is($primary->safe_psql('postgres', qq{SELECT fbf_counter_load('l_$f', fbf_snapshot('c_$f'))}),
+		'adopted', "$f: a new counter adopts the grown window's snapshot");
+	is(retries_applied($primary, $f, "l_$f"), '0', "$f: the copy applies no committed retry");
+}
 
 # short windows whose epochs expire: a cuckoo drain after more than 15
 # refreshes sweeps its pages (logged as full images), a Bloom drain clears
@@ -166,6 +180,7 @@ for my $f (@filters)
 	is($primary->safe_psql('postgres',
 			"SELECT count(*) FROM generate_series(10, 250, 10) s WHERE idempotent_increment('c_$f', 1001, s, 1)"),
 		'25', "$f: rolled-back operations apply when retried");
+	is(retries_applied($primary, $f, "l_$f"), '0', "$f: after the crash, the copy applies no committed retry");
 }
 
 # the standby, promoted, remembers what the primary committed, and only that
@@ -185,6 +200,8 @@ for my $f (@filters)
 	is($standby->safe_psql('postgres',
 			"SELECT count(*) FROM generate_series(20, 250, 10) s WHERE idempotent_increment('c_$f', 1002, s, 1)"),
 		'24', "$f: and rolled-back operations apply there too");
+	is(retries_applied($standby, $f, "l_$f"), '0',
+		"$f: the promoted standby's copy applies no committed retry");
 }
 
 my $log = slurp_file($standby->logfile) . slurp_file($primary->logfile);
