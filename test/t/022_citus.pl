@@ -20,7 +20,7 @@
 #     citus_move_shard_placement (writes blocked, and logical replication),
 #     citus_split_shard_by_split_points, citus_drain_node and the
 #     rebalancer's background moves (citus_rebalance_start), every retry of
-#     an earlier operation is dismissed.
+#     an earlier operation is dismissed, on a Bloom and a cuckoo counter.
 use strict;
 use warnings;
 
@@ -72,6 +72,8 @@ $coord->safe_psql('postgres', sprintf(q{
 	CREATE EXTENSION fbf;
 	SELECT fbf_create_counter_table('likes', retention => '10 min', target_fpp => 1e-9);
 	SELECT fbf_distribute_counter('likes');
+	SELECT fbf_create_counter_table('clikes', retention => '10 min', filter => 'cuckoo');
+	SELECT fbf_distribute_counter('clikes');
 }, $coord->port, $w1->port, $w2->port));
 
 # the worker node (1 or 2) of a key's shard
@@ -259,6 +261,11 @@ sub shard_of
 }
 
 is(apply_all(4, 60), 60, 'operations on 60 keys applied');
+# a counter on the cuckoo window, colocated: its shards travel with likes'
+my $cuckoo_ops = q{
+	SELECT count(*) FILTER (WHERE idempotent_increment('clikes', 'm' || k, 9, s, 1))
+	FROM generate_series(1, 60) k, generate_series(1, 5) s};
+is($coord->safe_psql('postgres', $cuckoo_ops), 300, 'operations on a cuckoo counter applied');
 my ($shard, $from, $to) = shard_of('m1');
 $coord->safe_psql('postgres', qq{
 	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to,
@@ -315,6 +322,10 @@ is(apply_all(7, 60) + apply_all(6, 60) + apply_all(5, 60) + apply_all(4, 60), 0,
 	'after the rebalancer\'s background moves every retry is dismissed');
 is($coord->safe_psql('postgres', q{SELECT sum(value) FROM likes WHERE key LIKE 'm%'}),
 	4 * 60, 'and every key of the moved shards counts each operation once');
+is($coord->safe_psql('postgres', $cuckoo_ops), 0,
+	'the colocated cuckoo counter dismisses every retry after the same transfers');
+is($coord->safe_psql('postgres', q{SELECT sum(value) FROM clikes}), 300,
+	'and counts each operation once');
 
 $_->stop for @nodes;
 done_testing();
