@@ -624,7 +624,23 @@ FbfCounterApply(Oid relid, const FbfOps *ops, bool *applied, int64 *value)
 	if (FbfCounterOpenRoutable(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock,
 							   &heap, &index))
 	{
-		/* distributed by Citus: applied on the node of the key's shard */
+		/*
+		 * Distributed by Citus: applied on the node of the key's shard,
+		 * where its policies judge the caller again.  Under row security
+		 * they judge it here first, with the row statement adding nothing
+		 * (below), which Citus routes as any statement: the routed
+		 * statement's CTE is subject to them too, and Citus cannot route a
+		 * statement whose policies rule out the key's shard (XX000, "could
+		 * not find valid entry for shard 0") where this one is refused as
+		 * on one node (42501).
+		 */
+		if (nops > 0 && check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		{
+			index = index_open(FbfCounterRelGet(heap)->window_index,
+							   AccessShareLock);
+			add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards, true);
+			index_close(index, AccessShareLock);
+		}
 		FbfCitusApply(heap, FbfCounterRelGet(heap)->qualname, ops, applied,
 					  value);
 		FbfCounterClose(heap, NULL);
