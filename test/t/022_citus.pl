@@ -7,6 +7,12 @@
 #   - an operation applied through one node is dismissed when retried
 #     through any other (coordinator, either worker), inside explicit
 #     transactions too;
+#   - fbf_apply_on_placement, callable by anyone on a worker, is no back
+#     door: a tenant limited by row security to its key, sharing a shard
+#     with another tenant, can neither hand it operation hashes nor apply
+#     or record operations on the other's key (42501); the other tenant's
+#     operations then apply; non-counters, shards, local counters and
+#     callers without UPDATE are refused (42809, 42501);
 #   - transactions over keys of both workers commit with two-phase commit
 #     (PREPARE TRANSACTION is sent to both) and roll back as a whole;
 #   - a worker crash between PREPARE and COMMIT PREPARED: the prepared
@@ -36,8 +42,9 @@ plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it 
   . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
   unless -f "$pkglibdir/citus.so";
 
-# PostgreSQL 15.20 lists the libraries allowed as logical decoding output
-# plugins; Citus' shard transfers decode with its own
+# Debian's PostgreSQL 15.20 lists the libraries allowed as logical decoding
+# output plugins; Citus' logical shard splits decode with its own (`citus`;
+# moves use pgoutput)
 my $bindir = `pg_config --bindir`;
 chomp $bindir;
 my $output_plugins =
