@@ -254,6 +254,9 @@ like($err, qr/42809: "local_counter" is not a counter distributed by Citus/, 'a 
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/2202E/, 'arrays of different lengths: 2202E');
 is(b_remembered(3), 'f', 'none of these recorded anything');
+is($tnode->safe_psql('postgres', qq{
+	SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$tshard'::regclass}),
+	'4|1', 'fbf_counter_stats on the shard\'s node lists the shard\'s window: both tenants\' operations');
 
 # ---- two-phase commit over both workers ----
 my ($a, $b) = ($on1[1], $on2[1]);
