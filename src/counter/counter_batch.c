@@ -8,7 +8,10 @@
  *
  * Both go through the one increment path of counter.c (FbfCounterApply),
  * so that they mean exactly what single idempotent_increment calls mean:
- * the same privileges, row security, window, transactions and waits.
+ * the same privileges, row security, window, transactions and waits.  The
+ * operations of every call, single calls and the routed half of a call on
+ * a distributed counter (fbf_apply_on_placement, counter_citus.c) too,
+ * are hashed and ordered here (FbfOpsPrepare).
  *
  * A batch is one key's operations.  It is checked whole before anything
  * is done (arrays of one dimension and equal lengths, no NULLs), its
@@ -131,8 +134,8 @@ FbfOps *
 FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 			  const int64 *seqs, const int64 *deltas)
 {
-	FbfOps	   *ops = palloc(sizeof(FbfOps));
-	FbfBatchOp *order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
+	FbfOps	   *ops;
+	FbfBatchOp *order;
 	bool		legacy_ids = VARSIZE_ANY_EXHDR(key) > 0;
 	int			i;
 
@@ -142,6 +145,8 @@ FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 				 errmsg("too many operations in one call: %d", n)));
 
 	/* the canonical order; repeats of an operation follow its first */
+	ops = palloc(sizeof(FbfOps));
+	order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
 	for (i = 0; i < n; i++)
 	{
 		order[i].hash = FbfOperationHash(tag, key, client_ids[i], seqs[i]);

@@ -143,6 +143,27 @@ is($coord->safe_psql('postgres', q{
 is($coord->safe_psql('postgres', "SELECT count(*) FROM fbf_counter_stats WHERE counter = 'likes'::regclass"),
 	0, 'fbf_counter_stats skips the shell');
 
+# ---- text and uuid client ids: routed, and hashed as on one node ----
+my $t = $on2[0];
+is($coord->safe_psql('postgres', qq{
+	SELECT idempotent_increment('likes', '$t', 'client-x'::text, 1, 1);
+	SELECT idempotent_increment('likes', '$t', '8c6f1b2e-4d0e-4a7b-9b8e-2f1d3c4b5a69'::uuid, 1, 1);}),
+	"t\nt", 'text and uuid client ids applied through the coordinator');
+is($w1->safe_psql('postgres', qq{
+	SELECT idempotent_increment('likes', '$t', 'client-x'::text, 1, 1);
+	SELECT idempotent_increment('likes', '$t', '8c6f1b2e-4d0e-4a7b-9b8e-2f1d3c4b5a69'::uuid, 1, 1);
+	SELECT idempotent_increment('likes', '$t', ARRAY['client-y', 'client-x', 'client-y'], ARRAY[1, 1, 1], ARRAY[1, 1, 1]);}),
+	"f\nf\n{t,f,f}", 'retried through a worker: dismissed; a batch answers in its arrays\' order');
+is(value($t), 3, 'the key counts each once');
+my $tshard_name = $w2->safe_psql('postgres',
+	"SELECT shard_name('likes', get_shard_id_for_distribution_column('likes', '$t'))");
+is($w2->safe_psql('postgres', qq{
+	SELECT fbf_contains(s, fbf_operation('$t', 'client-x'::text, 1))::text
+		|| fbf_contains(s, fbf_operation('$t', '8c6f1b2e-4d0e-4a7b-9b8e-2f1d3c4b5a69'::uuid, 1))::text
+		|| fbf_contains(s, fbf_operation('$t', 'client-z'::text, 1))::text
+	  FROM fbf_snapshot('$tshard_name') s}),
+	'truetruefalse', 'the shard\'s window holds the identities fbf_operation names, as a single node\'s');
+
 # ---- the placement function is no back door ----
 # fbf_apply_on_placement runs as the calling user on the shard's node (it
 # is what the routed statement calls), so anyone may call it there: it must
