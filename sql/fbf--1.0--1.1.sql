@@ -589,15 +589,39 @@ GRANT SELECT ON fbf_counter_stats TO PUBLIC;
 
 -- The half of an increment that runs on the node holding the key's shard:
 -- idempotent_increment on a distributed counter routes its operations
--- (their hashes, in the order it asks the window) here, through Citus.
-CREATE FUNCTION fbf_apply_on_placement(counter regclass, key text, ops bigint[],
-									   legacy bigint[], deltas bigint[], want_value boolean,
+-- (their identities as the client gave them, client_ids[i], seqs[i] and
+-- deltas[i] on key) here, through Citus, and they are hashed and applied
+-- here as idempotent_increment on the shard table would apply them.  Left
+-- executable by PUBLIC: Citus runs it as the user who increments, and it
+-- checks what idempotent_increment checks (privileges, row security on the
+-- key's row); it takes no hashes, so no caller can record another key's
+-- operations (src/counter/counter_citus.c).
+CREATE FUNCTION fbf_apply_on_placement(counter regclass, key text, client_ids bigint[],
+									   seqs bigint[], deltas bigint[], want_value boolean,
 									   OUT applied boolean[], OUT value bigint)
 	RETURNS record
-	AS 'MODULE_PATHNAME', 'fbf_apply_on_placement'
+	AS 'MODULE_PATHNAME', 'fbf_apply_on_placement_int8'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_apply_on_placement(counter regclass, key text, client_ids text[],
+									   seqs bigint[], deltas bigint[], want_value boolean,
+									   OUT applied boolean[], OUT value bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'fbf_apply_on_placement_text'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_apply_on_placement(counter regclass, key text, client_ids uuid[],
+									   seqs bigint[], deltas bigint[], want_value boolean,
+									   OUT applied boolean[], OUT value bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'fbf_apply_on_placement_uuid'
 	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION fbf_apply_on_placement(regclass, text, bigint[], bigint[], bigint[], boolean) IS
+	'apply routed operations on the local shard of a distributed counter (internal: idempotent_increment calls it through Citus)';
+COMMENT ON FUNCTION fbf_apply_on_placement(regclass, text, text[], bigint[], bigint[], boolean) IS
+	'apply routed operations on the local shard of a distributed counter (internal: idempotent_increment calls it through Citus)';
+COMMENT ON FUNCTION fbf_apply_on_placement(regclass, text, uuid[], bigint[], bigint[], boolean) IS
 	'apply routed operations on the local shard of a distributed counter (internal: idempotent_increment calls it through Citus)';
 
 -- Distribute a counter table with Citus by its key column: a key's rows

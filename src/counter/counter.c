@@ -578,28 +578,27 @@ delta_hash(const FbfHash *op, int64 delta)
 }
 
 /*
- * The increment path, shared by every caller: apply `nops` operations on
- * `key` of the counter `relid`, in the order given, as the calling user.
+ * The increment path, shared by every caller: apply the operations `ops`
+ * on their key of the counter `relid`, as the calling user.
  *
- * `hashes` are the operations' identities (FbfOperationHash), `legacy`
- * NULL or, for a key other than '', their identities without the key
- * (operations 1.0 recorded on a key did not include it, window_legacy.c:
- * the window checks those too while it may hold them).  An operation
- * whose hash equals the previous one's is a repeat of it within the call:
- * it is dismissed without asking the window (callers with more than one
- * operation sort them, so repeats follow their first occurrence).  On
- * return applied[i] says whether operation i was new.  The deltas of the
+ * `ops` (FbfOpsPrepare) holds the operations' identities hashed on their
+ * key (FbfOperationHash), in the order the window is asked, and, for a key
+ * other than '', their identities without the key (operations 1.0
+ * recorded on a key did not include it, window_legacy.c: the window
+ * checks those too while it may hold them).  An operation whose hash
+ * equals the previous one's is a repeat of it within the call: it is
+ * dismissed without asking the window.  On return applied[k] says whether
+ * the caller's operation k (ops->place) was new.  The deltas of the
  * applied operations are added, as their sum, to this backend's shard row
- * of `key` in one update (22003 if that sum does not fit in bigint;
+ * of the key in one update (22003 if that sum does not fit in bigint;
  * nothing is then applied, as the error aborts the transaction that
  * recorded the operations).  If `value` is not NULL, it is set to the
  * key's value afterwards, as the transaction sees it.
  *
  * The operations go to the window one at a time, each waiting for a
- * concurrent transaction that has the same operation in flight: callers
- * with more than one give them in a canonical order, so that two
- * transactions never wait for each other (counter_batch.c).  Each is
- * counted in the registry's statistics.
+ * concurrent transaction that has the same operation in flight, in the
+ * canonical order, so that two transactions never wait for each other
+ * (counter_batch.c).  Each is counted in the registry's statistics.
  *
  * With the window's option track_mismatch, an applied operation also
  * records its delta identity (delta_hash) in the same (sub)transaction, so
@@ -608,10 +607,11 @@ delta_hash(const FbfHash *op, int64 delta)
  * counted mismatched if the window does not hold it.
  */
 void
-FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
-				const FbfHash *legacy, const int64 *deltas, bool *applied,
-				int64 *value)
+FbfCounterApply(Oid relid, const FbfOps *ops, bool *applied, int64 *value)
 {
+	text	   *key = ops->key;
+	int			nops = ops->n;
+	const FbfHash *hashes = ops->hashes;
 	Relation	heap;
 	Relation	index;
 	bool		overfull = false;
@@ -625,9 +625,25 @@ FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
 	if (FbfCounterOpenRoutable(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock,
 							   &heap, &index))
 	{
-		/* distributed by Citus: applied on the node of the key's shard */
-		FbfCitusApply(heap, FbfCounterRelGet(heap)->qualname, key, nops,
-					  hashes, legacy, deltas, applied, value);
+		/*
+		 * Distributed by Citus: applied on the node of the key's shard,
+		 * where its policies judge the caller again.  Under row security
+		 * they judge it here first, with the row statement adding nothing
+		 * (below), which Citus routes as any statement: the routed
+		 * statement's CTE is subject to them too, and Citus cannot route a
+		 * statement whose policies rule out the key's shard (XX000, "could
+		 * not find valid entry for shard 0") where this one is refused as
+		 * on one node (42501).
+		 */
+		if (nops > 0 && check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		{
+			index = index_open(FbfCounterRelGet(heap)->window_index,
+							   AccessShareLock);
+			add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards, true);
+			index_close(index, AccessShareLock);
+		}
+		FbfCitusApply(heap, FbfCounterRelGet(heap)->qualname, ops, applied,
+					  value);
 		FbfCounterClose(heap, NULL);
 		return;
 	}
@@ -651,20 +667,24 @@ FbfCounterApply(Oid relid, text *key, int nops, const FbfHash *hashes,
 		bool		repeat = i > 0 && hashes[i].h1 == hashes[i - 1].h1 &&
 			hashes[i].h2 == hashes[i - 1].h2;
 
-		applied[i] = !repeat &&
-			FbfWindowApply(index, &hashes[i], legacy ? &legacy[i] : NULL,
+		bool		new_op;
+
+		new_op = !repeat &&
+			FbfWindowApply(index, &hashes[i],
+						   ops->legacy ? &ops->legacy[i] : NULL,
 						   &full) == FBF_OP_APPLIED;
+		applied[ops->place[i]] = new_op;
 		overfull |= full;
-		if (applied[i])
+		if (new_op)
 		{
-			int128_add_int64(&sum, deltas[i]);
+			int128_add_int64(&sum, ops->deltas[i]);
 			napplied++;
 		}
 		if (track_mismatch)
 		{
-			FbfHash		delta_id = delta_hash(&hashes[i], deltas[i]);
+			FbfHash		delta_id = delta_hash(&hashes[i], ops->deltas[i]);
 
-			if (applied[i])
+			if (new_op)
 			{
 				/* new, or already held (a false positive): either will do */
 				(void) FbfWindowApply(index, &delta_id, NULL, &full);
@@ -713,8 +733,7 @@ FbfIncrement(FunctionCallInfo fcinfo, char tag, const char *fname,
 	Datum		client_id;
 	int64		seq;
 	int64		delta;
-	FbfHash		hash;
-	FbfHash		legacy;
+	FbfOps	   *ops;
 	bool		applied;
 
 	require_arg(fcinfo, 0, fname, "counter");
@@ -732,12 +751,8 @@ FbfIncrement(FunctionCallInfo fcinfo, char tag, const char *fname,
 	seq = PG_GETARG_INT64(a_client + 1);
 	delta = PG_GETARG_INT64(a_client + 2);
 
-	hash = FbfOperationHash(tag, key, client_id, seq);
-	if (VARSIZE_ANY_EXHDR(key) > 0)
-		legacy = FbfOperationHash(tag, NULL, client_id, seq);
-	FbfCounterApply(PG_GETARG_OID(0), key, 1, &hash,
-					VARSIZE_ANY_EXHDR(key) > 0 ? &legacy : NULL, &delta,
-					&applied, value);
+	ops = FbfOpsPrepare(tag, key, 1, &client_id, &seq, &delta);
+	FbfCounterApply(PG_GETARG_OID(0), ops, &applied, value);
 	return applied;
 }
 

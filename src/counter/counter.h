@@ -56,9 +56,30 @@ extern void FbfCounterClose(Relation heap, Relation index);
 extern void FbfCounterNoteOperation(void);
 extern FbfHash FbfOperationHash(char tag, text *key, Datum client_id,
 								int64 seq);
-extern void FbfCounterApply(Oid relid, text *key, int nops,
-							const FbfHash *hashes, const FbfHash *legacy,
-							const int64 *deltas, bool *applied,
+
+/*
+ * The operations of one call on one key, as FbfOpsPrepare (counter_batch.c)
+ * makes them from the identities the caller gave: hashed, and in the
+ * order the window is asked, by hash, a repeat right after its first
+ * occurrence.  The increment path takes nothing else, so that every
+ * operation it records is the hash of an identity on `key`.
+ */
+typedef struct FbfOps
+{
+	text	   *key;
+	char		tag;			/* client ids' type: 'i' bigint, 't' text,
+								 * 'u' uuid */
+	int			n;
+	FbfHash    *hashes;			/* identities (FbfOperationHash) */
+	FbfHash    *legacy;			/* NULL (key ''), or identities without the
+								 * key (window_legacy.c) */
+	Datum	   *client_ids;		/* as given: a routed call sends these */
+	int64	   *seqs;
+	int64	   *deltas;
+	int		   *place;			/* each one's place in the caller's arrays */
+} FbfOps;
+
+extern void FbfCounterApply(Oid relid, const FbfOps *ops, bool *applied,
 							int64 *value);
 extern bool FbfIncrement(FunctionCallInfo fcinfo, char tag,
 						 const char *fname, int64 *value);
@@ -104,6 +125,11 @@ typedef struct FbfBatchOp
 
 /* counter_batch.c */
 extern int	FbfBatchOpCmp(const void *a, const void *b);
+extern FbfOps *FbfOpsPrepare(char tag, text *key, int n,
+							 const Datum *client_ids, const int64 *seqs,
+							 const int64 *deltas);
+extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
+								int a_clients, const char *fname);
 
 /* counter_delta.c */
 extern FbfCounterRel *FbfCounterRelGet(Relation heap);
@@ -114,10 +140,8 @@ extern FbfDirectResult FbfCounterAddDirect(Relation heap, text *key,
 extern FbfCitusDistribution FbfCitusLookup(Relation heap, AttrNumber key_attno);
 extern void FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
 			pg_attribute_noreturn();
-extern void FbfCitusApply(Relation shell, const char *qualname, text *key,
-						  int nops, const FbfHash *hashes,
-						  const FbfHash *legacy, const int64 *deltas,
-						  bool *applied, int64 *value);
+extern void FbfCitusApply(Relation shell, const char *qualname,
+						  const FbfOps *ops, bool *applied, int64 *value);
 
 /* counter_citus_transfer.c */
 extern void FbfCitusTransferInit(void);

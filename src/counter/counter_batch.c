@@ -8,7 +8,10 @@
  *
  * Both go through the one increment path of counter.c (FbfCounterApply),
  * so that they mean exactly what single idempotent_increment calls mean:
- * the same privileges, row security, window, transactions and waits.
+ * the same privileges, row security, window, transactions and waits.  The
+ * operations of every call, single calls and the routed half of a call on
+ * a distributed counter (fbf_apply_on_placement, counter_citus.c) too,
+ * are hashed and ordered here (FbfOpsPrepare).
  *
  * A batch is one key's operations.  It is checked whole before anything
  * is done (arrays of one dimension and equal lengths, no NULLs), its
@@ -37,6 +40,7 @@
 #include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/uuid.h"
 
 #include "counter/counter.h"
@@ -120,66 +124,148 @@ FbfBatchOpCmp(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
 }
 
+/*
+ * The operations of one call on `key`: operation k is (client_ids[k],
+ * seqs[k]) adding deltas[k], its client id of type `tag`.  Hashes them,
+ * and puts them in the canonical order (FbfBatchOpCmp); `place` keeps
+ * where each came from, for the answers.
+ */
+FbfOps *
+FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
+			  const int64 *seqs, const int64 *deltas)
+{
+	FbfOps	   *ops;
+	FbfBatchOp *order;
+	bool		legacy_ids = VARSIZE_ANY_EXHDR(key) > 0;
+	int			i;
+
+	if ((Size) n > MaxAllocSize / Max(sizeof(FbfBatchOp), 2 * sizeof(FbfHash)))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many operations in one call: %d", n)));
+
+	/* the canonical order; repeats of an operation follow its first */
+	ops = palloc(sizeof(FbfOps));
+	order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
+	for (i = 0; i < n; i++)
+	{
+		order[i].hash = FbfOperationHash(tag, key, client_ids[i], seqs[i]);
+		order[i].index = i;
+	}
+	qsort(order, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
+
+	ops->key = key;
+	ops->tag = tag;
+	ops->n = n;
+	ops->hashes = palloc(Max(n, 1) * sizeof(FbfHash));
+	ops->legacy = legacy_ids ? palloc(Max(n, 1) * sizeof(FbfHash)) : NULL;
+	ops->client_ids = palloc(Max(n, 1) * sizeof(Datum));
+	ops->seqs = palloc(Max(n, 1) * sizeof(int64));
+	ops->deltas = palloc(Max(n, 1) * sizeof(int64));
+	ops->place = palloc(Max(n, 1) * sizeof(int));
+	for (i = 0; i < n; i++)
+	{
+		int			k = order[i].index;
+
+		ops->hashes[i] = order[i].hash;
+		if (legacy_ids)
+			ops->legacy[i] = FbfOperationHash(tag, NULL, client_ids[k], seqs[k]);
+		ops->client_ids[i] = client_ids[k];
+		ops->seqs[i] = seqs[k];
+		ops->deltas[i] = deltas[k];
+		ops->place[i] = k;
+	}
+	pfree(order);
+	return ops;
+}
+
 static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+require_arg(FunctionCallInfo fcinfo, int argno, const char *fname,
+			const char *name)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s of idempotent_increment must not be null", name)));
+				 errmsg("%s of %s must not be null", name, fname)));
 }
 
 /*
- * The elements of the array argument `argno` (`name`), of type `elemtype`:
- * one dimension (or none, empty), no NULLs.  Returns their number.
+ * The elements of the array argument `argno` (`name` of `fname`), of type
+ * `elemtype`: one dimension (or none, empty), no NULLs.  Returns their
+ * number.
  */
 static int
-batch_elements(FunctionCallInfo fcinfo, int argno, const char *name,
-			   Oid elemtype, Datum **elems)
+batch_elements(FunctionCallInfo fcinfo, int argno, const char *fname,
+			   const char *name, Oid elemtype, Datum **elems)
 {
 	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
 	bool	   *nulls;
 	int			n;
 	int			i;
-	int			elmlen;
+	int16		elmlen;
 	bool		elmbyval;
 	char		elmalign;
 
 	if (ARR_NDIM(array) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s of idempotent_increment must have one dimension", name),
+				 errmsg("%s of %s must have one dimension", name, fname),
 				 errdetail("It has %d.", ARR_NDIM(array))));
 	if (ARR_ELEMTYPE(array) != elemtype)
 		elog(ERROR, "fbf: %s has element type %u, not %u", name,
 			 ARR_ELEMTYPE(array), elemtype);
-	switch (elemtype)
-	{
-		case INT8OID:
-			elmlen = sizeof(int64);
-			elmbyval = FLOAT8PASSBYVAL;
-			elmalign = TYPALIGN_DOUBLE;
-			break;
-		case TEXTOID:
-			elmlen = -1;
-			elmbyval = false;
-			elmalign = TYPALIGN_INT;
-			break;
-		default:
-			elmlen = UUID_LEN;
-			elmbyval = false;
-			elmalign = TYPALIGN_CHAR;
-			break;
-	}
+	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
 	deconstruct_array(array, elemtype, elmlen, elmbyval, elmalign,
 					  elems, &nulls, &n);
 	for (i = 0; i < n; i++)
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s of idempotent_increment must not contain nulls", name),
+					 errmsg("%s of %s must not contain nulls", name, fname),
 					 errdetail("Element %d is null.", i + 1)));
 	return n;
+}
+
+/*
+ * The operations of a call of `fname` on `key` given as the array
+ * arguments a_clients (client ids, of type `tag`), a_clients + 1 (seqs)
+ * and a_clients + 2 (deltas): checked whole (22004 for NULLs, 2202E for
+ * shapes) before anything is done, then prepared (FbfOpsPrepare).
+ */
+FbfOps *
+FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key, int a_clients,
+				 const char *fname)
+{
+	Oid			client_type = tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
+	Datum	   *clients;
+	Datum	   *seq_elems;
+	Datum	   *delta_elems;
+	int64	   *seqs;
+	int64	   *deltas;
+	int			n;
+	int			i;
+
+	require_arg(fcinfo, a_clients, fname, "client_ids");
+	require_arg(fcinfo, a_clients + 1, fname, "seqs");
+	require_arg(fcinfo, a_clients + 2, fname, "deltas");
+	n = batch_elements(fcinfo, a_clients, fname, "client_ids", client_type,
+					   &clients);
+	if (batch_elements(fcinfo, a_clients + 1, fname, "seqs", INT8OID,
+					   &seq_elems) != n ||
+		batch_elements(fcinfo, a_clients + 2, fname, "deltas", INT8OID,
+					   &delta_elems) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("client_ids, seqs and deltas of %s must have the same length",
+						fname)));
+	seqs = palloc(Max(n, 1) * sizeof(int64));
+	deltas = palloc(Max(n, 1) * sizeof(int64));
+	for (i = 0; i < n; i++)
+	{
+		seqs[i] = DatumGetInt64(seq_elems[i]);
+		deltas[i] = DatumGetInt64(delta_elems[i]);
+	}
+	return FbfOpsPrepare(tag, key, n, clients, seqs, deltas);
 }
 
 /*
@@ -192,83 +278,33 @@ static Datum
 increment_batch(FunctionCallInfo fcinfo, char tag)
 {
 	bool		keyed = PG_NARGS() == 5;
-	int			a_clients = keyed ? 2 : 1;
-	Oid			client_type = tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
 	text	   *key;
-	bool		legacy_ids;
-	Datum	   *clients;
-	Datum	   *seqs;
-	Datum	   *deltas;
-	int			n;
-	FbfBatchOp *ops;
-	FbfHash    *hashes;
-	FbfHash    *legacy = NULL;
-	int64	   *sorted_deltas;
+	FbfOps	   *ops;
 	bool	   *applied;
 	Datum	   *answers;
 	int			i;
 
-	require_arg(fcinfo, 0, "counter");
+	require_arg(fcinfo, 0, "idempotent_increment", "counter");
 	if (keyed)
-		require_arg(fcinfo, 1, "key");
-	require_arg(fcinfo, a_clients, "client_ids");
-	require_arg(fcinfo, a_clients + 1, "seqs");
-	require_arg(fcinfo, a_clients + 2, "deltas");
+		require_arg(fcinfo, 1, "idempotent_increment", "key");
 
 	PreventCommandIfReadOnly("idempotent_increment()");
 	PreventCommandDuringRecovery("idempotent_increment()");
 
 	key = keyed ? PG_GETARG_TEXT_PP(1) : cstring_to_text("");
-	legacy_ids = VARSIZE_ANY_EXHDR(key) > 0;
+	ops = FbfOpsFromArrays(fcinfo, tag, key, keyed ? 2 : 1,
+						   "idempotent_increment");
 
-	/* the whole batch is checked before anything is done */
-	n = batch_elements(fcinfo, a_clients, "client_ids", client_type, &clients);
-	if (batch_elements(fcinfo, a_clients + 1, "seqs", INT8OID, &seqs) != n ||
-		batch_elements(fcinfo, a_clients + 2, "deltas", INT8OID, &deltas) != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("client_ids, seqs and deltas of idempotent_increment must have the same length")));
-	if ((Size) n > MaxAllocSize / Max(sizeof(FbfBatchOp), 2 * sizeof(FbfHash)))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many operations in one call of idempotent_increment: %d", n)));
+	/* answers in the arrays' order */
+	applied = palloc(Max(ops->n, 1) * sizeof(bool));
+	FbfCounterApply(PG_GETARG_OID(0), ops, applied, NULL);
 
-	/* the canonical order; repeats of an operation follow its first */
-	ops = palloc(Max(n, 1) * sizeof(FbfBatchOp));
-	for (i = 0; i < n; i++)
-	{
-		ops[i].hash = FbfOperationHash(tag, key, clients[i], DatumGetInt64(seqs[i]));
-		ops[i].index = i;
-	}
-	qsort(ops, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
-
-	/* in that order; FbfCounterApply dismisses a repeat without asking */
-	hashes = palloc(Max(n, 1) * sizeof(FbfHash));
-	if (legacy_ids)
-		legacy = palloc(Max(n, 1) * sizeof(FbfHash));
-	sorted_deltas = palloc(Max(n, 1) * sizeof(int64));
-	for (i = 0; i < n; i++)
-	{
-		int			k = ops[i].index;
-
-		hashes[i] = ops[i].hash;
-		if (legacy_ids)
-			legacy[i] = FbfOperationHash(tag, NULL, clients[k],
-										 DatumGetInt64(seqs[k]));
-		sorted_deltas[i] = DatumGetInt64(deltas[k]);
-	}
-
-	applied = palloc(Max(n, 1) * sizeof(bool));
-	FbfCounterApply(PG_GETARG_OID(0), key, n, hashes, legacy,
-					sorted_deltas, applied, NULL);
-
-	/* back to the arrays' order */
-	answers = palloc(Max(n, 1) * sizeof(Datum));
-	for (i = 0; i < n; i++)
-		answers[ops[i].index] = BoolGetDatum(applied[i]);
-	if (n == 0)
+	if (ops->n == 0)
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(BOOLOID));
-	PG_RETURN_ARRAYTYPE_P(construct_array(answers, n, BOOLOID, 1, true,
+	answers = palloc(ops->n * sizeof(Datum));
+	for (i = 0; i < ops->n; i++)
+		answers[i] = BoolGetDatum(applied[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(answers, ops->n, BOOLOID, 1, true,
 										  TYPALIGN_CHAR));
 }
 

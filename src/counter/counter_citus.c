@@ -34,6 +34,29 @@
  * finds the key's shard in Citus' metadata, checks that its placement is
  * local, and gives the operations to FbfCounterApply on the shard table.
  *
+ * What travels is what the client gave idempotent_increment: the key and
+ * each operation's client id, seq and delta; fbf_apply_on_placement hashes
+ * them on the placement as the front door does (FbfOpsPrepare), so a
+ * shard's window holds exactly what a single-node counter's would, and
+ * fbf_snapshot, fbf_operation and the windows copied by shard moves and
+ * splits (fbf_copy_shard_window) agree with it.  It never takes hashes:
+ * a caller who chose the hashes could record another key's operations
+ * under a key it may update, and so have them dismissed when their owner
+ * sends them.
+ *
+ * Who may call fbf_apply_on_placement: everyone (EXECUTE stays granted to
+ * PUBLIC).  Citus runs the routed statement on the worker as the user who
+ * called idempotent_increment, so a REVOKE would take increments away
+ * from every user but the owner.  Nor does it need one: it grants nothing
+ * that idempotent_increment on the shard table, on that node, does not.
+ * The shell must be a counter distributed by its key that the caller may
+ * increment (FbfCounterOpenRoutable: 42501, 42809, 0A000), and the
+ * operations go through FbfCounterApply on the shard table, with its
+ * privilege checks and, under row security, the row statement that lets
+ * the key's policies judge the caller before the window is asked: the
+ * caller records operations only on keys whose rows it may update, and
+ * only operations whose identity is on that key.
+ *
  * Nothing here links to Citus: the metadata is read from its catalogs
  * (pg_dist_partition here; the shard and its placement through Citus' SQL
  * functions), and Citus plans the routed statement as it plans any other.
@@ -66,7 +89,9 @@
 
 #include "counter/counter.h"
 
-PG_FUNCTION_INFO_V1(fbf_apply_on_placement);
+PG_FUNCTION_INFO_V1(fbf_apply_on_placement_int8);
+PG_FUNCTION_INFO_V1(fbf_apply_on_placement_text);
+PG_FUNCTION_INFO_V1(fbf_apply_on_placement_uuid);
 
 /* ----------------------------------------------------------------------
  * Is it a Citus table?
@@ -150,7 +175,7 @@ FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("\"%s\" is distributed by Citus: its operations are remembered in its shards' windows, not in this table's",
 						RelationGetRelationName(heap)),
-				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node, or read fbf_counter_stats.")));
+				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_distributed_counter_stats lists every shard's window.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("\"%s\" is a Citus table not distributed by its key column alone",
@@ -164,7 +189,22 @@ FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
  * ----------------------------------------------------------------------
  */
 
-/* one int8[] Datum of n values */
+/* the n values of type `type` as a one-dimensional array Datum */
+static Datum
+array_datum(const Datum *values, int n, Oid type)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+
+	if (n == 0)
+		return PointerGetDatum(construct_empty_array(type));
+	get_typlenbyvalalign(type, &len, &byval, &align);
+	return PointerGetDatum(construct_array((Datum *) values, n, type, len,
+										   byval, align));
+}
+
+/* the n int64 values as an int8[] Datum */
 static Datum
 int8_array(const int64 *values, int n)
 {
@@ -173,23 +213,14 @@ int8_array(const int64 *values, int n)
 
 	for (i = 0; i < n; i++)
 		elems[i] = Int64GetDatum(values[i]);
-	return PointerGetDatum(construct_array(elems, n, INT8OID, 8, FLOAT8PASSBYVAL,
-										   TYPALIGN_DOUBLE));
+	return array_datum(elems, n, INT8OID);
 }
 
-/* hashes as int8[]: h1, h2 of each in turn */
-static Datum
-hashes_datum(const FbfHash *hashes, int n)
+/* the type of the client ids of type `tag` (FbfOperationHash) */
+static Oid
+client_id_type(char tag)
 {
-	int64	   *words = palloc(sizeof(int64) * 2 * Max(n, 1));
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		words[2 * i] = (int64) hashes[i].h1;
-		words[2 * i + 1] = (int64) hashes[i].h2;
-	}
-	return int8_array(words, 2 * n);
+	return tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
 }
 
 /* the schema fbf is installed in (PostgreSQL 16's get_extension_schema) */
@@ -240,22 +271,22 @@ array_elements(ArrayType *a, Oid type, int16 len, bool byval, char align,
 }
 
 /*
- * Apply `nops` operations on `key` of the counter whose shell is `shell`,
- * on the node of the key's shard, in the current (distributed)
- * transaction: the routed statement of the file's header, through SPI.
- * Arguments and results as FbfCounterApply's.
+ * Apply the operations `ops` of the counter whose shell is `shell`, on the
+ * node of their key's shard, in the current (distributed) transaction: the
+ * routed statement of the file's header, through SPI.  They are sent in
+ * their canonical order, in which the placement, sorting them again, asks
+ * its window.  Arguments and results as FbfCounterApply's.
  */
 void
-FbfCitusApply(Relation shell, const char *qualname, text *key, int nops,
-			  const FbfHash *hashes, const FbfHash *legacy,
-			  const int64 *deltas, bool *applied, int64 *value)
+FbfCitusApply(Relation shell, const char *qualname, const FbfOps *ops,
+			  bool *applied, int64 *value)
 {
 	char	   *schema = get_namespace_name(extension_schema());
 	char	   *sql;
-	Oid			types[6] = {REGCLASSOID, TEXTOID, INT8ARRAYOID, INT8ARRAYOID,
-	INT8ARRAYOID, BOOLOID};
+	Oid			client_type = client_id_type(ops->tag);
+	Oid			types[6] = {REGCLASSOID, TEXTOID, get_array_type(client_type),
+	INT8ARRAYOID, INT8ARRAYOID, BOOLOID};
 	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	HeapTupleHeader result;
 	bool		isnull;
 	Datum		d;
@@ -268,20 +299,14 @@ FbfCitusApply(Relation shell, const char *qualname, text *key, int nops,
 				   "SELECT %s.fbf_apply_on_placement($1, $2, $3, $4, $5, $6)",
 				   qualname, quote_identifier(schema));
 	args[0] = ObjectIdGetDatum(RelationGetRelid(shell));
-	args[1] = PointerGetDatum(key);
-	args[2] = hashes_datum(hashes, nops);
-	if (legacy != NULL)
-		args[3] = hashes_datum(legacy, nops);
-	else
-	{
-		args[3] = (Datum) 0;
-		nulls[3] = 'n';
-	}
-	args[4] = int8_array(deltas, nops);
+	args[1] = PointerGetDatum(ops->key);
+	args[2] = array_datum(ops->client_ids, ops->n, client_type);
+	args[3] = int8_array(ops->seqs, ops->n);
+	args[4] = int8_array(ops->deltas, ops->n);
 	args[5] = BoolGetDatum(value != NULL);
 
 	SPI_connect();
-	rc = SPI_execute_with_args(sql, 6, types, args, nulls, false, 0);
+	rc = SPI_execute_with_args(sql, 6, types, args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "fbf: the routed increment of \"%s\" failed: %s",
 			 RelationGetRelationName(shell), SPI_result_code_string(rc));
@@ -294,11 +319,12 @@ FbfCitusApply(Relation shell, const char *qualname, text *key, int nops,
 	answers = isnull ? NULL :
 		array_elements(DatumGetArrayTypeP(d), BOOLOID, 1, true, TYPALIGN_CHAR,
 					   "applied", &nanswers);
-	if (answers == NULL || nanswers != nops)
+	if (answers == NULL || nanswers != ops->n)
 		elog(ERROR, "fbf: the routed increment of \"%s\" returned %d answers for %d operations",
-			 RelationGetRelationName(shell), answers ? nanswers : 0, nops);
-	for (i = 0; i < nops; i++)
-		applied[i] = DatumGetBool(answers[i]);
+			 RelationGetRelationName(shell), answers ? nanswers : 0, ops->n);
+	/* answer i is for the i-th operation sent: the canonical order */
+	for (i = 0; i < ops->n; i++)
+		applied[ops->place[i]] = DatumGetBool(answers[i]);
 	if (value != NULL)
 	{
 		d = GetAttributeByNum(result, 2, &isnull);
@@ -352,69 +378,44 @@ local_shard(Oid shell, text *key)
 	return shard;
 }
 
-/* `a` as n hashes (2n int8 values: h1, h2, ...); error unless it is that */
-static FbfHash *
-hashes_from_array(ArrayType *a, int *n)
-{
-	int			count;
-	Datum	   *words;
-	FbfHash    *hashes;
-	int			i;
-
-	words = array_elements(a, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
-						   "operations", &count);
-	if (count % 2 != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("operations must hold two words per operation")));
-	hashes = palloc(sizeof(FbfHash) * Max(count / 2, 1));
-	for (i = 0; i < count / 2; i++)
-	{
-		hashes[i].h1 = (uint64) DatumGetInt64(words[2 * i]);
-		hashes[i].h2 = (uint64) DatumGetInt64(words[2 * i + 1]);
-	}
-	*n = count / 2;
-	return hashes;
-}
-
 /*
- * fbf_apply_on_placement(counter regclass, key text, ops bigint[],
- * legacy bigint[], deltas bigint[], want_value boolean, OUT applied
- * boolean[], OUT value bigint): the routed half of an increment on a
- * distributed counter (FbfCitusApply).  `counter` is the shell, `ops` the
- * operations' hashes (h1, h2 of each), `legacy` NULL or their identities
- * without the key, as FbfCounterApply takes them, in that order.  Applies
- * them on the key's shard, which must be placed on this node; privileges
- * and row security are those of the shard table, as for an UPDATE of it.
+ * fbf_apply_on_placement(counter regclass, key text, client_ids bigint[]
+ * | text[] | uuid[], seqs bigint[], deltas bigint[], want_value boolean,
+ * OUT applied boolean[], OUT value bigint): the routed half of an
+ * increment on a distributed counter (FbfCitusApply).  `counter` is the
+ * shell; operation i is (client_ids[i], seqs[i]) adding deltas[i] to
+ * `key`, as idempotent_increment takes a batch, and applied[i] says
+ * whether it was new.  Hashes the operations here, as the front door does,
+ * and applies them on the key's shard, which must be placed on this node,
+ * as idempotent_increment on the shard table would: with its privileges
+ * and row security (the file's header says why anyone may call it).
+ * `tag` is the client ids' type.
  */
-Datum
-fbf_apply_on_placement(PG_FUNCTION_ARGS)
+static Datum
+apply_on_placement(FunctionCallInfo fcinfo, char tag)
 {
+	const char *fname = "fbf_apply_on_placement";
+	static const char *const names[] = {"counter", "key", "client_ids",
+	"seqs", "deltas", "want_value"};
 	Oid			shell;
 	text	   *key;
-	FbfHash    *ops;
-	FbfHash    *legacy = NULL;
-	Datum	   *delta_elems;
-	int64	   *deltas;
-	int			ndeltas;
-	int			nops;
-	int			nlegacy;
+	FbfOps	   *ops;
+	bool		want_value;
 	bool	   *applied;
 	int64		value = 0;
-	bool		want_value;
+	Relation	heap;
+	Relation	index;
 	TupleDesc	desc;
 	Datum		out[2];
 	bool		out_null[2] = {false, false};
 	Datum	   *elems;
 	int			i;
-	Relation	rel;
-	FbfCitusDistribution how;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) ||
-		PG_ARGISNULL(4) || PG_ARGISNULL(5))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("only legacy of fbf_apply_on_placement may be null")));
+	for (i = 0; i < (int) lengthof(names); i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s of %s must not be null", names[i], fname)));
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "fbf: fbf_apply_on_placement must return a record");
 	PreventCommandIfReadOnly("idempotent_increment()");
@@ -422,53 +423,51 @@ fbf_apply_on_placement(PG_FUNCTION_ARGS)
 
 	shell = PG_GETARG_OID(0);
 	key = PG_GETARG_TEXT_PP(1);
-	ops = hashes_from_array(PG_GETARG_ARRAYTYPE_P(2), &nops);
-	if (!PG_ARGISNULL(3))
-	{
-		legacy = hashes_from_array(PG_GETARG_ARRAYTYPE_P(3), &nlegacy);
-		if (nlegacy != nops)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("legacy must have as many operations as ops")));
-	}
-	delta_elems = array_elements(PG_GETARG_ARRAYTYPE_P(4), INT8OID, 8,
-								 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, "deltas",
-								 &ndeltas);
-	if (ndeltas != nops)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("deltas must have one value per operation")));
-	deltas = palloc(sizeof(int64) * Max(nops, 1));
-	for (i = 0; i < nops; i++)
-		deltas[i] = DatumGetInt64(delta_elems[i]);
 	want_value = PG_GETARG_BOOL(5);
+	ops = FbfOpsFromArrays(fcinfo, tag, key, 2, fname);
 
-	/* the shell must be a counter distributed by key */
-	rel = table_open(shell, AccessShareLock);
-	how = FbfCounterRelGet(rel)->citus;
-	if (how != FBF_CITUS_BY_KEY)
+	/* a counter distributed by its key, that the caller may increment */
+	if (!FbfCounterOpenRoutable(shell, FBF_COUNTER_INCREMENT, AccessShareLock,
+								&heap, &index))
 	{
-		if (how == FBF_CITUS_OTHER)
-			FbfCitusRefuse(rel, how);
+		const char *name = pstrdup(RelationGetRelationName(heap));
+
+		FbfCounterClose(heap, index);
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a counter distributed by Citus",
-						RelationGetRelationName(rel))));
+				 errmsg("\"%s\" is not a counter distributed by Citus", name),
+				 errhint("Apply operations to it with idempotent_increment().")));
 	}
-	table_close(rel, NoLock);
+	FbfCounterClose(heap, NULL);
 
-	applied = palloc(sizeof(bool) * Max(nops, 1));
-	FbfCounterApply(local_shard(shell, key), key, nops, ops, legacy,
-					deltas, applied,
+	applied = palloc(sizeof(bool) * Max(ops->n, 1));
+	FbfCounterApply(local_shard(shell, key), ops, applied,
 					want_value ? &value : NULL);
 
-	elems = palloc(sizeof(Datum) * Max(nops, 1));
-	for (i = 0; i < nops; i++)
+	elems = palloc(sizeof(Datum) * Max(ops->n, 1));
+	for (i = 0; i < ops->n; i++)
 		elems[i] = BoolGetDatum(applied[i]);
-	out[0] = PointerGetDatum(construct_array(elems, nops, BOOLOID, 1, true,
-											 TYPALIGN_CHAR));
+	out[0] = array_datum(elems, ops->n, BOOLOID);
 	out[1] = Int64GetDatum(value);
 	out_null[1] = !want_value;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc),
 													  out, out_null)));
+}
+
+Datum
+fbf_apply_on_placement_int8(PG_FUNCTION_ARGS)
+{
+	return apply_on_placement(fcinfo, 'i');
+}
+
+Datum
+fbf_apply_on_placement_text(PG_FUNCTION_ARGS)
+{
+	return apply_on_placement(fcinfo, 't');
+}
+
+Datum
+fbf_apply_on_placement_uuid(PG_FUNCTION_ARGS)
+{
+	return apply_on_placement(fcinfo, 'u');
 }

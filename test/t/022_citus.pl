@@ -7,6 +7,12 @@
 #   - an operation applied through one node is dismissed when retried
 #     through any other (coordinator, either worker), inside explicit
 #     transactions too;
+#   - fbf_apply_on_placement, callable by anyone on a worker, is no back
+#     door: a tenant limited by row security to its key, sharing a shard
+#     with another tenant, can neither hand it operation hashes nor apply
+#     or record operations on the other's key (42501); the other tenant's
+#     operations then apply; non-counters, shards, local counters and
+#     callers without UPDATE are refused (42809, 42501);
 #   - transactions over keys of both workers commit with two-phase commit
 #     (PREPARE TRANSACTION is sent to both) and roll back as a whole;
 #   - a worker crash between PREPARE and COMMIT PREPARED: the prepared
@@ -36,8 +42,9 @@ plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it 
   . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
   unless -f "$pkglibdir/citus.so";
 
-# PostgreSQL 15.20 lists the libraries allowed as logical decoding output
-# plugins; Citus' shard transfers decode with its own
+# Debian's PostgreSQL 15.20 lists the libraries allowed as logical decoding
+# output plugins; Citus' logical shard splits decode with its own (`citus`;
+# moves use pgoutput)
 my $bindir = `pg_config --bindir`;
 chomp $bindir;
 my $output_plugins =
@@ -137,6 +144,142 @@ is($coord->safe_psql('postgres', q{
 	't|3|6|2', 'fbf_distributed_counter_stats: one row per shard, on both workers, with what they applied and dismissed');
 is($coord->safe_psql('postgres', "SELECT count(*) FROM fbf_counter_stats WHERE counter = 'likes'::regclass"),
 	0, 'fbf_counter_stats skips the shell');
+
+# ---- text and uuid client ids: routed, and hashed as on one node ----
+my $t = $on2[0];
+is($coord->safe_psql('postgres', qq{
+	SELECT idempotent_increment('likes', '$t', 'client-x'::text, 1, 1);
+	SELECT idempotent_increment('likes', '$t', '8c6f1b2e-4d0e-4a7b-9b8e-2f1d3c4b5a69'::uuid, 1, 1);}),
+	"t\nt", 'text and uuid client ids applied through the coordinator');
+is($w1->safe_psql('postgres', qq{
+	SELECT idempotent_increment('likes', '$t', 'client-x'::text, 1, 1);
+	SELECT idempotent_increment('likes', '$t', '8c6f1b2e-4d0e-4a7b-9b8e-2f1d3c4b5a69'::uuid, 1, 1);
+	SELECT idempotent_increment('likes', '$t', ARRAY['client-y', 'client-x', 'client-y'], ARRAY[1, 1, 1], ARRAY[1, 1, 1]);}),
+	"f\nf\n{t,f,f}", 'retried through a worker: dismissed; a batch answers in its arrays\' order');
+is(value($t), 3, 'the key counts each once');
+my $tshard_name = $w2->safe_psql('postgres',
+	"SELECT shard_name('likes', get_shard_id_for_distribution_column('likes', '$t'))");
+is($w2->safe_psql('postgres', qq{
+	SELECT fbf_contains(s, fbf_operation('$t', 'client-x'::text, 1))::text
+		|| fbf_contains(s, fbf_operation('$t', '8c6f1b2e-4d0e-4a7b-9b8e-2f1d3c4b5a69'::uuid, 1))::text
+		|| fbf_contains(s, fbf_operation('$t', 'client-z'::text, 1))::text
+	  FROM fbf_snapshot('$tshard_name') s}),
+	'truetruefalse', 'the shard\'s window holds the identities fbf_operation names, as a single node\'s');
+
+# ---- the placement function is no back door ----
+# fbf_apply_on_placement runs as the calling user on the shard's node (it
+# is what the routed statement calls), so anyone may call it there: it must
+# grant no more than idempotent_increment on the shard.  Tenants limited by
+# row security to their own key share a shard; tenant_a tries to make an
+# operation of tenant_b's be dismissed before tenant_b sends it.
+$coord->safe_psql('postgres', q{
+	CREATE ROLE tenant_a LOGIN;
+	CREATE ROLE tenant_b LOGIN;
+	CREATE ROLE outsider LOGIN;
+	SELECT fbf_create_counter_table('tenants', retention => '10 min', target_fpp => 1e-9);
+	SELECT fbf_distribute_counter('tenants');
+	GRANT SELECT, INSERT, UPDATE ON tenants TO tenant_a, tenant_b;
+	ALTER TABLE tenants ENABLE ROW LEVEL SECURITY;
+	CREATE POLICY own_b ON tenants TO tenant_b USING (key = 'tenant-b') WITH CHECK (key = 'tenant-b');
+});
+# tenant_a's key: one on tenant-b's shard
+my $akey = $coord->safe_psql('postgres', q{
+	SELECT k FROM generate_series(1, 10000) i, LATERAL (SELECT 'tenant-a-' || i AS k) s
+	 WHERE get_shard_id_for_distribution_column('tenants', k) =
+		   get_shard_id_for_distribution_column('tenants', 'tenant-b')
+	 LIMIT 1});
+$coord->safe_psql('postgres',
+	"CREATE POLICY own_a ON tenants TO tenant_a USING (key = '$akey') WITH CHECK (key = '$akey')");
+my ($tshard, $tport) = split /\|/, $coord->safe_psql('postgres', q{
+	SELECT shard_name('tenants', p.shardid), n.nodeport
+	  FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+	 WHERE p.shardid = get_shard_id_for_distribution_column('tenants', 'tenant-b')});
+my $tnode = $tport == $w1->port ? $w1 : $w2;
+
+# as `role` on `node`: (rc, stdout, stderr with SQLSTATEs)
+sub as_role
+{
+	my ($node, $role, $sql) = @_;
+	return $node->psql('postgres', $sql,
+		extra_params => [ '-U', $role, '-v', 'VERBOSITY=verbose' ]);
+}
+
+# does the shard's window hold tenant-b's operation (client 9, seq `seq`)?
+sub b_remembered
+{
+	my ($seq) = @_;
+	return $tnode->safe_psql('postgres',
+		"SELECT fbf_contains(fbf_snapshot('$tshard'), fbf_operation('tenant-b', 9::bigint, $seq))");
+}
+
+($rc, $out) = as_role($coord, 'tenant_a',
+	"SELECT idempotent_increment('tenants', '$akey', 1, 1, 1)");
+is($out, 't', 'tenant_a increments its own key through the coordinator');
+($rc, $out, $err) = as_role($coord, 'tenant_a',
+	"SELECT idempotent_increment('tenants', 'tenant-b', 9, 1, 1)");
+like($err, qr/42501/, 'tenant_a may not increment tenant-b (row security, 42501)');
+
+# the operation hash of (tenant-b, 9, 1): XXH3-128 (seed "fbf_seed") of
+# fbf_operation('tenant-b', 9::bigint, 1), as the window stores it; the
+# placement function once took such hashes from its caller
+($rc, $out, $err) = as_role($tnode, 'tenant_a', qq{
+	SELECT fbf_apply_on_placement('tenants', '$akey',
+		ARRAY[4534961567256300981, -3424408656471563744]::bigint[], NULL::bigint[],
+		ARRAY[0]::bigint[], false)});
+isnt($rc, 0, 'the placement function takes no operation hashes from its caller');
+($rc, $out, $err) = as_role($tnode, 'tenant_a', q{
+	SELECT fbf_apply_on_placement('tenants', 'tenant-b', ARRAY[9]::bigint[],
+		ARRAY[1]::bigint[], ARRAY[0]::bigint[], false)});
+like($err, qr/42501/, 'nor an operation on a key its caller may not update (row security, 42501)');
+is(b_remembered(1), 'f', 'tenant-b\'s operation is not recorded on the shard');
+($rc, $out, $err) = as_role($tnode, 'tenant_a', qq{
+	SELECT (fbf_apply_on_placement('tenants', '$akey', ARRAY[9]::bigint[],
+		ARRAY[2]::bigint[], ARRAY[1]::bigint[], false)).applied});
+is($out, '{t}', 'an identity under its own key is its caller\'s own operation');
+is(b_remembered(2), 'f', 'and not tenant-b\'s');
+($rc, $out) = as_role($coord, 'tenant_b', q{
+	SELECT idempotent_increment('tenants', 'tenant-b', 9, 1, 1);
+	SELECT idempotent_increment('tenants', 'tenant-b', 9, 2, 1);});
+is($out, "t\nt", 'tenant-b\'s operations apply when it sends them');
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('tenants', 'tenant-b') || ' ' || fbf_counter_value('tenants', '$akey')"),
+	'2 2', 'values of both tenants');
+($rc, $out) = as_role($coord, 'tenant_b', q{
+	SELECT idempotent_increment('tenants', 'tenant-b', 9, 1, 1)});
+is($out, 'f', 'and are remembered: a retry is dismissed');
+
+# the placement function's own checks, on the shard's node
+($rc, $out, $err) = as_role($tnode, 'outsider', q{
+	SELECT fbf_apply_on_placement('tenants', 'tenant-b', ARRAY[9]::bigint[],
+		ARRAY[3]::bigint[], ARRAY[1]::bigint[], false)});
+like($err, qr/42501: permission denied for table tenants/, 'a caller without UPDATE on the counter: 42501');
+$coord->safe_psql('postgres', q{
+	CREATE TABLE not_counter (key text, shard integer, value bigint, PRIMARY KEY (key, shard));
+	SELECT create_distributed_table('not_counter', 'key', colocate_with => 'tenants');
+	SELECT fbf_create_counter_table('local_counter');});
+($rc, $out, $err) = $tnode->psql('postgres', q{
+	SELECT fbf_apply_on_placement('not_counter', 'tenant-b', ARRAY[9]::bigint[],
+		ARRAY[3]::bigint[], ARRAY[1]::bigint[], false)},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/42809: "not_counter" is not a counter table/, 'a distributed table that is no counter: 42809');
+($rc, $out, $err) = $tnode->psql('postgres', qq{
+	SELECT fbf_apply_on_placement('$tshard', 'tenant-b', ARRAY[9]::bigint[],
+		ARRAY[3]::bigint[], ARRAY[1]::bigint[], false)},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/42809: "$tshard" is not a counter distributed by Citus/, 'a shard table: 42809 (its front door is idempotent_increment)');
+($rc, $out, $err) = $coord->psql('postgres', q{
+	SELECT fbf_apply_on_placement('local_counter', '', ARRAY[9]::bigint[],
+		ARRAY[3]::bigint[], ARRAY[1]::bigint[], false)},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/42809: "local_counter" is not a counter distributed by Citus/, 'a counter not distributed: 42809');
+($rc, $out, $err) = $tnode->psql('postgres', q{
+	SELECT fbf_apply_on_placement('tenants', 'tenant-b', ARRAY[9, 9]::bigint[],
+		ARRAY[3]::bigint[], ARRAY[1]::bigint[], false)},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/2202E/, 'arrays of different lengths: 2202E');
+is(b_remembered(3), 'f', 'none of these recorded anything');
+is($tnode->safe_psql('postgres', qq{
+	SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$tshard'::regclass}),
+	'4|1', 'fbf_counter_stats on the shard\'s node lists the shard\'s window: both tenants\' operations');
 
 # ---- two-phase commit over both workers ----
 my ($a, $b) = ($on1[1], $on2[1]);
