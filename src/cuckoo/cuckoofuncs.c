@@ -93,7 +93,8 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 				entries = 0,
 				overflow_entries = 0,
 				killed = 0,
-				kicks = 0;
+				kicks = 0,
+				bucket_slots_used = 0;
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	Datum		values[15];
 	bool		nulls[15] = {0};
@@ -116,25 +117,35 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW))
+		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING))
 		{
+			int64		rows = 0;
+
 			opaque = CuckooPageGetOpaque(page);
 			block = CuckooPageGetBlock(page);
+			/* rows: slots that are not refs (pointers, links) */
+			for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
+			{
+				if (!cuckoo_slot_used(&layout, block, s) ||
+					CuckooTidIsRef(cuckoo_slot_tid(&layout, block, s)))
+					continue;
+				rows++;
+				if (cuckoo_slot_killed(&layout, block, s))
+					killed++;
+			}
 			if (opaque->flags & CUCKOO_BUCKET)
 			{
 				bucket_pages++;
-				entries += opaque->nentries;
+				entries += rows;
+				bucket_slots_used += opaque->nentries;
 				kicks += opaque->nkicks;
 			}
 			else
 			{
+				/* overflow pages of bucket pages, and posting pages */
 				overflow_pages++;
-				overflow_entries += opaque->nentries;
+				overflow_entries += rows;
 			}
-			for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
-				if (cuckoo_slot_used(&layout, block, s) &&
-					cuckoo_slot_killed(&layout, block, s))
-					killed++;
 		}
 		UnlockReleaseBuffer(buf);
 	}
@@ -148,7 +159,7 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum(killed);
 	values[i++] = Int64GetDatum(bucket_pages * (int64) cuckoo_nslots(&layout));
 	values[i++] = Float8GetDatum(bucket_pages > 0 ?
-								 (double) entries / ((double) bucket_pages * cuckoo_nslots(&layout)) : 0.0);
+								 (double) bucket_slots_used / ((double) bucket_pages * cuckoo_nslots(&layout)) : 0.0);
 	values[i++] = Int64GetDatum(kicks);
 	values[i++] = Int32GetDatum((int32) meta.generation);
 	values[i++] = Int32GetDatum((int32) meta.fingerprint_bits);
@@ -169,7 +180,8 @@ typedef struct VerifyLoc
 {
 	BlockNumber blkno;
 	uint16		slot;
-	bool		overflow;		/* in an overflow page */
+	bool		overflow;		/* in an overflow or posting page */
+	bool		posting;		/* in a posting page */
 	bool		killed;			/* marked dead to everyone by a scan */
 	uint32		tag;
 } VerifyLoc;
@@ -200,6 +212,40 @@ typedef struct ChainLink
 	uint32		page;			/* ... reachable from this bucket page */
 } ChainLink;
 
+/*
+ * A list visits a posting page: the pointers that lead to its slots with
+ * tag "list_tag" there.  A row there is found by a lookup whose probe's
+ * page, buckets and tag one of those pointers matches.
+ */
+typedef struct ListReachKey
+{
+	BlockNumber blkno;
+	uint32		list_tag;
+} ListReachKey;
+
+typedef struct ListPointer
+{
+	uint32		page;			/* logical bucket page of the pointer */
+	uint32		bucket;
+	uint32		tag;			/* the pointer's tag */
+} ListPointer;
+
+typedef struct ListReach
+{
+	ListReachKey key;
+	int			npointers;
+	int			maxpointers;
+	ListPointer *pointers;
+} ListReach;
+
+/* References to one posting page found by walking the lists */
+typedef struct PostingRefs
+{
+	BlockNumber blkno;
+	uint32		counted;		/* links and pointers with rest bits left */
+	uint32		all;			/* every reference, copies of pointers too */
+} PostingRefs;
+
 typedef struct VerifyState
 {
 	Relation	index;
@@ -208,6 +254,8 @@ typedef struct VerifyState
 	HTAB	   *entries;
 	HTAB	   *links;			/* ChainLink */
 	HTAB	   *reachable;		/* BlockNumber of every chained overflow page */
+	HTAB	   *lists;			/* ListReach */
+	HTAB	   *posting_refs;	/* PostingRefs */
 	int64		nentries;
 	int64		heap_tuples;
 } VerifyState;
@@ -256,7 +304,7 @@ max_copies(const CuckooMetaPageData *meta)
  */
 static void
 record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
-			 bool overflow)
+			 bool overflow, bool posting)
 {
 	ItemPointerData tid;
 	VerifyEntry *entry;
@@ -313,10 +361,163 @@ record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
 	entry->nlocs++;
 	loc->blkno = blkno;
 	loc->slot = (uint16) s;
-	loc->overflow = overflow;
+	loc->overflow = overflow || posting;
+	loc->posting = posting;
 	loc->killed = cuckoo_slot_killed(&vs->layout, block, s);
 	loc->tag = tag;
 	vs->nentries++;
+}
+
+/* Count a reference to posting page "blkno". */
+static void
+note_posting_ref(VerifyState *vs, BlockNumber blkno, bool counted)
+{
+	bool		found;
+	PostingRefs *refs = hash_search(vs->posting_refs, &blkno, HASH_ENTER, &found);
+
+	if (!found)
+	{
+		refs->counted = 0;
+		refs->all = 0;
+	}
+	refs->all++;
+	if (counted)
+		refs->counted++;
+}
+
+/*
+ * Walk the list of the pointer in slot "s" of logical bucket page "q"
+ * (block "blkno"): every page a posting page, the path without a cycle,
+ * and each page with at most one link of the list; note for each page the
+ * pointer that reaches the list's slots there, and the references.
+ */
+static void
+verify_list(VerifyState *vs, uint32 q, BlockNumber blkno, const uint8 *block,
+			uint32 s)
+{
+	const uint8 *ref = cuckoo_slot_tid(&vs->layout, block, s);
+	uint32		ptag = cuckoo_slot_tag(&vs->layout, block, s);
+	uint32		list_tag = CuckooListTag(cuckoo_tag_fp(ptag), CuckooRefId(ref));
+	BlockNumber next = CuckooRefBlock(ref);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(vs->index);
+	bool		counted = cuckoo_tag_rest(ptag) != CUCKOO_REST_EMPTY;
+	int			hops = 0;
+
+	if (cuckoo_tag_rest(ptag) == 0)
+		corrupt(vs, "tag without a sentinel", blkno, s,
+				"The rest bits of the pointer's tag are all zero.");
+	while (BlockNumberIsValid(next))
+	{
+		PGAlignedBlock copy;
+		Page		page;
+		const uint8 *pblock;
+		ListReachKey key = {next, list_tag};
+		ListReach  *reach;
+		bool		found;
+		BlockNumber link = InvalidBlockNumber;
+
+		if (next == CUCKOO_METAPAGE_BLKNO || next >= nblocks)
+			corrupt(vs, "posting list link out of range", blkno, s,
+					psprintf("The list leads to block %u.", next));
+		if (++hops > (int) nblocks)
+			corrupt(vs, "posting list has a cycle", blkno, s,
+					"The list of this pointer never ends.");
+		page = read_page(vs, next, &copy);
+		if (!CuckooIsPage(page, CUCKOO_POSTING))
+			corrupt(vs, "posting page expected", next, 0,
+					psprintf("A list of bucket page %u leads to a page that is not a posting page.", q));
+		if (hops == 1)
+			note_posting_ref(vs, next, counted);	/* the pointer's */
+		reach = hash_search(vs->lists, &key, HASH_ENTER, &found);
+		if (!found)
+		{
+			reach->npointers = 0;
+			reach->maxpointers = 0;
+			reach->pointers = NULL;
+		}
+		if (reach->npointers == reach->maxpointers)
+		{
+			reach->maxpointers = Max(2, reach->maxpointers * 2);
+			reach->pointers = reach->pointers ?
+				repalloc(reach->pointers, sizeof(ListPointer) * reach->maxpointers) :
+				palloc(sizeof(ListPointer) * reach->maxpointers);
+		}
+		reach->pointers[reach->npointers].page = q;
+		reach->pointers[reach->npointers].bucket = s / vs->layout.bucket_size;
+		reach->pointers[reach->npointers].tag = ptag;
+		reach->npointers++;
+
+		pblock = CuckooPageGetBlock(page);
+		for (uint32 t = 0; t < cuckoo_nslots(&vs->layout); t++)
+		{
+			const uint8 *tid;
+
+			if (!cuckoo_slot_used(&vs->layout, pblock, t) ||
+				cuckoo_slot_tag(&vs->layout, pblock, t) != list_tag)
+				continue;
+			tid = cuckoo_slot_tid(&vs->layout, pblock, t);
+			if (!CuckooTidIsRef(tid))
+				continue;
+			if (BlockNumberIsValid(link))
+				corrupt(vs, "posting list has two links in one page", next, t,
+						"A list has at most one link per page.");
+			if (CuckooRefId(tid) != CuckooRefId(ref))
+				corrupt(vs, "posting list link names another list", next, t,
+						psprintf("Link id %u, list id %u.", CuckooRefId(tid),
+								 CuckooRefId(ref)));
+			link = CuckooRefBlock(tid);
+		}
+		/* a link is counted once, however many copies of a pointer lead to it */
+		if (BlockNumberIsValid(link) && reach->npointers == 1)
+			note_posting_ref(vs, link, true);
+		else if (BlockNumberIsValid(link))
+			note_posting_ref(vs, link, false);
+		next = link;
+	}
+}
+
+/*
+ * Check a posting page: its entry count, and its reference count against
+ * the references the lists made (a page counted as unreferenced would be
+ * freed under them; one referenced by nothing holds rows no lookup finds).
+ * Its rows are recorded for the table scan.
+ */
+static void
+verify_posting_page(VerifyState *vs, BlockNumber blkno, Page page)
+{
+	const uint8 *block = CuckooPageGetBlock(page);
+	CuckooPageOpaque opaque = CuckooPageGetOpaque(page);
+	PostingRefs *refs = hash_search(vs->posting_refs, &blkno, HASH_FIND, NULL);
+	uint32		used = 0;
+
+	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
+	{
+		ListReachKey key;
+
+		if (!cuckoo_slot_used(&vs->layout, block, s))
+			continue;
+		used++;
+		if (CuckooTidIsRef(cuckoo_slot_tid(&vs->layout, block, s)))
+			continue;
+		key.blkno = blkno;
+		key.list_tag = cuckoo_slot_tag(&vs->layout, block, s);
+		if (hash_search(vs->lists, &key, HASH_FIND, NULL) == NULL)
+			corrupt(vs, "posting entry unreachable", blkno, s,
+					"No list leads to this entry.");
+		record_entry(vs, block, blkno, s, false, true);
+	}
+	if (used != opaque->nentries)
+		corrupt(vs, "wrong entry count", blkno, 0,
+				psprintf("The page counts %u entries but holds %u.",
+						 opaque->nentries, used));
+	if (refs && refs->all > 0 && opaque->nrefs == 0)
+		corrupt(vs, "referenced posting page counted free", blkno, 0,
+				psprintf("%u references lead to the page, which counts none.",
+						 refs->all));
+	if (refs && refs->counted > opaque->nrefs)
+		corrupt(vs, "posting page has more references than it counts", blkno, 0,
+				psprintf("%u references lead to the page, which counts %u.",
+						 refs->counted, opaque->nrefs));
 }
 
 /* Check one live bucket page and note the overflow pages it reaches. */
@@ -348,7 +549,10 @@ verify_bucket_page(VerifyState *vs, uint32 q)
 		if (!cuckoo_slot_used(&vs->layout, block, s))
 			continue;
 		used++;
-		record_entry(vs, block, blkno, s, false);
+		if (CuckooTidIsRef(cuckoo_slot_tid(&vs->layout, block, s)))
+			verify_list(vs, q, blkno, block, s);
+		else
+			record_entry(vs, block, blkno, s, false, false);
 	}
 	if (used != opaque->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -394,7 +598,7 @@ verify_overflow_page(VerifyState *vs, BlockNumber blkno, Page page)
 			corrupt(vs, "overflow entry unreachable", blkno, s,
 					"No bucket page chains to this overflow page.");
 		used++;
-		record_entry(vs, block, blkno, s, true);
+		record_entry(vs, block, blkno, s, true, false);
 	}
 	if (used != CuckooPageGetOpaque(page)->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -433,7 +637,22 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
 	{
 		VerifyLoc  *loc = entry_loc(entry, i);
 
-		if (!loc->overflow)
+		if (loc->posting)
+		{
+			ListReachKey key = {loc->blkno, loc->tag};
+			ListReach  *reach = hash_search(vs->lists, &key, HASH_FIND, NULL);
+
+			for (int j = 0; reach && j < reach->npointers && !match; j++)
+			{
+				ListPointer *p = &reach->pointers[j];
+
+				if (p->page == probe.page &&
+					(p->bucket == probe.first || p->bucket == second) &&
+					cuckoo_tag_matches(p->tag, probe.tag))
+					match = loc;
+			}
+		}
+		else if (!loc->overflow)
 		{
 			uint32		bucket = loc->slot / vs->layout.bucket_size;
 
@@ -561,6 +780,14 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	ctl.entrysize = sizeof(BlockNumber);
 	vs.reachable = hash_create("cuckoo verify overflow pages", 64, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.keysize = sizeof(ListReachKey);
+	ctl.entrysize = sizeof(ListReach);
+	vs.lists = hash_create("cuckoo verify lists", 256, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.keysize = sizeof(BlockNumber);
+	ctl.entrysize = sizeof(PostingRefs);
+	vs.posting_refs = hash_create("cuckoo verify posting pages", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	/* the live bucket pages (while growing: unsplit old ones and split new ones) */
 	if (!vs.meta.growing)
@@ -584,13 +811,18 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 		page = read_page(&vs, blkno, &copy);
 		if (PageIsNew(page))
 			continue;
-		if (!CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW))
+		if (!CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING))
 			corrupt(&vs, "unrecognised page", blkno, 0,
 					"The page has no cuckoo page id.");
 		if (CuckooPageGetOpaque(page)->flags & CUCKOO_OVERFLOW)
 		{
 			overflow_pages++;
 			verify_overflow_page(&vs, blkno, page);
+		}
+		else if (CuckooPageGetOpaque(page)->flags & CUCKOO_POSTING)
+		{
+			overflow_pages++;
+			verify_posting_page(&vs, blkno, page);
 		}
 	}
 
@@ -627,6 +859,8 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	hash_destroy(vs.entries);
 	hash_destroy(vs.links);
 	hash_destroy(vs.reachable);
+	hash_destroy(vs.lists);
+	hash_destroy(vs.posting_refs);
 	index_close(index, AccessShareLock);
 	table_close(heap, ShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
