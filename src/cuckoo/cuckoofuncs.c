@@ -176,23 +176,32 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 
 /* ---- verify ---- */
 
+/* Where an entry is: which kind of page, and where a lookup finds it */
+typedef enum VerifyLocKind
+{
+	LOC_BUCKET,					/* a bucket page: "page" is its logical number */
+	LOC_OVERFLOW,				/* an overflow page, found through chains */
+	LOC_POSTING					/* a posting page, found through a list's
+								 * pointers (ListReach) */
+} VerifyLocKind;
+
 typedef struct VerifyLoc
 {
 	BlockNumber blkno;
+	uint32		page;			/* LOC_BUCKET: logical bucket page */
 	uint16		slot;
-	bool		overflow;		/* in an overflow or posting page */
-	bool		posting;		/* in a posting page */
+	uint8		kind;			/* VerifyLocKind */
 	bool		killed;			/* marked dead to everyone by a scan */
-	uint32		tag;
+	uint32		tag;			/* the slot's tag (a list tag in a posting
+								 * page) */
 } VerifyLoc;
 
 /*
  * The entries of one heap TID.  A TID is indexed once, except that an
  * entry whose tag has no rest bits left is copied to both halves by every
- * later split (cuckoo_tag_split): an entry inserted when the table had
- * npages pages has 2^(d - 15) copies after d > 15 doublings, one in each
- * page descended from its page.  The first location is kept inline, the
- * others (rare) in "more".
+ * later split (cuckoo_tag_split), and a copy may since have moved into a
+ * list (check_copies).  The first location is kept inline, the others
+ * (rare) in "more".
  */
 typedef struct VerifyEntry
 {
@@ -283,28 +292,14 @@ read_page(VerifyState *vs, BlockNumber blkno, PGAlignedBlock *copy)
 }
 
 /*
- * Most copies of one entry that the table's doublings can explain: none
- * before its 16th doubling (its rest bits last 15), then twice as many
- * with each.  "generation" counts doublings begun; an entry inserted at
- * generation g0 has at most 2^(generation - g0 - 15) copies.
- */
-static uint64
-max_copies(const CuckooMetaPageData *meta)
-{
-	if (meta->generation <= 15)
-		return 1;
-	return UINT64CONST(1) << Min(meta->generation - 15, 40);
-}
-
-/*
- * Note an entry.  A TID appears once, or, after more than 15 doublings,
- * in several bucket pages, always with a tag that has no rest bits left
- * (see VerifyEntry), at most once per page, and no more often than the
- * doublings explain.
+ * Note an entry of slot "s" of block "blkno" (logical bucket page "page"
+ * for a LOC_BUCKET one).  Whether the TID's other entries, if any, are
+ * copies the doublings explain is checked once every page is read
+ * (check_copies).
  */
 static void
-record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
-			 bool overflow, bool posting)
+record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno,
+			 uint32 page, uint32 s, VerifyLocKind kind)
 {
 	ItemPointerData tid;
 	VerifyEntry *entry;
@@ -326,46 +321,193 @@ record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
 		entry->more = NULL;
 		entry->found = false;
 	}
-	else
+	else if (entry->nlocs - 1 == entry->maxmore)
 	{
-		bool		same_page = false;
-
-		for (int i = 0; i < entry->nlocs; i++)
-			if (entry_loc(entry, i)->blkno == blkno)
-				same_page = true;
-		if (same_page || overflow || entry->first.overflow ||
-			cuckoo_tag_rest(tag) != CUCKOO_REST_EMPTY ||
-			tag != entry->first.tag)
-			corrupt(vs, "heap TID indexed twice", blkno, s,
-					psprintf("TID (%u,%u) is also at block %u, slot %u.",
-							 ItemPointerGetBlockNumber(&tid),
-							 ItemPointerGetOffsetNumber(&tid),
-							 entry->first.blkno, entry->first.slot));
-		if ((uint64) entry->nlocs + 1 > max_copies(&vs->meta))
-			corrupt(vs, "heap TID indexed more often than the doublings explain",
-					blkno, s,
-					psprintf("TID (%u,%u) has %d copies after %u doublings; at most %llu are possible.",
-							 ItemPointerGetBlockNumber(&tid),
-							 ItemPointerGetOffsetNumber(&tid),
-							 entry->nlocs + 1, vs->meta.generation,
-							 (unsigned long long) max_copies(&vs->meta)));
-		if (entry->nlocs - 1 == entry->maxmore)
-		{
-			entry->maxmore = Max(4, entry->maxmore * 2);
-			entry->more = entry->more ?
-				repalloc(entry->more, sizeof(VerifyLoc) * entry->maxmore) :
-				palloc(sizeof(VerifyLoc) * entry->maxmore);
-		}
+		entry->maxmore = Max(4, entry->maxmore * 2);
+		entry->more = entry->more ?
+			repalloc(entry->more, sizeof(VerifyLoc) * entry->maxmore) :
+			palloc(sizeof(VerifyLoc) * entry->maxmore);
 	}
 	loc = entry_loc(entry, entry->nlocs);
 	entry->nlocs++;
 	loc->blkno = blkno;
+	loc->page = page;
 	loc->slot = (uint16) s;
-	loc->overflow = overflow || posting;
-	loc->posting = posting;
+	loc->kind = (uint8) kind;
 	loc->killed = cuckoo_slot_killed(&vs->layout, block, s);
 	loc->tag = tag;
 	vs->nentries++;
+}
+
+/* A bucket page from which a lookup finds a TID's entry "loc" */
+typedef struct CopyReach
+{
+	uint32		page;
+	int			loc;			/* index in the entry's locations */
+} CopyReach;
+
+static int
+copy_reach_cmp(const void *a, const void *b)
+{
+	const CopyReach *x = a;
+	const CopyReach *y = b;
+
+	if (x->page != y->page)
+		return x->page < y->page ? -1 : 1;
+	return (x->loc > y->loc) - (x->loc < y->loc);
+}
+
+/*
+ * The page of the table as it was after its 15th doubling that live
+ * bucket page "page" descends from: a split sends page q to 2q and
+ * 2q + 1, so that is "page" shifted right once per later doubling.  While
+ * a doubling runs, pages from 2 * split_next on are of the doubled table.
+ * The caller has checked that at least 15 doublings are done.
+ */
+static uint32
+ancestor_page(const CuckooMetaPageData *meta, uint32 page)
+{
+	uint32		done = meta->generation - (meta->growing ? 1 : 0);
+
+	Assert(done >= 15);
+	if (meta->growing && page >= 2 * meta->split_next)
+		page >>= 1;
+	return page >> (done - 15);
+}
+
+static void pg_attribute_noreturn()
+copy_corrupt(VerifyState *vs, const char *what, const VerifyEntry *entry,
+			 const VerifyLoc *loc, const VerifyLoc *other, const char *why)
+{
+	corrupt(vs, what, loc->blkno, loc->slot,
+			psprintf("TID (%u,%u) is also at block %u, slot %u; %s.",
+					 ItemPointerGetBlockNumber(&entry->tid),
+					 ItemPointerGetOffsetNumber(&entry->tid),
+					 other->blkno, other->slot, why));
+}
+
+/*
+ * A heap TID with several entries.  Only an entry whose tag has no rest
+ * bits left has copies: every split after the 15th since its insertion
+ * copied it to both halves (cuckoo_tag_split), so after d doublings it
+ * sits in the up to 2^(d - 15) bucket pages descended from the one page it
+ * had 15 doublings after its insertion.  A copy may since have moved into
+ * a list, with the rows of a key its buckets matched (CuckooListCreate):
+ * the list's pointer then has the copy's exhausted tag, and the pointer's
+ * own copies lead to the list from that copy's descendants only.  So,
+ * naming each entry by the bucket pages a lookup finds it from (its own,
+ * or those of the pointers that reach its list):
+ *
+ *	  - no entry is in an overflow page (chain entries never split), every
+ *	    entry has one fingerprint, and every tag (of a bucket entry, of a
+ *	    pointer to a list) is exhausted;
+ *	  - no bucket page finds two of the entries: a lookup there would
+ *	    return the TID twice;
+ *	  - all those pages descend from one page of the table after its 15th
+ *	    doubling (an entry inserted later had its one page later still),
+ *	    which also bounds the copies to 2^(d - 15).
+ *
+ * An entry does not record when it was inserted, so the last rule takes
+ * the earliest insertion possible (into the table the build wrote): exact
+ * for such an entry, an upper bound for one inserted later.
+ */
+static void
+check_copies(VerifyState *vs, const VerifyEntry *entry)
+{
+	const VerifyLoc *first = &entry->first;
+	uint32		done = vs->meta.generation - (vs->meta.growing ? 1 : 0);
+	CopyReach  *reach;
+	int			nreach = 0;
+	int			maxreach = entry->nlocs;
+	uint32		ancestor;
+
+	reach = palloc(sizeof(CopyReach) * maxreach);
+	for (int i = 0; i < entry->nlocs; i++)
+	{
+		const VerifyLoc *loc = entry_loc(entry, i);
+		const VerifyLoc *other = (i == 0) ? entry_loc(entry, 1) : first;
+
+		if (loc->kind == LOC_OVERFLOW)
+			copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+						 "an entry of an overflow page has no copies");
+		if (cuckoo_tag_fp(loc->tag) != cuckoo_tag_fp(first->tag))
+			copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+						 "copies of an entry have one fingerprint");
+		if (loc->kind == LOC_BUCKET)
+		{
+			if (cuckoo_tag_rest(loc->tag) != CUCKOO_REST_EMPTY)
+				copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+							 "only an entry whose tag has no rest bits left has copies");
+			if (nreach == maxreach)
+			{
+				maxreach *= 2;
+				reach = repalloc(reach, sizeof(CopyReach) * maxreach);
+			}
+			reach[nreach].page = loc->page;
+			reach[nreach].loc = i;
+			nreach++;
+		}
+		else
+		{
+			ListReachKey key = {loc->blkno, loc->tag};
+			ListReach  *list = hash_search(vs->lists, &key, HASH_FIND, NULL);
+
+			/* verify_posting_page found the list */
+			Assert(list != NULL);
+			for (int j = 0; j < list->npointers; j++)
+			{
+				if (cuckoo_tag_rest(list->pointers[j].tag) != CUCKOO_REST_EMPTY)
+					copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+								 psprintf("its list's pointer in bucket page %u has rest bits left, so it has no copies",
+										  list->pointers[j].page));
+				if (nreach == maxreach)
+				{
+					maxreach *= 2;
+					reach = repalloc(reach, sizeof(CopyReach) * maxreach);
+				}
+				reach[nreach].page = list->pointers[j].page;
+				reach[nreach].loc = i;
+				nreach++;
+			}
+		}
+	}
+
+	if (done < 15)
+		corrupt(vs, "heap TID indexed more often than the doublings explain",
+				first->blkno, first->slot,
+				psprintf("TID (%u,%u) has %d entries after %u doublings; an entry has copies only from its 16th.",
+						 ItemPointerGetBlockNumber(&entry->tid),
+						 ItemPointerGetOffsetNumber(&entry->tid),
+						 entry->nlocs, done));
+
+	qsort(reach, nreach, sizeof(CopyReach), copy_reach_cmp);
+	ancestor = ancestor_page(&vs->meta, reach[0].page);
+	for (int k = 0; k < nreach; k++)
+	{
+		const VerifyLoc *loc = entry_loc(entry, reach[k].loc);
+
+		if (k > 0 && reach[k].page == reach[k - 1].page)
+		{
+			const VerifyLoc *other = entry_loc(entry, reach[k - 1].loc);
+
+			corrupt(vs, "heap TID reachable twice from one bucket page",
+					loc->blkno, loc->slot,
+					psprintf("A lookup in bucket page %u would return TID (%u,%u) twice: from block %u, slot %u and from block %u, slot %u.",
+							 reach[k].page,
+							 ItemPointerGetBlockNumber(&entry->tid),
+							 ItemPointerGetOffsetNumber(&entry->tid),
+							 other->blkno, other->slot, loc->blkno, loc->slot));
+		}
+		if (ancestor_page(&vs->meta, reach[k].page) != ancestor)
+			corrupt(vs, "heap TID indexed more often than the doublings explain",
+					loc->blkno, loc->slot,
+					psprintf("TID (%u,%u) is found from bucket pages %u and %u, which descend from pages %u and %u of the table after its 15th doubling; all copies of an entry descend from one.",
+							 ItemPointerGetBlockNumber(&entry->tid),
+							 ItemPointerGetOffsetNumber(&entry->tid),
+							 reach[0].page, reach[k].page, ancestor,
+							 ancestor_page(&vs->meta, reach[k].page)));
+	}
+	pfree(reach);
 }
 
 /* Count a reference to posting page "blkno". */
@@ -435,6 +577,13 @@ verify_list(VerifyState *vs, uint32 q, BlockNumber blkno, const uint8 *block,
 			reach->maxpointers = 0;
 			reach->pointers = NULL;
 		}
+		/* a lookup there would return the list's rows twice */
+		for (int i = 0; i < reach->npointers; i++)
+			if (reach->pointers[i].page == q)
+				corrupt(vs, "posting list reached twice from one bucket page",
+						blkno, s,
+						psprintf("Two pointers of bucket page %u lead to the list at block %u.",
+								 q, next));
 		if (reach->npointers == reach->maxpointers)
 		{
 			reach->maxpointers = Max(2, reach->maxpointers * 2);
@@ -504,7 +653,7 @@ verify_posting_page(VerifyState *vs, BlockNumber blkno, Page page)
 		if (hash_search(vs->lists, &key, HASH_FIND, NULL) == NULL)
 			corrupt(vs, "posting entry unreachable", blkno, s,
 					"No list leads to this entry.");
-		record_entry(vs, block, blkno, s, false, true);
+		record_entry(vs, block, blkno, 0, s, LOC_POSTING);
 	}
 	if (used != opaque->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -552,7 +701,7 @@ verify_bucket_page(VerifyState *vs, uint32 q)
 		if (CuckooTidIsRef(cuckoo_slot_tid(&vs->layout, block, s)))
 			verify_list(vs, q, blkno, block, s);
 		else
-			record_entry(vs, block, blkno, s, false, false);
+			record_entry(vs, block, blkno, q, s, LOC_BUCKET);
 	}
 	if (used != opaque->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -598,7 +747,7 @@ verify_overflow_page(VerifyState *vs, BlockNumber blkno, Page page)
 			corrupt(vs, "overflow entry unreachable", blkno, s,
 					"No bucket page chains to this overflow page.");
 		used++;
-		record_entry(vs, block, blkno, s, true, false);
+		record_entry(vs, block, blkno, 0, s, LOC_OVERFLOW);
 	}
 	if (used != CuckooPageGetOpaque(page)->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -637,7 +786,7 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
 	{
 		VerifyLoc  *loc = entry_loc(entry, i);
 
-		if (loc->posting)
+		if (loc->kind == LOC_POSTING)
 		{
 			ListReachKey key = {loc->blkno, loc->tag};
 			ListReach  *reach = hash_search(vs->lists, &key, HASH_FIND, NULL);
@@ -652,7 +801,7 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
 					match = loc;
 			}
 		}
-		else if (!loc->overflow)
+		else if (loc->kind == LOC_BUCKET)
 		{
 			uint32		bucket = loc->slot / vs->layout.bucket_size;
 
@@ -718,8 +867,9 @@ points_at_dead_tuple(Relation heap, ItemPointer tid, BlockNumber heap_blocks)
 /*
  * cuckoo_index_verify(index regclass): the metapage and its extents valid,
  * every page recognised, entry counts right, every overflow page chained,
- * no TID twice (except copies of an entry with no rest bits left, in
- * distinct bucket pages, as many as the doublings explain), every table tuple
+ * no TID twice (except copies of an entry with no rest bits left, found
+ * from distinct bucket pages that descend from one: check_copies), no
+ * bucket page reaching a list twice, every table tuple
  * found where a lookup of its key looks, no killed entry on a live tuple,
  * and no entry pointing at a line pointer that is unused or missing.
  */
@@ -825,6 +975,12 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 			verify_posting_page(&vs, blkno, page);
 		}
 	}
+
+	/* TIDs with several entries: copies that the doublings explain */
+	hash_seq_init(&seq, vs.entries);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+		if (entry->nlocs > 1)
+			check_copies(&vs, entry);
 
 	/* the table: every tuple indexed */
 	indexInfo = BuildIndexInfo(index);
