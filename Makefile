@@ -42,7 +42,7 @@ OBJS        = src/fbf.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
               src/cuckoo/cuckoovacuum.o src/cuckoo/cuckooutils.o \
-              src/cuckoo/cuckoofuncs.o
+              src/cuckoo/cuckoofuncs.o src/cuckoo/cuckoopost.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
@@ -50,7 +50,7 @@ DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
                fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load fbf_counter_mismatch \
                fbf_prepared fbf_filters \
-               cuckoo fbf_upgrade
+               cuckoo cuckoo_duplicates fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \

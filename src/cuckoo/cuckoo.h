@@ -25,11 +25,15 @@
  * of fbf 1.0 have no stamp; their metapage says so (stamped = 0) and they
  * are always addressed under the metapage lock.
  *
- * Overflow pages.  When a key's two buckets are full and the page is not
- * (many rows with one key), or the table is too sparse to be worth
- * doubling, the entry goes to an overflow page chained from the bucket
- * page: a plain array searched by tag.  The bucket page keeps a 64-bit
- * summary of the tags sent to its chain, so lookups of other keys skip it.
+ * Posting lists.  When a key's two buckets are full of its rows, they move
+ * to a list in posting pages and one slot becomes a pointer to it (see
+ * "Refs" below and cuckoopost.c), so only lookups of that key read it.
+ *
+ * Overflow pages.  When a distinct key finds its page full and the table
+ * too sparse to be worth doubling, the entry goes to an overflow page
+ * chained from the bucket page: a plain array searched by tag.  The bucket
+ * page keeps a 64-bit summary of the tags sent to its chain, so lookups of
+ * other keys skip it.
  *
  * Growth.  When an insert finds its page full and the table is dense
  * (sampled load >= CUCKOO_GROW_LOAD), the table doubles: page q's entries
@@ -40,9 +44,12 @@
  * table is extended by npages blocks and step q writes pages 2q and
  * 2q + 1, whose old contents were moved by earlier steps.  Each step is
  * one WAL record that also stores its progress in the metapage
- * (split_next), so a crash leaves a table that readers can address and
- * that the next insert finishes growing.  While growing, a key whose old
- * page is >= split_next lives at its new page.  Chains are shared by the
+ * (split_next), so a table in the middle of a doubling is one readers can
+ * address: a key whose old page is >= split_next lives at its new page.
+ * The steps are not run in one go: one backend begins the doubling (adds
+ * the extent, marks the metapage growing), and every insert that follows
+ * runs one step (cuckooinsert.c), so a doubling of n pages ends within
+ * about n inserts, and a crash just leaves it for the inserts after.  Chains are shared by the
  * two halves of a split page; entries there never move.
  *
  * Locking
@@ -50,9 +57,11 @@
  *	  metapage   share: to refresh the cached copy; held by an insert that
  *	             needs it (full page, stale copy, fbf 1.0 index) for its
  *	             whole duration, and by such a scan until it has locked
- *	             its bucket page; exclusive: held by a doubling for its
- *	             whole duration.  An entry moves between pages only under
- *	             the exclusive lock.  Scans and inserts addressed by the
+ *	             its bucket page; exclusive: held for one split step (or to
+ *	             record the beginning of a doubling).  An entry moves
+ *	             between pages only under the exclusive lock.  Beginning a
+ *	             doubling also takes a heavyweight lock on the metapage's
+ *	             block (one grower at a time; nothing else takes it).  Scans and inserts addressed by the
  *	             cached copy take no metapage lock: the page's stamp tells
  *	             them whether it still holds their keys, and a split step
  *	             holds old page q exclusively from its copy to its record.
@@ -62,13 +71,17 @@
  *	  overflow   locked after its bucket page (exclusive to add, share to
  *	  page       read); a chain shared by two bucket pages is serialised
  *	             by the overflow page's own lock.
+ *	  posting    locked after its key's bucket page, a list's pages in path
+ *	  page       order (readers lock the next before releasing one); pages
+ *	             from the free space map conditionally (cuckoopost.c).
  * Scans copy their matches out of the page and drop its lock before
- * returning the first one.  VACUUM locks one page at a time, and repeats
- * its pass if a doubling ran meanwhile (it could have carried a dead entry
- * from a page not yet visited to one already visited).
+ * returning the first one.  VACUUM locks one page at a time (a bucket page
+ * with its lists' pages), in block order; split steps only move entries
+ * forward in block order, so one pass, reaching the blocks added
+ * meanwhile, sees every entry (cuckoovacuum.c).
  *
  * Every change is WAL-logged with fbf's own records (common/fbf_xlog.h), at
- * most four pages each: a doubling step writes the metapage, old page q
+ * most four pages each: a split step writes the metapage, old page q
  * (its moved mark) and pages 2q and 2q + 1.
  *
  *-------------------------------------------------------------------------
@@ -122,6 +135,7 @@
 #define CUCKOO_SHAPE			(1 << 3)	/* opaque->shape is valid */
 #define CUCKOO_STAMPED			(1 << 4)	/* bucket page: generation stamp set */
 #define CUCKOO_MOVED			(1 << 5)	/* bucket page: split, awaiting reuse */
+#define CUCKOO_POSTING			(1 << 6)	/* posting page (cuckoopost.c) */
 
 /*
  * A bucket page's generation stamp, in bits 8..13 of its flags: the
@@ -143,8 +157,12 @@ typedef struct CuckooPageOpaqueData
 {
 	uint64		summary;		/* bucket page: tags sent to the chain */
 	BlockNumber overflow;		/* next page of the chain, or Invalid */
-	uint32		nkicks;			/* displacements made by inserts here */
-	uint16		nentries;		/* used slots */
+	union
+	{
+		uint32		nkicks;		/* bucket page: displacements made here */
+		uint32		nrefs;		/* posting page: refs to it (cuckoopost.c) */
+	};
+	uint16		nentries;		/* used slots (refs included) */
 	uint16		flags;
 	uint16		shape;			/* with CUCKOO_SHAPE: slots in the block, |
 								 * CUCKOO_SHAPE_WIDE for 4-byte tags (format
@@ -195,6 +213,60 @@ typedef CuckooMetaPageData *CuckooMetaPage;
 
 #define CuckooPageGetBlock(page) ((uint8 *) PageGetContents(page))
 
+/*
+ * Refs (cuckoopost.c).  A slot whose "TID" has CUCKOO_REF_FLAG in its
+ * offset number holds no heap TID (heap offset numbers stay below 0x8000)
+ * but the block of a posting page, and in the offset's other 15 bits a
+ * list id.  In a bucket page it is a key's *pointer*: its tag is the key's
+ * tag there (kicked and split like any entry's), and the key's rows are in
+ * the posting list it names.  In a posting page it is a *link*: the list's
+ * next page.  A list is named, in every page it has slots in, by the tag
+ * CuckooListTag(fingerprint, id), unique in each of those pages.
+ */
+#define CUCKOO_REF_FLAG			0x8000
+#define CUCKOO_LIST_IDS			0x8000	/* ids are 0 .. 0x7FFF */
+
+static inline bool
+CuckooTidIsRef(const uint8 *tid)
+{
+	ItemPointerData t;
+
+	memcpy(&t, tid, sizeof(t));
+	return (t.ip_posid & CUCKOO_REF_FLAG) != 0;
+}
+
+static inline BlockNumber
+CuckooRefBlock(const uint8 *tid)
+{
+	ItemPointerData t;
+
+	memcpy(&t, tid, sizeof(t));
+	return ItemPointerGetBlockNumberNoCheck(&t);
+}
+
+static inline uint32
+CuckooRefId(const uint8 *tid)
+{
+	ItemPointerData t;
+
+	memcpy(&t, tid, sizeof(t));
+	return t.ip_posid & ~CUCKOO_REF_FLAG;
+}
+
+static inline void
+CuckooMakeRef(ItemPointer tid, BlockNumber blkno, uint32 id)
+{
+	ItemPointerSetBlockNumber(tid, blkno);
+	tid->ip_posid = (OffsetNumber) (CUCKOO_REF_FLAG | id);
+}
+
+/* The tag a list's slots carry in its pages: its key's fingerprint and id. */
+static inline uint32
+CuckooListTag(uint32 fp, uint32 id)
+{
+	return cuckoo_make_tag(fp, (id << 1) | 1);
+}
+
 /* Reloptions */
 typedef struct CuckooOptions
 {
@@ -243,6 +315,24 @@ extern bool cuckooinsert(Relation index, Datum *values, bool *isnull,
 						 struct IndexInfo *indexInfo);
 extern void CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid,
 							 bool wal);
+
+/* cuckoopost.c */
+struct CuckooProbe;
+typedef void (*CuckooListVisit) (void *arg, Buffer buf, uint32 slot);
+extern bool CuckooListAppend(Relation index, const CuckooLayout *layout,
+							 Buffer buf, const struct CuckooProbe *probe,
+							 ItemPointer tid, bool wal);
+extern bool CuckooListCreate(Relation index, const CuckooLayout *layout,
+							 Buffer buf, const struct CuckooProbe *probe,
+							 ItemPointer tid, bool wal);
+extern void CuckooListSearch(Relation index, const CuckooLayout *layout,
+							 uint32 list_tag, BlockNumber head,
+							 bool skip_killed, CuckooListVisit visit,
+							 void *arg);
+extern bool CuckooListVacuum(Relation index, const CuckooLayout *layout,
+							 Buffer buf);
+extern void CuckooRecordSpace(Relation index, const CuckooLayout *layout,
+							  BlockNumber blkno, Page page);
 
 /* cuckooscan.c */
 extern IndexScanDesc cuckoobeginscan(Relation r, int nkeys, int norderbys);
@@ -309,5 +399,14 @@ extern uint64 CuckooHashDatum(Relation index, Oid subtype, Oid collation,
 extern void CuckooPageChanged(Relation index, Buffer buf);
 extern void CuckooSetShape(Page page, const CuckooLayout *layout);
 extern void CuckooMaskPage(Page page);
+
+/*
+ * Page changes: through fbf's WAL (common/fbf_xlog.h) when "wal"; an index
+ * build writes without WAL and logs every page once at the end.
+ */
+extern struct FbfXLogState *CuckooChangeStart(Relation index, bool wal);
+extern Page CuckooChangePage(struct FbfXLogState *state, Buffer buf, int flags);
+extern void CuckooChangeFinish(Relation index, struct FbfXLogState *state,
+							   Buffer *bufs, int nbufs);
 
 #endif							/* CUCKOO_H */

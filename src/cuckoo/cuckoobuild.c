@@ -5,11 +5,16 @@
  *	  an unlogged one.
  *
  * A build collects (hash, TID) for every heap tuple, then sizes the table
- * for exactly that many entries at CUCKOO_BUILD_LOAD, distributes the
- * entries to their pages with a counting sort, and fills each page with
- * cuckoo insertion in local memory before writing it once.  Entries a page
- * cannot take go to overflow pages written after the bucket pages.  Pages
- * are written without WAL and logged in bulk at the end, as btree does.
+ * for the bucket slots they will take at CUCKOO_BUILD_LOAD (a key with more
+ * rows than its two buckets hold takes one: its list's pointer),
+ * distributes the entries to their pages with a counting sort, and fills
+ * each page with cuckoo insertion in local memory before writing it once.
+ * A page's entries go in hash order, so a key's rows are adjacent: past the
+ * first bucket_size, they are inserted one by one once the table is
+ * written, which moves them to the key's posting list (cuckoopost.c).
+ * Entries a page cannot take go to overflow pages written after the bucket
+ * pages.  Pages are written without WAL and logged in bulk at the end, as
+ * btree does.
  *
  * If the entries outgrow maintenance_work_mem, the build stops collecting:
  * it lays out a table sized for the planner's row estimate and inserts the
@@ -162,6 +167,53 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	bs->nitems++;
 }
 
+static int
+spool_hash_cmp(const void *a, const void *b)
+{
+	uint64		ha = ((const CuckooSpoolItem *) a)->hash;
+	uint64		hb = ((const CuckooSpoolItem *) b)->hash;
+
+	return ha < hb ? -1 : ha > hb ? 1 : 0;
+}
+
+/*
+ * Bucket slots the collected entries will take (sorting them by hash): a
+ * key's rows, or, for a key with more than two buckets hold, the one
+ * pointer to its list.  The table is sized for these, not for the rows:
+ * a column of few keys with many rows each needs few bucket pages.
+ */
+static double
+bucket_slots(CuckooBuildState *bs)
+{
+	double		slots = 0;
+	Size		run = 0;
+
+	if (bs->nitems > 1)
+		qsort(bs->items, bs->nitems, sizeof(CuckooSpoolItem), spool_hash_cmp);
+	for (Size i = 0; i < bs->nitems; i++)
+	{
+		run++;
+		if (i + 1 == bs->nitems || bs->items[i + 1].hash != bs->items[i].hash)
+		{
+			slots += run <= 2 * bs->layout.bucket_size ? (double) run : 1.0;
+			run = 0;
+		}
+	}
+	return slots;
+}
+
+/* qsort of entry numbers by their hash (write_table) */
+static const CuckooSpoolItem *sort_items;
+
+static int
+item_hash_cmp(const void *a, const void *b)
+{
+	uint64		ha = sort_items[*(const uint32 *) a].hash;
+	uint64		hb = sort_items[*(const uint32 *) b].hash;
+
+	return ha < hb ? -1 : ha > hb ? 1 : 0;
+}
+
 static Page
 copy_page(Page page)
 {
@@ -181,7 +233,7 @@ static void
 write_table(Relation index, CuckooBuildState *bs)
 {
 	const CuckooLayout *layout = &bs->layout;
-	uint32		npages = pages_for(layout, (double) bs->nitems);
+	uint32		npages = pages_for(layout, (double) bucket_slots(bs));
 	uint32	   *start = palloc0(sizeof(uint32) * ((Size) npages + 1));
 	uint32	   *order;
 	CuckooProbe *probes;
@@ -190,6 +242,9 @@ write_table(Relation index, CuckooBuildState *bs)
 	List	   *overflow = NIL;
 	BlockNumber next_overflow = CUCKOO_METAPAGE_BLKNO + 1 + npages;
 	ListCell   *lc;
+	uint32	   *deferred = palloc_extended(sizeof(uint32) * Max(bs->nitems, 1),
+										   MCXT_ALLOC_HUGE);
+	Size		ndeferred = 0;
 
 	/* counting sort of the entries by page */
 	probes = palloc_extended(sizeof(CuckooProbe) * Max(bs->nitems, 1), MCXT_ALLOC_HUGE);
@@ -210,6 +265,12 @@ write_table(Relation index, CuckooBuildState *bs)
 			order[fill[probes[i].page]++] = (uint32) i;
 		pfree(fill);
 	}
+	/* each page's entries by hash, so that a key's rows are adjacent */
+	sort_items = bs->items;
+	for (uint32 q = 0; q < npages; q++)
+		if (start[q + 1] - start[q] > 1)
+			qsort(order + start[q], start[q + 1] - start[q], sizeof(uint32),
+				  item_hash_cmp);
 
 	CuckooInitMetaPage(page.data, &bs->opts, npages);
 	write_page(index, page.data, CUCKOO_METAPAGE_BLKNO);
@@ -218,16 +279,38 @@ write_table(Relation index, CuckooBuildState *bs)
 	{
 		CuckooPageOpaque opaque;
 		bool		have_opage = false;
+		uint32		run_end;	/* end of the run of equal hashes at j */
+		bool		listed;		/* that run goes to a list */
 
 		CHECK_FOR_INTERRUPTS();
 		CuckooInitSlotPage(page.data, CUCKOO_BUCKET, layout);
 		CuckooStampPage(page.data, 0);
 		opaque = CuckooPageGetOpaque(page.data);
+		run_end = start[q];
+		listed = false;
 		for (uint32 j = start[q]; j < start[q + 1]; j++)
 		{
 			CuckooSpoolItem *item = &bs->items[order[j]];
 			uint32		tag = probes[order[j]].tag;
 			int			kicks;
+
+			/*
+			 * The rows of a key with more than its two buckets hold go to
+			 * its list, made by inserts once the table is written
+			 * (deferred[]): here they would only crowd other keys out.
+			 */
+			if (j == run_end)
+			{
+				while (run_end < start[q + 1] &&
+					   bs->items[order[run_end]].hash == item->hash)
+					run_end++;
+				listed = run_end - j > 2 * layout->bucket_size;
+			}
+			if (listed)
+			{
+				deferred[ndeferred++] = order[j];
+				continue;
+			}
 
 			kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page.data), tag,
 										probes[order[j]].first,
@@ -269,6 +352,15 @@ write_table(Relation index, CuckooBuildState *bs)
 		Assert(blkno == next_overflow);
 	}
 	list_free_deep(overflow);
+
+	/* the keys' lists: the table is written, so as inserts (no WAL yet) */
+	for (Size i = 0; i < ndeferred; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		CuckooInsertHash(index, bs->items[deferred[i]].hash,
+						 &bs->items[deferred[i]].tid, false);
+	}
+	pfree(deferred);
 	pfree(start);
 	pfree(order);
 	pfree(probes);

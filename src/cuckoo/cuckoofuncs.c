@@ -93,7 +93,8 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 				entries = 0,
 				overflow_entries = 0,
 				killed = 0,
-				kicks = 0;
+				kicks = 0,
+				bucket_slots_used = 0;
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	Datum		values[15];
 	bool		nulls[15] = {0};
@@ -116,25 +117,35 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW))
+		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING))
 		{
+			int64		rows = 0;
+
 			opaque = CuckooPageGetOpaque(page);
 			block = CuckooPageGetBlock(page);
+			/* rows: slots that are not refs (pointers, links) */
+			for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
+			{
+				if (!cuckoo_slot_used(&layout, block, s) ||
+					CuckooTidIsRef(cuckoo_slot_tid(&layout, block, s)))
+					continue;
+				rows++;
+				if (cuckoo_slot_killed(&layout, block, s))
+					killed++;
+			}
 			if (opaque->flags & CUCKOO_BUCKET)
 			{
 				bucket_pages++;
-				entries += opaque->nentries;
+				entries += rows;
+				bucket_slots_used += opaque->nentries;
 				kicks += opaque->nkicks;
 			}
 			else
 			{
+				/* overflow pages of bucket pages, and posting pages */
 				overflow_pages++;
-				overflow_entries += opaque->nentries;
+				overflow_entries += rows;
 			}
-			for (uint32 s = 0; s < cuckoo_nslots(&layout); s++)
-				if (cuckoo_slot_used(&layout, block, s) &&
-					cuckoo_slot_killed(&layout, block, s))
-					killed++;
 		}
 		UnlockReleaseBuffer(buf);
 	}
@@ -148,7 +159,7 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum(killed);
 	values[i++] = Int64GetDatum(bucket_pages * (int64) cuckoo_nslots(&layout));
 	values[i++] = Float8GetDatum(bucket_pages > 0 ?
-								 (double) entries / ((double) bucket_pages * cuckoo_nslots(&layout)) : 0.0);
+								 (double) bucket_slots_used / ((double) bucket_pages * cuckoo_nslots(&layout)) : 0.0);
 	values[i++] = Int64GetDatum(kicks);
 	values[i++] = Int32GetDatum((int32) meta.generation);
 	values[i++] = Int32GetDatum((int32) meta.fingerprint_bits);
@@ -165,22 +176,32 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 
 /* ---- verify ---- */
 
+/* Where an entry is: which kind of page, and where a lookup finds it */
+typedef enum VerifyLocKind
+{
+	LOC_BUCKET,					/* a bucket page: "page" is its logical number */
+	LOC_OVERFLOW,				/* an overflow page, found through chains */
+	LOC_POSTING					/* a posting page, found through a list's
+								 * pointers (ListReach) */
+} VerifyLocKind;
+
 typedef struct VerifyLoc
 {
 	BlockNumber blkno;
+	uint32		page;			/* LOC_BUCKET: logical bucket page */
 	uint16		slot;
-	bool		overflow;		/* in an overflow page */
+	uint8		kind;			/* VerifyLocKind */
 	bool		killed;			/* marked dead to everyone by a scan */
-	uint32		tag;
+	uint32		tag;			/* the slot's tag (a list tag in a posting
+								 * page) */
 } VerifyLoc;
 
 /*
  * The entries of one heap TID.  A TID is indexed once, except that an
  * entry whose tag has no rest bits left is copied to both halves by every
- * later split (cuckoo_tag_split): an entry inserted when the table had
- * npages pages has 2^(d - 15) copies after d > 15 doublings, one in each
- * page descended from its page.  The first location is kept inline, the
- * others (rare) in "more".
+ * later split (cuckoo_tag_split), and a copy may since have moved into a
+ * list (check_copies).  The first location is kept inline, the others
+ * (rare) in "more".
  */
 typedef struct VerifyEntry
 {
@@ -200,6 +221,40 @@ typedef struct ChainLink
 	uint32		page;			/* ... reachable from this bucket page */
 } ChainLink;
 
+/*
+ * A list visits a posting page: the pointers that lead to its slots with
+ * tag "list_tag" there.  A row there is found by a lookup whose probe's
+ * page, buckets and tag one of those pointers matches.
+ */
+typedef struct ListReachKey
+{
+	BlockNumber blkno;
+	uint32		list_tag;
+} ListReachKey;
+
+typedef struct ListPointer
+{
+	uint32		page;			/* logical bucket page of the pointer */
+	uint32		bucket;
+	uint32		tag;			/* the pointer's tag */
+} ListPointer;
+
+typedef struct ListReach
+{
+	ListReachKey key;
+	int			npointers;
+	int			maxpointers;
+	ListPointer *pointers;
+} ListReach;
+
+/* References to one posting page found by walking the lists */
+typedef struct PostingRefs
+{
+	BlockNumber blkno;
+	uint32		counted;		/* links and pointers with rest bits left */
+	uint32		all;			/* every reference, copies of pointers too */
+} PostingRefs;
+
 typedef struct VerifyState
 {
 	Relation	index;
@@ -208,6 +263,8 @@ typedef struct VerifyState
 	HTAB	   *entries;
 	HTAB	   *links;			/* ChainLink */
 	HTAB	   *reachable;		/* BlockNumber of every chained overflow page */
+	HTAB	   *lists;			/* ListReach */
+	HTAB	   *posting_refs;	/* PostingRefs */
 	int64		nentries;
 	int64		heap_tuples;
 } VerifyState;
@@ -235,28 +292,14 @@ read_page(VerifyState *vs, BlockNumber blkno, PGAlignedBlock *copy)
 }
 
 /*
- * Most copies of one entry that the table's doublings can explain: none
- * before its 16th doubling (its rest bits last 15), then twice as many
- * with each.  "generation" counts doublings begun; an entry inserted at
- * generation g0 has at most 2^(generation - g0 - 15) copies.
- */
-static uint64
-max_copies(const CuckooMetaPageData *meta)
-{
-	if (meta->generation <= 15)
-		return 1;
-	return UINT64CONST(1) << Min(meta->generation - 15, 40);
-}
-
-/*
- * Note an entry.  A TID appears once, or, after more than 15 doublings,
- * in several bucket pages, always with a tag that has no rest bits left
- * (see VerifyEntry), at most once per page, and no more often than the
- * doublings explain.
+ * Note an entry of slot "s" of block "blkno" (logical bucket page "page"
+ * for a LOC_BUCKET one).  Whether the TID's other entries, if any, are
+ * copies the doublings explain is checked once every page is read
+ * (check_copies).
  */
 static void
-record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
-			 bool overflow)
+record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno,
+			 uint32 page, uint32 s, VerifyLocKind kind)
 {
 	ItemPointerData tid;
 	VerifyEntry *entry;
@@ -278,45 +321,352 @@ record_entry(VerifyState *vs, const uint8 *block, BlockNumber blkno, uint32 s,
 		entry->more = NULL;
 		entry->found = false;
 	}
-	else
+	else if (entry->nlocs - 1 == entry->maxmore)
 	{
-		bool		same_page = false;
-
-		for (int i = 0; i < entry->nlocs; i++)
-			if (entry_loc(entry, i)->blkno == blkno)
-				same_page = true;
-		if (same_page || overflow || entry->first.overflow ||
-			cuckoo_tag_rest(tag) != CUCKOO_REST_EMPTY ||
-			tag != entry->first.tag)
-			corrupt(vs, "heap TID indexed twice", blkno, s,
-					psprintf("TID (%u,%u) is also at block %u, slot %u.",
-							 ItemPointerGetBlockNumber(&tid),
-							 ItemPointerGetOffsetNumber(&tid),
-							 entry->first.blkno, entry->first.slot));
-		if ((uint64) entry->nlocs + 1 > max_copies(&vs->meta))
-			corrupt(vs, "heap TID indexed more often than the doublings explain",
-					blkno, s,
-					psprintf("TID (%u,%u) has %d copies after %u doublings; at most %llu are possible.",
-							 ItemPointerGetBlockNumber(&tid),
-							 ItemPointerGetOffsetNumber(&tid),
-							 entry->nlocs + 1, vs->meta.generation,
-							 (unsigned long long) max_copies(&vs->meta)));
-		if (entry->nlocs - 1 == entry->maxmore)
-		{
-			entry->maxmore = Max(4, entry->maxmore * 2);
-			entry->more = entry->more ?
-				repalloc(entry->more, sizeof(VerifyLoc) * entry->maxmore) :
-				palloc(sizeof(VerifyLoc) * entry->maxmore);
-		}
+		entry->maxmore = Max(4, entry->maxmore * 2);
+		entry->more = entry->more ?
+			repalloc(entry->more, sizeof(VerifyLoc) * entry->maxmore) :
+			palloc(sizeof(VerifyLoc) * entry->maxmore);
 	}
 	loc = entry_loc(entry, entry->nlocs);
 	entry->nlocs++;
 	loc->blkno = blkno;
+	loc->page = page;
 	loc->slot = (uint16) s;
-	loc->overflow = overflow;
+	loc->kind = (uint8) kind;
 	loc->killed = cuckoo_slot_killed(&vs->layout, block, s);
 	loc->tag = tag;
 	vs->nentries++;
+}
+
+/* A bucket page from which a lookup finds a TID's entry "loc" */
+typedef struct CopyReach
+{
+	uint32		page;
+	int			loc;			/* index in the entry's locations */
+} CopyReach;
+
+static int
+copy_reach_cmp(const void *a, const void *b)
+{
+	const CopyReach *x = a;
+	const CopyReach *y = b;
+
+	if (x->page != y->page)
+		return x->page < y->page ? -1 : 1;
+	return (x->loc > y->loc) - (x->loc < y->loc);
+}
+
+/*
+ * The page of the table as it was after its 15th doubling that live
+ * bucket page "page" descends from: a split sends page q to 2q and
+ * 2q + 1, so that is "page" shifted right once per later doubling.  While
+ * a doubling runs, pages from 2 * split_next on are of the doubled table.
+ * The caller has checked that at least 15 doublings are done.
+ */
+static uint32
+ancestor_page(const CuckooMetaPageData *meta, uint32 page)
+{
+	uint32		done = meta->generation - (meta->growing ? 1 : 0);
+
+	Assert(done >= 15);
+	if (meta->growing && page >= 2 * meta->split_next)
+		page >>= 1;
+	return page >> (done - 15);
+}
+
+static void pg_attribute_noreturn()
+copy_corrupt(VerifyState *vs, const char *what, const VerifyEntry *entry,
+			 const VerifyLoc *loc, const VerifyLoc *other, const char *why)
+{
+	corrupt(vs, what, loc->blkno, loc->slot,
+			psprintf("TID (%u,%u) is also at block %u, slot %u; %s.",
+					 ItemPointerGetBlockNumber(&entry->tid),
+					 ItemPointerGetOffsetNumber(&entry->tid),
+					 other->blkno, other->slot, why));
+}
+
+/*
+ * A heap TID with several entries.  Only an entry whose tag has no rest
+ * bits left has copies: every split after the 15th since its insertion
+ * copied it to both halves (cuckoo_tag_split), so after d doublings it
+ * sits in the up to 2^(d - 15) bucket pages descended from the one page it
+ * had 15 doublings after its insertion.  A copy may since have moved into
+ * a list, with the rows of a key its buckets matched (CuckooListCreate):
+ * the list's pointer then has the copy's exhausted tag, and the pointer's
+ * own copies lead to the list from that copy's descendants only.  So,
+ * naming each entry by the bucket pages a lookup finds it from (its own,
+ * or those of the pointers that reach its list):
+ *
+ *	  - no entry is in an overflow page (chain entries never split), every
+ *	    entry has one fingerprint, and every tag (of a bucket entry, of a
+ *	    pointer to a list) is exhausted;
+ *	  - no bucket page finds two of the entries: a lookup there would
+ *	    return the TID twice;
+ *	  - all those pages descend from one page of the table after its 15th
+ *	    doubling (an entry inserted later had its one page later still),
+ *	    which also bounds the copies to 2^(d - 15).
+ *
+ * An entry does not record when it was inserted, so the last rule takes
+ * the earliest insertion possible (into the table the build wrote): exact
+ * for such an entry, an upper bound for one inserted later.
+ */
+static void
+check_copies(VerifyState *vs, const VerifyEntry *entry)
+{
+	const VerifyLoc *first = &entry->first;
+	uint32		done = vs->meta.generation - (vs->meta.growing ? 1 : 0);
+	CopyReach  *reach;
+	int			nreach = 0;
+	int			maxreach = entry->nlocs;
+	uint32		ancestor;
+
+	reach = palloc(sizeof(CopyReach) * maxreach);
+	for (int i = 0; i < entry->nlocs; i++)
+	{
+		const VerifyLoc *loc = entry_loc(entry, i);
+		const VerifyLoc *other = (i == 0) ? entry_loc(entry, 1) : first;
+
+		if (loc->kind == LOC_OVERFLOW)
+			copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+						 "an entry of an overflow page has no copies");
+		if (cuckoo_tag_fp(loc->tag) != cuckoo_tag_fp(first->tag))
+			copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+						 "copies of an entry have one fingerprint");
+		if (loc->kind == LOC_BUCKET)
+		{
+			if (cuckoo_tag_rest(loc->tag) != CUCKOO_REST_EMPTY)
+				copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+							 "only an entry whose tag has no rest bits left has copies");
+			if (nreach == maxreach)
+			{
+				maxreach *= 2;
+				reach = repalloc(reach, sizeof(CopyReach) * maxreach);
+			}
+			reach[nreach].page = loc->page;
+			reach[nreach].loc = i;
+			nreach++;
+		}
+		else
+		{
+			ListReachKey key = {loc->blkno, loc->tag};
+			ListReach  *list = hash_search(vs->lists, &key, HASH_FIND, NULL);
+
+			/* verify_posting_page found the list */
+			Assert(list != NULL);
+			for (int j = 0; j < list->npointers; j++)
+			{
+				if (cuckoo_tag_rest(list->pointers[j].tag) != CUCKOO_REST_EMPTY)
+					copy_corrupt(vs, "heap TID indexed twice", entry, loc, other,
+								 psprintf("its list's pointer in bucket page %u has rest bits left, so it has no copies",
+										  list->pointers[j].page));
+				if (nreach == maxreach)
+				{
+					maxreach *= 2;
+					reach = repalloc(reach, sizeof(CopyReach) * maxreach);
+				}
+				reach[nreach].page = list->pointers[j].page;
+				reach[nreach].loc = i;
+				nreach++;
+			}
+		}
+	}
+
+	if (done < 15)
+		corrupt(vs, "heap TID indexed more often than the doublings explain",
+				first->blkno, first->slot,
+				psprintf("TID (%u,%u) has %d entries after %u doublings; an entry has copies only from its 16th.",
+						 ItemPointerGetBlockNumber(&entry->tid),
+						 ItemPointerGetOffsetNumber(&entry->tid),
+						 entry->nlocs, done));
+
+	qsort(reach, nreach, sizeof(CopyReach), copy_reach_cmp);
+	ancestor = ancestor_page(&vs->meta, reach[0].page);
+	for (int k = 0; k < nreach; k++)
+	{
+		const VerifyLoc *loc = entry_loc(entry, reach[k].loc);
+
+		if (k > 0 && reach[k].page == reach[k - 1].page)
+		{
+			const VerifyLoc *other = entry_loc(entry, reach[k - 1].loc);
+
+			corrupt(vs, "heap TID reachable twice from one bucket page",
+					loc->blkno, loc->slot,
+					psprintf("A lookup in bucket page %u would return TID (%u,%u) twice: from block %u, slot %u and from block %u, slot %u.",
+							 reach[k].page,
+							 ItemPointerGetBlockNumber(&entry->tid),
+							 ItemPointerGetOffsetNumber(&entry->tid),
+							 other->blkno, other->slot, loc->blkno, loc->slot));
+		}
+		if (ancestor_page(&vs->meta, reach[k].page) != ancestor)
+			corrupt(vs, "heap TID indexed more often than the doublings explain",
+					loc->blkno, loc->slot,
+					psprintf("TID (%u,%u) is found from bucket pages %u and %u, which descend from pages %u and %u of the table after its 15th doubling; all copies of an entry descend from one.",
+							 ItemPointerGetBlockNumber(&entry->tid),
+							 ItemPointerGetOffsetNumber(&entry->tid),
+							 reach[0].page, reach[k].page, ancestor,
+							 ancestor_page(&vs->meta, reach[k].page)));
+	}
+	pfree(reach);
+}
+
+/* Count a reference to posting page "blkno". */
+static void
+note_posting_ref(VerifyState *vs, BlockNumber blkno, bool counted)
+{
+	bool		found;
+	PostingRefs *refs = hash_search(vs->posting_refs, &blkno, HASH_ENTER, &found);
+
+	if (!found)
+	{
+		refs->counted = 0;
+		refs->all = 0;
+	}
+	refs->all++;
+	if (counted)
+		refs->counted++;
+}
+
+/*
+ * Walk the list of the pointer in slot "s" of logical bucket page "q"
+ * (block "blkno"): every page a posting page, the path without a cycle,
+ * and each page with at most one link of the list; note for each page the
+ * pointer that reaches the list's slots there, and the references.
+ */
+static void
+verify_list(VerifyState *vs, uint32 q, BlockNumber blkno, const uint8 *block,
+			uint32 s)
+{
+	const uint8 *ref = cuckoo_slot_tid(&vs->layout, block, s);
+	uint32		ptag = cuckoo_slot_tag(&vs->layout, block, s);
+	uint32		list_tag = CuckooListTag(cuckoo_tag_fp(ptag), CuckooRefId(ref));
+	BlockNumber next = CuckooRefBlock(ref);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(vs->index);
+	bool		counted = cuckoo_tag_rest(ptag) != CUCKOO_REST_EMPTY;
+	int			hops = 0;
+
+	if (cuckoo_tag_rest(ptag) == 0)
+		corrupt(vs, "tag without a sentinel", blkno, s,
+				"The rest bits of the pointer's tag are all zero.");
+	while (BlockNumberIsValid(next))
+	{
+		PGAlignedBlock copy;
+		Page		page;
+		const uint8 *pblock;
+		ListReachKey key = {next, list_tag};
+		ListReach  *reach;
+		bool		found;
+		BlockNumber link = InvalidBlockNumber;
+
+		if (next == CUCKOO_METAPAGE_BLKNO || next >= nblocks)
+			corrupt(vs, "posting list link out of range", blkno, s,
+					psprintf("The list leads to block %u.", next));
+		if (++hops > (int) nblocks)
+			corrupt(vs, "posting list has a cycle", blkno, s,
+					"The list of this pointer never ends.");
+		page = read_page(vs, next, &copy);
+		if (!CuckooIsPage(page, CUCKOO_POSTING))
+			corrupt(vs, "posting page expected", next, 0,
+					psprintf("A list of bucket page %u leads to a page that is not a posting page.", q));
+		if (hops == 1)
+			note_posting_ref(vs, next, counted);	/* the pointer's */
+		reach = hash_search(vs->lists, &key, HASH_ENTER, &found);
+		if (!found)
+		{
+			reach->npointers = 0;
+			reach->maxpointers = 0;
+			reach->pointers = NULL;
+		}
+		/* a lookup there would return the list's rows twice */
+		for (int i = 0; i < reach->npointers; i++)
+			if (reach->pointers[i].page == q)
+				corrupt(vs, "posting list reached twice from one bucket page",
+						blkno, s,
+						psprintf("Two pointers of bucket page %u lead to the list at block %u.",
+								 q, next));
+		if (reach->npointers == reach->maxpointers)
+		{
+			reach->maxpointers = Max(2, reach->maxpointers * 2);
+			reach->pointers = reach->pointers ?
+				repalloc(reach->pointers, sizeof(ListPointer) * reach->maxpointers) :
+				palloc(sizeof(ListPointer) * reach->maxpointers);
+		}
+		reach->pointers[reach->npointers].page = q;
+		reach->pointers[reach->npointers].bucket = s / vs->layout.bucket_size;
+		reach->pointers[reach->npointers].tag = ptag;
+		reach->npointers++;
+
+		pblock = CuckooPageGetBlock(page);
+		for (uint32 t = 0; t < cuckoo_nslots(&vs->layout); t++)
+		{
+			const uint8 *tid;
+
+			if (!cuckoo_slot_used(&vs->layout, pblock, t) ||
+				cuckoo_slot_tag(&vs->layout, pblock, t) != list_tag)
+				continue;
+			tid = cuckoo_slot_tid(&vs->layout, pblock, t);
+			if (!CuckooTidIsRef(tid))
+				continue;
+			if (BlockNumberIsValid(link))
+				corrupt(vs, "posting list has two links in one page", next, t,
+						"A list has at most one link per page.");
+			if (CuckooRefId(tid) != CuckooRefId(ref))
+				corrupt(vs, "posting list link names another list", next, t,
+						psprintf("Link id %u, list id %u.", CuckooRefId(tid),
+								 CuckooRefId(ref)));
+			link = CuckooRefBlock(tid);
+		}
+		/* a link is counted once, however many copies of a pointer lead to it */
+		if (BlockNumberIsValid(link) && reach->npointers == 1)
+			note_posting_ref(vs, link, true);
+		else if (BlockNumberIsValid(link))
+			note_posting_ref(vs, link, false);
+		next = link;
+	}
+}
+
+/*
+ * Check a posting page: its entry count, and its reference count against
+ * the references the lists made (a page counted as unreferenced would be
+ * freed under them; one referenced by nothing holds rows no lookup finds).
+ * Its rows are recorded for the table scan.
+ */
+static void
+verify_posting_page(VerifyState *vs, BlockNumber blkno, Page page)
+{
+	const uint8 *block = CuckooPageGetBlock(page);
+	CuckooPageOpaque opaque = CuckooPageGetOpaque(page);
+	PostingRefs *refs = hash_search(vs->posting_refs, &blkno, HASH_FIND, NULL);
+	uint32		used = 0;
+
+	for (uint32 s = 0; s < cuckoo_nslots(&vs->layout); s++)
+	{
+		ListReachKey key;
+
+		if (!cuckoo_slot_used(&vs->layout, block, s))
+			continue;
+		used++;
+		if (CuckooTidIsRef(cuckoo_slot_tid(&vs->layout, block, s)))
+			continue;
+		key.blkno = blkno;
+		key.list_tag = cuckoo_slot_tag(&vs->layout, block, s);
+		if (hash_search(vs->lists, &key, HASH_FIND, NULL) == NULL)
+			corrupt(vs, "posting entry unreachable", blkno, s,
+					"No list leads to this entry.");
+		record_entry(vs, block, blkno, 0, s, LOC_POSTING);
+	}
+	if (used != opaque->nentries)
+		corrupt(vs, "wrong entry count", blkno, 0,
+				psprintf("The page counts %u entries but holds %u.",
+						 opaque->nentries, used));
+	if (refs && refs->all > 0 && opaque->nrefs == 0)
+		corrupt(vs, "referenced posting page counted free", blkno, 0,
+				psprintf("%u references lead to the page, which counts none.",
+						 refs->all));
+	if (refs && refs->counted > opaque->nrefs)
+		corrupt(vs, "posting page has more references than it counts", blkno, 0,
+				psprintf("%u references lead to the page, which counts %u.",
+						 refs->counted, opaque->nrefs));
 }
 
 /* Check one live bucket page and note the overflow pages it reaches. */
@@ -348,7 +698,10 @@ verify_bucket_page(VerifyState *vs, uint32 q)
 		if (!cuckoo_slot_used(&vs->layout, block, s))
 			continue;
 		used++;
-		record_entry(vs, block, blkno, s, false);
+		if (CuckooTidIsRef(cuckoo_slot_tid(&vs->layout, block, s)))
+			verify_list(vs, q, blkno, block, s);
+		else
+			record_entry(vs, block, blkno, q, s, LOC_BUCKET);
 	}
 	if (used != opaque->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -394,7 +747,7 @@ verify_overflow_page(VerifyState *vs, BlockNumber blkno, Page page)
 			corrupt(vs, "overflow entry unreachable", blkno, s,
 					"No bucket page chains to this overflow page.");
 		used++;
-		record_entry(vs, block, blkno, s, true);
+		record_entry(vs, block, blkno, 0, s, LOC_OVERFLOW);
 	}
 	if (used != CuckooPageGetOpaque(page)->nentries)
 		corrupt(vs, "wrong entry count", blkno, 0,
@@ -433,7 +786,22 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values,
 	{
 		VerifyLoc  *loc = entry_loc(entry, i);
 
-		if (!loc->overflow)
+		if (loc->kind == LOC_POSTING)
+		{
+			ListReachKey key = {loc->blkno, loc->tag};
+			ListReach  *reach = hash_search(vs->lists, &key, HASH_FIND, NULL);
+
+			for (int j = 0; reach && j < reach->npointers && !match; j++)
+			{
+				ListPointer *p = &reach->pointers[j];
+
+				if (p->page == probe.page &&
+					(p->bucket == probe.first || p->bucket == second) &&
+					cuckoo_tag_matches(p->tag, probe.tag))
+					match = loc;
+			}
+		}
+		else if (loc->kind == LOC_BUCKET)
 		{
 			uint32		bucket = loc->slot / vs->layout.bucket_size;
 
@@ -499,8 +867,9 @@ points_at_dead_tuple(Relation heap, ItemPointer tid, BlockNumber heap_blocks)
 /*
  * cuckoo_index_verify(index regclass): the metapage and its extents valid,
  * every page recognised, entry counts right, every overflow page chained,
- * no TID twice (except copies of an entry with no rest bits left, in
- * distinct bucket pages, as many as the doublings explain), every table tuple
+ * no TID twice (except copies of an entry with no rest bits left, found
+ * from distinct bucket pages that descend from one: check_copies), no
+ * bucket page reaching a list twice, every table tuple
  * found where a lookup of its key looks, no killed entry on a live tuple,
  * and no entry pointing at a line pointer that is unused or missing.
  */
@@ -561,6 +930,14 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	ctl.entrysize = sizeof(BlockNumber);
 	vs.reachable = hash_create("cuckoo verify overflow pages", 64, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.keysize = sizeof(ListReachKey);
+	ctl.entrysize = sizeof(ListReach);
+	vs.lists = hash_create("cuckoo verify lists", 256, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.keysize = sizeof(BlockNumber);
+	ctl.entrysize = sizeof(PostingRefs);
+	vs.posting_refs = hash_create("cuckoo verify posting pages", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	/* the live bucket pages (while growing: unsplit old ones and split new ones) */
 	if (!vs.meta.growing)
@@ -584,7 +961,7 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 		page = read_page(&vs, blkno, &copy);
 		if (PageIsNew(page))
 			continue;
-		if (!CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW))
+		if (!CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING))
 			corrupt(&vs, "unrecognised page", blkno, 0,
 					"The page has no cuckoo page id.");
 		if (CuckooPageGetOpaque(page)->flags & CUCKOO_OVERFLOW)
@@ -592,7 +969,18 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 			overflow_pages++;
 			verify_overflow_page(&vs, blkno, page);
 		}
+		else if (CuckooPageGetOpaque(page)->flags & CUCKOO_POSTING)
+		{
+			overflow_pages++;
+			verify_posting_page(&vs, blkno, page);
+		}
 	}
+
+	/* TIDs with several entries: copies that the doublings explain */
+	hash_seq_init(&seq, vs.entries);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+		if (entry->nlocs > 1)
+			check_copies(&vs, entry);
 
 	/* the table: every tuple indexed */
 	indexInfo = BuildIndexInfo(index);
@@ -627,6 +1015,8 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	hash_destroy(vs.entries);
 	hash_destroy(vs.links);
 	hash_destroy(vs.reachable);
+	hash_destroy(vs.lists);
+	hash_destroy(vs.posting_refs);
 	index_close(index, AccessShareLock);
 	table_close(heap, ShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

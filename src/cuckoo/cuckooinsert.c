@@ -13,10 +13,12 @@
  *	  page dense, table sparse       an unlucky page: overflow chain;
  *	  table cannot double            overflow chain.
  *
- * So an insert never fails for lack of room and never evicts anything,
- * and a run of duplicates costs overflow pages, not doublings: a doubling
- * needs most sampled pages to be dense, which duplicates of one key cannot
- * make them.
+ * Before any of these, the key's own rows are tried elsewhere (insert_here):
+ * its posting list if its buckets point to one, a new list of the rows its
+ * buckets hold, or slots freed by listing another key's duplicates
+ * (cuckoopost.c).  So an insert never fails for lack of room and never
+ * evicts anything, and a run of duplicates costs list slots, neither
+ * doublings nor overflow pages that other keys' lookups would read.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,34 +31,6 @@
 #include "utils/rel.h"
 
 #include "cuckoo.h"
-
-/*
- * Page changes go through fbf's WAL (common/fbf_xlog.h) when "wal"; an index build writes
- * without WAL and logs every page once at the end.
- */
-static inline FbfXLogState *
-change_start(Relation index, bool wal)
-{
-	return wal ? FbfXLogStart(index) : NULL;
-}
-
-static inline Page
-change_page(FbfXLogState *state, Buffer buf, int flags)
-{
-	return state ? FbfXLogRegisterBuffer(state, buf, flags) : BufferGetPage(buf);
-}
-
-static inline void
-change_finish(Relation index, FbfXLogState *state, Buffer *bufs, int nbufs)
-{
-	if (state)
-		FbfXLogFinish(state);
-	else
-		for (int i = 0; i < nbufs; i++)
-			MarkBufferDirty(bufs[i]);
-	for (int i = 0; i < nbufs; i++)
-		CuckooPageChanged(index, bufs[i]);
-}
 
 /*
  * Cuckoo-insert (tag, tid) into the exclusively locked bucket page "buf".
@@ -75,8 +49,8 @@ insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 	if (CuckooPageGetOpaque(BufferGetPage(buf))->nentries >= cuckoo_nslots(layout))
 		return false;
 
-	state = change_start(index, wal);
-	page = change_page(state, buf, 0);
+	state = CuckooChangeStart(index, wal);
+	page = CuckooChangePage(state, buf, 0);
 	CuckooSetShape(page, layout);
 	kicks = cuckoo_block_insert(layout, CuckooPageGetBlock(page), probe->tag,
 								probe->first, (const uint8 *) tid);
@@ -88,8 +62,29 @@ insert_into_bucket(Relation index, const CuckooLayout *layout, Buffer buf,
 	}
 	CuckooPageGetOpaque(page)->nentries++;
 	CuckooPageGetOpaque(page)->nkicks += (uint32) kicks;
-	change_finish(index, state, &buf, 1);
+	CuckooChangeFinish(index, state, &buf, 1);
 	return true;
+}
+
+/*
+ * Place (tid) in the exclusively locked bucket page "buf", the key's page:
+ * in the key's list if its buckets hold a pointer to one; else in its
+ * buckets; else, with the entries its buckets already hold, in a new list
+ * (cuckoopost.c); else in slots freed by moving another key's duplicates to
+ * a list.  False if none of these can take it: the page is full of single
+ * entries of other keys.
+ */
+static bool
+insert_here(Relation index, const CuckooLayout *layout, Buffer buf,
+			const CuckooProbe *probe, ItemPointer tid, bool wal)
+{
+	if (CuckooListAppend(index, layout, buf, probe, tid, wal))
+		return true;
+	if (insert_into_bucket(index, layout, buf, probe, tid, wal))
+		return true;
+	if (CuckooListCreate(index, layout, buf, probe, tid, wal))
+		return true;
+	return insert_into_bucket(index, layout, buf, probe, tid, wal);
 }
 
 /*
@@ -115,9 +110,9 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 		opage = BufferGetPage(obuf);
 		if (CuckooPageGetOpaque(opage)->nentries < cuckoo_nslots(layout))
 		{
-			state = change_start(index, wal);
-			page = change_page(state, buf, 0);
-			opage = change_page(state, obuf, 0);
+			state = CuckooChangeStart(index, wal);
+			page = CuckooChangePage(state, buf, 0);
+			opage = CuckooChangePage(state, obuf, 0);
 			CuckooSetShape(page, layout);
 			CuckooSetShape(opage, layout);
 			if (cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
@@ -128,7 +123,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 			CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
 			bufs[0] = buf;
 			bufs[1] = obuf;
-			change_finish(index, state, bufs, 2);
+			CuckooChangeFinish(index, state, bufs, 2);
 			UnlockReleaseBuffer(obuf);
 			return;
 		}
@@ -139,9 +134,9 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 	/* every page of the chain is full: push a new one */
 	bufs[0] = buf;
 	bufs[1] = FbfNewBuffer(index);
-	state = change_start(index, wal);
-	page = change_page(state, buf, 0);
-	opage = change_page(state, bufs[1], FBF_XLOG_FULL_IMAGE);
+	state = CuckooChangeStart(index, wal);
+	page = CuckooChangePage(state, buf, 0);
+	opage = CuckooChangePage(state, bufs[1], FBF_XLOG_FULL_IMAGE);
 	CuckooSetShape(page, layout);
 	CuckooInitSlotPage(opage, CUCKOO_OVERFLOW, layout);
 	(void) cuckoo_block_append(layout, CuckooPageGetBlock(opage), tag,
@@ -150,7 +145,7 @@ insert_into_overflow(Relation index, const CuckooLayout *layout, Buffer buf,
 	CuckooPageGetOpaque(opage)->overflow = CuckooPageGetOpaque(page)->overflow;
 	CuckooPageGetOpaque(page)->overflow = BufferGetBlockNumber(bufs[1]);
 	CuckooPageGetOpaque(page)->summary |= cuckoo_summary_bit(tag);
-	change_finish(index, state, bufs, 2);
+	CuckooChangeFinish(index, state, bufs, 2);
 	UnlockReleaseBuffer(bufs[1]);
 }
 
@@ -196,8 +191,8 @@ sample_load(Relation index, const CuckooMetaPageData *meta,
 }
 
 /*
- * Run the steps of a doubling that has begun, from split_next down to
- * page 0.  Caller holds the metapage buffer exclusively locked.
+ * Run the next step of a doubling that has begun: split_next - 1.  Caller
+ * holds the metapage buffer exclusively locked.
  *
  * Step q moves old page q's entries to pages 2q and 2q + 1, each to the
  * slot it had, and records split_next = q in the same WAL record.  Pages
@@ -211,7 +206,7 @@ sample_load(Relation index, const CuckooMetaPageData *meta,
  * record, the most fbf's WAL takes.
  */
 static void
-grow_steps(Relation index, Buffer metabuf, bool wal)
+split_step(Relation index, Buffer metabuf, bool wal)
 {
 	CuckooMetaPage meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 	CuckooLayout layout;
@@ -227,7 +222,7 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 	while (RelationGetNumberOfBlocks(index) < end)
 		UnlockReleaseBuffer(FbfNewBuffer(index));
 
-	while (meta->split_next > 0)
+	Assert(meta->growing && meta->split_next > 0);
 	{
 		uint32		q = meta->split_next - 1;
 		Buffer		oldbuf;
@@ -262,12 +257,12 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 		bufs[nbufs++] = ReadBuffer(index, CuckooPageBlock(meta, 2 * q + 1));
 		LockBuffer(bufs[nbufs - 1], BUFFER_LOCK_EXCLUSIVE);
 
-		state = change_start(index, wal);
-		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
+		state = CuckooChangeStart(index, wal);
+		meta = CuckooPageGetMeta(CuckooChangePage(state, metabuf, 0));
 		if (q > 0)
-			CuckooPageGetOpaque(change_page(state, oldbuf, 0))->flags |= CUCKOO_MOVED;
-		lo = change_page(state, bufs[nbufs - 2], FBF_XLOG_FULL_IMAGE);
-		hi = change_page(state, bufs[nbufs - 1], FBF_XLOG_FULL_IMAGE);
+			CuckooPageGetOpaque(CuckooChangePage(state, oldbuf, 0))->flags |= CUCKOO_MOVED;
+		lo = CuckooChangePage(state, bufs[nbufs - 2], FBF_XLOG_FULL_IMAGE);
+		hi = CuckooChangePage(state, bufs[nbufs - 1], FBF_XLOG_FULL_IMAGE);
 		CuckooInitSlotPage(lo, CUCKOO_BUCKET, &layout);
 		CuckooInitSlotPage(hi, CUCKOO_BUCKET, &layout);
 		CuckooStampPage(lo, generation);
@@ -310,81 +305,109 @@ grow_steps(Relation index, Buffer metabuf, bool wal)
 			if (meta->stamping == meta->generation)
 				meta->stamped = 1;
 		}
-		change_finish(index, state, bufs, nbufs);
+		CuckooChangeFinish(index, state, bufs, nbufs);
 		for (int i = 1; i < nbufs; i++)
 			UnlockReleaseBuffer(bufs[i]);
-
-		/* "meta" pointed into the WAL record's page copy, freed by now */
-		meta = CuckooPageGetMeta(BufferGetPage(metabuf));
 	}
 }
 
 /*
- * Double a table of "observed_npages" bucket pages, unless another backend
- * already did (or it cannot double).  Takes the metapage exclusively for
- * the whole doubling.
+ * Begin doubling a table of "observed_npages" bucket pages, unless another
+ * backend already did (or it cannot double): add the new extent, then mark
+ * the metapage growing.  The steps are run by inserts (grow_step), one
+ * each, so that nobody waits for a whole doubling.
+ *
+ * One backend begins a doubling at a time (a heavyweight lock on the
+ * metapage's block, which nothing else takes); the extent is added
+ * holding only that lock and the relation extension lock, so lookups and
+ * inserts go on meanwhile (those that need a new page wait for the
+ * extension), and the metapage is locked only to record the doubling.
  */
 static void
-grow(Relation index, uint32 observed_npages, bool wal)
+begin_growth(Relation index, uint32 observed_npages, bool wal)
 {
-	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
+	CuckooMetaPageData m;
+	CuckooLayout layout;
+	Buffer		metabuf;
 	CuckooMetaPage meta;
+	FbfXLogState *state;
+	BlockNumber first;
+	uint32		n = observed_npages;
 
+	LockPage(index, CUCKOO_METAPAGE_BLKNO, ExclusiveLock);
+	CuckooReadMeta(index, &m, &layout);
+	if (m.npages != n || !can_double(&m))
+	{
+		UnlockPage(index, CUCKOO_METAPAGE_BLKNO, ExclusiveLock);
+		return;
+	}
+
+	/* the new extent: n blocks at the end, in one piece */
+	if (!RELATION_IS_LOCAL(index))
+		LockRelationForExtension(index, ExclusiveLock);
+	first = RelationGetNumberOfBlocks(index);
+	for (uint32 i = 0; i < n; i++)
+	{
+		Buffer		buf = FbfReadNewBuffer(index);
+
+		Assert(BufferGetBlockNumber(buf) == first + i);
+		ReleaseBuffer(buf);
+
+		/*
+		 * Linear in the table's size: let a cancel in.  The blocks added
+		 * so far stay unused (new pages, which every reader skips); the
+		 * next grower adds its extent after them.
+		 */
+		if (i % 64 == 63)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (!RELATION_IS_LOCAL(index))
+		UnlockRelationForExtension(index, ExclusiveLock);
+
+	/* no other grower ran meanwhile: the metapage still says "n, idle" */
+	metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
-	if (!meta->growing)
-	{
-		uint32		n = meta->npages;
-		BlockNumber first;
-		FbfXLogState *state;
-
-		if (n != observed_npages || !can_double(meta))
-		{
-			UnlockReleaseBuffer(metabuf);
-			return;
-		}
-
-		/* the new extent: n blocks at the end, in one piece */
-		if (!RELATION_IS_LOCAL(index))
-			LockRelationForExtension(index, ExclusiveLock);
-		first = RelationGetNumberOfBlocks(index);
-		for (uint32 i = 0; i < n; i++)
-		{
-			Buffer		buf = FbfReadNewBuffer(index);
-
-			Assert(BufferGetBlockNumber(buf) == first + i);
-			ReleaseBuffer(buf);
-		}
-		if (!RELATION_IS_LOCAL(index))
-			UnlockRelationForExtension(index, ExclusiveLock);
-
-		state = change_start(index, wal);
-		meta = CuckooPageGetMeta(change_page(state, metabuf, 0));
-		meta->growing = 1;
-		meta->split_next = n;
-		meta->generation++;
-		meta->stamping = meta->generation;
-		meta->extents[meta->nextents].first_page = n;
-		meta->extents[meta->nextents].first_block = first;
-		meta->nextents++;
-		change_finish(index, state, &metabuf, 1);
-	}
-	grow_steps(index, metabuf, wal);
+	Assert(meta->npages == n && !meta->growing);
+	state = CuckooChangeStart(index, wal);
+	meta = CuckooPageGetMeta(CuckooChangePage(state, metabuf, 0));
+	meta->growing = 1;
+	meta->split_next = n;
+	meta->generation++;
+	meta->stamping = meta->generation;
+	meta->extents[meta->nextents].first_page = n;
+	meta->extents[meta->nextents].first_block = first;
+	meta->nextents++;
+	CuckooChangeFinish(index, state, &metabuf, 1);
+	CuckooCacheMeta(index, CuckooPageGetMeta(BufferGetPage(metabuf)));
 	UnlockReleaseBuffer(metabuf);
+	UnlockPage(index, CUCKOO_METAPAGE_BLKNO, ExclusiveLock);
 }
 
 /*
- * Finish a doubling left half done (by a crash, or an error in the
- * middle).  Anyone who finds the metapage growing calls this.
+ * Run one step of the doubling under way, if there is one: the metapage
+ * is locked exclusively for that step alone (a few page copies), so a
+ * lookup or insert that needs the metapage waits for one step at most.
+ * With "conditional", give up at once if the metapage is busy.
  */
 static void
-finish_growth(Relation index, bool wal)
+grow_step(Relation index, bool wal, bool conditional)
 {
 	Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	if (conditional)
+	{
+		if (!ConditionalLockBuffer(metabuf))
+		{
+			ReleaseBuffer(metabuf);
+			return;
+		}
+	}
+	else
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	if (CuckooCheckMetaPage(index, BufferGetPage(metabuf))->growing)
-		grow_steps(index, metabuf, wal);
+		split_step(index, metabuf, wal);
+	CuckooCacheMeta(index, CuckooPageGetMeta(BufferGetPage(metabuf)));
 	UnlockReleaseBuffer(metabuf);
 }
 
@@ -396,16 +419,23 @@ finish_growth(Relation index, bool wal)
  * that addressing, insert there if the key's buckets have room.  That is
  * safe even while a doubling runs: a page that holds its keys has not been
  * split yet, and its split step will copy it with the new entry (it waits
- * for our lock).  Everything else (a stale cache, a full page, a doubling
- * left growing, an index built by fbf 1.0) takes the metapage share lock
- * and holds it throughout, so no doubling runs under it.
+ * for our lock).  Everything else (a stale cache, a full page, an index
+ * built by fbf 1.0) takes the metapage share lock and holds it throughout,
+ * so no split step runs under it.
+ *
+ * While a doubling is under way, every insert runs one of its steps: the
+ * slow path waits for the metapage to do so (once), the fast path only if
+ * the metapage is free.  A doubling of n pages thus ends within about n
+ * inserts, and nobody waits for more than one step.  An insert whose page
+ * is full and not yet split meanwhile overflows (a doubling cannot begin
+ * while one is under way).
  */
 void
 CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 {
 	CuckooMetaCache cache = CuckooGetMetaCache(index, false);
 
-	if (cache.meta.stamped && !cache.meta.growing)
+	if (cache.meta.stamped)
 	{
 		CuckooProbe probe;
 		Buffer		buf;
@@ -416,13 +446,17 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 		done = CuckooPageHolds(BufferGetPage(buf), probe.generation) &&
-			insert_into_bucket(index, &cache.layout, buf, &probe, tid, wal);
+			insert_here(index, &cache.layout, buf, &probe, tid, wal);
 		UnlockReleaseBuffer(buf);
 		if (done)
+		{
+			if (cache.meta.growing)
+				grow_step(index, wal, true);
 			return;
+		}
 	}
 
-	for (;;)
+	for (bool helped = false;;)
 	{
 		Buffer		metabuf = ReadBuffer(index, CUCKOO_METAPAGE_BLKNO);
 		CuckooMetaPage meta;
@@ -435,10 +469,12 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 		meta = CuckooCheckMetaPage(index, BufferGetPage(metabuf));
 		CuckooCacheMeta(index, meta);
-		if (meta->growing)
+		if (meta->growing && !helped)
 		{
 			UnlockReleaseBuffer(metabuf);
-			finish_growth(index, wal);
+			grow_step(index, wal, false);
+			helped = true;
+			CHECK_FOR_INTERRUPTS();
 			continue;
 		}
 		CuckooMetaLayout(meta, &layout);
@@ -449,7 +485,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		CuckooCheckPage(index, buf, CUCKOO_BUCKET);
 
-		if (!insert_into_bucket(index, &layout, buf, &probe, tid, wal))
+		if (!insert_here(index, &layout, buf, &probe, tid, wal))
 		{
 			opaque = CuckooPageGetOpaque(BufferGetPage(buf));
 			if (opaque->nentries >= CUCKOO_DENSE_PAGE * cuckoo_nslots(&layout) &&
@@ -464,12 +500,13 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 				{
 					ReleaseBuffer(buf);
 					UnlockReleaseBuffer(metabuf);
-					grow(index, npages, wal);
+					begin_growth(index, npages, wal);
+					helped = false;
 					CHECK_FOR_INTERRUPTS();
 					continue;
 				}
 				LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-				if (insert_into_bucket(index, &layout, buf, &probe, tid, wal))
+				if (insert_here(index, &layout, buf, &probe, tid, wal))
 					goto done;
 			}
 			insert_into_overflow(index, &layout, buf, probe.tag, tid, wal);

@@ -67,6 +67,15 @@ add_item(CuckooScanOpaque so, const CuckooLayout *layout, Buffer buf,
 	item->lsn = BufferGetLSNAtomic(buf);
 }
 
+/* CuckooListSearch's visitor: an entry of a key's list */
+static void
+visit_list_entry(void *arg, Buffer buf, uint32 slot)
+{
+	CuckooScanOpaque so = (CuckooScanOpaque) arg;
+
+	add_item(so, &so->layout, buf, slot);
+}
+
 /*
  * Mark the slots of the items the executor reported dead.  Only a hint:
  * done under a share lock and not WAL-logged.
@@ -105,7 +114,7 @@ kill_items(IndexScanDesc scan)
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		block = CuckooPageGetBlock(page);
-		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW) &&
+		if (CuckooIsPage(page, CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING) &&
 			BufferGetLSNAtomic(buf) == item->lsn &&
 			item->slot < cuckoo_nslots(&layout) &&
 			cuckoo_slot_used(&layout, block, item->slot) &&
@@ -212,7 +221,19 @@ search_hash(IndexScanDesc scan, uint64 hash)
 	nfound = cuckoo_block_find(&layout, CuckooPageGetBlock(page), probe.tag,
 							   probe.first, skip_killed, slots);
 	for (int i = 0; i < nfound; i++)
-		add_item(so, &layout, buf, slots[i]);
+	{
+		const uint8 *tid = cuckoo_slot_tid(&layout, CuckooPageGetBlock(page), slots[i]);
+
+		/* a pointer: the key's rows are in its list */
+		if (CuckooTidIsRef(tid))
+			CuckooListSearch(index, &layout,
+							 CuckooListTag(cuckoo_tag_fp(cuckoo_slot_tag(&layout, CuckooPageGetBlock(page),
+																		 slots[i])),
+										   CuckooRefId(tid)),
+							 CuckooRefBlock(tid), skip_killed, visit_list_entry, so);
+		else
+			add_item(so, &layout, buf, slots[i]);
+	}
 
 	/*
 	 * The chain, if the summary admits the tag.  The bucket page stays

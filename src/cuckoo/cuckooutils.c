@@ -10,6 +10,7 @@
 
 #include "access/genam.h"
 #include "access/xlog.h"
+#include "common/fbf_xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
@@ -83,7 +84,7 @@ CuckooMaskPage(Page page)
 	uint32		tag_bytes;
 	Size		killed;
 
-	if ((opaque->flags & (CUCKOO_BUCKET | CUCKOO_OVERFLOW)) == 0 ||
+	if ((opaque->flags & (CUCKOO_BUCKET | CUCKOO_OVERFLOW | CUCKOO_POSTING)) == 0 ||
 		(opaque->flags & CUCKOO_SHAPE) == 0)
 		return;
 	nslots = opaque->shape & ~CUCKOO_SHAPE_WIDE;
@@ -398,4 +399,30 @@ CuckooPageChanged(Relation index, Buffer buf)
 	else
 		lsn = GetFakeLSNForUnloggedRel();
 	PageSetLSN(BufferGetPage(buf), lsn);
+}
+
+FbfXLogState *
+CuckooChangeStart(Relation index, bool wal)
+{
+	return wal ? FbfXLogStart(index) : NULL;
+}
+
+/* The copy of a locked buffer's page to change (the page itself without WAL). */
+Page
+CuckooChangePage(FbfXLogState *state, Buffer buf, int flags)
+{
+	return state ? FbfXLogRegisterBuffer(state, buf, flags) : BufferGetPage(buf);
+}
+
+/* Apply and log the change (or mark the pages dirty); move the pages' LSNs. */
+void
+CuckooChangeFinish(Relation index, FbfXLogState *state, Buffer *bufs, int nbufs)
+{
+	if (state)
+		FbfXLogFinish(state);
+	else
+		for (int i = 0; i < nbufs; i++)
+			MarkBufferDirty(bufs[i]);
+	for (int i = 0; i < nbufs; i++)
+		CuckooPageChanged(index, bufs[i]);
 }

@@ -375,15 +375,24 @@ for my $mode ('index', 'bitmap')
 	is(scalar(@bad), 0, "restored halfway: $mode scans of the half-split table match a seq scan")
 	  or diag("first mismatching keys: @bad[0 .. ($#bad < 9 ? $#bad : 9)]");
 }
+# the doubling goes on a step per insert (issue 16, item 4): the inserts
+# that follow end it, several of them (half its steps were left)
 $halfway->safe_psql('postgres', "INSERT INTO t (k, s) VALUES (-1, 'key-1')");
+my $inserts = 1;
+while (stats($halfway, 't_k')->{growing} eq 't' && $inserts < 2 * @$largest)
+{
+	$halfway->safe_psql('postgres', "INSERT INTO t (k, s) VALUES (-2, 'key-2')");
+	$inserts++;
+}
 my $h2 = stats($halfway, 't_k');
 is("$h2->{growing} $h2->{doublings}", "f $h->{doublings}",
-	'restored halfway: the next insert finished the doubling (and began no other)');
+	"restored halfway: the next inserts finished the doubling, a step each ($inserts inserts), and began no other");
+cmp_ok($inserts, '>', 1, 'restored halfway: no single insert ran the rest of the doubling');
 verify($halfway, 't_k', 'restored halfway (finished)');
 is($halfway->safe_psql('postgres',
 		q{SET enable_seqscan = off; SET enable_bitmapscan = off;
-		  SELECT count(*) FROM t WHERE k = -1}),
-	'1', 'restored halfway: the new row is found through the index');
+		  SELECT count(*) FROM t WHERE k IN (-1, -2)}),
+	$inserts, 'restored halfway: the new rows are found through the index');
 {
 	my $expected = lookups($halfway, 'k', 'seq');
 	my $got = lookups($halfway, 'k', 'index');

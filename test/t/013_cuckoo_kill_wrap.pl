@@ -55,9 +55,15 @@ my $sample_rounds = 3;  # the first rounds, one at a time with checks
 
 my $node = fbf_node('kill_wrap', "autovacuum = off\n");
 
+# Rows 1001 .. 1300 (other keys) fill the heap page of the last k = 5 rows,
+# so that the rounds' aborted rows go to a page of their own: the cursor
+# holds a pin on the heap page of the row it stands on, and VACUUM cannot
+# prune a page pinned by someone else (which row that is depends on the
+# order a key's entries come back in, which the index does not promise).
 $node->safe_psql('postgres', q{
 	CREATE TABLE kv (id int, k int) WITH (autovacuum_enabled = off);
 	INSERT INTO kv SELECT g, g % 100 FROM generate_series(1, 1000) g;
+	INSERT INTO kv SELECT g, 1000 + g FROM generate_series(1001, 1300) g;
 	CREATE INDEX kv_k ON kv USING cuckoo (k);
 });
 
@@ -121,8 +127,10 @@ $s2->query_safe('SET enable_seqscan = off; SET enable_bitmapscan = off;');
 like($s2->query_safe('EXPLAIN (COSTS OFF) SELECT id FROM kv WHERE k = 5'),
 	qr/Index Scan using kv_k on kv/, "s2's cursor query is an index scan");
 $s2->query_safe('BEGIN; DECLARE c CURSOR FOR SELECT id FROM kv WHERE k = 5;');
-is(join(' ', split /\n/, $s2->query_safe('FETCH 2 FROM c')), '505 605',
-	's2 fetches 505 and 605 (the scan stepped over dead rows, whose kills it queues)');
+my @first = split /\n/, $s2->query_safe('FETCH 2 FROM c');
+is(join(' ', map { ($_ % 100 == 5 && $_ >= 500 && $_ < 1000) ? 'live' : $_ } @first), 'live live',
+	's2 fetches two live k = 5 rows (stepping over dead rows, whose kills it queues): '
+	  . join(' ', @first));
 
 my $before_vacuum = stats();
 $node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF) kv');
@@ -188,7 +196,8 @@ is("$looped->{entries} $looped->{overflow_entries} $looped->{dead_entries}",
 
 # ---- the cursor runs to its end: its queued kills are applied now ----
 
-is(join(' ', split /\n/, $s2->query_safe('FETCH ALL FROM c')), '705 805 905',
+my @rest = split /\n/, $s2->query_safe('FETCH ALL FROM c');
+is(join(' ', sort { $a <=> $b } (@first, @rest)), '505 605 705 805 905',
 	's2 fetches the rest of its rows (the new rows are not in its snapshot)');
 $s2->query_safe('COMMIT');
 $s2->quit;
@@ -202,7 +211,7 @@ is(stats()->{dead_entries}, '0',
 	'no entry is killed (every row the index points at is live)');
 my ($vrc, $vout, $verr) = $node->psql('postgres',
 	q{SELECT entries, heap_tuples, dead_entries FROM cuckoo_index_verify('kv_k')});
-is($vrc == 0 ? $vout : "error: $verr", '1000|1000|0',
+is($vrc == 0 ? $vout : "error: $verr", '1300|1300|0',
 	'cuckoo_index_verify accepts the index: one entry per row, none dead');
 
 note sprintf('total %.1f s', time - $started);
