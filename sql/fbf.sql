@@ -557,7 +557,7 @@ CREATE FUNCTION fbf_counter_resize(counter regclass, filters integer)
 COMMENT ON FUNCTION fbf_counter_resize(regclass, integer) IS
 	'resize the counter''s ring of filters now, as far as the retention allows; returns the number of filters';
 
-CREATE FUNCTION fbf_counter_stats(
+CREATE FUNCTION fbf_local_counter_stats(
 	OUT counter regclass,
 	OUT filters integer,
 	OUT live_filters integer,
@@ -584,8 +584,92 @@ CREATE FUNCTION fbf_counter_stats(
 	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
+COMMENT ON FUNCTION fbf_local_counter_stats() IS
+	'one row per counter or dedup table of this database (on a Citus node: its shard tables, not the shells) that the user may read';
+
+-- Every counter the user may read: this node's (fbf_local_counter_stats),
+-- and on a Citus coordinator each shard of every distributed counter, read
+-- on the shard's node, as a row of the distributed table with the node and
+-- the shard table named.  On a worker, its shard tables are its own rows.
+CREATE FUNCTION fbf_counter_stats(
+	OUT counter regclass,
+	OUT filters integer,
+	OUT live_filters integer,
+	OUT period interval,
+	OUT retention interval,
+	OUT nbits bigint,
+	OUT nhashes integer,
+	OUT partitions integer,
+	OUT elements bigint[],
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT applied bigint,
+	OUT dismissed bigint,
+	OUT bytes bigint,
+	OUT last_refresh timestamptz,
+	OUT resizes bigint,
+	OUT capped boolean,
+	OUT pending bigint,
+	OUT mismatched bigint,
+	OUT filter text,
+	OUT load double precision,
+	OUT fingerprint_bits integer,
+	OUT node_name text,
+	OUT node_port integer,
+	OUT shard text)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	c regclass;
+	r record;
+	s pg_catalog.jsonb;
+BEGIN
+	RETURN QUERY SELECT l.*, NULL::text, NULL::integer, NULL::text
+				   FROM @extschema@.fbf_local_counter_stats() l;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	-- (apart: without Citus, its functions do not exist to be planned)
+	IF NOT pg_catalog.citus_is_coordinator() THEN
+		RETURN;
+	END IF;
+	FOR c IN SELECT p.logicalrelid FROM pg_catalog.pg_dist_partition p
+			  WHERE EXISTS (SELECT FROM pg_catalog.pg_index i
+							  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+							  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
+							 WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter')
+				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
+			  ORDER BY 1
+	LOOP
+		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(c,
+				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_local_counter_stats() s WHERE s.counter = ''%s''::pg_catalog.regclass')
+				 ORDER BY 3
+		LOOP
+			IF NOT r.success THEN
+				RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
+					r.shardid, r.nodename, r.nodeport, r.result
+					USING ERRCODE = 'connection_failure';
+			END IF;
+			s := r.result::pg_catalog.jsonb;
+			SELECT * INTO counter, filters, live_filters, period, retention, nbits, nhashes,
+					partitions, elements, estimated_fpp, target_fpp, applied, dismissed, bytes,
+					last_refresh, resizes, capped, pending, mismatched, filter, load,
+					fingerprint_bits, node_name, node_port, shard
+			  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_counter_stats,
+													 s - 'counter');
+			counter := c;
+			node_name := r.nodename;
+			node_port := r.nodeport;
+			shard := s->>'counter';
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$fn$;
+
 COMMENT ON FUNCTION fbf_counter_stats() IS
-	'one row per counter table of this database that the user may read';
+	'one row per counter table the user may read, and on a Citus coordinator one per shard of each distributed counter';
 
 CREATE VIEW fbf_counter_stats AS SELECT * FROM fbf_counter_stats();
 
@@ -1108,78 +1192,3 @@ $fn$;
 COMMENT ON FUNCTION fbf_copy_shard_window(text, integer, text, text, integer, text) IS
 	'load the window of a shard on one node into a shard on another (internal: Citus shard moves and splits carry counter windows with it)';
 
--- The windows of the shards of distributed counters, read on their nodes:
--- the shells' own windows are never used (fbf_counter_stats skips them).
-CREATE FUNCTION fbf_distributed_counter_stats(
-	OUT counter regclass,
-	OUT node_name text,
-	OUT node_port integer,
-	OUT shardid bigint,
-	OUT shard text,
-	OUT filters integer,
-	OUT period interval,
-	OUT nbits bigint,
-	OUT estimated_fpp double precision,
-	OUT target_fpp double precision,
-	OUT applied bigint,
-	OUT dismissed bigint,
-	OUT pending bigint,
-	OUT bytes bigint)
-	RETURNS SETOF record
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-	AS $fn$
-DECLARE
-	c regclass;
-	r record;
-	s pg_catalog.json;
-BEGIN
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
-		RETURN;
-	END IF;
-	FOR c IN SELECT p.logicalrelid FROM pg_catalog.pg_dist_partition p
-			  WHERE EXISTS (SELECT FROM pg_catalog.pg_index i
-							  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-							  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
-							 WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter')
-				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
-			  ORDER BY 1
-	LOOP
-		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(c,
-				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_counter_stats() s WHERE s.counter = ''%s''::pg_catalog.regclass')
-				 ORDER BY 3
-		LOOP
-			IF NOT r.success THEN
-				RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
-					r.shardid, r.nodename, r.nodeport, r.result
-					USING ERRCODE = 'connection_failure';
-			END IF;
-			s := r.result::pg_catalog.json;
-			counter := c;
-			node_name := r.nodename;
-			node_port := r.nodeport;
-			shardid := r.shardid;
-			shard := s->>'counter';
-			filters := (s->>'filters')::integer;
-			period := (s->>'period')::interval;
-			nbits := (s->>'nbits')::bigint;
-			estimated_fpp := (s->>'estimated_fpp')::double precision;
-			target_fpp := (s->>'target_fpp')::double precision;
-			applied := (s->>'applied')::bigint;
-			dismissed := (s->>'dismissed')::bigint;
-			pending := (s->>'pending')::bigint;
-			bytes := (s->>'bytes')::bigint;
-			RETURN NEXT;
-		END LOOP;
-	END LOOP;
-END
-$fn$;
-
-COMMENT ON FUNCTION fbf_distributed_counter_stats() IS
-	'one row per shard of each distributed counter the user may read: its node and its window''s statistics';
-
-CREATE VIEW fbf_distributed_counter_stats AS SELECT * FROM fbf_distributed_counter_stats();
-
-COMMENT ON VIEW fbf_distributed_counter_stats IS
-	'the shards of distributed counters and their windows, read on their nodes';
-
-GRANT SELECT ON fbf_distributed_counter_stats TO PUBLIC;

@@ -175,7 +175,7 @@ FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("\"%s\" is distributed by Citus: its operations are remembered in its shards' windows, not in this table's",
 						RelationGetRelationName(heap)),
-				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_distributed_counter_stats lists every shard's window.")));
+				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_counter_stats on the coordinator lists every shard's window.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("\"%s\" is a Citus table not distributed by its key column alone",

@@ -1,10 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * counter_stats.c
- *	  fbf_counter_stats() and fbf_dedup_stats(): one row per counter table
- *	  (dedup table) of this database that the user may read, from its
+ *	  fbf_local_counter_stats() and fbf_dedup_stats(): one row per counter
+ *	  table (dedup table) of this database that the user may read, from its
  *	  window's metapage and blocks and from the registry's statistics
- *	  (applied, dismissed and, for counters, mismatched).
+ *	  (applied, dismissed and, for counters, mismatched).  The SQL function
+ *	  fbf_counter_stats() returns these rows and, on a Citus coordinator,
+ *	  those of every distributed counter's shards, read on their nodes
+ *	  (sql/fbf.sql); 1.0's SQL declared this C function under that name.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,7 +35,7 @@ PG_FUNCTION_INFO_V1(fbf_counter_stats);
 PG_FUNCTION_INFO_V1(fbf_dedup_stats);
 
 /*
- * Columns of fbf_counter_stats() and fbf_dedup_stats() (sql/fbf.sql): the
+ * Columns of fbf_local_counter_stats() and fbf_dedup_stats() (sql/fbf.sql): the
  * first 18 are both functions', and were 1.0's fbf_counter_stats(); the
  * counters' 19th is `mismatched`; then both end with the window's filter
  * and its measures (filter, load, fingerprint_bits).  A database still on
@@ -169,7 +172,7 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 	return (Datum) 0;
 }
 
-/* fbf_counter_stats(): the counter tables */
+/* fbf_local_counter_stats() (1.0: fbf_counter_stats()): the counter tables */
 Datum
 fbf_counter_stats(PG_FUNCTION_ARGS)
 {

@@ -3,7 +3,7 @@
 # with Citus against a plain distributed UPDATE, both through the
 # coordinator, in the same run, in interleaved rounds; reports each side's
 # median transactions per second, their ratio, and the counter's dismissal
-# rate (dismissed / operations, from fbf_distributed_counter_stats: every
+# rate (dismissed / operations, from fbf_counter_stats: every
 # operation is new, so every dismissal is a false positive).
 #
 #   bash test/bench/citus_bench.sh [rounds [seconds [clients]]]
@@ -125,6 +125,6 @@ fbf=$(median <"$dir/fbf.tps")
 plain=$(median <"$dir/plain.tps")
 psql -X -q -At -c "SELECT 'dismissal rate: ' || sum(dismissed) || ' of ' || sum(applied + dismissed)
 	|| ' (' || round(100.0 * sum(dismissed) / greatest(sum(applied + dismissed), 1), 4) || '%)'
-	FROM fbf_distributed_counter_stats WHERE counter = 'bench_fbf'::regclass"
+	FROM fbf_counter_stats WHERE counter = 'bench_fbf'::regclass"
 echo "median tps: idempotent_increment $fbf, plain UPDATE $plain, ratio $(awk -v a="$fbf" -v b="$plain" 'BEGIN {printf "%.2f", a / b}')"
 psql -X -q -c "DROP TABLE bench_fbf, bench_plain"

@@ -140,10 +140,23 @@ is($w1->safe_psql('postgres', "SELECT sum(value) FROM likes WHERE key = '$k'"), 
 is($coord->safe_psql('postgres', q{
 	SELECT count(*) = (SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass),
 		   sum(applied), sum(dismissed), count(DISTINCT node_port)
-	  FROM fbf_distributed_counter_stats WHERE counter = 'likes'::regclass}),
-	't|3|6|2', 'fbf_distributed_counter_stats: one row per shard, on both workers, with what they applied and dismissed');
-is($coord->safe_psql('postgres', "SELECT count(*) FROM fbf_counter_stats WHERE counter = 'likes'::regclass"),
-	0, 'fbf_counter_stats skips the shell');
+	  FROM fbf_counter_stats WHERE counter = 'likes'::regclass}),
+	't|3|6|2', 'fbf_counter_stats on the coordinator: one row per shard, on both workers, with what they applied and dismissed');
+my $likes_shards = $coord->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass");
+is($coord->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FROM fbf_counter_stats
+			 WHERE counter = 'likes'::regclass AND (shard IS NULL OR node_name IS NULL)),
+		   (SELECT count(*) FROM fbf_counter_stats s
+			  JOIN pg_dist_shard d ON d.logicalrelid = s.counter
+			   AND s.shard = shard_name(d.logicalrelid, d.shardid)
+			  JOIN pg_dist_placement p ON p.shardid = d.shardid
+			  JOIN pg_dist_node n ON n.groupid = p.groupid
+			 WHERE s.counter = 'likes'::regclass AND s.node_port = n.nodeport
+			   AND s.estimated_fpp < 1e-6 AND s.filters > 0 AND s.nbits > 0 AND s.bytes > 0),
+		   (SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass)}),
+	"0|$likes_shards|$likes_shards",
+	'each row names its shard table and the node it is on, with its window\'s shape and estimate; no row is the shell\'s');
 
 # ---- text and uuid client ids: routed, and hashed as on one node ----
 my $t = $on2[0];
