@@ -325,6 +325,17 @@ store_waiting(Relation index, const FbfWindowMetaPageData *meta,
 	pfree(left);
 }
 
+/* FbfWindowAdopt's page p for a cuckoo snapshot: its block, byte for byte */
+static void
+adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
+{
+	const LoadBlocks *lb = arg;
+
+	FbfCuckooInitPage(page, &lb->layout, new->epoch);
+	memcpy(block_of(page), lb->blocks + (size_t) p * lb->block_size,
+		   lb->block_size);
+}
+
 /*
  * Write the blocks as new partition pages and switch the metapage to
  * them, with the snapshot's epochs and times (see the file header).  The
@@ -336,10 +347,6 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	  const CwinSnap *s, const LoadBlocks *lb, const FbfLoadTimes *t)
 {
 	FbfWindowMetaPageData new = *meta;
-	PGAlignedBlock image;
-	BlockNumber next;
-	BlockNumber start;
-	uint32		p;
 	int			i;
 
 	new.cuckoo.fp_bits = lb->layout.fp_bits;
@@ -348,10 +355,6 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	if (lb->layout.fp_bits != meta->cuckoo.fp_bits ||
 		lb->nparts % meta->base_nparts != 0)
 		new.base_nparts = lb->nparts;
-	/* chains: as many as before that divide the partitions (all are empty) */
-	new.nchains = Min(meta->nchains, lb->nparts);
-	while (lb->nparts % new.nchains != 0)
-		new.nchains--;
 	new.nfilters = (uint16) Max(meta->nfilters, (int) s->nlive);
 	new.nslots = new.nfilters;
 	new.nlive = (uint16) s->nlive;
@@ -364,37 +367,7 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	}
 	for (i = 0; i < CWIN_MAX_LIVE; i++)
 		new.cuckoo.parts[i] = s->parts[Min(i, (int) s->nlive - 1)];
-	new.flags &= ~FBF_META_CAPPED;
-	new.legacy.until = 0;
-	/* a split of the empty window under way is abandoned with its pages */
-	new.split_start = InvalidBlockNumber;
-	new.split_next = 0;
-	new.split_factor = 0;
-	new.merge_factor = 0;
-
-	/* the pages, written whole before the metapage names them */
-	LockRelationForExtension(index, ExclusiveLock);
-	next = RelationGetNumberOfBlocks(index);
-	start = next;
-	for (p = 0; p < lb->nparts; p++)
-	{
-		FbfCuckooInitPage(image.data, &lb->layout, new.epoch);
-		memcpy(block_of(image.data), lb->blocks + (size_t) p * lb->block_size,
-			   lb->block_size);
-		FbfWindowAppendPage(index, MAIN_FORKNUM, &next, image.data);
-		CHECK_FOR_INTERRUPTS();
-	}
-	UnlockRelationForExtension(index, ExclusiveLock);
-
-	/* the old pages are left for the next split, if more than it had */
-	if (meta->nparts >= meta->free_len)
-	{
-		new.free_start = meta->part_start;
-		new.free_len = meta->nparts;
-	}
-	new.part_start = start;
-	FbfWindowLogMeta(index, metabuf, &new, t->now);
-	*meta = new;
+	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, (void *) lb, t->now);
 }
 
 /*

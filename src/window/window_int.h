@@ -217,6 +217,17 @@ extern void FbfLoadTimesOf(const FbfWindowMetaPageData *meta,
 extern bool FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta,
 							 int64 now);
 
+/*
+ * Adopting a snapshot: initialise `page` (aligned, BLCKSZ) as partition
+ * page p of the new window, for FbfWindowAdopt.
+ */
+typedef void (*FbfAdoptPageFn) (char *page, const FbfWindowMetaPageData *new,
+								uint32 p, void *arg);
+extern void FbfWindowAdopt(Relation index, Buffer metabuf,
+						   FbfWindowMetaPageData *meta,
+						   FbfWindowMetaPageData *new, FbfAdoptPageFn fill,
+						   void *arg, int64 now);
+
 static inline bool
 FbfWindowIsCuckoo(const FbfWindowMetaPageData *meta)
 {

@@ -264,6 +264,105 @@ mergeable(const FbfWindowMetaPageData *meta, const Fbf *f)
 }
 
 /*
+ * Switch the window to `new`, in pages of its own: what adopting a
+ * snapshot of either kind ends with.  The caller has set the new shape
+ * (nparts, base_nparts and the kind's own fields), the ring, epochs and
+ * birth times in *new; this takes as many chains as before that divide the
+ * partitions (all are empty), clears what the empty window had under way
+ * (capped, 1.0 filters, a split, whose pages are abandoned), writes the
+ * pages whole (`fill` makes each, appended as full-page images), leaves
+ * the old pages as the free run for the next split, and logs the metapage.
+ * The caller holds metabuf exclusively and has checked that the window is
+ * empty and may take the shape.
+ */
+void
+FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
+			   FbfWindowMetaPageData *new, FbfAdoptPageFn fill, void *arg,
+			   int64 now)
+{
+	PGAlignedBlock image;
+	BlockNumber next;
+	BlockNumber start;
+	uint32		p;
+
+	new->nchains = Min(meta->nchains, new->nparts);
+	while (new->nparts % new->nchains != 0)
+		new->nchains--;
+	new->flags &= ~FBF_META_CAPPED;
+	new->legacy.until = 0;
+	new->split_start = InvalidBlockNumber;
+	new->split_next = 0;
+	new->split_factor = 0;
+	new->merge_factor = 0;
+
+	/* the pages, written whole before the metapage names them */
+	LockRelationForExtension(index, ExclusiveLock);
+	next = RelationGetNumberOfBlocks(index);
+	start = next;
+	for (p = 0; p < new->nparts; p++)
+	{
+		fill(image.data, new, p, arg);
+		FbfWindowAppendPage(index, MAIN_FORKNUM, &next, image.data);
+		CHECK_FOR_INTERRUPTS();
+	}
+	UnlockRelationForExtension(index, ExclusiveLock);
+
+	/* the old pages are left for the next split, if more than it had */
+	if (meta->nparts >= meta->free_len)
+	{
+		new->free_start = meta->part_start;
+		new->free_len = meta->nparts;
+	}
+	new->part_start = start;
+	FbfWindowLogMeta(index, metabuf, new, now);
+	*meta = *new;
+}
+
+/* A Bloom snapshot being adopted, and a bit array's worth of scratch. */
+typedef struct AdoptBloom
+{
+	const Fbf  *f;
+	uint64	   *plain;
+} AdoptBloom;
+
+/* FbfWindowAdopt's page p for a Bloom snapshot: its bits, lane by lane */
+static void
+adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
+{
+	const Fbf  *f = ((AdoptBloom *) arg)->f;
+	uint64	   *plain = ((AdoptBloom *) arg)->plain;
+	uint32		nwords = fbf_nwords(f->nbits);
+	FbfSliceHeader *h;
+	void	   *words;
+	int			i;
+
+	FbfWindowInitSlicePage(page, f->nbits);
+	h = FbfSlicePageGetHeader(page);
+	words = FbfSlicePageGetWords(page);
+	for (i = 0; i < f->nlive; i++)
+	{
+		uint32		w;
+
+		h->stamp[i] = FbfWindowExpectedStamp(new, i);
+		h->count[i] = clamp32(fbf_count_const(f, i, p));
+		fbf_extract_bits(f, i, p, plain);
+		for (w = 0; w < nwords; w++)
+		{
+			uint64		bits = plain[w];
+
+			while (bits != 0)
+			{
+				int			b = pg_rightmost_one_pos64(bits);
+
+				bloom_slice_or(words, FBF_SLICE_WIDTH, w * 64 + b,
+							   UINT64CONST(1) << i);
+				bits &= bits - 1;
+			}
+		}
+	}
+}
+
+/*
  * Take the snapshot's shape and ring (see the file header).  The caller
  * holds metabuf exclusively and has checked that the window is empty and
  * can take the shape.
@@ -273,12 +372,7 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	  const Fbf *f, const FbfLoadTimes *t)
 {
 	FbfWindowMetaPageData new = *meta;
-	uint32		nwords = fbf_nwords(f->nbits);
-	uint64	   *plain = palloc(sizeof(uint64) * nwords);
-	PGAlignedBlock image;
-	BlockNumber next;
-	BlockNumber start;
-	uint32		p;
+	AdoptBloom	arg = {f, palloc(sizeof(uint64) * fbf_nwords(f->nbits))};
 	int			i;
 
 	new.nbits = f->nbits;
@@ -286,10 +380,6 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	new.nparts = f->nparts;
 	if (f->nbits != meta->nbits || f->nparts % meta->base_nparts != 0)
 		new.base_nparts = f->nparts;
-	/* chains: as many as before that divide the partitions (all are empty) */
-	new.nchains = Min(meta->nchains, f->nparts);
-	while (f->nparts % new.nchains != 0)
-		new.nchains--;
 	new.nfilters = f->nfilters;
 	new.nlive = f->nlive;
 	new.nslots = f->nfilters;
@@ -300,62 +390,8 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		new.ring[i] = (uint8) (i < f->nfilters ? i : 0);
 		new.born_at[i] = i < f->nlive ? t->born[i] : 0;
 	}
-	new.flags &= ~FBF_META_CAPPED;
-	new.legacy.until = 0;
-	/* a split of the empty window under way is abandoned with its pages */
-	new.split_start = InvalidBlockNumber;
-	new.split_next = 0;
-	new.split_factor = 0;
-	new.merge_factor = 0;
-
-	/* the pages, written whole before the metapage names them */
-	LockRelationForExtension(index, ExclusiveLock);
-	next = RelationGetNumberOfBlocks(index);
-	start = next;
-	for (p = 0; p < f->nparts; p++)
-	{
-		FbfSliceHeader *h;
-		void	   *words;
-
-		FbfWindowInitSlicePage(image.data, f->nbits);
-		h = FbfSlicePageGetHeader(image.data);
-		words = FbfSlicePageGetWords(image.data);
-		for (i = 0; i < f->nlive; i++)
-		{
-			uint32		w;
-
-			h->stamp[i] = FbfWindowExpectedStamp(&new, i);
-			h->count[i] = clamp32(fbf_count_const(f, i, p));
-			fbf_extract_bits(f, i, p, plain);
-			for (w = 0; w < nwords; w++)
-			{
-				uint64		bits = plain[w];
-
-				while (bits != 0)
-				{
-					int			b = pg_rightmost_one_pos64(bits);
-
-					bloom_slice_or(words, FBF_SLICE_WIDTH, w * 64 + b,
-								   UINT64CONST(1) << i);
-					bits &= bits - 1;
-				}
-			}
-		}
-		FbfWindowAppendPage(index, MAIN_FORKNUM, &next, image.data);
-		CHECK_FOR_INTERRUPTS();
-	}
-	UnlockRelationForExtension(index, ExclusiveLock);
-
-	/* the old pages are left for the next split, if more than it had */
-	if (meta->nparts >= meta->free_len)
-	{
-		new.free_start = meta->part_start;
-		new.free_len = meta->nparts;
-	}
-	new.part_start = start;
-	FbfWindowLogMeta(index, metabuf, &new, t->now);
-	*meta = new;
-	pfree(plain);
+	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, &arg, t->now);
+	pfree(arg.plain);
 }
 
 /*
