@@ -142,6 +142,7 @@ extern void FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
 			pg_attribute_noreturn();
 extern void FbfCitusApply(Relation shell, const char *qualname,
 						  const FbfOps *ops, bool *applied, int64 *value);
+extern Oid	FbfCitusExtensionSchema(void);
 
 /* counter_citus_transfer.c */
 extern void FbfCitusTransferInit(void);

@@ -224,8 +224,8 @@ client_id_type(char tag)
 }
 
 /* the schema fbf is installed in (PostgreSQL 16's get_extension_schema) */
-static Oid
-extension_schema(void)
+Oid
+FbfCitusExtensionSchema(void)
 {
 	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyData skey;
@@ -281,7 +281,7 @@ void
 FbfCitusApply(Relation shell, const char *qualname, const FbfOps *ops,
 			  bool *applied, int64 *value)
 {
-	char	   *schema = get_namespace_name(extension_schema());
+	char	   *schema = get_namespace_name(FbfCitusExtensionSchema());
 	char	   *sql;
 	Oid			client_type = client_id_type(ops->tag);
 	Oid			types[6] = {REGCLASSOID, TEXTOID, get_array_type(client_type),

@@ -236,7 +236,7 @@ carry_window(const char *fbf_schema, const ShardPlacement *from, const ShardPlac
 static void
 carry_windows(List *before)
 {
-	char	   *fbf_schema;
+	const char *fbf_schema;
 	List	   *after;
 	ListCell   *la;
 	int			carried = 0;
@@ -245,14 +245,9 @@ carry_windows(List *before)
 		return;
 	after = list_placements();
 
+	fbf_schema = quote_identifier(get_namespace_name(FbfCitusExtensionSchema()));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "fbf: SPI_connect failed");
-	/* the schema fbf is in, quoted as an identifier */
-	if (SPI_execute("SELECT e.extnamespace::pg_catalog.regnamespace::text"
-					"  FROM pg_catalog.pg_extension e WHERE e.extname = 'fbf'",
-					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "fbf: the extension fbf is not installed in this database");
-	fbf_schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	foreach(la, after)
 	{
 		ShardPlacement *to = lfirst(la);
