@@ -119,6 +119,28 @@ snapshot_page(Relation index, const FbfWindowMetaPageData *meta,
 	UnlockReleaseBuffer(buf);
 }
 
+/* The committed operations still on the chains, as a snapshot reads them. */
+typedef struct Waiting
+{
+	FbfHash    *hashes;
+	size_t		n;
+	size_t		cap;
+} Waiting;
+
+/* FbfChainCommitted's callback: a committed entry waits in the snapshot */
+static void
+add_waiting(const FbfHash *hash, void *arg)
+{
+	Waiting    *w = arg;
+
+	if (w->n == w->cap)
+	{
+		w->cap *= 2;
+		w->hashes = repalloc_huge(w->hashes, sizeof(FbfHash) * w->cap);
+	}
+	w->hashes[w->n++] = *hash;
+}
+
 /*
  * The cuckoo window as a snapshot, in a palloc'd fbf datum (see the file
  * header).  The caller holds the metapage share-locked; *pending gets the
@@ -134,9 +156,7 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 	uint32		per_chain = nview / meta->nchains;
 	uint32		factor = meta->split_next > 0 ? meta->split_factor : 1;
 	CwinSnap   *s;
-	FbfHash    *waiting;
-	size_t		nwaiting = 0;
-	size_t		cap = 64;
+	Waiting		waiting = {palloc(sizeof(FbfHash) * 64), 0, 64};
 	Size		size;
 	uint32		c;
 	int			i;
@@ -152,14 +172,11 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 		s->parts[i] = meta->cuckoo.parts[i];
 		s->born_at[i] = FbfWindowWallTime(meta, meta->born_at[i]);
 	}
-	waiting = palloc(sizeof(FbfHash) * cap);
-
 	*pending = 0;
 	for (c = 0; c < meta->nchains; c++)
 	{
 		FbfPendingChain chain;
 		uint32		v;
-		int			p;
 
 		FbfChainLockMode(index, meta, c, BUFFER_LOCK_SHARE, &chain);
 		for (v = c * per_chain; v < (c + 1) * per_chain;)
@@ -171,48 +188,23 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 			snapshot_page(index, meta, &layout, &epochs, blkno, s, v, n);
 			v += n;
 		}
-		for (p = 0; p < chain.n; p++)
-		{
-			int			n;
-			FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(chain.bufs[p]), &n);
-			int			j;
-
-			for (j = 0; j < n; j++)
-			{
-				FbfEntryStatus st =
-					FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[j]));
-
-				if (st == FBF_ENTRY_COMMITTED)
-				{
-					if (nwaiting == cap)
-					{
-						cap *= 2;
-						waiting = repalloc_huge(waiting, sizeof(FbfHash) * cap);
-					}
-					waiting[nwaiting].h1 = entries[j].h1;
-					waiting[nwaiting].h2 = entries[j].h2;
-					nwaiting++;
-				}
-				else if (st != FBF_ENTRY_ABORTED)
-					(*pending)++;
-			}
-		}
+		*pending += FbfChainCommitted(meta, &chain, add_waiting, &waiting);
 		FbfChainRelease(&chain);
 		CHECK_FOR_INTERRUPTS();
 	}
 
 	/* the waiting operations after the blocks, sorted */
-	nwaiting = cwin_hashes_sort_unique(waiting, nwaiting);
-	size = FBF_VALUE_OFFSET + cwin_snap_size(&layout, nview, nwaiting);
+	waiting.n = cwin_hashes_sort_unique(waiting.hashes, waiting.n);
+	size = FBF_VALUE_OFFSET + cwin_snap_size(&layout, nview, waiting.n);
 	{
 		char	   *v = repalloc_huge((char *) s - FBF_VALUE_OFFSET, size);
 
 		SET_VARSIZE(v, size);
 		s = FbfValueGetCwinSnap(v);
 	}
-	s->ndeferred = (uint32) nwaiting;
-	memcpy(cwin_snap_deferred(s), waiting, sizeof(FbfHash) * nwaiting);
-	pfree(waiting);
+	s->ndeferred = (uint32) waiting.n;
+	memcpy(cwin_snap_deferred(s), waiting.hashes, sizeof(FbfHash) * waiting.n);
+	pfree(waiting.hashes);
 
 #ifdef USE_ASSERT_CHECKING
 	{

@@ -297,6 +297,10 @@ extern void FbfChainLock(Relation index, const FbfWindowMetaPageData *meta,
 extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
 							 uint32 chainno, int mode, FbfPendingChain *chain);
 extern void FbfChainRelease(FbfPendingChain *chain);
+extern uint64 FbfChainCommitted(const FbfWindowMetaPageData *meta,
+								const FbfPendingChain *chain,
+								void (*fn) (const FbfHash *hash, void *arg),
+								void *arg);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 						  FbfPendingChain *chain, bool may_defer);
 extern bool FbfWindowTakeGrowthRequest(void);

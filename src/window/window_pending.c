@@ -381,6 +381,41 @@ FbfChainRelease(FbfPendingChain *chain)
 }
 
 /*
+ * Give each committed entry of a locked chain to `fn`, and return how many
+ * are still in flight (neither committed nor aborted): what a snapshot
+ * reads of a chain (window_read.c, window_cuckoo_load.c).
+ */
+uint64
+FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
+				  void (*fn) (const FbfHash *hash, void *arg), void *arg)
+{
+	uint64		in_flight = 0;
+	int			p;
+
+	for (p = 0; p < chain->n; p++)
+	{
+		int			n;
+		FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(chain->bufs[p]), &n);
+		int			j;
+
+		for (j = 0; j < n; j++)
+		{
+			FbfEntryStatus s = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[j]));
+
+			if (s == FBF_ENTRY_COMMITTED)
+			{
+				FbfHash		hash = {entries[j].h1, entries[j].h2};
+
+				fn(&hash, arg);
+			}
+			else if (s != FBF_ENTRY_ABORTED)
+				in_flight++;
+		}
+	}
+	return in_flight;
+}
+
+/*
  * Drain every page of a locked chain, then move the overflow pages left
  * empty to the head's spare list (so later operations lock fewer pages, and
  * FbfChainExtend reuses them).  Returns entries removed.

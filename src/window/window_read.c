@@ -138,6 +138,13 @@ snapshot_partition(Relation index, const FbfWindowMetaPageData *meta, Fbf *f,
 	UnlockReleaseBuffer(buf);
 }
 
+/* FbfChainCommitted's callback: a committed entry goes into the snapshot */
+static void
+insert_committed(const FbfHash *hash, void *arg)
+{
+	fbf_insert((Fbf *) arg, hash);
+}
+
 /*
  * The window as an `fbf` datum (palloc'd).  Of a Bloom window, an Fbf:
  * every live filter, plus the committed operations still on pending pages
@@ -197,32 +204,11 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 	{
 		FbfPendingChain chain;
 		uint32		per_chain = nparts / meta.nchains;
-		int			p;
 
 		FbfChainLockMode(index, &meta, c, BUFFER_LOCK_SHARE, &chain);
 		for (v = c * per_chain; v < (c + 1) * per_chain; v++)
 			snapshot_partition(index, &meta, f, v);
-		for (p = 0; p < chain.n; p++)
-		{
-			int			n;
-			FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(chain.bufs[p]), &n);
-			int			j;
-
-			for (j = 0; j < n; j++)
-			{
-				FbfEntryStatus s =
-					FbfEntryStatusOf(FbfEntryFullXid(&meta, &entries[j]));
-
-				if (s == FBF_ENTRY_COMMITTED)
-				{
-					FbfHash		hh = {entries[j].h1, entries[j].h2};
-
-					fbf_insert(f, &hh);
-				}
-				else if (s != FBF_ENTRY_ABORTED)
-					(*pending)++;
-			}
-		}
+		*pending += FbfChainCommitted(&meta, &chain, insert_committed, f);
 		FbfChainRelease(&chain);
 		CHECK_FOR_INTERRUPTS();
 	}
