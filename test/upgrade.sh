@@ -13,7 +13,7 @@
 #      filters log their upgrade, and new operations count as usual; fbf
 #      values stored in a table by 1.0 read back as 1.0 wrote them;
 #   4. the updated extension describes (\dx+, every function's definition)
-#      as a fresh 1.1 install; 1.1's dedup tables, batches and outcomes
+#      as a fresh 1.2 install; 1.1's dedup tables, batches and outcomes
 #      work on it, and claims and operations survive a crash.
 set -uo pipefail
 
@@ -114,8 +114,8 @@ ok "$(q "SELECT idempotent_increment('likes', 9, 1, 1000)")" "t" \
 ok "$(grep -c 'upgraded the filter of counter' "$FBF_SCRATCH/server.log")" "2" \
 	"both counters' filters were upgraded in place, and said so"
 q "ALTER EXTENSION fbf UPDATE" >/dev/null
-ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.1" \
-	"ALTER EXTENSION fbf UPDATE reaches 1.1"
+ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.2" \
+	"ALTER EXTENSION fbf UPDATE reaches 1.2"
 ok "$(retries)" "0" "after ALTER EXTENSION fbf UPDATE, every retry is still dismissed"
 ok "$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")" \
 	"1300/1700/100" "the counters are exact"
@@ -159,7 +159,7 @@ describe() {
 describe upg >"$work/described.upgraded"
 describe fresh >"$work/described.fresh"
 ok "$(diff "$work/described.upgraded" "$work/described.fresh" >"$work/described.diff" && echo same || cat "$work/described.diff")" \
-	"same" "the updated extension describes as a fresh 1.1 install (\\dx+ and every function's definition)"
+	"same" "the updated extension describes as a fresh 1.2 install (\\dx+ and every function's definition)"
 ok "$([ "$(wc -l <"$work/described.fresh")" -gt 150 ] && echo yes)" "yes" \
 	"(and the description is the whole extension: $(wc -l <"$work/described.fresh") lines)"
 
