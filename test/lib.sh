@@ -148,7 +148,8 @@ fbf_cluster_stop() {
 
 # Run the TAP tests of test/t through PGXS (make prove_installcheck), as
 # the postgres user (initdb refuses root), from a scratch copy of the
-# source tree it can write to.  fbf must be installed.  $1: scratch dir.
+# source tree it can write to.  fbf must be installed.  $1: scratch dir;
+# FBF_PROVE_TESTS, if set, names the tests to run (test/t/NNN_name.pl ...).
 fbf_run_tap() {
 	local dir=$1
 	rm -rf "$dir"
@@ -161,5 +162,5 @@ fbf_run_tap() {
 	chown -R postgres: "$dir"
 	(cd "$dir" && runuser -u postgres -- env -u PGPORT -u PGHOST -u PGUSER -u PGDATABASE \
 		PATH="$PG_BINDIR:$PATH" FBF_RETRY_STORM="$dir/retry_storm" \
-		make -s prove_installcheck PROVE_FLAGS=-v)
+		make -s prove_installcheck PROVE_FLAGS=-v ${FBF_PROVE_TESTS:+PROVE_TESTS="$FBF_PROVE_TESTS"})
 }
