@@ -13,6 +13,13 @@
 
 #include <stdint.h>
 
+static inline uint32_t
+fbf_le32_read(const unsigned char *p)
+{
+	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+		(uint32_t) p[3] << 24;
+}
+
 static inline uint64_t
 fbf_le64_read(const unsigned char *p)
 {

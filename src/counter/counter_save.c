@@ -48,16 +48,23 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 	struct varlena *snapshot;
 	Relation	heap;
 	Relation	index;
+	FbfValueKey key;
+	bool		public_too;
 	FbfLoadResult r;
 
 	PreventCommandIfReadOnly("fbf_counter_load()");
 	PreventCommandDuringRecovery("fbf_counter_load()");
 	FbfCounterOpen(relid, FBF_COUNTER_OWNER, RowExclusiveLock, &heap, &index);
 	snapshot = FbfArgValue(fcinfo, 1, false);
+	if (!FbfValueGetKey(snapshot, &key))
+		memset(&key, 0, sizeof(key));
+	public_too = (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) != 0;
 	if (FbfValueIsCuckoo(snapshot))
-		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot));
+		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot),
+								&key.key, public_too);
 	else
-		r = FbfWindowLoad(index, FbfValueBloom(snapshot, PG_GETARG_DATUM(1)));
+		r = FbfWindowLoad(index, FbfValueBloom(snapshot, PG_GETARG_DATUM(1)),
+						  &key.key, public_too);
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(r.adopted ? "adopted" :
 									 r.filters > 0 ? "merged" : "expired"));

@@ -44,6 +44,7 @@
 
 #include "core/fbf_aimd.h"
 #include "core/fbf_codec.h"
+#include "core/fbf_le.h"
 #include "type/fbf_value.h"
 
 PG_FUNCTION_INFO_V1(fbf_in);
@@ -156,6 +157,7 @@ Fbf *
 FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
 {
 	struct varlena *v = FbfArgValue(fcinfo, argno, copy);
+	FbfValueKey key;
 
 	if (FbfValueIsCuckoo(v))
 		ereport(ERROR,
@@ -164,6 +166,13 @@ FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
 						get_func_name(fcinfo->flinfo->fn_oid)),
 				 errdetail("The value is fbf_snapshot() of a counter or dedup table created with filter => 'cuckoo'; this function works on a ring of Bloom filters."),
 				 errhint("fbf_contains(), fbf_info() and fbf_estimated_fpp() read snapshots of both kinds, and fbf_counter_load() loads them.")));
+	if (FbfValueGetKey(v, &key))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not take a counter's snapshot",
+						get_func_name(fcinfo->flinfo->fn_oid)),
+				 errdetail("The value is fbf_snapshot() of a counter or dedup table: its elements are hashed under the secret key of the counter's filter."),
+				 errhint("fbf_contains(), fbf_info() and fbf_estimated_fpp() read snapshots, and fbf_counter_load() loads them.")));
 	return FbfValueBloom(v, PG_GETARG_DATUM(argno));
 }
 
@@ -208,12 +217,13 @@ cuckoo_from_bytes(const unsigned char *buf, size_t len, int code,
 }
 
 /*
- * Validate serialized bytes and build an fbf datum from them, of the kind
- * their format version says; `code` is the SQLSTATE for malformed input.
+ * Validate serialized bytes of an unkeyed value and build an fbf datum
+ * from them, of the kind their format version says; `code` is the
+ * SQLSTATE for malformed input.
  */
 static Datum
-fbf_from_bytes(const unsigned char *buf, size_t len, int code,
-			   const char *what)
+unkeyed_from_bytes(const unsigned char *buf, size_t len, int code,
+				   const char *what)
 {
 	size_t		size;
 	const char *why;
@@ -232,12 +242,41 @@ fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 	return PointerGetDatum(v);
 }
 
+/*
+ * Validate serialized bytes and build an fbf datum from them: a keyed
+ * value's key (fbf_value_key.c) is taken off, the rest decoded as its kind
+ * says, and the key put back on the datum.
+ */
+static Datum
+fbf_from_bytes(const unsigned char *buf, size_t len, int code,
+			   const char *what)
+{
+	bool		keyed;
+	FbfValueKey key;
+	const char *why;
+	Datum		result;
+
+	buf = FbfPortableTakeKey(buf, &len, &keyed, &key, &why);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("invalid %s for type fbf", what),
+				 errdetail("%s", why)));
+	result = unkeyed_from_bytes(buf, len, code, what);
+	if (keyed)
+		result = PointerGetDatum(FbfValueWithKey((struct varlena *) DatumGetPointer(result),
+												 &key.key,
+												 (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) != 0));
+	return result;
+}
+
 /* the serialized form of an fbf datum of either kind, palloc'd */
 static unsigned char *
 serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 {
 	struct varlena *v = FbfArgValue(fcinfo, argno, false);
 	unsigned char *buf;
+	FbfValueKey key;
 
 	if (FbfValueIsCuckoo(v))
 	{
@@ -255,6 +294,8 @@ serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 		buf = palloc(*len);
 		fbf_serialize(f, buf);
 	}
+	if (FbfValueGetKey(v, &key))
+		buf = FbfPortablePutKey(buf, len, &key);
 	return buf;
 }
 
@@ -458,38 +499,63 @@ fbf_add_array(PG_FUNCTION_ARGS)
 	PG_RETURN_FBF(f);
 }
 
+/* Is the element whose hash is `h` in the value v, of either kind? */
+static bool
+value_contains(struct varlena *v, Datum d, const FbfHash *h, FbfCheck check)
+{
+	if (FbfValueIsCuckoo(v))
+		return cwin_snap_contains(FbfValueGetCwinSnap(v), h);
+	return fbf_contains(FbfValueBloom(v, d), h, check);
+}
+
 /*
- * Is the element in the value: fbf_contains_hash for both kinds.  A
- * cuckoo snapshot is checked in its block, with each live epoch's
- * fingerprint, and in its waiting operations (the check variants are
- * Bloom ones: the name is validated, and means nothing here).
+ * Is the element whose bytes are data[0 .. len) in the value?  Hashed as
+ * the value hashes its elements: under the public hash, or under a
+ * counter snapshot's key, and then also under the public hash if the
+ * snapshot holds operations recorded before its counter had a key
+ * (fbf_value_key.c).  A cuckoo snapshot is checked in its block, with
+ * each live epoch's fingerprint, and in its waiting operations (the check
+ * variants are Bloom ones: the name is validated, and means nothing
+ * there).
  */
 static bool
-contains_hash(FunctionCallInfo fcinfo, const FbfHash *h)
+contains_bytes(FunctionCallInfo fcinfo, const void *data, size_t len)
 {
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	FbfCheck	check = check_from_text(PG_GETARG_TEXT_PP(2));
+	FbfValueKey key;
+	FbfHash		h;
 
-	if (FbfValueIsCuckoo(v))
-		return cwin_snap_contains(FbfValueGetCwinSnap(v), h);
-	return fbf_contains(FbfValueBloom(v, PG_GETARG_DATUM(0)), h, check);
+	if (!FbfValueGetKey(v, &key))
+	{
+		h = fbf_hash_bytes(data, len);
+		return value_contains(v, PG_GETARG_DATUM(0), &h, check);
+	}
+	h = fbf_hash_keyed(&key.key, data, len);
+	if (value_contains(v, PG_GETARG_DATUM(0), &h, check))
+		return true;
+	if ((key.flags & FBF_VALUE_KEY_PUBLIC_TOO) == 0)
+		return false;
+	h = fbf_hash_bytes(data, len);
+	return value_contains(v, PG_GETARG_DATUM(0), &h, check);
 }
 
 /* fbf_contains(fbf, element, check text) */
 Datum
 fbf_contains_text(PG_FUNCTION_ARGS)
 {
-	FbfHash		h = hash_varlena(PG_GETARG_DATUM(1));
+	struct varlena *e = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(1));
 
-	PG_RETURN_BOOL(contains_hash(fcinfo, &h));
+	PG_RETURN_BOOL(contains_bytes(fcinfo, VARDATA_ANY(e), VARSIZE_ANY_EXHDR(e)));
 }
 
 Datum
 fbf_contains_int8(PG_FUNCTION_ARGS)
 {
-	FbfHash		h = fbf_hash_int64(PG_GETARG_INT64(1));
+	unsigned char bytes[8];
 
-	PG_RETURN_BOOL(contains_hash(fcinfo, &h));
+	fbf_le64_write(bytes, (uint64) PG_GETARG_INT64(1));
+	PG_RETURN_BOOL(contains_bytes(fcinfo, bytes, sizeof(bytes)));
 }
 
 /* ----------------------------------------------------------------------
@@ -588,7 +654,8 @@ fbf_estimated_fpp(PG_FUNCTION_ARGS)
  * current epoch (a drain stores them there).
  */
 static Datum
-cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s)
+cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s,
+			bool keyed)
 {
 	Datum		values[10];
 	bool		nulls[10] = {0};
@@ -617,7 +684,8 @@ cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s)
 	values[6] = PointerGetDatum(construct_array(counts, (int) s->nlive, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) cwin_snap_serialized_size(s));
+	values[7] = Int64GetDatum((int64) cwin_snap_serialized_size(s) +
+							  (keyed ? FBF_HASH_KEY_BYTES : 0));
 	values[8] = Float8GetDatum(cwin_snap_estimate_fpp(s));
 	values[9] = Int32GetDatum((int32) s->nparts);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -633,6 +701,7 @@ fbf_info(PG_FUNCTION_ARGS)
 {
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	Fbf		   *f;
+	FbfValueKey key;
 	TupleDesc	tupdesc;
 	Datum		values[10];
 	bool		nulls[10] = {0};
@@ -643,7 +712,8 @@ fbf_info(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	if (FbfValueIsCuckoo(v))
-		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v));
+		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v),
+						   FbfValueGetKey(v, &key));
 	f = FbfValueBloom(v, PG_GETARG_DATUM(0));
 
 	counts = palloc(sizeof(Datum) * f->nfilters);
@@ -666,7 +736,8 @@ fbf_info(PG_FUNCTION_ARGS)
 	values[6] = PointerGetDatum(construct_array(counts, f->nfilters, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) fbf_serialized_size(f));
+	values[7] = Int64GetDatum((int64) fbf_serialized_size(f) +
+							  (FbfValueGetKey(v, &key) ? FBF_HASH_KEY_BYTES : 0));
 	values[8] = Float8GetDatum(fbf_estimate_fpp(f, FBF_CHECK_DEFAULT));
 	values[9] = Int32GetDatum((int32) f->nparts);
 

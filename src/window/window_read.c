@@ -149,9 +149,10 @@ insert_committed(const FbfHash *hash, void *arg)
  * The window as an `fbf` datum (palloc'd).  Of a Bloom window, an Fbf:
  * every live filter, plus the committed operations still on pending pages
  * inserted into future and present.  Of a cuckoo window, a CwinSnap
- * (FbfCuckooSnapshot, read the same way).  *pending gets the number still
- * in flight.  The frozen filters of an upgraded 1.0 window
- * (window_legacy.c) are not part of it.
+ * (FbfCuckooSnapshot, read the same way).  Either carries the window's
+ * key (window_key.c), if it has one.  *pending gets the number still in
+ * flight.  The frozen filters of an upgraded 1.0 window (window_legacy.c)
+ * are not part of it.
  */
 Datum
 FbfWindowSnapshot(Relation index, uint64 *pending)
@@ -159,6 +160,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
 	Fbf		   *f;
+	FbfWindowKeying keying;
 	uint32		nparts;
 	int			i;
 	uint32		v;
@@ -173,12 +175,14 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 						RelationGetRelationName(index)),
 				 errhint("Apply an operation to the counter, or run fbf_counter_maintain(), to upgrade it.")));
 	}
+	FbfWindowKeyingOf(&meta, FbfWindowNow(&meta), &keying);
 	if (FbfWindowIsCuckoo(&meta))
 	{
 		CwinSnap   *s = FbfCuckooSnapshot(index, &meta, pending);
 
 		UnlockReleaseBuffer(metabuf);
-		return PointerGetDatum((char *) s - FBF_VALUE_OFFSET);
+		return PointerGetDatum(FbfValueWithKey((struct varlena *) ((char *) s - FBF_VALUE_OFFSET),
+											   &keying.key, keying.public_too));
 	}
 	nparts = FbfWindowViewParts(&meta);
 	f = FbfValueAlloc(meta.nbits, meta.nfilters, nparts);
@@ -213,7 +217,8 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 		CHECK_FOR_INTERRUPTS();
 	}
 	UnlockReleaseBuffer(metabuf);
-	return PointerGetDatum((char *) f - FBF_VALUE_OFFSET);
+	return PointerGetDatum(FbfValueWithKey((struct varlena *) ((char *) f - FBF_VALUE_OFFSET),
+										   &keying.key, keying.public_too));
 }
 
 /* Microseconds until the window's next refresh is due (0: it is due). */
