@@ -41,6 +41,8 @@ VACUUM FULL edge_c;
 CLUSTER edge_c USING edge_c_pkey;
 ALTER TABLE edge_c ADD COLUMN note text DEFAULT 'x';
 ALTER TABLE edge_c ALTER COLUMN note TYPE varchar(10);
+-- a rewrite of the window's column drops and builds it again, carried over
+ALTER TABLE edge_c ALTER COLUMN shard TYPE integer USING shard + 0;
 SELECT idempotent_increment('edge_c', 'k', 1, 1, 1) AS applied_twice;
 -- still refused concurrently, as before
 SELECT edges_sqlstate_of('REINDEX TABLE CONCURRENTLY edge_c');
