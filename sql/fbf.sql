@@ -946,25 +946,32 @@ BEGIN
 	LOOP
 		name := r.name;
 		saved_at := r.saved_at;
-		rel := pg_catalog.to_regclass(r.name);
-		IF rel IS NULL THEN
-			outcome := 'no such table';
-		ELSE
-			BEGIN
+		-- each row on its own: a row refused (a malformed name, a counter
+		-- of another owner, a snapshot that does not fit) is reported and
+		-- the next is loaded; failures of the session (a deadlock, a
+		-- cancel, out of memory) still end the restore
+		BEGIN
+			rel := pg_catalog.to_regclass(r.name);
+			IF rel IS NULL THEN
+				outcome := 'no such table';
+			ELSIF r.snapshot IS NULL THEN
+				outcome := 'refused: the row has no snapshot';
+			ELSE
 				outcome := @extschema@.fbf_counter_load(rel, r.snapshot);
-			EXCEPTION
-				WHEN object_not_in_prerequisite_state OR invalid_parameter_value OR
-					 program_limit_exceeded OR wrong_object_type THEN
-					outcome := 'refused: ' || SQLERRM;
-			END;
-		END IF;
+			END IF;
+		EXCEPTION
+			WHEN syntax_error_or_access_rule_violation OR data_exception OR
+				 object_not_in_prerequisite_state OR program_limit_exceeded OR
+				 feature_not_supported THEN
+				outcome := 'refused: ' || SQLERRM;
+		END;
 		RETURN NEXT;
 	END LOOP;
 END
 $fn$;
 
 COMMENT ON FUNCTION fbf_counter_restore(regclass) IS
-	'load every snapshot of a table filled from fbf_counter_save (name, snapshot, saved_at) into its counter or dedup table; one row each, with the outcome';
+	'load every snapshot of a table filled from fbf_counter_save (name, snapshot, saved_at) into its counter or dedup table; one row each, with the outcome (a row refused is reported, and the others are loaded)';
 
 ------------------------------------------------------------------------
 -- The cuckoo index access method: equality lookups in one bucket page

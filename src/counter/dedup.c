@@ -14,6 +14,14 @@
  * the retention.  The table itself holds no rows; INSERT on it is the
  * privilege to claim, SELECT to read its window (fbf_snapshot).
  *
+ * Row security: policies judge rows, and a claim writes none (the table
+ * can hold no rows; its CHECK (false) refuses any).  No row could stand
+ * for a claim: an id is not a column, and an INSERT policy's WITH CHECK
+ * cannot see it.  So a claim is refused where row security applies to the
+ * caller (check_enable_rls), rather than allowed past policies that were
+ * meant to stop it; the owner (without FORCE ROW LEVEL SECURITY) and roles
+ * with BYPASSRLS claim as before.
+ *
  * An id's identity bytes are a type tag and the id's bytes, so that ids
  * of different types are different claims:
  *
@@ -39,6 +47,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/uuid.h"
 
 #include "counter/counter.h"
@@ -226,6 +235,13 @@ claim_all(Oid relid, bytea **ids, int n, bool *claimed)
 	PreventCommandDuringRecovery("fbf_claim()");
 
 	FbfCounterOpen(relid, FBF_DEDUP_CLAIM, RowExclusiveLock, &heap, &index);
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot claim ids in dedup table \"%s\" under row-level security",
+						RelationGetRelationName(heap)),
+				 errdetail("Row-level security is enabled for the table; policies judge rows, and a claim writes none, so none of them could judge it."),
+				 errhint("Grant INSERT on the dedup table only to the roles that may claim in it, or use a dedup table for each group of roles.")));
 	FbfCounterNoteOperation();
 
 	ops = palloc(sizeof(FbfBatchOp) * Max(n, 1));

@@ -39,7 +39,9 @@
  *	- Time.  Birth times are converted to window time as for a Bloom
  *	  adoption (FbfLoadTimesOf), so refreshes that came due while the
  *	  snapshot waited in a dump expire its epochs on the original's
- *	  schedule.
+ *	  schedule; a snapshot all of whose epochs are due (FbfLoadDue) loads
+ *	  nothing, and one whose current epoch is past its period turns once
+ *	  as it is adopted (FbfWindowAdopt), as a Bloom snapshot does.
  *	- Waiting operations.  They are committed operations the original had
  *	  not drained yet; a drain would store them as of its current epoch, so
  *	  the load stores them in their blocks as of the snapshot's epoch (the
@@ -361,7 +363,7 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	for (i = 0; i < CWIN_MAX_LIVE; i++)
 		new.cuckoo.parts[i] = s->parts[Min(i, (int) s->nlive - 1)];
 	FbfWindowAdoptKey(&new, key, public_too, t->now);
-	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, (void *) lb, t->now);
+	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, (void *) lb, t);
 }
 
 /*
@@ -415,6 +417,15 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s, const FbfHashKey *key,
 
 	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
 	FbfLoadTimesOf(&meta, s->born_at, (int) s->nlive, &t);
+	if (FbfLoadDue(&t, (int) s->nlive, (int) s->nlive, s->period,
+				   meta.retention) == 0)
+	{
+		/* every epoch aged out: nothing to load (window_load.c, "Time") */
+		UnlockReleaseBuffer(metabuf);
+		result.adopted = false;
+		result.filters = 0;
+		return result;
+	}
 	if (!FbfWindowIsEmpty(index, &meta, t.now))
 	{
 		UnlockReleaseBuffer(metabuf);

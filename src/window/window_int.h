@@ -216,18 +216,23 @@ extern CwinSnap *FbfCuckooSnapshot(Relation index,
 
 /* ---- window_load.c: what loads of both kinds share ---- */
 
-/* A snapshot's births on the window's clock. */
+/* A snapshot's births on the window's clock, and when its filters expire. */
 typedef struct FbfLoadTimes
 {
 	int64		now;			/* window time */
 	TimestampTz wall_now;
 	int64		born[FBF_MAX_FILTERS];	/* by logical filter, window time */
+	int64		last;			/* latest operation its future can hold */
+	int64		due[FBF_MAX_FILTERS];	/* when the original could forget
+										 * each filter (FbfLoadDue) */
 } FbfLoadTimes;
 
 extern void FbfLoadCheckTimes(Relation index, const int64 *born, int nlive,
 							  int64 period);
 extern void FbfLoadTimesOf(const FbfWindowMetaPageData *meta,
 						   const int64 *wall_born, int nlive, FbfLoadTimes *t);
+extern int	FbfLoadDue(FbfLoadTimes *t, int nlive, int nfilters, int64 period,
+					   int64 retention);
 extern bool FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta,
 							 int64 now);
 
@@ -240,7 +245,7 @@ typedef void (*FbfAdoptPageFn) (char *page, const FbfWindowMetaPageData *new,
 extern void FbfWindowAdopt(Relation index, Buffer metabuf,
 						   FbfWindowMetaPageData *meta,
 						   FbfWindowMetaPageData *new, FbfAdoptPageFn fill,
-						   void *arg, int64 now);
+						   void *arg, const FbfLoadTimes *t);
 
 static inline bool
 FbfWindowIsCuckoo(const FbfWindowMetaPageData *meta)
@@ -277,6 +282,8 @@ extern void FbfWindowSetOverfull(FbfWindowMetaPageData *meta);
 extern void FbfWindowNoteCapped(Relation index, bool capped,
 								const FbfAimdPolicy *policy);
 extern int	FbfWindowSplitStep(Relation index, int max_parts);
+extern bool FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now,
+							int64 born);
 
 /* ---- window_rebuild.c ---- */
 extern bool FbfWindowBuildPages(Relation heap, Relation index);

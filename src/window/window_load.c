@@ -22,11 +22,16 @@
  * earlier on both counts: j's younger neighbour was born no earlier than
  * s's (the retention, which is the counter's on both sides: a restored
  * counter has its original's options), and j's predicted time is no
- * earlier than s's (for the future filter of the snapshot, whose last
- * operation may have come just before the load, "now" stands for the
- * snapshot's time).  Times are compared within LOAD_CLOCK_SLACK, the
- * precision of the conversion.  Snapshot filters whose time has passed
- * are not loaded: the original window could have forgotten them already.
+ * earlier than s's.  The snapshot's future filter has no younger
+ * neighbour: the time it stopped taking operations stands for one.  A
+ * snapshot does not say when it was taken, so that time is bounded from
+ * its births (FbfLoadDue): the original refreshed its ring before it
+ * applied an operation once the future's period was over, unless its ring
+ * was full and its oldest filter still needed; and never later than now.
+ * Times are compared within LOAD_CLOCK_SLACK, the precision of the
+ * conversion.  Snapshot filters whose time has passed are not loaded: the
+ * original window could have forgotten them already; a snapshot all of
+ * whose filters have is `expired` and loads nothing, adopted or merged.
  * The live future filter is forgotten last of all, so every filter has a
  * place.  The counter's retention stands for the original's: a restored
  * counter has its options.
@@ -59,7 +64,12 @@
  *			split.  This copies the original window exactly, where a merge
  *			into a younger ring would put several snapshot filters into
  *			one live filter and raise its false-positive rate until they
- *			age out.
+ *			age out.  Filters already due are adopted empty, and if the
+ *			snapshot's future filter is past its period, the ring turns
+ *			once as the original's would have, the new future born when
+ *			the old one stopped taking operations: else the first refresh
+ *			after the load would date that to the load, and keep a
+ *			snapshot's last operations a retention after the load.
  *
  * Anything else is refused before a page is written, and so is a
  * snapshot of the other kind of window (a cuckoo window's snapshot is
@@ -109,17 +119,19 @@ clamp32(uint64 v)
 
 /*
  * When a ring of nlive live filters born at born[] (logical order, window
- * time), refreshed every `period`, forgets filter i at the earliest, as
- * predicted now: once the younger neighbour of i was born `retention` ago
- * (the drop rule), and not before the refreshes that make i the oldest
- * and recycle it have come, one a period from the future's birth.  A
- * filter whose younger neighbour was born "long ago" holds nothing to keep.
+ * time), refreshed every `period`, forgets filter i at the earliest: once
+ * the younger neighbour of i was born `retention` ago (the drop rule), and
+ * not before the refreshes that make i the oldest and recycle it have
+ * come, one a period from the future's birth.  The future filter (i = 0)
+ * has no younger neighbour: `last`, the latest time it takes an operation,
+ * stands for one (now, for a live window).  A filter whose younger
+ * neighbour was born "long ago" holds nothing to keep.
  */
 static int64
 expires(const int64 *born, int nlive, int64 period, int64 retention, int i,
-		int64 now)
+		int64 last)
 {
-	int64		younger = i == 0 ? now : born[i - 1];
+	int64		younger = i == 0 ? last : born[i - 1];
 
 	if (younger == FBF_BORN_LONG_AGO)
 		return PG_INT64_MIN;
@@ -199,6 +211,41 @@ FbfLoadTimesOf(const FbfWindowMetaPageData *meta, const int64 *wall_born,
 }
 
 /*
+ * When the original window could forget each of the snapshot's nlive
+ * filters (t->due, window time), for a ring of nfilters filters (nlive if
+ * the snapshot does not say), refreshed every `period`, with the
+ * counter's `retention`.  The snapshot does not carry the time it was
+ * taken, so t->last, the latest time its future filter can have taken an
+ * operation, is bounded from its births: an operation applies only after
+ * the refresh that an overdue ring needs (needs_refresh, window_apply.c),
+ * which is postponed only while every filter is live and the oldest may
+ * not be dropped, i.e. until the filter younger than it is a retention old.
+ * So no later than a period after the future's birth, or that; and not
+ * later than now.  Returns the number of filters not due yet (0: the
+ * snapshot has expired).
+ */
+int
+FbfLoadDue(FbfLoadTimes *t, int nlive, int nfilters, int64 period,
+		   int64 retention)
+{
+	int64		last = t->born[0] + period;
+	int			live = 0;
+	int			i;
+
+	if (nlive >= nfilters && nlive >= 2 &&
+		t->born[nlive - 2] != FBF_BORN_LONG_AGO)
+		last = Max(last, t->born[nlive - 2] + retention);
+	t->last = Min(last + LOAD_CLOCK_SLACK, t->now);
+	for (i = 0; i < nlive; i++)
+	{
+		t->due[i] = expires(t->born, nlive, period, retention, i, t->last);
+		if (t->due[i] > t->now)
+			live++;
+	}
+	return live;
+}
+
+/*
  * Does the window remember nothing: no bits in a live lane, no pending
  * entry (of any fate), no 1.0 filters still checked?  The caller holds
  * the metapage exclusively, so no operation can start meanwhile.
@@ -271,14 +318,16 @@ mergeable(const FbfWindowMetaPageData *meta, const Fbf *f)
  * partitions (all are empty), clears what the empty window had under way
  * (capped, 1.0 filters, a split, whose pages are abandoned), writes the
  * pages whole (`fill` makes each, appended as full-page images), leaves
- * the old pages as the free run for the next split, and logs the metapage.
- * The caller holds metabuf exclusively and has checked that the window is
- * empty and may take the shape.
+ * the old pages as the free run for the next split, turns the ring once if
+ * the snapshot's future is past its period (the file header; t: its times,
+ * FbfLoadDue), and logs the metapage.  The caller holds metabuf
+ * exclusively and has checked that the window is empty and may take the
+ * shape.
  */
 void
 FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 			   FbfWindowMetaPageData *new, FbfAdoptPageFn fill, void *arg,
-			   int64 now)
+			   const FbfLoadTimes *t)
 {
 	PGAlignedBlock image;
 	BlockNumber next;
@@ -314,14 +363,26 @@ FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		new->free_len = meta->nparts;
 	}
 	new->part_start = start;
-	FbfWindowLogMeta(index, metabuf, new, now);
+
+	/*
+	 * The pages hold the snapshot's ring as it was: turning it here is a
+	 * refresh (the recycled lane goes stale with the epoch), with the new
+	 * future born when the snapshot's stopped taking operations.
+	 */
+	if (new->nlive >= 2 && t->now - new->born_at[0] >= new->period)
+		(void) FbfWindowRotate(new, t->now, Max(t->last, new->born_at[0]));
+	FbfWindowLogMeta(index, metabuf, new, t->now);
 	*meta = *new;
 }
 
-/* A Bloom snapshot being adopted, and a bit array's worth of scratch. */
+/*
+ * A Bloom snapshot being adopted, its times, and a bit array's worth of
+ * scratch.
+ */
 typedef struct AdoptBloom
 {
 	const Fbf  *f;
+	const FbfLoadTimes *t;
 	uint64	   *plain;
 } AdoptBloom;
 
@@ -330,6 +391,7 @@ static void
 adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
 {
 	const Fbf  *f = ((AdoptBloom *) arg)->f;
+	const FbfLoadTimes *t = ((AdoptBloom *) arg)->t;
 	uint64	   *plain = ((AdoptBloom *) arg)->plain;
 	uint32		nwords = fbf_nwords(f->nbits);
 	FbfSliceHeader *h;
@@ -344,6 +406,8 @@ adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
 		uint32		w;
 
 		h->stamp[i] = FbfWindowExpectedStamp(new, i);
+		if (t->due[i] <= t->now)
+			continue;			/* the original could have forgotten it */
 		h->count[i] = clamp32(fbf_count_const(f, i, p));
 		fbf_extract_bits(f, i, p, plain);
 		for (w = 0; w < nwords; w++)
@@ -373,7 +437,7 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	  bool public_too)
 {
 	FbfWindowMetaPageData new = *meta;
-	AdoptBloom	arg = {f, palloc(sizeof(uint64) * fbf_nwords(f->nbits))};
+	AdoptBloom	arg = {f, t, palloc(sizeof(uint64) * fbf_nwords(f->nbits))};
 	int			i;
 
 	new.nbits = f->nbits;
@@ -392,7 +456,7 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		new.born_at[i] = i < f->nlive ? t->born[i] : 0;
 	}
 	FbfWindowAdoptKey(&new, key, public_too, t->now);
-	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, &arg, t->now);
+	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, &arg, t);
 	pfree(arg.plain);
 }
 
@@ -516,9 +580,8 @@ merge(Relation index, const FbfWindowMetaPageData *meta, const Fbf *f,
 	/* the oldest live filter kept at least as long as each snapshot filter */
 	for (s = 0; s < f->nlive; s++)
 	{
-		int64		keep = s == 0 ? t->now : t->born[s - 1];
-		int64		due = expires(t->born, f->nlive, f->period, meta->retention,
-								  s, t->now);
+		int64		keep = s == 0 ? t->last : t->born[s - 1];
+		int64		due = t->due[s];
 		int			j;
 
 		target[s] = -1;
@@ -642,6 +705,15 @@ FbfWindowLoad(Relation index, const Fbf *snapshot, const FbfHashKey *key,
 		elog(ERROR, "fbf: the filter \"%s\" was not upgraded",
 			 RelationGetRelationName(index));
 	FbfLoadTimesOf(&meta, born, snapshot->nlive, &t);
+	if (FbfLoadDue(&t, snapshot->nlive, snapshot->nfilters, snapshot->period,
+				   meta.retention) == 0)
+	{
+		/* every filter aged out: nothing to load, whatever the shapes */
+		UnlockReleaseBuffer(metabuf);
+		result.adopted = false;
+		result.filters = 0;
+		return result;
+	}
 	empty = FbfWindowIsEmpty(index, &meta, t.now);
 
 	if (empty && adoptable(&meta, snapshot, &why))

@@ -17,6 +17,15 @@
  * keep changing the old window until the swap.  So is an ALTER INDEX that
  * would change a window's filter, the format of its pages.
  *
+ * A table has one window.  A second fbf_filter index on a table that has
+ * one is refused (FbfWindowBuildPages; the hook locks the table against a
+ * concurrent CREATE INDEX first), and so is dropping a table's window
+ * while the table stays (DROP INDEX, ALTER TABLE ... DROP COLUMN of its
+ * column): the counter would forget what it applied, and a new window
+ * would start empty, so retries would apply again.  DROP TABLE drops the
+ * window with its table; DROP EXTENSION ... CASCADE (dropping the access
+ * method) drops every window, as its owner asked.
+ *
  * State: rebuild_sources, in TopMemoryContext, for the utility statement
  * running in this backend (saved and restored around nested statements).
  *
@@ -35,7 +44,9 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "commands/defrem.h"
+#include "commands/tablecmds.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -43,6 +54,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -404,6 +416,206 @@ refuse_filter_change(Node *stmt)
 				 errhint("Create a new table with fbf_create_counter_table(..., filter => ...) or fbf_create_dedup(..., filter => ...).")));
 }
 
+/* the access method of a relation; InvalidOid if it is gone */
+static Oid
+rel_am(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			am;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	am = ((Form_pg_class) GETSTRUCT(tup))->relam;
+	ReleaseSysCache(tup);
+	return am;
+}
+
+/*
+ * The fbf_filter indexes of table heapoid (valid or not), from pg_index,
+ * without locking the table: the hook looks before the statement takes
+ * its own locks.
+ */
+static List *
+windows_of(Oid heapoid, Oid amoid)
+{
+	Relation	pg_index;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	List	   *result = NIL;
+
+	ScanKeyInit(&key, Anum_pg_index_indrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(heapoid));
+	pg_index = table_open(IndexRelationId, AccessShareLock);
+	scan = systable_beginscan(pg_index, IndexIndrelidIndexId, true, NULL, 1,
+							  &key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		Form_pg_index form = (Form_pg_index) GETSTRUCT(tup);
+
+		if (rel_am(form->indexrelid) == amoid)
+			result = lappend_oid(result, form->indexrelid);
+	}
+	systable_endscan(scan);
+	table_close(pg_index, AccessShareLock);
+	return result;
+}
+
+static void pg_attribute_noreturn()
+refuse_window_drop(Oid indexoid, Oid heapoid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot drop index \"%s\" because it is the window of table \"%s\"",
+					get_rel_name(indexoid), get_rel_name(heapoid)),
+			 errdetail("The window remembers the operations the table's counter applied or the ids it claimed; a new window would start empty, and their retries would apply again."),
+			 errhint("Drop the table instead.")));
+	pg_unreachable();
+}
+
+/*
+ * A table keeps its window (see the file header): refuse DROP INDEX of
+ * the last fbf_filter index of a table, unless the statement drops it
+ * with another one of the same table left (a table given two by an
+ * earlier version may drop one), and ALTER TABLE ... DROP COLUMN of a
+ * window's column, which would drop it too.  Names are resolved without
+ * locks, as the statement will resolve them again; a concurrent change
+ * is caught by the statement's own locks and checks no later than it
+ * would be without this hook.
+ */
+static void
+refuse_window_drops(Node *stmt)
+{
+	Oid			amoid = get_index_am_oid("fbf_filter", true);
+
+	if (!OidIsValid(amoid))
+		return;
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_INDEX)
+	{
+		List	   *named = NIL;
+		ListCell   *lc;
+
+		foreach(lc, ((DropStmt *) stmt)->objects)
+		{
+			RangeVar   *rv = makeRangeVarFromNameList((List *) lfirst(lc));
+			Oid			indexoid = RangeVarGetRelid(rv, NoLock, true);
+
+			if (OidIsValid(indexoid) && rel_am(indexoid) == amoid)
+				named = lappend_oid(named, indexoid);
+		}
+		foreach(lc, named)
+		{
+			Oid			indexoid = lfirst_oid(lc);
+			Oid			heapoid = IndexGetRelation(indexoid, true);
+			List	   *windows;
+			ListCell   *w;
+			bool		kept = false;
+
+			if (!OidIsValid(heapoid))
+				continue;
+			windows = windows_of(heapoid, amoid);
+			foreach(w, windows)
+				kept |= !list_member_oid(named, lfirst_oid(w));
+			if (!kept)
+				refuse_window_drop(indexoid, heapoid);
+			list_free(windows);
+		}
+		list_free(named);
+	}
+	else if (IsA(stmt, AlterTableStmt))
+	{
+		AlterTableStmt *as = (AlterTableStmt *) stmt;
+		Oid			heapoid = InvalidOid;
+		ListCell   *lc;
+
+		foreach(lc, as->cmds)
+		{
+			AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+			AttrNumber	attno;
+			List	   *windows;
+			ListCell   *w;
+
+			if (cmd->subtype != AT_DropColumn || cmd->name == NULL)
+				continue;
+			if (!OidIsValid(heapoid))
+				heapoid = RangeVarGetRelid(as->relation, NoLock, true);
+			if (!OidIsValid(heapoid) ||
+				(attno = get_attnum(heapoid, cmd->name)) == InvalidAttrNumber)
+				continue;
+			windows = windows_of(heapoid, amoid);
+			foreach(w, windows)
+			{
+				Oid			indexoid = lfirst_oid(w);
+				HeapTuple	tup = SearchSysCache1(INDEXRELID,
+												  ObjectIdGetDatum(indexoid));
+				bool		uses = false;
+				int			i;
+
+				if (!HeapTupleIsValid(tup))
+					continue;
+				for (i = 0; i < ((Form_pg_index) GETSTRUCT(tup))->indnatts; i++)
+					uses |= ((Form_pg_index) GETSTRUCT(tup))->indkey.values[i] == attno;
+				ReleaseSysCache(tup);
+				if (uses)
+					refuse_window_drop(indexoid, heapoid);
+			}
+			list_free(windows);
+		}
+	}
+}
+
+/*
+ * CREATE INDEX ... USING fbf_filter takes ShareLock, which does not
+ * conflict with itself: lock the table against a concurrent one first
+ * (ShareRowExclusiveLock, as the statement's own checks do: ownership
+ * before the lock), so that FbfWindowBuildPages sees the other's window.
+ */
+static void
+lock_for_window_build(Node *stmt)
+{
+	IndexStmt  *is;
+
+	if (!IsA(stmt, IndexStmt))
+		return;
+	is = (IndexStmt *) stmt;
+	if (is->concurrent || is->accessMethod == NULL ||
+		strcmp(is->accessMethod, "fbf_filter") != 0 ||
+		!OidIsValid(get_index_am_oid("fbf_filter", true)))
+		return;
+	(void) RangeVarGetRelidExtended(is->relation, ShareRowExclusiveLock, 0,
+									RangeVarCallbackOwnsRelation, NULL);
+}
+
+/*
+ * Refuse a new window index on a table that has one (a table has one
+ * window; see the file header).  Only for an index created in this
+ * transaction: a rebuild of a table that an earlier version let have two
+ * keeps working, and the extra one may be dropped.
+ */
+static void
+refuse_second_window(Relation heap, Relation index)
+{
+	List	   *windows;
+	ListCell   *lc;
+
+	if (index->rd_createSubid == InvalidSubTransactionId)
+		return;
+	windows = windows_of(RelationGetRelid(heap), index->rd_rel->relam);
+	foreach(lc, windows)
+	{
+		Oid			other = lfirst_oid(lc);
+
+		if (other != RelationGetRelid(index))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("table \"%s\" already has a window index, \"%s\"",
+							RelationGetRelationName(heap), get_rel_name(other)),
+					 errdetail("A counter or dedup table has one window, which remembers what it applied."),
+					 errhint("Change the window's settings with ALTER INDEX ... SET, or rebuild it with REINDEX.")));
+	}
+	list_free(windows);
+}
+
 static bool
 rebuilds_indexes(Node *stmt)
 {
@@ -432,6 +644,8 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		refuse_concurrent_builds(pstmt->utilityStmt);
 		refuse_no_index_cleanup(pstmt->utilityStmt);
 		refuse_filter_change(pstmt->utilityStmt);
+		refuse_window_drops(pstmt->utilityStmt);
+		lock_for_window_build(pstmt->utilityStmt);
 		drain_before_vacuum(pstmt->utilityStmt);
 	}
 	if (track)
@@ -528,7 +742,7 @@ unseen_rebuild_source(Relation index, FbfRebuildSource *src)
 
 /*
  * Fill the new relfilenode of `index`, which ambuild is building for
- * `heap`: with the window's pages from before the running rebuild (still
+ * `heap` (refused if it is a second window of the table): with the window's pages from before the running rebuild (still
  * on disk until it commits), or, for a new counter, empty.  Returns true
  * if the window starts empty.
  *
@@ -541,6 +755,8 @@ FbfWindowBuildPages(Relation heap, Relation index)
 {
 	FbfRebuildSource *src = rebuild_source(heap);
 	FbfRebuildSource unseen;
+
+	refuse_second_window(heap, index);
 
 	/* an index that existed before this subtransaction: a rebuild */
 	if (src == NULL && index->rd_createSubid == InvalidSubTransactionId &&

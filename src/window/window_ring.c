@@ -32,12 +32,14 @@
 static int	split_batch(void);
 
 /*
- * Rotate once, as fbf_refresh_action says: the recycled filter (the oldest
- * live one, or the first unborn one) becomes the empty future; its blocks
- * go stale with the new epoch.  Returns false if postponed.
+ * Rotate once, as fbf_refresh_action says at `now`: the recycled filter
+ * (the oldest live one, or the first unborn one) becomes the empty future,
+ * born at `born`; its blocks go stale with the new epoch.  Returns false
+ * if postponed.  A refresh passes born = now; a load, the time the
+ * snapshot's future stopped taking operations (window_load.c).
  */
-static bool
-rotate(FbfWindowMetaPageData *meta, int64 now)
+bool
+FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born)
 {
 	int			from;
 
@@ -61,7 +63,7 @@ rotate(FbfWindowMetaPageData *meta, int64 now)
 		memmove(&meta->ring[1], &meta->ring[0], from);
 		memmove(&meta->born_at[1], &meta->born_at[0], sizeof(int64) * from);
 		meta->ring[0] = slot;
-		meta->born_at[0] = now;
+		meta->born_at[0] = born;
 	}
 	meta->epoch++;
 	if (FbfWindowIsCuckoo(meta))
@@ -116,7 +118,7 @@ FbfWindowRefresh(Relation index)
 	 */
 	while (now - born >= meta.period * (done + 1) && done < meta.nfilters)
 	{
-		if (!rotate(&meta, now))
+		if (!FbfWindowRotate(&meta, now, now))
 		{
 			postponed = true;
 			break;
