@@ -11,7 +11,8 @@
  * the same privileges, row security, window, transactions and waits.  The
  * operations of every call, single calls and the routed half of a call on
  * a distributed counter (fbf_apply_on_placement, counter_citus.c) too,
- * are hashed and ordered here (FbfOpsPrepare).
+ * are gathered (FbfOpsPrepare), and hashed and ordered once the window is
+ * open, under its secret key (FbfOpsHash).
  *
  * A batch is one key's operations.  It is checked whole before anything
  * is done (arrays of one dimension and equal lengths, no NULLs), its

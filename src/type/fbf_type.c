@@ -277,6 +277,7 @@ serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 	struct varlena *v = FbfArgValue(fcinfo, argno, false);
 	unsigned char *buf;
 	FbfValueKey key;
+	bool		keyed = FbfValueGetKey(v, &key);	/* before v may be freed */
 
 	if (FbfValueIsCuckoo(v))
 	{
@@ -294,7 +295,7 @@ serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 		buf = palloc(*len);
 		fbf_serialize(f, buf);
 	}
-	if (FbfValueGetKey(v, &key))
+	if (keyed)
 		buf = FbfPortablePutKey(buf, len, &key);
 	return buf;
 }
@@ -499,15 +500,6 @@ fbf_add_array(PG_FUNCTION_ARGS)
 	PG_RETURN_FBF(f);
 }
 
-/* Is the element whose hash is `h` in the value v, of either kind? */
-static bool
-value_contains(struct varlena *v, Datum d, const FbfHash *h, FbfCheck check)
-{
-	if (FbfValueIsCuckoo(v))
-		return cwin_snap_contains(FbfValueGetCwinSnap(v), h);
-	return fbf_contains(FbfValueBloom(v, d), h, check);
-}
-
 /*
  * Is the element whose bytes are data[0 .. len) in the value?  Hashed as
  * the value hashes its elements: under the public hash, or under a
@@ -524,20 +516,22 @@ contains_bytes(FunctionCallInfo fcinfo, const void *data, size_t len)
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	FbfCheck	check = check_from_text(PG_GETARG_TEXT_PP(2));
 	FbfValueKey key;
+	bool		keyed = FbfValueGetKey(v, &key);
+	const CwinSnap *snap = NULL;
+	const Fbf  *f = NULL;
 	FbfHash		h;
 
-	if (!FbfValueGetKey(v, &key))
-	{
-		h = fbf_hash_bytes(data, len);
-		return value_contains(v, PG_GETARG_DATUM(0), &h, check);
-	}
-	h = fbf_hash_keyed(&key.key, data, len);
-	if (value_contains(v, PG_GETARG_DATUM(0), &h, check))
+	if (FbfValueIsCuckoo(v))
+		snap = FbfValueGetCwinSnap(v);
+	else
+		f = FbfValueBloom(v, PG_GETARG_DATUM(0));	/* may free v */
+	h = keyed ? fbf_hash_keyed(&key.key, data, len) : fbf_hash_bytes(data, len);
+	if (snap ? cwin_snap_contains(snap, &h) : fbf_contains(f, &h, check))
 		return true;
-	if ((key.flags & FBF_VALUE_KEY_PUBLIC_TOO) == 0)
+	if (!keyed || (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) == 0)
 		return false;
 	h = fbf_hash_bytes(data, len);
-	return value_contains(v, PG_GETARG_DATUM(0), &h, check);
+	return snap ? cwin_snap_contains(snap, &h) : fbf_contains(f, &h, check);
 }
 
 /* fbf_contains(fbf, element, check text) */
@@ -702,6 +696,7 @@ fbf_info(PG_FUNCTION_ARGS)
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	Fbf		   *f;
 	FbfValueKey key;
+	bool		keyed;
 	TupleDesc	tupdesc;
 	Datum		values[10];
 	bool		nulls[10] = {0};
@@ -711,10 +706,10 @@ fbf_info(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	keyed = FbfValueGetKey(v, &key);
 	if (FbfValueIsCuckoo(v))
-		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v),
-						   FbfValueGetKey(v, &key));
-	f = FbfValueBloom(v, PG_GETARG_DATUM(0));
+		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v), keyed);
+	f = FbfValueBloom(v, PG_GETARG_DATUM(0));	/* may free v */
 
 	counts = palloc(sizeof(Datum) * f->nfilters);
 	for (i = 0; i < f->nfilters; i++)
@@ -737,7 +732,7 @@ fbf_info(PG_FUNCTION_ARGS)
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
 	values[7] = Int64GetDatum((int64) fbf_serialized_size(f) +
-							  (FbfValueGetKey(v, &key) ? FBF_HASH_KEY_BYTES : 0));
+							  (keyed ? FBF_HASH_KEY_BYTES : 0));
 	values[8] = Float8GetDatum(fbf_estimate_fpp(f, FBF_CHECK_DEFAULT));
 	values[9] = Int32GetDatum((int32) f->nparts);
 
