@@ -140,8 +140,8 @@ FbfPortableTakeKey(const unsigned char *buf, size_t *len, bool *keyed,
 			*why = "A value without a key has the flag of a keyed one.";
 		return buf;
 	}
-	if (*len < (size_t) CWIN_SNAP_HEADER_BYTES + FBF_HASH_KEY_BYTES &&
-		*len < (size_t) FBF_HEADER_BYTES + FBF_HASH_KEY_BYTES)
+	if (*len < (size_t) (buf[4] == FBF_FORMAT_VERSION ? FBF_HEADER_BYTES :
+						 CWIN_SNAP_HEADER_BYTES) + FBF_HASH_KEY_BYTES)
 	{
 		*why = "A keyed value is shorter than its header and key.";
 		return buf;
