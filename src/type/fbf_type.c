@@ -117,6 +117,8 @@ checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
  * ----------------------------------------------------------------------
  */
 
+static void refuse_value(const char *why) pg_attribute_noreturn();
+
 /* the error for a value that fails a check, with its reason */
 static void
 refuse_value(const char *why)

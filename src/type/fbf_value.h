@@ -36,9 +36,9 @@
  * Every function taking an fbf reads it through one validating accessor,
  * FbfDatumValue (FbfArgValue, PG_GETARG_FBF*), never by the datum's bare
  * pointer: it detoasts, and checks in O(1) the kind, the header and that
- * the size is exactly the shape's, so that a value of the other kind, or
- * an aggregate state of the user's making, is refused (XX001) before it
- * is read (docs/design.md, "Validation of fbf values").
+ * the size is exactly the shape's (XX001 if not), so that neither a value
+ * of the other kind nor an aggregate state of the user's making is read
+ * as what it is not (docs/design.md, "Validation of fbf values").
  *
  * Datums stored by fbf 1.0 and 1.1 hold the older flat Fbf (per-filter bit
  * arrays); the accessor converts them, after checking them in full, so
