@@ -53,11 +53,13 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("fbf_counter_load()");
 	PreventCommandDuringRecovery("fbf_counter_load()");
 	FbfCounterOpen(relid, FBF_COUNTER_OWNER, RowExclusiveLock, &heap, &index);
+	/* what is stored in the counter's pages is checked whole first */
 	snapshot = FbfArgValue(fcinfo, 1, false);
+	FbfValueCheckContents(snapshot);
 	if (FbfValueIsCuckoo(snapshot))
 		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot));
 	else
-		r = FbfWindowLoad(index, FbfValueBloom(snapshot, PG_GETARG_DATUM(1)));
+		r = FbfWindowLoad(index, FbfValueGetFbf(snapshot));
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(r.adopted ? "adopted" :
 									 r.filters > 0 ? "merged" : "expired"));
