@@ -47,7 +47,7 @@ OBJS        = src/fbf.o \
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
-REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_errors \
+REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_type_forged fbf_counter fbf_counter_errors \
                fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load fbf_counter_mismatch \
                fbf_prepared fbf_filters fbf_edges \
                cuckoo cuckoo_duplicates fbf_upgrade

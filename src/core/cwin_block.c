@@ -33,9 +33,12 @@ typedef unsigned __int128 cwin_u128;
  * packed n0 | n1 << 4 | n2 << 8 | n3 << 12, in ascending order of the
  * packed value (cwin_code_of counts a multiset's position directly).
  * Filled on first use: its users (a backend, a test, a benchmark) are
- * single-threaded.
+ * single-threaded.  It has an entry for every 12-bit code: those past
+ * CWIN_CODES, which no canonical bucket holds (cwin_block_check refuses
+ * them), decode as four zero nibbles, so that reading a bucket never
+ * leaves the table whatever its bits.
  */
-static uint16_t cwin_nibbles[CWIN_CODES];
+static uint16_t cwin_nibbles[1 << 12];
 static bool cwin_nibbles_ready;
 
 static void

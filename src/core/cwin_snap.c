@@ -456,6 +456,34 @@ cwin_snap_deserialize(const unsigned char *buf, size_t len, CwinSnap *s)
 }
 
 bool
+cwin_snap_check_header(const void *mem, size_t len, const char **why)
+{
+	const CwinSnap *s = mem;
+	size_t		block_size;
+
+	if (len < CWIN_SNAP_HEADER_BYTES)
+	{
+		*why = "The value is shorter than the 232-byte header of a cuckoo window snapshot.";
+		return false;
+	}
+	if (s->layout != CWIN_SNAP_LAYOUT)
+	{
+		*why = "The layout tag is not a cuckoo window snapshot's.";
+		return false;
+	}
+	if (!check_header(s, &block_size, why))
+		return false;
+	/* as in cwin_snap_validate: no overflow */
+	if (len != CWIN_SNAP_HEADER_BYTES + (size_t) s->nparts * block_size +
+		(size_t) s->ndeferred * sizeof(FbfHash))
+	{
+		*why = "The length does not match the shape in the header.";
+		return false;
+	}
+	return true;
+}
+
+bool
 cwin_snap_check(const CwinSnap *s, const char **why)
 {
 	CwinLayout	layout;

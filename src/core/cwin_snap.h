@@ -170,6 +170,18 @@ extern void cwin_snap_deserialize(const unsigned char *buf, size_t len,
 								  CwinSnap *s);
 
 /*
+ * Check the header of an in-memory snapshot of len bytes: the layout tag,
+ * the header's rules (those cwin_snap_validate applies to the portable
+ * form) and len being exactly cwin_snap_size() of its shape.  O(1); reads
+ * nothing past len.  The reading functions above and cwin_snap_serialize
+ * read a snapshot it accepts within its len bytes, whatever its blocks
+ * and waiting operations hold (cwin_snap_check checks those).  false and
+ * *why if not.
+ */
+extern bool cwin_snap_check_header(const void *mem, size_t len,
+								   const char **why);
+
+/*
  * Check a whole in-memory snapshot: the header's rules, then every block
  * (cwin_block_check, its base no later than the epoch, no entry of an
  * epoch after it) and the waiting operations (strictly ascending).

@@ -452,17 +452,20 @@ check_slices(const Fbf *f, const char **why)
 	return true;
 }
 
-bool
-fbf_check_invariants(const Fbf *f, const char **why)
+/* the rules of an in-memory Fbf's header, the same as fbf_validate's */
+static bool
+check_header(const Fbf *f, const char **why)
 {
-	FbfView		v;
-
+	if (f->layout != FBF_LAYOUT_SLICED)
+	{
+		*why = "The layout tag is not a Bloom filter's.";
+		return false;
+	}
 	if (!fbf_shape_valid(f->nbits, f->nhashes, f->nfilters, f->nparts, why))
 		return false;
-	if (f->layout != FBF_LAYOUT_SLICED ||
-		f->stride != (uint32_t) fbf_stride(f->nfilters))
+	if (f->stride != (uint32_t) fbf_stride(f->nfilters))
 	{
-		*why = "The layout tag or the slice stride is wrong.";
+		*why = "The slice stride does not match the number of filters.";
 		return false;
 	}
 	if (f->nlive < 2 || f->nlive > f->nfilters || f->head >= f->nfilters)
@@ -475,6 +478,37 @@ fbf_check_invariants(const Fbf *f, const char **why)
 		*why = "The epoch or period is out of range.";
 		return false;
 	}
+	return true;
+}
+
+bool
+fbf_check_header(const void *mem, size_t len, const char **why)
+{
+	const Fbf  *f = mem;
+
+	if (len < sizeof(Fbf))
+	{
+		*why = "The value is shorter than the header of a Bloom filter.";
+		return false;
+	}
+	if (!check_header(f, why))
+		return false;
+	/* the shape is valid, so this cannot overflow */
+	if (len != fbf_size(f->nbits, f->nfilters, f->nparts))
+	{
+		*why = "The length does not match the shape in the header.";
+		return false;
+	}
+	return true;
+}
+
+bool
+fbf_check_invariants(const Fbf *f, const char **why)
+{
+	FbfView		v;
+
+	if (!check_header(f, why))
+		return false;
 	v.nbits = f->nbits;
 	v.nfilters = f->nfilters;
 	v.nlive = f->nlive;

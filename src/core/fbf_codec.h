@@ -46,6 +46,17 @@ extern bool fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 extern void fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f);
 
 /*
+ * Check the header of an in-memory FBF of len bytes: the layout tag, the
+ * shape, the stride, the ring bookkeeping, the epoch and the period, by
+ * the rules of fbf_validate, and len being exactly fbf_size() of the
+ * shape.  O(1); reads nothing past len.  The functions of fbf_core.h and
+ * fbf_serialize read and write a value it accepts within its len bytes,
+ * whatever its bits and counts hold (fbf_check_invariants checks those).
+ * On failure return false and point *why at a sentence fit for errdetail.
+ */
+extern bool fbf_check_header(const void *mem, size_t len, const char **why);
+
+/*
  * Check the invariants of an in-memory FBF (the same rules fbf_validate
  * applies to serialized input).  For tests and assertions.
  */

@@ -55,7 +55,9 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("fbf_counter_load()");
 	PreventCommandDuringRecovery("fbf_counter_load()");
 	FbfCounterOpen(relid, FBF_COUNTER_OWNER, RowExclusiveLock, &heap, &index);
+	/* what is stored in the counter's pages is checked whole first */
 	snapshot = FbfArgValue(fcinfo, 1, false);
+	FbfValueCheckContents(snapshot);
 	if (!FbfValueGetKey(snapshot, &key))
 		memset(&key, 0, sizeof(key));
 	public_too = (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) != 0;
@@ -63,8 +65,7 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot),
 								&key.key, public_too);
 	else
-		r = FbfWindowLoad(index, FbfValueBloom(snapshot, PG_GETARG_DATUM(1)),
-						  &key.key, public_too);
+		r = FbfWindowLoad(index, FbfValueGetFbf(snapshot), &key.key, public_too);
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(r.adopted ? "adopted" :
 									 r.filters > 0 ? "merged" : "expired"));

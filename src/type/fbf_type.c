@@ -118,39 +118,95 @@ checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
  * ----------------------------------------------------------------------
  */
 
-struct varlena *
-FbfArgValue(FunctionCallInfo fcinfo, int argno, bool copy)
-{
-	Datum		d = PG_GETARG_DATUM(argno);
+static void refuse_value(const char *why) pg_attribute_noreturn();
 
-	return copy ? PG_DETOAST_DATUM_COPY(d) : PG_DETOAST_DATUM(d);
+/* the error for a value that fails a check, with its reason */
+static void
+refuse_value(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("corrupt fbf value"),
+			 errdetail("%s", why)));
 }
 
-Fbf *
-FbfValueBloom(struct varlena *v, Datum d)
+/* Does the header of v (of either kind) fit a payload of `size` bytes? */
+static bool
+header_fits(struct varlena *v, size_t size, const char **why)
 {
+	if (FbfValueIsCuckoo(v))
+		return cwin_snap_check_header(FbfValueGetCwinSnap(v), size, why);
+	return fbf_check_header(FbfValueGetFbf(v), size, why);
+}
+
+/*
+ * The validating accessor every function taking an fbf reads it through
+ * (fbf_value.h): datum d detoasted, a copy of its own if `copy`, and
+ * checked in O(1) for its kind: the layout tag, the header's rules of the
+ * input functions, and a size exactly that of the shape the header states
+ * (fbf_check_header, cwin_snap_check_header), or that and a counter
+ * snapshot's key (fbf_value_key.c).  Those are what a value of
+ * the other kind, or an aggregate state that is not the value it claims to
+ * be, gets wrong, and what every read and write of the value is bounded
+ * by; docs/design.md, "Validation of fbf values", says why the contents
+ * need no check here.  A datum of fbf 1.0 or 1.1 is checked in full and
+ * converted (a new palloc'd datum).  Anything else is refused (XX001).
+ */
+struct varlena *
+FbfDatumValue(Datum d, bool copy)
+{
+	struct varlena *v = copy ? PG_DETOAST_DATUM_COPY(d) : PG_DETOAST_DATUM(d);
 	size_t		len = VARSIZE(v);
 	size_t		size;
 	const char *why;
 	char	   *converted;
 
-	if (len >= FBF_VALUE_OFFSET + sizeof(uint32) &&
-		fbf_layout_is_current(FbfValueGetFbf(v)))
-		return FbfValueGetFbf(v);
+	if (len < FBF_VALUE_OFFSET + sizeof(uint32))
+		refuse_value("The value is shorter than the header of either kind of value.");
+	if (FbfValueIsCuckoo(v) || fbf_layout_is_current(FbfValueGetFbf(v)))
+	{
+		size_t		payload = len - FBF_VALUE_OFFSET;
+		const char *keyed_why;
 
-	/* stored by fbf 1.0 or 1.1: per-filter bit arrays, converted */
-	if (len < FBF_VALUE_OFFSET ||
-		!fbf_legacy_validate(FbfValueGetFbf(v), len - FBF_VALUE_OFFSET, &size, &why))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("corrupt fbf value"),
-				 errdetail("%s", why)));
+		/* the payload alone, or followed by a key (fbf_value_key.c) */
+		if (!header_fits(v, payload, &why) &&
+			!(FbfValueHasKeyTrailer(v) &&
+			  header_fits(v, payload - sizeof(FbfValueKey), &keyed_why)))
+			refuse_value(why);
+		return v;
+	}
+
+	/* stored by fbf 1.0 or 1.1: per-filter bit arrays, checked, converted */
+	if (!fbf_legacy_validate(FbfValueGetFbf(v), len - FBF_VALUE_OFFSET, &size, &why))
+		refuse_value(why);
 	converted = palloc(FBF_VALUE_OFFSET + size);
 	SET_VARSIZE(converted, FBF_VALUE_OFFSET + size);
 	fbf_from_legacy(FbfValueGetFbf(v), FbfValueGetFbf(converted));
 	if ((Pointer) v != DatumGetPointer(d))
 		pfree(v);
-	return FbfValueGetFbf(converted);
+	return (struct varlena *) converted;
+}
+
+struct varlena *
+FbfArgValue(FunctionCallInfo fcinfo, int argno, bool copy)
+{
+	return FbfDatumValue(PG_GETARG_DATUM(argno), copy);
+}
+
+/*
+ * The contents of a value FbfDatumValue returned, checked in full (O(size)):
+ * for the functions that store a value where it outlives the statement,
+ * as fbf_counter_load does.
+ */
+void
+FbfValueCheckContents(const struct varlena *v)
+{
+	const char *why;
+
+	if (FbfValueIsCuckoo(v) ?
+		!cwin_snap_check(FbfValueGetCwinSnap(v), &why) :
+		!fbf_check_invariants(FbfValueGetFbf(v), &why))
+		refuse_value(why);
 }
 
 Fbf *
@@ -173,7 +229,7 @@ FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
 						get_func_name(fcinfo->flinfo->fn_oid)),
 				 errdetail("The value is fbf_snapshot() of a counter or dedup table: its elements are hashed under the secret key of the counter's filter."),
 				 errhint("fbf_contains(), fbf_info() and fbf_estimated_fpp() read snapshots, and fbf_counter_load() loads them.")));
-	return FbfValueBloom(v, PG_GETARG_DATUM(argno));
+	return FbfValueGetFbf(v);
 }
 
 CwinSnap *
@@ -277,7 +333,7 @@ serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 	struct varlena *v = FbfArgValue(fcinfo, argno, false);
 	unsigned char *buf;
 	FbfValueKey key;
-	bool		keyed = FbfValueGetKey(v, &key);	/* before v may be freed */
+	bool		keyed = FbfValueGetKey(v, &key);
 
 	if (FbfValueIsCuckoo(v))
 	{
@@ -289,7 +345,7 @@ serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 	}
 	else
 	{
-		const Fbf  *f = FbfValueBloom(v, PG_GETARG_DATUM(argno));
+		const Fbf  *f = FbfValueGetFbf(v);
 
 		*len = fbf_serialized_size(f);
 		buf = palloc(*len);
@@ -524,7 +580,7 @@ contains_bytes(FunctionCallInfo fcinfo, const void *data, size_t len)
 	if (FbfValueIsCuckoo(v))
 		snap = FbfValueGetCwinSnap(v);
 	else
-		f = FbfValueBloom(v, PG_GETARG_DATUM(0));	/* may free v */
+		f = FbfValueGetFbf(v);
 	h = keyed ? fbf_hash_keyed(&key.key, data, len) : fbf_hash_bytes(data, len);
 	if (snap ? cwin_snap_contains(snap, &h) : fbf_contains(f, &h, check))
 		return true;
@@ -637,7 +693,7 @@ fbf_estimated_fpp(PG_FUNCTION_ARGS)
 
 	if (FbfValueIsCuckoo(v))
 		PG_RETURN_FLOAT8(cwin_snap_estimate_fpp(FbfValueGetCwinSnap(v)));
-	PG_RETURN_FLOAT8(fbf_estimate_fpp(FbfValueBloom(v, PG_GETARG_DATUM(0)), check));
+	PG_RETURN_FLOAT8(fbf_estimate_fpp(FbfValueGetFbf(v), check));
 }
 
 /*
@@ -709,7 +765,7 @@ fbf_info(PG_FUNCTION_ARGS)
 	keyed = FbfValueGetKey(v, &key);
 	if (FbfValueIsCuckoo(v))
 		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v), keyed);
-	f = FbfValueBloom(v, PG_GETARG_DATUM(0));	/* may free v */
+	f = FbfValueGetFbf(v);
 
 	counts = palloc(sizeof(Datum) * f->nfilters);
 	for (i = 0; i < f->nfilters; i++)
@@ -781,8 +837,15 @@ agg_trans(FunctionCallInfo fcinfo, FbfHash (*hash) (Datum))
 	}
 	else
 	{
-		/* the state is our own, fully detoasted datum */
-		state = FbfValueGetFbf(PG_GETARG_POINTER(0));
+		/*
+		 * The state is whatever an aggregate of the user's (STYPE = fbf,
+		 * its INITCOND, an inverse function's result) makes it: of either
+		 * kind, any shape, toasted.  The accessor checks it like any
+		 * argument, in O(1), and detoasts it: a copy (or a converted value
+		 * of fbf 1.0 or 1.1) is returned as the new state, which nodeAgg
+		 * copies into the aggregate's context.
+		 */
+		state = PG_GETARG_FBF(0);
 		if ((int64) state->nbits != nbits || state->nhashes != nhashes ||
 			state->nfilters != npast + 2)
 			ereport(ERROR,

@@ -33,15 +33,23 @@
  * aligned in palloc'd copies and, with the type's double alignment, in
  * tuples.  The portable forms are only produced by send/out.
  *
+ * Every function taking an fbf reads it through one validating accessor,
+ * FbfDatumValue (FbfArgValue, PG_GETARG_FBF*), never by the datum's bare
+ * pointer: it detoasts, and checks in O(1) the kind, the header and that
+ * the size is exactly the shape's (XX001 if not), so that neither a value
+ * of the other kind nor an aggregate state of the user's making is read
+ * as what it is not (docs/design.md, "Validation of fbf values").
+ *
  * Datums stored by fbf 1.0 and 1.1 hold the older flat Fbf (per-filter bit
- * arrays); FbfValueBloom converts them, after checking them in full, so
- * every function reads both (PG_GETARG_FBF*).  Values are never written
- * back in the old form.
+ * arrays); the accessor converts them, after checking them in full, so
+ * every function reads both.  Values are never written back in the old
+ * form.
  *
  * Functions that make sense for Bloom filters only (adding, refreshing,
- * resizing, merging) take their argument with PG_GETARG_FBF*, which
- * refuses a cuckoo snapshot (0A000) naming the function; those that read
- * both kinds take FbfArgValue and look at FbfValueIsCuckoo.
+ * resizing, merging, the build aggregate's transition) take their argument
+ * with PG_GETARG_FBF*, which refuses a cuckoo snapshot (0A000) naming the
+ * function; those that read both kinds take FbfArgValue and look at
+ * FbfValueIsCuckoo.
  */
 #define FBF_VALUE_OFFSET	MAXALIGN(VARHDRSZ)
 
@@ -71,6 +79,9 @@ typedef struct FbfValueKey
 /* the flag bits of a keyed value's portable form (docs/fbf-format.md) */
 #define FBF_PORTABLE_KEYED			0x01
 #define FBF_PORTABLE_PUBLIC_TOO		0x02
+
+/* Do the last bytes of a detoasted fbf datum look like a key trailer? */
+extern bool FbfValueHasKeyTrailer(const struct varlena *v);
 
 /* The key of a detoasted fbf datum, if it has one. */
 extern bool FbfValueGetKey(const struct varlena *v, FbfValueKey *key);
@@ -109,14 +120,22 @@ FbfValueIsCuckoo(const struct varlena *v)
 	return layout == CWIN_SNAP_LAYOUT;
 }
 
-/* Argument argno, detoasted (a copy of its own if `copy`), of either kind. */
+/*
+ * Datum d, detoasted (a copy of its own if `copy`), of either kind, its
+ * kind, header and size checked; a datum of fbf 1.0 or 1.1 comes back
+ * converted.  Refused with XX001 if not a sound value.
+ */
+extern struct varlena *FbfDatumValue(Datum d, bool copy);
+
+/* FbfDatumValue of argument argno */
 extern struct varlena *FbfArgValue(FunctionCallInfo fcinfo, int argno, bool copy);
 
 /*
- * The Fbf of a detoasted Bloom datum v (of datum d); a datum of fbf 1.0 or
- * 1.1 comes back converted.
+ * Check the contents of a value FbfDatumValue returned in full (bits,
+ * counts, blocks, waiting operations: O(size)), as the input functions
+ * do; XX001 if not sound.  For functions that store the value.
  */
-extern Fbf *FbfValueBloom(struct varlena *v, Datum d);
+extern void FbfValueCheckContents(const struct varlena *v);
 
 /*
  * Argument argno as a Bloom filter (a copy of its own if `copy`, which the

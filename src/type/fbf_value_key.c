@@ -71,6 +71,17 @@ payload_size(const struct varlena *v)
 }
 
 bool
+FbfValueHasKeyTrailer(const struct varlena *v)
+{
+	FbfValueKey key;
+
+	if (VARSIZE(v) < FBF_VALUE_OFFSET + sizeof(FbfValueKey))
+		return false;
+	memcpy(&key, (const char *) v + VARSIZE(v) - sizeof(FbfValueKey), sizeof(key));
+	return key.magic == FBF_VALUE_KEY_MAGIC && fbf_hash_key_is_set(&key.key);
+}
+
+bool
 FbfValueGetKey(const struct varlena *v, FbfValueKey *key)
 {
 	size_t		size = payload_size(v);

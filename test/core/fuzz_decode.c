@@ -17,6 +17,16 @@
  *	  breaks an invariant after decoding.  Prints TAP.
  *	- as a libFuzzer target: clang -fsanitize=fuzzer -DFBF_LIBFUZZER ...
  *
+ * A second round (standalone only) fuzzes values in memory, as the
+ * server's functions receive them in an `fbf` datum: valid in-memory
+ * values of both kinds (Fbf, CwinSnap), mutated the same ways, in a
+ * buffer of exactly their mutated length, go through the O(1) checks
+ * every function makes first (fbf_check_header, cwin_snap_check_header),
+ * each kind also through the other's; what a check accepts goes through
+ * every reading and writing function of its kind, whatever its bits,
+ * counts and blocks hold.  A read or write outside the buffer is a
+ * sanitizer report; a value of one kind accepted as the other fails.
+ *
  * Usage: fuzz_decode [iterations [seed]]
  *
  *-------------------------------------------------------------------------
@@ -268,6 +278,188 @@ mutate(uint64_t *s, unsigned char **buf, size_t *len)
 	}
 }
 
+/* ---- values in memory ---- */
+
+static int	memory_bloom_accepted;
+static int	memory_cuckoo_accepted;
+
+/* a valid in-memory Fbf; *len bytes */
+static unsigned char *
+memory_bloom(uint64_t *s, size_t *len)
+{
+	size_t		slen;
+	unsigned char *ser = seed_value(s, &slen, false);
+	size_t		size;
+	const char *why;
+	unsigned char *mem;
+
+	if (!fbf_validate(ser, slen, &size, &why))
+		abort();
+	mem = malloc(size);
+	fbf_deserialize(ser, slen, (Fbf *) mem);
+	/* a ring turned some, so head is not always 0 */
+	for (uint64_t i = test_rand_below(s, 4); i > 0; i--)
+		fbf_refresh((Fbf *) mem, (int64_t) i);
+	free(ser);
+	*len = size;
+	return mem;
+}
+
+/* a valid in-memory snapshot; *len bytes */
+static unsigned char *
+memory_cuckoo(uint64_t *s, size_t *len)
+{
+	size_t		slen;
+	unsigned char *ser = seed_cuckoo(s, &slen);
+	size_t		size;
+	const char *why;
+	unsigned char *mem;
+
+	if (!cwin_snap_validate(ser, slen, &size, &why))
+		abort();
+	mem = malloc(size);
+	cwin_snap_deserialize(ser, slen, (CwinSnap *) mem);
+	free(ser);
+	*len = size;
+	return mem;
+}
+
+/*
+ * Everything the server does with a Bloom value that passed
+ * fbf_check_header: fbf_contains, fbf_add, fbf_refresh, fbf_resize,
+ * fbf_union, fbf_info, fbf_estimated_fpp, out/send, and the full check.
+ */
+static void
+use_bloom(const Fbf *f, size_t len, uint64_t *s)
+{
+	FbfHash		h = {test_rand(s), test_rand(s)};
+	Fbf		   *copy = malloc(len);
+	Fbf		   *other;
+	unsigned char *ser;
+	int			nfilters = FBF_MIN_FILTERS + (int) test_rand_below(s, FBF_MAX_FILTERS - 2);
+	const char *why;
+
+	(void) fbf_contains(f, &h, FBF_CHECK_SIMPLE);
+	(void) fbf_contains(f, &h, FBF_CHECK_OPTIMIZED);
+	(void) fbf_contains(f, &h, FBF_CHECK_PAIRED);
+	(void) fbf_estimate_fpp(f, FBF_CHECK_OPTIMIZED);
+	for (int i = 0; i < f->nfilters; i++)
+		(void) fbf_filter_count(f, i);
+	(void) fbf_check_invariants(f, &why);
+	ser = malloc(fbf_serialized_size(f));
+	fbf_serialize(f, ser);
+	free(ser);
+
+	memcpy(copy, f, len);
+	fbf_add(copy, &h, FBF_CHECK_OPTIMIZED);
+	fbf_refresh(copy, 7);
+	(void) fbf_refresh_within(copy, 100, 10);
+
+	/* resized, as fbf_resize does it (only fbf_shape_valid shapes) */
+	if (fbf_shape_valid(f->nbits, f->nhashes, nfilters, f->nparts, &why))
+	{
+		other = malloc(fbf_size(f->nbits, nfilters, f->nparts));
+		fbf_resize(other, f, nfilters);
+		free(other);
+	}
+
+	/* merged with itself and with the refreshed copy, as fbf_union does */
+	memcpy(copy, f, len);
+	fbf_refresh(copy, 8);
+	if (fbf_same_shape(copy, f, &why))
+		fbf_union_into(copy, f);
+	other = malloc(len);
+	memcpy(other, f, len);
+	fbf_union_into(other, f);
+	free(other);
+	free(copy);
+}
+
+/*
+ * Everything the server does with a cuckoo snapshot that passed
+ * cwin_snap_check_header: fbf_contains, fbf_info, fbf_estimated_fpp,
+ * out/send, and the full check.
+ */
+static void
+use_cuckoo(const CwinSnap *snap, uint64_t *s)
+{
+	FbfHash		h = {test_rand(s), test_rand(s)};
+	uint64_t	counts[CWIN_MAX_LIVE];
+	unsigned char *ser;
+	const char *why;
+
+	(void) cwin_snap_contains(snap, &h);
+	cwin_snap_counts(snap, counts);
+	(void) cwin_snap_estimate_fpp(snap);
+	(void) cwin_snap_block_size(snap);
+	(void) cwin_snap_check(snap, &why);
+	ser = malloc(cwin_snap_serialized_size(snap));
+	cwin_snap_serialize(snap, ser);
+	free(ser);
+}
+
+static void
+test_memory(long n, uint64_t seed)
+{
+	uint64_t	s = seed;
+
+	for (long i = 0; i < n; i++)
+	{
+		bool		cuckoo = (i % 2) == 1;
+		size_t		len;
+		unsigned char *buf = cuckoo ? memory_cuckoo(&s, &len) : memory_bloom(&s, &len);
+		unsigned char *exact;
+		const char *why;
+		bool		as_bloom;
+		bool		as_cuckoo;
+
+		if (i < 100)
+			CHECK(cuckoo ? cwin_snap_check_header(buf, len, &why) &&
+				  cwin_snap_check((CwinSnap *) buf, &why) :
+				  fbf_check_header(buf, len, &why) &&
+				  fbf_check_invariants((Fbf *) buf, &why),
+				  "in-memory seed %ld invalid: %s", i, why);
+		if (i < 100)
+		{
+			/* the other kind's check refuses it, and so do other lengths */
+			CHECK(!(cuckoo ? fbf_check_header(buf, len, &why) :
+					cwin_snap_check_header(buf, len, &why)),
+				  "in-memory seed %ld accepted as the other kind", i);
+			CHECK(!(cuckoo ? cwin_snap_check_header(buf, len - 8, &why) :
+					fbf_check_header(buf, len - 8, &why)),
+				  "in-memory seed %ld accepted 8 bytes short", i);
+			CHECK(!(cuckoo ? cwin_snap_check_header(buf, len + 8, &why) :
+					fbf_check_header(buf, len + 8, &why)),
+				  "in-memory seed %ld accepted 8 bytes long", i);
+		}
+		mutate(&s, &buf, &len);
+
+		/* the value in a buffer of exactly its length, as in a datum */
+		exact = malloc(len ? len : 1);
+		memcpy(exact, buf, len);
+		free(buf);
+
+		as_bloom = len >= 4 && fbf_check_header(exact, len, &why);
+		as_cuckoo = len >= 4 && cwin_snap_check_header(exact, len, &why);
+		CHECK(!(as_bloom && as_cuckoo), "a value accepted as both kinds");
+		if (as_bloom)
+		{
+			use_bloom((const Fbf *) exact, len, &s);
+			memory_bloom_accepted++;
+		}
+		if (as_cuckoo)
+		{
+			use_cuckoo((const CwinSnap *) exact, &s);
+			memory_cuckoo_accepted++;
+		}
+		free(exact);
+	}
+	printf("# %ld mutated in-memory values, %d accepted by fbf_check_header, %d by cwin_snap_check_header\n",
+		   n, memory_bloom_accepted, memory_cuckoo_accepted);
+	CHECK(memory_bloom_accepted > 0 && memory_cuckoo_accepted > 0,
+		  "no mutated value of some kind passed its header check");
+}
+
 static long iterations = 200000;
 static uint64_t fuzz_seed = 4242;
 
@@ -300,6 +492,12 @@ test_fuzz(void)
 		   iterations, accepted, legacy_accepted, cuckoo_accepted);
 }
 
+static void
+test_memory_round(void)
+{
+	test_memory(iterations / 10, fuzz_seed + 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -308,6 +506,8 @@ main(int argc, char **argv)
 	if (argc > 2)
 		fuzz_seed = strtoull(argv[2], NULL, 10);
 	run_test("fuzz the binary and text decoders", test_fuzz);
+	run_test("fuzz values in memory through the header checks and every function",
+			 test_memory_round);
 	return tap_done();
 }
 #endif
