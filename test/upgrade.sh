@@ -239,6 +239,23 @@ if ! (make -C "$FBF_ROOT" -s >/dev/null 2>&1 && make -C "$FBF_ROOT" -s install >
 fi
 as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -l "$FBF_SCRATCH/server.log" \
 	-w -t 60 start >/dev/null || { cat "$FBF_SCRATCH/server.log"; exit 1; }
+# four clients at once, from the first operation on: the one that gives
+# the window its key makes the others' operations, hashed before it,
+# hashed again; retries of 1.1's operations never apply, new operations
+# apply once each
+cat >"$work/race.sql" <<'EOSQL'
+\set s random(1, 50)
+SELECT idempotent_increment('long11', 1, :s, 1);
+SELECT idempotent_increment('long11', 'new', :client_id, :s, 1);
+EOSQL
+"$PG_BINDIR/pgbench" -n -c 4 -t 100 -f "$work/race.sql" -d upg11 >"$work/race.log" 2>&1 ||
+	cat "$work/race.log"
+ok "$(q11 "SELECT fbf_counter_value('long11', '')")" "350" \
+	"four clients racing the window's keying: no retry of 1.1's operations applies"
+sent=$(q11 "SELECT fbf_counter_value('long11', 'new')")
+ok "$((sent + $(q11 "SELECT count(*) FROM generate_series(0, 3) c, generate_series(1, 50) g
+	WHERE idempotent_increment('long11', 'new', c, g, 1)")))" "200" \
+	"and each of their new operations applied once (what they sent, plus what applies when all are sent again)"
 ok "$(retries11)" "0" "with this library, every retry of 1.1's operations and claims is dismissed"
 keyflags() { q11 "SELECT get_byte(fbf_send(fbf_snapshot('$1')), $2) & 3"; }
 ok "$(keyflags long11 14)/$(keyflags ck11 20)/$(keyflags dd11 14)" "3/3/3" \
