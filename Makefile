@@ -54,7 +54,7 @@ REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_counter fbf_counter_er
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
-                 counter_privileges counter_direct counter_batch dedup_claims \
+                 counter_privileges cuckoo_privileges counter_direct counter_batch dedup_claims \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse \
                  cuckoo_stale_cache counter_prepared
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
