@@ -326,15 +326,15 @@ snapshot_bloom(FbfSnapshotRead *read, uint64 *pending)
 Datum
 FbfWindowSnapshot(Relation index, uint64 *pending)
 {
-	int			try;
+	int			attempt;
 
-	for (try = 1;; try++)
+	for (attempt = 1;; attempt++)
 	{
 		FbfSnapshotRead read;
 		Datum		result;
 
 		read.index = index;
-		read.hold = try >= FBF_SNAPSHOT_TRIES;
+		read.hold = attempt >= FBF_SNAPSHOT_TRIES;
 		read.metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &read.meta);
 		if (!read.hold || read.meta.version != FBF_STORAGE_VERSION)
 		{
@@ -360,6 +360,8 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 			UnlockReleaseBuffer(read.metabuf);
 		if (result != (Datum) 0)
 			return result;
+		elog(DEBUG1, "fbf: the metapage of \"%s\" changed during a snapshot, reading it again",
+			 RelationGetRelationName(index));
 		CHECK_FOR_INTERRUPTS();
 	}
 }
