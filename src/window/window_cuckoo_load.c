@@ -58,9 +58,10 @@
  *
  * Locks: as window_load.c: the caller holds RowExclusiveLock on the table,
  * the load holds the metapage exclusively throughout; appending takes the
- * relation's extension lock.  A snapshot holds the metapage share, one
- * chain share at a time and, under it, one partition page share at a
- * time.
+ * relation's extension lock.  A snapshot holds one chain share at a time
+ * and, under it, one partition page share at a time; the metapage only
+ * to check that it has not changed, before each chain and after the last
+ * (FbfSnapshotRead, window_int.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -145,13 +146,16 @@ add_waiting(const FbfHash *hash, void *arg)
 
 /*
  * The cuckoo window as a snapshot, in a palloc'd fbf datum (see the file
- * header).  The caller holds the metapage share-locked; *pending gets the
+ * header), of the metapage read->meta, each chain read under
+ * FbfSnapshotLockChain (window_read.c); NULL if the metapage changed in
+ * the meantime (the caller takes the snapshot again).  *pending gets the
  * entries still in flight (not part of the snapshot).
  */
 CwinSnap *
-FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
-				  uint64 *pending)
+FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 {
+	Relation	index = read->index;
+	const FbfWindowMetaPageData *meta = &read->meta;
 	CwinLayout	layout;
 	CwinEpochs	epochs;
 	uint32		nview = FbfWindowViewParts(meta);
@@ -177,10 +181,14 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 	*pending = 0;
 	for (c = 0; c < meta->nchains; c++)
 	{
-		FbfPendingChain chain;
 		uint32		v;
 
-		FbfChainLockMode(index, meta, c, BUFFER_LOCK_SHARE, &chain);
+		if (!FbfSnapshotLockChain(read, c))
+		{
+			pfree((char *) s - FBF_VALUE_OFFSET);
+			pfree(waiting.hashes);
+			return NULL;
+		}
 		for (v = c * per_chain; v < (c + 1) * per_chain;)
 		{
 			BlockNumber blkno = FbfWindowViewBlock(meta, v);
@@ -190,8 +198,13 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 			snapshot_page(index, meta, &layout, &epochs, blkno, s, v, n);
 			v += n;
 		}
-		*pending += FbfChainCommitted(meta, &chain, add_waiting, &waiting);
-		FbfChainRelease(&chain);
+		*pending += FbfChainCommitted(meta, &read->chain, add_waiting, &waiting);
+		if (!FbfSnapshotReleaseChain(read, c == meta->nchains - 1))
+		{
+			pfree((char *) s - FBF_VALUE_OFFSET);
+			pfree(waiting.hashes);
+			return NULL;
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
 
