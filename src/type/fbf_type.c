@@ -37,6 +37,7 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -454,6 +455,7 @@ fbf_add_array(PG_FUNCTION_ARGS)
 		h = elemtype == INT8OID ? fbf_hash_int64(DatumGetInt64(values[i])) :
 			hash_varlena(values[i]);
 		fbf_add(f, &h, FBF_CHECK_DEFAULT);
+		CHECK_FOR_INTERRUPTS();
 	}
 	PG_RETURN_FBF(f);
 }

@@ -289,9 +289,21 @@ typedef struct FbfPendingChain
 	Buffer		bufs[FBF_MAX_PENDING_PAGES];
 } FbfPendingChain;
 
+/* the last fate FbfEntryStatusMemo read */
+typedef struct FbfEntryMemo
+{
+	FullTransactionId fxid;
+	FbfEntryStatus status;
+} FbfEntryMemo;
+
 extern FullTransactionId FbfEntryFullXid(const FbfWindowMetaPageData *meta,
 										 const FbfPendingEntry *entry);
 extern FbfEntryStatus FbfEntryStatusOf(FullTransactionId fxid);
+extern FbfEntryStatus FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
+										 const FbfPendingEntry *entry,
+										 FbfEntryMemo *memo);
+extern int	FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos);
+extern void FbfPendingPageNoteAdd(Buffer buf);
 extern void FbfChainLock(Relation index, const FbfWindowMetaPageData *meta,
 						 uint32 chainno, FbfPendingChain *chain);
 extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
