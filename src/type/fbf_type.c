@@ -520,7 +520,10 @@ fbf_refresh_n(PG_FUNCTION_ARGS)
 				 errmsg("fbf epoch would exceed its limit")));
 	/* after nfilters refreshes every filter is empty: more change nothing */
 	for (i = 0; i < Min(times, (int32) f->nfilters); i++)
+	{
 		fbf_refresh(f, 0);
+		CHECK_FOR_INTERRUPTS();
+	}
 	f->epoch += times - i;
 	PG_RETURN_FBF(f);
 }

@@ -205,6 +205,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		bool		lane_full = false;
 		Buffer		room = InvalidBuffer;
 		FbfPendingEntry entry;
+		XLogRecPtr	room_lsn;
 		int			n;
 		int			c;
 		int64		now;
@@ -341,6 +342,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		 */
 		fxid = GetCurrentFullTransactionId();
 		floor = FbfChainFloor(&chain);
+		room_lsn = PageGetLSN(BufferGetPage(room));
 		entry.xid = XidFromFullTransactionId(fxid);
 		entry.epoch = EpochFromFullTransactionId(fxid);
 		entry.h1 = hash->h1;
@@ -357,7 +359,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		}
 		else
 			FbfPendingLogAdd(index, room, &entry, false);
-		FbfPendingPageNoteAdd(room);
+		FbfPendingPageNoteAdd(room, room_lsn);
 
 		FbfChainRelease(&chain);
 		UnlockReleaseBuffer(metabuf);

@@ -143,12 +143,12 @@ add_waiting(const FbfHash *hash, void *arg)
 
 /*
  * The cuckoo window as a snapshot, in a palloc'd fbf datum (see the file
- * header).  The caller holds the metapage share-locked; *pending gets the
- * entries still in flight (not part of the snapshot).
+ * header).  The caller holds the metapage (metabuf) share-locked; *pending
+ * gets the entries still in flight (not part of the snapshot).
  */
 CwinSnap *
-FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
-				  uint64 *pending)
+FbfCuckooSnapshot(Relation index, Buffer metabuf,
+				  const FbfWindowMetaPageData *meta, uint64 *pending)
 {
 	CwinLayout	layout;
 	CwinEpochs	epochs;
@@ -190,7 +190,7 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 		}
 		*pending += FbfChainCommitted(meta, &chain, add_waiting, &waiting);
 		FbfChainRelease(&chain);
-		CHECK_FOR_INTERRUPTS();
+		FbfWindowCheckCancel(metabuf);
 	}
 
 	/* the waiting operations after the blocks, sorted */
@@ -258,7 +258,7 @@ refuse_size(Relation index, const FbfWindowMetaPageData *meta, uint32 nparts,
  * would pass fbf.max_filter_size.
  */
 static void
-store_waiting(Relation index, const FbfWindowMetaPageData *meta,
+store_waiting(Relation index, Buffer metabuf, const FbfWindowMetaPageData *meta,
 			  LoadBlocks *lb, const FbfHash *waiting, uint32 nwaiting)
 {
 	FbfHash    *left = palloc(sizeof(FbfHash) * Max(nwaiting, 1));
@@ -312,7 +312,7 @@ store_waiting(Relation index, const FbfWindowMetaPageData *meta,
 		pfree(lb->blocks);
 		lb->blocks = children;
 		lb->nparts *= 2;
-		CHECK_FOR_INTERRUPTS();
+		FbfWindowCheckCancel(metabuf);
 	}
 	pfree(left);
 }
@@ -433,7 +433,7 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s)
 	memcpy(lb.blocks, cwin_snap_block(s, 0), lb.block_size * s->nparts);
 	for (p = 0; p < lb.nparts; p++)
 		cwin_header(lb.blocks + (size_t) p * lb.block_size)->base += delta;
-	store_waiting(index, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
+	store_waiting(index, metabuf, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
 
 	adopt(index, metabuf, &meta, s, &lb, &t);
 	UnlockReleaseBuffer(metabuf);

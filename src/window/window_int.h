@@ -171,6 +171,7 @@ extern void FbfWindowInitSlicePage(Page page, uint32 nbits);
 extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
 										BlockNumber *next, uint32 nparts,
 										const FbfWindowMetaPageData *meta);
+extern void FbfWindowCheckCancel(Buffer metabuf);
 extern Buffer FbfWindowReadPart(Relation index, BlockNumber blkno, int mode);
 
 /* ---- window_cuckoo.c: partition pages of a cuckoo window ---- */
@@ -196,7 +197,7 @@ extern double FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta,
 
 
 /* ---- window_cuckoo_load.c: a cuckoo window's snapshot, taken and loaded ---- */
-extern CwinSnap *FbfCuckooSnapshot(Relation index,
+extern CwinSnap *FbfCuckooSnapshot(Relation index, Buffer metabuf,
 								   const FbfWindowMetaPageData *meta,
 								   uint64 *pending);
 
@@ -303,7 +304,7 @@ extern FbfEntryStatus FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
 										 const FbfPendingEntry *entry,
 										 FbfEntryMemo *memo);
 extern int	FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos);
-extern void FbfPendingPageNoteAdd(Buffer buf);
+extern void FbfPendingPageNoteAdd(Buffer buf, XLogRecPtr lsn);
 extern void FbfChainLock(Relation index, const FbfWindowMetaPageData *meta,
 						 uint32 chainno, FbfPendingChain *chain);
 extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,

@@ -136,8 +136,9 @@ FbfEntryStatusOf(FullTransactionId fxid)
  *
  * An index is kept for a page (its relation's file and block) and checked
  * before each use against the page itself, which the caller holds locked:
- * it is still right if the page has as many entries as were indexed and
- * its last one is the entry indexed last.  Entries change only by appends
+ * it is still right if the page has the LSN it had (every change of a
+ * WAL-logged page sets it; an unlogged one keeps its LSN), as many entries
+ * as were indexed, and its last one is the entry indexed last.  Entries change only by appends
  * (at the end) and by drains, which remove some and keep the order of the
  * rest; and no entry is ever appended twice, for a (sub)transaction's xid
  * and an operation's hash are on a chain at most once (FbfWindowApply
@@ -170,6 +171,7 @@ typedef struct PendingIndexKey
 typedef struct PendingIndex
 {
 	PendingIndexKey key;		/* hash key: must be first */
+	XLogRecPtr	lsn;			/* the page's LSN when indexed */
 	int			n;				/* entries indexed */
 	FbfPendingEntry last;		/* entry n - 1, as indexed */
 	uint16		slots[PENDING_INDEX_SLOTS];
@@ -220,9 +222,10 @@ pending_index_insert(PendingIndex *pi, const FbfPendingEntry *entries, int i)
 
 /* is `pi` still the index of this page's entries (see above)? */
 static inline bool
-pending_index_valid(const PendingIndex *pi, const FbfPendingEntry *entries, int n)
+pending_index_valid(const PendingIndex *pi, Page page,
+					const FbfPendingEntry *entries, int n)
 {
-	return pi->n == n &&
+	return pi->lsn == PageGetLSN(page) && pi->n == n &&
 		(n == 0 || memcmp(&pi->last, &entries[n - 1], sizeof(FbfPendingEntry)) == 0);
 }
 
@@ -263,12 +266,13 @@ pending_index(Buffer buf, const FbfPendingEntry *entries, int n)
 	MemSet(&key, 0, sizeof(key));
 	BufferGetTag(buf, &key.node, &fork, &key.blkno);
 	pi = hash_search(pending_indexes, &key, HASH_ENTER, &found);
-	if (found && pending_index_valid(pi, entries, n))
+	if (found && pending_index_valid(pi, BufferGetPage(buf), entries, n))
 		return pi;
 
 	memset(pi->slots, 0, sizeof(pi->slots));
 	for (i = 0; i < n; i++)
 		pending_index_insert(pi, entries, i);
+	pi->lsn = PageGetLSN(BufferGetPage(buf));
 	pi->n = n;
 	if (n > 0)
 		pi->last = entries[n - 1];
@@ -321,11 +325,11 @@ FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos)
 
 /*
  * Note an entry just appended to a locked pending page in its index, if
- * the page has one that was up to date before the append; otherwise the
- * next lookup builds it again.
+ * the page has one that was up to date before the append (`lsn`: the
+ * page's LSN then); otherwise the next lookup builds it again.
  */
 void
-FbfPendingPageNoteAdd(Buffer buf)
+FbfPendingPageNoteAdd(Buffer buf, XLogRecPtr lsn)
 {
 	PendingIndexKey key;
 	PendingIndex *pi;
@@ -338,9 +342,11 @@ FbfPendingPageNoteAdd(Buffer buf)
 	MemSet(&key, 0, sizeof(key));
 	BufferGetTag(buf, &key.node, &fork, &key.blkno);
 	pi = hash_search(pending_indexes, &key, HASH_FIND, NULL);
-	if (pi == NULL || !pending_index_valid(pi, entries, n - 1))
+	if (pi == NULL || pi->lsn != lsn || pi->n != n - 1 ||
+		(n > 1 && memcmp(&pi->last, &entries[n - 2], sizeof(FbfPendingEntry)) != 0))
 		return;
 	pending_index_insert(pi, entries, n - 1);
+	pi->lsn = PageGetLSN(BufferGetPage(buf));
 	pi->n = n;
 	pi->last = entries[n - 1];
 }
@@ -861,7 +867,7 @@ FbfWindowDrain(Relation index, bool may_defer)
 		FbfChainLock(index, &meta, c, &chain);
 		removed += FbfChainDrain(index, &meta, &chain, may_defer);
 		FbfChainRelease(&chain);
-		CHECK_FOR_INTERRUPTS();
+		FbfWindowCheckCancel(metabuf);
 	}
 	UnlockReleaseBuffer(metabuf);
 	return removed;

@@ -175,7 +175,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 	}
 	if (FbfWindowIsCuckoo(&meta))
 	{
-		CwinSnap   *s = FbfCuckooSnapshot(index, &meta, pending);
+		CwinSnap   *s = FbfCuckooSnapshot(index, metabuf, &meta, pending);
 
 		UnlockReleaseBuffer(metabuf);
 		return PointerGetDatum((char *) s - FBF_VALUE_OFFSET);
@@ -210,7 +210,7 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 			snapshot_partition(index, &meta, f, v);
 		*pending += FbfChainCommitted(&meta, &chain, insert_committed, f);
 		FbfChainRelease(&chain);
-		CHECK_FOR_INTERRUPTS();
+		FbfWindowCheckCancel(metabuf);
 	}
 	UnlockReleaseBuffer(metabuf);
 	return PointerGetDatum((char *) f - FBF_VALUE_OFFSET);
