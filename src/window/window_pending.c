@@ -138,15 +138,16 @@ FbfEntryStatusOf(FullTransactionId fxid)
  * before each use against the page itself, which the caller holds locked:
  * it is still right if the page has the LSN it had (every change of a
  * WAL-logged page sets it; an unlogged one keeps its LSN), as many entries
- * as were indexed, and its last one is the entry indexed last.  Entries change only by appends
- * (at the end) and by drains, which remove some and keep the order of the
- * rest; and no entry is ever appended twice, for a (sub)transaction's xid
- * and an operation's hash are on a chain at most once (FbfWindowApply
- * appends only what it did not find there, under the chain's lock, and
- * an xid that committed or aborted appends nothing more).  So after any
- * change the count or the last entry differs (an append adds a new last
- * entry; a removal shifts the old last one down, or removes it), and the
- * page is indexed again, in time linear in its entries.  Pages are not
+ * as were indexed, and its last one is the entry indexed last.  The last
+ * two suffice without the LSN: entries change only by appends (at the
+ * end) and by drains, which remove some and keep the order of the rest;
+ * and no entry is ever appended twice, for a (sub)transaction's xid and an
+ * operation's hash are on a chain at most once (FbfWindowApply appends
+ * only what it did not find there, under the chain's lock, and an xid that
+ * committed or aborted appends nothing more).  So after any change the
+ * count or the last entry differs (an append adds a new last entry; a
+ * removal shifts the old last one down, or removes it), and the page is
+ * indexed again, in time linear in its entries.  Pages are not
  * indexed while they hold few entries (reading them is cheaper), nor
  * are indexes kept past the end of the transaction; past
  * PENDING_INDEX_MAX_PAGES pages, all are dropped and built again as
