@@ -693,6 +693,8 @@ FbfCounterApply(Oid relid, const FbfOps *ops, bool *applied, int64 *value)
 			else if (!FbfWindowContains(index, &delta_id))
 				nmismatched++;
 		}
+		/* a batch may be long: no buffer lock is held here */
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (napplied > 0)
 	{

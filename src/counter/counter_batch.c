@@ -151,6 +151,7 @@ FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 	{
 		order[i].hash = FbfOperationHash(tag, key, client_ids[i], seqs[i]);
 		order[i].index = i;
+		CHECK_FOR_INTERRUPTS();
 	}
 	qsort(order, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
 
@@ -169,7 +170,10 @@ FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 
 		ops->hashes[i] = order[i].hash;
 		if (legacy_ids)
+		{
 			ops->legacy[i] = FbfOperationHash(tag, NULL, client_ids[k], seqs[k]);
+			CHECK_FOR_INTERRUPTS();
+		}
 		ops->client_ids[i] = client_ids[k];
 		ops->seqs[i] = seqs[k];
 		ops->deltas[i] = deltas[k];

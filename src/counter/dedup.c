@@ -46,6 +46,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/uuid.h"
@@ -322,6 +323,20 @@ array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 	return n;
 }
 
+/*
+ * The claims of a batch of n ids, allocated: refused (54000) past what one
+ * allocation holds, as batches of increments are (FbfOpsPrepare).
+ */
+static FbfBatchOp *
+batch_claims(int n)
+{
+	if ((Size) n > MaxAllocSize / sizeof(FbfBatchOp))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many ids in one call of fbf_claim: %d", n)));
+	return palloc(sizeof(FbfBatchOp) * Max(n, 1));
+}
+
 /* the answers of a batch, in the ids' order, as a boolean[] */
 static Datum
 claims_result(const bool *claimed, int n)
@@ -354,12 +369,13 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	require_arg(fcinfo, 0, "dedup");
 	n = array_arg(fcinfo, 1, "ids", &ids, &typid);
 	tag = id_tag(typid);
-	claims = palloc(sizeof(FbfBatchOp) * Max(n, 1));
+	claims = batch_claims(n);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
 		claims[i].hash = claim_hash(tag, ids[i]);
 		claims[i].index = i;
+		CHECK_FOR_INTERRUPTS();
 	}
 	claim_all(PG_GETARG_OID(0), claims, n, claimed);
 	PG_RETURN_DATUM(claims_result(claimed, n));
@@ -390,12 +406,13 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 				 errmsg("client_ids and seqs of fbf_claim must have the same length")));
 	Assert(seq_type == INT8OID);
 	tag = op_tag(client_type);
-	claims = palloc(sizeof(FbfBatchOp) * Max(n, 1));
+	claims = batch_claims(n);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
 		claims[i].hash = FbfOperationHash(tag, NULL, clients[i], DatumGetInt64(seqs[i]));
 		claims[i].index = i;
+		CHECK_FOR_INTERRUPTS();
 	}
 	claim_all(PG_GETARG_OID(0), claims, n, claimed);
 	PG_RETURN_DATUM(claims_result(claimed, n));

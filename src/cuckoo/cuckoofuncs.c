@@ -331,8 +331,11 @@ corrupt(VerifyState *vs, const char *what, BlockNumber blkno, uint32 slot,
 static Page
 read_page(VerifyState *vs, BlockNumber blkno, PGAlignedBlock *copy)
 {
-	Buffer		buf = ReadBuffer(vs->index, blkno);
+	Buffer		buf;
 
+	/* every walk of the index reads its pages here, holding none */
+	CHECK_FOR_INTERRUPTS();
+	buf = ReadBuffer(vs->index, blkno);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	memcpy(copy->data, BufferGetPage(buf), BLCKSZ);
 	UnlockReleaseBuffer(buf);
@@ -1027,8 +1030,11 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	/* TIDs with several entries: copies that the doublings explain */
 	hash_seq_init(&seq, vs.entries);
 	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (entry->nlocs > 1)
 			check_copies(&vs, entry);
+	}
 
 	/* the table: every tuple indexed */
 	indexInfo = BuildIndexInfo(index);
@@ -1040,6 +1046,7 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	hash_seq_init(&seq, vs.entries);
 	while ((entry = hash_seq_search(&seq)) != NULL)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (entry->found)
 			continue;
 		if (!points_at_dead_tuple(heap, &entry->tid, heap_blocks))

@@ -205,7 +205,7 @@ FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 			pfree(waiting.hashes);
 			return NULL;
 		}
-		CHECK_FOR_INTERRUPTS();
+		FbfSnapshotCheckCancel(read);
 	}
 
 	/* the waiting operations after the blocks, sorted */
@@ -273,7 +273,7 @@ refuse_size(Relation index, const FbfWindowMetaPageData *meta, uint32 nparts,
  * would pass fbf.max_filter_size.
  */
 static void
-store_waiting(Relation index, const FbfWindowMetaPageData *meta,
+store_waiting(Relation index, Buffer metabuf, const FbfWindowMetaPageData *meta,
 			  LoadBlocks *lb, const FbfHash *waiting, uint32 nwaiting)
 {
 	FbfHash    *left = palloc(sizeof(FbfHash) * Max(nwaiting, 1));
@@ -327,7 +327,7 @@ store_waiting(Relation index, const FbfWindowMetaPageData *meta,
 		pfree(lb->blocks);
 		lb->blocks = children;
 		lb->nparts *= 2;
-		CHECK_FOR_INTERRUPTS();
+		FbfWindowCheckCancel(metabuf);
 	}
 	pfree(left);
 }
@@ -457,7 +457,7 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s)
 	memcpy(lb.blocks, cwin_snap_block(s, 0), lb.block_size * s->nparts);
 	for (p = 0; p < lb.nparts; p++)
 		cwin_header(lb.blocks + (size_t) p * lb.block_size)->base += delta;
-	store_waiting(index, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
+	store_waiting(index, metabuf, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
 
 	adopt(index, metabuf, &meta, s, &lb, &t);
 	UnlockReleaseBuffer(metabuf);

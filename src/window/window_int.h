@@ -174,6 +174,7 @@ extern void FbfWindowInitSlicePage(Page page, uint32 nbits);
 extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
 										BlockNumber *next, uint32 nparts,
 										const FbfWindowMetaPageData *meta);
+extern void FbfWindowCheckCancel(Buffer metabuf);
 extern Buffer FbfWindowReadPart(Relation index, BlockNumber blkno, int mode);
 
 /* ---- window_cuckoo.c: partition pages of a cuckoo window ---- */
@@ -299,9 +300,21 @@ typedef struct FbfPendingChain
 	Buffer		bufs[FBF_MAX_PENDING_PAGES];
 } FbfPendingChain;
 
+/* the last fate FbfEntryStatusMemo read */
+typedef struct FbfEntryMemo
+{
+	FullTransactionId fxid;
+	FbfEntryStatus status;
+} FbfEntryMemo;
+
 extern FullTransactionId FbfEntryFullXid(const FbfWindowMetaPageData *meta,
 										 const FbfPendingEntry *entry);
 extern FbfEntryStatus FbfEntryStatusOf(FullTransactionId fxid);
+extern FbfEntryStatus FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
+										 const FbfPendingEntry *entry,
+										 FbfEntryMemo *memo);
+extern int	FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos);
+extern void FbfPendingPageNoteAdd(Buffer buf, XLogRecPtr lsn);
 extern void FbfChainLock(Relation index, const FbfWindowMetaPageData *meta,
 						 uint32 chainno, FbfPendingChain *chain);
 extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
@@ -343,5 +356,6 @@ typedef struct FbfSnapshotRead
 
 extern bool FbfSnapshotLockChain(FbfSnapshotRead *read, uint32 chainno);
 extern bool FbfSnapshotReleaseChain(FbfSnapshotRead *read, bool last);
+extern void FbfSnapshotCheckCancel(FbfSnapshotRead *read);
 
 #endif							/* FBF_WINDOW_INT_H */

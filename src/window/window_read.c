@@ -250,6 +250,21 @@ FbfSnapshotReleaseChain(FbfSnapshotRead *read, bool last)
 }
 
 /*
+ * Honour a cancel, a statement timeout or a terminate between two chains
+ * of a snapshot: with CHECK_FOR_INTERRUPTS where the snapshot holds no
+ * lock there, or FbfWindowCheckCancel where it holds the metapage for the
+ * whole read (its last try).
+ */
+void
+FbfSnapshotCheckCancel(FbfSnapshotRead *read)
+{
+	if (read->hold)
+		FbfWindowCheckCancel(read->metabuf);
+	else
+		CHECK_FOR_INTERRUPTS();
+}
+
+/*
  * A Bloom window's snapshot (FbfWindowSnapshot), or (Datum) 0 if the
  * metapage changed while it was read.
  */
@@ -300,7 +315,7 @@ snapshot_bloom(FbfSnapshotRead *read, uint64 *pending)
 			pfree((char *) f - FBF_VALUE_OFFSET);
 			return (Datum) 0;
 		}
-		CHECK_FOR_INTERRUPTS();
+		FbfSnapshotCheckCancel(read);
 	}
 	return PointerGetDatum((char *) f - FBF_VALUE_OFFSET);
 }
