@@ -49,14 +49,14 @@ DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_type_forged fbf_counter fbf_counter_errors \
                fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load fbf_counter_mismatch \
-               fbf_prepared fbf_filters fbf_edges \
+               fbf_prepared fbf_filters fbf_edges fbf_window_tables \
                cuckoo cuckoo_duplicates fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
-                 counter_privileges counter_direct counter_batch dedup_claims \
+                 counter_privileges cuckoo_privileges counter_direct counter_batch dedup_claims \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse \
-                 cuckoo_stale_cache counter_prepared
+                 cuckoo_stale_cache counter_prepared counter_batch_pages
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
                  --load-extension=$(EXTENSION)
 

@@ -49,3 +49,54 @@ $fn$;
 
 COMMENT ON FUNCTION fbf_counter_restore(regclass) IS
 	'load every snapshot of a table filled from fbf_counter_save (name, snapshot, saved_at) into its counter or dedup table; one row each, with the outcome (a row refused is reported, and the others are loaded)';
+
+-- ---------------------------------------------------------------------
+-- fbf_counter_save() skips what is not a plain table: an fbf_filter index
+-- an older version let a materialized view or a partitioned table carry
+-- made every save of the database fail.  (Such indexes can no longer be
+-- created; the statistics and the worker skip those left.)
+-- ---------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
+								 OUT name text, OUT snapshot fbf, OUT saved_at timestamptz)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	AS $fn$
+DECLARE
+	one regclass := counter;
+	r record;
+	saved integer := 0;
+BEGIN
+	IF one IS NOT NULL AND NOT pg_catalog.pg_has_role(
+			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', one
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	FOR r IN
+		SELECT c.oid::pg_catalog.regclass AS rel,
+			   pg_catalog.format('%I.%I', n.nspname, c.relname) AS relname
+		FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE (one IS NULL OR c.oid = one)
+		  AND c.relkind = 'r'
+		  AND c.relpersistence <> 't'
+		  AND pg_catalog.pg_has_role(c.relowner, 'USAGE')
+		  AND EXISTS (SELECT FROM pg_catalog.pg_index i
+					  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+					  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
+					  WHERE i.indrelid = c.oid AND i.indisvalid
+						AND a.amname = 'fbf_filter')
+		ORDER BY 2
+	LOOP
+		name := r.relname;
+		snapshot := @extschema@.fbf_snapshot(r.rel);
+		saved_at := pg_catalog.clock_timestamp();
+		saved := saved + 1;
+		RETURN NEXT;
+	END LOOP;
+	IF one IS NOT NULL AND saved = 0 THEN
+		RAISE EXCEPTION '"%" is not a counter or dedup table', one
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Create counter tables with fbf_create_counter_table() and dedup tables with fbf_create_dedup().';
+	END IF;
+END
+$fn$;

@@ -885,6 +885,9 @@ COMMENT ON FUNCTION fbf_counter_load(regclass, fbf) IS
 -- Saving snapshots for a dump: fbf_counter_save returns them, the caller
 -- keeps them in a table of its own, which pg_dump carries like any other
 -- (with its owner's privileges), and fbf_counter_restore loads them back.
+-- Only plain tables are counters: an fbf_filter index an older version let
+-- a materialized view or a partitioned table carry is skipped, as are
+-- temporary tables (another session's cannot be read).
 CREATE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
 								 OUT name text, OUT snapshot fbf, OUT saved_at timestamptz)
 	RETURNS SETOF record
@@ -906,6 +909,7 @@ BEGIN
 		FROM pg_catalog.pg_class c
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE (one IS NULL OR c.oid = one)
+		  AND c.relkind = 'r'
 		  AND c.relpersistence <> 't'
 		  AND pg_catalog.pg_has_role(c.relowner, 'USAGE')
 		  AND EXISTS (SELECT FROM pg_catalog.pg_index i

@@ -56,7 +56,10 @@ interval_from_usecs(int64 usecs)
 
 /*
  * One row per window of `kind` (FBF_WINDOW_*) of this database whose table
- * the user may read.
+ * the user may read.  Other sessions' temporary tables (FbfWindowIndexes)
+ * and windows on anything but a plain table are left out without an
+ * error: one such object must not hide every other counter from
+ * monitoring.
  */
 static Datum
 window_stats(FunctionCallInfo fcinfo, int kind)
@@ -83,7 +86,9 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		/* dropped since the unlocked catalog scan: skip it */
 		Oid			heapoid = IndexGetRelation(lfirst_oid(lc), true);
 
-		if (OidIsValid(heapoid) && FbfWindowIndexKind(lfirst_oid(lc)) == kind)
+		/* not a plain table: a materialized view an older version allowed */
+		if (OidIsValid(heapoid) && FbfWindowTableUsable(heapoid) &&
+			FbfWindowIndexKind(lfirst_oid(lc)) == kind)
 			counters = lappend_oid(counters, heapoid);
 	}
 

@@ -46,6 +46,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/uuid.h"
@@ -355,6 +356,20 @@ array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 	return n;
 }
 
+/*
+ * Room for the identities of a batch of n claims; 54000 past what
+ * claim_all can hash and sort in one allocation.
+ */
+static bytea **
+batch_claims(int n)
+{
+	if ((Size) n > MaxAllocSize / sizeof(FbfBatchOp))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many ids in one call of fbf_claim: %d", n)));
+	return palloc(sizeof(bytea *) * Max(n, 1));
+}
+
 /* the answers of a batch, in the ids' order, as a boolean[] */
 static Datum
 claims_result(const bool *claimed, int n)
@@ -387,7 +402,7 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	require_arg(fcinfo, 0, "dedup");
 	n = array_arg(fcinfo, 1, "ids", &ids, &typid);
 	tag = id_tag(typid);
-	claims = palloc(sizeof(bytea *) * Max(n, 1));
+	claims = batch_claims(n);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
@@ -423,7 +438,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 				 errmsg("client_ids and seqs of fbf_claim must have the same length")));
 	Assert(seq_type == INT8OID);
 	tag = op_tag(client_type);
-	claims = palloc(sizeof(bytea *) * Max(n, 1));
+	claims = batch_claims(n);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{

@@ -9,7 +9,10 @@
  * writes, no VACUUM), it reads every page of the index, then scans the
  * table as an index build would and looks every tuple up by TID and tag.
  * Any inconsistency is an ERROR with ERRCODE_INDEX_CORRUPTED naming the
- * page and slot; a clean index returns its counts.
+ * page and slot; a clean index returns its counts.  Because that lock
+ * holds off the table's writers, only the table's owner may run it;
+ * cuckoo_index_stats() wants SELECT on the table.  Both refuse before
+ * they queue for any lock (open_cuckoo_index).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,7 +23,9 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "commands/defrem.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -30,6 +35,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "cuckoo.h"
 
@@ -37,39 +43,81 @@ PG_FUNCTION_INFO_V1(cuckoo_index_stats);
 PG_FUNCTION_INFO_V1(cuckoo_index_verify);
 
 /*
- * Open a cuckoo index whose table the caller may read.  "heaplock" (if
- * not NoLock) is taken on the table first, as index_open's callers must.
+ * Open a cuckoo index for cuckoo_index_stats() or cuckoo_index_verify(),
+ * and its table with "heaplock" (taken first, as index_open's callers
+ * must), the index with AccessShareLock.
+ *
+ * Everything that can refuse the call is checked before a lock is
+ * queued, from the catalog alone: that the relation is an index of the
+ * cuckoo access method, not another session's temporary one, and that
+ * the user may do this.  Reading the pages (stats) wants SELECT on the
+ * table; verify's ShareLock, which holds off every writer of the table
+ * for the whole check, wants its owner ("owner"), as REINDEX does: a role
+ * that may only read must not be able to make writers queue.  Once the
+ * table is locked, the index is checked to still belong to it (it could
+ * have been dropped, and its OID reused, in between), as amcheck does.
  */
 static Relation
-open_cuckoo_index(Oid indexoid, LOCKMODE heaplock, Relation *heap)
+open_cuckoo_index(Oid indexoid, LOCKMODE heaplock, bool owner, Relation *heap)
 {
-	Oid			heapoid = IndexGetRelation(indexoid, true);
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	Form_pg_class form;
+	Oid			amoid = get_index_am_oid("cuckoo", true);
+	char	   *name;
+	Oid			heapoid;
 	Relation	index;
-	AclResult	aclresult;
 
-	if (get_rel_name(indexoid) == NULL)
+	if (!HeapTupleIsValid(tup))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", indexoid)));
-	if (!OidIsValid(heapoid))
+	form = (Form_pg_class) GETSTRUCT(tup);
+	name = pstrdup(NameStr(form->relname));
+	if (form->relkind != RELKIND_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid))));
-	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(heapoid));
+				 errmsg("\"%s\" is not an index", name)));
+	if (!OidIsValid(amoid) || form->relam != amoid)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a cuckoo index", name)));
+	if (form->relpersistence == RELPERSISTENCE_TEMP &&
+		isOtherTempNamespace(form->relnamespace))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot access temporary indexes of other sessions")));
+	ReleaseSysCache(tup);
+
+	heapoid = IndexGetRelation(indexoid, true);
+	if (!OidIsValid(heapoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("could not open the table of index \"%s\"", name)));
+	if (owner)
+	{
+		if (!pg_class_ownercheck(heapoid, GetUserId()))
+			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(heapoid));
+	}
+	else
+	{
+		AclResult	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(heapoid));
+	}
 
 	*heap = table_open(heapoid, heaplock == NoLock ? AccessShareLock : heaplock);
+	if (IndexGetRelation(indexoid, true) != heapoid)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("could not open the table of index \"%s\"", name)));
 	index = index_open(indexoid, AccessShareLock);
+	/* the name checked above is the extension's access method: its handler */
 	if (index->rd_indam->ambuild != cuckoobuild)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a cuckoo index",
 						RelationGetRelationName(index))));
-	if (RELATION_IS_OTHER_TEMP(index))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot access temporary indexes of other sessions")));
 	return index;
 }
 
@@ -83,7 +131,7 @@ cuckoo_index_stats(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
 	Relation	heap;
-	Relation	index = open_cuckoo_index(indexoid, NoLock, &heap);
+	Relation	index = open_cuckoo_index(indexoid, NoLock, false, &heap);
 	TupleDesc	tupdesc;
 	CuckooMetaPageData meta;
 	CuckooLayout layout;
@@ -283,8 +331,11 @@ corrupt(VerifyState *vs, const char *what, BlockNumber blkno, uint32 slot,
 static Page
 read_page(VerifyState *vs, BlockNumber blkno, PGAlignedBlock *copy)
 {
-	Buffer		buf = ReadBuffer(vs->index, blkno);
+	Buffer		buf;
 
+	/* every walk of the index reads its pages here, holding none */
+	CHECK_FOR_INTERRUPTS();
+	buf = ReadBuffer(vs->index, blkno);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	memcpy(copy->data, BufferGetPage(buf), BLCKSZ);
 	UnlockReleaseBuffer(buf);
@@ -878,7 +929,7 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
 	Relation	heap;
-	Relation	index = open_cuckoo_index(indexoid, ShareLock, &heap);
+	Relation	index = open_cuckoo_index(indexoid, ShareLock, true, &heap);
 	VerifyState vs;
 	HASHCTL		ctl;
 	BlockNumber nblocks;
@@ -979,8 +1030,11 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	/* TIDs with several entries: copies that the doublings explain */
 	hash_seq_init(&seq, vs.entries);
 	while ((entry = hash_seq_search(&seq)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (entry->nlocs > 1)
 			check_copies(&vs, entry);
+	}
 
 	/* the table: every tuple indexed */
 	indexInfo = BuildIndexInfo(index);
@@ -992,6 +1046,7 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	hash_seq_init(&seq, vs.entries);
 	while ((entry = hash_seq_search(&seq)) != NULL)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (entry->found)
 			continue;
 		if (!points_at_dead_tuple(heap, &entry->tid, heap_blocks))

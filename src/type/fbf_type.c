@@ -37,6 +37,7 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -552,6 +553,7 @@ fbf_add_array(PG_FUNCTION_ARGS)
 		h = elemtype == INT8OID ? fbf_hash_int64(DatumGetInt64(values[i])) :
 			hash_varlena(values[i]);
 		fbf_add(f, &h, FBF_CHECK_DEFAULT);
+		CHECK_FOR_INTERRUPTS();
 	}
 	PG_RETURN_FBF(f);
 }
@@ -634,7 +636,10 @@ fbf_refresh_n(PG_FUNCTION_ARGS)
 				 errmsg("fbf epoch would exceed its limit")));
 	/* after nfilters refreshes every filter is empty: more change nothing */
 	for (i = 0; i < Min(times, (int32) f->nfilters); i++)
+	{
 		fbf_refresh(f, 0);
+		CHECK_FOR_INTERRUPTS();
+	}
 	f->epoch += times - i;
 	PG_RETURN_FBF(f);
 }

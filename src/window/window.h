@@ -440,6 +440,7 @@ typedef struct FbfWindowOp
 /* ---- window_am.c: the access method, and finding windows ---- */
 extern void FbfWindowInit(void);
 extern List *FbfWindowIndexes(void);
+extern bool FbfWindowTableUsable(Oid heapoid);
 extern FbfWindowOptions *FbfWindowGetOptions(Relation index);
 extern bool FbfIsCounterTable(Relation heap, Oid *index_oid);
 extern int	FbfWindowIndexKind(Oid index_oid);

@@ -29,6 +29,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
@@ -252,7 +253,25 @@ FbfWindowIndexKind(Oid index_oid)
 }
 
 /*
- * OIDs of every window index of this database (one per counter table), in CurrentMemoryContext; NIL if the extension is not installed.
+ * May the window index of table heapoid be read as a counter's or dedup
+ * table's?  Not if the table is not a plain table (a materialized view an
+ * older version let carry one; FbfWindowCheckTable refuses new ones), or
+ * was dropped.  From the catalog, without a lock.
+ */
+bool
+FbfWindowTableUsable(Oid heapoid)
+{
+	return get_rel_relkind(heapoid) == RELKIND_RELATION;
+}
+
+/*
+ * OIDs of every window index of this database (one per counter table), in
+ * CurrentMemoryContext; NIL if the extension is not installed.  The windows
+ * of other sessions' temporary tables (also those a crashed session left
+ * until they are dropped) are not listed: no one but their session can
+ * read them, and the statistics, saves and the worker skip them.  Callers
+ * that open the table should still check that it is a plain table
+ * (FbfWindowTableUsable): an older version built windows on others.
  */
 List *
 FbfWindowIndexes(void)
@@ -271,7 +290,10 @@ FbfWindowIndexes(void)
 	{
 		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
 
-		if (form->relam == amoid && form->relkind == RELKIND_INDEX)
+		/* another session's temporary table cannot be opened here */
+		if (form->relam == amoid && form->relkind == RELKIND_INDEX &&
+			!(form->relpersistence == RELPERSISTENCE_TEMP &&
+			  isOtherTempNamespace(form->relnamespace)))
 			result = lappend_oid(result, form->oid);
 	}
 	table_endscan(scan);
@@ -319,12 +341,43 @@ count_tuple(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	(*(double *) state) += 1;
 }
 
+/*
+ * A window belongs on a plain heap table only: the counters read and write
+ * the table's rows in place, and every reader of windows (statistics,
+ * snapshots, saves, the worker) expects one.  A materialized view, a
+ * partitioned table (whose index is never built: the utility hook calls
+ * this for CREATE INDEX on one, window_rebuild.c), or a table of another
+ * access method is refused with ERRCODE_WRONG_OBJECT_TYPE.  From the
+ * catalog; relid's lock, if any, is the caller's.
+ */
+void
+FbfWindowCheckTable(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+	bool		ok;
+
+	if (!HeapTupleIsValid(tup))
+		return;					/* dropped: PostgreSQL reports it */
+	form = (Form_pg_class) GETSTRUCT(tup);
+	ok = form->relkind == RELKIND_RELATION && form->relam == HEAP_TABLE_AM_OID;
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot create an fbf_filter index on \"%s\"",
+						NameStr(form->relname)),
+				 errdetail("Counter and dedup tables are plain tables: not materialized views, partitioned tables or tables of another access method."),
+				 errhint("Create counter tables with fbf_create_counter_table() and dedup tables with fbf_create_dedup().")));
+	ReleaseSysCache(tup);
+}
+
 static IndexBuildResult *
 fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
 	IndexBuildResult *result = palloc0(sizeof(IndexBuildResult));
 	double		ntuples = 0;
 
+	FbfWindowCheckTable(RelationGetRelid(heap));
 	if (indexInfo->ii_Concurrent)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

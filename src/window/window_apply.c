@@ -122,7 +122,10 @@ in_public(Relation index, const FbfWindowMetaPageData *meta,
 /*
  * Is the operation on its locked pending chain?  True if an entry with its
  * hash was made by this transaction or by one that committed; entries of
- * aborted transactions are ignored.  If the first entry found is in flight
+ * aborted transactions are ignored.  Each page's entries with the hash are
+ * found through the page's index (FbfPendingPageFind), not by reading
+ * them all: a batch's own entries on the chain cost it nothing more for
+ * each further operation.  If the first entry found is in flight
  * in another transaction, *wait_for is set to that transaction and false
  * returned: the caller decides whether to wait for it.  If `room` is not
  * NULL, it gets the first page of the chain with room for an entry
@@ -143,15 +146,16 @@ in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
 	for (c = 0; c < chain->n && !found && !FullTransactionIdIsValid(*wait_for); c++)
 	{
 		FbfPendingEntry *entries;
+		int			pos[FBF_PENDING_CAPACITY];
+		int			nfound;
 
 		entries = FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
-		for (i = 0; i < n && !found && !FullTransactionIdIsValid(*wait_for); i++)
+		nfound = FbfPendingPageFind(chain->bufs[c], hash, pos);
+		for (i = 0; i < nfound && !found && !FullTransactionIdIsValid(*wait_for); i++)
 		{
 			FullTransactionId fxid;
 
-			if (entries[i].h1 != hash->h1 || entries[i].h2 != hash->h2)
-				continue;
-			fxid = FbfEntryFullXid(meta, &entries[i]);
+			fxid = FbfEntryFullXid(meta, &entries[pos[i]]);
 			switch (FbfEntryStatusOf(fxid))
 			{
 				case FBF_ENTRY_OURS:
@@ -238,6 +242,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		Buffer		room = InvalidBuffer;
 		FbfPendingEntry entry;
 		FbfWindowKeying current;
+		XLogRecPtr	room_lsn;
 		int			n;
 		int			c;
 		int64		now;
@@ -399,6 +404,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		 */
 		fxid = GetCurrentFullTransactionId();
 		floor = FbfChainFloor(&chain);
+		room_lsn = PageGetLSN(BufferGetPage(room));
 		entry.xid = XidFromFullTransactionId(fxid);
 		entry.epoch = EpochFromFullTransactionId(fxid);
 		entry.h1 = hash->h1;
@@ -415,6 +421,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		}
 		else
 			FbfPendingLogAdd(index, room, &entry, false);
+		FbfPendingPageNoteAdd(room, room_lsn);
 
 		FbfChainRelease(&chain);
 		UnlockReleaseBuffer(metabuf);

@@ -247,6 +247,7 @@ FbfCuckooDrainPending(Relation index, const FbfWindowMetaPageData *meta,
 		int			kept;
 		int			i;
 		int			b;
+		FbfEntryMemo memo = {InvalidFullTransactionId, FBF_ENTRY_ABORTED};
 
 		if (n == 0)
 			return removed;
@@ -254,7 +255,7 @@ FbfCuckooDrainPending(Relation index, const FbfWindowMetaPageData *meta,
 		target = palloc(sizeof(BlockNumber) * n);
 		for (i = 0; i < n; i++)
 		{
-			FbfEntryStatus s = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[i]));
+			FbfEntryStatus s = FbfEntryStatusMemo(meta, &entries[i], &memo);
 
 			keep[i] = 1;
 			target[i] = InvalidBlockNumber;

@@ -58,9 +58,10 @@
  *
  * Locks: as window_load.c: the caller holds RowExclusiveLock on the table,
  * the load holds the metapage exclusively throughout; appending takes the
- * relation's extension lock.  A snapshot holds the metapage share, one
- * chain share at a time and, under it, one partition page share at a
- * time.
+ * relation's extension lock.  A snapshot holds one chain share at a time
+ * and, under it, one partition page share at a time; the metapage only
+ * to check that it has not changed, before each chain and after the last
+ * (FbfSnapshotRead, window_int.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -145,13 +146,16 @@ add_waiting(const FbfHash *hash, void *arg)
 
 /*
  * The cuckoo window as a snapshot, in a palloc'd fbf datum (see the file
- * header).  The caller holds the metapage share-locked; *pending gets the
+ * header), of the metapage read->meta, each chain read under
+ * FbfSnapshotLockChain (window_read.c); NULL if the metapage changed in
+ * the meantime (the caller takes the snapshot again).  *pending gets the
  * entries still in flight (not part of the snapshot).
  */
 CwinSnap *
-FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
-				  uint64 *pending)
+FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 {
+	Relation	index = read->index;
+	const FbfWindowMetaPageData *meta = &read->meta;
 	CwinLayout	layout;
 	CwinEpochs	epochs;
 	uint32		nview = FbfWindowViewParts(meta);
@@ -177,10 +181,14 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 	*pending = 0;
 	for (c = 0; c < meta->nchains; c++)
 	{
-		FbfPendingChain chain;
 		uint32		v;
 
-		FbfChainLockMode(index, meta, c, BUFFER_LOCK_SHARE, &chain);
+		if (!FbfSnapshotLockChain(read, c))
+		{
+			pfree((char *) s - FBF_VALUE_OFFSET);
+			pfree(waiting.hashes);
+			return NULL;
+		}
 		for (v = c * per_chain; v < (c + 1) * per_chain;)
 		{
 			BlockNumber blkno = FbfWindowViewBlock(meta, v);
@@ -190,9 +198,14 @@ FbfCuckooSnapshot(Relation index, const FbfWindowMetaPageData *meta,
 			snapshot_page(index, meta, &layout, &epochs, blkno, s, v, n);
 			v += n;
 		}
-		*pending += FbfChainCommitted(meta, &chain, add_waiting, &waiting);
-		FbfChainRelease(&chain);
-		CHECK_FOR_INTERRUPTS();
+		*pending += FbfChainCommitted(meta, &read->chain, add_waiting, &waiting);
+		if (!FbfSnapshotReleaseChain(read, c == meta->nchains - 1))
+		{
+			pfree((char *) s - FBF_VALUE_OFFSET);
+			pfree(waiting.hashes);
+			return NULL;
+		}
+		FbfSnapshotCheckCancel(read);
 	}
 
 	/* the waiting operations after the blocks, sorted */
@@ -260,7 +273,7 @@ refuse_size(Relation index, const FbfWindowMetaPageData *meta, uint32 nparts,
  * would pass fbf.max_filter_size.
  */
 static void
-store_waiting(Relation index, const FbfWindowMetaPageData *meta,
+store_waiting(Relation index, Buffer metabuf, const FbfWindowMetaPageData *meta,
 			  LoadBlocks *lb, const FbfHash *waiting, uint32 nwaiting)
 {
 	FbfHash    *left = palloc(sizeof(FbfHash) * Max(nwaiting, 1));
@@ -314,7 +327,7 @@ store_waiting(Relation index, const FbfWindowMetaPageData *meta,
 		pfree(lb->blocks);
 		lb->blocks = children;
 		lb->nparts *= 2;
-		CHECK_FOR_INTERRUPTS();
+		FbfWindowCheckCancel(metabuf);
 	}
 	pfree(left);
 }
@@ -449,7 +462,7 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s, const FbfHashKey *key,
 	memcpy(lb.blocks, cwin_snap_block(s, 0), lb.block_size * s->nparts);
 	for (p = 0; p < lb.nparts; p++)
 		cwin_header(lb.blocks + (size_t) p * lb.block_size)->base += delta;
-	store_waiting(index, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
+	store_waiting(index, metabuf, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
 
 	adopt(index, metabuf, &meta, s, &lb, &t, key, public_too);
 	UnlockReleaseBuffer(metabuf);

@@ -28,6 +28,9 @@ extern int	fbf_max_filter_size_kb;
 /* fbf.split_batch: partitions a maintenance pass splits or merges, 0: all */
 extern int	fbf_split_batch;
 
+/* window_am.c: refuse a window on anything but a plain heap table */
+extern void FbfWindowCheckTable(Oid relid);
+
 /* ---- page accessors ---- */
 
 static inline FbfWindowMetaPage
@@ -185,6 +188,7 @@ extern void FbfWindowInitSlicePage(Page page, uint32 nbits);
 extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
 										BlockNumber *next, uint32 nparts,
 										const FbfWindowMetaPageData *meta);
+extern void FbfWindowCheckCancel(Buffer metabuf);
 extern Buffer FbfWindowReadPart(Relation index, BlockNumber blkno, int mode);
 
 /* ---- window_cuckoo.c: partition pages of a cuckoo window ---- */
@@ -210,8 +214,8 @@ extern double FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta,
 
 
 /* ---- window_cuckoo_load.c: a cuckoo window's snapshot, taken and loaded ---- */
-extern CwinSnap *FbfCuckooSnapshot(Relation index,
-								   const FbfWindowMetaPageData *meta,
+struct FbfSnapshotRead;
+extern CwinSnap *FbfCuckooSnapshot(struct FbfSnapshotRead *read,
 								   uint64 *pending);
 
 /* ---- window_load.c: what loads of both kinds share ---- */
@@ -310,9 +314,21 @@ typedef struct FbfPendingChain
 	Buffer		bufs[FBF_MAX_PENDING_PAGES];
 } FbfPendingChain;
 
+/* the last fate FbfEntryStatusMemo read */
+typedef struct FbfEntryMemo
+{
+	FullTransactionId fxid;
+	FbfEntryStatus status;
+} FbfEntryMemo;
+
 extern FullTransactionId FbfEntryFullXid(const FbfWindowMetaPageData *meta,
 										 const FbfPendingEntry *entry);
 extern FbfEntryStatus FbfEntryStatusOf(FullTransactionId fxid);
+extern FbfEntryStatus FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
+										 const FbfPendingEntry *entry,
+										 FbfEntryMemo *memo);
+extern int	FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos);
+extern void FbfPendingPageNoteAdd(Buffer buf, XLogRecPtr lsn);
 extern void FbfChainLock(Relation index, const FbfWindowMetaPageData *meta,
 						 uint32 chainno, FbfPendingChain *chain);
 extern void FbfChainLockMode(Relation index, const FbfWindowMetaPageData *meta,
@@ -330,5 +346,30 @@ extern void FbfChainExtend(Relation index, FbfPendingChain *chain);
 extern void FbfChainSetFloor(Relation index, FbfPendingChain *chain,
 							 FullTransactionId floor);
 extern FullTransactionId FbfChainFloor(FbfPendingChain *chain);
+
+/*
+ * ---- window_read.c: how a snapshot holds the window ----
+ *
+ * A snapshot (of either kind) reads the window chain by chain, each chain
+ * share-locked while its partition pages and then its entries are read,
+ * against `meta`, a copy of the metapage taken under a short share lock;
+ * the metapage is checked to be unchanged in what a reader depends on
+ * before each chain and after the last (FbfSnapshotLockChain,
+ * FbfSnapshotReleaseChain), and the snapshot is taken again if it changed.  Only
+ * the last try (`hold`) keeps the metapage share-locked throughout, so
+ * that a snapshot finishes whatever the window's writers do.
+ */
+typedef struct FbfSnapshotRead
+{
+	Relation	index;
+	FbfWindowMetaPageData meta; /* what the snapshot describes */
+	bool		hold;			/* metabuf is held for the whole read */
+	Buffer		metabuf;
+	FbfPendingChain chain;		/* the chain being read */
+} FbfSnapshotRead;
+
+extern bool FbfSnapshotLockChain(FbfSnapshotRead *read, uint32 chainno);
+extern bool FbfSnapshotReleaseChain(FbfSnapshotRead *read, bool last);
+extern void FbfSnapshotCheckCancel(FbfSnapshotRead *read);
 
 #endif							/* FBF_WINDOW_INT_H */

@@ -352,7 +352,8 @@ FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	{
 		fill(image.data, new, p, arg);
 		FbfWindowAppendPage(index, MAIN_FORKNUM, &next, image.data);
-		CHECK_FOR_INTERRUPTS();
+		/* pages the metapage does not name yet: unused if this stops */
+		FbfWindowCheckCancel(metabuf);
 	}
 	UnlockRelationForExtension(index, ExclusiveLock);
 
@@ -565,8 +566,8 @@ merge_page(Relation index, const FbfWindowMetaPageData *meta, BlockNumber blkno,
  * shapes agree.  Returns the number of snapshot filters loaded.
  */
 static int
-merge(Relation index, const FbfWindowMetaPageData *meta, const Fbf *f,
-	  const FbfLoadTimes *t)
+merge(Relation index, Buffer metabuf, const FbfWindowMetaPageData *meta,
+	  const Fbf *f, const FbfLoadTimes *t)
 {
 	int			target[FBF_MAX_FILTERS];
 	uint64		lanes_of[FBF_MAX_FILTERS];
@@ -653,7 +654,7 @@ merge(Relation index, const FbfWindowMetaPageData *meta, const Fbf *f,
 				continue;
 			prev = blkno;
 			merge_page(index, meta, blkno, f, q, lanes_of, plain, k++, npages);
-			CHECK_FOR_INTERRUPTS();
+			FbfWindowCheckCancel(metabuf);
 		}
 	}
 	for (s = 0; s < f->nlive; s++)
@@ -739,7 +740,7 @@ FbfWindowLoad(Relation index, const Fbf *snapshot, const FbfHashKey *key,
 		if (changed)
 			FbfWindowLogMeta(index, metabuf, &meta, t.now);
 		result.adopted = false;
-		result.filters = merge(index, &meta, snapshot, &t);
+		result.filters = merge(index, metabuf, &meta, snapshot, &t);
 	}
 	else
 	{

@@ -217,6 +217,29 @@ FbfWindowAppendParts(Relation index, ForkNumber fork, BlockNumber *next,
 	return start;
 }
 
+/*
+ * Honour a cancel, a statement timeout or a terminate in a long walk of the
+ * window that holds the metapage's lock throughout (a snapshot, a load),
+ * where CHECK_FOR_INTERRUPTS does nothing: a backend holds interrupts off
+ * while it holds a buffer lock.  Called between pages, holding metabuf's
+ * lock and no other lightweight lock: if a cancel or terminate is pending
+ * that nothing else holds off, releases metabuf and lets
+ * CHECK_FOR_INTERRUPTS throw; an error between pages leaves nothing half
+ * written (a crash there would leave the same).  Otherwise returns, the
+ * lock still held.
+ */
+void
+FbfWindowCheckCancel(Buffer metabuf)
+{
+	if (likely(!InterruptPending) || CritSectionCount != 0 ||
+		InterruptHoldoffCount != 1 ||
+		!(ProcDiePending || (QueryCancelPending && QueryCancelHoldoffCount == 0)))
+		return;
+	UnlockReleaseBuffer(metabuf);
+	CHECK_FOR_INTERRUPTS();
+	elog(ERROR, "fbf: a pending cancel was not processed");
+}
+
 /* Read and lock a partition page. */
 Buffer
 FbfWindowReadPart(Relation index, BlockNumber blkno, int mode)

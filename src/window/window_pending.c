@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
+#include "utils/hsearch.h"
 #include "utils/rel.h"
 
 #include "access/xlog.h"
@@ -117,6 +118,262 @@ FbfEntryStatusOf(FullTransactionId fxid)
 	return status;
 }
 
+/* ----------------------------------------------------------------------
+ * Finding an operation on a pending page
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * A backend-local index of a pending page's entries by hash, so that an
+ * operation looks its hash up on each page of its chain instead of reading
+ * every entry: a batch's own entries pile up on its chains, and reading
+ * them all for each of its operations made a batch's cost grow with the
+ * square of its size.  Open addressing on the hash: a slot holds an
+ * entry's position + 1 (0: free) in its low PENDING_INDEX_POS_BITS bits and
+ * more bits of its hash above them, so that a probe seldom reads an entry
+ * that does not match; at most FBF_PENDING_CAPACITY of the
+ * PENDING_INDEX_SLOTS slots are used.
+ *
+ * An index is kept for a page (its relation's file and block) and checked
+ * before each use against the page itself, which the caller holds locked:
+ * it is still right if the page has the LSN it had (every change of a
+ * WAL-logged page sets it; an unlogged one keeps its LSN), as many entries
+ * as were indexed, and its last one is the entry indexed last.  The last
+ * two suffice without the LSN: entries change only by appends (at the
+ * end) and by drains, which remove some and keep the order of the rest;
+ * and no entry is ever appended twice, for a (sub)transaction's xid and an
+ * operation's hash are on a chain at most once (FbfWindowApply appends
+ * only what it did not find there, under the chain's lock, and an xid that
+ * committed or aborted appends nothing more).  So after any change the
+ * count or the last entry differs (an append adds a new last entry; a
+ * removal shifts the old last one down, or removes it), and the page is
+ * indexed again, in time linear in its entries.  Pages are not
+ * indexed while they hold few entries (reading them is cheaper), nor
+ * are indexes kept past the end of the transaction; past
+ * PENDING_INDEX_MAX_PAGES pages, all are dropped and built again as
+ * needed.
+ */
+#define PENDING_INDEX_SLOTS		1024
+#define PENDING_INDEX_POS_BITS	9
+#define PENDING_INDEX_POS_MASK	((1 << PENDING_INDEX_POS_BITS) - 1)
+#define PENDING_INDEX_MIN_ENTRIES	32
+#define PENDING_INDEX_MAX_PAGES	4096
+
+StaticAssertDecl(FBF_PENDING_CAPACITY * 2 <= PENDING_INDEX_SLOTS &&
+				 FBF_PENDING_CAPACITY < PENDING_INDEX_POS_MASK,
+				 "pending page index too small");
+
+typedef struct PendingIndexKey
+{
+	RelFileNode node;
+	BlockNumber blkno;
+} PendingIndexKey;
+
+typedef struct PendingIndex
+{
+	PendingIndexKey key;		/* hash key: must be first */
+	XLogRecPtr	lsn;			/* the page's LSN when indexed */
+	int			n;				/* entries indexed */
+	FbfPendingEntry last;		/* entry n - 1, as indexed */
+	uint16		slots[PENDING_INDEX_SLOTS];
+} PendingIndex;
+
+static HTAB *pending_indexes = NULL;
+static bool pending_callback_registered = false;
+
+/* drop every index at the end of a transaction */
+static void
+pending_index_xact_callback(XactEvent event, void *arg)
+{
+	if (pending_indexes != NULL &&
+		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		 event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		 event == XACT_EVENT_PARALLEL_ABORT))
+	{
+		hash_destroy(pending_indexes);
+		pending_indexes = NULL;
+	}
+}
+
+/*
+ * An operation's first slot, and the bits of its hash its slots keep (h1's
+ * low bits choose the chain and partition: the others are used).
+ */
+static inline uint32
+pending_slot(uint64 h1, uint64 h2)
+{
+	return (uint32) ((h2 ^ (h1 >> 32)) & (PENDING_INDEX_SLOTS - 1));
+}
+
+static inline uint16
+pending_tag(uint64 h2)
+{
+	return (uint16) ((h2 >> 48) & ~PENDING_INDEX_POS_MASK);
+}
+
+static void
+pending_index_insert(PendingIndex *pi, const FbfPendingEntry *entries, int i)
+{
+	uint32		s = pending_slot(entries[i].h1, entries[i].h2);
+
+	while (pi->slots[s] != 0)
+		s = (s + 1) & (PENDING_INDEX_SLOTS - 1);
+	pi->slots[s] = pending_tag(entries[i].h2) | (uint16) (i + 1);
+}
+
+/* is `pi` still the index of this page's entries (see above)? */
+static inline bool
+pending_index_valid(const PendingIndex *pi, Page page,
+					const FbfPendingEntry *entries, int n)
+{
+	return pi->lsn == PageGetLSN(page) && pi->n == n &&
+		(n == 0 || memcmp(&pi->last, &entries[n - 1], sizeof(FbfPendingEntry)) == 0);
+}
+
+/*
+ * The index of a pending page's entries, built if it is missing or out of
+ * date.  The caller holds the page locked.
+ */
+static PendingIndex *
+pending_index(Buffer buf, const FbfPendingEntry *entries, int n)
+{
+	PendingIndexKey key;
+	PendingIndex *pi;
+	ForkNumber	fork;
+	bool		found;
+	int			i;
+
+	if (pending_indexes == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (!pending_callback_registered)
+		{
+			RegisterXactCallback(pending_index_xact_callback, NULL);
+			pending_callback_registered = true;
+		}
+		ctl.keysize = sizeof(PendingIndexKey);
+		ctl.entrysize = sizeof(PendingIndex);
+		pending_indexes = hash_create("fbf pending page indexes", 64, &ctl,
+									  HASH_ELEM | HASH_BLOBS);
+	}
+	else if (hash_get_num_entries(pending_indexes) >= PENDING_INDEX_MAX_PAGES)
+	{
+		hash_destroy(pending_indexes);
+		pending_indexes = NULL;
+		return pending_index(buf, entries, n);
+	}
+
+	MemSet(&key, 0, sizeof(key));
+	BufferGetTag(buf, &key.node, &fork, &key.blkno);
+	pi = hash_search(pending_indexes, &key, HASH_ENTER, &found);
+	if (found && pending_index_valid(pi, BufferGetPage(buf), entries, n))
+		return pi;
+
+	memset(pi->slots, 0, sizeof(pi->slots));
+	for (i = 0; i < n; i++)
+		pending_index_insert(pi, entries, i);
+	pi->lsn = PageGetLSN(BufferGetPage(buf));
+	pi->n = n;
+	if (n > 0)
+		pi->last = entries[n - 1];
+	return pi;
+}
+
+/*
+ * The positions of the entries with `hash` on a locked pending page, in
+ * page order, into pos[] (room for FBF_PENDING_CAPACITY); returns their
+ * number.  A page of few entries is read whole; a longer one is looked up
+ * in its index (above).
+ */
+int
+FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos)
+{
+	int			n;
+	FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(buf), &n);
+	PendingIndex *pi;
+	int			nfound = 0;
+	uint32		s;
+	uint16		tag;
+	int			i;
+
+	if (n < PENDING_INDEX_MIN_ENTRIES)
+	{
+		for (i = 0; i < n; i++)
+			if (entries[i].h1 == hash->h1 && entries[i].h2 == hash->h2)
+				pos[nfound++] = i;
+		return nfound;
+	}
+
+	pi = pending_index(buf, entries, n);
+	tag = pending_tag(hash->h2);
+	for (s = pending_slot(hash->h1, hash->h2); pi->slots[s] != 0;
+		 s = (s + 1) & (PENDING_INDEX_SLOTS - 1))
+	{
+		int			p = (pi->slots[s] & PENDING_INDEX_POS_MASK) - 1;
+
+		if ((pi->slots[s] & ~PENDING_INDEX_POS_MASK) != tag ||
+			entries[p].h1 != hash->h1 || entries[p].h2 != hash->h2)
+			continue;
+		/* in page order: probing finds them in any */
+		for (i = nfound; i > 0 && pos[i - 1] > p; i--)
+			pos[i] = pos[i - 1];
+		pos[i] = p;
+		nfound++;
+	}
+	return nfound;
+}
+
+/*
+ * Note an entry just appended to a locked pending page in its index, if
+ * the page has one that was up to date before the append (`lsn`: the
+ * page's LSN then); otherwise the next lookup builds it again.
+ */
+void
+FbfPendingPageNoteAdd(Buffer buf, XLogRecPtr lsn)
+{
+	PendingIndexKey key;
+	PendingIndex *pi;
+	ForkNumber	fork;
+	int			n;
+	FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(buf), &n);
+
+	if (pending_indexes == NULL || n < 1)
+		return;
+	MemSet(&key, 0, sizeof(key));
+	BufferGetTag(buf, &key.node, &fork, &key.blkno);
+	pi = hash_search(pending_indexes, &key, HASH_FIND, NULL);
+	if (pi == NULL || pi->lsn != lsn || pi->n != n - 1 ||
+		(n > 1 && memcmp(&pi->last, &entries[n - 2], sizeof(FbfPendingEntry)) != 0))
+		return;
+	pending_index_insert(pi, entries, n - 1);
+	pi->lsn = PageGetLSN(BufferGetPage(buf));
+	pi->n = n;
+	pi->last = entries[n - 1];
+}
+
+/*
+ * FbfEntryStatusOf for the entries of a page read in order: an entry of the
+ * same (sub)transaction as the one before it gets that one's fate, read
+ * once (a batch leaves runs of entries of one xid).  A fate read a moment
+ * earlier is as good as a new reading: committed and aborted are final,
+ * and a drain keeps an entry it found in progress.  `memo` starts zeroed.
+ */
+FbfEntryStatus
+FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
+				   const FbfPendingEntry *entry, FbfEntryMemo *memo)
+{
+	FullTransactionId fxid = FbfEntryFullXid(meta, entry);
+
+	if (!FullTransactionIdIsValid(memo->fxid) ||
+		!FullTransactionIdEquals(fxid, memo->fxid))
+	{
+		memo->fxid = fxid;
+		memo->status = FbfEntryStatusOf(fxid);
+	}
+	return memo->status;
+}
+
 /* at most this many partition pages in one drain record */
 #define DRAIN_MAX_SLICES	(FBF_XLOG_MAX_PAGES - 1)
 
@@ -192,6 +449,7 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		int			kept = 0;
 		int			i;
 		int			b;
+		FbfEntryMemo memo = {InvalidFullTransactionId, FBF_ENTRY_ABORTED};
 
 		if (n == 0)
 			return removed;
@@ -199,7 +457,7 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		target = palloc(sizeof(BlockNumber) * n);
 		for (i = 0; i < n; i++)
 		{
-			FbfEntryStatus s = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[i]));
+			FbfEntryStatus s = FbfEntryStatusMemo(meta, &entries[i], &memo);
 
 			keep[i] = 1;
 			target[i] = InvalidBlockNumber;
@@ -610,7 +868,7 @@ FbfWindowDrain(Relation index, bool may_defer)
 		FbfChainLock(index, &meta, c, &chain);
 		removed += FbfChainDrain(index, &meta, &chain, may_defer);
 		FbfChainRelease(&chain);
-		CHECK_FOR_INTERRUPTS();
+		FbfWindowCheckCancel(metabuf);
 	}
 	UnlockReleaseBuffer(metabuf);
 	return removed;

@@ -123,7 +123,9 @@ forget_filters(void)
  * Refuse, before anything is created, the statements that would build an
  * fbf_filter index concurrently: the build would fail half-way and leave an
  * invalid index behind.  Filters cannot be built concurrently because
- * increments keep changing the old one until the swap.
+ * increments keep changing the old one until the swap.  A REINDEX of a
+ * schema is refused only if a counter or dedup table is in it.  Also
+ * refused: an fbf_filter index on anything but a plain table.
  */
 static void
 refuse_concurrent_builds(Node *stmt)
@@ -136,9 +138,22 @@ refuse_concurrent_builds(Node *stmt)
 	if (IsA(stmt, IndexStmt))
 	{
 		IndexStmt  *is = (IndexStmt *) stmt;
-
-		refuse = is->concurrent && is->accessMethod &&
+		bool		window = is->accessMethod &&
 			strcmp(is->accessMethod, "fbf_filter") == 0;
+
+		refuse = is->concurrent && window;
+
+		/*
+		 * A partitioned table's index is never built, so ambuild cannot
+		 * refuse it: refuse a window on anything but a plain table here.
+		 */
+		if (window && !refuse)
+		{
+			Oid			relid = RangeVarGetRelid(is->relation, NoLock, true);
+
+			if (OidIsValid(relid))
+				FbfWindowCheckTable(relid);
+		}
 	}
 	else if (IsA(stmt, ReindexStmt))
 	{
@@ -180,14 +195,29 @@ refuse_concurrent_builds(Node *stmt)
 		}
 		else
 		{
-			/* a schema or the database: refuse if any counter table exists */
-			List	   *outer = rebuild_sources;
+			/*
+			 * A schema: refuse if a counter table is in it (a window index
+			 * is in its table's schema); the database: if any counter table
+			 * exists.  (SYSTEM cannot be reindexed concurrently.)
+			 */
+			Oid			nspoid = InvalidOid;
+			ListCell   *lc2;
 
-			rebuild_sources = NIL;
-			remember_filters();
-			refuse = rebuild_sources != NIL;
-			forget_filters();
-			rebuild_sources = outer;
+			if (rs->kind == REINDEX_OBJECT_SCHEMA)
+			{
+				nspoid = get_namespace_oid(rs->name, true);
+				if (!OidIsValid(nspoid))
+					return;		/* PostgreSQL reports it */
+			}
+			foreach(lc2, FbfWindowIndexes())
+			{
+				if (!OidIsValid(nspoid) ||
+					get_rel_namespace(lfirst_oid(lc2)) == nspoid)
+				{
+					refuse = true;
+					break;
+				}
+			}
 		}
 	}
 	if (refuse)

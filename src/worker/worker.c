@@ -368,7 +368,11 @@ fbf_launcher_main(Datum main_arg)
 	proc_exit(0);
 }
 
-/* (heap, index) OIDs of every counter table in this database */
+/*
+ * (heap, index) OIDs of every counter table in this database, but those of
+ * other sessions' temporary tables (FbfWindowIndexes) and those that are
+ * not plain tables, which the worker could not maintain.
+ */
 static List *
 counter_tables(void)
 {
@@ -380,7 +384,7 @@ counter_tables(void)
 		/* dropped since the unlocked scan: skip it */
 		Oid			heapoid = IndexGetRelation(lfirst_oid(lc), true);
 
-		if (!OidIsValid(heapoid))
+		if (!OidIsValid(heapoid) || !FbfWindowTableUsable(heapoid))
 			continue;
 		result = lappend_oid(result, heapoid);
 		result = lappend_oid(result, lfirst_oid(lc));

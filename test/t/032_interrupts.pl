@@ -1,0 +1,139 @@
+# Large batches stop soon after a cancel, a statement timeout or a
+# terminate, and leave nothing applied.
+#
+# Batches of idempotent_increment and fbf_claim, and fbf_add with a large
+# array, loop over input of the caller's size; each loop must check for
+# interrupts, or a statement_timeout of 1 s lets a batch run to its end
+# (tens of seconds for the sizes here on a slow machine).  The inputs are
+# built first, in a table, so that the timeout falls inside the loop and
+# not in the building of the arrays.  Every bound below is a generous
+# margin over the 0.5 s the loops take to notice, so that the test holds on
+# a loaded machine; each batch takes several times longer than the bound.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(time usleep);
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
+
+my $nops = 400_000;
+my $nadd = 6_000_000;
+my $bound = 3.0;    # seconds from the timeout (1 s) or the signal to the error
+
+my $node = fbf_node('main', "fbf.worker_enabled = off\n");
+
+# A new counter's window has 20 pending chains, each holding at most 21,696
+# operations in flight: the batch's fill most of each (longer chains made
+# each operation slower before, and are what the batch cost grew with).
+$node->safe_psql('postgres', qq{
+	SELECT fbf_create_counter_table('c');
+	SELECT fbf_create_dedup('d');
+	CREATE UNLOGGED TABLE batch (ids bigint[], ones bigint[], adds bigint[]);
+	ALTER TABLE batch ALTER ids SET STORAGE EXTERNAL,
+		ALTER ones SET STORAGE EXTERNAL, ALTER adds SET STORAGE EXTERNAL;
+	INSERT INTO batch
+		SELECT array(SELECT g FROM generate_series(1, ${nops}::bigint) g),
+			   array_fill(1::bigint, ARRAY[$nops]),
+			   array(SELECT g FROM generate_series(1, ${nadd}::bigint) g);
+});
+
+my $increment = q{SELECT cardinality(idempotent_increment('c', 'k', ids, ids, ones)) FROM batch};
+my $claim = q{SELECT cardinality(fbf_claim('d', ids)) FROM batch};
+my $add = q{SELECT fbf_estimated_fpp(fbf_add(fbf_create(400000000, 32, 1), adds)) FROM batch};
+
+# run $sql under a 1 s statement timeout: its error and the seconds it took
+sub timed_out
+{
+	my ($sql) = @_;
+	my ($out, $err) = ('', '');
+	my $start = time;
+	$node->psql('postgres', "SET statement_timeout = '1s';\n$sql",
+		stdout => \$out, stderr => \$err);
+	return ($err, time - $start);
+}
+
+for my $case ([ 'batch of increments', $increment ],
+			  [ 'batch of claims', $claim ],
+			  [ 'fbf_add of an array', $add ])
+{
+	my ($name, $sql) = @$case;
+	my ($err, $secs) = timed_out($sql);
+	like($err, qr/canceling statement due to statement timeout/,
+		"$name: cancelled by statement_timeout");
+	note(sprintf('%s: error after %.2f s', $name, $secs));
+	cmp_ok($secs, '<', 1 + $bound, "$name: stopped soon after the timeout");
+}
+
+# nothing of the cancelled batches applied: their first operations apply now
+is($node->safe_psql('postgres', q{
+	SELECT fbf_counter_value('c', 'k'),
+		   idempotent_increment('c', 'k', 1::bigint, 1, 1),
+		   fbf_claim('d', 1::bigint);
+	SELECT fbf_counter_value('c', 'k')}),
+	"0|t|t\n1", 'a cancelled batch applies nothing');
+
+# a batch in another session, stopped by pg_cancel_backend or
+# pg_terminate_backend once it is well into its loop
+sub signalled
+{
+	my ($sql, $signal) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-c',
+		  "SET application_name = 'batch'; $sql",
+		  '-d', $node->connstr('postgres') ],
+		'>', \$out, '2>', \$err);
+	$node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE application_name = 'batch' AND state = 'active'})
+	  or die 'the batch did not start';
+	# past the reading and sorting of its arrays (well under a second)
+	usleep(800_000);
+	my $start = time;
+	$node->safe_psql('postgres', qq{
+		SELECT $signal(pid) FROM pg_stat_activity
+		WHERE application_name = 'batch'});
+	$h->finish;
+	return ($err, time - $start);
+}
+
+for my $case ([ 'batch of increments', $increment ], [ 'batch of claims', $claim ])
+{
+	my ($name, $sql) = @$case;
+	my ($err, $secs) = signalled($sql, 'pg_cancel_backend');
+	like($err, qr/canceling statement due to user request/,
+		"$name: cancelled by pg_cancel_backend");
+	note(sprintf('%s: error %.2f s after the cancel', $name, $secs));
+	cmp_ok($secs, '<', $bound, "$name: stopped soon after the cancel");
+}
+
+my ($err, $secs) = signalled($increment, 'pg_terminate_backend');
+like($err, qr/terminating connection due to administrator command/,
+	'batch of increments: terminated by pg_terminate_backend');
+note(sprintf('batch of increments: error %.2f s after the terminate', $secs));
+cmp_ok($secs, '<', $bound, 'batch of increments: stopped soon after the terminate');
+
+is($node->safe_psql('postgres', q{
+	SELECT fbf_counter_value('c', 'k'),
+		   idempotent_increment('c', 'k', 1::bigint, 1, 1),
+		   idempotent_increment('c', 'k', 2::bigint, 2, 1),
+		   fbf_claim('d', 2::bigint);
+	SELECT fbf_counter_value('c', 'k')}),
+	"1|f|t|t\n2", 'nothing of the signalled batches applied');
+
+# the largest batch of claims: one allocation of its sorted claims (1 GB),
+# refused as such (54000), not as an internal error (the ids take 128 MB)
+my ($cap_out, $cap_err) = ('', '');
+$node->psql('postgres', q{
+	SELECT fbf_claim('d', array_fill(1::bigint, ARRAY[16777216]))},
+	stdout => \$cap_out, stderr => \$cap_err);
+like($cap_err, qr/too many ids in one call of fbf_claim: 16777216/,
+	'a batch of claims past 1 GB is refused');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,92 @@
+# Other sessions' temporary counters break neither monitoring nor backups
+# nor the worker.
+#
+# Any role with the TEMP privilege can make a temporary counter or dedup
+# table.  No other session can open it ("cannot access temporary tables of
+# other sessions"), so fbf_counter_stats, fbf_dedup_stats and the worker
+# skip such tables, also those a crashed session left behind until they
+# are dropped, instead of failing (the statistics, for everyone once the
+# table's SELECT is granted to PUBLIC) or logging an ERROR per table and
+# pass.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
+
+my $node = fbf_node('main', "fbf.naptime = 100\nautovacuum = off\nrestart_after_crash = on\n");
+$node->safe_psql('postgres', q{
+	CREATE ROLE fbf_temp LOGIN;
+	CREATE ROLE fbf_monitor LOGIN;
+	SELECT fbf_create_counter_table('c', retention => '1 min', expected_rate => 100);
+	GRANT SELECT ON c TO fbf_monitor;
+	SELECT fbf_create_dedup('d', retention => '1 min', expected_rate => 100);
+	GRANT SELECT ON d TO fbf_monitor});
+
+# a role with nothing but TEMP makes temporary counters and dedup tables,
+# and lets everyone read them
+my $temp = $node->background_psql('postgres', on_error_stop => 1,
+	extra_params => [ '-U', 'fbf_temp' ]);
+$temp->query_safe(q{
+	SELECT fbf_create_counter_table('pg_temp.tc' || g, retention => '1 min',
+									expected_rate => 100)
+	FROM generate_series(1, 5) g;
+	SELECT fbf_create_dedup('pg_temp.td', retention => '1 min', expected_rate => 100);
+	GRANT SELECT ON pg_temp.tc1, pg_temp.td TO PUBLIC;
+	SELECT idempotent_increment('pg_temp.tc1', 1, 1, 1);
+	SELECT fbf_claim('pg_temp.td', 'x')});
+is($temp->query_safe(q{SELECT count(*) FROM fbf_counter_stats}), '5',
+	'its own session sees its temporary counters');
+
+sub check_others
+{
+	my ($when) = @_;
+	for my $user ('postgres', 'fbf_monitor')
+	{
+		my ($rc, $out, $err) = $node->psql('postgres',
+			q{SELECT string_agg(counter::text, ',' ORDER BY 1) FROM fbf_counter_stats},
+			extra_params => [ '-U', $user ]);
+		is("$rc $out $err", "0 c ", "$when: fbf_counter_stats as $user lists c only");
+		($rc, $out, $err) = $node->psql('postgres',
+			q{SELECT string_agg(dedup::text, ',' ORDER BY 1) FROM fbf_dedup_stats},
+			extra_params => [ '-U', $user ]);
+		is("$rc $out $err", "0 d ", "$when: fbf_dedup_stats as $user lists d only");
+	}
+	my ($rc, $out, $err) = $node->psql('postgres',
+		q{SELECT string_agg(name, ',' ORDER BY 1) FROM fbf_counter_save()});
+	is("$rc $out $err", "0 public.c,public.d ", "$when: fbf_counter_save() saves c and d");
+}
+
+# the worker's passes: no ERROR for the temporary counters
+sub worker_errors
+{
+	my ($from) = @_;
+	sleep 3;
+	my $log = slurp_file($node->logfile, $from);
+	my $errors = () = $log =~ /ERROR:.*temporary/g;
+	return $errors;
+}
+
+check_others('while their session runs');
+my $offset = -s $node->logfile;
+is(worker_errors($offset), 0, 'the worker logs no error for them');
+
+# a crash of their session's backend leaves them behind, orphaned, until
+# their schema is reused
+my $pid = $temp->query_safe('SELECT pg_backend_pid()');
+kill 'KILL', $pid;
+$node->poll_query_until('postgres', 'SELECT 1', '1')
+  or die 'the server did not come back after the crash';
+is($node->safe_psql('postgres',
+	q{SELECT count(*) FROM pg_class WHERE relname IN ('tc1', 'td') AND relpersistence = 't'}),
+	'2', 'the crash left the temporary tables behind');
+check_others('orphaned by a crash');
+$offset = -s $node->logfile;
+is(worker_errors($offset), 0, 'the worker logs no error for orphaned ones');
+
+$node->stop;
+done_testing();
