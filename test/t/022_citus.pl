@@ -558,6 +558,9 @@ my $hostile_setup = q{
 	END $d$;
 };
 $_->safe_psql('postgres', $hostile_setup) for @nodes;
+# the shards moved away above are dropped by Citus in the background: done
+# first, so that none is dropped while fbf_counter_stats reads the windows
+$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
 my $fired_sql = q{SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fbf_sp_hostile.fired};
 sub fired_on_nodes
 {
