@@ -400,7 +400,8 @@ FROM sp_outcomes o JOIN sp_calls c USING (ord)
 WHERE o.outcome <> 'ok' GROUP BY 1, 2 ORDER BY min(c.ord), 2;
 -- created where CREATE TABLE would have put them
 SELECT relnamespace::regnamespace, relname FROM pg_class
-WHERE relname IN ('likes', 'cuckoo_likes', 'shaped', 'inbox', 'audited') ORDER BY 1::text, 2;
+WHERE relname IN ('likes', 'cuckoo_likes', 'shaped', 'inbox', 'audited')
+  AND relnamespace IN ('sp_run1'::regnamespace, 'sp_run2'::regnamespace) ORDER BY 1::text, 2;
 SELECT fbf_counter_value('sp_run1.likes', '') AS run1, fbf_counter_value('sp_run2.likes', '') AS run2,
 	   fbf_counter_value('sp_run1.audited', 'k') AS audited1, fbf_counter_value('sp_run2.audited', 'k') AS audited2;
 
