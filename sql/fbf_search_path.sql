@@ -22,7 +22,7 @@ CREATE VIEW sp_functions AS
 	JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'fbf';
 SELECT fn AS runs_with_callers_search_path FROM sp_functions
 WHERE lanname NOT IN ('c', 'internal')
-  AND NOT (bound OR proconfig @> ARRAY['search_path=pg_catalog, pg_temp'])
+  AND NOT (bound OR coalesce(proconfig, '{}') @> ARRAY['search_path=pg_catalog, pg_temp'])
 ORDER BY 1::text;
 SELECT lanname, bound, proconfig, count(*) FROM sp_functions
 WHERE lanname NOT IN ('c', 'internal') GROUP BY 1, 2, 3 ORDER BY 1, 2;
@@ -30,7 +30,7 @@ WHERE lanname NOT IN ('c', 'internal') GROUP BY 1, 2, 3 ORDER BY 1, 2;
 SELECT f.fn, pg_describe_object(d.refclassid, d.refobjid, 0) AS foreign_object
 FROM sp_functions f
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = f.oid AND d.deptype = 'n'
-WHERE f.bound
+WHERE f.bound AND d.refclassid <> 'pg_namespace'::regclass
   AND NOT (d.refclassid = 'pg_proc'::regclass AND
 		   (d.refobjid IN (SELECT oid FROM sp_functions) OR
 			(SELECT pronamespace FROM pg_proc WHERE oid = d.refobjid) = 'pg_catalog'::regnamespace))
