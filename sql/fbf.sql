@@ -234,7 +234,10 @@ CREATE OPERATOR CLASS fbf_filter_int4_ops DEFAULT FOR TYPE integer USING fbf_fil
 -- Creation of a window's table and index, for fbf_create_counter_table
 -- and fbf_create_dedup: checks the settings, then creates a table of
 -- `kind` ('counter' or 'dedup') and its window index, whose `filter`
--- ('bloom' or 'cuckoo') chooses the partition pages' format.
+-- ('bloom' or 'cuckoo') chooses the partition pages' format.  `name` is
+-- schema-qualified: this function runs with search_path = pg_catalog,
+-- pg_temp, as every SQL function of the extension does, and its callers
+-- qualify the name in the caller's schema.
 CREATE FUNCTION fbf_create_window(
 	kind text,
 	name text,
@@ -248,6 +251,7 @@ CREATE FUNCTION fbf_create_window(
 	filter text)
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
 	ident text[] := pg_catalog.parse_ident(name);
@@ -261,6 +265,11 @@ BEGIN
 	IF pg_catalog.array_length(ident, 1) > 2 THEN
 		RAISE EXCEPTION 'improper % table name: %', kind, name
 			USING ERRCODE = 'invalid_name';
+	END IF;
+	IF pg_catalog.array_length(ident, 1) = 1 THEN
+		-- unqualified: the caller's search_path named no schema
+		RAISE EXCEPTION 'no schema has been selected to create in'
+			USING ERRCODE = 'invalid_schema_name';
 	END IF;
 	qualified := pg_catalog.array_to_string(ARRAY(
 		SELECT pg_catalog.quote_ident(part) FROM pg_catalog.unnest(ident) AS part), '.');
@@ -344,14 +353,18 @@ CREATE FUNCTION fbf_create_counter_table(
 	npast integer DEFAULT NULL,
 	filter text DEFAULT 'bloom')
 	RETURNS regclass
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-	AS $fn$
-BEGIN
-	RETURN @extschema@.fbf_create_window('counter', name, retention, target_fpp,
-										 expected_rate, shards, nbits, nhashes, npast,
-										 filter);
-END
-$fn$;
+	LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+	-- Bound when created, and run with the caller's search_path: a name
+	-- without a schema is qualified with the caller's current schema, where
+	-- CREATE TABLE would put it (none: fbf_create_window refuses it).
+	SELECT @extschema@.fbf_create_window('counter',
+		CASE WHEN pg_catalog.array_length(pg_catalog.parse_ident(name), 1) OPERATOR(pg_catalog.=) 1
+			 THEN COALESCE(pg_catalog.quote_ident(pg_catalog.current_schema())
+						   OPERATOR(pg_catalog.||) '.', '') OPERATOR(pg_catalog.||) name
+			 ELSE name END,
+		retention, target_fpp, expected_rate, shards, nbits, nhashes, npast, filter);
+END;
 
 COMMENT ON FUNCTION fbf_create_counter_table(text, interval, double precision, double precision, integer, integer, integer, integer, text) IS
 	'create a counter table (key, shard, value) with its operation filter';
@@ -619,6 +632,7 @@ CREATE FUNCTION fbf_counter_stats(
 	OUT shard text)
 	RETURNS SETOF record
 	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
 	c regclass;
@@ -642,8 +656,11 @@ BEGIN
 				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
 			  ORDER BY 1
 	LOOP
+		-- run on the shard's node with the search_path Citus gives its
+		-- connection: each operator is pg_catalog's, named
 		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(c,
-				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_local_counter_stats() s WHERE s.counter = ''%s''::pg_catalog.regclass')
+				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_local_counter_stats() s '
+				'WHERE s.counter::pg_catalog.oid OPERATOR(pg_catalog.=) ''%s''::pg_catalog.regclass::pg_catalog.oid')
 				 ORDER BY 3
 		LOOP
 			IF NOT r.success THEN
@@ -693,14 +710,18 @@ CREATE FUNCTION fbf_create_dedup(
 	npast integer DEFAULT NULL,
 	filter text DEFAULT 'bloom')
 	RETURNS regclass
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-	AS $fn$
-BEGIN
-	RETURN @extschema@.fbf_create_window('dedup', name, retention, target_fpp,
-										 expected_rate, 16, nbits, nhashes, npast,
-										 filter);
-END
-$fn$;
+	LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+	-- Bound when created, and run with the caller's search_path: a name
+	-- without a schema is qualified with the caller's current schema, where
+	-- CREATE TABLE would put it (none: fbf_create_window refuses it).
+	SELECT @extschema@.fbf_create_window('dedup',
+		CASE WHEN pg_catalog.array_length(pg_catalog.parse_ident(name), 1) OPERATOR(pg_catalog.=) 1
+			 THEN COALESCE(pg_catalog.quote_ident(pg_catalog.current_schema())
+						   OPERATOR(pg_catalog.||) '.', '') OPERATOR(pg_catalog.||) name
+			 ELSE name END,
+		retention, target_fpp, expected_rate, 16, nbits, nhashes, npast, filter);
+END;
 
 COMMENT ON FUNCTION fbf_create_dedup(text, interval, double precision, double precision, integer, integer, integer, text) IS
 	'create a dedup table: fbf_claim on it returns true once per id within the retention';
@@ -892,15 +913,19 @@ CREATE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
 								 OUT name text, OUT snapshot fbf, OUT saved_at timestamptz)
 	RETURNS SETOF record
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
 	one regclass := counter;
+	-- the table as messages name it (a regclass would print qualified here)
+	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+					WHERE c.oid = one);
 	r record;
 	saved integer := 0;
 BEGIN
 	IF one IS NOT NULL AND NOT pg_catalog.pg_has_role(
 			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') THEN
-		RAISE EXCEPTION 'must be owner of table %', one
+		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 	FOR r IN
@@ -926,7 +951,7 @@ BEGIN
 		RETURN NEXT;
 	END LOOP;
 	IF one IS NOT NULL AND saved = 0 THEN
-		RAISE EXCEPTION '"%" is not a counter or dedup table', one
+		RAISE EXCEPTION '"%" is not a counter or dedup table', shown
 			USING ERRCODE = 'wrong_object_type',
 				  HINT = 'Create counter tables with fbf_create_counter_table() and dedup tables with fbf_create_dedup().';
 	END IF;
@@ -940,6 +965,7 @@ CREATE FUNCTION fbf_counter_restore(saved regclass,
 									OUT name text, OUT saved_at timestamptz, OUT outcome text)
 	RETURNS SETOF record
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
 	r record;
@@ -1112,17 +1138,23 @@ COMMENT ON FUNCTION fbf_apply_on_placement(regclass, text, uuid[], bigint[], big
 -- Distribute a counter table with Citus by its key column: a key's rows
 -- and the window that remembers its operations live on one shard.  Only a
 -- counter that has applied nothing yet: its window's memory would not
--- reach the new shards.
-CREATE FUNCTION fbf_distribute_counter(
+-- reach the new shards.  For fbf_distribute_counter, which names the
+-- table to colocate with schema-qualified (this function runs with
+-- search_path = pg_catalog, pg_temp).
+CREATE FUNCTION fbf_distribute_window(
 	counter regclass,
-	shard_count integer DEFAULT NULL,
-	colocate_with text DEFAULT 'default')
+	shard_count integer,
+	colocate_with text)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
 	has_rows boolean;
 	remembered bigint;
+	-- the table as messages name it (a regclass would print qualified here)
+	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+					WHERE c.oid = counter);
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
 		RAISE EXCEPTION 'fbf_distribute_counter needs the citus extension'
@@ -1134,19 +1166,19 @@ BEGIN
 					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
 					WHERE i.indrelid = counter AND a.amname = 'fbf_filter'
 					  AND NOT ('kind=dedup' = ANY (COALESCE(c.reloptions, '{}')))) THEN
-		RAISE EXCEPTION '"%" is not a counter table', counter
+		RAISE EXCEPTION '"%" is not a counter table', shown
 			USING ERRCODE = 'wrong_object_type',
 				  HINT = 'Create counter tables with fbf_create_counter_table().';
 	END IF;
 	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = counter), 'USAGE') THEN
-		RAISE EXCEPTION 'must be owner of table %', counter
+		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 	EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %s)', counter) INTO STRICT has_rows;
 	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
 	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(counter))).counts) AS e;
 	IF has_rows OR remembered > 0 THEN
-		RAISE EXCEPTION 'counter "%" has already applied operations', counter
+		RAISE EXCEPTION 'counter "%" has already applied operations', shown
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = 'The shards of a distributed counter start with empty windows: the operations this table remembers would be applied again.',
 				  HINT = 'Distribute a counter right after creating it.';
@@ -1156,12 +1188,35 @@ BEGIN
 	-- one placement per shard: a copy would be a second window for the same keys
 	IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
 				WHERE logicalrelid = counter AND repmodel <> 's') THEN
-		RAISE EXCEPTION 'counter "%" would have more than one placement per shard', counter
+		RAISE EXCEPTION 'counter "%" would have more than one placement per shard', shown
 			USING ERRCODE = 'feature_not_supported',
 				  HINT = 'Set citus.shard_replication_factor = 1.';
 	END IF;
 END
 $fn$;
+
+COMMENT ON FUNCTION fbf_distribute_window(regclass, integer, text) IS
+	'distribute a new counter table with Citus by its key (internal: use fbf_distribute_counter)';
+
+CREATE FUNCTION fbf_distribute_counter(
+	counter regclass,
+	shard_count integer DEFAULT NULL,
+	colocate_with text DEFAULT 'default')
+	RETURNS void
+	LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+	-- Bound when created, and run with the caller's search_path, in which
+	-- create_distributed_table would look colocate_with up: the table found
+	-- there goes on schema-qualified ('default', 'none' and names of no
+	-- table go on as they are).
+	SELECT @extschema@.fbf_distribute_window(counter, shard_count,
+		COALESCE((SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+					FROM pg_catalog.pg_class c
+					JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+				   WHERE pg_catalog.lower(colocate_with) OPERATOR(pg_catalog.<>) ALL (ARRAY['default', 'none'])
+					 AND c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(colocate_with)::pg_catalog.oid),
+				 colocate_with));
+END;
 
 COMMENT ON FUNCTION fbf_distribute_counter(regclass, integer, text) IS
 	'distribute a new counter table with Citus by its key: increments anywhere in the cluster go to the window of the key''s shard';
@@ -1176,6 +1231,7 @@ CREATE FUNCTION fbf_copy_shard_window(
 	target_name text, target_port integer, target_shard text)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
 	ok boolean;

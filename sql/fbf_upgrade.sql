@@ -6,10 +6,11 @@ SET client_min_messages = warning;
 CREATE FUNCTION fbf_objects() RETURNS TABLE (object text, definition text)
 LANGUAGE sql AS $$
 	SELECT pg_describe_object(d.classid, d.objid, 0),
-		   coalesce((SELECT format('%s(%s) %s %s %s %s %s', p.prosrc,
+		   coalesce((SELECT format('%s(%s) %s %s %s %s %s %s %s', p.prosrc,
 								   pg_get_function_arguments(p.oid),
 								   pg_get_function_result(p.oid), p.prokind,
-								   p.provolatile, p.proisstrict, p.proparallel)
+								   p.provolatile, p.proisstrict, p.proparallel,
+								   p.proconfig, pg_get_function_sqlbody(p.oid))
 					 FROM pg_proc p
 					 WHERE d.classid = 'pg_proc'::regclass AND p.oid = d.objid), '') ||
 		   coalesce(' -- ' || obj_description(d.objid, d.classid::regclass::name), '')

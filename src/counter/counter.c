@@ -303,7 +303,9 @@ prepare(const char *sql, int nargs, Oid *types)
  * Plans for a counter table, made once per backend and table name.  The
  * name (from the relation cache, which a rename invalidates) is checked on
  * every use: a table renamed, or dropped and replaced, gets new plans.
- * Must be called inside SPI.
+ * The plans are made under the caller's search_path, where any role may
+ * have created operators for these types: each operator is pg_catalog's,
+ * named (docs/design.md, "search_path").  Must be called inside SPI.
  */
 static CounterPlans *
 counter_plans(Relation rel)
@@ -340,12 +342,15 @@ counter_plans(Relation rel)
 
 	/* prepare first: an error leaves no half-made entry behind */
 	fresh.relid = relid;
-	fresh.update = prepare(psprintf("UPDATE %s SET value = value + $1 WHERE key = $2 AND shard = $3",
+	fresh.update = prepare(psprintf("UPDATE %s SET value = value OPERATOR(pg_catalog.+) $1 "
+									"WHERE key OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) $3",
 									qualname), 3, types);
 	fresh.upsert = prepare(psprintf("INSERT INTO %s AS c (key, shard, value) VALUES ($2, $3, $1) "
-									"ON CONFLICT (key, shard) DO UPDATE SET value = c.value + excluded.value",
+									"ON CONFLICT (key, shard) DO UPDATE "
+									"SET value = c.value OPERATOR(pg_catalog.+) excluded.value",
 									qualname), 3, types);
-	fresh.sum = prepare(psprintf("SELECT pg_catalog.sum(value)::pg_catalog.int8 FROM %s WHERE key = $1",
+	fresh.sum = prepare(psprintf("SELECT pg_catalog.sum(value)::pg_catalog.int8 FROM %s "
+								 "WHERE key OPERATOR(pg_catalog.=) $1",
 								 qualname), 1, &types[1]);
 	fresh.qualname = MemoryContextStrdup(TopMemoryContext, qualname);
 	plans = hash_search(plan_cache, &relid, HASH_ENTER, NULL);

@@ -295,7 +295,8 @@ FbfCitusApply(Relation shell, const char *qualname, const FbfOps *ops,
 	int			rc;
 	int			i;
 
-	sql = psprintf("WITH touch AS (UPDATE %s SET value = value WHERE key = $2 AND shard < 0 RETURNING 1) "
+	sql = psprintf("WITH touch AS (UPDATE %s SET value = value "
+				   "WHERE key OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
 				   "SELECT %s.fbf_apply_on_placement($1, $2, $3, $4, $5, $6)",
 				   qualname, quote_identifier(schema));
 	args[0] = ObjectIdGetDatum(RelationGetRelid(shell));
@@ -358,7 +359,9 @@ local_shard(Oid shell, text *key)
 	SPI_connect();
 	rc = SPI_execute_with_args("SELECT s.id, pg_catalog.shard_name($1, s.id, false)::pg_catalog.regclass, "
 							   "EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
-							   "JOIN pg_catalog.pg_dist_local_group g USING (groupid) WHERE p.shardid = s.id) "
+							   "JOIN pg_catalog.pg_dist_local_group g "
+							   "ON g.groupid OPERATOR(pg_catalog.=) p.groupid "
+							   "WHERE p.shardid OPERATOR(pg_catalog.=) s.id) "
 							   "FROM pg_catalog.get_shard_id_for_distribution_column($1, $2) AS s(id)",
 							   2, types, args, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)

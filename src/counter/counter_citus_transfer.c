@@ -104,19 +104,24 @@ static fmgr_hook_type prev_fmgr_hook = NULL;
 /*
  * The placements of every shard of every distributed table with a window
  * index: a counter's or a dedup's shards (the shell has no placement).
+ * Run under the search_path of whoever moves the shard, where any role may
+ * have created operators for these types: each operator is pg_catalog's,
+ * named, on operands of the types it takes (docs/design.md, "search_path").
  */
 static const char *const placements_query =
 "SELECT s.logicalrelid, s.shardid,"
 "       pg_catalog.shard_name(s.logicalrelid, s.shardid, false),"
-"       s.shardminvalue::integer, s.shardmaxvalue::integer,"
+"       s.shardminvalue::pg_catalog.int4, s.shardmaxvalue::pg_catalog.int4,"
 "       n.nodename, n.nodeport"
 "  FROM pg_catalog.pg_dist_shard s"
-"  JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s.shardid"
-"  JOIN pg_catalog.pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'"
+"  JOIN pg_catalog.pg_dist_placement pl ON pl.shardid OPERATOR(pg_catalog.=) s.shardid"
+"  JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) pl.groupid"
+"   AND n.noderole OPERATOR(pg_catalog.=) 'primary'::pg_catalog.noderole"
 " WHERE EXISTS (SELECT FROM pg_catalog.pg_index i"
-"                 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid"
-"                 JOIN pg_catalog.pg_am a ON a.oid = c.relam"
-"                WHERE i.indrelid = s.logicalrelid AND a.amname = 'fbf_filter')"
+"                 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
+"                 JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam"
+"                WHERE i.indrelid OPERATOR(pg_catalog.=) s.logicalrelid::pg_catalog.oid"
+"                  AND a.amname OPERATOR(pg_catalog.=) 'fbf_filter'::pg_catalog.name)"
 "   AND s.shardminvalue IS NOT NULL";
 
 /* Is fn_oid one of Citus' shard transfer functions? */

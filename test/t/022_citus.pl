@@ -26,7 +26,10 @@
 #     citus_move_shard_placement (writes blocked, and logical replication),
 #     citus_split_shard_by_split_points, citus_drain_node and the
 #     rebalancer's background moves (citus_rebalance_start), every retry of
-#     an earlier operation is dismissed, on a Bloom and a cuckoo counter.
+#     an earlier operation is dismissed, on a Bloom and a cuckoo counter;
+#   - operators a hostile role put ahead of pg_catalog on a superuser's
+#     search_path, on every node, never run when the superuser distributes,
+#     increments, reads and moves a counter.
 use strict;
 use warnings;
 
@@ -482,6 +485,141 @@ is($coord->safe_psql('postgres', $cuckoo_ops), 0,
 	'the colocated cuckoo counter dismisses every retry after the same transfers');
 is($coord->safe_psql('postgres', q{SELECT sum(value) FROM clikes}), 300,
 	'and counts each operation once');
+
+# ---- a hostile role's operators on a superuser's search_path ----
+# A role that may create objects in a schema on a superuser's search_path
+# (fbf_sp_hostile, ahead of pg_catalog, for the superuser fbf_sp_admin on
+# every node: Citus' connections to the workers run with it too) creates
+# operators for every pair of types the Citus paths' queries use, each
+# counting its calls.  fbf_sp_admin creates and distributes a counter
+# (colocated by name), increments it through the coordinator and a worker,
+# reads its value and the cluster's statistics, and moves one of its shards
+# (the transfer hook lists the placements and carries the window): no
+# hostile operator ran, on any node.
+my $hostile_setup = q{
+	SET citus.enable_ddl_propagation = off;
+	CREATE ROLE fbf_sp_hostile;
+	CREATE ROLE fbf_sp_admin SUPERUSER LOGIN;
+	ALTER ROLE fbf_sp_admin SET search_path = public, fbf_sp_hostile, pg_catalog;
+	CREATE SCHEMA fbf_sp_hostile AUTHORIZATION fbf_sp_hostile;
+	SET ROLE fbf_sp_hostile;
+	SET search_path = pg_catalog;
+	CREATE SEQUENCE fbf_sp_hostile.fired;
+	GRANT USAGE ON SCHEMA fbf_sp_hostile TO PUBLIC;
+	GRANT USAGE, UPDATE ON SEQUENCE fbf_sp_hostile.fired TO PUBLIC;
+	CREATE FUNCTION fbf_sp_hostile.fire(what text) RETURNS void
+	LANGUAGE plpgsql SET search_path = pg_catalog AS $f$
+	BEGIN
+		PERFORM pg_catalog.nextval('fbf_sp_hostile.fired');
+		RAISE WARNING 'hostile % ran as %', what, current_user;
+	END $f$;
+	DO $d$
+	DECLARE
+		num text[] := ARRAY['smallint', 'integer', 'bigint', 'numeric', 'double precision'];
+		same text[] := ARRAY['oid', 'regclass', 'text', 'name', '"char"', 'boolean', 'jsonb',
+							 'pg_catalog.noderole', 'text[]', 'timestamp with time zone'];
+		pairs text[] := '{}';
+		l text;
+		r text;
+		op text;
+		res text;
+		i integer;
+	BEGIN
+		FOREACH l IN ARRAY num LOOP
+			FOREACH r IN ARRAY num LOOP
+				FOREACH op IN ARRAY ARRAY['=', '<>', '<', '>', '<=', '>=', '+', '-', '*', '/'] LOOP
+					pairs := pairs || ARRAY[op, l, r];
+				END LOOP;
+			END LOOP;
+		END LOOP;
+		FOREACH l IN ARRAY same LOOP
+			FOREACH op IN ARRAY ARRAY['=', '<>', '<', '>', '<=', '>='] LOOP
+				pairs := pairs || ARRAY[op, l, l];
+			END LOOP;
+		END LOOP;
+		pairs := pairs || ARRAY['=', 'oid', 'regclass'] || ARRAY['=', 'regclass', 'oid']
+			|| ARRAY['=', 'text', 'name'] || ARRAY['=', 'name', 'text']
+			|| ARRAY['||', 'text', 'text'] || ARRAY['->>', 'jsonb', 'text']
+			|| ARRAY['->', 'jsonb', 'text'] || ARRAY['-', 'jsonb', 'text'];
+		FOR i IN 1 .. pg_catalog.array_length(pairs, 1) / 3 LOOP
+			op := pairs[3 * i - 2];
+			l := pairs[3 * i - 1];
+			r := pairs[3 * i];
+			EXECUTE pg_catalog.format('SELECT pg_catalog.pg_typeof(NULL::%s OPERATOR(pg_catalog.%s) NULL::%s)::text',
+									  l, op, r) INTO res;
+			EXECUTE pg_catalog.format(
+				'CREATE FUNCTION fbf_sp_hostile.op_%s(%s, %s) RETURNS %s LANGUAGE plpgsql SET search_path = pg_catalog AS %L',
+				i, l, r, res,
+				pg_catalog.format('BEGIN PERFORM fbf_sp_hostile.fire(%L); RETURN $1 OPERATOR(pg_catalog.%s) $2; END',
+								  pg_catalog.format('operator %s(%s, %s)', op, l, r), op));
+			EXECUTE pg_catalog.format('CREATE OPERATOR fbf_sp_hostile.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = fbf_sp_hostile.op_%s)',
+									  op, l, r, i);
+		END LOOP;
+	END $d$;
+};
+$_->safe_psql('postgres', $hostile_setup) for @nodes;
+# the shards moved away above are dropped by Citus in the background: done
+# first, so that none is dropped while fbf_counter_stats reads the windows
+$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+my $fired_sql = q{SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fbf_sp_hostile.fired};
+sub fired_on_nodes
+{
+	return join('|', map { $_->safe_psql('postgres', $fired_sql) } @nodes);
+}
+
+# as fbf_sp_admin on `node`: (rc, stdout, stderr)
+sub as_admin
+{
+	my ($node, $sql) = @_;
+	return $node->psql('postgres', $sql,
+		extra_params => [ '-U', 'fbf_sp_admin', '-v', 'ON_ERROR_STOP=1' ]);
+}
+
+# the probe: the parser chooses them, on the coordinator and on the workers
+# through Citus' connections
+($rc, $out, $err) = as_admin($coord, q{
+	SELECT 1.5::double precision * 2;
+	SELECT run_command_on_workers($$SELECT 'primary'::pg_catalog.noderole = 'primary'$$);});
+is($rc, 0, 'the hostile probe runs') or diag($err);
+like(fired_on_nodes(), qr/^[1-9]\d*\|[1-9]\d*\|[1-9]\d*$/,
+	'the hostile operators are chosen on every node, through Citus\' connections too');
+$_->safe_psql('postgres', 'ALTER SEQUENCE fbf_sp_hostile.fired RESTART') for @nodes;
+
+my $hkeys = q{pg_catalog.format('h%s', g)};
+($rc, $out, $err) = as_admin($coord, qq{
+	SELECT fbf_create_counter_table('hlikes', retention => '10 min');
+	SELECT fbf_distribute_counter('hlikes', colocate_with => 'likes');
+	SELECT count(*) FILTER (WHERE idempotent_increment('hlikes', $hkeys, 1::bigint, g::bigint, 1::bigint))
+	  FROM pg_catalog.generate_series(1, 40) g;
+	SELECT count(*) FROM fbf_counter_stats;
+	SELECT fbf_counter_value('hlikes', 'h7');});
+is($rc, 0, 'as fbf_sp_admin: a counter distributed, incremented, read') or diag($err);
+like($out, qr/\n40\n\d+\n1$/, 'every operation applied once');
+is($coord->safe_psql('postgres', q{
+	SELECT (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'hlikes'::regclass)
+		 = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'likes'::regclass)}),
+	't', 'colocated with the table colocate_with names, looked up in the caller\'s search_path');
+($rc, $out, $err) = as_admin($w1, qq{
+	SELECT count(*) FILTER (WHERE idempotent_increment('hlikes', $hkeys, 1::bigint, g::bigint, 1::bigint))
+	  FROM pg_catalog.generate_series(1, 40) g;});
+is($out, '0', 'retried through a worker: every retry dismissed') or diag($err);
+my ($hshard, $hfrom, $hto) = split /\|/, $coord->safe_psql('postgres', q{
+	SELECT p.shardid, n.nodeport, (SELECT nodeport FROM pg_dist_node o
+									WHERE o.nodeport <> n.nodeport AND o.groupid <> 0 LIMIT 1)
+	  FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+	 WHERE p.shardid = get_shard_id_for_distribution_column('hlikes', 'h7')});
+# (Citus' own check of the target's disk space runs an unqualified
+# integer + numeric on the workers: turned off, it is not fbf's)
+($rc, $out, $err) = as_admin($coord, qq{
+	SET citus.check_available_space_before_move = off;
+	SELECT citus_move_shard_placement($hshard, '127.0.0.1', $hfrom, '127.0.0.1', $hto,
+									  shard_transfer_mode => 'block_writes');
+	SELECT count(*) FILTER (WHERE idempotent_increment('hlikes', $hkeys, 1::bigint, g::bigint, 1::bigint))
+	  FROM pg_catalog.generate_series(1, 40) g;});
+is($rc, 0, 'as fbf_sp_admin: one of its shards moved') or diag($err);
+like($out, qr/^0$/m, 'after the move (the transfer hook carried the window) every retry is dismissed');
+is($coord->safe_psql('postgres', 'SELECT sum(value) FROM hlikes'), 40, 'the counter counts each once');
+is(fired_on_nodes(), '0|0|0', 'no hostile operator ran on any node') or diag($err);
 
 $_->stop for @nodes;
 done_testing();
