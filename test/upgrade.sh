@@ -61,7 +61,7 @@ if ! (make -C "$work" -s >/dev/null 2>&1 && make -C "$work" -s install >/dev/nul
 	exit 1
 fi
 
-fbf_cluster_start "fbf.worker_enabled = off" || exit 1
+fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
 psql -X -q -c "CREATE DATABASE upg"
 q "CREATE EXTENSION fbf" >/dev/null
 ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.0" \
@@ -202,7 +202,7 @@ if ! (make -C "$work/v1.1" -s >/dev/null 2>&1 && make -C "$work/v1.1" -s install
 	echo "not ok $((n + 1)) - build and install fbf 1.1"
 	exit 1
 fi
-fbf_cluster_start "fbf.worker_enabled = off" || exit 1
+fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
 psql -X -q -c "CREATE DATABASE upg11"
 q11() { psql -X -At -v ON_ERROR_STOP=1 -d upg11 -c "$1"; }
 q11 "CREATE EXTENSION fbf" >/dev/null

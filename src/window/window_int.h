@@ -115,6 +115,7 @@ FbfSliceLogicalMask(const FbfWindowMetaPageData *meta, uint64 lanes)
 }
 
 /* ---- window_key.c: the window's secret key ---- */
+extern void FbfWindowKeyInit(void);
 extern void FbfWindowNewKey(FbfHashKey *key);
 extern bool FbfWindowKeysEqual(const FbfHashKey *a, const FbfHashKey *b);
 extern void FbfWindowKeyingOf(const FbfWindowMetaPageData *meta, int64 now,

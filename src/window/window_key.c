@@ -53,17 +53,46 @@
 
 #include "access/transam.h"
 #include "storage/bufmgr.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 
 #include "core/fbf_le.h"
 #include "window/window_int.h"
 
-/* A new random key, never zero. */
+/*
+ * fbf.fixed_window_keys, a developer option: every window given a key from
+ * now on gets the same one, which this file spells out, so that which
+ * operations a filter takes for one another (its false positives) is the
+ * same from run to run, as it was under the public hash.  For test suites
+ * only: with it, anyone can aim bits, as before keys.
+ */
+static bool fbf_fixed_window_keys = false;
+
+#define FBF_FIXED_WINDOW_KEY0	UINT64CONST(0x7473657466626600)	/* "\0fbftest" */
+#define FBF_FIXED_WINDOW_KEY1	UINT64CONST(0x79656b6465786966)	/* "fixedkey" */
+
+void
+FbfWindowKeyInit(void)
+{
+	DefineCustomBoolVariable("fbf.fixed_window_keys",
+							 "Gives every new filter the same, publicly known key (for test suites only).",
+							 "Makes a filter's false positives the same from run to run; lets anyone who knows a counter's shape choose operations that cancel others'. Never set it on a server that untrusted roles use.",
+							 &fbf_fixed_window_keys, false,
+							 PGC_SIGHUP, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+}
+
+/* A new key, never zero: random, but for fbf.fixed_window_keys. */
 void
 FbfWindowNewKey(FbfHashKey *key)
 {
 	unsigned char bytes[FBF_HASH_KEY_BYTES];
 
+	if (fbf_fixed_window_keys)
+	{
+		key->k0 = FBF_FIXED_WINDOW_KEY0;
+		key->k1 = FBF_FIXED_WINDOW_KEY1;
+		return;
+	}
 	do
 	{
 		if (!pg_strong_random(bytes, sizeof(bytes)))

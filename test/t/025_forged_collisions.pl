@@ -29,7 +29,8 @@ my $forge = $ENV{FBF_FORGE_OPS} // '';
 plan skip_all => 'FBF_FORGE_OPS names no forge_ops binary (test/core)'
   unless -x $forge;
 
-my $node = fbf_node('forge', "fbf.worker_enabled = off\n");
+# every filter with a random key of its own, as in production
+my $node = fbf_node('forge', "fbf.worker_enabled = off\nfbf.fixed_window_keys = off\n");
 $node->safe_psql('postgres', q{
 	CREATE ROLE tenant_a LOGIN;
 	CREATE ROLE tenant_b LOGIN;
@@ -108,6 +109,15 @@ is($node->safe_psql('postgres', q{SELECT idempotent_increment('likes2', 'b', 42,
 	'f', "and tenant b's");
 is($node->safe_psql('postgres', q{SELECT idempotent_increment('likes2', 'b', 42, 2, 5)}),
 	't', 'and applies new operations');
+
+# every counter has a key of its own: the last 16 bytes of a snapshot
+$node->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('other', retention => '10 min', nbits => 20000,
+									nhashes => 7, npast => 4)});
+is( $node->safe_psql('postgres', q{
+		SELECT substr(fbf_send(fbf_snapshot('likes')), length(fbf_send(fbf_snapshot('likes'))) - 15)
+			<> substr(fbf_send(fbf_snapshot('other')), length(fbf_send(fbf_snapshot('other'))) - 15)}),
+	't', 'two counters have different keys');
 
 # a keyed snapshot can be read, not changed
 ($rc, $out, $err) = $node->psql('postgres',
