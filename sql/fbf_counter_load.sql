@@ -77,12 +77,10 @@ SELECT applied('two', '', 1, 100) AS retries_applied, applied('two', '', 2, 3000
 -- and the other way round: two partitions into one is ORing them (as a merge)
 SELECT fbf_counter_load('one', fbf_snapshot('two'));
 SELECT applied('one', '', 3, 10) AS retries_applied;
--- under another key, a snapshot is refused by a filter that holds
--- operations, and nothing is loaded
-SELECT fbf_create_counter_table('three', retention => '1 min', nbits => 3000, nhashes => 6, npast => 4);
-SELECT applied('three', '', 4, 5);
-SELECT load_sqlstate_of($q$SELECT fbf_counter_load('three', fbf_snapshot('one'))$q$);
-SELECT applied('three', '', 1, 100) AS new_applied;
+-- (a snapshot of another counter, under another key, is refused by a
+-- filter that holds operations: test/t/025_forged_collisions.pl, where
+-- every counter has a random key; here fbf.fixed_window_keys gives them all
+-- one)
 
 -- values that are not a counter's snapshot
 SELECT fbf_counter_load('dst', fbf_create(4096, 3, 2));
@@ -129,7 +127,7 @@ ORDER BY 1;
 SELECT applied('fresh_dst', '', 1, 300) AS retries_applied, applied('fresh_dst', 'k', 3, 100) AS retries_applied;
 SELECT * FROM fbf_counter_restore('no_such_saved_table');
 
-DROP TABLE src, dst, other, busy, one, two, three, fresh_dst, saved, fbf_saved;
+DROP TABLE src, dst, other, busy, one, two, fresh_dst, saved, fbf_saved;
 DROP ROLE fbf_load_other;
 REVOKE CREATE ON SCHEMA public FROM fbf_load_owner;
 DROP ROLE fbf_load_owner;

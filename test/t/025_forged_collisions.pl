@@ -119,6 +119,16 @@ is( $node->safe_psql('postgres', q{
 			<> substr(fbf_send(fbf_snapshot('other')), length(fbf_send(fbf_snapshot('other'))) - 15)}),
 	't', 'two counters have different keys');
 
+# a snapshot under another key is refused by a filter that holds
+# operations (their bits could not be told apart), and nothing is loaded
+$node->safe_psql('postgres', q{SELECT idempotent_increment('other', 'b', 7, 1, 1)});
+($rc, $out, $err) = $node->psql('postgres',
+	q{SELECT fbf_counter_load('other', fbf_snapshot('likes'))});
+like($err, qr/it was taken under another key and the counter's filter is not empty/,
+	'a snapshot under another key is refused by a filter that holds operations');
+is($node->safe_psql('postgres', q{SELECT idempotent_increment('other', 'b', 42, 1, 5)}),
+	't', 'and nothing of it was loaded');
+
 # a keyed snapshot can be read, not changed
 ($rc, $out, $err) = $node->psql('postgres',
 	q{SELECT fbf_add(fbf_snapshot('likes'), 1::bigint)});
