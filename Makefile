@@ -24,7 +24,7 @@ MODULE_big  = fbf
 OBJS        = src/fbf.o \
               $(FBF_CORE_SRCS:.c=.o) $(CUCKOO_CORE_SRCS:.c=.o) $(CWIN_CORE_SRCS:.c=.o) \
               src/common/fbf_page.o src/common/fbf_xlog.o \
-              src/type/fbf_type.o \
+              src/type/fbf_type.o src/type/fbf_value_key.o \
               src/registry/registry.o \
               src/window/window_am.o src/window/window_rebuild.o \
               src/window/window_page.o src/window/window_build.o \
@@ -33,7 +33,7 @@ OBJS        = src/fbf.o \
               src/window/window_clock.o src/window/window_legacy.o \
               src/window/window_xlog.o src/window/window_split.o \
               src/window/window_load.o src/window/window_cuckoo.o \
-              src/window/window_cuckoo_load.o \
+              src/window/window_cuckoo_load.o src/window/window_key.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
               src/counter/counter_batch.o src/counter/counter_save.o src/counter/dedup.o \

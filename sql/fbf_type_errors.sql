@@ -80,7 +80,8 @@ SELECT overlay(t placing '41' from 15 for 2)::fbf FROM good; -- nfilters
 SELECT overlay(t placing '3f' from 19 for 2)::fbf FROM good; -- nbits
 SELECT overlay(t placing 'ffff' from 23 for 4)::fbf FROM good; -- nbits huge
 SELECT overlay(t placing '01' from 27 for 2)::fbf FROM good; -- nlive
-SELECT overlay(t placing '01' from 31 for 2)::fbf FROM good; -- flags
+SELECT overlay(t placing '01' from 31 for 2)::fbf FROM good; -- flags: keyed, no key
+SELECT overlay(t placing '04' from 31 for 2)::fbf FROM good; -- flags: reserved
 SELECT overlay(t placing '00' from 35 for 2)::fbf FROM good; -- nparts
 SELECT overlay(t placing '01' from 43 for 2)::fbf FROM good; -- reserved
 SELECT overlay(t placing '00' from 51 for 2)::fbf FROM good; -- epoch

@@ -108,7 +108,10 @@ count_tap "$logdir/fuzz.tap" "fuzz"
 # ---- 2. pg_regress against a scratch cluster ----
 # the worker stays off here so outputs do not depend on its timing;
 # test/t/ checks it on its own
-require "start a scratch cluster" fbf_cluster_start "fbf.worker_enabled = off"
+# and every filter gets the same key, so that its false positives are the
+# same from run to run (fbf.fixed_window_keys: for tests only)
+require "start a scratch cluster" fbf_cluster_start "fbf.worker_enabled = off" \
+	"fbf.fixed_window_keys = on"
 # pg_regress and the isolation tester are two runs, so that a failure in
 # one does not hide the other's results
 run_installcheck() {

@@ -156,11 +156,13 @@ fbf_run_tap() {
 	mkdir -p "$dir"
 	(cd "$FBF_ROOT" && tar cf - Makefile fbf.control sql/fbf.sql src/core/sources.mk test/t) |
 		(cd "$dir" && tar xf -)
-	# the Citus test runs the retry storm client
+	# the Citus test runs the retry storm client, the forgery test forge_ops
 	make -s -C "$FBF_ROOT/test/bench" retry_storm >/dev/null &&
 		cp "$FBF_ROOT/test/bench/retry_storm" "$dir/retry_storm"
+	make -s -C "$FBF_ROOT/test/core" SANITIZE= forge_ops >/dev/null &&
+		cp "$FBF_ROOT/test/core/forge_ops" "$dir/forge_ops"
 	chown -R postgres: "$dir"
 	(cd "$dir" && runuser -u postgres -- env -u PGPORT -u PGHOST -u PGUSER -u PGDATABASE \
-		PATH="$PG_BINDIR:$PATH" FBF_RETRY_STORM="$dir/retry_storm" \
+		PATH="$PG_BINDIR:$PATH" FBF_RETRY_STORM="$dir/retry_storm" FBF_FORGE_OPS="$dir/forge_ops" \
 		make -s prove_installcheck PROVE_FLAGS=-v ${FBF_PROVE_TESTS:+PROVE_TESTS="$FBF_PROVE_TESTS"})
 }

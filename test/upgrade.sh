@@ -14,13 +14,18 @@
 #      values stored in a table by 1.0 read back as 1.0 wrote them;
 #   4. the updated extension describes (\dx+, every function's definition)
 #      as a fresh 1.2 install; 1.1's dedup tables, batches and outcomes
-#      work on it, and claims and operations survive a crash.
+#      work on it, and claims and operations survive a crash;
+#   5. fbf 1.1 built from git history (FBF_1_1_COMMIT): its windows, which
+#      hashed under the public seed, get a secret key of their own and
+#      forget nothing: committed operations in the bits and on the chains,
+#      one in flight in a prepared transaction, a 1.1 snapshot loaded.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 cd "$FBF_ROOT"
 
 FBF_1_0_COMMIT=174f8dd
+FBF_1_1_COMMIT=fa6fe46
 work=$(mktemp -d /tmp/fbf-upgrade.XXXXXX)
 n=0
 bad=0
@@ -56,7 +61,7 @@ if ! (make -C "$work" -s >/dev/null 2>&1 && make -C "$work" -s install >/dev/nul
 	exit 1
 fi
 
-fbf_cluster_start "fbf.worker_enabled = off" || exit 1
+fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
 psql -X -q -c "CREATE DATABASE upg"
 q "CREATE EXTENSION fbf" >/dev/null
 ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.0" \
@@ -181,6 +186,110 @@ ok "$(retries)" "0" "and every counter operation since 1.0"
 q "UPDATE stored SET f = fbf_refresh(f, 0)" >/dev/null
 ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable AND fbf_contains(f, 'a')")" "5" \
 	"rewritten in the new layout (fbf_refresh(f, 0)), they are the same values"
+
+# ---- from 1.1: windows written without a key get one, forgetting nothing ----
+# 1.1 hashed every identity under the public seed, so a tenant who knew a
+# counter's shape could aim bits at another's operations.  This build gives
+# each such window a secret key at its first refresh and looks identities
+# up under the public hash too until what was recorded under it has aged
+# out (src/window/window_key.c): committed operations in the bits and on
+# the chains, and one still in flight in a prepared transaction.
+fbf_cluster_stop
+fbf_log "building fbf 1.1 ($FBF_1_1_COMMIT)"
+mkdir -p "$work/v1.1"
+git -C "$FBF_ROOT" archive "$FBF_1_1_COMMIT" | tar -x -C "$work/v1.1"
+if ! (make -C "$work/v1.1" -s >/dev/null 2>&1 && make -C "$work/v1.1" -s install >/dev/null 2>&1); then
+	echo "not ok $((n + 1)) - build and install fbf 1.1"
+	exit 1
+fi
+fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
+psql -X -q -c "CREATE DATABASE upg11"
+q11() { psql -X -At -v ON_ERROR_STOP=1 -d upg11 -c "$1"; }
+q11 "CREATE EXTENSION fbf" >/dev/null
+ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.1" \
+	"the server runs fbf 1.1"
+q11 "SELECT fbf_create_counter_table('long11', retention => '10 min', expected_rate => 100)" >/dev/null
+q11 "SELECT fbf_create_counter_table('short11', retention => '3 s', expected_rate => 100)" >/dev/null
+q11 "SELECT fbf_create_counter_table('ck11', retention => '10 min', expected_rate => 100, filter => 'cuckoo')" >/dev/null
+q11 "SELECT fbf_create_dedup('dd11', retention => '10 min', expected_rate => 100)" >/dev/null
+retries11() {
+	q11 "SELECT (SELECT count(*) FROM generate_series(1, 300) g WHERE idempotent_increment('long11', 1, g, 1))
+		+ (SELECT count(*) FROM generate_series(1, 100) g WHERE idempotent_increment('long11', 'k', 2, g, 1))
+		+ (SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('ck11', 3, g, 1))
+		+ (SELECT count(*) FROM unnest(fbf_claim('dd11', ARRAY(SELECT 'id-' || g FROM generate_series(1, 100) g))) c WHERE c)"
+}
+ok "$(retries11)" "700" "1.1 applies 700 operations and claims"
+# some drained into the bits, some left on the chains
+q11 "SELECT fbf_counter_maintain('long11'), fbf_counter_maintain('ck11')" >/dev/null
+q11 "SELECT count(*) FROM generate_series(301, 350) g WHERE idempotent_increment('long11', 1, g, 1)" >/dev/null
+# one operation in flight (prepared), one to be rolled back (on another
+# key: the first keeps its row locked)
+psql -X -q -d upg11 -c "BEGIN" -c "SELECT idempotent_increment('long11', 7, 1, 10)" \
+	-c "PREPARE TRANSACTION 'upg_p1'" >/dev/null
+psql -X -q -d upg11 -c "BEGIN" -c "SELECT idempotent_increment('long11', 'other', 7, 2, 10)" \
+	-c "PREPARE TRANSACTION 'upg_p2'" >/dev/null
+q11 "CREATE TABLE snap11 AS SELECT fbf_snapshot('long11') AS s" >/dev/null
+ok "$(q11 "SELECT get_byte(fbf_send(s), 14) FROM snap11")" "0" "1.1's snapshot has no key"
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m fast -w stop >/dev/null
+
+fbf_log "installing this build over 1.1"
+if ! (make -C "$FBF_ROOT" -s >/dev/null 2>&1 && make -C "$FBF_ROOT" -s install >/dev/null 2>&1); then
+	echo "not ok $((n + 1)) - build and install this version"
+	exit 1
+fi
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -l "$FBF_SCRATCH/server.log" \
+	-w -t 60 start >/dev/null || { cat "$FBF_SCRATCH/server.log"; exit 1; }
+# four clients at once, from the first operation on: the one that gives
+# the window its key makes the others' operations, hashed before it,
+# hashed again; retries of 1.1's operations never apply, new operations
+# apply once each
+cat >"$work/race.sql" <<'EOSQL'
+\set s random(1, 50)
+SELECT idempotent_increment('long11', 1, :s, 1);
+SELECT idempotent_increment('long11', 'new', :client_id, :s, 1);
+EOSQL
+"$PG_BINDIR/pgbench" -n -c 4 -t 100 -f "$work/race.sql" -d upg11 >"$work/race.log" 2>&1 ||
+	cat "$work/race.log"
+ok "$(q11 "SELECT fbf_counter_value('long11', '')")" "350" \
+	"four clients racing the window's keying: no retry of 1.1's operations applies"
+sent=$(q11 "SELECT fbf_counter_value('long11', 'new')")
+ok "$((sent + $(q11 "SELECT count(*) FROM generate_series(0, 3) c, generate_series(1, 50) g
+	WHERE idempotent_increment('long11', 'new', c, g, 1)")))" "200" \
+	"and each of their new operations applied once (what they sent, plus what applies when all are sent again)"
+ok "$(retries11)" "0" "with this library, every retry of 1.1's operations and claims is dismissed"
+keyflags() { q11 "SELECT get_byte(fbf_send(fbf_snapshot('$1')), $2) & 3"; }
+ok "$(keyflags long11 14)/$(keyflags ck11 20)/$(keyflags dd11 14)" "3/3/3" \
+	"the windows have keys now, and still ask the public hash (snapshot flags keyed and public)"
+ok "$(q11 "SELECT count(*) FROM generate_series(301, 350) g WHERE idempotent_increment('long11', 1, g, 1)")" "0" \
+	"operations left on the chains by 1.1 are dismissed too"
+q11 "SELECT fbf_counter_maintain('long11')" >/dev/null
+ok "$(keyflags long11 14)" "3" "while 1.1's prepared operation is in flight, the public hash is still asked"
+q11 "COMMIT PREPARED 'upg_p1'" >/dev/null
+q11 "ROLLBACK PREPARED 'upg_p2'" >/dev/null
+ok "$(q11 "SELECT idempotent_increment('long11', 7, 1, 10)")/$(q11 "SELECT idempotent_increment('long11', 'other', 7, 2, 10)")" \
+	"f/t" "the prepared operation that committed is dismissed, the rolled back one applies"
+ok "$(q11 "SELECT fbf_counter_value('long11', '') || '/' || fbf_counter_value('long11', 'other')")" "360/10" \
+	"the counter is exact (350 + 10 on the default key, 10 on the other)"
+q11 "SELECT fbf_create_counter_table('copy11', retention => '10 min', expected_rate => 100)" >/dev/null
+ok "$(q11 "SELECT fbf_counter_load('copy11', s) FROM snap11")" \
+	"adopted" "1.1's snapshot (no key) is adopted by a new counter"
+ok "$(q11 "SELECT count(*) FROM generate_series(1, 350) g WHERE idempotent_increment('copy11', 1, g, 1)")" "0" \
+	"which dismisses every retry it remembers"
+q11 "ALTER EXTENSION fbf UPDATE" >/dev/null
+ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.2" \
+	"ALTER EXTENSION fbf UPDATE reaches 1.2 from 1.1"
+ok "$(retries11)" "0" "and every retry is still dismissed"
+# short11 (retention 3 s): once its public operations have all aged out,
+# its window asks the public hash no more
+q11 "SELECT idempotent_increment('short11', 1, 1, 1)" >/dev/null
+for _ in $(seq 1 60); do
+	q11 "SELECT fbf_counter_maintain('short11')" >/dev/null
+	[ "$(keyflags short11 14)" = "1" ] && break
+	sleep 0.5
+done
+ok "$(keyflags short11 14)" "1" "a retention after it got its key, a window asks only its key"
+ok "$(q11 "SELECT idempotent_increment('short11', 1, 2, 1) AND NOT idempotent_increment('short11', 1, 2, 1)")" "t" \
+	"and applies operations once"
 
 echo "1..$n"
 [ "$bad" -eq 0 ]

@@ -3,7 +3,9 @@
  * fbf_hash.h
  *	  Element hashing and Bloom probe derivation for the FBF.
  *
- * Every element is hashed once with 128-bit XXH3 under a fixed seed, and the
+ * Every element is hashed once with 128-bit XXH3 under a fixed seed (or,
+ * in a counter's window, with SipHash under the window's secret key:
+ * fbf_keyed_hash.c), and the
  * k probe positions are derived from the two 64-bit halves by double hashing
  * (Kirsch and Mitzenmacher): g_i = h1 + i * h2 (mod 2^64), reduced to
  * [0, m) by a multiply-high ("fast range", Lemire).  Both steps are defined
@@ -20,6 +22,7 @@
 #ifndef FBF_HASH_H
 #define FBF_HASH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +43,35 @@ extern FbfHash fbf_hash_bytes(const void *data, size_t len);
 
 /* Hash a 64-bit integer element as its 8 little-endian bytes. */
 extern FbfHash fbf_hash_int64(int64_t value);
+
+/*
+ * A window's secret key (fbf_keyed_hash.c): two 64-bit words, each the
+ * little-endian reading of 8 of its 16 bytes.  All zero means no key: the
+ * public hash above.
+ */
+typedef struct FbfHashKey
+{
+	uint64_t	k0;
+	uint64_t	k1;
+} FbfHashKey;
+
+#define FBF_HASH_KEY_BYTES	16
+
+static inline bool
+fbf_hash_key_is_set(const FbfHashKey *key)
+{
+	return key->k0 != 0 || key->k1 != 0;
+}
+
+/*
+ * Hash an element's bytes under `key` (SipHash-2-4-128: h1 its first
+ * output word, h2 its second); under the zero key, fbf_hash_bytes.
+ */
+extern FbfHash fbf_hash_keyed(const FbfHashKey *key, const void *data,
+							  size_t len);
+
+/* fbf_hash_int64 under `key` */
+extern FbfHash fbf_hash_int64_keyed(const FbfHashKey *key, int64_t value);
 
 /*
  * floor(x * range / 2^64): maps a uniform 64-bit value onto [0, range)

@@ -6,7 +6,7 @@
  *	  that fbf_create_counter_table reads.
  *
  * An operation is identified by (counter table, key, client_id, seq)
- * (operation_bytes).  idempotent_increment first asks the table's window
+ * (FbfOperationBytes).  idempotent_increment first asks the table's window
  * (FbfWindowApply) whether the operation is new, which also records it
  * as in flight for the current (sub)transaction; only then is the delta
  * added, as the calling user, as an UPDATE would add it: directly
@@ -464,8 +464,8 @@ counter_sum(Relation heap, text *key, bool read_only)
  * particular, the same (client_id, seq) sent to two keys are two
  * operations.  Returned as a bytea.
  */
-static bytea *
-operation_bytes(char tag, text *key, Datum client_id, int64 seq)
+bytea *
+FbfOperationBytes(char tag, text *key, Datum client_id, int64 seq)
 {
 	unsigned char client_buf[UUID_LEN > 8 ? UUID_LEN : 8];
 	const unsigned char *client;
@@ -524,18 +524,28 @@ operation_bytes(char tag, text *key, Datum client_id, int64 seq)
 }
 
 /*
- * The hash of an operation's identity bytes (operation_bytes): `tag` is
- * the client id's type ('i' bigint, 't' text, 'u' uuid), `key` NULL or ''
- * for the default key.
+ * An operation's identity (FbfOperationBytes) as the window whose keying is
+ * `keying` is asked about it (FbfWindowHashIdentity): `tag` is the client
+ * id's type ('i' bigint, 't' text, 'u' uuid), `key` NULL or '' for the
+ * default key.  On another key, the identity 1.0 gave the operation (it
+ * left the key out: window_legacy.c) goes with it while the window may
+ * still hold such identities.
  */
-FbfHash
-FbfOperationHash(char tag, text *key, Datum client_id, int64 seq)
+void
+FbfOperationIdentity(char tag, text *key, Datum client_id, int64 seq,
+					 const FbfWindowKeying *keying, FbfWindowOp *op)
 {
-	bytea	   *op = operation_bytes(tag, key, client_id, seq);
-	FbfHash		hash = fbf_hash_bytes(VARDATA(op), VARSIZE(op) - VARHDRSZ);
+	bytea	   *bytes = FbfOperationBytes(tag, key, client_id, seq);
+	bytea	   *keyless = NULL;
 
-	pfree(op);
-	return hash;
+	if (keying->keyless_too && key != NULL && VARSIZE_ANY_EXHDR(key) > 0)
+		keyless = FbfOperationBytes(tag, NULL, client_id, seq);
+	FbfWindowHashIdentity(keying, VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ,
+						  keyless ? VARDATA(keyless) : NULL,
+						  keyless ? VARSIZE(keyless) - VARHDRSZ : 0, op);
+	pfree(bytes);
+	if (keyless)
+		pfree(keyless);
 }
 
 static void
@@ -556,16 +566,18 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *fname,
  *		'd', the operation's hash (h1, h2, 8 little-endian bytes each),
  *		the delta's 8 little-endian bytes
  *
- * and the window stores their hash.  No operation's or claim's identity
- * bytes begin with 'd' (operation_bytes; dedup.c), so a delta identity is
- * never one of theirs; and two operations share delta identities only if
- * their own hashes are equal, when the window takes them for one
- * operation anyway.  Built on the operation's hash rather than on its
- * bytes, so that the increment path, which receives hashes (a batch
- * hashes its operations once, to sort them), needs nothing else.
+ * and the window stores their hash, under its key (`key`; zero for an
+ * operation recorded under the public hash, before the window had one).
+ * No operation's or claim's identity bytes begin with 'd'
+ * (FbfOperationBytes; dedup.c), so a delta identity is never one of theirs;
+ * and two operations share delta identities only if their own hashes are
+ * equal, when the window takes them for one operation anyway.  Built on
+ * the operation's hash rather than on its bytes, so that the increment
+ * path, which hashes its operations once (a batch sorts them by hash),
+ * needs nothing else.
  */
 static FbfHash
-delta_hash(const FbfHash *op, int64 delta)
+delta_hash(const FbfHashKey *key, const FbfHash *op, int64 delta)
 {
 	unsigned char bytes[1 + 3 * 8];
 	uint64		words[3];
@@ -579,20 +591,114 @@ delta_hash(const FbfHash *op, int64 delta)
 	for (w = 0; w < 3; w++)
 		for (i = 0; i < 8; i++)
 			bytes[1 + 8 * w + i] = (unsigned char) (words[w] >> (8 * i));
-	return fbf_hash_bytes(bytes, sizeof(bytes));
+	return fbf_hash_keyed(key, bytes, sizeof(bytes));
+}
+
+/*
+ * The window's key changed after a call had recorded operations under the
+ * one before: only a load into the counter meanwhile can do that
+ * (window_key.c).  The transaction is retried as a whole.
+ */
+static void pg_attribute_noreturn()
+rekeyed_error(Relation index)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("the filter \"%s\" changed its key during the call",
+					RelationGetRelationName(index)),
+			 errdetail("A snapshot was loaded into the counter while this call was recording operations."),
+			 errhint("Retry the transaction.")));
+}
+
+/* What apply_ops did, beyond the answers. */
+typedef struct FbfApplyTally
+{
+	INT128		sum;			/* of the applied operations' deltas */
+	int			napplied;
+	int			nmismatched;
+	bool		overfull;		/* the window asked to grow */
+} FbfApplyTally;
+
+/*
+ * Ask the window about each operation of `ops` (hashed under `keying`) in
+ * their order, recording the new ones, and with track_mismatch their delta
+ * identities; applied[ops->place[i]] gets each answer, *tally the rest.
+ * Returns false, having recorded nothing, if the window's key changed
+ * before the first operation it would have recorded: the caller hashes
+ * again and calls again.
+ */
+static bool
+apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
+		  bool track_mismatch, bool *applied, FbfApplyTally *tally)
+{
+	static const FbfHashKey no_key = {0, 0};
+	const FbfWindowOp *hashed = ops->hashed;
+	bool		recorded = false;
+	int			i;
+
+	tally->sum = int64_to_int128(0);
+	tally->napplied = 0;
+	tally->nmismatched = 0;
+	tally->overfull = false;
+	for (i = 0; i < ops->n; i++)
+	{
+		bool		full = false;
+		bool		repeat = i > 0 && hashed[i].hash.h1 == hashed[i - 1].hash.h1 &&
+			hashed[i].hash.h2 == hashed[i - 1].hash.h2;
+		FbfOpResult r = FBF_OP_DUPLICATE;
+
+		if (!repeat)
+			r = FbfWindowApply(index, keying, &hashed[i], &full);
+		if (r == FBF_OP_REKEYED)
+		{
+			if (!recorded)
+				return false;
+			rekeyed_error(index);
+		}
+		applied[ops->place[i]] = r == FBF_OP_APPLIED;
+		tally->overfull |= full;
+		if (r == FBF_OP_APPLIED)
+		{
+			recorded = true;
+			int128_add_int64(&tally->sum, ops->deltas[i]);
+			tally->napplied++;
+		}
+		if (track_mismatch)
+		{
+			FbfWindowOp delta_op = {0};
+
+			delta_op.hash = delta_hash(&keying->key, &hashed[i].hash,
+									   ops->deltas[i]);
+			delta_op.has_public = hashed[i].has_public;
+			if (delta_op.has_public)
+				delta_op.public_hash = delta_hash(&no_key, &hashed[i].public_hash,
+												  ops->deltas[i]);
+			if (r == FBF_OP_APPLIED)
+			{
+				/* new, or already held (a false positive): either will do */
+				if (FbfWindowApply(index, keying, &delta_op, &full) == FBF_OP_REKEYED)
+					rekeyed_error(index);
+				tally->overfull |= full;
+			}
+			else if (!FbfWindowContains(index, &delta_op.hash) &&
+					 (!delta_op.has_public ||
+					  !FbfWindowContains(index, &delta_op.public_hash)))
+				tally->nmismatched++;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
 }
 
 /*
  * The increment path, shared by every caller: apply the operations `ops`
  * on their key of the counter `relid`, as the calling user.
  *
- * `ops` (FbfOpsPrepare) holds the operations' identities hashed on their
- * key (FbfOperationHash), in the order the window is asked, and, for a key
- * other than '', their identities without the key (operations 1.0
- * recorded on a key did not include it, window_legacy.c: the window
- * checks those too while it may hold them).  An operation whose hash
- * equals the previous one's is a repeat of it within the call: it is
- * dismissed without asking the window.  On return applied[k] says whether
+ * `ops` (FbfOpsPrepare) holds the operations' identities on their key;
+ * once the window is open they are hashed under its key (FbfOpsHash) and
+ * asked in that order.  An operation whose hash equals the previous one's
+ * is a repeat of it within the call: it is dismissed without asking the
+ * window.  On return applied[k] says whether
  * the caller's operation k (ops->place) was new.  The deltas of the
  * applied operations are added, as their sum, to this backend's shard row
  * of the key in one update (22003 if that sum does not fit in bigint;
@@ -612,20 +718,16 @@ delta_hash(const FbfHash *op, int64 delta)
  * counted mismatched if the window does not hold it.
  */
 void
-FbfCounterApply(Oid relid, const FbfOps *ops, bool *applied, int64 *value)
+FbfCounterApply(Oid relid, FbfOps *ops, bool *applied, int64 *value)
 {
 	text	   *key = ops->key;
 	int			nops = ops->n;
-	const FbfHash *hashes = ops->hashes;
 	Relation	heap;
 	Relation	index;
-	bool		overfull = false;
 	bool		track_mismatch;
-	int			napplied = 0;
-	int			nmismatched = 0;
 	bool		rls;
-	INT128		sum = int64_to_int128(0);
-	int			i;
+	FbfWindowKeying keying;
+	FbfApplyTally tally;
 
 	if (FbfCounterOpenRoutable(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock,
 							   &heap, &index))
@@ -666,57 +768,30 @@ FbfCounterApply(Oid relid, const FbfOps *ops, bool *applied, int64 *value)
 	if (rls && nops > 0)
 		add_delta(heap, key, 0, FbfWindowGetOptions(index)->shards, true);
 
-	for (i = 0; i < nops; i++)
+	/* hashed under the window's key; again if it changes meanwhile */
+	do
 	{
-		bool		full = false;
-		bool		repeat = i > 0 && hashes[i].h1 == hashes[i - 1].h1 &&
-			hashes[i].h2 == hashes[i - 1].h2;
+		FbfWindowGetKeying(index, &keying);
+		FbfOpsHash(ops, &keying);
+	} while (!apply_ops(index, ops, &keying, track_mismatch, applied, &tally));
 
-		bool		new_op;
-
-		new_op = !repeat &&
-			FbfWindowApply(index, &hashes[i],
-						   ops->legacy ? &ops->legacy[i] : NULL,
-						   &full) == FBF_OP_APPLIED;
-		applied[ops->place[i]] = new_op;
-		overfull |= full;
-		if (new_op)
-		{
-			int128_add_int64(&sum, ops->deltas[i]);
-			napplied++;
-		}
-		if (track_mismatch)
-		{
-			FbfHash		delta_id = delta_hash(&hashes[i], ops->deltas[i]);
-
-			if (new_op)
-			{
-				/* new, or already held (a false positive): either will do */
-				(void) FbfWindowApply(index, &delta_id, NULL, &full);
-				overfull |= full;
-			}
-			else if (!FbfWindowContains(index, &delta_id))
-				nmismatched++;
-		}
-		/* a batch may be long: no buffer lock is held here */
-		CHECK_FOR_INTERRUPTS();
-	}
-	if (napplied > 0)
+	if (tally.napplied > 0)
 	{
-		if (int128_compare(sum, int64_to_int128(PG_INT64_MIN)) < 0 ||
-			int128_compare(sum, int64_to_int128(PG_INT64_MAX)) > 0)
+		if (int128_compare(tally.sum, int64_to_int128(PG_INT64_MIN)) < 0 ||
+			int128_compare(tally.sum, int64_to_int128(PG_INT64_MAX)) > 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("bigint out of range"),
 					 errdetail("The deltas of the %d operations this call applies add up to more than bigint holds.",
-							   napplied)));
-		add_delta(heap, key, int128_to_int64(sum),
+							   tally.napplied)));
+		add_delta(heap, key, int128_to_int64(tally.sum),
 				  FbfWindowGetOptions(index)->shards, rls);
 	}
-	FbfStatsCount(MyDatabaseId, relid, napplied, nops - napplied, nmismatched);
+	FbfStatsCount(MyDatabaseId, relid, tally.napplied, nops - tally.napplied,
+				  tally.nmismatched);
 
 	/* more operations than the filter's bits are for: grow it now */
-	if (overfull)
+	if (tally.overfull)
 		FbfCounterGrow(index);
 	if (value != NULL)
 		*value = counter_sum(heap, key, false);
@@ -802,7 +877,7 @@ operation(FunctionCallInfo fcinfo, char tag)
 {
 	bool		keyed = PG_NARGS() == 3;
 
-	PG_RETURN_BYTEA_P(operation_bytes(tag,
+	PG_RETURN_BYTEA_P(FbfOperationBytes(tag,
 									  keyed ? PG_GETARG_TEXT_PP(0) : NULL,
 									  PG_GETARG_DATUM(keyed ? 1 : 0),
 									  PG_GETARG_INT64(keyed ? 2 : 1)));

@@ -18,6 +18,7 @@
 
 #include "core/fbf_aimd.h"
 #include "core/fbf_hash.h"
+#include "window/window.h"
 
 /*
  * What a caller of FbfCounterOpen is about to do, for the privilege check
@@ -54,15 +55,19 @@ extern bool FbfCounterOpenRoutable(Oid relid, FbfCounterAccess access,
 								   Relation *index);
 extern void FbfCounterClose(Relation heap, Relation index);
 extern void FbfCounterNoteOperation(void);
-extern FbfHash FbfOperationHash(char tag, text *key, Datum client_id,
+extern bytea *FbfOperationBytes(char tag, text *key, Datum client_id,
 								int64 seq);
+extern void FbfOperationIdentity(char tag, text *key, Datum client_id,
+								 int64 seq, const FbfWindowKeying *keying,
+								 FbfWindowOp *op);
 
 /*
  * The operations of one call on one key, as FbfOpsPrepare (counter_batch.c)
- * makes them from the identities the caller gave: hashed, and in the
- * order the window is asked, by hash, a repeat right after its first
- * occurrence.  The increment path takes nothing else, so that every
- * operation it records is the hash of an identity on `key`.
+ * makes them from the identities the caller gave.  Once the window is open,
+ * FbfOpsHash hashes them under its key and puts them in the order the
+ * window is asked: by hash, a repeat right after its first occurrence.
+ * The increment path takes nothing else, so that every operation it
+ * records is the hash of an identity on `key`.
  */
 typedef struct FbfOps
 {
@@ -70,16 +75,15 @@ typedef struct FbfOps
 	char		tag;			/* client ids' type: 'i' bigint, 't' text,
 								 * 'u' uuid */
 	int			n;
-	FbfHash    *hashes;			/* identities (FbfOperationHash) */
-	FbfHash    *legacy;			/* NULL (key ''), or identities without the
-								 * key (window_legacy.c) */
 	Datum	   *client_ids;		/* as given: a routed call sends these */
 	int64	   *seqs;
 	int64	   *deltas;
 	int		   *place;			/* each one's place in the caller's arrays */
+	FbfWindowOp *hashed;		/* NULL, or as the window is asked
+								 * (FbfOperationIdentity), by FbfOpsHash */
 } FbfOps;
 
-extern void FbfCounterApply(Oid relid, const FbfOps *ops, bool *applied,
+extern void FbfCounterApply(Oid relid, FbfOps *ops, bool *applied,
 							int64 *value);
 extern bool FbfIncrement(FunctionCallInfo fcinfo, char tag,
 						 const char *fname, int64 *value);
@@ -119,7 +123,7 @@ typedef enum FbfDirectResult
 /* one operation of a batch: its identity and its place in the arrays */
 typedef struct FbfBatchOp
 {
-	FbfHash		hash;
+	FbfWindowOp op;
 	int			index;
 } FbfBatchOp;
 
@@ -128,6 +132,7 @@ extern int	FbfBatchOpCmp(const void *a, const void *b);
 extern FbfOps *FbfOpsPrepare(char tag, text *key, int n,
 							 const Datum *client_ids, const int64 *seqs,
 							 const int64 *deltas);
+extern void FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying);
 extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
 								int a_clients, const char *fname);
 

@@ -11,7 +11,8 @@
  * the same privileges, row security, window, transactions and waits.  The
  * operations of every call, single calls and the routed half of a call on
  * a distributed counter (fbf_apply_on_placement, counter_citus.c) too,
- * are hashed and ordered here (FbfOpsPrepare).
+ * are gathered (FbfOpsPrepare), and hashed and ordered once the window is
+ * open, under its secret key (FbfOpsHash).
  *
  * A batch is one key's operations.  It is checked whole before anything
  * is done (arrays of one dimension and equal lengths, no NULLs), its
@@ -117,70 +118,97 @@ FbfBatchOpCmp(const void *a, const void *b)
 	const FbfBatchOp *x = (const FbfBatchOp *) a;
 	const FbfBatchOp *y = (const FbfBatchOp *) b;
 
-	if (x->hash.h1 != y->hash.h1)
-		return x->hash.h1 < y->hash.h1 ? -1 : 1;
-	if (x->hash.h2 != y->hash.h2)
-		return x->hash.h2 < y->hash.h2 ? -1 : 1;
+	if (x->op.hash.h1 != y->op.hash.h1)
+		return x->op.hash.h1 < y->op.hash.h1 ? -1 : 1;
+	if (x->op.hash.h2 != y->op.hash.h2)
+		return x->op.hash.h2 < y->op.hash.h2 ? -1 : 1;
 	return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
 }
 
 /*
  * The operations of one call on `key`: operation k is (client_ids[k],
- * seqs[k]) adding deltas[k], its client id of type `tag`.  Hashes them,
- * and puts them in the canonical order (FbfBatchOpCmp); `place` keeps
- * where each came from, for the answers.
+ * seqs[k]) adding deltas[k], its client id of type `tag`, in the caller's
+ * order until FbfOpsHash orders them.
  */
 FbfOps *
 FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 			  const int64 *seqs, const int64 *deltas)
 {
 	FbfOps	   *ops;
-	FbfBatchOp *order;
-	bool		legacy_ids = VARSIZE_ANY_EXHDR(key) > 0;
 	int			i;
 
-	if ((Size) n > MaxAllocSize / Max(sizeof(FbfBatchOp), 2 * sizeof(FbfHash)))
+	if ((Size) n > MaxAllocSize / Max(sizeof(FbfBatchOp), sizeof(FbfWindowOp)))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("too many operations in one call: %d", n)));
 
-	/* the canonical order; repeats of an operation follow its first */
 	ops = palloc(sizeof(FbfOps));
-	order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
+	ops->key = key;
+	ops->tag = tag;
+	ops->n = n;
+	ops->client_ids = palloc(Max(n, 1) * sizeof(Datum));
+	ops->seqs = palloc(Max(n, 1) * sizeof(int64));
+	ops->deltas = palloc(Max(n, 1) * sizeof(int64));
+	ops->place = palloc(Max(n, 1) * sizeof(int));
+	ops->hashed = NULL;
 	for (i = 0; i < n; i++)
 	{
-		order[i].hash = FbfOperationHash(tag, key, client_ids[i], seqs[i]);
+		ops->client_ids[i] = client_ids[i];
+		ops->seqs[i] = seqs[i];
+		ops->deltas[i] = deltas[i];
+		ops->place[i] = i;
+	}
+	return ops;
+}
+
+/*
+ * Hash the operations as the window whose keying is `keying` is asked
+ * about them (FbfOperationIdentity), and put them in the canonical order
+ * (FbfBatchOpCmp), their arrays with them; `place` keeps where each came
+ * from, for the answers.  Called again if the window's key changed before
+ * anything was recorded (FBF_OP_REKEYED).
+ */
+void
+FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
+{
+	int			n = ops->n;
+	FbfBatchOp *order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
+	Datum	   *client_ids = palloc(Max(n, 1) * sizeof(Datum));
+	int64	   *seqs = palloc(Max(n, 1) * sizeof(int64));
+	int64	   *deltas = palloc(Max(n, 1) * sizeof(int64));
+	int		   *place = palloc(Max(n, 1) * sizeof(int));
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		FbfOperationIdentity(ops->tag, ops->key, ops->client_ids[i],
+							 ops->seqs[i], keying, &order[i].op);
 		order[i].index = i;
 		CHECK_FOR_INTERRUPTS();
 	}
 	qsort(order, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
 
-	ops->key = key;
-	ops->tag = tag;
-	ops->n = n;
-	ops->hashes = palloc(Max(n, 1) * sizeof(FbfHash));
-	ops->legacy = legacy_ids ? palloc(Max(n, 1) * sizeof(FbfHash)) : NULL;
-	ops->client_ids = palloc(Max(n, 1) * sizeof(Datum));
-	ops->seqs = palloc(Max(n, 1) * sizeof(int64));
-	ops->deltas = palloc(Max(n, 1) * sizeof(int64));
-	ops->place = palloc(Max(n, 1) * sizeof(int));
+	if (ops->hashed == NULL)
+		ops->hashed = palloc(Max(n, 1) * sizeof(FbfWindowOp));
 	for (i = 0; i < n; i++)
 	{
 		int			k = order[i].index;
 
-		ops->hashes[i] = order[i].hash;
-		if (legacy_ids)
-		{
-			ops->legacy[i] = FbfOperationHash(tag, NULL, client_ids[k], seqs[k]);
-			CHECK_FOR_INTERRUPTS();
-		}
-		ops->client_ids[i] = client_ids[k];
-		ops->seqs[i] = seqs[k];
-		ops->deltas[i] = deltas[k];
-		ops->place[i] = k;
+		ops->hashed[i] = order[i].op;
+		client_ids[i] = ops->client_ids[k];
+		seqs[i] = ops->seqs[k];
+		deltas[i] = ops->deltas[k];
+		place[i] = ops->place[k];
 	}
+	pfree(ops->client_ids);
+	pfree(ops->seqs);
+	pfree(ops->deltas);
+	pfree(ops->place);
+	ops->client_ids = client_ids;
+	ops->seqs = seqs;
+	ops->deltas = deltas;
+	ops->place = place;
 	pfree(order);
-	return ops;
 }
 
 static void

@@ -48,6 +48,8 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 	struct varlena *snapshot;
 	Relation	heap;
 	Relation	index;
+	FbfValueKey key;
+	bool		public_too;
 	FbfLoadResult r;
 
 	PreventCommandIfReadOnly("fbf_counter_load()");
@@ -56,10 +58,14 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 	/* what is stored in the counter's pages is checked whole first */
 	snapshot = FbfArgValue(fcinfo, 1, false);
 	FbfValueCheckContents(snapshot);
+	if (!FbfValueGetKey(snapshot, &key))
+		memset(&key, 0, sizeof(key));
+	public_too = (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) != 0;
 	if (FbfValueIsCuckoo(snapshot))
-		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot));
+		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot),
+								&key.key, public_too);
 	else
-		r = FbfWindowLoad(index, FbfValueGetFbf(snapshot));
+		r = FbfWindowLoad(index, FbfValueGetFbf(snapshot), &key.key, public_too);
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(r.adopted ? "adopted" :
 									 r.filters > 0 ? "merged" : "expired"));

@@ -28,7 +28,7 @@
  *	'n' bigint (8 little-endian bytes)	's' text (its bytes)
  *	'x' bytea (its bytes)				'g' uuid (16 bytes)
  *	(client_id, seq): a counter operation's on the default key
- *	(FbfOperationHash; fbf_claim_id(client_id, seq) is fbf_operation's C
+ *	(FbfOperationBytes; fbf_claim_id(client_id, seq) is fbf_operation's C
  *	function)
  *
  * A batch claims its ids in the order of their hashes, so that two
@@ -161,16 +161,6 @@ claim_bytes(char tag, Datum id)
 	return result;
 }
 
-static FbfHash
-claim_hash(char tag, Datum id)
-{
-	bytea	   *bytes = claim_bytes(tag, id);
-	FbfHash		hash = fbf_hash_bytes(VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ);
-
-	pfree(bytes);
-	return hash;
-}
-
 /* ----------------------------------------------------------------------
  * Claiming
  * ----------------------------------------------------------------------
@@ -186,18 +176,61 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 }
 
 /*
- * Claim n ids, given by their hashes, in dedup table `relid`: the window is
- * asked in the canonical order (FbfBatchOpCmp; see the file header), which
- * this sorts `ops` into; claimed[ops[i].index] gets each answer.
+ * Ask the window about each claim of `ops` (hashed under `keying`, in the
+ * canonical order) and record the new ones; claimed[ops[i].index] gets
+ * each answer, *applied their number, *grow whether the window asked to
+ * grow.  Returns false, having recorded nothing, if the window's key
+ * changed before the first claim it would have recorded: the caller
+ * hashes again and calls again.
+ */
+static bool
+claim_ops(Relation index, const FbfWindowKeying *keying, const FbfBatchOp *ops,
+		  int n, bool *claimed, int *applied, bool *grow)
+{
+	int			i;
+
+	*applied = 0;
+	*grow = false;
+	for (i = 0; i < n; i++)
+	{
+		bool		overfull = false;
+		FbfOpResult r = FbfWindowApply(index, keying, &ops[i].op, &overfull);
+
+		if (r == FBF_OP_REKEYED)
+		{
+			if (*applied == 0)
+				return false;
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("the filter \"%s\" changed its key during the call",
+							RelationGetRelationName(index)),
+					 errdetail("A snapshot was loaded into the dedup table while this call was recording claims."),
+					 errhint("Retry the transaction.")));
+		}
+		claimed[ops[i].index] = r == FBF_OP_APPLIED;
+		*applied += r == FBF_OP_APPLIED;
+		*grow |= overfull;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
+ * Claim n ids, given by their identities' bytes, in dedup table `relid`:
+ * once the window is open they are hashed under its key and asked in the
+ * canonical order (FbfBatchOpCmp; see the file header); claimed[i] gets
+ * the answer for ids[i].
  */
 static void
-claim_all(Oid relid, FbfBatchOp *ops, int n, bool *claimed)
+claim_all(Oid relid, bytea **ids, int n, bool *claimed)
 {
 	Relation	heap;
 	Relation	index;
-	bool		grow = false;
+	FbfWindowKeying keying;
+	FbfBatchOp *ops;
+	bool		grow;
+	int			applied;
 	int			i;
-	int			applied = 0;
 
 	PreventCommandIfReadOnly("fbf_claim()");
 	PreventCommandDuringRecovery("fbf_claim()");
@@ -212,19 +245,21 @@ claim_all(Oid relid, FbfBatchOp *ops, int n, bool *claimed)
 				 errhint("Grant INSERT on the dedup table only to the roles that may claim in it, or use a dedup table for each group of roles.")));
 	FbfCounterNoteOperation();
 
-	if (n > 1)
-		qsort(ops, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
-	for (i = 0; i < n; i++)
+	ops = palloc(sizeof(FbfBatchOp) * Max(n, 1));
+	do
 	{
-		bool		overfull = false;
-		bool		c;
-
-		c = FbfWindowApply(index, &ops[i].hash, NULL, &overfull) == FBF_OP_APPLIED;
-		claimed[ops[i].index] = c;
-		applied += c;
-		grow |= overfull;
-		CHECK_FOR_INTERRUPTS();
-	}
+		FbfWindowGetKeying(index, &keying);
+		for (i = 0; i < n; i++)
+		{
+			FbfWindowHashIdentity(&keying, VARDATA(ids[i]),
+								  VARSIZE(ids[i]) - VARHDRSZ, NULL, 0,
+								  &ops[i].op);
+			ops[i].index = i;
+			CHECK_FOR_INTERRUPTS();
+		}
+		if (n > 1)
+			qsort(ops, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
+	} while (!claim_ops(index, &keying, ops, n, claimed, &applied, &grow));
 	FbfStatsCount(MyDatabaseId, relid, applied, n - applied, 0);
 
 	/* more claims than the filter's bits are for: grow it now */
@@ -237,14 +272,13 @@ claim_all(Oid relid, FbfBatchOp *ops, int n, bool *claimed)
 static Datum
 claim_one(FunctionCallInfo fcinfo, Oid typid)
 {
-	FbfBatchOp	claim;
+	bytea	   *id;
 	bool		claimed;
 
 	require_arg(fcinfo, 0, "dedup");
 	require_arg(fcinfo, 1, "id");
-	claim.hash = claim_hash(id_tag(typid), PG_GETARG_DATUM(1));
-	claim.index = 0;
-	claim_all(PG_GETARG_OID(0), &claim, 1, &claimed);
+	id = claim_bytes(id_tag(typid), PG_GETARG_DATUM(1));
+	claim_all(PG_GETARG_OID(0), &id, 1, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
 
@@ -276,16 +310,15 @@ fbf_claim_uuid(PG_FUNCTION_ARGS)
 Datum
 fbf_claim_op(PG_FUNCTION_ARGS)
 {
-	FbfBatchOp	claim;
+	bytea	   *id;
 	bool		claimed;
 
 	require_arg(fcinfo, 0, "dedup");
 	require_arg(fcinfo, 1, "client_id");
 	require_arg(fcinfo, 2, "seq");
-	claim.hash = FbfOperationHash(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
-								  NULL, PG_GETARG_DATUM(1), PG_GETARG_INT64(2));
-	claim.index = 0;
-	claim_all(PG_GETARG_OID(0), &claim, 1, &claimed);
+	id = FbfOperationBytes(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
+						   NULL, PG_GETARG_DATUM(1), PG_GETARG_INT64(2));
+	claim_all(PG_GETARG_OID(0), &id, 1, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
 
@@ -324,17 +357,17 @@ array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 }
 
 /*
- * The claims of a batch of n ids, allocated: refused (54000) past what one
- * allocation holds, as batches of increments are (FbfOpsPrepare).
+ * Room for the identities of a batch of n claims; 54000 past what
+ * claim_all can hash and sort in one allocation.
  */
-static FbfBatchOp *
+static bytea **
 batch_claims(int n)
 {
 	if ((Size) n > MaxAllocSize / sizeof(FbfBatchOp))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("too many ids in one call of fbf_claim: %d", n)));
-	return palloc(sizeof(FbfBatchOp) * Max(n, 1));
+	return palloc(sizeof(bytea *) * Max(n, 1));
 }
 
 /* the answers of a batch, in the ids' order, as a boolean[] */
@@ -361,7 +394,7 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	Datum	   *ids;
 	Oid			typid;
 	int			n;
-	FbfBatchOp *claims;
+	bytea	  **claims;
 	bool	   *claimed;
 	int			i;
 	char		tag;
@@ -373,8 +406,7 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
-		claims[i].hash = claim_hash(tag, ids[i]);
-		claims[i].index = i;
+		claims[i] = claim_bytes(tag, ids[i]);
 		CHECK_FOR_INTERRUPTS();
 	}
 	claim_all(PG_GETARG_OID(0), claims, n, claimed);
@@ -393,7 +425,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	Oid			client_type;
 	Oid			seq_type;
 	int			n;
-	FbfBatchOp *claims;
+	bytea	  **claims;
 	bool	   *claimed;
 	int			i;
 	char		tag;
@@ -410,8 +442,8 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
-		claims[i].hash = FbfOperationHash(tag, NULL, clients[i], DatumGetInt64(seqs[i]));
-		claims[i].index = i;
+		claims[i] = FbfOperationBytes(tag, NULL, clients[i],
+									  DatumGetInt64(seqs[i]));
 		CHECK_FOR_INTERRUPTS();
 	}
 	claim_all(PG_GETARG_OID(0), claims, n, claimed);

@@ -45,6 +45,7 @@
 
 #include "core/fbf_aimd.h"
 #include "core/fbf_codec.h"
+#include "core/fbf_le.h"
 #include "type/fbf_value.h"
 
 PG_FUNCTION_INFO_V1(fbf_in);
@@ -130,12 +131,22 @@ refuse_value(const char *why)
 			 errdetail("%s", why)));
 }
 
+/* Does the header of v (of either kind) fit a payload of `size` bytes? */
+static bool
+header_fits(struct varlena *v, size_t size, const char **why)
+{
+	if (FbfValueIsCuckoo(v))
+		return cwin_snap_check_header(FbfValueGetCwinSnap(v), size, why);
+	return fbf_check_header(FbfValueGetFbf(v), size, why);
+}
+
 /*
  * The validating accessor every function taking an fbf reads it through
  * (fbf_value.h): datum d detoasted, a copy of its own if `copy`, and
  * checked in O(1) for its kind: the layout tag, the header's rules of the
  * input functions, and a size exactly that of the shape the header states
- * (fbf_check_header, cwin_snap_check_header).  Those are what a value of
+ * (fbf_check_header, cwin_snap_check_header), or that and a counter
+ * snapshot's key (fbf_value_key.c).  Those are what a value of
  * the other kind, or an aggregate state that is not the value it claims to
  * be, gets wrong, and what every read and write of the value is bounded
  * by; docs/design.md, "Validation of fbf values", says why the contents
@@ -153,15 +164,15 @@ FbfDatumValue(Datum d, bool copy)
 
 	if (len < FBF_VALUE_OFFSET + sizeof(uint32))
 		refuse_value("The value is shorter than the header of either kind of value.");
-	if (FbfValueIsCuckoo(v))
+	if (FbfValueIsCuckoo(v) || fbf_layout_is_current(FbfValueGetFbf(v)))
 	{
-		if (!cwin_snap_check_header(FbfValueGetCwinSnap(v), len - FBF_VALUE_OFFSET, &why))
-			refuse_value(why);
-		return v;
-	}
-	if (fbf_layout_is_current(FbfValueGetFbf(v)))
-	{
-		if (!fbf_check_header(FbfValueGetFbf(v), len - FBF_VALUE_OFFSET, &why))
+		size_t		payload = len - FBF_VALUE_OFFSET;
+		const char *keyed_why;
+
+		/* the payload alone, or followed by a key (fbf_value_key.c) */
+		if (!header_fits(v, payload, &why) &&
+			!(FbfValueHasKeyTrailer(v) &&
+			  header_fits(v, payload - sizeof(FbfValueKey), &keyed_why)))
 			refuse_value(why);
 		return v;
 	}
@@ -203,6 +214,7 @@ Fbf *
 FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
 {
 	struct varlena *v = FbfArgValue(fcinfo, argno, copy);
+	FbfValueKey key;
 
 	if (FbfValueIsCuckoo(v))
 		ereport(ERROR,
@@ -211,6 +223,13 @@ FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
 						get_func_name(fcinfo->flinfo->fn_oid)),
 				 errdetail("The value is fbf_snapshot() of a counter or dedup table created with filter => 'cuckoo'; this function works on a ring of Bloom filters."),
 				 errhint("fbf_contains(), fbf_info() and fbf_estimated_fpp() read snapshots of both kinds, and fbf_counter_load() loads them.")));
+	if (FbfValueGetKey(v, &key))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() does not take a counter's snapshot",
+						get_func_name(fcinfo->flinfo->fn_oid)),
+				 errdetail("The value is fbf_snapshot() of a counter or dedup table: its elements are hashed under the secret key of the counter's filter."),
+				 errhint("fbf_contains(), fbf_info() and fbf_estimated_fpp() read snapshots, and fbf_counter_load() loads them.")));
 	return FbfValueGetFbf(v);
 }
 
@@ -255,12 +274,13 @@ cuckoo_from_bytes(const unsigned char *buf, size_t len, int code,
 }
 
 /*
- * Validate serialized bytes and build an fbf datum from them, of the kind
- * their format version says; `code` is the SQLSTATE for malformed input.
+ * Validate serialized bytes of an unkeyed value and build an fbf datum
+ * from them, of the kind their format version says; `code` is the
+ * SQLSTATE for malformed input.
  */
 static Datum
-fbf_from_bytes(const unsigned char *buf, size_t len, int code,
-			   const char *what)
+unkeyed_from_bytes(const unsigned char *buf, size_t len, int code,
+				   const char *what)
 {
 	size_t		size;
 	const char *why;
@@ -279,12 +299,42 @@ fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 	return PointerGetDatum(v);
 }
 
+/*
+ * Validate serialized bytes and build an fbf datum from them: a keyed
+ * value's key (fbf_value_key.c) is taken off, the rest decoded as its kind
+ * says, and the key put back on the datum.
+ */
+static Datum
+fbf_from_bytes(const unsigned char *buf, size_t len, int code,
+			   const char *what)
+{
+	bool		keyed;
+	FbfValueKey key;
+	const char *why;
+	Datum		result;
+
+	buf = FbfPortableTakeKey(buf, &len, &keyed, &key, &why);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("invalid %s for type fbf", what),
+				 errdetail("%s", why)));
+	result = unkeyed_from_bytes(buf, len, code, what);
+	if (keyed)
+		result = PointerGetDatum(FbfValueWithKey((struct varlena *) DatumGetPointer(result),
+												 &key.key,
+												 (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) != 0));
+	return result;
+}
+
 /* the serialized form of an fbf datum of either kind, palloc'd */
 static unsigned char *
 serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 {
 	struct varlena *v = FbfArgValue(fcinfo, argno, false);
 	unsigned char *buf;
+	FbfValueKey key;
+	bool		keyed = FbfValueGetKey(v, &key);
 
 	if (FbfValueIsCuckoo(v))
 	{
@@ -302,6 +352,8 @@ serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 		buf = palloc(*len);
 		fbf_serialize(f, buf);
 	}
+	if (keyed)
+		buf = FbfPortablePutKey(buf, len, &key);
 	return buf;
 }
 
@@ -507,37 +559,55 @@ fbf_add_array(PG_FUNCTION_ARGS)
 }
 
 /*
- * Is the element in the value: fbf_contains_hash for both kinds.  A
- * cuckoo snapshot is checked in its block, with each live epoch's
- * fingerprint, and in its waiting operations (the check variants are
- * Bloom ones: the name is validated, and means nothing here).
+ * Is the element whose bytes are data[0 .. len) in the value?  Hashed as
+ * the value hashes its elements: under the public hash, or under a
+ * counter snapshot's key, and then also under the public hash if the
+ * snapshot holds operations recorded before its counter had a key
+ * (fbf_value_key.c).  A cuckoo snapshot is checked in its block, with
+ * each live epoch's fingerprint, and in its waiting operations (the check
+ * variants are Bloom ones: the name is validated, and means nothing
+ * there).
  */
 static bool
-contains_hash(FunctionCallInfo fcinfo, const FbfHash *h)
+contains_bytes(FunctionCallInfo fcinfo, const void *data, size_t len)
 {
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	FbfCheck	check = check_from_text(PG_GETARG_TEXT_PP(2));
+	FbfValueKey key;
+	bool		keyed = FbfValueGetKey(v, &key);
+	const CwinSnap *snap = NULL;
+	const Fbf  *f = NULL;
+	FbfHash		h;
 
 	if (FbfValueIsCuckoo(v))
-		return cwin_snap_contains(FbfValueGetCwinSnap(v), h);
-	return fbf_contains(FbfValueGetFbf(v), h, check);
+		snap = FbfValueGetCwinSnap(v);
+	else
+		f = FbfValueGetFbf(v);
+	h = keyed ? fbf_hash_keyed(&key.key, data, len) : fbf_hash_bytes(data, len);
+	if (snap ? cwin_snap_contains(snap, &h) : fbf_contains(f, &h, check))
+		return true;
+	if (!keyed || (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) == 0)
+		return false;
+	h = fbf_hash_bytes(data, len);
+	return snap ? cwin_snap_contains(snap, &h) : fbf_contains(f, &h, check);
 }
 
 /* fbf_contains(fbf, element, check text) */
 Datum
 fbf_contains_text(PG_FUNCTION_ARGS)
 {
-	FbfHash		h = hash_varlena(PG_GETARG_DATUM(1));
+	struct varlena *e = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(1));
 
-	PG_RETURN_BOOL(contains_hash(fcinfo, &h));
+	PG_RETURN_BOOL(contains_bytes(fcinfo, VARDATA_ANY(e), VARSIZE_ANY_EXHDR(e)));
 }
 
 Datum
 fbf_contains_int8(PG_FUNCTION_ARGS)
 {
-	FbfHash		h = fbf_hash_int64(PG_GETARG_INT64(1));
+	unsigned char bytes[8];
 
-	PG_RETURN_BOOL(contains_hash(fcinfo, &h));
+	fbf_le64_write(bytes, (uint64) PG_GETARG_INT64(1));
+	PG_RETURN_BOOL(contains_bytes(fcinfo, bytes, sizeof(bytes)));
 }
 
 /* ----------------------------------------------------------------------
@@ -639,7 +709,8 @@ fbf_estimated_fpp(PG_FUNCTION_ARGS)
  * current epoch (a drain stores them there).
  */
 static Datum
-cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s)
+cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s,
+			bool keyed)
 {
 	Datum		values[10];
 	bool		nulls[10] = {0};
@@ -668,7 +739,8 @@ cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s)
 	values[6] = PointerGetDatum(construct_array(counts, (int) s->nlive, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) cwin_snap_serialized_size(s));
+	values[7] = Int64GetDatum((int64) cwin_snap_serialized_size(s) +
+							  (keyed ? FBF_HASH_KEY_BYTES : 0));
 	values[8] = Float8GetDatum(cwin_snap_estimate_fpp(s));
 	values[9] = Int32GetDatum((int32) s->nparts);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -684,6 +756,8 @@ fbf_info(PG_FUNCTION_ARGS)
 {
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	Fbf		   *f;
+	FbfValueKey key;
+	bool		keyed;
 	TupleDesc	tupdesc;
 	Datum		values[10];
 	bool		nulls[10] = {0};
@@ -693,8 +767,9 @@ fbf_info(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	keyed = FbfValueGetKey(v, &key);
 	if (FbfValueIsCuckoo(v))
-		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v));
+		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v), keyed);
 	f = FbfValueGetFbf(v);
 
 	counts = palloc(sizeof(Datum) * f->nfilters);
@@ -717,7 +792,8 @@ fbf_info(PG_FUNCTION_ARGS)
 	values[6] = PointerGetDatum(construct_array(counts, f->nfilters, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) fbf_serialized_size(f));
+	values[7] = Int64GetDatum((int64) fbf_serialized_size(f) +
+							  (keyed ? FBF_HASH_KEY_BYTES : 0));
 	values[8] = Float8GetDatum(fbf_estimate_fpp(f, FBF_CHECK_DEFAULT));
 	values[9] = Int32GetDatum((int32) f->nparts);
 

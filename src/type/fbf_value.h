@@ -60,6 +60,54 @@
 #define PG_GETARG_FBF_COPY(n)	FbfArgGetBloom(fcinfo, (n), true)
 #define PG_RETURN_FBF(f)		PG_RETURN_POINTER((char *) (f) - FBF_VALUE_OFFSET)
 
+/*
+ * A keyed value (fbf_value_key.c): a counter's snapshot carries the key its
+ * window hashes identities under, as this trailer after its payload.
+ */
+typedef struct FbfValueKey
+{
+	uint32		magic;			/* FBF_VALUE_KEY_MAGIC */
+	uint32		flags;			/* FBF_VALUE_KEY_* */
+	FbfHashKey	key;			/* never zero */
+} FbfValueKey;
+
+#define FBF_VALUE_KEY_MAGIC			0x4B464246	/* "FBFK" */
+#define FBF_VALUE_KEY_PUBLIC_TOO	0x0001	/* it also holds operations
+											 * recorded under the public
+											 * hash (window_key.c) */
+
+/* the flag bits of a keyed value's portable form (docs/fbf-format.md) */
+#define FBF_PORTABLE_KEYED			0x01
+#define FBF_PORTABLE_PUBLIC_TOO		0x02
+
+/* Do the last bytes of a detoasted fbf datum look like a key trailer? */
+extern bool FbfValueHasKeyTrailer(const struct varlena *v);
+
+/* The key of a detoasted fbf datum, if it has one. */
+extern bool FbfValueGetKey(const struct varlena *v, FbfValueKey *key);
+
+/*
+ * The datum `v` (palloc'd, unkeyed) with `key` appended (repalloc'd); as
+ * it is if the key is zero.
+ */
+extern struct varlena *FbfValueWithKey(struct varlena *v, const FbfHashKey *key,
+									   bool public_too);
+
+/*
+ * A portable form's key: if buf[0 .. *len) is a keyed value, returns a
+ * palloc'd copy of it without its key (*len shrinks, the flag bits are
+ * cleared: the kind's own form), *keyed true and *key set; else buf
+ * itself.  *why, if not NULL, says what is malformed.
+ */
+extern const unsigned char *FbfPortableTakeKey(const unsigned char *buf,
+											   size_t *len, bool *keyed,
+											   FbfValueKey *key,
+											   const char **why);
+
+/* Append a key to a portable form (repalloc'd), setting its flags. */
+extern unsigned char *FbfPortablePutKey(unsigned char *buf, size_t *len,
+										const FbfValueKey *key);
+
 /* Does a detoasted fbf datum hold a cuckoo window's snapshot? */
 static inline bool
 FbfValueIsCuckoo(const struct varlena *v)

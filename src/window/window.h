@@ -205,7 +205,19 @@ typedef struct FbfWindowMetaPageData
 	/* since filter = cuckoo: zero in every window written before it */
 	uint32		filter;			/* FBF_FILTER_*: the partition pages' format */
 	FbfCuckooShape cuckoo;		/* filter = cuckoo: the blocks' shape */
+	/* since 1.2: zero in every window written before it (window_key.c) */
+	FbfHashKey	key;			/* the secret identities are hashed under;
+								 * zero: the public hash (no key yet) */
+	int64		public_until;	/* window time until which the window may
+								 * hold operations recorded under the
+								 * public hash; FBF_PUBLIC_OPEN while some
+								 * may still be on a chain */
+	uint64		keyed_at;		/* a FullTransactionId that every entry
+								 * recorded under the public hash precedes */
 } FbfWindowMetaPageData;
+
+/* public_until of a window keyed while public entries may be in flight */
+#define FBF_PUBLIC_OPEN			PG_INT64_MAX
 
 typedef FbfWindowMetaPageData *FbfWindowMetaPage;
 
@@ -392,8 +404,38 @@ typedef struct FbfAimdPolicy
 typedef enum FbfOpResult
 {
 	FBF_OP_APPLIED,				/* new: recorded as in flight, apply it */
-	FBF_OP_DUPLICATE			/* seen: committed or ours, dismiss it */
+	FBF_OP_DUPLICATE,			/* seen: committed or ours, dismiss it */
+	FBF_OP_REKEYED				/* nothing done: the window's key is not
+								 * the one the operation was hashed under */
 } FbfOpResult;
+
+/*
+ * How a window hashes identities (window_key.c, FbfWindowGetKeying): under
+ * its secret key, and, while it may still hold operations recorded before
+ * it had one, under the public hash as well.  A caller reads it once per
+ * call, with RowExclusiveLock on the table, hashes its identities with
+ * FbfWindowHashIdentity and passes it to FbfWindowApply, which refuses
+ * (FBF_OP_REKEYED) if the key changed meanwhile.
+ */
+typedef struct FbfWindowKeying
+{
+	FbfHashKey	key;			/* zero: the public hash */
+	bool		public_too;		/* also look identities up under the public
+								 * hash */
+	bool		keyless_too;	/* also look up the identity 1.0 gave keyed
+								 * operations (window_legacy.c) */
+} FbfWindowKeying;
+
+/* One identity as the window is asked about it (FbfWindowHashIdentity). */
+typedef struct FbfWindowOp
+{
+	FbfHash		hash;			/* under the window's key: what is recorded */
+	FbfHash		public_hash;	/* under the public hash, if has_public */
+	FbfHash		keyless;		/* 1.0's identity without the key, under the
+								 * public hash, if has_keyless */
+	bool		has_public;
+	bool		has_keyless;
+} FbfWindowOp;
 
 /* ---- window_am.c: the access method, and finding windows ---- */
 extern void FbfWindowInit(void);
@@ -414,9 +456,17 @@ extern int64 FbfWindowNow(const FbfWindowMetaPageData *meta);
 extern TimestampTz FbfWindowWallTime(const FbfWindowMetaPageData *meta,
 									 int64 window_time);
 
+/* ---- window_key.c: the window's secret key ---- */
+extern void FbfWindowGetKeying(Relation index, FbfWindowKeying *keying);
+extern void FbfWindowHashIdentity(const FbfWindowKeying *keying,
+								  const void *bytes, size_t len,
+								  const void *keyless, size_t keyless_len,
+								  FbfWindowOp *op);
+
 /* ---- window_apply.c: one operation ---- */
-extern FbfOpResult FbfWindowApply(Relation index, const FbfHash *hash,
-								  const FbfHash *legacy_hash, bool *overfull);
+extern FbfOpResult FbfWindowApply(Relation index,
+								  const FbfWindowKeying *keying,
+								  const FbfWindowOp *op, bool *overfull);
 extern bool FbfWindowContains(Relation index, const FbfHash *hash);
 
 /* ---- window_split.c: growth in bits, at once ---- */
@@ -478,10 +528,13 @@ typedef struct FbfLoadResult
 								 * aged out) */
 } FbfLoadResult;
 
-extern FbfLoadResult FbfWindowLoad(Relation index, const Fbf *snapshot);
+extern FbfLoadResult FbfWindowLoad(Relation index, const Fbf *snapshot,
+								   const FbfHashKey *key, bool public_too);
 
 /* ---- window_cuckoo_load.c: loading a cuckoo window's snapshot ---- */
 extern FbfLoadResult FbfWindowLoadCuckoo(Relation index,
-										 const CwinSnap *snapshot);
+										 const CwinSnap *snapshot,
+										 const FbfHashKey *key,
+										 bool public_too);
 
 #endif							/* FBF_WINDOW_H */

@@ -97,6 +97,7 @@ FbfWindowInit(void)
 							"A split or merge left unfinished is continued by the next pass; operations keep working meanwhile.",
 							&fbf_split_batch, 0, 0, INT_MAX,
 							PGC_SUSET, 0, NULL, NULL, NULL);
+	FbfWindowKeyInit();
 	FbfWindowXLogInit();
 
 	fbf_relopt_kind = add_reloption_kind();

@@ -31,6 +31,10 @@
 #include "window/window_int.h"
 #include "window/window_xlog.h"
 
+static bool in_chain(const FbfWindowMetaPageData *meta,
+					 const FbfPendingChain *chain, const FbfHash *hash,
+					 FullTransactionId *wait_for, Buffer *room);
+
 /*
  * Is the operation in the window's filters?  One partition page: the k
  * words of its probes hold every filter's bits (window.h).
@@ -88,6 +92,31 @@ in_legacy(Relation index, const FbfWindowMetaPageData *meta, int64 now,
 		return false;
 	return FbfLegacyContains(index, meta, legacy_hash) ||
 		in_filters(index, meta, legacy_hash, NULL);
+}
+
+/*
+ * Does the window hold the operation under the identity it had before the
+ * window had a key (window_key.c), the public hash of its bytes?  Its
+ * chain is read first (share, and let go), then its partition page: an
+ * entry a drain moves meanwhile is in the bits by the time they are read.
+ * An entry in flight in another transaction sets *wait_for, as in_chain
+ * does.  Entries under the public hash are never added once the window
+ * has a key, so what is not found here is not recorded later.
+ */
+static bool
+in_public(Relation index, const FbfWindowMetaPageData *meta,
+		  const FbfHash *public_hash, FullTransactionId *wait_for)
+{
+	FbfPendingChain chain;
+	bool		found;
+
+	FbfChainLockMode(index, meta, FbfWindowChainOf(meta, public_hash),
+					 BUFFER_LOCK_SHARE, &chain);
+	found = in_chain(meta, &chain, public_hash, wait_for, NULL);
+	FbfChainRelease(&chain);
+	if (found || FullTransactionIdIsValid(*wait_for))
+		return found;
+	return in_filters(index, meta, public_hash, NULL);
 }
 
 /*
@@ -149,12 +178,14 @@ in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
 /*
  * Must the window be refreshed (or brought up to date) before an operation
  * may use it?  When a refresh is due and the worker is late, when its
- * clock has no anchor on this boot, or when it was written by 1.0.
+ * clock has no anchor on this boot, when it was written by 1.0, or when
+ * it has no key yet (window_key.c).
  */
 static bool
 needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 {
-	if (meta->version != FBF_STORAGE_VERSION || FbfWindowClockStale(meta))
+	if (meta->version != FBF_STORAGE_VERSION || FbfWindowClockStale(meta) ||
+		!fbf_hash_key_is_set(&meta->key))
 		return true;
 	return now - meta->born_at[0] >= meta->period &&
 		fbf_refresh_action(meta->nlive, meta->nfilters,
@@ -163,15 +194,18 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 }
 
 /*
- * Decide whether the operation `hash` is new, and if so record it as in
- * flight for the current (sub)transaction.
+ * Decide whether the operation `op` is new, and if so record it as in
+ * flight for the current (sub)transaction, under its hash (op->hash).
  *
  * Returns FBF_OP_DUPLICATE if a committed operation, or one of this
  * transaction's, has the same identity; waits for the applying transaction
- * if another one in progress has it, then decides again.  `legacy_hash`,
- * if not NULL, is the identity 1.0 gave the same operation: while the
- * window may still hold operations recorded by 1.0 (legacy_until), the
- * operation is also a duplicate if its filters hold that one.  The caller
+ * if another one in progress has it, then decides again.  While the window
+ * may still hold operations recorded before it had its key, or by 1.0
+ * (legacy_until: op->keyless is the identity 1.0 gave the same operation),
+ * the operation is also a duplicate if the window holds those identities.
+ * `keying` is what the caller hashed `op` with (FbfWindowHashIdentity): if
+ * the window's key or public lookups have changed since, nothing is done
+ * and FBF_OP_REKEYED returned, for the caller to hash again.  The caller
  * holds RowExclusiveLock on the counter table.
  *
  * *overfull is set when the operation's partition page shows the window
@@ -185,9 +219,11 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * (FbfWindowGrowNow) before it records anything.
  */
 FbfOpResult
-FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
-			   bool *overfull)
+FbfWindowApply(Relation index, const FbfWindowKeying *keying,
+			   const FbfWindowOp *op, bool *overfull)
 {
+	const FbfHash *hash = &op->hash;
+
 	bool		refresh_tried = false;
 	bool		may_defer = true;
 
@@ -205,6 +241,7 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 		bool		lane_full = false;
 		Buffer		room = InvalidBuffer;
 		FbfPendingEntry entry;
+		FbfWindowKeying current;
 		XLogRecPtr	room_lsn;
 		int			n;
 		int			c;
@@ -232,11 +269,36 @@ FbfWindowApply(Relation index, const FbfHash *hash, const FbfHash *legacy_hash,
 							RelationGetRelationName(index))));
 		}
 
+		/* hashed under the key the window has, asking what it must ask? */
+		FbfWindowKeyingOf(&meta, now, &current);
+		if (!FbfWindowKeysEqual(&current.key, &keying->key) ||
+			(current.public_too && !op->has_public) ||
+			(current.keyless_too && !keying->keyless_too))
+		{
+			UnlockReleaseBuffer(metabuf);
+			return FBF_OP_REKEYED;
+		}
+
 		/* remembered from before an upgrade? */
-		if (in_legacy(index, &meta, now, hash, legacy_hash))
+		if (in_legacy(index, &meta, now,
+					  op->has_public ? &op->public_hash : hash,
+					  op->has_keyless ? &op->keyless : NULL))
 		{
 			UnlockReleaseBuffer(metabuf);
 			return FBF_OP_DUPLICATE;
+		}
+
+		/* remembered from before the window had its key? */
+		if (current.public_too &&
+			(in_public(index, &meta, &op->public_hash, &wait_for) ||
+			 FullTransactionIdIsValid(wait_for)))
+		{
+			UnlockReleaseBuffer(metabuf);
+			if (!FullTransactionIdIsValid(wait_for))
+				return FBF_OP_DUPLICATE;
+			XactLockTableWait(XidFromFullTransactionId(wait_for), NULL, NULL,
+							  XLTW_None);
+			continue;
 		}
 
 		chainno = FbfWindowChainOf(&meta, hash);

@@ -143,6 +143,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 	meta.nslots = meta.nfilters;
 	meta.epoch = meta.nfilters - 1;
 	meta.features = FBF_FEATURES_ALL;
+	FbfWindowNewKey(&meta.key);
 	/* window time starts at the wall clock (window_clock.c) */
 	FbfWindowClockAnchor(index, &meta, now);
 

@@ -351,7 +351,8 @@ adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
  */
 static void
 adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
-	  const CwinSnap *s, const LoadBlocks *lb, const FbfLoadTimes *t)
+	  const CwinSnap *s, const LoadBlocks *lb, const FbfLoadTimes *t,
+	  const FbfHashKey *key, bool public_too)
 {
 	FbfWindowMetaPageData new = *meta;
 	int			i;
@@ -374,17 +375,21 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	}
 	for (i = 0; i < CWIN_MAX_LIVE; i++)
 		new.cuckoo.parts[i] = s->parts[Min(i, (int) s->nlive - 1)];
+	FbfWindowAdoptKey(&new, key, public_too, t->now);
 	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, (void *) lb, t);
 }
 
 /*
- * Load a cuckoo window's snapshot into the window of `index`: adopted
- * whole if the window is an empty cuckoo window, else refused before
- * anything is written (see the file header).  The caller holds
- * RowExclusiveLock on the table and has checked that the user owns it.
+ * Load a cuckoo window's snapshot, taken under `key` (zero: the public
+ * hash; public_too: it also holds operations recorded under that), into
+ * the window of `index`: adopted whole, key included (window_key.c), if
+ * the window is an empty cuckoo window, else refused before anything is
+ * written (see the file header).  The caller holds RowExclusiveLock on the
+ * table and has checked that the user owns it.
  */
 FbfLoadResult
-FbfWindowLoadCuckoo(Relation index, const CwinSnap *s)
+FbfWindowLoadCuckoo(Relation index, const CwinSnap *s, const FbfHashKey *key,
+					bool public_too)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
@@ -459,7 +464,7 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s)
 		cwin_header(lb.blocks + (size_t) p * lb.block_size)->base += delta;
 	store_waiting(index, metabuf, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
 
-	adopt(index, metabuf, &meta, s, &lb, &t);
+	adopt(index, metabuf, &meta, s, &lb, &t, key, public_too);
 	UnlockReleaseBuffer(metabuf);
 	pfree(lb.blocks);
 	result.adopted = true;

@@ -114,6 +114,21 @@ FbfSliceLogicalMask(const FbfWindowMetaPageData *meta, uint64 lanes)
 	return mask;
 }
 
+/* ---- window_key.c: the window's secret key ---- */
+extern void FbfWindowKeyInit(void);
+extern void FbfWindowNewKey(FbfHashKey *key);
+extern bool FbfWindowKeysEqual(const FbfHashKey *a, const FbfHashKey *b);
+extern void FbfWindowKeyingOf(const FbfWindowMetaPageData *meta, int64 now,
+							  FbfWindowKeying *keying);
+extern bool FbfWindowKeyStep(Relation index, FbfWindowMetaPageData *meta,
+							 int64 now, const FbfHashKey *key);
+extern void FbfWindowKeepPublic(FbfWindowMetaPageData *meta, int64 now);
+extern void FbfWindowAdoptKey(FbfWindowMetaPageData *new, const FbfHashKey *key,
+							  bool public_too, int64 now);
+extern bool FbfWindowMergeKey(Relation index, FbfWindowMetaPageData *meta,
+							  const FbfHashKey *key, bool public_too,
+							  int64 now, bool *changed);
+
 /* ---- window_legacy.c: windows of storage version 1 ---- */
 
 /*

@@ -434,7 +434,8 @@ adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
  */
 static void
 adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
-	  const Fbf *f, const FbfLoadTimes *t)
+	  const Fbf *f, const FbfLoadTimes *t, const FbfHashKey *key,
+	  bool public_too)
 {
 	FbfWindowMetaPageData new = *meta;
 	AdoptBloom	arg = {f, t, palloc(sizeof(uint64) * fbf_nwords(f->nbits))};
@@ -455,6 +456,7 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		new.ring[i] = (uint8) (i < f->nfilters ? i : 0);
 		new.born_at[i] = i < f->nlive ? t->born[i] : 0;
 	}
+	FbfWindowAdoptKey(&new, key, public_too, t->now);
 	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, &arg, t);
 	pfree(arg.plain);
 }
@@ -664,14 +666,17 @@ merge(Relation index, Buffer metabuf, const FbfWindowMetaPageData *meta,
 }
 
 /*
- * Load `snapshot` into the window of `index` (see the file header):
- * adopted whole if the window is empty and can take its shape, else
- * merged if the shapes agree, else refused.  The caller holds
+ * Load `snapshot`, taken under `key` (zero: the public hash; public_too: it
+ * also holds operations recorded under that), into the window of `index`
+ * (see the file header): adopted whole, key included, if the window is
+ * empty and can take its shape, else merged if the shapes and keys agree
+ * (window_key.c, FbfWindowMergeKey), else refused.  The caller holds
  * RowExclusiveLock on the counter table and has checked that the user
  * owns it.
  */
 FbfLoadResult
-FbfWindowLoad(Relation index, const Fbf *snapshot)
+FbfWindowLoad(Relation index, const Fbf *snapshot, const FbfHashKey *key,
+			  bool public_too)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
@@ -714,12 +719,26 @@ FbfWindowLoad(Relation index, const Fbf *snapshot)
 
 	if (empty && adoptable(&meta, snapshot, &why))
 	{
-		adopt(index, metabuf, &meta, snapshot, &t);
+		adopt(index, metabuf, &meta, snapshot, &t, key, public_too);
 		result.adopted = true;
 		result.filters = snapshot->nlive;
 	}
 	else if (mergeable(&meta, snapshot))
 	{
+		bool		changed;
+
+		if (!FbfWindowMergeKey(index, &meta, key, public_too, t.now, &changed))
+		{
+			UnlockReleaseBuffer(metabuf);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot load the snapshot into counter \"%s\": it was taken under another key and the counter's filter is not empty",
+							get_rel_name(index->rd_index->indrelid)),
+					 errdetail("Each counter's filter hashes operations under a secret key of its own; the snapshot's bits and the filter's cannot be told apart once merged."),
+					 errhint("Load it into a new counter created with the same options: an empty counter takes the snapshot's key with its shape.")));
+		}
+		if (changed)
+			FbfWindowLogMeta(index, metabuf, &meta, t.now);
 		result.adopted = false;
 		result.filters = merge(index, metabuf, &meta, snapshot, &t);
 	}

@@ -185,7 +185,9 @@ snapshot_meta_same(const FbfWindowMetaPageData *then,
 		then->filter == now->filter &&
 		memcmp(then->ring, now->ring, sizeof(then->ring)) == 0 &&
 		memcmp(then->born_at, now->born_at, sizeof(then->born_at)) == 0 &&
-		memcmp(&then->cuckoo, &now->cuckoo, sizeof(then->cuckoo)) == 0;
+		memcmp(&then->cuckoo, &now->cuckoo, sizeof(then->cuckoo)) == 0 &&
+		FbfWindowKeysEqual(&then->key, &now->key) &&
+		then->public_until == now->public_until;
 }
 
 /*
@@ -324,9 +326,10 @@ snapshot_bloom(FbfSnapshotRead *read, uint64 *pending)
  * The window as an `fbf` datum (palloc'd).  Of a Bloom window, an Fbf:
  * every live filter, plus the committed operations still on pending pages
  * inserted into future and present.  Of a cuckoo window, a CwinSnap
- * (FbfCuckooSnapshot, read the same way).  *pending gets the number still
- * in flight.  The frozen filters of an upgraded 1.0 window
- * (window_legacy.c) are not part of it.
+ * (FbfCuckooSnapshot, read the same way).  Either carries the window's
+ * key (window_key.c), if it has one.  *pending gets the number still in
+ * flight.  The frozen filters of an upgraded 1.0 window (window_legacy.c)
+ * are not part of it.
  *
  * Locks: the metapage share-locked only to copy it and, before each chain
  * and after the last, to check that it has not changed; each chain share
@@ -374,7 +377,14 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 		if (BufferIsValid(read.metabuf))
 			UnlockReleaseBuffer(read.metabuf);
 		if (result != (Datum) 0)
-			return result;
+		{
+			FbfWindowKeying keying;
+
+			/* under the key the window had throughout (compared above) */
+			FbfWindowKeyingOf(&read.meta, FbfWindowNow(&read.meta), &keying);
+			return PointerGetDatum(FbfValueWithKey((struct varlena *) DatumGetPointer(result),
+												   &keying.key, keying.public_too));
+		}
 		elog(DEBUG1, "fbf: the metapage of \"%s\" changed during a snapshot, reading it again",
 			 RelationGetRelationName(index));
 		CHECK_FOR_INTERRUPTS();

@@ -505,7 +505,9 @@ refuse_window_drop(Oid indexoid, Oid heapoid)
 
 /*
  * A table keeps its window (see the file header): refuse DROP INDEX of
- * the last fbf_filter index of a table, unless the statement drops it
+ * the last fbf_filter index of a plain table (an index an older version
+ * let another kind of relation carry is no window, and goes), unless the
+ * statement drops it
  * with another one of the same table left (a table given two by an
  * earlier version may drop one), and ALTER TABLE ... DROP COLUMN of a
  * window's column, which would drop it too.  Names are resolved without
@@ -541,7 +543,8 @@ refuse_window_drops(Node *stmt)
 			ListCell   *w;
 			bool		kept = false;
 
-			if (!OidIsValid(heapoid))
+			/* a window only a plain table uses (FbfWindowTableUsable) */
+			if (!OidIsValid(heapoid) || !FbfWindowTableUsable(heapoid))
 				continue;
 			windows = windows_of(heapoid, amoid);
 			foreach(w, windows)

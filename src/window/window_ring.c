@@ -76,9 +76,10 @@ FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born)
  * leave several due), never dropping a filter that could still hold an
  * operation younger than the retention.  Only the metapage changes: the
  * recycled filter's lanes become stale and read as empty.  Also brings a
- * window written by 1.0 up to date (FbfLegacyUpgrade) and anchors the
- * window's clock on this boot (window_clock.c).  Returns the number of
- * refreshes done.
+ * window written by 1.0 up to date (FbfLegacyUpgrade), takes a window
+ * written before keys a step towards its own (FbfWindowKeyStep), and
+ * anchors the window's clock on this boot (window_clock.c).  Returns the
+ * number of refreshes done.
  */
 int
 FbfWindowRefresh(Relation index)
@@ -104,6 +105,9 @@ FbfWindowRefresh(Relation index)
 	if (meta.version != FBF_STORAGE_VERSION)
 		FbfLegacyUpgrade(index, metabuf, &meta, now);
 	if (FbfWindowClockStale(&meta))
+		changed = true;
+	/* a window without a key of its own gets one (window_key.c) */
+	if (FbfWindowKeyStep(index, &meta, now, NULL))
 		changed = true;
 	born = meta.born_at[0];
 

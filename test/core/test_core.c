@@ -102,6 +102,65 @@ test_hash_golden(void)
 		  fbf_part(&i, 1000));
 }
 
+/*
+ * The keyed hash is SipHash-2-4-128: the reference implementation's
+ * vectors (key bytes 0..15, message bytes 0..n-1), output bytes being h1
+ * then h2, little-endian.  Also part of the storage format.
+ */
+static void
+test_keyed_hash_vectors(void)
+{
+	static const struct
+	{
+		size_t		len;
+		const char *hex;
+	}			vectors[] = {
+		{0, "a3817f04ba25a8e66df67214c7550293"},
+		{1, "da87c1d86b99af44347659119b22fc45"},
+		{2, "8177228da4a45dc7fca38bdef60affe4"},
+		{3, "9c70b60c5267a94e5f33b6b02985ed51"},
+		{4, "f88164c12d9c8faf7d0f6e7c7bcd5579"},
+		{7, "a1f1ebbed8dbc153c0b84aa61ff08239"},
+		{8, "3b62a9ba6258f5610f83e264f31497b4"},
+		{9, "264499060ad9baabc47f8b02bb6d71ed"},
+	};
+	FbfHashKey	key = {UINT64_C(0x0706050403020100), UINT64_C(0x0f0e0d0c0b0a0908)};
+	FbfHashKey	zero = {0, 0};
+	FbfHashKey	other = {1, 0};
+	unsigned char msg[16];
+	size_t		v;
+	int			i;
+
+	for (i = 0; i < 16; i++)
+		msg[i] = (unsigned char) i;
+	for (v = 0; v < sizeof(vectors) / sizeof(vectors[0]); v++)
+	{
+		FbfHash		h = fbf_hash_keyed(&key, msg, vectors[v].len);
+		char		got[33];
+
+		for (i = 0; i < 16; i++)
+			snprintf(got + 2 * i, 3, "%02x",
+					 (unsigned) (((i < 8 ? h.h1 : h.h2) >> (8 * (i % 8))) & 0xff));
+		CHECK(strcmp(got, vectors[v].hex) == 0, "length %zu: %s, expected %s",
+			  vectors[v].len, got, vectors[v].hex);
+	}
+
+	/* the zero key is the public hash; any other key is another hash */
+	{
+		FbfHash		p = fbf_hash_keyed(&zero, "abc", 3);
+		FbfHash		q = fbf_hash_bytes("abc", 3);
+		FbfHash		r = fbf_hash_keyed(&other, "abc", 3);
+		FbfHash		i42 = fbf_hash_int64_keyed(&key, 42);
+		unsigned char le42[8] = {42, 0, 0, 0, 0, 0, 0, 0};
+		FbfHash		b42 = fbf_hash_keyed(&key, le42, 8);
+
+		CHECK(p.h1 == q.h1 && p.h2 == q.h2, "zero key is not the public hash");
+		CHECK(r.h1 != q.h1 && r.h2 != q.h2, "a key does not change the hash");
+		CHECK(i42.h1 == b42.h1 && i42.h2 == b42.h2,
+			  "an int64 is not hashed as its 8 little-endian bytes");
+	}
+}
+
 /* the portable multiply-high equals the 128-bit one */
 static void
 test_reduce_portable(void)
@@ -1966,6 +2025,7 @@ main(int argc, char **argv)
 	printf("# seed %llu\n", (unsigned long long) seed);
 
 	run_test("hash values are frozen", test_hash_golden);
+	run_test("the keyed hash is SipHash-2-4-128", test_keyed_hash_vectors);
 	run_test("portable multiply-high matches", test_reduce_portable);
 	run_test("no false negative under random inserts, refreshes, resizes",
 			 test_no_false_negative_random_ops);

@@ -62,6 +62,7 @@ for my $name (qw(coordinator worker1 worker2))
 	$node->init;
 	$node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'citus,fbf'
+fbf.fixed_window_keys = on
 listen_addresses = '127.0.0.1'
 max_prepared_transactions = 20
 wal_level = logical

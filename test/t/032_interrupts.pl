@@ -127,12 +127,12 @@ is($node->safe_psql('postgres', q{
 	"1|f|t|t\n2", 'nothing of the signalled batches applied');
 
 # the largest batch of claims: one allocation of its sorted claims (1 GB),
-# refused as such (54000), not as an internal error (the ids take 800 MB)
+# refused as such (54000), not as an internal error (the ids take 128 MB)
 my ($cap_out, $cap_err) = ('', '');
 $node->psql('postgres', q{
-	SELECT fbf_claim('d', array_fill(1::bigint, ARRAY[44739243]))},
+	SELECT fbf_claim('d', array_fill(1::bigint, ARRAY[16777216]))},
 	stdout => \$cap_out, stderr => \$cap_err);
-like($cap_err, qr/too many ids in one call of fbf_claim: 44739243/,
+like($cap_err, qr/too many ids in one call of fbf_claim: 16777216/,
 	'a batch of claims past 1 GB is refused');
 
 $node->stop;

@@ -5,9 +5,10 @@
 #   use FbfTest;
 #   my $node = fbf_node('name', "fbf.naptime = 200ms\n", allows_streaming => 1);
 #
-# fbf_node makes a PostgreSQL::Test::Cluster with fbf preloaded, the given
-# postgresql.conf lines appended and the init options passed on, starts it
-# and creates the extension in the postgres database.
+# fbf_node makes a PostgreSQL::Test::Cluster with fbf preloaded and
+# fbf.fixed_window_keys on, the given postgresql.conf lines appended and
+# the init options passed on, starts it and creates the extension in the
+# postgres database.
 package FbfTest;
 
 use strict;
@@ -24,8 +25,11 @@ sub fbf_node
 	my $node = PostgreSQL::Test::Cluster->new($name);
 
 	$node->init(%init);
+	# every filter gets the same key, so that its false positives do not
+	# change from run to run (fbf.fixed_window_keys); a test of the keys
+	# themselves turns it off in $conf, which comes after
 	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'fbf'\n" . ($conf // ''));
+		"shared_preload_libraries = 'fbf'\nfbf.fixed_window_keys = on\n" . ($conf // ''));
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION fbf');
 	return $node;
