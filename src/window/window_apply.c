@@ -223,7 +223,6 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			   const FbfWindowOp *op, bool *overfull)
 {
 	const FbfHash *hash = &op->hash;
-
 	bool		refresh_tried = false;
 	bool		may_defer = true;
 
