@@ -77,6 +77,21 @@ for my $round (1 .. 6)
 	$committed += $n;
 }
 
+# New operations, n of them, of which `applied` applied: all of them but
+# for the windows' false positives.  After the rising rate these windows
+# dismiss about 0.1% of new operations (up to the 0.5% checked above), and
+# which ones depends on the run's timing, so up to 5 of 300 and 2 of 25 may
+# be dismissed: more happens with a chance under 1e-5 at 0.1%, under 0.5%
+# at the full budget.  Operations wrongly remembered (in flight at the
+# crash, or rolled back) would all be dismissed, and fail the check.
+sub new_applied
+{
+	my ($applied, $n, $name) = @_;
+	my $allowed = $n >= 100 ? 5 : 2;
+	ok($applied <= $n && $applied >= $n - $allowed,
+		"$name ($applied of $n; false positives allowed: $allowed)");
+}
+
 sub retries_applied
 {
 	my ($node, $f, $table) = @_;
@@ -174,12 +189,12 @@ for my $f (@filters)
 	is($primary->safe_psql('postgres',
 			"SELECT count(*) FROM generate_series(1, 300) s WHERE idempotent_increment('c_$f', 8888, s, 1)"),
 		'0', "$f: the last committed operations are remembered");
-	is($primary->safe_psql('postgres',
+	new_applied($primary->safe_psql('postgres',
 			"SELECT count(*) FROM generate_series(1, 300) s WHERE idempotent_increment('c_$f', 7777, s, 1)"),
-		'300', "$f: the operations in flight at the crash apply when retried");
-	is($primary->safe_psql('postgres',
+		300, "$f: the operations in flight at the crash apply when retried");
+	new_applied($primary->safe_psql('postgres',
 			"SELECT count(*) FROM generate_series(10, 250, 10) s WHERE idempotent_increment('c_$f', 1001, s, 1)"),
-		'25', "$f: rolled-back operations apply when retried");
+		25, "$f: rolled-back operations apply when retried");
 	is(retries_applied($primary, $f, "l_$f"), '0', "$f: after the crash, the copy applies no committed retry");
 }
 
@@ -197,9 +212,9 @@ for my $f (@filters)
 	is($standby->safe_psql('postgres',
 			"SELECT count(*) FROM generate_series(1, 300) s WHERE idempotent_increment('c_$f', 7777, s, 1)"),
 		'0', "$f: nor a retry the primary applied after its crash");
-	is($standby->safe_psql('postgres',
+	new_applied($standby->safe_psql('postgres',
 			"SELECT count(*) FROM generate_series(20, 250, 10) s WHERE idempotent_increment('c_$f', 1002, s, 1)"),
-		'24', "$f: and rolled-back operations apply there too");
+		24, "$f: and rolled-back operations apply there too");
 	is(retries_applied($standby, $f, "l_$f"), '0',
 		"$f: the promoted standby's copy applies no committed retry");
 }
