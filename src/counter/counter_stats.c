@@ -24,6 +24,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -109,9 +110,19 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		int			i;
 		uint64		distinct[FBF_MAX_FILTERS];
 
-		if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+		bool		is_missing = false;
+
+		/*
+		 * No access; row security, under which the caller may see only
+		 * some keys (a counter's figures are about every key's operations:
+		 * one tenant would see another's retries in `dismissed`); or the
+		 * table being rebuilt or dropped.
+		 */
+		if (pg_class_aclcheck_ext(relid, GetUserId(), ACL_SELECT,
+								  &is_missing) != ACLCHECK_OK ||
+			check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED ||
 			!ConditionalLockRelationOid(relid, AccessShareLock))
-			continue;			/* no access, or being rebuilt or dropped */
+			continue;
 		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
 		{
 			UnlockRelationOid(relid, AccessShareLock);

@@ -390,9 +390,11 @@ refuse_no_index_cleanup(Node *stmt)
 }
 
 /*
- * A window's filter (bloom or cuckoo) is the format of its pages, chosen
- * when its table is created: ALTER INDEX may not set or reset it, or
- * pg_dump would carry a filter the pages do not have.
+ * A window's filter (bloom or cuckoo) is the format of its pages, and its
+ * kind (counter or dedup) what its operations are, both chosen when its
+ * table is created: ALTER INDEX may not set or reset them, or pg_dump
+ * would carry a filter the pages do not have, and a counter's operations
+ * would be taken for claims (or the reverse).
  */
 static void
 refuse_filter_change(Node *stmt)
@@ -403,6 +405,7 @@ refuse_filter_change(Node *stmt)
 	Oid			amoid;
 	HeapTuple	tup;
 	bool		window;
+	const char *named = NULL;
 
 	if (!IsA(stmt, AlterTableStmt))
 		return;
@@ -411,7 +414,6 @@ refuse_filter_change(Node *stmt)
 	{
 		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
 		ListCell   *o;
-		bool		names_filter = false;
 
 		if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions &&
 			cmd->subtype != AT_ReplaceRelOptions)
@@ -420,13 +422,15 @@ refuse_filter_change(Node *stmt)
 		{
 			DefElem    *def = (DefElem *) lfirst(o);
 
-			if (def->defnamespace == NULL && strcmp(def->defname, "filter") == 0)
-				names_filter = true;
+			if (def->defnamespace == NULL &&
+				(strcmp(def->defname, "filter") == 0 ||
+				 strcmp(def->defname, "kind") == 0))
+				named = def->defname;
 		}
-		if (names_filter)
+		if (named != NULL)
 			break;
 	}
-	if (lc == NULL)
+	if (named == NULL)
 		return;
 	relid = RangeVarGetRelid(as->relation, NoLock, true);
 	amoid = get_index_am_oid("fbf_filter", true);
@@ -437,13 +441,20 @@ refuse_filter_change(Node *stmt)
 		return;
 	window = ((Form_pg_class) GETSTRUCT(tup))->relam == amoid;
 	ReleaseSysCache(tup);
-	if (window)
+	if (window && strcmp(named, "filter") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot change the filter of window index \"%s\"",
 						as->relation->relname),
 				 errdetail("The filter is the format of the window's pages, chosen when its table was created."),
 				 errhint("Create a new table with fbf_create_counter_table(..., filter => ...) or fbf_create_dedup(..., filter => ...).")));
+	if (window)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change the kind of window index \"%s\"",
+						as->relation->relname),
+				 errdetail("The kind says whether the window holds a counter's operations or a dedup table's claims; it is chosen when the table is created."),
+				 errhint("Create a new table with fbf_create_counter_table() or fbf_create_dedup().")));
 }
 
 /* the access method of a relation; InvalidOid if it is gone */

@@ -81,6 +81,13 @@ is( $node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('likes', 'b')}),
 	'5', "tenant b's count is exact");
 
+# nor the counter's statistics (its figures count the other tenant's
+# operations too: a retry of theirs would show in `dismissed`)
+is( $node->safe_psql('postgres', q{
+		SET ROLE tenant_a;
+		SELECT count(*) FROM fbf_counter_stats WHERE counter = 'likes'::regclass}),
+	'0', 'a tenant under row security sees no statistics of the shared counter');
+
 # a tenant under row security sees no snapshot (it would reveal the key)
 my ($rc, $out, $err) = $node->psql('postgres',
 	q{SET ROLE tenant_a; SELECT fbf_snapshot('likes') IS NOT NULL});
