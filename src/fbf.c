@@ -6,7 +6,10 @@
  *
  * Each subsystem defines its own settings in its *Init():
  *
- *	window		fbf.max_filter_size (and the window index's reloptions)
+ *	type		no setting; the pure core's long loops check for a cancel
+ *				through it (core/fbf_interrupt.h)
+ *	window		fbf.max_filter_size, fbf.split_batch, fbf.fixed_window_keys
+ *				(and the window index's reloptions)
  *	counter		fbf.default_retention, fbf.default_target_fpp, fbf.aimd_*,
  *				fbf.period_min
  *	worker		fbf.worker_enabled, fbf.naptime
@@ -29,6 +32,7 @@
 #include "counter/counter.h"
 #include "cuckoo/cuckoo.h"
 #include "registry/registry.h"
+#include "type/fbf_value.h"
 #include "window/window.h"
 #include "worker/worker.h"
 
@@ -46,6 +50,7 @@ _PG_init(void)
 				 errhint("Add fbf to the shared_preload_libraries configuration parameter and restart the server.")));
 
 	FbfXLogInit();
+	FbfTypeInit();
 	FbfRegistryInit();
 	FbfWindowInit();
 	FbfWindowRebuildInit();

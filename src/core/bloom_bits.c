@@ -15,6 +15,10 @@
 
 #include "bloom_bits.h"
 #include "fbf_hash.h"
+#include "fbf_interrupt.h"
+
+/* the host's check for a cancel (fbf_interrupt.h); NULL: none */
+void		(*fbf_interrupt_hook) (void) = NULL;
 
 FbfHash
 fbf_hash_bytes(const void *data, size_t len)

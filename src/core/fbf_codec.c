@@ -42,6 +42,7 @@
 
 #include "bloom_bits.h"
 #include "fbf_codec.h"
+#include "fbf_interrupt.h"
 
 const unsigned char fbf_magic[4] = {'F', 'B', 'F', '\0'};
 
@@ -196,7 +197,11 @@ check_filters(const FbfView *v, const char **why)
 				return false;
 			}
 			for (w = 0; w < nwords && !any; w++)
+			{
+				if (w % FBF_INTERRUPT_EVERY == FBF_INTERRUPT_EVERY - 1)
+					fbf_check_interrupts();
 				any = v->word(v, i, p, w) != 0;
+			}
 			if (i >= v->nlive)
 			{
 				if (count != 0 || any)
@@ -216,6 +221,8 @@ check_filters(const FbfView *v, const char **why)
 	{
 		for (w = 0; w < nwords; w++)
 		{
+			if (w % FBF_INTERRUPT_EVERY == FBF_INTERRUPT_EVERY - 1)
+				fbf_check_interrupts();
 			if ((v->word(v, 0, p, w) & ~v->word(v, 1, p, w)) != 0)
 			{
 				*why = "The future filter has bits that the present filter lacks.";
@@ -752,6 +759,8 @@ fbf_hex_encode(const unsigned char *buf, size_t len, char *out)
 	*out++ = 'x';
 	for (i = 0; i < len; i++)
 	{
+		if (i % FBF_INTERRUPT_EVERY == FBF_INTERRUPT_EVERY - 1)
+			fbf_check_interrupts();
 		*out++ = digits[buf[i] >> 4];
 		*out++ = digits[buf[i] & 15];
 	}
@@ -790,6 +799,9 @@ fbf_hex_decode(const char *text, size_t len, unsigned char *out,
 	{
 		int			hi = hex_value(text[i]);
 		int			lo = hex_value(text[i + 1]);
+
+		if (i % (2 * FBF_INTERRUPT_EVERY) == 0)
+			fbf_check_interrupts();
 
 		if (hi < 0 || lo < 0)
 		{

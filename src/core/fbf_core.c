@@ -18,6 +18,7 @@
 
 #include "bloom_bits.h"
 #include "fbf_core.h"
+#include "fbf_interrupt.h"
 
 bool
 fbf_shape_valid(uint64_t nbits, int64_t nhashes, int64_t nfilters,
@@ -214,6 +215,9 @@ fbf_load_blocks(Fbf *f, uint32_t part, const unsigned char *const *blocks)
 					r,
 					c;
 
+		if (byte % FBF_INTERRUPT_EVERY == FBF_INTERRUPT_EVERY - 1)
+			fbf_check_interrupts();
+
 		for (g = 0; g * 8 < n; g++)
 		{
 			uint64_t	x = 0;
@@ -255,6 +259,9 @@ fbf_store_blocks(const Fbf *f, uint32_t part, unsigned char *const *blocks)
 		int			g,
 					r,
 					c;
+
+		if (byte % FBF_INTERRUPT_EVERY == FBF_INTERRUPT_EVERY - 1)
+			fbf_check_interrupts();
 
 		for (c = 0; c < 8; c++)
 		{
@@ -558,6 +565,9 @@ fbf_union_into(Fbf *dst, const Fbf *src)
 		{
 			uint64_t	lanes = bloom_packed_get(from, (int) src->stride, w) &
 				fbf_lane_mask(src->nfilters);
+
+			if (w % FBF_INTERRUPT_EVERY == FBF_INTERRUPT_EVERY - 1)
+				fbf_check_interrupts();
 
 			lanes = (fbf_lanes_logical(src, lanes) << first) & into;
 			if (lanes != 0)

@@ -45,6 +45,7 @@
 
 #include "core/fbf_aimd.h"
 #include "core/fbf_codec.h"
+#include "core/fbf_interrupt.h"
 #include "core/fbf_le.h"
 #include "type/fbf_value.h"
 
@@ -66,6 +67,24 @@ PG_FUNCTION_INFO_V1(fbf_info);
 PG_FUNCTION_INFO_V1(fbf_union);
 PG_FUNCTION_INFO_V1(fbf_agg_trans_text);
 PG_FUNCTION_INFO_V1(fbf_agg_trans_int8);
+
+/* fbf_interrupt_hook: the core's long loops honour a cancel */
+static void
+core_check_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * The type subsystem's part of _PG_init: the pure core's long passes over
+ * a value (transposes, hex digits, unions, checks) call back here between
+ * chunks (core/fbf_interrupt.h), so that a cancel stops them.
+ */
+void
+FbfTypeInit(void)
+{
+	fbf_interrupt_hook = core_check_interrupts;
+}
 
 /*
  * Allocate a zeroed fbf datum for an Fbf of this shape, in the current

@@ -108,6 +108,9 @@ extern const unsigned char *FbfPortableTakeKey(const unsigned char *buf,
 extern unsigned char *FbfPortablePutKey(unsigned char *buf, size_t *len,
 										const FbfValueKey *key);
 
+/* fbf_type.c: the core's long loops honour a cancel (from _PG_init) */
+extern void FbfTypeInit(void);
+
 /* Does a detoasted fbf datum hold a cuckoo window's snapshot? */
 static inline bool
 FbfValueIsCuckoo(const struct varlena *v)

@@ -1,9 +1,10 @@
 # Large batches stop soon after a cancel, a statement timeout or a
 # terminate, and leave nothing applied.
 #
-# Batches of idempotent_increment and fbf_claim, and fbf_add with a large
-# array, loop over input of the caller's size; each loop must check for
-# interrupts, or a statement_timeout of 1 s lets a batch run to its end
+# Batches of idempotent_increment and fbf_claim, fbf_add with a large
+# array, and passes over one large fbf value (the core's transposes and
+# unions, through core/fbf_interrupt.h) loop over input of the caller's
+# size; each loop must check for interrupts, or a statement_timeout of 1 s lets a batch run to its end
 # (tens of seconds for the sizes here on a slow machine).  The inputs are
 # built first, in a table, so that the timeout falls inside the loop and
 # not in the building of the arrays.  Every bound below is a generous
@@ -45,6 +46,10 @@ $node->safe_psql('postgres', qq{
 my $increment = q{SELECT cardinality(idempotent_increment('c', 'k', ids, ids, ones)) FROM batch};
 my $claim = q{SELECT cardinality(fbf_claim('d', ids)) FROM batch};
 my $add = q{SELECT fbf_estimated_fpp(fbf_add(fbf_create(400000000, 32, 1), adds)) FROM batch};
+# passes over one large value (240 MB): unions and the binary form, each
+# seconds long in the core's loops (fbf_union_into, the transposes)
+my $passes = q{SELECT length(fbf_send(fbf_union(fbf_union(fbf_union(fbf_union(v, v), v), v), v)))
+	FROM (SELECT fbf_create(134217728, 3, 13) AS v) s};
 
 # run $sql under a 1 s statement timeout: its error and the seconds it took
 sub timed_out
@@ -59,7 +64,8 @@ sub timed_out
 
 for my $case ([ 'batch of increments', $increment ],
 			  [ 'batch of claims', $claim ],
-			  [ 'fbf_add of an array', $add ])
+			  [ 'fbf_add of an array', $add ],
+			  [ 'passes over a large value', $passes ])
 {
 	my ($name, $sql) = @$case;
 	my ($err, $secs) = timed_out($sql);
