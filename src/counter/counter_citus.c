@@ -63,6 +63,13 @@
  * caller records operations only on keys whose rows it may update, and
  * only operations whose identity is on that key.
  *
+ * Locks: pg_dist_partition and pg_extension are read with
+ * AccessShareLock; the shell is opened by FbfCounterApply with
+ * RowExclusiveLock (privileges checked before), and by
+ * fbf_apply_on_placement with AccessShareLock to check it, before the
+ * shard table is opened by FbfCounterApply; Citus takes its shard metadata
+ * locks for the routed statement.
+ *
  * Nothing here links to Citus: the metadata is read from its catalogs
  * (pg_dist_partition here; the shard and its placement through Citus' SQL
  * functions), and Citus plans the routed statement as it plans any other.
