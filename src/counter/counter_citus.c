@@ -9,8 +9,8 @@
  * a *shell* table on every node, whose own window is never used, and one
  * shard table per hash range of keys, placed on one node, each with its
  * own window (Citus copies the window index to every shard).  An
- * operation's identity includes its key (operation_bytes, counter.c), and
- * every operation on a key goes to the one shard holding that key: so the
+ * operation's identity includes its key (FbfOperationBytes, counter_op.c),
+ * and every operation on a key goes to the one shard holding that key: so the
  * shard's window sees every operation that could be a retry of another,
  * and per-shard windows give exactly the single-node semantics.
  *
@@ -254,7 +254,7 @@ int8_array(const int64 *values, int n)
 	return array_datum(elems, n, INT8OID);
 }
 
-/* the type of the client ids of type `tag` (FbfOperationHash) */
+/* the type of the client ids of type `tag` (FbfOperationBytes) */
 static Oid
 client_id_type(char tag)
 {
