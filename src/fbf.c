@@ -10,8 +10,11 @@
  *				through it (core/fbf_interrupt.h)
  *	window		fbf.max_filter_size, fbf.split_batch, fbf.fixed_window_keys
  *				(and the window index's reloptions)
- *	counter		fbf.default_retention, fbf.default_target_fpp, fbf.aimd_*,
- *				fbf.period_min
+ *	counter		fbf.default_retention, fbf.default_target_fpp (FbfCounterInit);
+ *				fbf.aimd_*, fbf.period_min (FbfCounterMaintainInit); the
+ *				route to counters distributed by Citus (FbfCitusInit) and
+ *				the hooks around Citus' shard transfers
+ *				(FbfCitusTransferInit)
  *	worker		fbf.worker_enabled, fbf.naptime
  *
  * fbf must be loaded through shared_preload_libraries: the registry is
@@ -55,6 +58,9 @@ _PG_init(void)
 	FbfWindowInit();
 	FbfWindowRebuildInit();
 	FbfCounterInit();
+	FbfCounterMaintainInit();
+	FbfCitusInit();
+	FbfCitusTransferInit();
 	FbfWorkerInit();
 	CuckooAmInit();
 	MarkGUCPrefixReserved("fbf");

@@ -1,8 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * counter.h
- *	  Idempotent counters: what the counters' files share, and what the
- *	  background worker calls.  Vocabulary in src/counter/README.md.
+ *	  Idempotent counters and dedup tables: what the counters' files share,
+ *	  and what the background worker and _PG_init call.  Vocabulary and the
+ *	  layers in src/counter/README.md.
+ *
+ * Declarations by file, from the bottom layer up: the operations
+ * (counter_op.c), opening a table and the route (counter_rel.c), deltas
+ * (counter_delta.c), maintenance (counter_maintain.c), the apply engine
+ * (counter_engine.c), then the front ends' inits.  A file calls only the
+ * files above its own heading and itself; the Citus route reaches the
+ * layers below it only through FbfCounterRoute.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,11 +22,75 @@
 #include "fmgr.h"
 #include "storage/lockdefs.h"
 #include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
 #include "utils/relcache.h"
 
 #include "core/fbf_aimd.h"
 #include "core/fbf_hash.h"
 #include "window/window.h"
+
+/* ----------------------------------------------------------------------
+ * counter_op.c: operations' identities, prepared and hashed
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * The operations of one call on one table, as FbfOpsPrepare (counter
+ * operations on `key`) or FbfOpsFromIds (claims, by their identity bytes)
+ * makes them.  Once the window is open, FbfOpsHash hashes them under its
+ * key and puts them in the order the window is asked: by hash, a repeat
+ * right after its first occurrence.  The apply engine takes nothing else,
+ * so that every operation it records is the hash of an identity on `key`
+ * (or a claim's).
+ */
+typedef struct FbfOps
+{
+	text	   *key;			/* counter operations: their key */
+	char		tag;			/* client ids' type: 'i' bigint, 't' text,
+								 * 'u' uuid */
+	int			n;
+	Datum	   *client_ids;		/* as given: a routed call sends these */
+	int64	   *seqs;
+	int64	   *deltas;			/* NULL for claims: they have none */
+	bytea	  **ids;			/* claims: identity bytes; else NULL */
+	int		   *place;			/* each one's place in the caller's arrays */
+	FbfWindowOp *hashed;		/* NULL, or as the window is asked
+								 * (FbfOperationIdentity), by FbfOpsHash */
+} FbfOps;
+
+/* one operation of a call: its identity and its place in the arrays */
+typedef struct FbfBatchOp
+{
+	FbfWindowOp op;
+	int			index;
+} FbfBatchOp;
+
+/* the most operations one call may have (FbfOpsHash sorts them in one piece) */
+#define FBF_OPS_MAX		((int) (MaxAllocSize / sizeof(FbfBatchOp)))
+
+extern bytea *FbfOperationBytes(char tag, text *key, Datum client_id,
+								int64 seq);
+extern bytea *FbfClaimBytes(char tag, Datum id);
+extern void FbfOperationIdentity(char tag, text *key, Datum client_id,
+								 int64 seq, const FbfWindowKeying *keying,
+								 FbfWindowOp *op);
+extern FbfHash FbfDeltaHash(const FbfHashKey *key, const FbfHash *op,
+							int64 delta);
+extern FbfOps *FbfOpsPrepare(char tag, text *key, int n,
+							 const Datum *client_ids, const int64 *seqs,
+							 const int64 *deltas);
+extern FbfOps *FbfOpsFromIds(int n, bytea **ids);
+extern int	FbfArrayElements(ArrayType *array, const char *fname,
+							 const char *name, Datum **elems);
+extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
+								int a_clients, const char *fname);
+extern void FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying);
+
+/* ----------------------------------------------------------------------
+ * counter_rel.c: opening a counter, the relation cache, the route
+ * ----------------------------------------------------------------------
+ */
 
 /*
  * What a caller of FbfCounterOpen is about to do, for the privilege check
@@ -35,8 +107,8 @@ typedef enum FbfCounterAccess
 } FbfCounterAccess;
 
 /*
- * How Citus distributes a table (counter_citus.c, FbfCitusLookup): not at
- * all, by `key` (a shell whose operations are routed to its shards), or
+ * How Citus distributes a table (the route's lookup, citus_lookup): not
+ * at all, by `key` (a shell whose operations are routed to its shards), or
  * otherwise (refused).
  */
 typedef enum FbfCitusDistribution
@@ -46,51 +118,27 @@ typedef enum FbfCitusDistribution
 	FBF_CITUS_OTHER
 } FbfCitusDistribution;
 
-/* counter.c */
-extern void FbfCounterInit(void);
-extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
-						   LOCKMODE lockmode, Relation *heap, Relation *index);
-extern bool FbfCounterOpenRoutable(Oid relid, FbfCounterAccess access,
-								   LOCKMODE lockmode, Relation *heap,
-								   Relation *index);
-extern void FbfCounterClose(Relation heap, Relation index);
-extern void FbfCounterNoteOperation(void);
-extern bytea *FbfOperationBytes(char tag, text *key, Datum client_id,
-								int64 seq);
-extern void FbfOperationIdentity(char tag, text *key, Datum client_id,
-								 int64 seq, const FbfWindowKeying *keying,
-								 FbfWindowOp *op);
-
 /*
- * The operations of one call on one key, as FbfOpsPrepare (counter_batch.c)
- * makes them from the identities the caller gave.  Once the window is open,
- * FbfOpsHash hashes them under its key and puts them in the order the
- * window is asked: by hash, a repeat right after its first occurrence.
- * The increment path takes nothing else, so that every operation it
- * records is the hash of an identity on `key`.
+ * The route to counters distributed by Citus, as counter_citus.c registers
+ * it at init (FbfCounterSetRoute): the layers below call it through these
+ * pointers, never by name.  Without a route every table is local.
  */
-typedef struct FbfOps
+typedef struct FbfCounterRoute
 {
-	text	   *key;
-	char		tag;			/* client ids' type: 'i' bigint, 't' text,
-								 * 'u' uuid */
-	int			n;
-	Datum	   *client_ids;		/* as given: a routed call sends these */
-	int64	   *seqs;
-	int64	   *deltas;
-	int		   *place;			/* each one's place in the caller's arrays */
-	FbfWindowOp *hashed;		/* NULL, or as the window is asked
-								 * (FbfOperationIdentity), by FbfOpsHash */
-} FbfOps;
-
-extern void FbfCounterApply(Oid relid, FbfOps *ops, bool *applied,
-							int64 *value);
-extern bool FbfIncrement(FunctionCallInfo fcinfo, char tag,
-						 const char *fname, int64 *value);
+	/* how Citus distributes `heap`, whose `key` column is key_attno */
+	FbfCitusDistribution (*lookup) (Relation heap, AttrNumber key_attno);
+	/* error: the own window of the Citus table `heap` would be used */
+	void		(*refuse) (Relation heap, FbfCitusDistribution how)
+				pg_attribute_noreturn();
+	/* apply `ops` on the node of their key's shard (FbfCounterApply's args) */
+	void		(*apply) (Relation shell, const char *qualname,
+						  const FbfOps *ops, bool *applied, int64 *value);
+} FbfCounterRoute;
 
 /*
- * What a backend remembers of a counter table (counter_delta.c), kept until
- * an invalidation of the table, its indexes or a schema makes it stale.
+ * What a backend remembers of a counter table (the relation cache), kept
+ * until an invalidation of the table, its indexes or a schema makes it
+ * stale.
  */
 typedef struct FbfCounterRel
 {
@@ -100,8 +148,8 @@ typedef struct FbfCounterRel
 								 * counter or dedup table */
 	int			kind;			/* the window's: FBF_WINDOW_COUNTER or _DEDUP */
 	char	   *qualname;		/* schema-qualified, quoted name (SPI plans) */
-	FbfCitusDistribution citus; /* a Citus table? (FbfCitusLookup) */
-	/* the direct path (FbfCounterAddDirect) */
+	FbfCitusDistribution citus; /* a Citus table? (the route's lookup) */
+	/* the direct path (counter_delta.c) */
 	bool		direct;			/* the table's shape allows it */
 	Oid			pk_index;		/* primary key on (key, shard) */
 	AttrNumber	key_attno;
@@ -112,45 +160,28 @@ typedef struct FbfCounterRel
 	FmgrInfo	eq[2];			/* per primary key column: texteq, int4eq */
 } FbfCounterRel;
 
-/* What FbfCounterAddDirect did. */
-typedef enum FbfDirectResult
-{
-	FBF_DIRECT_APPLIED,			/* the delta is added */
-	FBF_DIRECT_NO_ROW,			/* no (key, shard) row: insert it */
-	FBF_DIRECT_UNSUPPORTED		/* nothing done: run the UPDATE */
-} FbfDirectResult;
-
-/* one operation of a batch: its identity and its place in the arrays */
-typedef struct FbfBatchOp
-{
-	FbfWindowOp op;
-	int			index;
-} FbfBatchOp;
-
-/* counter_batch.c */
-extern int	FbfBatchOpCmp(const void *a, const void *b);
-extern FbfOps *FbfOpsPrepare(char tag, text *key, int n,
-							 const Datum *client_ids, const int64 *seqs,
-							 const int64 *deltas);
-extern void FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying);
-extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
-								int a_clients, const char *fname);
-
-/* counter_delta.c */
+extern void FbfCounterSetRoute(const FbfCounterRoute *route);
+extern const FbfCounterRoute *FbfCounterGetRoute(void);
 extern FbfCounterRel *FbfCounterRelGet(Relation heap);
-extern FbfDirectResult FbfCounterAddDirect(Relation heap, text *key,
-										   int32 shard, int64 delta);
+extern void FbfCounterOpen(Oid relid, FbfCounterAccess access,
+						   LOCKMODE lockmode, Relation *heap, Relation *index);
+extern bool FbfCounterOpenRoutable(Oid relid, FbfCounterAccess access,
+								   LOCKMODE lockmode, Relation *heap,
+								   Relation *index);
+extern void FbfCounterClose(Relation heap, Relation index);
 
-/* counter_citus.c */
-extern FbfCitusDistribution FbfCitusLookup(Relation heap, AttrNumber key_attno);
-extern void FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
-			pg_attribute_noreturn();
-extern void FbfCitusApply(Relation shell, const char *qualname,
-						  const FbfOps *ops, bool *applied, int64 *value);
-extern Oid	FbfCitusExtensionSchema(void);
+/* ----------------------------------------------------------------------
+ * counter_delta.c: adding a delta to a shard row, reading a key's sum
+ * ----------------------------------------------------------------------
+ */
+extern void FbfCounterAddDelta(Relation heap, text *key, int64 delta,
+							   int shards, bool rls);
+extern int64 FbfCounterSum(Relation heap, text *key, bool read_only);
 
-/* counter_citus_transfer.c */
-extern void FbfCitusTransferInit(void);
+/* ----------------------------------------------------------------------
+ * counter_maintain.c: maintenance passes, growing, the AIMD settings
+ * ----------------------------------------------------------------------
+ */
 
 /* When a counter next needs its maintenance pass (FbfCounterMaintain). */
 typedef struct FbfCounterSchedule
@@ -159,10 +190,44 @@ typedef struct FbfCounterSchedule
 	int64		refresh_in;		/* microseconds until its next refresh */
 } FbfCounterSchedule;
 
-/* counter_maintain.c */
 extern void FbfCounterMaintainInit(void);
 extern void FbfCounterGrow(Relation index);
 extern FbfAimdDecision FbfCounterMaintain(Relation heap, Relation index,
 										  FbfCounterSchedule *schedule);
+
+/* ----------------------------------------------------------------------
+ * counter_engine.c: the apply engine
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * What the engine calls, once the window has recorded the operations, to
+ * add the applied ones' deltas (`sum`, checked to fit in bigint) to the
+ * table; `arg` is the caller's.  Claims have none (NULL).
+ */
+typedef void (*FbfApplyDelta) (Relation heap, Relation index,
+							   const FbfOps *ops, int64 sum, void *arg);
+
+extern void FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
+						   FbfApplyDelta add_delta, void *arg, bool *applied);
+extern void FbfCounterApply(Oid relid, FbfOps *ops, bool *applied,
+							int64 *value);
+
+/* ----------------------------------------------------------------------
+ * The front ends: counter.c (FbfCounterInit), counter_batch.c, dedup.c,
+ * counter_citus.c, counter_citus_transfer.c, counter_stats.c,
+ * counter_save.c
+ * ----------------------------------------------------------------------
+ */
+
+/* counter.c */
+extern void FbfCounterInit(void);
+
+/* counter_citus.c */
+extern void FbfCitusInit(void);
+extern Oid	FbfCitusExtensionSchema(void);
+
+/* counter_citus_transfer.c */
+extern void FbfCitusTransferInit(void);
 
 #endif							/* FBF_COUNTER_H */

@@ -9,13 +9,17 @@
  * a *shell* table on every node, whose own window is never used, and one
  * shard table per hash range of keys, placed on one node, each with its
  * own window (Citus copies the window index to every shard).  An
- * operation's identity includes its key (operation_bytes, counter.c), and
- * every operation on a key goes to the one shard holding that key: so the
+ * operation's identity includes its key (FbfOperationBytes, counter_op.c),
+ * and every operation on a key goes to the one shard holding that key: so the
  * shard's window sees every operation that could be a retry of another,
  * and per-shard windows give exactly the single-node semantics.
  *
- * The route: FbfCounterApply, given a shell, calls FbfCitusApply, which
- * runs through SPI one statement on the shell:
+ * The route: FbfCitusInit registers this file's functions with the
+ * counters' engine (FbfCounterSetRoute, counter_rel.c): the relation cache
+ * asks citus_lookup how a table is distributed, FbfCounterOpen has
+ * citus_refuse refuse a Citus table's own window, and FbfCounterApply,
+ * given a shell, calls citus_apply, which runs through SPI one statement
+ * on the shell:
  *
  *	WITH touch AS (UPDATE shell SET value = value
  *				   WHERE key = $2 AND shard < 0 RETURNING 1)
@@ -33,6 +37,8 @@
  * function runs on the placement's node, where fbf_apply_on_placement
  * finds the key's shard in Citus' metadata, checks that its placement is
  * local, and gives the operations to FbfCounterApply on the shard table.
+ * This file is a front end of the engine: the engine never calls it by
+ * name.
  *
  * What travels is what the client gave idempotent_increment: the key and
  * each operation's client id, seq and delta; fbf_apply_on_placement hashes
@@ -56,6 +62,13 @@
  * the key's policies judge the caller before the window is asked: the
  * caller records operations only on keys whose rows it may update, and
  * only operations whose identity is on that key.
+ *
+ * Locks: pg_dist_partition and pg_extension are read with
+ * AccessShareLock; the shell is opened by FbfCounterApply with
+ * RowExclusiveLock (privileges checked before), and by
+ * fbf_apply_on_placement with AccessShareLock to check it, before the
+ * shard table is opened by FbfCounterApply; Citus takes its shard metadata
+ * locks for the routed statement.
  *
  * Nothing here links to Citus: the metadata is read from its catalogs
  * (pg_dist_partition here; the shard and its placement through Citus' SQL
@@ -88,10 +101,35 @@
 #include "utils/rel.h"
 
 #include "counter/counter.h"
+#include "counter/counter_args.h"
 
 PG_FUNCTION_INFO_V1(fbf_apply_on_placement_int8);
 PG_FUNCTION_INFO_V1(fbf_apply_on_placement_text);
 PG_FUNCTION_INFO_V1(fbf_apply_on_placement_uuid);
+
+static FbfCitusDistribution citus_lookup(Relation heap, AttrNumber key_attno);
+static void citus_refuse(Relation heap, FbfCitusDistribution how)
+			pg_attribute_noreturn();
+static void citus_apply(Relation shell, const char *qualname,
+						const FbfOps *ops, bool *applied, int64 *value);
+
+/* the route to counters distributed by Citus, as the engine calls it */
+static const FbfCounterRoute citus_route = {
+	.lookup = citus_lookup,
+	.refuse = citus_refuse,
+	.apply = citus_apply,
+};
+
+/*
+ * Register the route to counters distributed by Citus with the counters'
+ * engine (FbfCounterSetRoute); from _PG_init.  Nothing else: without
+ * Citus, citus_lookup finds every table local.
+ */
+void
+FbfCitusInit(void)
+{
+	FbfCounterSetRoute(&citus_route);
+}
 
 /* ----------------------------------------------------------------------
  * Is it a Citus table?
@@ -111,8 +149,8 @@ PG_FUNCTION_INFO_V1(fbf_apply_on_placement_uuid);
  *						single-shard table, another distribution column,
  *						replicated shards): refused
  */
-FbfCitusDistribution
-FbfCitusLookup(Relation heap, AttrNumber key_attno)
+static FbfCitusDistribution
+citus_lookup(Relation heap, AttrNumber key_attno)
 {
 	Oid			catalog = get_relname_relid("pg_dist_partition",
 											PG_CATALOG_NAMESPACE);
@@ -167,8 +205,8 @@ FbfCitusLookup(Relation heap, AttrNumber key_attno)
  * window is an empty copy that no operation ever reaches; reading or
  * changing it would answer for a table that holds nothing.
  */
-void
-FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
+static void
+citus_refuse(Relation heap, FbfCitusDistribution how)
 {
 	if (how == FBF_CITUS_BY_KEY)
 		ereport(ERROR,
@@ -216,7 +254,7 @@ int8_array(const int64 *values, int n)
 	return array_datum(elems, n, INT8OID);
 }
 
-/* the type of the client ids of type `tag` (FbfOperationHash) */
+/* the type of the client ids of type `tag` (FbfOperationBytes) */
 static Oid
 client_id_type(char tag)
 {
@@ -277,9 +315,9 @@ array_elements(ArrayType *a, Oid type, int16 len, bool byval, char align,
  * their canonical order, in which the placement, sorting them again, asks
  * its window.  Arguments and results as FbfCounterApply's.
  */
-void
-FbfCitusApply(Relation shell, const char *qualname, const FbfOps *ops,
-			  bool *applied, int64 *value)
+static void
+citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
+			bool *applied, int64 *value)
 {
 	char	   *schema = get_namespace_name(FbfCitusExtensionSchema());
 	char	   *sql;
@@ -385,7 +423,7 @@ local_shard(Oid shell, text *key)
  * fbf_apply_on_placement(counter regclass, key text, client_ids bigint[]
  * | text[] | uuid[], seqs bigint[], deltas bigint[], want_value boolean,
  * OUT applied boolean[], OUT value bigint): the routed half of an
- * increment on a distributed counter (FbfCitusApply).  `counter` is the
+ * increment on a distributed counter (citus_apply).  `counter` is the
  * shell; operation i is (client_ids[i], seqs[i]) adding deltas[i] to
  * `key`, as idempotent_increment takes a batch, and applied[i] says
  * whether it was new.  Hashes the operations here, as the front door does,
@@ -415,10 +453,7 @@ apply_on_placement(FunctionCallInfo fcinfo, char tag)
 	int			i;
 
 	for (i = 0; i < (int) lengthof(names); i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s of %s must not be null", names[i], fname)));
+		FbfRequireArg(fcinfo, i, fname, names[i]);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "fbf: fbf_apply_on_placement must return a record");
 	PreventCommandIfReadOnly("idempotent_increment()");

@@ -39,6 +39,10 @@
  * same call.  It lives in the transaction's memory, so an error that
  * skips FHET_ABORT cannot leave it dangling beyond the transaction.
  *
+ * Locks: none of its own beyond reading catalogs (AccessShareLock); the
+ * copy of a window runs through SPI as fbf_snapshot and fbf_counter_load,
+ * with their locks, inside the transfer's transaction.
+ *
  * Without Citus, or in a database without fbf, nothing is done: the
  * functions watched are found by name in pg_catalog, as Citus installs
  * them.

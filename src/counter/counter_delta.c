@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * counter_delta.c
- *	  Applying an increment's delta without SPI: what a backend remembers
- *	  about each counter table (the relation cache), and the direct update
- *	  of a shard row.
+ *	  Adding an increment's delta to this backend's shard row of its key,
+ *	  as the calling user, as an UPDATE would add it (FbfCounterAddDelta),
+ *	  and reading a key's sum (FbfCounterSum): directly where that behaves
+ *	  exactly as the UPDATE, else through SPI, with the plans this backend
+ *	  keeps per counter table.
  *
  * The delta used to be added by an SPI UPDATE per increment, which cost a
  * fifth of the server's CPU in a pgbench of idempotent_increment: plan
@@ -18,18 +20,18 @@
  * for it, then in READ COMMITTED go on with the newest version (as
  * EvalPlanQual does), in REPEATABLE READ and SERIALIZABLE fail with 40001.
  *
- * Where it could not behave as the UPDATE does, the caller keeps the SPI
- * UPDATE (FBF_DIRECT_UNSUPPORTED): see direct_shape and direct_allowed.
- * A row that does not exist yet is the caller's too (FBF_DIRECT_NO_ROW):
- * the SPI upsert creates it.
+ * Where it could not behave as the UPDATE does, the ordinary UPDATE runs
+ * through SPI (FBF_DIRECT_UNSUPPORTED): see direct_shape (counter_rel.c)
+ * and direct_allowed.  A row that does not exist yet is created by the SPI
+ * upsert (FBF_DIRECT_NO_ROW).  Privileges, row security and triggers
+ * apply as for any UPDATE.
  *
- * The relation cache (rel_cache, in TopMemoryContext) holds per counter
- * table what does not change without an invalidation of the table or of
- * its indexes: is it a counter table (which is its window index), its
- * qualified name (for the SPI plans), and the shape the direct path needs.
- * A relcache callback marks entries stale; a syscache callback on schemas
- * does too (a renamed schema changes the qualified name without touching
- * the table).  Entries are rebuilt on next use, never freed.
+ * Locks: the caller holds RowExclusiveLock on the table (FbfCounterOpen);
+ * the direct path takes the row lock the UPDATE would (waiting for a
+ * concurrent writer of the row), with no buffer lock of the window held.
+ *
+ * Backend-local state: the plan cache (plan_cache, in TopMemoryContext),
+ * one entry per counter table and qualified name.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,226 +49,28 @@
 #include "common/int.h"
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"
+#include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "storage/backendid.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/inval.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
 #include "counter/counter.h"
 #include "window/window.h"
 
-static HTAB *rel_cache = NULL;
-
-/* invalidations seen so far: one during a rebuild leaves the entry stale */
-static uint64 rel_cache_invals = 0;
-
-/* ----------------------------------------------------------------------
- * The relation cache
- * ----------------------------------------------------------------------
- */
-
-/*
- * A relation (or an index: the window index and the primary key are
- * remembered too) changed: its entry is stale.  InvalidOid: all are.
- */
-static void
-rel_cache_invalidate(Datum arg, Oid relid)
+/* What add_direct did. */
+typedef enum FbfDirectResult
 {
-	HASH_SEQ_STATUS status;
-	FbfCounterRel *entry;
-
-	rel_cache_invals++;
-	hash_seq_init(&status, rel_cache);
-	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		if (!OidIsValid(relid) || entry->relid == relid ||
-			entry->window_index == relid || entry->pk_index == relid)
-			entry->valid = false;
-	}
-}
-
-/* a schema changed (renamed, say): every qualified name may be stale */
-static void
-rel_cache_invalidate_namespaces(Datum arg, int cacheid, uint32 hashvalue)
-{
-	rel_cache_invalidate(arg, InvalidOid);
-}
-
-/*
- * Does the table have the shape the direct path relies on?  Fills the
- * entry's attribute numbers, primary key and scan keys' functions.
- *
- * The direct path looks the row up by the primary key and compares key
- * and shard as `key = $2 AND shard = $3` would, and writes value + delta
- * as an int8; it requires:
- *  - key text (its collation deterministic, so that equality is equality
- *    of bytes, as in the index), shard int4, value int8: with other types
- *    or domains the UPDATE would cast, or check domain constraints;
- *  - value neither generated nor an identity column GENERATED ALWAYS: the
- *    UPDATE refuses to set those;
- *  - a valid, immediate btree primary key on exactly (key, shard) whose
- *    operator classes use the types' ordinary equality operators.
- * Counter tables as fbf_create_counter_table makes them have all of it;
- * ALTER TABLE can take it away, and then the UPDATE does the work.
- */
-static bool
-direct_shape(Relation heap, FbfCounterRel *entry)
-{
-	TupleDesc	desc = RelationGetDescr(heap);
-	Relation	pk;
-	bool		ok;
-	int			i;
-
-	entry->key_attno = entry->shard_attno = entry->value_attno = InvalidAttrNumber;
-	for (i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		const char *name = NameStr(att->attname);
-
-		if (att->attisdropped)
-			continue;
-		if (strcmp(name, "key") == 0)
-		{
-			if (att->atttypid != TEXTOID || !OidIsValid(att->attcollation) ||
-				!get_collation_isdeterministic(att->attcollation))
-				return false;
-			entry->key_attno = att->attnum;
-		}
-		else if (strcmp(name, "shard") == 0)
-		{
-			if (att->atttypid != INT4OID)
-				return false;
-			entry->shard_attno = att->attnum;
-		}
-		else if (strcmp(name, "value") == 0)
-		{
-			if (att->atttypid != INT8OID || att->attgenerated != '\0' ||
-				att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
-				return false;
-			entry->value_attno = att->attnum;
-		}
-	}
-	if (entry->key_attno == InvalidAttrNumber ||
-		entry->shard_attno == InvalidAttrNumber ||
-		entry->value_attno == InvalidAttrNumber)
-		return false;
-
-	entry->pk_index = RelationGetPrimaryKeyIndex(heap);
-	if (!OidIsValid(entry->pk_index))
-		return false;
-
-	/* as the planner would open it to plan the UPDATE */
-	pk = index_open(entry->pk_index, AccessShareLock);
-	ok = pk->rd_rel->relam == BTREE_AM_OID &&
-		pk->rd_index->indisunique && pk->rd_index->indimmediate &&
-		pk->rd_index->indisvalid && pk->rd_index->indisready &&
-		IndexRelationGetNumberOfKeyAttributes(pk) == 2 &&
-		RelationGetIndexExpressions(pk) == NIL;
-	for (i = 0; ok && i < 2; i++)
-	{
-		AttrNumber	attno = pk->rd_index->indkey.values[i];
-		Oid			type;
-		Oid			eqop;
-
-		if (attno == entry->key_attno)
-		{
-			type = TEXTOID;
-			eqop = TextEqualOperator;
-			ok = pk->rd_indcollation[i] ==
-				TupleDescAttr(desc, attno - 1)->attcollation;
-		}
-		else if (attno == entry->shard_attno)
-		{
-			type = INT4OID;
-			eqop = Int4EqualOperator;
-		}
-		else
-			break;
-		ok = ok && pk->rd_opcintype[i] == type &&
-			get_opfamily_member(pk->rd_opfamily[i], type, type,
-								BTEqualStrategyNumber) == eqop;
-		if (ok)
-		{
-			entry->index_col_is_key[i] = attno == entry->key_attno;
-			entry->collation[i] = pk->rd_indcollation[i];
-			fmgr_info_cxt(get_opcode(eqop), &entry->eq[i], TopMemoryContext);
-		}
-	}
-	/* both columns, each once */
-	ok = ok && i == 2 &&
-		entry->index_col_is_key[0] != entry->index_col_is_key[1];
-	index_close(pk, NoLock);
-	return ok;
-}
-
-/*
- * What this backend knows of the counter table `heap` (opened and locked
- * by the caller), rebuilt if an invalidation made it stale since.  The
- * entry stays where it is until the backend exits.
- */
-FbfCounterRel *
-FbfCounterRelGet(Relation heap)
-{
-	Oid			relid = RelationGetRelid(heap);
-	FbfCounterRel *entry;
-	bool		found;
-	uint64		invals;
-	Oid			indexoid;
-
-	if (rel_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(FbfCounterRel);
-		ctl.hcxt = TopMemoryContext;
-		rel_cache = hash_create("fbf counter relations", 16, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		CacheRegisterRelcacheCallback(rel_cache_invalidate, (Datum) 0);
-		CacheRegisterSyscacheCallback(NAMESPACEOID,
-									  rel_cache_invalidate_namespaces, (Datum) 0);
-	}
-	entry = hash_search(rel_cache, &relid, HASH_ENTER, &found);
-	if (found && entry->valid)
-		return entry;
-	if (!found)
-		entry->qualname = NULL;
-
-	/*
-	 * Stale until fully built, so that an error half-way leaves nothing
-	 * trusted behind; and stale still if an invalidation arrives while the
-	 * catalogs are read (the next call builds it again).  This call uses
-	 * what it read.
-	 */
-	entry->valid = false;
-	invals = rel_cache_invals;
-	entry->window_index = InvalidOid;
-	entry->pk_index = InvalidOid;
-	entry->direct = false;
-	if (entry->qualname)
-		pfree(entry->qualname);
-	entry->qualname =
-		MemoryContextStrdup(TopMemoryContext,
-							quote_qualified_identifier(get_namespace_name(RelationGetNamespace(heap)),
-													   RelationGetRelationName(heap)));
-	entry->citus = FbfCitusLookup(heap, get_attnum(relid, "key"));
-	if (FbfIsCounterTable(heap, &indexoid))
-	{
-		entry->window_index = indexoid;
-		entry->kind = FbfWindowIndexKind(indexoid);
-		entry->direct = entry->kind == FBF_WINDOW_COUNTER &&
-			direct_shape(heap, entry);
-	}
-	entry->valid = rel_cache_invals == invals;
-	return entry;
-}
+	FBF_DIRECT_APPLIED,			/* the delta is added */
+	FBF_DIRECT_NO_ROW,			/* no (key, shard) row: insert it */
+	FBF_DIRECT_UNSUPPORTED		/* nothing done: run the UPDATE */
+} FbfDirectResult;
 
 /* ----------------------------------------------------------------------
  * The direct path
@@ -420,8 +224,8 @@ write_new_version(ResultRelInfo *relinfo, EState *estate, ItemPointer tid,
  * caller inserts it).  FBF_DIRECT_UNSUPPORTED: nothing done, the caller
  * must run the UPDATE.
  */
-FbfDirectResult
-FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
+static FbfDirectResult
+add_direct(Relation heap, text *key, int32 shard, int64 delta)
 {
 	FbfCounterRel *entry;
 	EState	   *estate;
@@ -559,4 +363,180 @@ FbfCounterAddDirect(Relation heap, text *key, int32 shard, int64 delta)
 	/* as SPI after the statement: the transaction's next command sees it */
 	CommandCounterIncrement();
 	return applied ? FBF_DIRECT_APPLIED : FBF_DIRECT_NO_ROW;
+}
+
+/* ----------------------------------------------------------------------
+ * Through SPI: the plans, the UPDATE, the upsert, the sum
+ * ----------------------------------------------------------------------
+ */
+
+typedef struct CounterPlans
+{
+	Oid			relid;			/* hash key */
+	char	   *qualname;		/* the name the plans were made for */
+	SPIPlanPtr	update;
+	SPIPlanPtr	upsert;
+	SPIPlanPtr	sum;
+} CounterPlans;
+
+static HTAB *plan_cache = NULL;
+
+static SPIPlanPtr
+prepare(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "fbf: SPI_prepare failed for \"%s\": %s", sql,
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	return plan;
+}
+
+/*
+ * Plans for a counter table, made once per backend and table name.  The
+ * name (from the relation cache, which a rename invalidates) is checked on
+ * every use: a table renamed, or dropped and replaced, gets new plans.
+ * The plans are made under the caller's search_path, where any role may
+ * have created operators for these types: each operator is pg_catalog's,
+ * named (docs/design.md, "search_path").  Must be called inside SPI.
+ */
+static CounterPlans *
+counter_plans(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	char	   *qualname = FbfCounterRelGet(rel)->qualname;
+	CounterPlans *plans;
+	CounterPlans fresh;
+	bool		found;
+	Oid			types[3] = {INT8OID, TEXTOID, INT4OID};
+
+	if (plan_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(CounterPlans);
+		ctl.hcxt = TopMemoryContext;
+		plan_cache = hash_create("fbf counter plans", 16, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	plans = hash_search(plan_cache, &relid, HASH_FIND, &found);
+	if (found && strcmp(plans->qualname, qualname) == 0)
+		return plans;
+	if (found)
+	{
+		/* renamed, or replaced: forget the old plans before making new ones */
+		SPI_freeplan(plans->update);
+		SPI_freeplan(plans->upsert);
+		SPI_freeplan(plans->sum);
+		pfree(plans->qualname);
+		hash_search(plan_cache, &relid, HASH_REMOVE, NULL);
+	}
+
+	/* prepare first: an error leaves no half-made entry behind */
+	fresh.relid = relid;
+	fresh.update = prepare(psprintf("UPDATE %s SET value = value OPERATOR(pg_catalog.+) $1 "
+									"WHERE key OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) $3",
+									qualname), 3, types);
+	fresh.upsert = prepare(psprintf("INSERT INTO %s AS c (key, shard, value) VALUES ($2, $3, $1) "
+									"ON CONFLICT (key, shard) DO UPDATE "
+									"SET value = c.value OPERATOR(pg_catalog.+) excluded.value",
+									qualname), 3, types);
+	fresh.sum = prepare(psprintf("SELECT pg_catalog.sum(value)::pg_catalog.int8 FROM %s "
+								 "WHERE key OPERATOR(pg_catalog.=) $1",
+								 qualname), 1, &types[1]);
+	fresh.qualname = MemoryContextStrdup(TopMemoryContext, qualname);
+	plans = hash_search(plan_cache, &relid, HASH_ENTER, NULL);
+	*plans = fresh;
+	return plans;
+}
+
+/*
+ * Run one of a counter's plans.  Every statement looks up rows by the full
+ * primary key, so an index scan is always right; but a counter table is
+ * typically analyzed while still empty, and a generic plan made from those
+ * statistics would scan the whole table on every increment until the next
+ * ANALYZE.  So plans are made (and remade) with sequential scans off, for
+ * the duration of the statement only.
+ */
+static int
+execute_counter_plan(SPIPlanPtr plan, Datum *args, bool read_only, long count)
+{
+	int			save_nestlevel = NewGUCNestLevel();
+	int			rc;
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	rc = SPI_execute_plan(plan, args, NULL, read_only, count);
+	AtEOXact_GUC(true, save_nestlevel);
+	return rc;
+}
+
+/*
+ * Add delta to this backend's shard row of `key`, creating it if needed.
+ * The common case, the row exists: the direct path (add_direct,
+ * an UPDATE without SPI), unless row security applies to the user (`rls`)
+ * or the table has anything else the direct path leaves to the UPDATE;
+ * then the UPDATE through SPI.  No row: an upsert through SPI.
+ */
+void
+FbfCounterAddDelta(Relation heap, text *key, int64 delta, int shards,
+				   bool rls)
+{
+	CounterPlans *plans;
+	Datum		args[3];
+	int			rc;
+	int32		shard = MyBackendId % shards;
+	FbfDirectResult direct = FBF_DIRECT_UNSUPPORTED;
+
+	if (!rls)
+		direct = add_direct(heap, key, shard, delta);
+	if (direct == FBF_DIRECT_APPLIED)
+		return;
+
+	args[0] = Int64GetDatum(delta);
+	args[1] = PointerGetDatum(key);
+	args[2] = Int32GetDatum(shard);
+
+	SPI_connect();
+	plans = counter_plans(heap);
+	if (direct == FBF_DIRECT_UNSUPPORTED)
+	{
+		rc = execute_counter_plan(plans->update, args, false, 0);
+		if (rc != SPI_OK_UPDATE)
+			elog(ERROR, "fbf: counter update failed: %s", SPI_result_code_string(rc));
+	}
+	if (direct == FBF_DIRECT_NO_ROW || SPI_processed == 0)
+	{
+		rc = execute_counter_plan(plans->upsert, args, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "fbf: counter insert failed: %s", SPI_result_code_string(rc));
+	}
+	SPI_finish();
+}
+
+/*
+ * The sum of `key`'s shard rows (0 if none), as the user's SELECT
+ * sum(value) would see them: with the calling statement's snapshot if
+ * `read_only`, else after making this transaction's changes visible, with
+ * a new snapshot in READ COMMITTED, as a following statement would.
+ */
+int64
+FbfCounterSum(Relation heap, text *key, bool read_only)
+{
+	CounterPlans *plans;
+	Datum		arg = PointerGetDatum(key);
+	bool		isnull;
+	Datum		value;
+	int			rc;
+
+	SPI_connect();
+	plans = counter_plans(heap);
+	rc = execute_counter_plan(plans->sum, &arg, read_only, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "fbf: counter read failed: %s", SPI_result_code_string(rc));
+	value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	SPI_finish();
+	return isnull ? 0 : DatumGetInt64(value);
 }

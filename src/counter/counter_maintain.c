@@ -7,7 +7,14 @@
  *
  * The AIMD settings (fbf.aimd_increase_at, fbf.aimd_decrease_at,
  * fbf.aimd_period_step, fbf.period_min) are read here and nowhere else:
- * the window takes them as an FbfAimdPolicy argument.
+ * the window takes them as an FbfAimdPolicy argument (and, for a window
+ * that must grow under an operation, through the policy source registered
+ * at init).
+ *
+ * Locks: a pass and a resize run on a table opened with RowExclusiveLock
+ * (FbfCounterOpen, ownership checked before; the worker opens it itself);
+ * the window takes its buffer locks in the order of src/window/README.md
+ * ("Lock definitions"), and the registry its own LWLock.
  *
  *-------------------------------------------------------------------------
  */

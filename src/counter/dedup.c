@@ -23,17 +23,20 @@
  * with BYPASSRLS claim as before.
  *
  * An id's identity bytes are a type tag and the id's bytes, so that ids
- * of different types are different claims:
+ * of different types are different claims (FbfClaimBytes, counter_op.c,
+ * with the tags id_tag gives); a (client_id, seq) claim's are a counter
+ * operation's on the default key (FbfOperationBytes; fbf_claim_id(client_id,
+ * seq) is fbf_operation's C function).
  *
- *	'n' bigint (8 little-endian bytes)	's' text (its bytes)
- *	'x' bytea (its bytes)				'g' uuid (16 bytes)
- *	(client_id, seq): a counter operation's on the default key
- *	(FbfOperationBytes; fbf_claim_id(client_id, seq) is fbf_operation's C
- *	function)
+ * Claims go through the apply engine of the counters (FbfEngineApply,
+ * counter_engine.c), without a delta: a batch claims its ids in the order
+ * of their hashes, so that two batches sharing ids wait for each other in
+ * one order and cannot deadlock, an id repeated within it is claimed by
+ * its first occurrence only, and the answers come back in the ids' order.
  *
- * A batch claims its ids in the order of their hashes, so that two
- * batches sharing ids wait for each other in one order and cannot
- * deadlock; the answers come back in the ids' order.
+ * Locks: RowExclusiveLock on the dedup table and its window index
+ * (FbfCounterOpen, privileges checked before); the window's buffer locks
+ * in the order of src/window/README.md ("Lock definitions").
  *
  *-------------------------------------------------------------------------
  */
@@ -49,11 +52,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
-#include "utils/uuid.h"
 
 #include "counter/counter.h"
-#include "registry/registry.h"
-#include "window/window.h"
+#include "counter/counter_args.h"
 
 PG_FUNCTION_INFO_V1(fbf_claim_int8);
 PG_FUNCTION_INFO_V1(fbf_claim_text);
@@ -110,127 +111,23 @@ op_tag(Oid typid)
 	}
 }
 
-static void
-put_le64(unsigned char *p, uint64 v)
-{
-	int			i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char) (v >> (8 * i));
-}
-
-/*
- * The identity bytes of a claim of `id`, a Datum of the type `tag` stands
- * for: the tag and the id's bytes.  Returned as a bytea in
- * CurrentMemoryContext.
- */
-static bytea *
-claim_bytes(char tag, Datum id)
-{
-	unsigned char fixed[8];
-	const unsigned char *data;
-	size_t		len;
-	bytea	   *result;
-	unsigned char *p;
-
-	switch (tag)
-	{
-		case 'n':
-			put_le64(fixed, (uint64) DatumGetInt64(id));
-			data = fixed;
-			len = 8;
-			break;
-		case 'g':
-			data = DatumGetUUIDP(id)->data;
-			len = UUID_LEN;
-			break;
-		default:				/* 's', 'x': a varlena */
-			{
-				struct varlena *v = PG_DETOAST_DATUM_PACKED(id);
-
-				data = (const unsigned char *) VARDATA_ANY(v);
-				len = VARSIZE_ANY_EXHDR(v);
-				break;
-			}
-	}
-	result = palloc(VARHDRSZ + 1 + len);
-	SET_VARSIZE(result, VARHDRSZ + 1 + len);
-	p = (unsigned char *) VARDATA(result);
-	p[0] = (unsigned char) tag;
-	memcpy(p + 1, data, len);
-	return result;
-}
-
 /* ----------------------------------------------------------------------
  * Claiming
  * ----------------------------------------------------------------------
  */
 
-static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s of fbf_claim must not be null", name)));
-}
-
 /*
- * Ask the window about each claim of `ops` (hashed under `keying`, in the
- * canonical order) and record the new ones; claimed[ops[i].index] gets
- * each answer, *applied their number, *grow whether the window asked to
- * grow.  Returns false, having recorded nothing, if the window's key
- * changed before the first claim it would have recorded: the caller
- * hashes again and calls again.
- */
-static bool
-claim_ops(Relation index, const FbfWindowKeying *keying, const FbfBatchOp *ops,
-		  int n, bool *claimed, int *applied, bool *grow)
-{
-	int			i;
-
-	*applied = 0;
-	*grow = false;
-	for (i = 0; i < n; i++)
-	{
-		bool		overfull = false;
-		FbfOpResult r = FbfWindowApply(index, keying, &ops[i].op, &overfull);
-
-		if (r == FBF_OP_REKEYED)
-		{
-			if (*applied == 0)
-				return false;
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("the filter \"%s\" changed its key during the call",
-							RelationGetRelationName(index)),
-					 errdetail("A snapshot was loaded into the dedup table while this call was recording claims."),
-					 errhint("Retry the transaction.")));
-		}
-		claimed[ops[i].index] = r == FBF_OP_APPLIED;
-		*applied += r == FBF_OP_APPLIED;
-		*grow |= overfull;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return true;
-}
-
-/*
- * Claim n ids, given by their identities' bytes, in dedup table `relid`:
- * once the window is open they are hashed under its key and asked in the
- * canonical order (FbfBatchOpCmp; see the file header); claimed[i] gets
- * the answer for ids[i].
+ * Claim n ids, given by their identities' bytes, in dedup table `relid`,
+ * through the apply engine (FbfEngineApply: hashed under the window's key,
+ * asked in the canonical order; see the file header); claimed[i] gets the
+ * answer for ids[i].  Locks: RowExclusiveLock on the table and its window
+ * index (FbfCounterOpen, privileges checked before).
  */
 static void
 claim_all(Oid relid, bytea **ids, int n, bool *claimed)
 {
 	Relation	heap;
 	Relation	index;
-	FbfWindowKeying keying;
-	FbfBatchOp *ops;
-	bool		grow;
-	int			applied;
-	int			i;
 
 	PreventCommandIfReadOnly("fbf_claim()");
 	PreventCommandDuringRecovery("fbf_claim()");
@@ -243,28 +140,7 @@ claim_all(Oid relid, bytea **ids, int n, bool *claimed)
 						RelationGetRelationName(heap)),
 				 errdetail("Row-level security is enabled for the table; policies judge rows, and a claim writes none, so none of them could judge it."),
 				 errhint("Grant INSERT on the dedup table only to the roles that may claim in it, or use a dedup table for each group of roles.")));
-	FbfCounterNoteOperation();
-
-	ops = palloc(sizeof(FbfBatchOp) * Max(n, 1));
-	do
-	{
-		FbfWindowGetKeying(index, &keying);
-		for (i = 0; i < n; i++)
-		{
-			FbfWindowHashIdentity(&keying, VARDATA(ids[i]),
-								  VARSIZE(ids[i]) - VARHDRSZ, NULL, 0,
-								  &ops[i].op);
-			ops[i].index = i;
-			CHECK_FOR_INTERRUPTS();
-		}
-		if (n > 1)
-			qsort(ops, n, sizeof(FbfBatchOp), FbfBatchOpCmp);
-	} while (!claim_ops(index, &keying, ops, n, claimed, &applied, &grow));
-	FbfStatsCount(MyDatabaseId, relid, applied, n - applied, 0);
-
-	/* more claims than the filter's bits are for: grow it now */
-	if (grow)
-		FbfCounterGrow(index);
+	FbfEngineApply(heap, index, FbfOpsFromIds(n, ids), NULL, NULL, claimed);
 	FbfCounterClose(heap, index);
 }
 
@@ -275,9 +151,9 @@ claim_one(FunctionCallInfo fcinfo, Oid typid)
 	bytea	   *id;
 	bool		claimed;
 
-	require_arg(fcinfo, 0, "dedup");
-	require_arg(fcinfo, 1, "id");
-	id = claim_bytes(id_tag(typid), PG_GETARG_DATUM(1));
+	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
+	FbfRequireArg(fcinfo, 1, "fbf_claim", "id");
+	id = FbfClaimBytes(id_tag(typid), PG_GETARG_DATUM(1));
 	claim_all(PG_GETARG_OID(0), &id, 1, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
@@ -313,9 +189,9 @@ fbf_claim_op(PG_FUNCTION_ARGS)
 	bytea	   *id;
 	bool		claimed;
 
-	require_arg(fcinfo, 0, "dedup");
-	require_arg(fcinfo, 1, "client_id");
-	require_arg(fcinfo, 2, "seq");
+	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
+	FbfRequireArg(fcinfo, 1, "fbf_claim", "client_id");
+	FbfRequireArg(fcinfo, 2, "fbf_claim", "seq");
 	id = FbfOperationBytes(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
 						   NULL, PG_GETARG_DATUM(1), PG_GETARG_INT64(2));
 	claim_all(PG_GETARG_OID(0), &id, 1, &claimed);
@@ -331,29 +207,15 @@ array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 		  Datum **elems, Oid *elemtype)
 {
 	ArrayType  *a;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	bool	   *nulls;
-	int			n;
-	int			i;
 
-	require_arg(fcinfo, argno, name);
+	FbfRequireArg(fcinfo, argno, "fbf_claim", name);
 	a = PG_GETARG_ARRAYTYPE_P(argno);
 	if (ARR_NDIM(a) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("%s of fbf_claim must be a one-dimensional array", name)));
 	*elemtype = ARR_ELEMTYPE(a);
-	get_typlenbyvalalign(*elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(a, *elemtype, typlen, typbyval, typalign, elems, &nulls, &n);
-	for (i = 0; i < n; i++)
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s of fbf_claim must not contain nulls", name),
-					 errdetail("Element %d is null.", i + 1)));
-	return n;
+	return FbfArrayElements(a, "fbf_claim", name, elems);
 }
 
 /*
@@ -363,7 +225,7 @@ array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 static bytea **
 batch_claims(int n)
 {
-	if ((Size) n > MaxAllocSize / sizeof(FbfBatchOp))
+	if (n > FBF_OPS_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("too many ids in one call of fbf_claim: %d", n)));
@@ -399,14 +261,14 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	int			i;
 	char		tag;
 
-	require_arg(fcinfo, 0, "dedup");
+	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	n = array_arg(fcinfo, 1, "ids", &ids, &typid);
 	tag = id_tag(typid);
 	claims = batch_claims(n);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
-		claims[i] = claim_bytes(tag, ids[i]);
+		claims[i] = FbfClaimBytes(tag, ids[i]);
 		CHECK_FOR_INTERRUPTS();
 	}
 	claim_all(PG_GETARG_OID(0), claims, n, claimed);
@@ -430,7 +292,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	int			i;
 	char		tag;
 
-	require_arg(fcinfo, 0, "dedup");
+	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	n = array_arg(fcinfo, 1, "client_ids", &clients, &client_type);
 	if (array_arg(fcinfo, 2, "seqs", &seqs, &seq_type) != n)
 		ereport(ERROR,
@@ -458,7 +320,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 static Datum
 claim_id(FunctionCallInfo fcinfo, Oid typid)
 {
-	PG_RETURN_BYTEA_P(claim_bytes(id_tag(typid), PG_GETARG_DATUM(0)));
+	PG_RETURN_BYTEA_P(FbfClaimBytes(id_tag(typid), PG_GETARG_DATUM(0)));
 }
 
 Datum

@@ -1,0 +1,313 @@
+/*-------------------------------------------------------------------------
+ *
+ * counter_engine.c
+ *	  The apply engine: the one loop that asks a table's window about the
+ *	  prepared operations of one call and records the new ones
+ *	  (FbfEngineApply), shared by counters and dedup claims; and the
+ *	  counters' increment path on top of it (FbfCounterApply), which single
+ *	  calls, outcomes, batches and the routed half of a call on a counter
+ *	  distributed by Citus all take.
+ *
+ * The engine is given the operations of one call as FbfOpsPrepare or
+ * FbfOpsFromIds made them (counter_op.c).  It hashes them under the
+ * window's key (FbfOpsHash), asks the window one operation at a time in
+ * the canonical (hash) order, starts over if the window's key changed
+ * before anything was recorded and fails with 40001 if it changed after,
+ * records track_mismatch's delta identities, adds the applied operations'
+ * deltas through the caller's callback (none for claims), counts the
+ * operations in the registry and grows the window if it asked to.
+ *
+ * Locks: the caller has opened the table and its window index with
+ * RowExclusiveLock (FbfCounterOpen, privileges checked before); the window
+ * takes its buffer locks per operation (FbfWindowApply, in the order of
+ * src/window/README.md, "Lock definitions") and may wait, holding none of
+ * them, for another transaction that has the same operation in flight.
+ * No buffer lock is held between operations, where CHECK_FOR_INTERRUPTS
+ * lets a cancel stop a call of any size.
+ *
+ * Backend-local state: whether this backend has told the registry that its
+ * database has windows to maintain.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "common/int128.h"
+#include "miscadmin.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+
+#include "counter/counter.h"
+#include "registry/registry.h"
+#include "window/window.h"
+
+/* has this backend told the launcher that its database has counters? */
+static bool database_noted = false;
+
+/* What apply_ops did, beyond the answers. */
+typedef struct FbfApplyTally
+{
+	INT128		sum;			/* of the applied operations' deltas */
+	int			napplied;
+	int			nmismatched;
+	bool		overfull;		/* the window asked to grow */
+} FbfApplyTally;
+
+/*
+ * The current transaction is about to apply an operation (an increment or
+ * a claim): the launcher must know at once that this database has windows
+ * to maintain.
+ */
+static void
+note_operation(void)
+{
+	if (!database_noted)
+	{
+		FbfDatabaseHasCounters(MyDatabaseId);
+		database_noted = true;
+	}
+}
+
+/*
+ * The window's key changed after a call had recorded operations under the
+ * one before: only a load into the table meanwhile can do that
+ * (window_key.c).  The transaction is retried as a whole.
+ */
+static void pg_attribute_noreturn()
+rekeyed_error(Relation index, bool claims)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("the filter \"%s\" changed its key during the call",
+					RelationGetRelationName(index)),
+			 claims ?
+			 errdetail("A snapshot was loaded into the dedup table while this call was recording claims.") :
+			 errdetail("A snapshot was loaded into the counter while this call was recording operations."),
+			 errhint("Retry the transaction.")));
+}
+
+/*
+ * Ask the window about each operation of `ops` (hashed under `keying`) in
+ * their order, recording the new ones, and with track_mismatch their delta
+ * identities; applied[ops->place[i]] gets each answer, *tally the rest.
+ * An operation whose hash equals the previous one's is a repeat of it
+ * within the call: it is dismissed without asking the window.  Returns
+ * false, having recorded nothing, if the window's key changed before the
+ * first operation it would have recorded: the caller hashes again and
+ * calls again.
+ */
+static bool
+apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
+		  bool track_mismatch, bool *applied, FbfApplyTally *tally)
+{
+	static const FbfHashKey no_key = {0, 0};
+	const FbfWindowOp *hashed = ops->hashed;
+	bool		recorded = false;
+	int			i;
+
+	tally->sum = int64_to_int128(0);
+	tally->napplied = 0;
+	tally->nmismatched = 0;
+	tally->overfull = false;
+	for (i = 0; i < ops->n; i++)
+	{
+		bool		full = false;
+		bool		repeat = i > 0 && hashed[i].hash.h1 == hashed[i - 1].hash.h1 &&
+			hashed[i].hash.h2 == hashed[i - 1].hash.h2;
+		FbfOpResult r = FBF_OP_DUPLICATE;
+
+		if (!repeat)
+			r = FbfWindowApply(index, keying, &hashed[i], &full);
+		if (r == FBF_OP_REKEYED)
+		{
+			if (!recorded)
+				return false;
+			rekeyed_error(index, ops->ids != NULL);
+		}
+		applied[ops->place[i]] = r == FBF_OP_APPLIED;
+		tally->overfull |= full;
+		if (r == FBF_OP_APPLIED)
+		{
+			recorded = true;
+			if (ops->deltas != NULL)
+				int128_add_int64(&tally->sum, ops->deltas[i]);
+			tally->napplied++;
+		}
+		if (track_mismatch)
+		{
+			FbfWindowOp delta_op = {0};
+
+			delta_op.hash = FbfDeltaHash(&keying->key, &hashed[i].hash,
+										 ops->deltas[i]);
+			delta_op.has_public = hashed[i].has_public;
+			if (delta_op.has_public)
+				delta_op.public_hash = FbfDeltaHash(&no_key,
+													&hashed[i].public_hash,
+													ops->deltas[i]);
+			if (r == FBF_OP_APPLIED)
+			{
+				/* new, or already held (a false positive): either will do */
+				if (FbfWindowApply(index, keying, &delta_op, &full) == FBF_OP_REKEYED)
+					rekeyed_error(index, false);
+				tally->overfull |= full;
+			}
+			else if (!FbfWindowContains(index, &delta_op.hash) &&
+					 (!delta_op.has_public ||
+					  !FbfWindowContains(index, &delta_op.public_hash)))
+				tally->nmismatched++;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
+ * The apply engine: apply the operations `ops` (FbfOpsPrepare, or claims
+ * from FbfOpsFromIds) to the table `heap` and its window `index`, opened
+ * with RowExclusiveLock (FbfCounterOpen) and admitted by the caller (row
+ * security).  On return applied[k] says whether the caller's operation k
+ * (ops->place) was new.
+ *
+ * Once the window is open the operations are hashed under its key
+ * (FbfOpsHash) and asked in that order, again from the start if the key
+ * changes before anything is recorded (40001 if after).  They go to the
+ * window one at a time, each waiting for a concurrent transaction that has
+ * the same operation in flight, in the canonical order, so that two
+ * transactions never wait for each other (counter_op.c).
+ *
+ * With the window's option track_mismatch (counters only: dedup windows
+ * refuse it), an applied operation also records its delta identity
+ * (FbfDeltaHash) in the same (sub)transaction, so that it shares the
+ * operation's fate and lifetime; a dismissed one looks its delta identity
+ * up (FbfWindowContains: no record, no wait) and is counted mismatched if
+ * the window does not hold it.
+ *
+ * If any operation applied and `add_delta` is not NULL, it is called with
+ * the sum of their deltas (22003 if that sum does not fit in bigint;
+ * nothing is then applied, as the error aborts the transaction that
+ * recorded the operations).  Then each operation is counted in the
+ * registry's statistics, and the window grown if it asked to.
+ */
+void
+FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
+			   FbfApplyDelta add_delta, void *arg, bool *applied)
+{
+	bool		track_mismatch = FbfWindowGetOptions(index)->track_mismatch;
+	FbfWindowKeying keying;
+	FbfApplyTally tally;
+
+	Assert(ops->deltas != NULL || !track_mismatch);
+	if (ops->n > 0)
+		note_operation();
+
+	/* hashed under the window's key; again if it changes meanwhile */
+	do
+	{
+		FbfWindowGetKeying(index, &keying);
+		FbfOpsHash(ops, &keying);
+	} while (!apply_ops(index, ops, &keying, track_mismatch, applied, &tally));
+
+	if (tally.napplied > 0 && add_delta != NULL)
+	{
+		if (int128_compare(tally.sum, int64_to_int128(PG_INT64_MIN)) < 0 ||
+			int128_compare(tally.sum, int64_to_int128(PG_INT64_MAX)) > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("bigint out of range"),
+					 errdetail("The deltas of the %d operations this call applies add up to more than bigint holds.",
+							   tally.napplied)));
+		add_delta(heap, index, ops, int128_to_int64(tally.sum), arg);
+	}
+	FbfStatsCount(MyDatabaseId, RelationGetRelid(heap), tally.napplied,
+				  ops->n - tally.napplied, tally.nmismatched);
+
+	/* more operations than the filter's bits are for: grow it now */
+	if (tally.overfull)
+		FbfCounterGrow(index);
+}
+
+/*
+ * The counters' FbfApplyDelta: add `sum` to this backend's shard row of
+ * the operations' key (FbfCounterAddDelta); `arg` points to whether row
+ * security applies to the user.
+ */
+static void
+counter_add_delta(Relation heap, Relation index, const FbfOps *ops,
+				  int64 sum, void *arg)
+{
+	FbfCounterAddDelta(heap, ops->key, sum,
+					   FbfWindowGetOptions(index)->shards, *(bool *) arg);
+}
+
+/*
+ * The increment path, shared by every caller: apply the operations `ops`
+ * (FbfOpsPrepare) on their key of the counter `relid`, as the calling
+ * user, through the engine (FbfEngineApply), whose answers land in
+ * applied[].  The applied operations' deltas are added, as their sum, to
+ * this backend's shard row of the key in one update.  If `value` is not
+ * NULL, it is set to the key's value afterwards, as the transaction sees
+ * it.
+ *
+ * A counter distributed by Citus by its key is handed to the route
+ * registered at init (FbfCounterRoute.apply), which applies the operations
+ * on the node of the key's shard, where this same path runs on the shard
+ * table (fbf_apply_on_placement).
+ *
+ * Locks: RowExclusiveLock on the table and its window index, privileges
+ * checked before (FbfCounterOpenRoutable); on a routed shell, the shell
+ * only, and AccessShareLock on its window index under row security.
+ */
+void
+FbfCounterApply(Oid relid, FbfOps *ops, bool *applied, int64 *value)
+{
+	text	   *key = ops->key;
+	int			nops = ops->n;
+	Relation	heap;
+	Relation	index;
+	bool		rls;
+
+	if (FbfCounterOpenRoutable(relid, FBF_COUNTER_INCREMENT, RowExclusiveLock,
+							   &heap, &index))
+	{
+		/*
+		 * Distributed by Citus: applied on the node of the key's shard,
+		 * where its policies judge the caller again.  Under row security
+		 * they judge it here first, with the row statement adding nothing
+		 * (below), which Citus routes as any statement: the routed
+		 * statement's CTE is subject to them too, and Citus cannot route a
+		 * statement whose policies rule out the key's shard (XX000, "could
+		 * not find valid entry for shard 0") where this one is refused as
+		 * on one node (42501).
+		 */
+		if (nops > 0 && check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		{
+			index = index_open(FbfCounterRelGet(heap)->window_index,
+							   AccessShareLock);
+			FbfCounterAddDelta(heap, key, 0, FbfWindowGetOptions(index)->shards,
+							   true);
+			index_close(index, AccessShareLock);
+		}
+		FbfCounterGetRoute()->apply(heap, FbfCounterRelGet(heap)->qualname,
+									ops, applied, value);
+		FbfCounterClose(heap, NULL);
+		return;
+	}
+
+	/*
+	 * Under row security, answer only a user who could have applied the
+	 * operations, before the window is asked (which may wait for another
+	 * tenant's transaction): make the row statement adding nothing, so
+	 * that the key's policies judge it as they would a new operation.
+	 */
+	rls = check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED;
+	if (rls && nops > 0)
+		FbfCounterAddDelta(heap, key, 0, FbfWindowGetOptions(index)->shards,
+						   true);
+
+	FbfEngineApply(heap, index, ops, counter_add_delta, &rls, applied);
+
+	if (value != NULL)
+		*value = FbfCounterSum(heap, key, false);
+	FbfCounterClose(heap, index);
+}

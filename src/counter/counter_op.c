@@ -1,0 +1,450 @@
+/*-------------------------------------------------------------------------
+ *
+ * counter_op.c
+ *	  Operations' identities: their bytes (FbfOperationBytes, and claims'
+ *	  FbfClaimBytes), their hashes under a window's keying, the delta
+ *	  identities of track_mismatch, and the operations of one call as the
+ *	  apply engine takes them (FbfOps): prepared from the caller's values,
+ *	  claims or array arguments (checked whole first), then hashed and put
+ *	  in the canonical order once the window is open.
+ *
+ * The bottom layer of src/counter: it calls the window's hashing
+ * (FbfWindowHashIdentity) and nothing else of the extension, opens no
+ * relation and takes no lock.
+ *
+ * The canonical order of a call's operations is by hash, then by place in
+ * the caller's arrays: the window is asked in that order, whatever the
+ * order of the arrays, so that two transactions whose calls share
+ * operations wait for each other in one direction only (the one to reach a
+ * shared operation first applies it, the other waits for it to end) and
+ * never deadlock.  Operations repeated within a call are one operation:
+ * the first occurrence is the one asked, the others follow it in that
+ * order and are dismissed (counter_engine.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/uuid.h"
+
+#include "core/fbf_le.h"
+#include "counter/counter.h"
+#include "counter/counter_args.h"
+#include "window/window.h"
+
+/* ----------------------------------------------------------------------
+ * Identities
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * The bytes of an id `id` whose type `type` is 'i' (bigint: its 8
+ * little-endian bytes, written into `buf`), 'u' (uuid: its 16 bytes) or
+ * anything else (text, bytea: the varlena's own bytes, detoasted).  Sets
+ * *len; the result is in `buf`, in the datum or in a detoasted copy.
+ */
+static const unsigned char *
+id_bytes(char type, Datum id, unsigned char buf[8], size_t *len)
+{
+	switch (type)
+	{
+		case 'i':
+			fbf_le64_write(buf, (uint64) DatumGetInt64(id));
+			*len = 8;
+			return buf;
+		case 'u':
+			*len = UUID_LEN;
+			return DatumGetUUIDP(id)->data;
+		default:
+			{
+				struct varlena *v = PG_DETOAST_DATUM_PACKED(id);
+
+				*len = VARSIZE_ANY_EXHDR(v);
+				return (const unsigned char *) VARDATA_ANY(v);
+			}
+	}
+}
+
+/*
+ * The identity of an operation as bytes; the window stores their hash.
+ *
+ *	default key '':	tag ('i' bigint, 't' text, 'u' uuid), the client id's
+ *					bytes, seq's 8 little-endian bytes (1.0's format)
+ *	any other key:	tag in upper case ('I', 'T', 'U'), the key's length
+ *					as 4 little-endian bytes, the key's bytes, then as above
+ *
+ * The first byte tells the two forms apart, the length delimits the key,
+ * and seq has a fixed length, so no two operations share their bytes: in
+ * particular, the same (client_id, seq) sent to two keys are two
+ * operations.  Returned as a bytea.
+ */
+bytea *
+FbfOperationBytes(char tag, text *key, Datum client_id, int64 seq)
+{
+	unsigned char client_buf[8];
+	const unsigned char *client;
+	size_t		client_len;
+	size_t		key_len = key ? VARSIZE_ANY_EXHDR(key) : 0;
+	size_t		head_len = key_len > 0 ? 1 + 4 + key_len : 1;
+	bytea	   *result;
+	unsigned char *p;
+
+	client = id_bytes(tag, client_id, client_buf, &client_len);
+	if (key_len > (size_t) PG_INT32_MAX)
+		elog(ERROR, "fbf: key too long");
+	result = palloc(VARHDRSZ + head_len + client_len + 8);
+	SET_VARSIZE(result, VARHDRSZ + head_len + client_len + 8);
+	p = (unsigned char *) VARDATA(result);
+	if (key_len > 0)
+	{
+		p[0] = (unsigned char) (tag - 'a' + 'A');
+		fbf_le32_write(p + 1, (uint32) key_len);
+		memcpy(p + 5, VARDATA_ANY(key), key_len);
+	}
+	else
+		p[0] = (unsigned char) tag;
+	memcpy(p + head_len, client, client_len);
+	fbf_le64_write(p + head_len + client_len, (uint64) seq);
+	return result;
+}
+
+/*
+ * The identity bytes of a claim of `id` in a dedup table (dedup.c), a
+ * Datum of the type `tag` stands for: the tag and the id's bytes, so that
+ * ids of different types are different claims:
+ *
+ *	'n' bigint (8 little-endian bytes)	's' text (its bytes)
+ *	'x' bytea (its bytes)				'g' uuid (16 bytes)
+ *
+ * A (client_id, seq) claim's are a counter operation's on the default key
+ * (FbfOperationBytes).  Returned as a bytea in CurrentMemoryContext.
+ */
+bytea *
+FbfClaimBytes(char tag, Datum id)
+{
+	unsigned char buf[8];
+	const unsigned char *data;
+	size_t		len;
+	bytea	   *result;
+	unsigned char *p;
+
+	data = id_bytes(tag == 'n' ? 'i' : tag == 'g' ? 'u' : 'v', id, buf, &len);
+	result = palloc(VARHDRSZ + 1 + len);
+	SET_VARSIZE(result, VARHDRSZ + 1 + len);
+	p = (unsigned char *) VARDATA(result);
+	p[0] = (unsigned char) tag;
+	memcpy(p + 1, data, len);
+	return result;
+}
+
+/*
+ * An operation's identity (FbfOperationBytes) as the window whose keying is
+ * `keying` is asked about it (FbfWindowHashIdentity): `tag` is the client
+ * id's type ('i' bigint, 't' text, 'u' uuid), `key` NULL or '' for the
+ * default key.  On another key, the identity 1.0 gave the operation (it
+ * left the key out: window_legacy.c) goes with it while the window may
+ * still hold such identities.
+ */
+void
+FbfOperationIdentity(char tag, text *key, Datum client_id, int64 seq,
+					 const FbfWindowKeying *keying, FbfWindowOp *op)
+{
+	bytea	   *bytes = FbfOperationBytes(tag, key, client_id, seq);
+	bytea	   *keyless = NULL;
+
+	if (keying->keyless_too && key != NULL && VARSIZE_ANY_EXHDR(key) > 0)
+		keyless = FbfOperationBytes(tag, NULL, client_id, seq);
+	FbfWindowHashIdentity(keying, VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ,
+						  keyless ? VARDATA(keyless) : NULL,
+						  keyless ? VARSIZE(keyless) - VARHDRSZ : 0, op);
+	pfree(bytes);
+	if (keyless)
+		pfree(keyless);
+}
+
+/*
+ * The delta identity of an operation that adds `delta`: what a counter
+ * with the option track_mismatch records beside the operation when it
+ * applies it, and looks up when it dismisses a retry of it.  Its bytes are
+ *
+ *		'd', the operation's hash (h1, h2, 8 little-endian bytes each),
+ *		the delta's 8 little-endian bytes
+ *
+ * and the window stores their hash, under its key (`key`; zero for an
+ * operation recorded under the public hash, before the window had one).
+ * No operation's or claim's identity bytes begin with 'd'
+ * (FbfOperationBytes; dedup.c), so a delta identity is never one of theirs;
+ * and two operations share delta identities only if their own hashes are
+ * equal, when the window takes them for one operation anyway.  Built on
+ * the operation's hash rather than on its bytes, so that the apply engine,
+ * which hashes a call's operations once (it sorts them by hash), needs
+ * nothing else.
+ */
+FbfHash
+FbfDeltaHash(const FbfHashKey *key, const FbfHash *op, int64 delta)
+{
+	unsigned char bytes[1 + 3 * 8];
+
+	bytes[0] = 'd';
+	fbf_le64_write(bytes + 1, op->h1);
+	fbf_le64_write(bytes + 9, op->h2);
+	fbf_le64_write(bytes + 17, (uint64) delta);
+	return fbf_hash_keyed(key, bytes, sizeof(bytes));
+}
+
+/* ----------------------------------------------------------------------
+ * The operations of one call
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * The canonical order of a call's operations, for qsort on FbfBatchOp: by
+ * hash, then by place (first occurrence first).
+ */
+static int
+batch_op_cmp(const void *a, const void *b)
+{
+	const FbfBatchOp *x = (const FbfBatchOp *) a;
+	const FbfBatchOp *y = (const FbfBatchOp *) b;
+
+	if (x->op.hash.h1 != y->op.hash.h1)
+		return x->op.hash.h1 < y->op.hash.h1 ? -1 : 1;
+	if (x->op.hash.h2 != y->op.hash.h2)
+		return x->op.hash.h2 < y->op.hash.h2 ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
+}
+
+/*
+ * The operations of one call on `key`: operation k is (client_ids[k],
+ * seqs[k]) adding deltas[k], its client id of type `tag`, in the caller's
+ * order until FbfOpsHash orders them.
+ */
+FbfOps *
+FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
+			  const int64 *seqs, const int64 *deltas)
+{
+	FbfOps	   *ops;
+	int			i;
+
+	if (n > FBF_OPS_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many operations in one call: %d", n)));
+
+	ops = palloc(sizeof(FbfOps));
+	ops->key = key;
+	ops->tag = tag;
+	ops->n = n;
+	ops->client_ids = palloc(Max(n, 1) * sizeof(Datum));
+	ops->seqs = palloc(Max(n, 1) * sizeof(int64));
+	ops->deltas = palloc(Max(n, 1) * sizeof(int64));
+	ops->place = palloc(Max(n, 1) * sizeof(int));
+	ops->ids = NULL;
+	ops->hashed = NULL;
+	for (i = 0; i < n; i++)
+	{
+		ops->client_ids[i] = client_ids[i];
+		ops->seqs[i] = seqs[i];
+		ops->deltas[i] = deltas[i];
+		ops->place[i] = i;
+	}
+	return ops;
+}
+
+/*
+ * The claims of one call: claim k is the identity bytes ids[k] (dedup.c),
+ * with no delta, in the caller's order until FbfOpsHash orders them.  The
+ * caller has checked n against FBF_OPS_MAX (its own message names the
+ * function); `ids` itself is not kept.
+ */
+FbfOps *
+FbfOpsFromIds(int n, bytea **ids)
+{
+	FbfOps	   *ops;
+	int			i;
+
+	Assert(n <= FBF_OPS_MAX);
+	ops = palloc0(sizeof(FbfOps));
+	ops->n = n;
+	ops->ids = palloc(Max(n, 1) * sizeof(bytea *));
+	ops->place = palloc(Max(n, 1) * sizeof(int));
+	for (i = 0; i < n; i++)
+	{
+		ops->ids[i] = ids[i];
+		ops->place[i] = i;
+	}
+	return ops;
+}
+
+/*
+ * Hash the operations as the window whose keying is `keying` is asked
+ * about them (FbfOperationIdentity; a claim's identity bytes as they are),
+ * and put them in the canonical order (batch_op_cmp), their arrays with
+ * them; `place` keeps where each came from, for the answers.  Called again
+ * if the window's key changed before anything was recorded
+ * (FBF_OP_REKEYED).
+ */
+void
+FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
+{
+	int			n = ops->n;
+	FbfBatchOp *order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
+	int		   *place = palloc(Max(n, 1) * sizeof(int));
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (ops->ids != NULL)
+			FbfWindowHashIdentity(keying, VARDATA(ops->ids[i]),
+								  VARSIZE(ops->ids[i]) - VARHDRSZ, NULL, 0,
+								  &order[i].op);
+		else
+			FbfOperationIdentity(ops->tag, ops->key, ops->client_ids[i],
+								 ops->seqs[i], keying, &order[i].op);
+		order[i].index = i;
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (n > 1)
+		qsort(order, n, sizeof(FbfBatchOp), batch_op_cmp);
+
+	if (ops->hashed == NULL)
+		ops->hashed = palloc(Max(n, 1) * sizeof(FbfWindowOp));
+	for (i = 0; i < n; i++)
+	{
+		ops->hashed[i] = order[i].op;
+		place[i] = ops->place[order[i].index];
+	}
+	pfree(ops->place);
+	ops->place = place;
+
+	if (ops->ids != NULL)
+	{
+		bytea	  **ids = palloc(Max(n, 1) * sizeof(bytea *));
+
+		for (i = 0; i < n; i++)
+			ids[i] = ops->ids[order[i].index];
+		pfree(ops->ids);
+		ops->ids = ids;
+	}
+	else
+	{
+		Datum	   *client_ids = palloc(Max(n, 1) * sizeof(Datum));
+		int64	   *seqs = palloc(Max(n, 1) * sizeof(int64));
+		int64	   *deltas = palloc(Max(n, 1) * sizeof(int64));
+
+		for (i = 0; i < n; i++)
+		{
+			int			k = order[i].index;
+
+			client_ids[i] = ops->client_ids[k];
+			seqs[i] = ops->seqs[k];
+			deltas[i] = ops->deltas[k];
+		}
+		pfree(ops->client_ids);
+		pfree(ops->seqs);
+		pfree(ops->deltas);
+		ops->client_ids = client_ids;
+		ops->seqs = seqs;
+		ops->deltas = deltas;
+	}
+	pfree(order);
+}
+
+/*
+ * The elements of `array` (the argument `name` of the SQL function
+ * `fname`, its dimensions checked by the caller) into *elems; error
+ * (22004) if one is NULL.  Returns their number.  Batches of operations
+ * and of claims (dedup.c) share it.
+ */
+int
+FbfArrayElements(ArrayType *array, const char *fname, const char *name,
+				 Datum **elems)
+{
+	Oid			elemtype = ARR_ELEMTYPE(array);
+	int16		elmlen;
+	bool		elmbyval;
+	char		elmalign;
+	bool	   *nulls;
+	int			n;
+	int			i;
+
+	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
+	deconstruct_array(array, elemtype, elmlen, elmbyval, elmalign,
+					  elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s of %s must not contain nulls", name, fname),
+					 errdetail("Element %d is null.", i + 1)));
+	return n;
+}
+
+/*
+ * The elements of the array argument `argno` (`name` of `fname`), of type
+ * `elemtype`: one dimension (or none, empty), no NULLs.  Returns their
+ * number.
+ */
+static int
+batch_elements(FunctionCallInfo fcinfo, int argno, const char *fname,
+			   const char *name, Oid elemtype, Datum **elems)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s of %s must have one dimension", name, fname),
+				 errdetail("It has %d.", ARR_NDIM(array))));
+	if (ARR_ELEMTYPE(array) != elemtype)
+		elog(ERROR, "fbf: %s has element type %u, not %u", name,
+			 ARR_ELEMTYPE(array), elemtype);
+	return FbfArrayElements(array, fname, name, elems);
+}
+
+/*
+ * The operations of a call of `fname` on `key` given as the array
+ * arguments a_clients (client ids, of type `tag`), a_clients + 1 (seqs)
+ * and a_clients + 2 (deltas): checked whole (22004 for NULLs, 2202E for
+ * shapes) before anything is done, then prepared (FbfOpsPrepare).
+ */
+FbfOps *
+FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key, int a_clients,
+				 const char *fname)
+{
+	Oid			client_type = tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
+	Datum	   *clients;
+	Datum	   *seq_elems;
+	Datum	   *delta_elems;
+	int64	   *seqs;
+	int64	   *deltas;
+	int			n;
+	int			i;
+
+	FbfRequireArg(fcinfo, a_clients, fname, "client_ids");
+	FbfRequireArg(fcinfo, a_clients + 1, fname, "seqs");
+	FbfRequireArg(fcinfo, a_clients + 2, fname, "deltas");
+	n = batch_elements(fcinfo, a_clients, fname, "client_ids", client_type,
+					   &clients);
+	if (batch_elements(fcinfo, a_clients + 1, fname, "seqs", INT8OID,
+					   &seq_elems) != n ||
+		batch_elements(fcinfo, a_clients + 2, fname, "deltas", INT8OID,
+					   &delta_elems) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("client_ids, seqs and deltas of %s must have the same length",
+						fname)));
+	seqs = palloc(Max(n, 1) * sizeof(int64));
+	deltas = palloc(Max(n, 1) * sizeof(int64));
+	for (i = 0; i < n; i++)
+	{
+		seqs[i] = DatumGetInt64(seq_elems[i]);
+		deltas[i] = DatumGetInt64(delta_elems[i]);
+	}
+	return FbfOpsPrepare(tag, key, n, clients, seqs, deltas);
+}
