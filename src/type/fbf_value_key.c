@@ -143,7 +143,7 @@ FbfPortableTakeKey(const unsigned char *buf, size_t *len, bool *keyed,
 	*why = NULL;
 	if (at < 0)
 		return buf;
-	flags = width == 2 ? (uint32) buf[at] | (uint32) buf[at + 1] << 8 :
+	flags = width == 2 ? fbf_le16_read(buf + at) :
 		fbf_le32_read(buf + at);
 	if ((flags & FBF_PORTABLE_KEYED) == 0)
 	{
