@@ -43,10 +43,10 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "core/fbf_aimd.h"
 #include "core/fbf_codec.h"
 #include "core/fbf_interrupt.h"
 #include "core/fbf_le.h"
+#include "core/fbf_plan.h"
 #include "type/fbf_value.h"
 
 PG_FUNCTION_INFO_V1(fbf_in);

@@ -22,6 +22,7 @@
 #include "fbf_codec.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"
+#include "fbf_plan.h"
 #include "legacy.h"
 #include "tap.h"
 
