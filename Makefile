@@ -42,7 +42,7 @@ OBJS        = src/fbf.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
               src/cuckoo/cuckoovacuum.o src/cuckoo/cuckooutils.o \
-              src/cuckoo/cuckoofuncs.o src/cuckoo/cuckoopost.o
+              src/cuckoo/cuckoofuncs.o src/cuckoo/cuckooverify.o src/cuckoo/cuckoopost.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
