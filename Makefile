@@ -24,7 +24,8 @@ MODULE_big  = fbf
 OBJS        = src/fbf.o \
               $(FBF_CORE_SRCS:.c=.o) $(CUCKOO_CORE_SRCS:.c=.o) $(CWIN_CORE_SRCS:.c=.o) \
               src/common/fbf_page.o src/common/fbf_xlog.o \
-              src/type/fbf_type.o src/type/fbf_value_key.o \
+              src/type/fbf_type.o src/type/fbf_kind.o src/type/fbf_value_bloom.o \
+              src/type/fbf_value_cuckoo.o src/type/fbf_value_key.o \
               src/registry/registry.o \
               src/window/window_am.o src/window/window_rebuild.o \
               src/window/window_page.o src/window/window_build.o \
