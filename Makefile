@@ -24,7 +24,8 @@ MODULE_big  = fbf
 OBJS        = src/fbf.o \
               $(FBF_CORE_SRCS:.c=.o) $(CUCKOO_CORE_SRCS:.c=.o) $(CWIN_CORE_SRCS:.c=.o) \
               src/common/fbf_page.o src/common/fbf_xlog.o \
-              src/type/fbf_type.o src/type/fbf_value_key.o \
+              src/type/fbf_type.o src/type/fbf_kind.o src/type/fbf_value_bloom.o \
+              src/type/fbf_value_cuckoo.o src/type/fbf_value_key.o \
               src/registry/registry.o \
               src/window/window_am.o src/window/window_rebuild.o \
               src/window/window_page.o src/window/window_build.o \
@@ -43,7 +44,7 @@ OBJS        = src/fbf.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \
               src/cuckoo/cuckoovacuum.o src/cuckoo/cuckooutils.o \
-              src/cuckoo/cuckoofuncs.o src/cuckoo/cuckoopost.o
+              src/cuckoo/cuckoofuncs.o src/cuckoo/cuckooverify.o src/cuckoo/cuckoopost.o
 
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)

@@ -16,6 +16,7 @@
 #include "bloom_bits.h"
 #include "fbf_hash.h"
 #include "fbf_interrupt.h"
+#include "fbf_le.h"
 
 /* the host's check for a cancel (fbf_interrupt.h); NULL: none */
 void		(*fbf_interrupt_hook) (void) = NULL;
@@ -34,12 +35,9 @@ fbf_hash_bytes(const void *data, size_t len)
 FbfHash
 fbf_hash_int64(int64_t value)
 {
-	uint64_t	v = (uint64_t) value;
 	unsigned char bytes[8];
-	int			i;
 
-	for (i = 0; i < 8; i++)
-		bytes[i] = (unsigned char) (v >> (8 * i));
+	fbf_le64_write(bytes, (uint64_t) value);
 	return fbf_hash_bytes(bytes, sizeof(bytes));
 }
 

@@ -33,6 +33,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fbf_le.h"
+
 /* bytes per word for a slice array of `lanes` lanes (1 .. 64) */
 static inline int
 bloom_slice_width(int lanes)
@@ -209,45 +211,6 @@ bloom_packed_mask(int stride)
 	return stride >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << stride) - 1;
 }
 
-static inline uint64_t
-bloom_load_le64(const unsigned char *p)
-{
-	uint64_t	v;
-
-	memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-static inline void
-bloom_store_le64(unsigned char *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	memcpy(p, &v, 8);
-}
-
-static inline uint32_t
-bloom_load_le32(const unsigned char *p)
-{
-	uint32_t	v;
-
-	memcpy(&v, p, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap32(v);
-#endif
-	return v;
-}
-
-static inline uint16_t
-bloom_load_le16(const unsigned char *p)
-{
-	return (uint16_t) (p[0] | (p[1] << 8));
-}
-
 /* the lanes of position w */
 static inline uint64_t
 bloom_packed_get(const void *bytes, int stride, uint32_t w)
@@ -260,14 +223,14 @@ bloom_packed_get(const void *bytes, int stride, uint32_t w)
 		case 8:
 			return b[w];
 		case 16:
-			return bloom_load_le16(b + (size_t) w * 2);
+			return fbf_le16_read(b + (size_t) w * 2);
 		case 32:
-			return bloom_load_le32(b + (size_t) w * 4);
+			return fbf_le32_read(b + (size_t) w * 4);
 		case 64:
-			return bloom_load_le64(b + (size_t) w * 8);
+			return fbf_le64_read(b + (size_t) w * 8);
 		default:
 			bit = (uint64_t) w * (uint32_t) stride;
-			return (bloom_load_le64(b + (bit >> 3)) >> (bit & 7)) &
+			return (fbf_le64_read(b + (bit >> 3)) >> (bit & 7)) &
 				bloom_packed_mask(stride);
 	}
 }
@@ -288,15 +251,15 @@ bloom_packed_update(void *bytes, int stride, uint32_t w, uint64_t clear,
 
 	if (stride == 64)
 	{
-		v = bloom_load_le64(b + (size_t) w * 8);
-		bloom_store_le64(b + (size_t) w * 8, (v & ~clear) | set);
+		v = fbf_le64_read(b + (size_t) w * 8);
+		fbf_le64_write(b + (size_t) w * 8, (v & ~clear) | set);
 		return;
 	}
 	/* a position is at most 57 bits from a shift of at most 7 */
-	v = bloom_load_le64(b + (bit >> 3));
+	v = fbf_le64_read(b + (bit >> 3));
 	v &= ~((clear & mask) << shift);
 	v |= (set & mask) << shift;
-	bloom_store_le64(b + (bit >> 3), v);
+	fbf_le64_write(b + (bit >> 3), v);
 }
 
 /* OR `lanes` into position w */
@@ -341,22 +304,22 @@ bloom_packed_test(const void *bytes, int stride, const uint32_t *probes, int k)
 			break;
 		case 16:
 			for (i = 0; i < k; i++)
-				lanes &= bloom_load_le16(b + (size_t) probes[i] * 2);
+				lanes &= fbf_le16_read(b + (size_t) probes[i] * 2);
 			break;
 		case 32:
 			for (i = 0; i < k; i++)
-				lanes &= bloom_load_le32(b + (size_t) probes[i] * 4);
+				lanes &= fbf_le32_read(b + (size_t) probes[i] * 4);
 			break;
 		case 64:
 			for (i = 0; i < k; i++)
-				lanes &= bloom_load_le64(b + (size_t) probes[i] * 8);
+				lanes &= fbf_le64_read(b + (size_t) probes[i] * 8);
 			break;
 		default:
 			for (i = 0; i < k; i++)
 			{
 				uint64_t	bit = (uint64_t) probes[i] * (uint32_t) stride;
 
-				lanes &= bloom_load_le64(b + (bit >> 3)) >> (bit & 7);
+				lanes &= fbf_le64_read(b + (bit >> 3)) >> (bit & 7);
 			}
 			lanes &= bloom_packed_mask(stride);
 			break;
@@ -409,7 +372,7 @@ bloom_packed_clear(void *bytes, int stride, uint32_t m, uint64_t lanes)
 	}
 	for (q = 0, r = 0; q < nwords; q++)
 	{
-		bloom_store_le64(b + q * 8, bloom_load_le64(b + q * 8) & keep[r]);
+		fbf_le64_write(b + q * 8, fbf_le64_read(b + q * 8) & keep[r]);
 		if (++r == period)
 			r = 0;
 	}

@@ -21,23 +21,8 @@
 
 #include <string.h>
 
-static inline uint32_t
-mix32(uint32_t x)
-{
-	/* lowbias32 (Chris Wellons): full avalanche for 32-bit inputs */
-	x ^= x >> 16;
-	x *= UINT32_C(0x7feb352d);
-	x ^= x >> 15;
-	x *= UINT32_C(0x846ca68b);
-	x ^= x >> 16;
-	return x;
-}
-
-static inline uint32_t
-reduce32(uint32_t x, uint32_t n)
-{
-	return (uint32_t) (((uint64_t) x * n) >> 32);
-}
+#include "cuckoo_hash.h"
+#include "fbf_le.h"
 
 bool
 cuckoo_layout_init(CuckooLayout *layout, size_t space,
@@ -140,20 +125,14 @@ cuckoo_tag_split(uint32_t tag, uint32_t *new_tag)
 uint32_t
 cuckoo_first_bucket(const CuckooLayout *layout, uint32_t bucket_hash)
 {
-	return reduce32(bucket_hash, layout->nbuckets);
+	return cuckoo_reduce32(bucket_hash, layout->nbuckets);
 }
 
-/*
- * (m(fp) - bucket) mod nbuckets: applying it twice gives the bucket back,
- * for any number of buckets (XOR would need a power of two).
- */
+/* The other bucket of an entry in "bucket": cuckoo_hash.h's involution. */
 uint32_t
 cuckoo_alt_bucket(const CuckooLayout *layout, uint32_t bucket, uint32_t fp)
 {
-	uint32_t	n = layout->nbuckets;
-	uint32_t	m = reduce32(mix32(fp * UINT32_C(0x9e3779b1) + UINT32_C(0x7f4a7c15)), n);
-
-	return (m + n - bucket) % n;
+	return cuckoo_alt_index(bucket, fp, layout->nbuckets);
 }
 
 /* ---- slot access ---- */
@@ -181,11 +160,8 @@ uint32_t
 cuckoo_slot_tag(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
 {
 	const uint8_t *p = tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
-	uint32_t	tag = 0;
 
-	for (uint32_t i = 0; i < layout->tag_bytes; i++)
-		tag |= (uint32_t) p[i] << (8 * i);
-	return tag;
+	return (uint32_t) fbf_le_read(p, layout->tag_bytes);
 }
 
 const uint8_t *
@@ -232,8 +208,7 @@ cuckoo_slot_put(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
 {
 	uint8_t    *p = tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
 
-	for (uint32_t i = 0; i < layout->tag_bytes; i++)
-		p[i] = (uint8_t) (tag >> (8 * i));
+	fbf_le_write(p, tag, layout->tag_bytes);
 	memcpy(tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES, tid,
 		   CUCKOO_TID_BYTES);
 	slot_set_killed_to(layout, block, slot, false);

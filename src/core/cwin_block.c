@@ -22,7 +22,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "cuckoo_hash.h"
 #include "fbf_core.h"
+#include "fbf_le.h"
 
 typedef unsigned __int128 cwin_u128;
 
@@ -82,47 +84,6 @@ cwin_code_of(uint16_t packed)
 		(packed & 0xF);
 }
 
-/* ---- small helpers ---- */
-
-static inline uint32_t
-mix32(uint32_t x)
-{
-	/* lowbias32 (Chris Wellons) */
-	x ^= x >> 16;
-	x *= UINT32_C(0x7feb352d);
-	x ^= x >> 15;
-	x *= UINT32_C(0x846ca68b);
-	x ^= x >> 16;
-	return x;
-}
-
-static inline uint32_t
-reduce32(uint32_t x, uint32_t n)
-{
-	return (uint32_t) (((uint64_t) x * n) >> 32);
-}
-
-static inline uint64_t
-load_le64(const uint8_t *p)
-{
-	uint64_t	v;
-
-	memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-static inline void
-store_le64(uint8_t *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	memcpy(p, &v, 8);
-}
-
 #define CWIN_HEADER_BYTES	sizeof(CwinHeader)
 
 static inline const uint8_t *
@@ -142,7 +103,7 @@ bucket_load(const CwinLayout *layout, const uint8_t *block, uint32_t b)
 {
 	const uint8_t *p = bucket_bytes(layout, block, b);
 	unsigned	shift = (unsigned) (((uint64_t) b * layout->bucket_bits) % 8);
-	cwin_u128	v = ((cwin_u128) load_le64(p + 8) << 64) | load_le64(p);
+	cwin_u128	v = ((cwin_u128) fbf_le64_read(p + 8) << 64) | fbf_le64_read(p);
 
 	return (v >> shift) & bucket_mask(layout);
 }
@@ -152,12 +113,12 @@ bucket_store(const CwinLayout *layout, uint8_t *block, uint32_t b, cwin_u128 w)
 {
 	uint8_t    *p = (uint8_t *) bucket_bytes(layout, block, b);
 	unsigned	shift = (unsigned) (((uint64_t) b * layout->bucket_bits) % 8);
-	cwin_u128	v = ((cwin_u128) load_le64(p + 8) << 64) | load_le64(p);
+	cwin_u128	v = ((cwin_u128) fbf_le64_read(p + 8) << 64) | fbf_le64_read(p);
 	cwin_u128	mask = bucket_mask(layout) << shift;
 
 	v = (v & ~mask) | ((w << shift) & mask);
-	store_le64(p, (uint64_t) v);
-	store_le64(p + 8, (uint64_t) (v >> 64));
+	fbf_le64_write(p, (uint64_t) v);
+	fbf_le64_write(p + 8, (uint64_t) (v >> 64));
 }
 
 /* ---- shape ---- */
@@ -234,21 +195,14 @@ cwin_fingerprint(const CwinLayout *layout, const FbfHash *hash, uint32_t parts)
 uint32_t
 cwin_first_bucket(const CwinLayout *layout, const FbfHash *hash)
 {
-	return reduce32((uint32_t) (hash->h1 >> 32), layout->nbuckets);
+	return cuckoo_reduce32((uint32_t) (hash->h1 >> 32), layout->nbuckets);
 }
 
-/*
- * (m(V) - bucket) mod nbuckets: applying it twice gives the bucket back,
- * for any number of buckets.
- */
+/* The other bucket of an entry in "bucket": cuckoo_hash.h's involution. */
 uint32_t
 cwin_alt_bucket(const CwinLayout *layout, uint32_t bucket, uint32_t fp)
 {
-	uint32_t	n = layout->nbuckets;
-	uint32_t	m = reduce32(mix32(fp * UINT32_C(0x9e3779b1) + UINT32_C(0x7f4a7c15)), n);
-
-	/* (m + n - bucket) % n without a division: m, bucket < n */
-	return m >= bucket ? m - bucket : m + n - bucket;
+	return cuckoo_alt_index(bucket, fp, layout->nbuckets);
 }
 
 void

@@ -38,44 +38,12 @@
 
 #include "fbf_codec.h"
 #include "fbf_core.h"
+#include "fbf_le.h"
 
 _Static_assert(sizeof(CwinSnap) == CWIN_SNAP_HEADER_BYTES,
 			   "the in-memory header is the serialized one's size");
 _Static_assert(sizeof(CwinHeader) == 8 + 4 * CWIN_TAGS,
 			   "a block header is its base and per-tag counts");
-
-/* ---- little-endian helpers ---- */
-
-static void
-put_u32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put_u64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static uint32_t
-get_u32(const unsigned char *p)
-{
-	return (uint32_t) p[0] | ((uint32_t) p[1] << 8) |
-		((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
-}
-
-static uint64_t
-get_u64(const unsigned char *p)
-{
-	uint64_t	v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 /* ---- shape ---- */
 
@@ -322,16 +290,16 @@ cwin_snap_serialize(const CwinSnap *s, unsigned char *out)
 	out[5] = CWIN_SNAP_KIND_CUCKOO;
 	out[6] = (unsigned char) s->fp_bits;
 	out[7] = (unsigned char) s->nlive;
-	put_u32(out + 8, s->nbuckets);
-	put_u32(out + 12, s->nparts);
-	put_u32(out + 16, s->ndeferred);
-	put_u32(out + 20, 0);
-	put_u64(out + 24, (uint64_t) s->epoch);
-	put_u64(out + 32, (uint64_t) s->period);
+	fbf_le32_write(out + 8, s->nbuckets);
+	fbf_le32_write(out + 12, s->nparts);
+	fbf_le32_write(out + 16, s->ndeferred);
+	fbf_le32_write(out + 20, 0);
+	fbf_le64_write(out + 24, (uint64_t) s->epoch);
+	fbf_le64_write(out + 32, (uint64_t) s->period);
 	for (int i = 0; i < CWIN_MAX_LIVE; i++)
 	{
-		put_u32(out + 40 + 4 * i, s->parts[i]);
-		put_u64(out + 104 + 8 * i, (uint64_t) s->born_at[i]);
+		fbf_le32_write(out + 40 + 4 * i, s->parts[i]);
+		fbf_le64_write(out + 104 + 8 * i, (uint64_t) s->born_at[i]);
 	}
 	p = out + CWIN_SNAP_HEADER_BYTES;
 	for (uint32_t b = 0; b < s->nparts; b++, p += block_size)
@@ -339,17 +307,17 @@ cwin_snap_serialize(const CwinSnap *s, unsigned char *out)
 		const uint8_t *block = cwin_snap_block(s, b);
 		const CwinHeader *h = cwin_header_c(block);
 
-		put_u64(p, (uint64_t) h->base);
+		fbf_le64_write(p, (uint64_t) h->base);
 		for (int t = 0; t < CWIN_TAGS; t++)
-			put_u32(p + 8 + 4 * t, h->count[t]);
+			fbf_le32_write(p + 8 + 4 * t, h->count[t]);
 		/* the buckets are a little-endian bit string already */
 		memcpy(p + sizeof(CwinHeader), block + sizeof(CwinHeader),
 			   block_size - sizeof(CwinHeader));
 	}
 	for (uint32_t i = 0; i < s->ndeferred; i++, p += 16)
 	{
-		put_u64(p, d[i].h1);
-		put_u64(p + 8, d[i].h2);
+		fbf_le64_write(p, d[i].h1);
+		fbf_le64_write(p + 8, d[i].h2);
 	}
 }
 
@@ -360,15 +328,15 @@ read_header(const unsigned char *buf, CwinSnap *s)
 	s->layout = CWIN_SNAP_LAYOUT;
 	s->fp_bits = buf[6];
 	s->nlive = buf[7];
-	s->nbuckets = get_u32(buf + 8);
-	s->nparts = get_u32(buf + 12);
-	s->ndeferred = get_u32(buf + 16);
-	s->epoch = (int64_t) get_u64(buf + 24);
-	s->period = (int64_t) get_u64(buf + 32);
+	s->nbuckets = fbf_le32_read(buf + 8);
+	s->nparts = fbf_le32_read(buf + 12);
+	s->ndeferred = fbf_le32_read(buf + 16);
+	s->epoch = (int64_t) fbf_le64_read(buf + 24);
+	s->period = (int64_t) fbf_le64_read(buf + 32);
 	for (int i = 0; i < CWIN_MAX_LIVE; i++)
 	{
-		s->parts[i] = get_u32(buf + 40 + 4 * i);
-		s->born_at[i] = (int64_t) get_u64(buf + 104 + 8 * i);
+		s->parts[i] = fbf_le32_read(buf + 40 + 4 * i);
+		s->born_at[i] = (int64_t) fbf_le64_read(buf + 104 + 8 * i);
 	}
 }
 
@@ -400,7 +368,7 @@ cwin_snap_validate(const unsigned char *buf, size_t len, size_t *size,
 		*why = "The kind of value is not supported (only 1, a cuckoo window, is).";
 		return false;
 	}
-	if (get_u32(buf + 20) != 0)
+	if (fbf_le32_read(buf + 20) != 0)
 	{
 		*why = "Reserved bytes are set.";
 		return false;
@@ -441,17 +409,17 @@ cwin_snap_deserialize(const unsigned char *buf, size_t len, CwinSnap *s)
 		uint8_t    *block = cwin_snap_block(s, b);
 		CwinHeader *h = cwin_header(block);
 
-		h->base = (int64_t) get_u64(p);
+		h->base = (int64_t) fbf_le64_read(p);
 		for (int t = 0; t < CWIN_TAGS; t++)
-			h->count[t] = get_u32(p + 8 + 4 * t);
+			h->count[t] = fbf_le32_read(p + 8 + 4 * t);
 		memcpy(block + sizeof(CwinHeader), p + sizeof(CwinHeader),
 			   block_size - sizeof(CwinHeader));
 	}
 	d = cwin_snap_deferred(s);
 	for (uint32_t i = 0; i < s->ndeferred; i++, p += 16)
 	{
-		d[i].h1 = get_u64(p);
-		d[i].h2 = get_u64(p + 8);
+		d[i].h1 = fbf_le64_read(p);
+		d[i].h2 = fbf_le64_read(p + 8);
 	}
 }
 

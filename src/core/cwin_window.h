@@ -2,10 +2,10 @@
  *
  * cwin_window.h
  *	  A cuckoo window in memory: partitions of cwin_block.h blocks, the
- *	  live epochs, refreshes, growth by splitting, and the plan of a
- *	  window for a workload.  The model the property tests, benchmarks and
- *	  paper figures run; a counter's cuckoo window keeps the same blocks in
- *	  its partition pages (src/window).
+ *	  live epochs, refreshes and growth by splitting.  The model the
+ *	  property tests, benchmarks and paper figures run; a counter's cuckoo
+ *	  window keeps the same blocks in its partition pages (src/window).
+ *	  Planning a window for a workload is cwin_plan.h's.
  *
  * An operation's partition is fbf_part(hash, nparts), as in the FBF
  * window, so its lookup reads one block.  An operation whose block has
@@ -29,19 +29,11 @@
 #include <stdint.h>
 
 #include "cwin_block.h"
-
-/* live epochs of a planned window: the most the 4-bit tags allow */
-#define CWIN_PLAN_LIVE		16
-
 /*
- * How full a planned block may be at the end of an epoch, when it holds
- * the most.  Blocks hold a Poisson share of the operations (mean L, spread
- * sqrt(L)), and 4-slot cuckoo buckets take inserts until about 97% full:
- * a plan keeps L + 3 sqrt(L) within CWIN_PLAN_LOAD of the slots, so that
- * the fullest of a few hundred blocks still has room.
+ * Not needed here: src/window reaches cwin_plan through this header; drop
+ * this line once window_cuckoo.c includes core/cwin_plan.h itself.
  */
-#define CWIN_PLAN_LOAD		0.97
-#define CWIN_PLAN_SPREAD	3.0
+#include "cwin_plan.h"
 
 /* the live load of a window's fullest block that calls for a split */
 #define CWIN_SPLIT_LOAD		0.96
@@ -63,33 +55,6 @@ typedef struct CwinWindow
 	uint64_t	splits;
 	uint64_t	copies;			/* entries copied to more than one child */
 } CwinWindow;
-
-/* A window's shape for a workload. */
-typedef struct CwinPlan
-{
-	uint32_t	fp_bits;
-	uint32_t	nparts;
-	int			nlive;			/* N + 1 */
-	double		period;			/* retention / N, the caller's unit */
-	double		estimated_fpp;
-	uint64_t	bytes;			/* the blocks' bytes: nparts * space */
-} CwinPlan;
-
-/*
- * The smallest window (fewest bytes, trying each fingerprint width) whose
- * estimate meets `target` for `rate` operations per unit over `retention`
- * units, with blocks of `space` bytes.  false and *why if none does.
- */
-extern bool cwin_plan(double retention, double target, double rate,
-					  size_t space, CwinPlan *plan, const char **why);
-
-/*
- * The window of at most `bytes` (in blocks of `space`) with the lowest
- * estimate for the workload: the widest fingerprint whose blocks still
- * hold the live operations as a plan's must (CWIN_PLAN_LOAD).
- */
-extern bool cwin_plan_bytes(double retention, double rate, uint64_t bytes,
-							size_t space, CwinPlan *plan, const char **why);
 
 extern bool cwin_window_init(CwinWindow *w, uint32_t fp_bits, uint32_t nparts,
 							 int nlive, size_t space, const char **why);

@@ -42,58 +42,10 @@
 
 #include "bloom_bits.h"
 #include "fbf_codec.h"
+#include "fbf_le.h"
 #include "fbf_interrupt.h"
 
 const unsigned char fbf_magic[4] = {'F', 'B', 'F', '\0'};
-
-static void
-put_u16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char) v;
-	p[1] = (unsigned char) (v >> 8);
-}
-
-static void
-put_u32(unsigned char *p, uint32_t v)
-{
-	int			i;
-
-	for (i = 0; i < 4; i++)
-		p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put_u64(unsigned char *p, uint64_t v)
-{
-	int			i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static uint16_t
-get_u16(const unsigned char *p)
-{
-	return (uint16_t) (p[0] | (p[1] << 8));
-}
-
-static uint32_t
-get_u32(const unsigned char *p)
-{
-	return (uint32_t) p[0] | ((uint32_t) p[1] << 8) |
-		((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
-}
-
-static uint64_t
-get_u64(const unsigned char *p)
-{
-	uint64_t	v = 0;
-	int			i;
-
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 size_t
 fbf_serialized_size(const Fbf *f)
@@ -114,22 +66,22 @@ fbf_serialize(const Fbf *f, unsigned char *out)
 	memcpy(out, fbf_magic, 4);
 	out[4] = FBF_FORMAT_VERSION;
 	out[5] = (unsigned char) f->nhashes;
-	put_u16(out + 6, f->nfilters);
-	put_u32(out + 8, f->nbits);
-	put_u16(out + 12, f->nlive);
-	put_u16(out + 14, 0);
-	put_u32(out + 16, f->nparts);
-	put_u32(out + 20, 0);
-	put_u64(out + 24, (uint64_t) f->epoch);
-	put_u64(out + 32, (uint64_t) f->period);
+	fbf_le16_write(out + 6, f->nfilters);
+	fbf_le32_write(out + 8, f->nbits);
+	fbf_le16_write(out + 12, f->nlive);
+	fbf_le16_write(out + 14, 0);
+	fbf_le32_write(out + 16, f->nparts);
+	fbf_le32_write(out + 20, 0);
+	fbf_le64_write(out + 24, (uint64_t) f->epoch);
+	fbf_le64_write(out + 32, (uint64_t) f->period);
 
 	p = out + FBF_HEADER_BYTES;
 	for (i = 0; i < f->nfilters; i++)
 	{
-		put_u64(p, (uint64_t) f->born_at[fbf_slot(f, i)]);
+		fbf_le64_write(p, (uint64_t) f->born_at[fbf_slot(f, i)]);
 		p += 8;
 		for (part = 0; part < f->nparts; part++, p += 8)
-			put_u64(p, fbf_count_const(f, i, part));
+			fbf_le64_write(p, fbf_count_const(f, i, part));
 	}
 
 	/*
@@ -246,20 +198,20 @@ serialized_word(const FbfView *v, int filter, uint32_t part, uint32_t w)
 	const unsigned char *bits = (const unsigned char *) v->data + meta_bytes(v);
 	uint32_t	nwords = fbf_nwords(v->nbits);
 
-	return get_u64(bits + (((size_t) filter * v->nparts + part) * nwords + w) * 8);
+	return fbf_le64_read(bits + (((size_t) filter * v->nparts + part) * nwords + w) * 8);
 }
 
 static uint64_t
 serialized_count(const FbfView *v, int filter, uint32_t part)
 {
-	return get_u64((const unsigned char *) v->data +
+	return fbf_le64_read((const unsigned char *) v->data +
 				   (size_t) filter * (8 + (size_t) v->nparts * 8) + 8 + (size_t) part * 8);
 }
 
 static int64_t
 serialized_born_at(const FbfView *v, int filter)
 {
-	return (int64_t) get_u64((const unsigned char *) v->data +
+	return (int64_t) fbf_le64_read((const unsigned char *) v->data +
 							 (size_t) filter * (8 + (size_t) v->nparts * 8));
 }
 
@@ -312,16 +264,16 @@ fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 		return false;
 	}
 	nhashes = buf[5];
-	nfilters = get_u16(buf + 6);
-	nbits = get_u32(buf + 8);
-	nlive = get_u16(buf + 12);
-	nparts = get_u32(buf + 16);
-	epoch = (int64_t) get_u64(buf + 24);
-	period = (int64_t) get_u64(buf + 32);
+	nfilters = fbf_le16_read(buf + 6);
+	nbits = fbf_le32_read(buf + 8);
+	nlive = fbf_le16_read(buf + 12);
+	nparts = fbf_le32_read(buf + 16);
+	epoch = (int64_t) fbf_le64_read(buf + 24);
+	period = (int64_t) fbf_le64_read(buf + 32);
 
 	if (!fbf_shape_valid(nbits, nhashes, nfilters, nparts, why))
 		return false;
-	if (get_u16(buf + 14) != 0 || get_u32(buf + 20) != 0)
+	if (fbf_le16_read(buf + 14) != 0 || fbf_le32_read(buf + 20) != 0)
 	{
 		*why = "Reserved flag bits are set.";
 		return false;
@@ -368,9 +320,9 @@ fbf_validate(const unsigned char *buf, size_t len, size_t *size,
 void
 fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f)
 {
-	uint32_t	nbits = get_u32(buf + 8);
-	int			nfilters = get_u16(buf + 6);
-	uint32_t	nparts = get_u32(buf + 16);
+	uint32_t	nbits = fbf_le32_read(buf + 8);
+	int			nfilters = fbf_le16_read(buf + 6);
+	uint32_t	nparts = fbf_le32_read(buf + 16);
 	uint32_t	nwords = fbf_nwords(nbits);
 	const unsigned char *p;
 	uint64_t   *c;
@@ -383,22 +335,22 @@ fbf_deserialize(const unsigned char *buf, size_t len, Fbf *f)
 	f->nbits = nbits;
 	f->nhashes = buf[5];
 	f->nfilters = (uint16_t) nfilters;
-	f->nlive = get_u16(buf + 12);
+	f->nlive = fbf_le16_read(buf + 12);
 	f->head = 0;
 	f->nparts = nparts;
 	f->stride = (uint32_t) fbf_stride(nfilters);
-	f->epoch = (int64_t) get_u64(buf + 24);
-	f->period = (int64_t) get_u64(buf + 32);
+	f->epoch = (int64_t) fbf_le64_read(buf + 24);
+	f->period = (int64_t) fbf_le64_read(buf + 32);
 
 	/* head = 0: logical order is physical order */
 	p = buf + FBF_HEADER_BYTES;
 	c = fbf_counts_base(f);
 	for (i = 0; i < (size_t) nfilters; i++)
 	{
-		f->born_at[i] = (int64_t) get_u64(p);
+		f->born_at[i] = (int64_t) fbf_le64_read(p);
 		p += 8;
 		for (part = 0; part < nparts; part++, p += 8)
-			*c++ = get_u64(p);
+			*c++ = fbf_le64_read(p);
 	}
 
 	/* the blocks (little-endian words) transposed into the slices */

@@ -64,8 +64,7 @@ fbf_hash_keyed(const FbfHashKey *key, const void *data, size_t len)
 		SIPROUND(v0, v1, v2, v3);
 		v0 ^= m;
 	}
-	for (i = 0; i < len % 8; i++)
-		last |= (uint64_t) in[i] << (8 * i);
+	last |= fbf_le_read(in, (unsigned) (len % 8));
 	v3 ^= last;
 	SIPROUND(v0, v1, v2, v3);
 	SIPROUND(v0, v1, v2, v3);

@@ -308,6 +308,10 @@ extern IndexBuildResult *cuckoobuild(Relation heap, Relation index,
 									 struct IndexInfo *indexInfo);
 extern void cuckoobuildempty(Relation index);
 
+/* cuckoofuncs.c */
+extern Relation CuckooOpenForCheck(Oid indexoid, LOCKMODE heaplock, bool owner,
+								   Relation *heap);
+
 /* cuckooinsert.c */
 extern bool cuckooinsert(Relation index, Datum *values, bool *isnull,
 						 ItemPointer ht_ctid, Relation heapRel,

@@ -161,11 +161,20 @@ page_with_room(Relation index, const CuckooLayout *layout, uint32 need,
 	return FbfNewBuffer(index);
 }
 
-/* Make a locked page (copy) an empty posting page. */
-static void
-init_posting_page(Page page, const CuckooLayout *layout)
+/*
+ * Posting page "buf" (exclusive-locked, from page_with_room) in the change
+ * "state": its copy to modify, a full image made an empty posting page if
+ * the page is "fresh".
+ */
+static Page
+posting_page_in(FbfXLogState *state, Buffer buf, bool fresh,
+				const CuckooLayout *layout)
 {
-	CuckooInitSlotPage(page, CUCKOO_POSTING, layout);
+	Page		page = CuckooChangePage(state, buf, fresh ? FBF_XLOG_FULL_IMAGE : 0);
+
+	if (fresh)
+		CuckooInitSlotPage(page, CUCKOO_POSTING, layout);
+	return page;
 }
 
 /* The slot of a page holding this list's link, or -1. */
@@ -204,6 +213,21 @@ page_append(const CuckooLayout *layout, Page page, uint32 tag,
 	if (killed)
 		cuckoo_slot_set_killed(layout, CuckooPageGetBlock(page), (uint32) s);
 	CuckooPageGetOpaque(page)->nentries++;
+}
+
+/*
+ * Append (list_tag, tid) to posting page "buf" (exclusive-locked, with
+ * room), in a record of its own.  The caller keeps the lock.
+ */
+static void
+append_logged(Relation index, const CuckooLayout *layout, Buffer buf,
+			  uint32 list_tag, ItemPointer tid, bool wal)
+{
+	FbfXLogState *state = CuckooChangeStart(index, wal);
+
+	page_append(layout, CuckooChangePage(state, buf, 0), list_tag,
+				(const uint8 *) tid, false);
+	CuckooChangeFinish(index, state, &buf, 1);
 }
 
 /* Slots of a page (block) of list "list_tag": entries, and its link if any. */
@@ -247,14 +271,12 @@ move_list(Relation index, const CuckooLayout *layout, Buffer buf, uint32 ptr,
 	FbfXLogState *state = CuckooChangeStart(index, wal);
 	Page		b = CuckooChangePage(state, buf, 0);
 	Page		h = CuckooChangePage(state, hbuf, 0);
-	Page		t = CuckooChangePage(state, tbuf, fresh ? FBF_XLOG_FULL_IMAGE : 0);
+	Page		t = posting_page_in(state, tbuf, fresh, layout);
 	uint32		id;
 	uint32		new_tag;
 	ItemPointerData ref;
 	Buffer		bufs[3];
 
-	if (fresh)
-		init_posting_page(t, layout);
 	id = new_list_id(layout, t, cuckoo_tag_fp(ptag), cuckoo_tag_rest(ptag) >> 1);
 	new_tag = CuckooListTag(cuckoo_tag_fp(ptag), id);
 	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
@@ -345,10 +367,7 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 	/* room in the head */
 	if (CuckooPageGetOpaque(hpage)->nentries < cuckoo_nslots(layout))
 	{
-		state = CuckooChangeStart(index, wal);
-		page_append(layout, CuckooChangePage(state, hbuf, 0), list_tag,
-					(const uint8 *) tid, false);
-		CuckooChangeFinish(index, state, &hbuf, 1);
+		append_logged(index, layout, hbuf, list_tag, tid, wal);
 		UnlockReleaseBuffer(hbuf);
 		return true;
 	}
@@ -370,10 +389,7 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 		CuckooCheckPage(index, ebuf, CUCKOO_POSTING);
 		if (CuckooPageGetOpaque(BufferGetPage(ebuf))->nentries < cuckoo_nslots(layout))
 		{
-			state = CuckooChangeStart(index, wal);
-			page_append(layout, CuckooChangePage(state, ebuf, 0), list_tag,
-						(const uint8 *) tid, false);
-			CuckooChangeFinish(index, state, &ebuf, 1);
+			append_logged(index, layout, ebuf, list_tag, tid, wal);
 			UnlockReleaseBuffer(ebuf);
 			UnlockReleaseBuffer(hbuf);
 			return true;
@@ -384,9 +400,7 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 		CuckooMakeRef(&ref_e, BufferGetBlockNumber(ebuf), CuckooRefId(ref));
 		state = CuckooChangeStart(index, wal);
 		h = CuckooChangePage(state, hbuf, 0);
-		npage = CuckooChangePage(state, nbuf, fresh ? FBF_XLOG_FULL_IMAGE : 0);
-		if (fresh)
-			init_posting_page(npage, layout);
+		npage = posting_page_in(state, nbuf, fresh, layout);
 		page_append(layout, npage, list_tag, (const uint8 *) &ref_e, false);
 		page_append(layout, npage, list_tag, (const uint8 *) tid, false);
 		CuckooPageGetOpaque(npage)->nrefs = 1;
@@ -445,9 +459,7 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 		CuckooMakeRef(&ref_n, BufferGetBlockNumber(nbuf), CuckooRefId(ref));
 		state = CuckooChangeStart(index, wal);
 		h = CuckooChangePage(state, hbuf, 0);
-		npage = CuckooChangePage(state, nbuf, fresh ? FBF_XLOG_FULL_IMAGE : 0);
-		if (fresh)
-			init_posting_page(npage, layout);
+		npage = posting_page_in(state, nbuf, fresh, layout);
 		CuckooPageGetOpaque(npage)->nrefs = 1;
 		page_append(layout, npage, list_tag, (const uint8 *) tid, false);
 		/* one of its entries makes way for the link */
@@ -514,9 +526,7 @@ make_list(Relation index, const CuckooLayout *layout, Buffer buf,
 
 	state = CuckooChangeStart(index, wal);
 	b = CuckooChangePage(state, buf, 0);
-	h = CuckooChangePage(state, hbuf, fresh ? FBF_XLOG_FULL_IMAGE : 0);
-	if (fresh)
-		init_posting_page(h, layout);
+	h = posting_page_in(state, hbuf, fresh, layout);
 	CuckooSetShape(b, layout);
 	CuckooSetShape(h, layout);
 	id = new_list_id(layout, h, cuckoo_tag_fp(ptag), cuckoo_tag_rest(ptag) >> 1);

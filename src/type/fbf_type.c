@@ -2,8 +2,10 @@
  *
  * fbf_type.c
  *	  The `fbf` type: a Forgetful Bloom Filter as a SQL value, or a cuckoo
- *	  window's snapshot (fbf_value.h says how the two kinds are told
- *	  apart).
+ *	  window's snapshot.  The SQL functions and the validating accessor:
+ *	  each function that reads both kinds asks the value's kind
+ *	  (fbf_kind.h); the kinds' own code is in fbf_value_bloom.c and
+ *	  fbf_value_cuckoo.c.
  *
  * A value is immutable from SQL's point of view: fbf_add, fbf_refresh and
  * friends return a modified copy.  The build aggregate (fbf_agg) is the
@@ -16,10 +18,11 @@
  * docs/fbf-format.md).  Both input functions validate the whole value
  * before allocating anything larger than the input itself.
  *
- * A cuckoo snapshot is read by fbf_contains, fbf_info, fbf_estimated_fpp
- * and the I/O functions, and loaded by fbf_counter_load; it cannot be
- * added to, refreshed, resized or merged (those make sense for a ring of
- * Bloom filters), and those functions refuse it with 0A000.
+ * Every kind is read by fbf_contains, fbf_info, fbf_estimated_fpp and the
+ * I/O functions, and loaded by fbf_counter_load; only a kind with a ring's
+ * capability can be added to, refreshed, resized or merged (those make
+ * sense for a ring of Bloom filters): the others (a cuckoo snapshot) are
+ * refused with 0A000.
  *
  * Elements are hashed by their bytes: a text by its characters (no
  * collation, no terminator), a bytea by its bytes, a bigint by its eight
@@ -43,10 +46,11 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "core/fbf_aimd.h"
 #include "core/fbf_codec.h"
 #include "core/fbf_interrupt.h"
 #include "core/fbf_le.h"
+#include "core/fbf_plan.h"
+#include "type/fbf_kind.h"
 #include "type/fbf_value.h"
 
 PG_FUNCTION_INFO_V1(fbf_in);
@@ -84,20 +88,6 @@ void
 FbfTypeInit(void)
 {
 	fbf_interrupt_hook = core_check_interrupts;
-}
-
-/*
- * Allocate a zeroed fbf datum for an Fbf of this shape, in the current
- * memory context, and return the Fbf inside it.
- */
-Fbf *
-FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts)
-{
-	Size		size = FBF_VALUE_OFFSET + fbf_size(nbits, nfilters, nparts);
-	char	   *v = palloc0(size);
-
-	SET_VARSIZE(v, size);
-	return (Fbf *) (v + FBF_VALUE_OFFSET);
 }
 
 /* parse a membership-check name, with an error for unknown names */
@@ -140,6 +130,18 @@ checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
 
 static void refuse_value(const char *why) pg_attribute_noreturn();
 
+static void refuse_input(int code, const char *what, const char *why) pg_attribute_noreturn();
+
+/* the error for malformed input (SQLSTATE `code`), with its reason */
+static void
+refuse_input(int code, const char *what, const char *why)
+{
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("invalid %s for type fbf", what),
+			 errdetail("%s", why)));
+}
+
 /* the error for a value that fails a check, with its reason */
 static void
 refuse_value(const char *why)
@@ -148,15 +150,6 @@ refuse_value(const char *why)
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("corrupt fbf value"),
 			 errdetail("%s", why)));
-}
-
-/* Does the header of v (of either kind) fit a payload of `size` bytes? */
-static bool
-header_fits(struct varlena *v, size_t size, const char **why)
-{
-	if (FbfValueIsCuckoo(v))
-		return cwin_snap_check_header(FbfValueGetCwinSnap(v), size, why);
-	return fbf_check_header(FbfValueGetFbf(v), size, why);
 }
 
 /*
@@ -177,34 +170,34 @@ FbfDatumValue(Datum d, bool copy)
 {
 	struct varlena *v = copy ? PG_DETOAST_DATUM_COPY(d) : PG_DETOAST_DATUM(d);
 	size_t		len = VARSIZE(v);
-	size_t		size;
+	const FbfKindInfo *kind;
 	const char *why;
-	char	   *converted;
+	struct varlena *converted;
 
 	if (len < FBF_VALUE_OFFSET + sizeof(uint32))
 		refuse_value("The value is shorter than the header of either kind of value.");
-	if (FbfValueIsCuckoo(v) || fbf_layout_is_current(FbfValueGetFbf(v)))
+	kind = FbfValueKindOf(v);
+	if (kind != NULL)
 	{
 		size_t		payload = len - FBF_VALUE_OFFSET;
 		const char *keyed_why;
 
 		/* the payload alone, or followed by a key (fbf_value_key.c) */
-		if (!header_fits(v, payload, &why) &&
+		if (!kind->check_header(FbfValuePayload(v), payload, &why) &&
 			!(FbfValueHasKeyTrailer(v) &&
-			  header_fits(v, payload - sizeof(FbfValueKey), &keyed_why)))
+			  kind->check_header(FbfValuePayload(v), payload - sizeof(FbfValueKey),
+								 &keyed_why)))
 			refuse_value(why);
 		return v;
 	}
 
-	/* stored by fbf 1.0 or 1.1: per-filter bit arrays, checked, converted */
-	if (!fbf_legacy_validate(FbfValueGetFbf(v), len - FBF_VALUE_OFFSET, &size, &why))
+	/* no kind's layout word: the oldest kind's older form, checked, converted */
+	converted = FbfOldestKind()->upgrade(v, &why);
+	if (converted == NULL)
 		refuse_value(why);
-	converted = palloc(FBF_VALUE_OFFSET + size);
-	SET_VARSIZE(converted, FBF_VALUE_OFFSET + size);
-	fbf_from_legacy(FbfValueGetFbf(v), FbfValueGetFbf(converted));
 	if ((Pointer) v != DatumGetPointer(d))
 		pfree(v);
-	return (struct varlena *) converted;
+	return converted;
 }
 
 struct varlena *
@@ -223,9 +216,7 @@ FbfValueCheckContents(const struct varlena *v)
 {
 	const char *why;
 
-	if (FbfValueIsCuckoo(v) ?
-		!cwin_snap_check(FbfValueGetCwinSnap(v), &why) :
-		!fbf_check_invariants(FbfValueGetFbf(v), &why))
+	if (!FbfValueKindOf(v)->check_contents(FbfValuePayload(v), &why))
 		refuse_value(why);
 }
 
@@ -233,14 +224,15 @@ Fbf *
 FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
 {
 	struct varlena *v = FbfArgValue(fcinfo, argno, copy);
+	const FbfKindInfo *kind = FbfValueKindOf(v);
 	FbfValueKey key;
 
-	if (FbfValueIsCuckoo(v))
+	if (!kind->ring)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s() does not take a cuckoo window's snapshot",
-						get_func_name(fcinfo->flinfo->fn_oid)),
-				 errdetail("The value is fbf_snapshot() of a counter or dedup table created with filter => 'cuckoo'; this function works on a ring of Bloom filters."),
+				 errmsg("%s() does not take %s",
+						get_func_name(fcinfo->flinfo->fn_oid), kind->name),
+				 errdetail("%s", kind->not_ring_detail),
 				 errhint("fbf_contains(), fbf_info() and fbf_estimated_fpp() read snapshots of both kinds, and fbf_counter_load() loads them.")));
 	if (FbfValueGetKey(v, &key))
 		ereport(ERROR,
@@ -252,69 +244,25 @@ FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy)
 	return FbfValueGetFbf(v);
 }
 
-CwinSnap *
-FbfCuckooValueAlloc(const CwinLayout *layout, uint32 nparts, size_t ndeferred)
-{
-	Size		size = FBF_VALUE_OFFSET + cwin_snap_size(layout, nparts, ndeferred);
-	char	   *v = palloc(size);
-
-	SET_VARSIZE(v, size);
-	cwin_snap_init(FbfValueGetCwinSnap(v), layout, nparts, ndeferred);
-	return FbfValueGetCwinSnap(v);
-}
-
-/*
- * Validate serialized bytes of a cuckoo snapshot and build an fbf datum
- * from them: the header and length first, the contents once copied (the
- * copy is the input's size).
- */
-static Datum
-cuckoo_from_bytes(const unsigned char *buf, size_t len, int code,
-				  const char *what)
-{
-	size_t		size;
-	const char *why;
-	char	   *v;
-
-	if (!cwin_snap_validate(buf, len, &size, &why))
-		ereport(ERROR,
-				(errcode(code),
-				 errmsg("invalid %s for type fbf", what),
-				 errdetail("%s", why)));
-	v = palloc(FBF_VALUE_OFFSET + size);
-	SET_VARSIZE(v, FBF_VALUE_OFFSET + size);
-	cwin_snap_deserialize(buf, len, FbfValueGetCwinSnap(v));
-	if (!cwin_snap_check(FbfValueGetCwinSnap(v), &why))
-		ereport(ERROR,
-				(errcode(code),
-				 errmsg("invalid %s for type fbf", what),
-				 errdetail("%s", why)));
-	return PointerGetDatum(v);
-}
-
 /*
  * Validate serialized bytes of an unkeyed value and build an fbf datum
- * from them, of the kind their format version says; `code` is the
- * SQLSTATE for malformed input.
+ * from them, of the kind their magic and format version say (else of the
+ * oldest kind, whose decoder says what is wrong); `code` is the SQLSTATE
+ * for malformed input.
  */
 static Datum
 unkeyed_from_bytes(const unsigned char *buf, size_t len, int code,
 				   const char *what)
 {
-	size_t		size;
+	const FbfKindInfo *kind = FbfPortableKindOf(buf, len);
+	struct varlena *v;
 	const char *why;
-	char	   *v;
 
-	if (cwin_snap_is_serialized(buf, len))
-		return cuckoo_from_bytes(buf, len, code, what);
-	if (!fbf_validate(buf, len, &size, &why))
-		ereport(ERROR,
-				(errcode(code),
-				 errmsg("invalid %s for type fbf", what),
-				 errdetail("%s", why)));
-	v = palloc(FBF_VALUE_OFFSET + size);
-	SET_VARSIZE(v, FBF_VALUE_OFFSET + size);
-	fbf_deserialize(buf, len, FbfValueGetFbf(v));
+	if (kind == NULL || memcmp(buf, fbf_magic, 4) != 0)
+		kind = FbfOldestKind();
+	v = kind->from_bytes(buf, len, &why);
+	if (v == NULL)
+		refuse_input(code, what, why);
 	return PointerGetDatum(v);
 }
 
@@ -334,10 +282,7 @@ fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 
 	buf = FbfPortableTakeKey(buf, &len, &keyed, &key, &why);
 	if (why != NULL)
-		ereport(ERROR,
-				(errcode(code),
-				 errmsg("invalid %s for type fbf", what),
-				 errdetail("%s", why)));
+		refuse_input(code, what, why);
 	result = unkeyed_from_bytes(buf, len, code, what);
 	if (keyed)
 		result = PointerGetDatum(FbfValueWithKey((struct varlena *) DatumGetPointer(result),
@@ -351,26 +296,14 @@ static unsigned char *
 serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 {
 	struct varlena *v = FbfArgValue(fcinfo, argno, false);
+	const FbfKindInfo *kind = FbfValueKindOf(v);
 	unsigned char *buf;
 	FbfValueKey key;
 	bool		keyed = FbfValueGetKey(v, &key);
 
-	if (FbfValueIsCuckoo(v))
-	{
-		const CwinSnap *s = FbfValueGetCwinSnap(v);
-
-		*len = cwin_snap_serialized_size(s);
-		buf = palloc(*len);
-		cwin_snap_serialize(s, buf);
-	}
-	else
-	{
-		const Fbf  *f = FbfValueGetFbf(v);
-
-		*len = fbf_serialized_size(f);
-		buf = palloc(*len);
-		fbf_serialize(f, buf);
-	}
+	*len = kind->serialized_size(FbfValuePayload(v));
+	buf = palloc(*len);
+	kind->serialize(FbfValuePayload(v), buf);
 	if (keyed)
 		buf = FbfPortablePutKey(buf, len, &key);
 	return buf;
@@ -582,10 +515,8 @@ fbf_add_array(PG_FUNCTION_ARGS)
  * the value hashes its elements: under the public hash, or under a
  * counter snapshot's key, and then also under the public hash if the
  * snapshot holds operations recorded before its counter had a key
- * (fbf_value_key.c).  A cuckoo snapshot is checked in its block, with
- * each live epoch's fingerprint, and in its waiting operations (the check
- * variants are Bloom ones: the name is validated, and means nothing
- * there).
+ * (fbf_value_key.c).  The check variant's name is validated for every
+ * kind; the value's kind says what it means (fbf_kind.h).
  */
 static bool
 contains_bytes(FunctionCallInfo fcinfo, const void *data, size_t len)
@@ -594,21 +525,17 @@ contains_bytes(FunctionCallInfo fcinfo, const void *data, size_t len)
 	FbfCheck	check = check_from_text(PG_GETARG_TEXT_PP(2));
 	FbfValueKey key;
 	bool		keyed = FbfValueGetKey(v, &key);
-	const CwinSnap *snap = NULL;
-	const Fbf  *f = NULL;
+	const FbfKindInfo *kind = FbfValueKindOf(v);
+	const void *payload = FbfValuePayload(v);
 	FbfHash		h;
 
-	if (FbfValueIsCuckoo(v))
-		snap = FbfValueGetCwinSnap(v);
-	else
-		f = FbfValueGetFbf(v);
 	h = keyed ? fbf_hash_keyed(&key.key, data, len) : fbf_hash_bytes(data, len);
-	if (snap ? cwin_snap_contains(snap, &h) : fbf_contains(f, &h, check))
+	if (kind->contains(payload, &h, check))
 		return true;
 	if (!keyed || (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) == 0)
 		return false;
 	h = fbf_hash_bytes(data, len);
-	return snap ? cwin_snap_contains(snap, &h) : fbf_contains(f, &h, check);
+	return kind->contains(payload, &h, check);
 }
 
 /* fbf_contains(fbf, element, check text) */
@@ -715,108 +642,26 @@ fbf_estimated_fpp(PG_FUNCTION_ARGS)
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	FbfCheck	check = check_from_text(PG_GETARG_TEXT_PP(1));
 
-	if (FbfValueIsCuckoo(v))
-		PG_RETURN_FLOAT8(cwin_snap_estimate_fpp(FbfValueGetCwinSnap(v)));
-	PG_RETURN_FLOAT8(fbf_estimate_fpp(FbfValueGetFbf(v), check));
+	PG_RETURN_FLOAT8(FbfValueKindOf(v)->estimate_fpp(FbfValuePayload(v), check));
 }
 
 /*
- * fbf_info of a cuckoo snapshot: nbits is a block's bits, nhashes NULL (a
- * lookup reads one fingerprint per live epoch in two buckets), npast the
- * live epochs before the current one, counts the live entries of each
- * live epoch, newest first, the operations still waiting counted in the
- * current epoch (a drain stores them there).
- */
-static Datum
-cuckoo_info(FunctionCallInfo fcinfo, TupleDesc tupdesc, const CwinSnap *s,
-			bool keyed)
-{
-	Datum		values[10];
-	bool		nulls[10] = {0};
-	Datum	   *counts = palloc(sizeof(Datum) * s->nlive);
-	uint64		live[CWIN_MAX_LIVE];
-	uint32		i;
-
-	cwin_snap_counts(s, live);
-	live[0] += s->ndeferred;
-	for (i = 0; i < s->nlive; i++)
-		counts[i] = Int64GetDatum((int64) live[i]);
-	values[0] = Int32GetDatum((int32) (cwin_snap_block_size(s) * 8));
-	nulls[1] = true;
-	values[2] = Int32GetDatum((int32) s->nlive - 1);
-	values[3] = Int32GetDatum((int32) s->nlive);
-	values[4] = Int64GetDatum(s->epoch);
-	if (s->period > 0)
-	{
-		Interval   *period = palloc0(sizeof(Interval));
-
-		period->time = s->period;
-		values[5] = IntervalPGetDatum(period);
-	}
-	else
-		nulls[5] = true;
-	values[6] = PointerGetDatum(construct_array(counts, (int) s->nlive, INT8OID,
-												sizeof(int64), FLOAT8PASSBYVAL,
-												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) cwin_snap_serialized_size(s) +
-							  (keyed ? FBF_HASH_KEY_BYTES : 0));
-	values[8] = Float8GetDatum(cwin_snap_estimate_fpp(s));
-	values[9] = Int32GetDatum((int32) s->nparts);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/*
- * fbf_info(fbf): the shape, the window's bookkeeping and the per-filter
- * element counts (all partitions), newest first (unborn filters count 0);
- * for a cuckoo snapshot, see cuckoo_info.
+ * fbf_info(fbf): the shape, the bookkeeping and the per-filter (or
+ * per-epoch) counts, newest first, as the value's kind gives them
+ * (fbf_value_bloom.c, fbf_value_cuckoo.c).
  */
 Datum
 fbf_info(PG_FUNCTION_ARGS)
 {
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
-	Fbf		   *f;
 	FbfValueKey key;
 	bool		keyed;
 	TupleDesc	tupdesc;
-	Datum		values[10];
-	bool		nulls[10] = {0};
-	Datum	   *counts;
-	Interval   *period;
-	int			i;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	keyed = FbfValueGetKey(v, &key);
-	if (FbfValueIsCuckoo(v))
-		return cuckoo_info(fcinfo, tupdesc, FbfValueGetCwinSnap(v), keyed);
-	f = FbfValueGetFbf(v);
-
-	counts = palloc(sizeof(Datum) * f->nfilters);
-	for (i = 0; i < f->nfilters; i++)
-		counts[i] = Int64GetDatum((int64) fbf_filter_count(f, i));
-
-	values[0] = Int32GetDatum((int32) f->nbits);
-	values[1] = Int32GetDatum(f->nhashes);
-	values[2] = Int32GetDatum(f->nfilters - 2);
-	values[3] = Int32GetDatum(f->nlive);
-	values[4] = Int64GetDatum(f->epoch);
-	if (f->period > 0)
-	{
-		period = palloc0(sizeof(Interval));
-		period->time = f->period;
-		values[5] = IntervalPGetDatum(period);
-	}
-	else
-		nulls[5] = true;
-	values[6] = PointerGetDatum(construct_array(counts, f->nfilters, INT8OID,
-												sizeof(int64), FLOAT8PASSBYVAL,
-												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) fbf_serialized_size(f) +
-							  (keyed ? FBF_HASH_KEY_BYTES : 0));
-	values[8] = Float8GetDatum(fbf_estimate_fpp(f, FBF_CHECK_DEFAULT));
-	values[9] = Int32GetDatum((int32) f->nparts);
-
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(FbfValueKindOf(v)->info(tupdesc, FbfValuePayload(v), keyed));
 }
 
 /* ----------------------------------------------------------------------

@@ -45,14 +45,17 @@
  * every function reads both.  Values are never written back in the old
  * form.
  *
- * Functions that make sense for Bloom filters only (adding, refreshing,
+ * Each kind's code is behind one interface (fbf_kind.h, private to
+ * src/type): a routine struct per kind with its capabilities.  Functions
+ * that make sense for a ring of Bloom filters only (adding, refreshing,
  * resizing, merging, the build aggregate's transition) take their argument
- * with PG_GETARG_FBF*, which refuses a cuckoo snapshot (0A000) naming the
- * function; those that read both kinds take FbfArgValue and look at
- * FbfValueIsCuckoo.
+ * with PG_GETARG_FBF*, which refuses a kind without that capability (a
+ * cuckoo snapshot: 0A000) naming the function; those that read both kinds
+ * take FbfArgValue and ask the value's kind.
  */
 #define FBF_VALUE_OFFSET	MAXALIGN(VARHDRSZ)
 
+#define FbfValuePayload(v)		((void *) ((char *) (v) + FBF_VALUE_OFFSET))
 #define FbfValueGetFbf(v)		((Fbf *) ((char *) (v) + FBF_VALUE_OFFSET))
 #define FbfValueGetCwinSnap(v)	((CwinSnap *) ((char *) (v) + FBF_VALUE_OFFSET))
 
@@ -112,16 +115,7 @@ extern unsigned char *FbfPortablePutKey(unsigned char *buf, size_t *len,
 extern void FbfTypeInit(void);
 
 /* Does a detoasted fbf datum hold a cuckoo window's snapshot? */
-static inline bool
-FbfValueIsCuckoo(const struct varlena *v)
-{
-	uint32		layout;
-
-	if (VARSIZE(v) < FBF_VALUE_OFFSET + sizeof(uint32))
-		return false;
-	memcpy(&layout, (const char *) v + FBF_VALUE_OFFSET, sizeof(uint32));
-	return layout == CWIN_SNAP_LAYOUT;
-}
+extern bool FbfValueIsCuckoo(const struct varlena *v);
 
 /*
  * Datum d, detoasted (a copy of its own if `copy`), of either kind, its
@@ -146,12 +140,12 @@ extern void FbfValueCheckContents(const struct varlena *v);
  */
 extern Fbf *FbfArgGetBloom(FunctionCallInfo fcinfo, int argno, bool copy);
 
-/* allocate an fbf datum able to hold an Fbf of this shape; returns the Fbf */
+/* fbf_value_bloom.c: an fbf datum able to hold an Fbf of this shape; the Fbf */
 extern Fbf *FbfValueAlloc(uint32 nbits, int nfilters, uint32 nparts);
 
 /*
- * Allocate a zeroed fbf datum for a cuckoo snapshot of this shape
- * (cwin_snap_init done); returns the snapshot.
+ * fbf_value_cuckoo.c: allocate a zeroed fbf datum for a cuckoo snapshot of
+ * this shape (cwin_snap_init done); returns the snapshot.
  */
 extern CwinSnap *FbfCuckooValueAlloc(const CwinLayout *layout, uint32 nparts,
 									 size_t ndeferred);

@@ -28,46 +28,19 @@
 
 #include "core/fbf_codec.h"
 #include "core/fbf_le.h"
+#include "type/fbf_kind.h"
 #include "type/fbf_value.h"
 
-/* the payload's size, as its header gives it; 0 if it has none of ours */
+/*
+ * The payload's size, as its kind's header gives it; 0 if it has none of
+ * ours (fbf 1.0 and 1.1's flat form, never keyed, has no kind's layout).
+ */
 static size_t
 payload_size(const struct varlena *v)
 {
-	size_t		len = VARSIZE(v);
-	uint32		layout;
+	const FbfKindInfo *kind = FbfValueKindOf(v);
 
-	if (len < FBF_VALUE_OFFSET + sizeof(uint32))
-		return 0;
-	memcpy(&layout, (const char *) v + FBF_VALUE_OFFSET, sizeof(uint32));
-	if (layout == CWIN_SNAP_LAYOUT)
-	{
-		CwinSnap	s;
-		CwinLayout	cl;
-		const char *why;
-
-		if (len < FBF_VALUE_OFFSET + sizeof(CwinSnap))
-			return 0;
-		memcpy(&s, (const char *) v + FBF_VALUE_OFFSET, sizeof(CwinSnap));
-		if (!cwin_snap_layout(s.fp_bits, s.nbuckets, &cl, &why) ||
-			s.nparts < 1 || s.nparts > FBF_MAX_PARTS ||
-			s.ndeferred > (len / sizeof(FbfHash)))
-			return 0;
-		return cwin_snap_size(&cl, s.nparts, s.ndeferred);
-	}
-	if (layout == FBF_LAYOUT_SLICED)
-	{
-		Fbf			f;
-		const char *why;
-
-		if (len < FBF_VALUE_OFFSET + sizeof(Fbf))
-			return 0;
-		memcpy(&f, (const char *) v + FBF_VALUE_OFFSET, sizeof(Fbf));
-		if (!fbf_shape_valid(f.nbits, f.nhashes, f.nfilters, f.nparts, &why))
-			return 0;
-		return fbf_size(f.nbits, f.nfilters, f.nparts);
-	}
-	return 0;					/* fbf 1.0 and 1.1's flat form: never keyed */
+	return kind ? kind->stated_size(v) : 0;
 }
 
 bool
@@ -115,19 +88,15 @@ FbfValueWithKey(struct varlena *v, const FbfHashKey *key, bool public_too)
 static int
 flags_offset(const unsigned char *buf, size_t len, int *width)
 {
+	const FbfKindInfo *kind;
+
 	if (len < FBF_HEADER_BYTES)
 		return -1;
-	if (buf[4] == FBF_FORMAT_VERSION)
-	{
-		*width = 2;
-		return 14;
-	}
-	if (buf[4] == CWIN_SNAP_FORMAT_VERSION && len >= CWIN_SNAP_HEADER_BYTES)
-	{
-		*width = 4;
-		return 20;
-	}
-	return -1;
+	kind = FbfPortableKindOf(buf, len);
+	if (kind == NULL || len < kind->portable_header_bytes)
+		return -1;
+	*width = kind->flags_width;
+	return kind->flags_at;
 }
 
 const unsigned char *
@@ -143,7 +112,7 @@ FbfPortableTakeKey(const unsigned char *buf, size_t *len, bool *keyed,
 	*why = NULL;
 	if (at < 0)
 		return buf;
-	flags = width == 2 ? (uint32) buf[at] | (uint32) buf[at + 1] << 8 :
+	flags = width == 2 ? fbf_le16_read(buf + at) :
 		fbf_le32_read(buf + at);
 	if ((flags & FBF_PORTABLE_KEYED) == 0)
 	{

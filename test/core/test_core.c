@@ -4,7 +4,8 @@
  *	  Standalone tests of the pure FBF core: hashing, the no-false-negative
  *	  window under random refreshes and resizes, the retention guarantee
  *	  under the AIMD controller, the FPP estimate against measurement,
- *	  union, sizing, and the codec.
+ *	  union, sizing, and the codec; and (test_shared.h) the core's shared
+ *	  little-endian and cuckoo bucket helpers against reference models.
  *
  * Usage: test_core [seed]   (prints TAP; the seed makes failures repeatable)
  *
@@ -21,10 +22,13 @@
 #include "fbf_codec.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"
+#include "fbf_plan.h"
 #include "legacy.h"
 #include "tap.h"
 
 static uint64_t seed = 20151103;
+
+#include "test_shared.h"
 
 static Fbf *
 new_fbf_parts(uint32_t nbits, int nhashes, int nfilters, uint32_t nparts)
@@ -2055,5 +2059,8 @@ main(int argc, char **argv)
 	run_test("values of fbf 1.0/1.1 (flat layout) convert and validate",
 			 test_legacy_layout);
 	run_test("sizes: flat-form limit, sliced memory within rounding", test_sizes);
+	run_test("little-endian helpers match a model", test_le_helpers);
+	run_test("cuckoo bucket arithmetic equals both former forms, an involution",
+			 test_cuckoo_hash_merged);
 	return tap_done();
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cwin_block.h"
+#include "cwin_plan.h"
 #include "cwin_snap.h"
 #include "cwin_window.h"
 #include "fbf_codec.h"
