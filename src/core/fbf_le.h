@@ -121,13 +121,4 @@ fbf_le64_write(unsigned char *p, uint64_t v)
 #endif
 }
 
-static inline void
-fbf_le32_write(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char) v;
-	p[1] = (unsigned char) (v >> 8);
-	p[2] = (unsigned char) (v >> 16);
-	p[3] = (unsigned char) (v >> 24);
-}
-
 #endif							/* FBF_LE_H */
