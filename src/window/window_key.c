@@ -173,7 +173,7 @@ public_entries_left(Relation index, const FbfWindowMetaPageData *meta)
 		int			p;
 
 		FbfChainLock(index, meta, c, &chain);
-		(void) FbfChainDrain(index, meta, &chain, true);
+		(void) FbfChainDrain(index, meta, &chain, true, NULL);
 		for (p = 0; p < chain.n && !left; p++)
 		{
 			int			n;
