@@ -8,7 +8,7 @@
  *
  * A window index is never scanned and stores no index tuples: it is a
  * relation attached to the counter table whose pages hold the counter's
- * window (window.h).  Being an index gives the window the table's
+ * window (window_page.h).  Being an index gives the window the table's
  * lifecycle for free: DROP TABLE drops it, pg_dump dumps its definition
  * (with the counter's settings as reloptions), and every change is
  * WAL-logged.  Rebuilds carry the window over (window_rebuild.c).

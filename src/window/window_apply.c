@@ -406,7 +406,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
  * a refresh nor a drain is done here, and the filters of a 1.0 window are
  * not asked (nothing was recorded under such identities before 1.1).
  * Locks: the metapage share, the chain share, the partition page share,
- * in the order of window.h.
+ * in the order of src/window/README.md, "Lock definitions".
  */
 bool
 FbfWindowContains(Relation index, const FbfHash *hash)

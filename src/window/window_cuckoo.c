@@ -4,9 +4,13 @@
  *	  The partition pages of a cuckoo window (filter = cuckoo): each holds
  *	  one block of the pure core's cuckoo window (core/cwin_block.h),
  *	  fingerprints with 4-bit epoch tags in buckets that forget by epoch.
- *	  This file owns that page: its shape and plan, its initialisation,
- *	  the check of an operation, draining a pending page into it, the
- *	  split of one partition, and its counts and estimate.
+ *	  This file owns that page, as the cuckoo format's routine
+ *	  (window_format.h, FbfCuckooPageRoutine; window_cuckoo_snap.c adds
+ *	  the snapshots and registers it): its shape and plan, its metapage
+ *	  fields, its initialisation, the check of an operation, the store of
+ *	  a drain round into it, the split of one partition, its counts,
+ *	  estimate, growth factor and statistics.  Capabilities: no merge, no
+ *	  resize (16 live epochs, the tags' limit), growth by load.
  *
  * Everything else is the window's, as for Bloom windows: the metapage
  * and its ring (which times the epochs: 16 live ones, the tags' limit),
@@ -26,8 +30,9 @@
  *	  supported (an entry keyed with more partitions than its page has
  *	  could not be split again), so a cuckoo window never shrinks.
  *
- * Locks: as window.h says for partition pages (share to check, exclusive
- * to store, up to three in block order in one drain record).
+ * Locks: as src/window/README.md says for partition pages (share to
+ * check, exclusive to store, up to three in block order in one drain
+ * record).
  *
  * WAL: a drain is one record of fbf's resource manager with the pending
  * page and up to three partition pages as changed byte ranges
