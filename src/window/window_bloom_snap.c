@@ -12,8 +12,9 @@
  * the memory is the caller's (FbfSnapshotMemory), so that the value is
  * made without copying the filter.
  *
- * Loading one: the time alignment is window_load.c's (FbfLoadTimesOf,
- * FbfLoadDue, "Time" there).
+ * Loading one: the time alignment is window_adopt.c's (FbfLoadTimesOf,
+ * FbfLoadDue, "Time" there), and so is the switch to an adopted shape
+ * (FbfWindowAdopt).
  *
  * Partners.  The membership check (fbf_check_mask) finds an operation in
  * the future filter alone, in two neighbouring filters, or in the oldest
@@ -53,7 +54,7 @@
  * Anything else is refused before a page is written, and so is a
  * snapshot of the other kind of window (a cuckoo window's snapshot is
  * loaded by window_cuckoo_snap.c, which shares the time alignment and
- * the emptiness test above).
+ * the emptiness test of window_adopt.c).
  *
  * Locks: the caller holds RowExclusiveLock on the counter table.  The
  * whole load holds the metapage exclusively (operations, drains and

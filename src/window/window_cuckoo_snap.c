@@ -57,9 +57,9 @@
  *	  before it leaves the old, empty window and some unused pages.  The
  *	  old pages become the free run for the next split.
  *
- * Locks: as window_load.c: the caller holds RowExclusiveLock on the table,
- * the load holds the metapage exclusively throughout; appending takes the
- * relation's extension lock.  A snapshot holds one chain share at a time
+ * Locks: as window_bloom_snap.c: the caller holds RowExclusiveLock on
+ * the table, the load holds the metapage exclusively throughout;
+ * appending takes the relation's extension lock.  A snapshot holds one chain share at a time
  * and, under it, one partition page share at a time; the metapage only
  * to check that it has not changed, before each chain and after the last
  * (FbfSnapshotRead, window_int.h).
@@ -440,7 +440,7 @@ FbfCuckooLoad(Relation index, const void *snapshot, const FbfHashKey *key,
 	if (FbfLoadDue(&t, (int) s->nlive, (int) s->nlive, s->period,
 				   meta.retention) == 0)
 	{
-		/* every epoch aged out: nothing to load (window_load.c, "Time") */
+		/* every epoch aged out: nothing to load (window_adopt.c, "Time") */
 		UnlockReleaseBuffer(metabuf);
 		result.adopted = false;
 		result.filters = 0;

@@ -147,7 +147,7 @@ FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
  * born at `born`; its blocks go stale with the new epoch (and the
  * format notes the new epoch: FbfFilterRoutine.rotate).  Returns false
  * if postponed.  A refresh passes born = now; a load, the time the
- * snapshot's future stopped taking operations (window_load.c).
+ * snapshot's future stopped taking operations (window_adopt.c).
  */
 bool
 FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born)
