@@ -257,14 +257,49 @@ fbf_counter_value(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(value);
 }
 
+/*
+ * fbf_snapshot's memory for the window's snapshot (FbfSnapshotMemory): a
+ * palloc'd `fbf` value whose contents, after FBF_VALUE_OFFSET, are the
+ * snapshot's core structure, so that the value is made without a copy.
+ */
+static void *
+snapshot_alloc(Size size, void *arg)
+{
+	char	   *v = palloc_extended(FBF_VALUE_OFFSET + size,
+									MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+	SET_VARSIZE(v, FBF_VALUE_OFFSET + size);
+	return v + FBF_VALUE_OFFSET;
+}
+
+static void *
+snapshot_resize(void *body, Size size, void *arg)
+{
+	char	   *v = repalloc_huge((char *) body - FBF_VALUE_OFFSET,
+								  FBF_VALUE_OFFSET + size);
+
+	SET_VARSIZE(v, FBF_VALUE_OFFSET + size);
+	return v + FBF_VALUE_OFFSET;
+}
+
+static void
+snapshot_free(void *body, void *arg)
+{
+	pfree((char *) body - FBF_VALUE_OFFSET);
+}
+
 /* fbf_snapshot(counter regclass): the live filter as an fbf value */
 Datum
 fbf_snapshot(PG_FUNCTION_ARGS)
 {
+	static const FbfSnapshotMemory mem = {snapshot_alloc, snapshot_resize,
+	snapshot_free, NULL};
 	Relation	heap;
 	Relation	index;
 	uint64		pending;
-	Datum		value;
+	void	   *body;
+	FbfHashKey	key;
+	bool		public_too;
 
 	FbfCounterOpen(PG_GETARG_OID(0), FBF_WINDOW_READ, AccessShareLock, &heap, &index);
 
@@ -276,7 +311,9 @@ fbf_snapshot(PG_FUNCTION_ARGS)
 						RelationGetRelationName(heap)),
 				 errdetail("A snapshot shows the operations of every key."),
 				 errhint("Take snapshots as the table's owner or as a role with BYPASSRLS.")));
-	value = FbfWindowSnapshot(index, &pending);
+	body = FbfWindowSnapshot(index, &mem, &key, &public_too, &pending);
 	FbfCounterClose(heap, index);
-	PG_RETURN_DATUM(value);
+	/* with the key the window had, which a load needs (type/fbf_value.h) */
+	PG_RETURN_POINTER(FbfValueWithKey((struct varlena *) ((char *) body - FBF_VALUE_OFFSET),
+									  &key, public_too));
 }

@@ -33,9 +33,8 @@ PG_FUNCTION_INFO_V1(fbf_counter_load);
 
 /*
  * fbf_counter_load(counter regclass, snapshot fbf): merge a snapshot, as
- * fbf_snapshot() returns it, into the counter's window (FbfWindowLoad; a
- * cuckoo window's snapshot, FbfWindowLoadCuckoo, is adopted by an empty
- * cuckoo window only).
+ * fbf_snapshot() returns it, into the counter's window (FbfWindowLoad, which
+ * hands it to the window's format: merged or adopted, or refused).
  * The owner's privilege, as for fbf_counter_resize: a load makes the
  * counter dismiss operations.  Returns 'adopted' (an empty window took the
  * snapshot's shape and ring), 'merged', or 'expired' (every filter of the
@@ -61,11 +60,7 @@ fbf_counter_load(PG_FUNCTION_ARGS)
 	if (!FbfValueGetKey(snapshot, &key))
 		memset(&key, 0, sizeof(key));
 	public_too = (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) != 0;
-	if (FbfValueIsCuckoo(snapshot))
-		r = FbfWindowLoadCuckoo(index, FbfValueGetCwinSnap(snapshot),
-								&key.key, public_too);
-	else
-		r = FbfWindowLoad(index, FbfValueGetFbf(snapshot), &key.key, public_too);
+	r = FbfWindowLoad(index, snapshot, &key.key, public_too);
 	FbfCounterClose(heap, index);
 	PG_RETURN_TEXT_P(cstring_to_text(r.adopted ? "adopted" :
 									 r.filters > 0 ? "merged" : "expired"));

@@ -2,8 +2,8 @@
  *
  * counter_stats.c
  *	  fbf_local_counter_stats() and fbf_dedup_stats(): one row per counter
- *	  table (dedup table) of this database that the user may read, from its
- *	  window's metapage and blocks and from the registry's statistics
+ *	  table (dedup table) of this database that the user may read, from
+ *	  what its window reports (FbfWindowGetStats) and the registry's statistics
  *	  (applied, dismissed and, for counters, mismatched).  The SQL function
  *	  fbf_counter_stats() returns these rows and, on a Citus coordinator,
  *	  those of every distributed counter's shards, read on their nodes
@@ -98,17 +98,12 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		Oid			relid = lfirst_oid(lc);
 		Relation	heap;
 		Relation	index;
-		FbfWindowMetaPageData meta;
-		uint64	   *counts;
+		FbfWindowStats ws;
 		Datum	   *per_filter;
 		Datum		values[FBF_MAX_STATS_COLS];
 		bool		nulls[FBF_MAX_STATS_COLS] = {0};
-		bool		cuckoo;
-		double		load = 0;
-		uint64		block_bits = 0;
 		FbfCounterStatsSnapshot st;
 		int			i;
-		uint64		distinct[FBF_MAX_FILTERS];
 
 		bool		is_missing = false;
 
@@ -137,49 +132,41 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 			continue;
 		}
 		UnlockRelationOid(relid, AccessShareLock);	/* open_counter holds its own */
-		FbfWindowReadMeta(index, &meta);
-		counts = palloc0(sizeof(uint64) * meta.nlive * Max(FbfWindowViewParts(&meta), 1));
-		/* each operation once, though a split copied it to several pages */
-		FbfWindowBlockCounts(index, &meta, counts, distinct);
-		per_filter = palloc(sizeof(Datum) * meta.nfilters);
-		for (i = 0; i < meta.nfilters; i++)
-			per_filter[i] = Int64GetDatum(i < meta.nlive ? (int64) distinct[i] : 0);
+		FbfWindowGetStats(index, &ws);
+		per_filter = palloc(sizeof(Datum) * ws.nfilters);
+		for (i = 0; i < ws.nfilters; i++)
+			per_filter[i] = Int64GetDatum(i < ws.nlive ? (int64) ws.distinct[i] : 0);
 		FbfStatsGet(MyDatabaseId, relid, &st);
-		cuckoo = meta.filter == FBF_FILTER_CUCKOO;
-		if (cuckoo)
-			load = FbfWindowCuckooLoad(&meta, counts, &block_bits);
 
 		values[0] = ObjectIdGetDatum(relid);
-		values[1] = Int32GetDatum(meta.nfilters);
-		values[2] = Int32GetDatum(meta.nlive);
-		values[3] = IntervalPGetDatum(interval_from_usecs(meta.period));
-		values[4] = IntervalPGetDatum(interval_from_usecs(meta.retention));
-		/* a cuckoo window: the bits of its blocks, and no hash functions */
-		values[5] = Int64GetDatum(cuckoo ? (int64) block_bits :
-								  (int64) meta.nbits * meta.nparts);
-		values[6] = Int32GetDatum(meta.nhashes);
-		nulls[6] = cuckoo;
-		values[7] = Int32GetDatum(meta.nparts);
-		values[8] = PointerGetDatum(construct_array(per_filter, meta.nfilters, INT8OID,
+		values[1] = Int32GetDatum(ws.nfilters);
+		values[2] = Int32GetDatum(ws.nlive);
+		values[3] = IntervalPGetDatum(interval_from_usecs(ws.period));
+		values[4] = IntervalPGetDatum(interval_from_usecs(ws.retention));
+		values[5] = Int64GetDatum(ws.bits);
+		values[6] = Int32GetDatum(ws.nhashes);
+		nulls[6] = !ws.has_nhashes;
+		values[7] = Int32GetDatum((int32) ws.nparts);
+		values[8] = PointerGetDatum(construct_array(per_filter, ws.nfilters, INT8OID,
 													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[9] = Float8GetDatum(FbfWindowEstimateFpp(&meta, counts));
-		values[10] = Float8GetDatum(meta.target_fpp);
+		values[9] = Float8GetDatum(ws.fpp);
+		values[10] = Float8GetDatum(ws.target_fpp);
 		values[11] = Int64GetDatum((int64) st.applied);
 		values[12] = Int64GetDatum((int64) st.dismissed);
 		values[13] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
-		values[14] = TimestampTzGetDatum(FbfWindowWallTime(&meta, meta.born_at[0]));
-		values[15] = Int64GetDatum(meta.resizes);
-		values[16] = BoolGetDatum((meta.flags & FBF_META_CAPPED) != 0);
-		values[17] = Int64GetDatum(FbfWindowPendingCount(index, &meta));
+		values[14] = TimestampTzGetDatum(ws.future_born);
+		values[15] = Int64GetDatum(ws.resizes);
+		values[16] = BoolGetDatum(ws.capped);
+		values[17] = Int64GetDatum(ws.pending);
 		values[18] = Int64GetDatum((int64) st.mismatched);	/* counters' only */
 		if (natts > FBF_WINDOW_STATS_COLS)
 		{
-			/* the filter, its live load and fingerprint bits (cuckoo only) */
-			values[filter_col] = CStringGetTextDatum(cuckoo ? "cuckoo" : "bloom");
-			values[filter_col + 1] = Float8GetDatum(load);
-			nulls[filter_col + 1] = !cuckoo;
-			values[filter_col + 2] = Int32GetDatum((int32) meta.cuckoo.fp_bits);
-			nulls[filter_col + 2] = !cuckoo;
+			/* the filter, and the measures its format has (load, fp bits) */
+			values[filter_col] = CStringGetTextDatum(ws.filter);
+			values[filter_col + 1] = Float8GetDatum(ws.load);
+			nulls[filter_col + 1] = !ws.has_load;
+			values[filter_col + 2] = Int32GetDatum((int32) ws.fp_bits);
+			nulls[filter_col + 2] = !ws.has_fp_bits;
 		}
 		FbfCounterClose(heap, index);
 

@@ -11,10 +11,11 @@
  * searched first (an entry there is decided by its xid's fate), then its
  * partition page, which holds every live filter's bits, is tested.  A new
  * operation is appended to the chain in one compact WAL record
- * (window_xlog.c).  See
- * window.h for the lock order; no buffer lock is held while waiting for
- * another transaction.  Both functions share the two lookups: the chain
- * (in_chain) and the partition page (in_filters).
+ * (window_xlog.c).  Lock order: src/window/README.md, "Lock
+ * definitions"; no buffer lock is held while waiting for another
+ * transaction.  Both functions share the two lookups: the chain
+ * (in_chain) and the partition page, one indirect call to the window's
+ * format (FbfFilterRoutine.contains, window_format.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,50 +29,13 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
+#include "window/window_format.h"
 #include "window/window_int.h"
 #include "window/window_xlog.h"
 
 static bool in_chain(const FbfWindowMetaPageData *meta,
 					 const FbfPendingChain *chain, const FbfHash *hash,
 					 FullTransactionId *wait_for, Buffer *room);
-
-/*
- * Is the operation in the window's filters?  One partition page: the k
- * words of its probes hold every filter's bits (window.h).
- */
-static bool
-in_filters(Relation index, const FbfWindowMetaPageData *meta,
-		   const FbfHash *hash, bool *overfull)
-{
-	uint32		probes[FBF_MAX_HASHES];
-	Buffer		buf;
-	Page		page;
-	uint64		current;
-	uint64		lanes;
-
-	/* a cuckoo window's page (window_cuckoo.c): also one page */
-	if (FbfWindowIsCuckoo(meta))
-		return FbfCuckooContains(index, meta, hash);
-
-	buf = FbfWindowReadPart(index, FbfWindowPartBlock(meta, hash),
-							BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	current = FbfSliceCurrentLanes(page, meta);
-
-	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
-	lanes = bloom_slice_test(FbfSlicePageGetWords(page), FBF_SLICE_WIDTH,
-							 probes, meta->nhashes) & current;
-
-	/* the future lane filling faster than its bits are for? */
-	if (overfull != NULL && ((current >> meta->ring[0]) & 1) != 0 &&
-		FbfSlicePageGetHeader(page)->count[meta->ring[0]] > meta->overfull &&
-		meta->split_start == InvalidBlockNumber)
-		*overfull = true;
-	UnlockReleaseBuffer(buf);
-	return lanes != 0 &&
-		fbf_check_mask(FbfSliceLogicalMask(meta, lanes), meta->nlive,
-					   FBF_CHECK_DEFAULT);
-}
 
 /*
  * Does the window remember the operation under an identity it had before
@@ -91,7 +55,7 @@ in_legacy(Relation index, const FbfWindowMetaPageData *meta, int64 now,
 	if (legacy_hash == NULL || !meta->legacy.keyless)
 		return false;
 	return FbfLegacyContains(index, meta, legacy_hash) ||
-		in_filters(index, meta, legacy_hash, NULL);
+		FbfFilterRoutineOf(meta)->contains(index, meta, legacy_hash, NULL);
 }
 
 /*
@@ -116,7 +80,7 @@ in_public(Relation index, const FbfWindowMetaPageData *meta,
 	FbfChainRelease(&chain);
 	if (found || FullTransactionIdIsValid(*wait_for))
 		return found;
-	return in_filters(index, meta, public_hash, NULL);
+	return FbfFilterRoutineOf(meta)->contains(index, meta, public_hash, NULL);
 }
 
 /*
@@ -225,6 +189,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	const FbfHash *hash = &op->hash;
 	bool		refresh_tried = false;
 	bool		may_defer = true;
+	bool		grow = false;
 
 	*overfull = false;
 	for (;;)
@@ -308,7 +273,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		if (FullTransactionIdIsValid(floor) &&
 			U64FromFullTransactionId(ReadNextFullTransactionId()) -
 			U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
-			FbfChainDrain(index, &meta, &chain, false);
+			FbfChainDrain(index, &meta, &chain, false, &grow);
 
 		/* in flight, or applied recently and not yet drained? */
 		duplicate = in_chain(&meta, &chain, hash, &wait_for, &room);
@@ -342,7 +307,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 
 		/* applied earlier and drained into the window? */
 		if (!duplicate)
-			duplicate = in_filters(index, &meta, hash, &lane_full);
+			duplicate = FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, &lane_full);
 		if (duplicate)
 		{
 			FbfChainRelease(&chain);
@@ -354,7 +319,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		 * New: record it as in flight.  If the chain is full, drain what has
 		 * been decided; if that frees nothing, add an overflow page.
 		 */
-		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain, may_defer) > 0)
+		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain, may_defer, &grow) > 0)
 		{
 			for (c = 0; c < chain.n && !BufferIsValid(room); c++)
 			{
@@ -365,8 +330,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		}
 		if (!BufferIsValid(room))
 		{
-			if (chain.n == FBF_MAX_PENDING_PAGES && may_defer &&
-				FbfWindowTakeGrowthRequest())
+			if (chain.n == FBF_MAX_PENDING_PAGES && may_defer && grow)
 			{
 				/*
 				 * Full of entries that wait for more bits (the drain put
@@ -376,6 +340,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 				 */
 				FbfChainRelease(&chain);
 				UnlockReleaseBuffer(metabuf);
+				grow = false;
 				if (FbfWindowGrowNow(index) == FBF_GROWTH_NONE)
 					may_defer = false;
 				CHECK_FOR_INTERRUPTS();
@@ -425,7 +390,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		FbfChainRelease(&chain);
 		UnlockReleaseBuffer(metabuf);
 		/* a new operation: does the window need more bits for its rate? */
-		*overfull = lane_full || FbfWindowTakeGrowthRequest();
+		*overfull = lane_full || grow;
 		return FBF_OP_APPLIED;
 	}
 }
@@ -441,7 +406,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
  * a refresh nor a drain is done here, and the filters of a 1.0 window are
  * not asked (nothing was recorded under such identities before 1.1).
  * Locks: the metapage share, the chain share, the partition page share,
- * in the order of window.h.
+ * in the order of src/window/README.md, "Lock definitions".
  */
 bool
 FbfWindowContains(Relation index, const FbfHash *hash)
@@ -463,7 +428,7 @@ FbfWindowContains(Relation index, const FbfHash *hash)
 					 BUFFER_LOCK_SHARE, &chain);
 	found = in_chain(&meta, &chain, hash, &wait_for, NULL) ||
 		FullTransactionIdIsValid(wait_for) ||
-		in_filters(index, &meta, hash, NULL);
+		FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, NULL);
 	FbfChainRelease(&chain);
 	UnlockReleaseBuffer(metabuf);
 	return found;

@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * window_build.c
- *	  Making a window's pages: planning the shape of a new window, writing
- *	  it empty, copying an old relfilenode's pages over a rebuild, keeping
- *	  the metapage's copy of the reloptions current.
+ *	  Making a window's pages: planning the shape of a new window (the
+ *	  skeleton every format shares, FbfWindowPlan), writing it empty,
+ *	  copying an old relfilenode's pages over a rebuild, keeping the
+ *	  metapage's copy of the reloptions current.
+ *
+ * Lock order: src/window/README.md, "Lock definitions".
  *
  *-------------------------------------------------------------------------
  */
@@ -22,77 +25,41 @@
 #include "utils/rel.h"
 
 #include "common/fbf_page.h"
+#include "window/window_format.h"
 #include "window/window_int.h"
 
 /*
- * Choose a window's shape from the index's options: an explicit shape if
- * nbits is set, else the plan that meets the target at the expected rate
- * with the fewest bits per filter (every lane of a partition page costs
- * memory, used or not), in page-sized partitions.  The partitions are a
- * multiple of `nchains` (0: one chain per partition).  Sets the shape,
- * ring size and period fields of *meta.
+ * Plan a window's shape from the index's options: the format's sizing
+ * (FbfFilterRoutine.plan: its shape fields, partitions, filters and
+ * period), then what every format shares: a whole number of partitions
+ * per chain (the format spreads its shape over the partitions added), and
+ * the memory cap, fbf.max_filter_size.  nchains: the chains of a 1.0
+ * window being upgraded, which it keeps; 0 for a new window, which gets a
+ * chain per FBF_PARTS_PER_CHAIN partitions: enough chains that concurrent
+ * operations rarely queue on one, few enough that their pages cost little
+ * beside the filters'.  Sets the format, shape, chains, ring size and
+ * period fields of *meta.
  */
 void
-FbfWindowPlanParts(Relation index, const FbfWindowOptions *opts,
-				   uint32 nchains, FbfWindowMetaPageData *meta)
+FbfWindowPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
+			  FbfWindowMetaPageData *meta)
 {
-	double		retention = opts->retention_ms / 1000.0;
-	FbfPlan		plan;
-	const char *why;
+	const FbfFilterRoutine *routine = FbfFilterRoutineFor(opts->filter);
+	uint32		planned;
 	uint64		pages;
 
-	if (opts->nbits > 0)
-	{
-		uint64		total_bits = opts->nbits;
-
-		if (opts->nhashes <= 0 || opts->npast <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("an explicit fbf shape needs nbits, nhashes and npast")));
-		if (opts->npast + 2 > FBF_SLICE_LANES && nchains == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a counter filter has at most %d past filters",
-							FBF_SLICE_LANES - 2)));
-		plan.nhashes = opts->nhashes;
-		plan.nparts = (uint32) ((total_bits + FBF_SLICE_MAX_BITS - 1) / FBF_SLICE_MAX_BITS);
-		plan.nbits = (uint32) ((total_bits + plan.nparts - 1) / plan.nparts);
-		/* a 1.0 window being upgraded keeps what fits */
-		plan.nfilters = Min(opts->npast + 2, FBF_SLICE_LANES);
-		plan.period = retention / (plan.nfilters - 1);
-		if (!fbf_shape_valid(plan.nbits, plan.nhashes, plan.nfilters, plan.nparts, &why))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid fbf shape"),
-					 errdetail("%s", why)));
-	}
-	else if (!fbf_plan_sliced(retention, opts->target_fpp, opts->expected_rate,
-							  FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
-							  FBF_SLICE_MAX_BITS, &plan, &why))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("no fbf filter meets target %g at %g operations per second",
-						opts->target_fpp, opts->expected_rate),
-				 errdetail("%s", why)));
-
-	/*
-	 * A whole number of partitions per chain, and never fewer bits.  A
-	 * new window gets a chain per FBF_PARTS_PER_CHAIN partitions: enough
-	 * chains that concurrent operations rarely queue on one, few enough
-	 * that their pages cost little beside the filters'.
-	 */
+	meta->filter = (uint32) opts->filter;
+	routine->plan(index, opts, nchains, meta);
+	planned = meta->nparts;
 	if (nchains == 0)
-		nchains = (plan.nparts + FBF_PARTS_PER_CHAIN - 1) / FBF_PARTS_PER_CHAIN;
-	if (plan.nparts % nchains != 0)
+		nchains = (planned + FBF_PARTS_PER_CHAIN - 1) / FBF_PARTS_PER_CHAIN;
+	if (planned % nchains != 0)
 	{
-		uint64		total = (uint64) plan.nbits * plan.nparts;
-
-		plan.nparts = ((plan.nparts + nchains - 1) / nchains) * nchains;
-		plan.nbits = (uint32) Max((total + plan.nparts - 1) / plan.nparts,
-								  FBF_MIN_NBITS);
+		meta->nparts = ((planned + nchains - 1) / nchains) * nchains;
+		routine->spread(meta, planned);
 	}
 
-	pages = (uint64) 1 + nchains + plan.nparts;
+	pages = (uint64) 1 + nchains + meta->nparts;
 	if (pages * BLCKSZ > (uint64) fbf_max_filter_size_kb * 1024)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -101,13 +68,8 @@ FbfWindowPlanParts(Relation index, const FbfWindowOptions *opts,
 						(unsigned long long) (pages * BLCKSZ / 1024), fbf_max_filter_size_kb),
 				 errhint("Lower the expected rate, raise the target false-positive rate, shorten the retention, or raise fbf.max_filter_size.")));
 
-	meta->nbits = plan.nbits;
-	meta->nparts = plan.nparts;
-	meta->base_nparts = plan.nparts;
+	meta->base_nparts = meta->nparts;
 	meta->nchains = nchains;
-	meta->nhashes = (uint16) plan.nhashes;
-	meta->nfilters = (uint16) plan.nfilters;
-	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
 	meta->base_period = meta->period;
 	meta->split_start = InvalidBlockNumber;
 	meta->split_next = 0;
@@ -135,10 +97,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 	meta.target_fpp = opts->target_fpp;
 	meta.shards = opts->shards;
 	meta.created_at = now;
-	if (opts->filter == FBF_FILTER_CUCKOO)
-		FbfCuckooPlan(index, opts, &meta);
-	else
-		FbfWindowPlanParts(index, opts, 0, &meta);
+	FbfWindowPlan(index, opts, 0, &meta);
 	meta.nlive = meta.nfilters;
 	meta.nslots = meta.nfilters;
 	meta.epoch = meta.nfilters - 1;
@@ -158,7 +117,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 		meta.born_at[i] = i == 0 ? now : FBF_BORN_LONG_AGO;
 	}
 	meta.part_start = 1 + meta.nchains;
-	FbfWindowSetOverfull(&meta);
+	FbfFilterRoutineOf(&meta)->derive_meta(&meta);
 
 	FbfWindowInitPage(image.data, FBF_PAGE_ID_META);
 	FbfWindowSetMeta(image.data, &meta);

@@ -4,9 +4,13 @@
  *	  The partition pages of a cuckoo window (filter = cuckoo): each holds
  *	  one block of the pure core's cuckoo window (core/cwin_block.h),
  *	  fingerprints with 4-bit epoch tags in buckets that forget by epoch.
- *	  This file owns that page: its shape and plan, its initialisation,
- *	  the check of an operation, draining a pending page into it, the
- *	  split of one partition, and its counts and estimate.
+ *	  This file owns that page, as the cuckoo format's routine
+ *	  (window_format.h, FbfCuckooPageRoutine; window_cuckoo_snap.c adds
+ *	  the snapshots and registers it): its shape and plan, its metapage
+ *	  fields, its initialisation, the check of an operation, the store of
+ *	  a drain round into it, the split of one partition, its counts,
+ *	  estimate, growth factor and statistics.  Capabilities: no merge, no
+ *	  resize (16 live epochs, the tags' limit), growth by load.
  *
  * Everything else is the window's, as for Bloom windows: the metapage
  * and its ring (which times the epochs: 16 live ones, the tags' limit),
@@ -26,8 +30,9 @@
  *	  supported (an entry keyed with more partitions than its page has
  *	  could not be split again), so a cuckoo window never shrinks.
  *
- * Locks: as window.h says for partition pages (share to check, exclusive
- * to store, up to three in block order in one drain record).
+ * Locks: as src/window/README.md says for partition pages (share to
+ * check, exclusive to store, up to three in block order in one drain
+ * record).
  *
  * WAL: a drain is one record of fbf's resource manager with the pending
  * page and up to three partition pages as changed byte ranges
@@ -49,6 +54,7 @@
 
 #include "common/fbf_xlog.h"
 #include "core/cwin_window.h"
+#include "window/window_format.h"
 #include "window/window_int.h"
 
 StaticAssertDecl(CWIN_PAGE_SPACE == FBF_PAGE_CONTENT_BYTES,
@@ -86,8 +92,8 @@ FbfCuckooEpochs(const FbfWindowMetaPageData *meta, CwinEpochs *epochs)
  * the window has now (the old ones during a split: the pages a split has
  * not reached hold no more).
  */
-void
-FbfCuckooRotate(FbfWindowMetaPageData *meta)
+static void
+cuckoo_rotate(FbfWindowMetaPageData *meta)
 {
 	memmove(&meta->cuckoo.parts[1], &meta->cuckoo.parts[0],
 			sizeof(uint32) * (CWIN_MAX_LIVE - 1));
@@ -95,20 +101,19 @@ FbfCuckooRotate(FbfWindowMetaPageData *meta)
 }
 
 /*
- * Plan a new cuckoo window for the options: the fewest bytes meeting the
- * target at the expected rate (cwin_plan), 16 live epochs, a period of a
- * fifteenth of the retention.  Sets the shape, ring and period fields of
- * *meta as FbfWindowPlanParts does for a Bloom window.
+ * Size a new cuckoo window for the options (FbfFilterRoutine.plan): the
+ * fewest bytes meeting the target at the expected rate (cwin_plan), 16
+ * live epochs, a period of a fifteenth of the retention.  Sets the shape,
+ * ring and period fields of *meta; FbfWindowPlan rounds the partitions to
+ * the chains and checks the cap.
  */
-void
-FbfCuckooPlan(Relation index, const FbfWindowOptions *opts,
-			  FbfWindowMetaPageData *meta)
+static void
+cuckoo_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
+			FbfWindowMetaPageData *meta)
 {
 	CwinPlan	plan;
 	CwinLayout	layout;
 	const char *why;
-	uint32		nchains;
-	uint64		pages;
 	int			i;
 
 	if (opts->nbits > 0)
@@ -129,34 +134,42 @@ FbfCuckooPlan(Relation index, const FbfWindowOptions *opts,
 		elog(ERROR, "fbf: cuckoo plan of %u-bit fingerprints has no layout: %s",
 			 plan.fp_bits, why);
 
-	/* a whole number of partitions per chain, as for Bloom windows */
-	nchains = (plan.nparts + FBF_PARTS_PER_CHAIN - 1) / FBF_PARTS_PER_CHAIN;
-	plan.nparts = ((plan.nparts + nchains - 1) / nchains) * nchains;
-	pages = (uint64) 1 + nchains + plan.nparts;
-	if (pages * BLCKSZ > (uint64) fbf_max_filter_size_kb * 1024)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("the filter of \"%s\" would need %llu kB, more than fbf.max_filter_size (%d kB)",
-						RelationGetRelationName(index),
-						(unsigned long long) (pages * BLCKSZ / 1024), fbf_max_filter_size_kb),
-				 errhint("Lower the expected rate, raise the target false-positive rate, shorten the retention, or raise fbf.max_filter_size.")));
-
-	meta->filter = FBF_FILTER_CUCKOO;
 	meta->cuckoo.fp_bits = plan.fp_bits;
 	meta->cuckoo.nbuckets = layout.nbuckets;
-	for (i = 0; i < CWIN_MAX_LIVE; i++)
-		meta->cuckoo.parts[i] = plan.nparts;
-	/* the Bloom fields a check validates; a cuckoo window reads none */
-	meta->nbits = 1;
-	meta->nhashes = 1;
 	meta->nparts = plan.nparts;
-	meta->base_nparts = plan.nparts;
-	meta->nchains = nchains;
 	meta->nfilters = (uint16) plan.nlive;
 	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
-	meta->base_period = meta->period;
-	meta->split_start = InvalidBlockNumber;
-	meta->split_next = 0;
+	for (i = 0; i < CWIN_MAX_LIVE; i++)
+		meta->cuckoo.parts[i] = plan.nparts;
+}
+
+/* the partitions were rounded up to the chains: every epoch keys with them */
+static void
+cuckoo_spread(FbfWindowMetaPageData *meta, uint32 planned)
+{
+	int			i;
+
+	for (i = 0; i < CWIN_MAX_LIVE; i++)
+		meta->cuckoo.parts[i] = meta->nparts;
+}
+
+/*
+ * A cuckoo metapage's own fields (the Bloom ones, nbits and nhashes, mean
+ * nothing here: windows planned before this check hold 1 in each).
+ */
+static bool
+cuckoo_validate_meta(const FbfWindowMetaPageData *meta)
+{
+	return meta->cuckoo.fp_bits >= CWIN_MIN_FP_BITS &&
+		meta->cuckoo.fp_bits <= CWIN_MAX_FP_BITS &&
+		meta->nlive <= CWIN_MAX_LIVE && meta->merge_factor == 0;
+}
+
+/* a cuckoo window grows when a block refuses an entry: no overfull count */
+static void
+cuckoo_derive_meta(FbfWindowMetaPageData *meta)
+{
+	meta->overfull = 0;
 }
 
 /* An empty partition page of the layout, its base at `epoch`. */
@@ -167,6 +180,16 @@ FbfCuckooInitPage(Page page, const CwinLayout *layout, int64 epoch)
 	cwin_block_init(layout, (uint8 *) PageGetContents(page), epoch);
 	((PageHeader) page)->pd_lower =
 		PageGetContents(page) + cwin_block_size(layout) - (char *) page;
+}
+
+/* An empty partition page of the window's shape, at its epoch. */
+static void
+cuckoo_init_page(Page page, const FbfWindowMetaPageData *meta)
+{
+	CwinLayout	layout;
+
+	FbfCuckooLayout(meta, &layout);
+	FbfCuckooInitPage(page, &layout, meta->epoch);
 }
 
 /* Read and lock a cuckoo partition page. */
@@ -184,11 +207,12 @@ block_of(Page page)
 
 /*
  * Is the operation live in the window's blocks?  One page, share-locked.
- * The caller holds the metapage (share or exclusive).
+ * The caller holds the metapage (share or exclusive).  A block has no
+ * overfull count: *overfull is left alone.
  */
-bool
-FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
-				  const FbfHash *hash)
+static bool
+cuckoo_contains(Relation index, const FbfWindowMetaPageData *meta,
+				const FbfHash *hash, bool *overfull)
 {
 	CwinLayout	layout;
 	CwinEpochs	epochs;
@@ -207,154 +231,82 @@ FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
 	return found;
 }
 
-/* at most this many partition pages in one drain record */
-#define DRAIN_MAX_PARTS		(FBF_XLOG_MAX_PAGES - 1)
-
 /*
- * Drain the pending page pbuf (exclusively locked, in a chain the caller
- * holds under the metapage's lock): committed entries are stored in their
- * partition pages, aborted ones dropped, in one WAL record per up to
- * DRAIN_MAX_PARTS partition pages.  An entry its block refuses stays on
- * the page and sets *refused; the entries of other pages then wait too,
- * for the next drain.  Returns the entries removed.
+ * The cuckoo store of a drain round (FbfFilterRoutine.store): each
+ * committed entry targeted this round is stored with cwin_block_insert, as
+ * of the current epoch, in the page's copy; an entry its block refuses
+ * stays on the pending page (never dropped, whether or not the drain may
+ * put entries off) and makes this return true: the window must grow.  One
+ * WAL record of changed byte ranges for the pending page and the
+ * partition pages (a page the drain sweeps: a full image).  Locks: the
+ * partition pages exclusively, in block order; the caller holds the
+ * metapage share-locked and pbuf exclusive-locked.
  */
-int
-FbfCuckooDrainPending(Relation index, const FbfWindowMetaPageData *meta,
-					  Buffer pbuf, bool *refused)
+static bool
+cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
+			 const FbfPendingEntry *entries, int n, uint8 *keep,
+			 const BlockNumber *target, const BlockNumber *blocks,
+			 int nblocks, bool may_defer)
 {
 	CwinLayout	layout;
 	CwinEpochs	epochs;
-	int			removed = 0;
+	Buffer		bufs[FBF_DRAIN_MAX_PAGES];
+	Page		copies[FBF_DRAIN_MAX_PAGES];
+	bool		full = false;
+	FbfXLogState *state;
+	Page		pcopy;
+	FbfPendingEntry *out;
+	int			kept;
+	int			i;
+	int			b;
 
 	FbfCuckooLayout(meta, &layout);
 	FbfCuckooEpochs(meta, &epochs);
-	for (;;)
+	state = FbfXLogStart(index);
+	pcopy = FbfXLogRegisterBuffer(state, pbuf, 0);
+	for (b = 0; b < nblocks; b++)
 	{
-		int			n;
-		FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
-		uint8	   *keep;
-		BlockNumber *target;
-		BlockNumber blocks[DRAIN_MAX_PARTS];
-		Buffer		bufs[DRAIN_MAX_PARTS];
-		Page		copies[DRAIN_MAX_PARTS];
-		int			nblocks = 0;
-		bool		more = false;
-		bool		changed = false;
-		bool		full = false;
-		FbfXLogState *state;
-		Page		pcopy;
-		FbfPendingEntry *out;
-		int			kept;
-		int			i;
-		int			b;
-		FbfEntryMemo memo = {InvalidFullTransactionId, FBF_ENTRY_ABORTED};
-
-		if (n == 0)
-			return removed;
-		keep = palloc(n);
-		target = palloc(sizeof(BlockNumber) * n);
-		for (i = 0; i < n; i++)
-		{
-			FbfEntryStatus s = FbfEntryStatusMemo(meta, &entries[i], &memo);
-
-			keep[i] = 1;
-			target[i] = InvalidBlockNumber;
-			if (s == FBF_ENTRY_ABORTED)
-			{
-				keep[i] = 0;
-				changed = true;
-			}
-			else if (s == FBF_ENTRY_COMMITTED)
-			{
-				FbfHash		h = {entries[i].h1, entries[i].h2};
-				BlockNumber blk = FbfWindowPartBlock(meta, &h);
-
-				for (b = 0; b < nblocks && blocks[b] != blk; b++)
-					;
-				if (b == nblocks && nblocks < DRAIN_MAX_PARTS)
-					blocks[nblocks++] = blk;
-				if (b < nblocks)
-				{
-					target[i] = blk;
-					changed = true;
-				}
-				else
-					more = true;	/* a later round */
-			}
-		}
-		if (!changed)
-		{
-			pfree(keep);
-			pfree(target);
-			return removed;
-		}
-
-		/* lock the partition pages in block order */
-		for (i = 1; i < nblocks; i++)
-		{
-			for (b = i; b > 0 && blocks[b - 1] > blocks[b]; b--)
-			{
-				BlockNumber t = blocks[b];
-
-				blocks[b] = blocks[b - 1];
-				blocks[b - 1] = t;
-			}
-		}
-		state = FbfXLogStart(index);
-		pcopy = FbfXLogRegisterBuffer(state, pbuf, 0);
-		for (b = 0; b < nblocks; b++)
-		{
-			bufs[b] = FbfCuckooReadPart(index, blocks[b], BUFFER_LOCK_EXCLUSIVE);
-			/* a sweep empties many slots: log the page whole */
-			copies[b] = FbfXLogRegisterBuffer(state, bufs[b],
-											  cwin_block_needs_sweep(block_of(BufferGetPage(bufs[b])),
-																	 epochs.epoch) ?
-											  FBF_XLOG_FULL_IMAGE : 0);
-		}
-
-		/* store them (in the copies, applied and logged at once) */
-		for (i = 0; i < n; i++)
-		{
-			FbfHash		h;
-			CwinKey		key;
-
-			if (target[i] == InvalidBlockNumber)
-				continue;
-			for (b = 0; blocks[b] != target[i]; b++)
-				;
-			h.h1 = entries[i].h1;
-			h.h2 = entries[i].h2;
-			cwin_key(&layout, &epochs, &h, &key);
-			if (cwin_block_insert(&layout, block_of(copies[b]), &epochs, &key) >= 0)
-				keep[i] = 0;
-			else
-				full = true;	/* stays pending; the window must grow */
-		}
-
-		/* the pending page keeps the rest, in order */
-		out = FbfWindowPageGetEntries(pcopy, &n);
-		kept = 0;
-		for (i = 0; i < n; i++)
-		{
-			if (keep[i])
-				out[kept++] = out[i];
-		}
-		FbfWindowPageSetEntryCount(pcopy, kept);
-		FbfXLogFinish(state);
-
-		for (b = 0; b < nblocks; b++)
-			UnlockReleaseBuffer(bufs[b]);
-		pfree(keep);
-		pfree(target);
-		removed += n - kept;
-		if (full)
-		{
-			*refused = true;
-			return removed;
-		}
-		if (!more)
-			return removed;
+		bufs[b] = FbfCuckooReadPart(index, blocks[b], BUFFER_LOCK_EXCLUSIVE);
+		/* a sweep empties many slots: log the page whole */
+		copies[b] = FbfXLogRegisterBuffer(state, bufs[b],
+										  cwin_block_needs_sweep(block_of(BufferGetPage(bufs[b])),
+																 epochs.epoch) ?
+										  FBF_XLOG_FULL_IMAGE : 0);
 	}
+
+	/* store them (in the copies, applied and logged at once) */
+	for (i = 0; i < n; i++)
+	{
+		FbfHash		h;
+		CwinKey		key;
+
+		if (target[i] == InvalidBlockNumber)
+			continue;
+		for (b = 0; blocks[b] != target[i]; b++)
+			;
+		h.h1 = entries[i].h1;
+		h.h2 = entries[i].h2;
+		cwin_key(&layout, &epochs, &h, &key);
+		if (cwin_block_insert(&layout, block_of(copies[b]), &epochs, &key) >= 0)
+			keep[i] = 0;
+		else
+			full = true;		/* stays pending; the window must grow */
+	}
+
+	/* the pending page keeps the rest, in order */
+	out = FbfWindowPageGetEntries(pcopy, &n);
+	kept = 0;
+	for (i = 0; i < n; i++)
+	{
+		if (keep[i])
+			out[kept++] = out[i];
+	}
+	FbfWindowPageSetEntryCount(pcopy, kept);
+	FbfXLogFinish(state);
+
+	for (b = 0; b < nblocks; b++)
+		UnlockReleaseBuffer(bufs[b]);
+	return full;
 }
 
 /*
@@ -363,9 +315,9 @@ FbfCuckooDrainPending(Relation index, const FbfWindowMetaPageData *meta,
  * The caller holds the metapage exclusively, src share and dst[]
  * exclusively.
  */
-void
-FbfCuckooSplitPart(Relation index, const FbfWindowMetaPageData *meta,
-				   Buffer src, const Buffer *dst, uint32 factor)
+static void
+split_part(Relation index, const FbfWindowMetaPageData *meta,
+		   Buffer src, const Buffer *dst, uint32 factor)
 {
 	CwinLayout	layout;
 	CwinEpochs	epochs;
@@ -403,6 +355,28 @@ FbfCuckooSplitPart(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /*
+ * Split partition page `src` into dst_start .. dst_start + factor - 1,
+ * each live entry to its child by its routing bits
+ * (FbfFilterRoutine.split_page): src share, the children exclusive; the
+ * caller holds the metapage exclusively.
+ */
+static void
+cuckoo_split_page(Relation index, const FbfWindowMetaPageData *meta,
+				  BlockNumber src, BlockNumber dst_start, uint32 factor)
+{
+	Buffer		sbuf = FbfCuckooReadPart(index, src, BUFFER_LOCK_SHARE);
+	Buffer		dst[FBF_SPLIT_MAX_FACTOR];
+	uint32		f;
+
+	for (f = 0; f < factor; f++)
+		dst[f] = FbfCuckooReadPart(index, dst_start + f, BUFFER_LOCK_EXCLUSIVE);
+	split_part(index, meta, sbuf, dst, factor);
+	for (f = 0; f < factor; f++)
+		UnlockReleaseBuffer(dst[f]);
+	UnlockReleaseBuffer(sbuf);
+}
+
+/*
  * The factor to split a cuckoo window by, called for because a block
  * refused an entry or the fullest block passed CWIN_SPLIT_LOAD: at least
  * 2, and as many more doublings as make the blocks hold `rate` (per
@@ -410,9 +384,9 @@ FbfCuckooSplitPart(Relation index, const FbfWindowMetaPageData *meta,
  * (mean + 3 sqrt(mean) within CWIN_PLAN_LOAD of the slots).  Within
  * fbf.max_filter_size; 1 and *capped if not even a doubling fits.
  */
-uint32
-FbfCuckooSplitFactor(const FbfWindowMetaPageData *meta, double rate,
-					 bool *capped)
+static uint32
+cuckoo_split_factor(const FbfWindowMetaPageData *meta, double rate,
+					double increase_at, bool *capped)
 {
 	CwinLayout	layout;
 	double		peak = rate > 0 ? rate * meta->period * meta->nlive : 0;
@@ -438,15 +412,15 @@ FbfCuckooSplitFactor(const FbfWindowMetaPageData *meta, double rate,
 
 /*
  * Live entries of each live epoch in each partition of the readers' view,
- * counts[i * nparts + v] as FbfWindowBlockCounts gives them for a Bloom
+ * counts[i * nparts + v] as FbfWindowCounts gives them for a Bloom
  * window, from the blocks' per-tag counts (an entry copied to several
  * children, its routing bits used up, counts in each: rare, and only
  * within a retention of eight doublings).  *max_load gets the fullest
  * page's live load.
  */
-void
-FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
-				uint64 *counts, uint64 *distinct, double *max_load)
+static void
+cuckoo_counts(Relation index, const FbfWindowMetaPageData *meta,
+			  uint64 *counts, uint64 *distinct, double *max_load)
 {
 	CwinLayout	layout;
 	uint32		nparts = FbfWindowViewParts(meta);
@@ -487,13 +461,14 @@ FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /*
- * A cuckoo window's live load, its live entries (counts as
- * FbfCuckooCounts gives them) over its slots, and the bits of its blocks
- * in *block_bits: what fbf_counter_stats shows.
+ * fbf_counter_stats of a cuckoo window (FbfFilterRoutine.stats): the bits
+ * of its blocks, no hash functions, its live load (its live entries,
+ * counts as cuckoo_counts gives them, over its slots) and fingerprint
+ * bits.
  */
-double
-FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta, const uint64 *counts,
-					uint64 *block_bits)
+static void
+cuckoo_stats(const FbfWindowMetaPageData *meta, const uint64 *counts,
+			 FbfWindowStats *stats)
 {
 	CwinLayout	layout;
 	uint32		nparts = FbfWindowViewParts(meta);
@@ -505,8 +480,12 @@ FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta, const uint64 *counts,
 	for (v = 0; v < nparts; v++)
 		for (i = 0; i < meta->nlive; i++)
 			live += counts[i * nparts + v];
-	*block_bits = (uint64) cwin_block_size(&layout) * 8 * nparts;
-	return nparts > 0 ? (double) live / ((double) cwin_nslots(&layout) * nparts) : 0;
+	stats->bits = (int64) cwin_block_size(&layout) * 8 * nparts;
+	stats->has_nhashes = false;
+	stats->load = nparts > 0 ? (double) live / ((double) cwin_nslots(&layout) * nparts) : 0;
+	stats->has_load = true;
+	stats->fp_bits = (int) meta->cuckoo.fp_bits;
+	stats->has_fp_bits = true;
 }
 
 /*
@@ -514,8 +493,8 @@ FbfWindowCuckooLoad(const FbfWindowMetaPageData *meta, const uint64 *counts,
  * partitions of cwin_fpp at each one's live load, counting the routing
  * bits the entries of the oldest key partitions have used.
  */
-double
-FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
+static double
+cuckoo_estimate_fpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 {
 	CwinLayout	layout;
 	uint32		nparts = FbfWindowViewParts(meta);
@@ -545,4 +524,35 @@ FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 		sum += fpp;
 	}
 	return nparts > 0 ? sum / nparts : 0;
+}
+
+/*
+ * The cuckoo format's routine (window_format.h): its capabilities and page
+ * operations.  window_cuckoo_snap.c adds its snapshot operations and registers it
+ * (FbfCuckooRegister, at load time).
+ */
+void
+FbfCuckooPageRoutine(FbfFilterRoutine *routine)
+{
+	routine->name = "cuckoo";
+	routine->page_id = FBF_PAGE_ID_CUCKOO;
+	routine->can_merge = false;
+	routine->can_resize = false;
+	routine->resize_detail = "A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.";
+	routine->split_load = CWIN_SPLIT_LOAD;
+	routine->plan = cuckoo_plan;
+	routine->spread = cuckoo_spread;
+	routine->validate_meta = cuckoo_validate_meta;
+	routine->derive_meta = cuckoo_derive_meta;
+	routine->rotate = cuckoo_rotate;
+	routine->init_page = cuckoo_init_page;
+	routine->contains = cuckoo_contains;
+	routine->store = cuckoo_store;
+	routine->split_page = cuckoo_split_page;
+	routine->merge_pages = NULL;
+	routine->counts = cuckoo_counts;
+	routine->estimate_fpp = cuckoo_estimate_fpp;
+	routine->split_factor = cuckoo_split_factor;
+	routine->merge_factor = NULL;
+	routine->stats = cuckoo_stats;
 }

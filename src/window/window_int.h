@@ -1,9 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * window_int.h
- *	  Declarations shared by the files of the window subsystem only: page
- *	  accessors, the metapage lock, pending entries' fate, and the
- *	  setting the window owns.  Nothing outside src/window includes this.
+ *	  Declarations shared by the files of the window subsystem only, each
+ *	  under the heading of the file that defines it, bottom layer first
+ *	  (src/layers.txt; src/window/README.md, "Layers").  The on-disk layout
+ *	  is window_page.h's, the filter-format interface window_format.h's.
+ *	  Nothing outside src/window includes this.
+ *
+ * Lock order: src/window/README.md, "Lock definitions".
  *
  *-------------------------------------------------------------------------
  */
@@ -12,168 +16,32 @@
 
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "storage/buf.h"
 #include "storage/bufpage.h"
-#include "access/transam.h"
 #include "storage/smgr.h"
 
 #include "compat.h"
-#include "core/bloom_slice.h"
+#include "common/fbf_xlog.h"
 #include "core/cwin_snap.h"
 #include "window/window.h"
+#include "window/window_page.h"
 
-/* fbf.max_filter_size, in kB: the memory cap of one window (window_am.c) */
+/* the largest split (or merge) factor at once */
+#define FBF_SPLIT_MAX_FACTOR	64
+
+/* ---- window_options.c: the window's settings and reloptions ---- */
+
+/* fbf.max_filter_size, in kB: the memory cap of one window */
 extern int	fbf_max_filter_size_kb;
 
 /* fbf.split_batch: partitions a maintenance pass splits or merges, 0: all */
 extern int	fbf_split_batch;
 
-/* window_am.c: refuse a window on anything but a plain heap table */
-extern void FbfWindowCheckTable(Oid relid);
+extern void FbfWindowOptionsInit(void);
+extern bytea *FbfWindowParseOptions(Datum reloptions, bool validate);
 
-/* ---- page accessors ---- */
-
-static inline FbfWindowMetaPage
-FbfWindowPageGetMeta(Page page)
-{
-	return (FbfWindowMetaPage) PageGetContents(page);
-}
-
-static inline uint64 *
-FbfWindowPageGetWords(Page page)
-{
-	return (uint64 *) PageGetContents(page);
-}
-
-/* the entries of a pending page; *n gets their number */
-static inline FbfPendingEntry *
-FbfWindowPageGetEntries(Page page, int *n)
-{
-	char	   *start = PageGetContents(page);
-
-	*n = (int) ((((PageHeader) page)->pd_lower - (start - (char *) page)) /
-				sizeof(FbfPendingEntry));
-	return (FbfPendingEntry *) start;
-}
-
-static inline void
-FbfWindowPageSetEntryCount(Page page, int n)
-{
-	((PageHeader) page)->pd_lower =
-		PageGetContents(page) + n * sizeof(FbfPendingEntry) - (char *) page;
-}
-
-/* birth epoch that logical filter i's lane must carry to be current */
-static inline int64
-FbfWindowExpectedStamp(const FbfWindowMetaPageData *meta, int logical)
-{
-	return meta->epoch - logical;
-}
-
-/* a partition page's lane stamps and counts, and its words */
-static inline FbfSliceHeader *
-FbfSlicePageGetHeader(Page page)
-{
-	return (FbfSliceHeader *) PageGetContents(page);
-}
-
-static inline void *
-FbfSlicePageGetWords(Page page)
-{
-	return PageGetContents(page) + MAXALIGN(sizeof(FbfSliceHeader));
-}
-
-/*
- * The lanes of a partition page that hold their live filter's current
- * bits, as a mask by lane; the others read as empty.
- */
-static inline uint64
-FbfSliceCurrentLanes(Page page, const FbfWindowMetaPageData *meta)
-{
-	const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
-	uint64		lanes = 0;
-	int			i;
-
-	for (i = 0; i < meta->nlive; i++)
-	{
-		if (h->stamp[meta->ring[i]] == FbfWindowExpectedStamp(meta, i))
-			lanes |= UINT64CONST(1) << meta->ring[i];
-	}
-	return lanes;
-}
-
-/* a mask by lane as a mask by logical filter (bit i: live filter i) */
-static inline uint64
-FbfSliceLogicalMask(const FbfWindowMetaPageData *meta, uint64 lanes)
-{
-	uint64		mask = 0;
-	int			i;
-
-	for (i = 0; i < meta->nlive; i++)
-		mask |= ((lanes >> meta->ring[i]) & 1) << i;
-	return mask;
-}
-
-/* ---- window_key.c: the window's secret key ---- */
-extern void FbfWindowKeyInit(void);
-extern void FbfWindowNewKey(FbfHashKey *key);
-extern bool FbfWindowKeysEqual(const FbfHashKey *a, const FbfHashKey *b);
-extern void FbfWindowKeyingOf(const FbfWindowMetaPageData *meta, int64 now,
-							  FbfWindowKeying *keying);
-extern bool FbfWindowKeyStep(Relation index, FbfWindowMetaPageData *meta,
-							 int64 now, const FbfHashKey *key);
-extern void FbfWindowKeepPublic(FbfWindowMetaPageData *meta, int64 now);
-extern void FbfWindowAdoptKey(FbfWindowMetaPageData *new, const FbfHashKey *key,
-							  bool public_too, int64 now);
-extern bool FbfWindowMergeKey(Relation index, FbfWindowMetaPageData *meta,
-							  const FbfHashKey *key, bool public_too,
-							  int64 now, bool *changed);
-
-/* ---- window_legacy.c: windows of storage version 1 ---- */
-
-/*
- * The metapage of storage version 1 (fbf 1.0, and 1.1 before partition
- * pages): one block per filter and partition.  Read only to upgrade.
- */
-typedef struct FbfWindowMetaV1Data
-{
-	uint32		magic;
-	uint32		version;
-	uint32		nbits;
-	uint32		nparts;
-	uint16		nhashes;
-	uint16		nfilters;
-	uint16		nlive;
-	uint16		nslots;
-	uint32		flags;
-	uint32		shards;
-	int64		epoch;
-	int64		period;
-	int64		base_period;
-	int64		retention;
-	float8		target_fpp;
-	int64		created_at;
-	int64		resizes;
-	uint8		ring[FBF_MAX_FILTERS];
-	int64		born_at[FBF_MAX_FILTERS];
-	BlockNumber slot_start[FBF_MAX_FILTERS];
-	uint32		features;
-	uint32		reserved;
-	int64		clock_at;
-	int64		clock_boottime;
-	int64		clock_wall;
-	uint8		clock_boot[16];
-	int64		legacy_until;
-	int64		capped_warned_at;
-} FbfWindowMetaV1Data;
-
-extern void FbfLegacyReadMeta(Page metapage, FbfWindowMetaPageData *meta);
-extern void FbfLegacyUpgrade(Relation index, Buffer metabuf,
-							 FbfWindowMetaPageData *meta, int64 now);
-extern bool FbfLegacyContains(Relation index, const FbfWindowMetaPageData *meta,
-							  const FbfHash *hash);
-
-/* ---- window_page.c ---- */
+/* ---- window_page.c: pages, the metapage lock ---- */
 extern void FbfWindowInitPage(Page page, uint16 page_id);
 extern void FbfWindowInitPendingPage(Page page);
 extern void FbfWindowSetMeta(Page page, const FbfWindowMetaPageData *meta);
@@ -181,120 +49,31 @@ extern Buffer FbfWindowReadPage(Relation index, BlockNumber blkno, int mode,
 								uint16 page_id);
 extern Buffer FbfWindowLockMeta(Relation index, int mode,
 								FbfWindowMetaPageData *meta);
+extern void FbfWindowReadMeta(Relation index, FbfWindowMetaPageData *meta);
 extern void FbfWindowLogMeta(Relation index, Buffer metabuf,
 							 FbfWindowMetaPageData *meta, int64 now);
 extern void FbfWindowAppendPage(Relation index, ForkNumber fork,
 								BlockNumber *next, Page image);
-extern void FbfWindowInitSlicePage(Page page, uint32 nbits);
 extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
 										BlockNumber *next, uint32 nparts,
 										const FbfWindowMetaPageData *meta);
 extern void FbfWindowCheckCancel(Buffer metabuf);
-extern Buffer FbfWindowReadPart(Relation index, BlockNumber blkno, int mode);
+extern bool FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now,
+							int64 born);
 
-/* ---- window_cuckoo.c: partition pages of a cuckoo window ---- */
-extern void FbfCuckooLayout(const FbfWindowMetaPageData *meta, CwinLayout *layout);
-extern void FbfCuckooEpochs(const FbfWindowMetaPageData *meta, CwinEpochs *epochs);
-extern void FbfCuckooRotate(FbfWindowMetaPageData *meta);
-extern void FbfCuckooPlan(Relation index, const FbfWindowOptions *opts,
-						  FbfWindowMetaPageData *meta);
-extern void FbfCuckooInitPage(Page page, const CwinLayout *layout, int64 epoch);
-extern Buffer FbfCuckooReadPart(Relation index, BlockNumber blkno, int mode);
-extern bool FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
-							  const FbfHash *hash);
-extern int	FbfCuckooDrainPending(Relation index, const FbfWindowMetaPageData *meta,
-								  Buffer pbuf, bool *refused);
-extern void FbfCuckooSplitPart(Relation index, const FbfWindowMetaPageData *meta,
-							   Buffer src, const Buffer *dst, uint32 factor);
-extern uint32 FbfCuckooSplitFactor(const FbfWindowMetaPageData *meta,
-								   double rate, bool *capped);
-extern void FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
-							uint64 *counts, uint64 *distinct, double *max_load);
-extern double FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta,
-								   const uint64 *counts);
-
-
-/* ---- window_cuckoo_load.c: a cuckoo window's snapshot, taken and loaded ---- */
-struct FbfSnapshotRead;
-extern CwinSnap *FbfCuckooSnapshot(struct FbfSnapshotRead *read,
-								   uint64 *pending);
-
-/* ---- window_load.c: what loads of both kinds share ---- */
-
-/* A snapshot's births on the window's clock, and when its filters expire. */
-typedef struct FbfLoadTimes
-{
-	int64		now;			/* window time */
-	TimestampTz wall_now;
-	int64		born[FBF_MAX_FILTERS];	/* by logical filter, window time */
-	int64		last;			/* latest operation its future can hold */
-	int64		due[FBF_MAX_FILTERS];	/* when the original could forget
-										 * each filter (FbfLoadDue) */
-} FbfLoadTimes;
-
-extern void FbfLoadCheckTimes(Relation index, const int64 *born, int nlive,
-							  int64 period);
-extern void FbfLoadTimesOf(const FbfWindowMetaPageData *meta,
-						   const int64 *wall_born, int nlive, FbfLoadTimes *t);
-extern int	FbfLoadDue(FbfLoadTimes *t, int nlive, int nfilters, int64 period,
-					   int64 retention);
-extern bool FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta,
-							 int64 now);
-
-/*
- * Adopting a snapshot: initialise `page` (aligned, BLCKSZ) as partition
- * page p of the new window, for FbfWindowAdopt.
- */
-typedef void (*FbfAdoptPageFn) (char *page, const FbfWindowMetaPageData *new,
-								uint32 p, void *arg);
-extern void FbfWindowAdopt(Relation index, Buffer metabuf,
-						   FbfWindowMetaPageData *meta,
-						   FbfWindowMetaPageData *new, FbfAdoptPageFn fill,
-						   void *arg, const FbfLoadTimes *t);
-
-static inline bool
-FbfWindowIsCuckoo(const FbfWindowMetaPageData *meta)
-{
-	return meta->filter == FBF_FILTER_CUCKOO;
-}
-
-/* ---- window_clock.c ---- */
+/* ---- window_clock.c: the window's own time ---- */
+extern int64 FbfWindowNow(const FbfWindowMetaPageData *meta);
+extern TimestampTz FbfWindowWallTime(const FbfWindowMetaPageData *meta,
+									 int64 window_time);
 extern bool FbfWindowClockStale(const FbfWindowMetaPageData *meta);
 extern void FbfWindowClockAnchor(Relation index, FbfWindowMetaPageData *meta,
 								 int64 now);
 
-/* ---- window_build.c ---- */
-extern void FbfWindowInitStorage(Relation index, ForkNumber fork,
-								 const FbfWindowOptions *opts);
-extern bool FbfWindowCopyStorage(Relation index, FbfFileLocator old,
-								 bool permanent);
-extern void FbfWindowSyncOptions(Relation index);
-extern void FbfWindowPlanParts(Relation index, const FbfWindowOptions *opts,
-							   uint32 nchains, FbfWindowMetaPageData *meta);
+/* ---- window_pending.c: pending chains, and the one drain loop ---- */
 
-/* ---- window_split.c ---- */
-extern double FbfWindowPredictFpp(const FbfWindowMetaPageData *meta,
-								  uint32 nparts, double rate);
-extern uint32 FbfWindowSplitFactor(const FbfWindowMetaPageData *meta,
-								   double rate, double increase_at, bool *capped);
-extern uint32 FbfWindowMergeFactor(const FbfWindowMetaPageData *meta,
-								   const uint64 *counts, double rate,
-								   double decrease_at);
-extern bool FbfWindowSplitStart(Relation index, uint32 split, uint32 merge);
-extern void FbfWindowSetOverfull(FbfWindowMetaPageData *meta);
+/* at most this many partition pages in one drain round (one WAL record) */
+#define FBF_DRAIN_MAX_PAGES		(FBF_XLOG_MAX_PAGES - 1)
 
-/* ---- window_ring.c ---- */
-extern void FbfWindowNoteCapped(Relation index, bool capped,
-								const FbfAimdPolicy *policy);
-extern int	FbfWindowSplitStep(Relation index, int max_parts);
-extern bool FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now,
-							int64 born);
-
-/* ---- window_rebuild.c ---- */
-extern bool FbfWindowBuildPages(Relation heap, Relation index);
-extern void FbfWindowCheckIndexCleanup(Relation heap);
-
-/* ---- window_pending.c ---- */
 
 /* The fate of the (sub)transaction that applied a pending entry. */
 typedef enum FbfEntryStatus
@@ -340,18 +119,19 @@ extern uint64 FbfChainCommitted(const FbfWindowMetaPageData *meta,
 								void (*fn) (const FbfHash *hash, void *arg),
 								void *arg);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
-						  FbfPendingChain *chain, bool may_defer);
-extern bool FbfWindowTakeGrowthRequest(void);
-extern FbfGrowth FbfWindowGrowNow(Relation index);
+						  FbfPendingChain *chain, bool may_defer, bool *grow);
 extern void FbfChainExtend(Relation index, FbfPendingChain *chain);
 extern void FbfChainSetFloor(Relation index, FbfPendingChain *chain,
 							 FullTransactionId floor);
 extern FullTransactionId FbfChainFloor(FbfPendingChain *chain);
 
+extern int64 FbfWindowPendingCount(Relation index,
+								   const FbfWindowMetaPageData *meta);
+
 /*
  * ---- window_read.c: how a snapshot holds the window ----
  *
- * A snapshot (of either kind) reads the window chain by chain, each chain
+ * A snapshot (of either format) reads the window chain by chain, each chain
  * share-locked while its partition pages and then its entries are read,
  * against `meta`, a copy of the metapage taken under a short share lock;
  * the metapage is checked to be unchanged in what a reader depends on
@@ -369,8 +149,123 @@ typedef struct FbfSnapshotRead
 	FbfPendingChain chain;		/* the chain being read */
 } FbfSnapshotRead;
 
+extern uint32 FbfWindowViewParts(const FbfWindowMetaPageData *meta);
+extern BlockNumber FbfWindowViewBlock(const FbfWindowMetaPageData *meta,
+									  uint32 v);
+extern void FbfWindowCounts(Relation index, const FbfWindowMetaPageData *meta,
+							uint64 *counts, uint64 *distinct, double *max_load);
+extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
+								   const uint64 *counts);
 extern bool FbfSnapshotLockChain(FbfSnapshotRead *read, uint32 chainno);
 extern bool FbfSnapshotReleaseChain(FbfSnapshotRead *read, bool last);
 extern void FbfSnapshotCheckCancel(FbfSnapshotRead *read);
+
+/* ---- window_key.c: the window's secret key ---- */
+extern void FbfWindowKeyInit(void);
+extern void FbfWindowNewKey(FbfHashKey *key);
+extern bool FbfWindowKeysEqual(const FbfHashKey *a, const FbfHashKey *b);
+extern void FbfWindowKeyingOf(const FbfWindowMetaPageData *meta, int64 now,
+							  FbfWindowKeying *keying);
+extern bool FbfWindowKeyStep(Relation index, FbfWindowMetaPageData *meta,
+							 int64 now, const FbfHashKey *key);
+extern void FbfWindowKeepPublic(FbfWindowMetaPageData *meta, int64 now);
+extern void FbfWindowAdoptKey(FbfWindowMetaPageData *new, const FbfHashKey *key,
+							  bool public_too, int64 now);
+extern bool FbfWindowMergeKey(Relation index, FbfWindowMetaPageData *meta,
+							  const FbfHashKey *key, bool public_too,
+							  int64 now, bool *changed);
+
+/* ---- window_adopt.c: what loads of both formats share ---- */
+
+/*
+ * Birth times are compared within this much (microseconds): the
+ * precision of converting them between the wall clock and window time,
+ * which read two clocks one after the other.
+ */
+#define FBF_LOAD_CLOCK_SLACK	(10 * 1000)
+
+/* A snapshot's births on the window's clock, and when its filters expire. */
+typedef struct FbfLoadTimes
+{
+	int64		now;			/* window time */
+	TimestampTz wall_now;
+	int64		born[FBF_MAX_FILTERS];	/* by logical filter, window time */
+	int64		last;			/* latest operation its future can hold */
+	int64		due[FBF_MAX_FILTERS];	/* when the original could forget
+										 * each filter (FbfLoadDue) */
+} FbfLoadTimes;
+
+extern int64 FbfLoadExpires(const int64 *born, int nlive, int64 period,
+							int64 retention, int i, int64 last);
+extern void FbfLoadCheckTimes(Relation index, const int64 *born, int nlive,
+							  int64 period);
+extern void FbfLoadTimesOf(const FbfWindowMetaPageData *meta,
+						   const int64 *wall_born, int nlive, FbfLoadTimes *t);
+extern int	FbfLoadDue(FbfLoadTimes *t, int nlive, int nfilters, int64 period,
+					   int64 retention);
+extern bool FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta,
+							 int64 now);
+
+/*
+ * Adopting a snapshot: initialise `page` (aligned, BLCKSZ) as partition
+ * page p of the new window, for FbfWindowAdopt.
+ */
+typedef void (*FbfAdoptPageFn) (char *page, const FbfWindowMetaPageData *new,
+								uint32 p, void *arg);
+extern void FbfWindowAdopt(Relation index, Buffer metabuf,
+						   FbfWindowMetaPageData *meta,
+						   FbfWindowMetaPageData *new, FbfAdoptPageFn fill,
+						   void *arg, const FbfLoadTimes *t);
+
+/* ---- window_bloom.c: the Bloom format's partition pages ---- */
+struct FbfFilterRoutine;
+extern void FbfBloomInitPage(Page page, uint32 nbits);
+extern Buffer FbfBloomReadPart(Relation index, BlockNumber blkno, int mode);
+extern void FbfBloomPageRoutine(struct FbfFilterRoutine *routine);
+
+/* ---- window_cuckoo.c: the cuckoo format's partition pages ---- */
+extern void FbfCuckooLayout(const FbfWindowMetaPageData *meta, CwinLayout *layout);
+extern void FbfCuckooEpochs(const FbfWindowMetaPageData *meta, CwinEpochs *epochs);
+extern void FbfCuckooInitPage(Page page, const CwinLayout *layout, int64 epoch);
+extern Buffer FbfCuckooReadPart(Relation index, BlockNumber blkno, int mode);
+extern void FbfCuckooPageRoutine(struct FbfFilterRoutine *routine);
+
+/* ---- window_build.c: a window's pages made ---- */
+extern void FbfWindowPlan(Relation index, const FbfWindowOptions *opts,
+						  uint32 nchains, FbfWindowMetaPageData *meta);
+extern void FbfWindowInitStorage(Relation index, ForkNumber fork,
+								 const FbfWindowOptions *opts);
+extern bool FbfWindowCopyStorage(Relation index, FbfFileLocator old,
+								 bool permanent);
+extern void FbfWindowSyncOptions(Relation index);
+
+/* ---- window_legacy.c: windows of storage version 1 ---- */
+extern void FbfLegacyUpgrade(Relation index, Buffer metabuf,
+							 FbfWindowMetaPageData *meta, int64 now);
+extern bool FbfLegacyContains(Relation index, const FbfWindowMetaPageData *meta,
+							  const FbfHash *hash);
+
+/* ---- window_split.c: splits and merges, growth at once ---- */
+extern bool FbfWindowSplitStart(Relation index, uint32 split, uint32 merge);
+extern int	FbfWindowSplitStep(Relation index, int max_parts);
+extern FbfGrowth FbfWindowGrowNow(Relation index);
+
+/* ---- window_ring.c: refresh, resize, the capped flag ---- */
+extern void FbfWindowNoteCapped(Relation index, bool capped,
+								const FbfAimdPolicy *policy);
+extern FbfAimdDecision FbfWindowAimdStep(Relation index,
+										 const FbfWindowMetaPageData *meta,
+										 const FbfAimdPolicy *policy,
+										 double fpp, double rate);
+
+/* ---- window_maintain.c: whole-window drains, the maintenance pass ---- */
+extern int	FbfWindowDrain(Relation index, bool may_defer, bool *grow);
+
+/* ---- window_catalog.c ---- */
+extern void FbfWindowCheckTable(Oid relid);
+
+/* ---- window_rebuild.c ---- */
+extern bool FbfWindowBuildPages(Relation heap, Relation index);
+extern void FbfWindowCheckIndexCleanup(Relation heap);
 
 #endif							/* FBF_WINDOW_INT_H */

@@ -19,7 +19,8 @@
  * gets a random key when it is built (FbfWindowNewKey, window_build.c).  A
  * snapshot carries its window's key (src/type: fbf_snapshot reveals it
  * only to roles that may read every row, which can anyway apply nothing
- * they may not), and a load gives it to the window (window_load.c): an
+ * they may not), and a load gives it to the window (window_bloom_snap.c,
+ * window_cuckoo_snap.c): an
  * empty window adopts the snapshot's key, a window that has none takes
  * it, and a snapshot under another key is refused.
  *
@@ -173,7 +174,7 @@ public_entries_left(Relation index, const FbfWindowMetaPageData *meta)
 		int			p;
 
 		FbfChainLock(index, meta, c, &chain);
-		(void) FbfChainDrain(index, meta, &chain, true);
+		(void) FbfChainDrain(index, meta, &chain, true, NULL);
 		for (p = 0; p < chain.n && !left; p++)
 		{
 			int			n;

@@ -2,10 +2,14 @@
  *
  * window_page.c
  *	  Pages of a window index: initialising them, reading them with their
- *	  kind checked, the metapage lock, and appending whole pages.
+ *	  kind checked, the metapage lock (and its validated copy), writing
+ *	  the metapage, rotating its ring, and appending whole pages.
  *
  * Every function that returns a buffer returns it pinned and locked in the
- * mode asked for; the caller releases it with UnlockReleaseBuffer.
+ * mode asked for; the caller releases it with UnlockReleaseBuffer.  Lock
+ * order: src/window/README.md, "Lock definitions".  What depends on the
+ * window's format (its metapage fields, its partition pages) is asked of
+ * its routine (window_format.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +22,7 @@
 #include "utils/rel.h"
 
 #include "common/fbf_page.h"
+#include "window/window_format.h"
 #include "window/window_int.h"
 
 void
@@ -25,25 +30,6 @@ FbfWindowInitPage(Page page, uint16 page_id)
 {
 	PageInit(page, BLCKSZ, sizeof(FbfWindowPageOpaqueData));
 	FbfWindowPageGetOpaque(page)->page_id = page_id;
-}
-
-/* an empty partition page of nbits positions: every lane stale */
-void
-FbfWindowInitSlicePage(Page page, uint32 nbits)
-{
-	FbfSliceHeader *h;
-	int			j;
-
-	FbfWindowInitPage(page, FBF_PAGE_ID_SLICE);
-	h = FbfSlicePageGetHeader(page);
-	for (j = 0; j < FBF_SLICE_LANES; j++)
-	{
-		h->stamp[j] = -1;
-		h->count[j] = 0;
-		h->dup[j] = 0;
-	}
-	((PageHeader) page)->pd_lower =
-		(char *) FbfSlicePageGetWords(page) + (Size) nbits * FBF_SLICE_WIDTH - (char *) page;
 }
 
 /* an empty pending page at the end of its chain */
@@ -99,26 +85,23 @@ FbfWindowLockMeta(Relation index, int mode, FbfWindowMetaPageData *meta)
 		   sizeof(FbfWindowMetaPageData));
 	if (meta->magic == FBF_META_MAGIC && meta->version == 1)
 	{
-		/* a window not yet upgraded: FbfLegacyReadMeta says what it holds */
-		FbfLegacyReadMeta(BufferGetPage(metabuf), meta);
+		/* a window not yet upgraded: FbfWindowMetaFromV1 says what it holds */
+		FbfWindowMetaFromV1(BufferGetPage(metabuf), meta);
 		return metabuf;
 	}
 	if (meta->magic != FBF_META_MAGIC || meta->version != FBF_STORAGE_VERSION ||
 		meta->nlive < 2 || meta->nlive > meta->nfilters ||
 		meta->nfilters > FBF_SLICE_LANES || meta->nslots > FBF_SLICE_LANES ||
 		meta->nparts < 1 || meta->nchains < 1 || meta->nparts % meta->nchains != 0 ||
-		meta->nbits < 1 || meta->nbits > FBF_SLICE_MAX_BITS ||
 		meta->split_next > meta->nparts ||
 		(meta->split_next > 0 && meta->split_start == InvalidBlockNumber) ||
 		meta->split_factor > 64 || meta->merge_factor > 64 ||
 		(meta->split_factor > 0 && meta->merge_factor > 0) ||
 		(meta->merge_factor > 0 && meta->nparts % meta->merge_factor != 0) ||
 		meta->legacy.nlive > FBF_MAX_FILTERS ||
-		meta->filter > FBF_FILTER_CUCKOO ||
-		(FbfWindowIsCuckoo(meta) &&
-		 (meta->cuckoo.fp_bits < CWIN_MIN_FP_BITS ||
-		  meta->cuckoo.fp_bits > CWIN_MAX_FP_BITS ||
-		  meta->nlive > CWIN_MAX_LIVE || meta->merge_factor > 0)))
+		meta->filter >= FBF_FILTER_COUNT ||
+		FbfFilterRoutineFor(meta->filter) == NULL ||
+		!FbfFilterRoutineFor(meta->filter)->validate_meta(meta))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has an invalid fbf metapage",
@@ -134,9 +117,10 @@ FbfWindowReadMeta(Relation index, FbfWindowMetaPageData *meta)
 }
 
 /*
- * Replace the metapage's contents with *meta, in one WAL record,
- * re-anchoring its clock at window time `now` first (window_clock.c: every
- * metapage write re-anchors).  The caller holds metabuf exclusively locked
+ * Replace the metapage's contents with *meta, in one WAL record, its
+ * format's derived fields recomputed (FbfFilterRoutine.derive_meta: a
+ * Bloom window's overfull count) and its clock re-anchored at window time
+ * `now` first (window_clock.c: every metapage write re-anchors).  The caller holds metabuf exclusively locked
  * and read `now` under that lock.
  */
 void
@@ -149,12 +133,53 @@ FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	/* a version 1 metapage is only ever replaced by its upgrade */
 	if (meta->version != FBF_STORAGE_VERSION)
 		elog(ERROR, "fbf: cannot write a metapage of storage version %u", meta->version);
-	FbfWindowSetOverfull(meta);
+	FbfFilterRoutineOf(meta)->derive_meta(meta);
 	FbfWindowClockAnchor(index, meta, now);
 	state = FbfXLogStart(index);
 	page = FbfXLogRegisterBuffer(state, metabuf, 0);
 	FbfWindowSetMeta(page, meta);
 	FbfXLogFinish(state);
+}
+
+/*
+ * Rotate once, as fbf_refresh_action says at `now`: the recycled filter
+ * (the oldest live one, or the first unborn one) becomes the empty future,
+ * born at `born`; its blocks go stale with the new epoch (and the
+ * format notes the new epoch: FbfFilterRoutine.rotate).  Returns false
+ * if postponed.  A refresh passes born = now; a load, the time the
+ * snapshot's future stopped taking operations (window_adopt.c).
+ */
+bool
+FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born)
+{
+	int			from;
+
+	switch (fbf_refresh_action(meta->nlive, meta->nfilters,
+							   meta->born_at[meta->nlive - 2], now,
+							   meta->retention))
+	{
+		case FBF_REFRESH_RECYCLE_OLDEST:
+			from = meta->nlive - 1;
+			break;
+		case FBF_REFRESH_USE_UNBORN:
+			from = meta->nlive;
+			meta->nlive++;
+			break;
+		default:
+			return false;
+	}
+	{
+		uint8		slot = meta->ring[from];
+
+		memmove(&meta->ring[1], &meta->ring[0], from);
+		memmove(&meta->born_at[1], &meta->born_at[0], sizeof(int64) * from);
+		meta->ring[0] = slot;
+		meta->born_at[0] = born;
+	}
+	meta->epoch++;
+	if (FbfFilterRoutineOf(meta)->rotate != NULL)
+		FbfFilterRoutineOf(meta)->rotate(meta);
+	return true;
 }
 
 /*
@@ -198,19 +223,14 @@ BlockNumber
 FbfWindowAppendParts(Relation index, ForkNumber fork, BlockNumber *next,
 					 uint32 nparts, const FbfWindowMetaPageData *meta)
 {
+	const FbfFilterRoutine *routine = FbfFilterRoutineOf(meta);
 	BlockNumber start = *next;
 	PGAlignedBlock image;
-	CwinLayout	layout;
 	uint32		p;
 
-	if (FbfWindowIsCuckoo(meta))
-		FbfCuckooLayout(meta, &layout);
 	for (p = 0; p < nparts; p++)
 	{
-		if (FbfWindowIsCuckoo(meta))
-			FbfCuckooInitPage(image.data, &layout, meta->epoch);
-		else
-			FbfWindowInitSlicePage(image.data, meta->nbits);
+		routine->init_page(image.data, meta);
 		FbfWindowAppendPage(index, fork, next, image.data);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -238,11 +258,4 @@ FbfWindowCheckCancel(Buffer metabuf)
 	UnlockReleaseBuffer(metabuf);
 	CHECK_FOR_INTERRUPTS();
 	elog(ERROR, "fbf: a pending cancel was not processed");
-}
-
-/* Read and lock a partition page. */
-Buffer
-FbfWindowReadPart(Relation index, BlockNumber blkno, int mode)
-{
-	return FbfWindowReadPage(index, blkno, mode, FBF_PAGE_ID_SLICE);
 }

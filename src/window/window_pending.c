@@ -2,18 +2,23 @@
  *
  * window_pending.c
  *	  Pending chains: operations in flight with their transaction's xid,
- *	  until they are drained into the bits of the future and present
- *	  filters (committed) or dropped (aborted).
+ *	  until they are drained into their partition pages (committed) or
+ *	  dropped (aborted).  This file owns the chains' pages, their entries'
+ *	  fate, the backend-local index of a page's entries, and the one
+ *	  drain loop, which hands each round's committed entries to the
+ *	  window's format (FbfFilterRoutine.store, window_format.h).
  *
  * The scheme, and why it makes an operation's fate exactly its
- * transaction's, is in window.h ("Pending pages").  A chain is a head page
+ * transaction's, is in window_page.h ("Pending pages").  A chain is a head page
  * (block 1 + chain number) and overflow pages; the head's special space also
  * keeps the list of spare overflow pages that drains have emptied.  A
  * chain is always locked whole, head first (FbfChainLock), under the
- * metapage's lock, so the ring seen by a drain is the ring of the caller.
+ * metapage's lock, so the ring seen by a drain is the ring of the caller
+ * (lock order: src/window/README.md, "Lock definitions"); the head's lock
+ * guards the chain's entries and its spare-page list.
  *
- * WAL: a drain is one XLOG_FBF_DRAIN record (window_xlog.c) per pending
- * page and up to three partition pages; changes of the chain's links are
+ * WAL: a drain round is one record per pending page and up to three
+ * partition pages, the format's (FbfFilterRoutine.store); changes of the chain's links are
  * records of changed bytes (common/fbf_xlog.h) of at most three pages:
  * head, previous and emptied page when an overflow page goes back to the
  * spare list.
@@ -33,6 +38,7 @@
 
 #include "access/xlog.h"
 #include "common/fbf_page.h"
+#include "window/window_format.h"
 #include "window/window_int.h"
 #include "window/window_xlog.h"
 
@@ -374,64 +380,26 @@ FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
 	return memo->status;
 }
 
-/* at most this many partition pages in one drain record */
-#define DRAIN_MAX_SLICES	(FBF_XLOG_MAX_PAGES - 1)
-
 /*
- * A drain that would fill a page's future lane past this many times
- * meta->overfull is put off, if it may be, until the window has grown.
- * Not more: a lane past its count dismisses new operations far above the
- * target while it is the future filter and again while it is the oldest
- * (at twice the count, some fifty times the target with ten hashes), and a
- * split copies its bits into every page it makes.
- */
-#define FBF_DRAIN_DEFER_FACTOR	1
-
-/* did a drain of this backend put entries off for want of bits? */
-static bool growth_requested = false;
-
-/*
- * Whether a drain since the last call put entries off because the window
- * needs more bits (FbfWindowGrow); clears the request.
- */
-bool
-FbfWindowTakeGrowthRequest(void)
-{
-	bool		r = growth_requested;
-
-	growth_requested = false;
-	return r;
-}
-
-/*
- * Move the committed entries of a pending page into the future's and
- * present's lanes of their partition pages, and drop the aborted ones, in
- * one WAL record per (up to) DRAIN_MAX_SLICES partition pages: a chain's
- * operations fall in P / C partitions, so before any split, one.  The
- * caller holds the metapage share-locked (so the ring is `meta`) and pbuf
- * exclusive-locked.  Returns the number of entries removed.
+ * Drain the pending page pbuf (exclusively locked, in a chain the caller
+ * holds under the metapage's lock, share: the ring is `meta`): the one
+ * drain loop of every format.  Each round judges the entries' fate,
+ * drops the aborted ones and hands the committed ones of up to
+ * FBF_DRAIN_MAX_PAGES partition pages to the format's store
+ * (FbfFilterRoutine.store), which locks those pages in block order and
+ * writes the round in one WAL record: a chain's operations fall in P / C
+ * partitions, so before any split, one round.  Entries of further pages
+ * wait for the next round.  If the store refuses entries (a cuckoo block
+ * full, or, with may_defer, Bloom bits that would saturate), they stay on
+ * the page, the entries of later rounds wait too, and *grow is set: the
+ * window needs more bits (FbfWindowGrow).  Returns the entries removed.
  */
 static int
-drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
-			  bool may_defer)
+drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
+		   bool may_defer, bool *grow)
 {
+	const FbfFilterRoutine *routine = FbfFilterRoutineOf(meta);
 	int			removed = 0;
-	uint32		limit = FBF_DRAIN_DEFER_FACTOR * meta->overfull;
-
-	/*
-	 * A cuckoo window's blocks take an entry or refuse it; refused ones
-	 * stay whether or not the drain may put entries off: they are never
-	 * dropped, and the window grows for them.
-	 */
-	if (FbfWindowIsCuckoo(meta))
-	{
-		bool		refused = false;
-
-		removed = FbfCuckooDrainPending(index, meta, pbuf, &refused);
-		if (refused)
-			growth_requested = true;
-		return removed;
-	}
 
 	for (;;)
 	{
@@ -439,14 +407,11 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
 		uint8	   *keep;
 		BlockNumber *target;
-		BlockNumber blocks[DRAIN_MAX_SLICES];
-		Buffer		sbufs[DRAIN_MAX_SLICES];
-		xl_fbf_slice_set sets[DRAIN_MAX_SLICES];
-		FbfHash    *hashes[DRAIN_MAX_SLICES];
-		bool		deferred[DRAIN_MAX_SLICES];
+		BlockNumber blocks[FBF_DRAIN_MAX_PAGES];
 		int			nblocks = 0;
 		bool		more = false;
-		int			kept = 0;
+		bool		changed = false;
+		bool		refused;
 		int			i;
 		int			b;
 		FbfEntryMemo memo = {InvalidFullTransactionId, FBF_ENTRY_ABORTED};
@@ -462,7 +427,10 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			keep[i] = 1;
 			target[i] = InvalidBlockNumber;
 			if (s == FBF_ENTRY_ABORTED)
+			{
 				keep[i] = 0;
+				changed = true;
+			}
 			else if (s == FBF_ENTRY_COMMITTED)
 			{
 				FbfHash		h = {entries[i].h1, entries[i].h2};
@@ -470,26 +438,25 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 
 				for (b = 0; b < nblocks && blocks[b] != blk; b++)
 					;
-				if (b == nblocks && nblocks < DRAIN_MAX_SLICES)
+				if (b == nblocks && nblocks < FBF_DRAIN_MAX_PAGES)
 					blocks[nblocks++] = blk;
 				if (b < nblocks)
 				{
-					keep[i] = 0;
 					target[i] = blk;
+					changed = true;
 				}
 				else
 					more = true;	/* a later round */
 			}
-			kept += keep[i];
 		}
-		if (kept == n)
+		if (!changed)
 		{
 			pfree(keep);
 			pfree(target);
 			return removed;
 		}
 
-		/* lock the partition pages in block order */
+		/* the partition pages are locked in block order */
 		for (i = 1; i < nblocks; i++)
 		{
 			for (b = i; b > 0 && blocks[b - 1] > blocks[b]; b--)
@@ -500,94 +467,17 @@ drain_pending(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 				blocks[b - 1] = t;
 			}
 		}
-		for (b = 0; b < nblocks; b++)
-		{
-			sbufs[b] = FbfWindowReadPart(index, blocks[b], BUFFER_LOCK_EXCLUSIVE);
-			deferred[b] = false;
-			sets[b].lanes[0] = meta->ring[0];
-			sets[b].lanes[1] = meta->ring[1];
-			sets[b].stamps[0] = FbfWindowExpectedStamp(meta, 0);
-			sets[b].stamps[1] = FbfWindowExpectedStamp(meta, 1);
-			sets[b].nhashes = meta->nhashes;
-			sets[b].n = 0;
-			hashes[b] = palloc(sizeof(FbfHash) * n);
-		}
+		refused = routine->store(index, meta, pbuf, entries, n, keep, target,
+								 blocks, nblocks, may_defer);
 		for (i = 0; i < n; i++)
-		{
-			for (b = 0; b < nblocks && target[i] != InvalidBlockNumber; b++)
-			{
-				if (blocks[b] == target[i])
-				{
-					hashes[b][sets[b].n].h1 = entries[i].h1;
-					hashes[b][sets[b].n].h2 = entries[i].h2;
-					sets[b].n++;
-					break;
-				}
-			}
-		}
-
-		/*
-		 * Would these operations saturate a page's future lane?  Then the
-		 * window needs more bits first (FbfWindowTakeGrowthRequest): bits
-		 * set now would stay, copied into every page of a split, until
-		 * their filters age out, and a saturated pair of filters matches
-		 * every operation.  They wait on the chain meanwhile.
-		 */
-		if (may_defer)
-		{
-			for (b = 0; b < nblocks; b++)
-			{
-				Page		sp = BufferGetPage(sbufs[b]);
-				const FbfSliceHeader *h = FbfSlicePageGetHeader(sp);
-				uint32		lane_count = h->stamp[meta->ring[0]] ==
-					FbfWindowExpectedStamp(meta, 0) ? h->count[meta->ring[0]] : 0;
-
-				if (lane_count + sets[b].n > limit)
-				{
-					deferred[b] = true;
-					growth_requested = true;
-					for (i = 0; i < n; i++)
-					{
-						if (target[i] == blocks[b])
-						{
-							keep[i] = 1;
-							kept++;
-						}
-					}
-				}
-			}
-			/* drop the deferred pages from the record */
-			for (i = 0, b = 0; b < nblocks; b++)
-			{
-				if (deferred[b])
-				{
-					UnlockReleaseBuffer(sbufs[b]);
-					pfree(hashes[b]);
-					continue;
-				}
-				sbufs[i] = sbufs[b];
-				sets[i] = sets[b];
-				hashes[i] = hashes[b];
-				blocks[i] = blocks[b];
-				i++;
-			}
-			/* if anything waits for the growth, so does the rest */
-			if (nblocks != i)
-				more = false;
-			nblocks = i;
-		}
-
-		if (kept < n)
-			FbfDrainLog(index, pbuf, keep, n, nblocks, sbufs, sets, hashes);
-
-		for (b = 0; b < nblocks; b++)
-		{
-			UnlockReleaseBuffer(sbufs[b]);
-			pfree(hashes[b]);
-		}
+			removed += keep[i] == 0;
 		pfree(keep);
 		pfree(target);
-		removed += n - kept;
+		if (refused)
+		{
+			*grow = true;
+			return removed;
+		}
 		if (!more)
 			return removed;
 	}
@@ -641,7 +531,7 @@ FbfChainRelease(FbfPendingChain *chain)
 /*
  * Give each committed entry of a locked chain to `fn`, and return how many
  * are still in flight (neither committed nor aborted): what a snapshot
- * reads of a chain (window_read.c, window_cuckoo_load.c).
+ * reads of a chain (window_bloom_snap.c, window_cuckoo_snap.c).
  */
 uint64
 FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
@@ -680,10 +570,14 @@ FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chai
  */
 int
 FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
-			  FbfPendingChain *chain, bool may_defer)
+			  FbfPendingChain *chain, bool may_defer, bool *grow)
 {
 	int			removed = 0;
+	bool		grow_dummy = false;
 	int			i;
+
+	if (grow == NULL)
+		grow = &grow_dummy;
 
 	/*
 	 * Only while the window can grow and the entries are young: half the
@@ -706,7 +600,7 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 			 U64FromFullTransactionId(floor) < FBF_PENDING_DRAIN_AGE / 2);
 	}
 	for (i = 0; i < chain->n; i++)
-		removed += drain_pending(index, meta, chain->bufs[i], may_defer);
+		removed += drain_page(index, meta, chain->bufs[i], may_defer, grow);
 
 	for (i = chain->n - 1; i >= 1; i--)
 	{
@@ -836,42 +730,6 @@ FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 		FbfChainRelease(&chain);
 	}
 	return total;
-}
-
-/*
- * Drain every chain's resolved entries; returns entries removed.  A window
- * of storage version 1 is upgraded first (which drains it).  With
- * may_defer, entries that would saturate a page wait for the window to
- * grow (FbfWindowTakeGrowthRequest); VACUUM and rebuilds, which drain so
- * that no entry outlives the commit log, must not let them wait.
- */
-int
-FbfWindowDrain(Relation index, bool may_defer)
-{
-	FbfWindowMetaPageData meta;
-	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
-	int			removed = 0;
-	uint32		c;
-
-	if (meta.version != FBF_STORAGE_VERSION)
-	{
-		UnlockReleaseBuffer(metabuf);
-		if (RecoveryInProgress())
-			return 0;
-		FbfWindowRefresh(index);
-		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
-	}
-	for (c = 0; c < meta.nchains; c++)
-	{
-		FbfPendingChain chain;
-
-		FbfChainLock(index, &meta, c, &chain);
-		removed += FbfChainDrain(index, &meta, &chain, may_defer);
-		FbfChainRelease(&chain);
-		FbfWindowCheckCancel(metabuf);
-	}
-	UnlockReleaseBuffer(metabuf);
-	return removed;
 }
 
 /*

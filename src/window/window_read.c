@@ -1,10 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * window_read.c
- *	  Reading a whole window: element counts per block, the estimated
- *	  false-positive rate, and a snapshot as an `fbf` value (a cuckoo
- *	  window's by window_cuckoo_load.c, in the same order of locks).
+ *	  Reading a whole window: the readers' view of its partitions, element
+ *	  counts and the estimated false-positive rate (asked of its format,
+ *	  window_format.h), the statistics fbf_counter_stats shows, and
+ *	  snapshots: how a snapshot holds the window (FbfSnapshotRead) and
+ *	  FbfWindowSnapshot, which retries a format's snapshot until it reads
+ *	  an unchanged metapage.  The window builds no SQL value: a snapshot is
+ *	  the format's core structure, in the caller's memory.
  *
+ * Lock order: src/window/README.md, "Lock definitions".
  * Nothing here writes a page, and every lock is a share lock: each page
  * is read under its own, one at a time, while the metapage's keeps the
  * ring still.  A snapshot reads the window chain by chain, holding each
@@ -22,7 +27,7 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
-#include "type/fbf_value.h"
+#include "window/window_format.h"
 #include "window/window_int.h"
 
 /*
@@ -56,95 +61,69 @@ FbfWindowViewBlock(const FbfWindowMetaPageData *meta, uint32 v)
 }
 
 /*
- * Element counts of every live filter in every partition, counts[i *
- * nparts + p] for logical filter i and partition p of the readers' view
- * (FbfWindowViewParts), 0 for stale lanes: what each page's bits hold.
- * If `distinct` is not NULL, distinct[i] gets the number of elements in
- * filter i, each counted once although splits copied it to several pages.
+ * Element counts of every live filter in every partition of the readers'
+ * view, counts[i * nview + v] (FbfWindowViewParts), 0 for stale filters;
+ * distinct[i] (if not NULL) each element of filter i once, though splits
+ * copied it to several pages; *max_load (if not NULL) the fullest page's
+ * live load, for formats that have one.  Nothing for a window not yet
+ * upgraded (storage version 1).  Each page share-locked in turn
+ * (FbfFilterRoutine.counts).
  */
 void
-FbfWindowBlockCounts(Relation index, const FbfWindowMetaPageData *meta,
-					 uint64 *counts, uint64 *distinct)
+FbfWindowCounts(Relation index, const FbfWindowMetaPageData *meta,
+				uint64 *counts, uint64 *distinct, double *max_load)
 {
-	uint32		nparts = FbfWindowViewParts(meta);
-	uint32		v;
-	int			i;
-
 	if (distinct != NULL)
 		memset(distinct, 0, sizeof(uint64) * meta->nlive);
+	if (max_load != NULL)
+		*max_load = 0;
 	if (meta->version != FBF_STORAGE_VERSION)
 		return;
-	if (FbfWindowIsCuckoo(meta))
-	{
-		FbfCuckooCounts(index, meta, counts, distinct, NULL);
-		return;
-	}
-	for (v = 0; v < nparts; v++)
-	{
-		BlockNumber blkno = FbfWindowViewBlock(meta, v);
-		Buffer		buf = FbfWindowReadPart(index, blkno, BUFFER_LOCK_SHARE);
-		Page		page = BufferGetPage(buf);
-		uint64		current = FbfSliceCurrentLanes(page, meta);
-		const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
-		/* an unsplit page stands for F partitions of the view: count it once */
-		bool		first = v == 0 || FbfWindowViewBlock(meta, v - 1) != blkno;
-
-		for (i = 0; i < meta->nlive; i++)
-		{
-			int			lane = meta->ring[i];
-			bool		live = ((current >> lane) & 1) != 0;
-
-			counts[i * nparts + v] = live ? h->count[lane] : 0;
-			if (distinct != NULL && live && first)
-				distinct[i] += h->count[lane] - Min(h->dup[lane], h->count[lane]);
-		}
-		UnlockReleaseBuffer(buf);
-		CHECK_FOR_INTERRUPTS();
-	}
+	FbfFilterRoutineOf(meta)->counts(index, meta, counts, distinct, max_load);
 }
 
-/* the mean over partitions of each partition's estimate */
+/* The estimated false-positive rate of a check, from FbfWindowCounts. */
 double
 FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 {
 	if (meta->version != FBF_STORAGE_VERSION)
 		return 0;
-	if (FbfWindowIsCuckoo(meta))
-		return FbfCuckooEstimateFpp(meta, counts);
-	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
-									FbfWindowViewParts(meta), counts,
-									FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
+	return FbfFilterRoutineOf(meta)->estimate_fpp(meta, counts);
 }
 
-/* Copy partition v of the readers' view into the snapshot's live filters. */
-static void
-snapshot_partition(Relation index, const FbfWindowMetaPageData *meta, Fbf *f,
-				   uint32 v)
+/*
+ * What fbf_counter_stats shows of the window (window.h): the metapage's
+ * figures, the counts of its pages, its pending entries, and what its
+ * format adds (FbfFilterRoutine.stats).  The metapage share-locked only to
+ * copy it; each page and chain share in turn.
+ */
+void
+FbfWindowGetStats(Relation index, FbfWindowStats *stats)
 {
-	Buffer		buf = FbfWindowReadPart(index, FbfWindowViewBlock(meta, v),
-										BUFFER_LOCK_SHARE);
-	Page		page = BufferGetPage(buf);
-	uint64		current = FbfSliceCurrentLanes(page, meta);
-	const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
-	int			i;
+	FbfWindowMetaPageData meta;
+	const FbfFilterRoutine *routine;
+	uint64	   *counts;
 
-	for (i = 0; i < meta->nlive; i++)
-	{
-		int			lane = meta->ring[i];
-
-		if (((current >> lane) & 1) == 0)
-			continue;
-		fbf_load_lane(f, i, v, FbfSlicePageGetWords(page), FBF_SLICE_WIDTH, lane);
-		*fbf_count(f, i, v) = h->count[lane];
-	}
-	UnlockReleaseBuffer(buf);
-}
-
-/* FbfChainCommitted's callback: a committed entry goes into the snapshot */
-static void
-insert_committed(const FbfHash *hash, void *arg)
-{
-	fbf_insert((Fbf *) arg, hash);
+	FbfWindowReadMeta(index, &meta);
+	routine = FbfFilterRoutineOf(&meta);
+	memset(stats, 0, sizeof(*stats));
+	counts = palloc0(sizeof(uint64) * meta.nlive * Max(FbfWindowViewParts(&meta), 1));
+	/* each operation once, though a split copied it to several pages */
+	FbfWindowCounts(index, &meta, counts, stats->distinct, NULL);
+	stats->filter = routine->name;
+	stats->nfilters = meta.nfilters;
+	stats->nlive = meta.nlive;
+	stats->period = meta.period;
+	stats->retention = meta.retention;
+	stats->nparts = meta.nparts;
+	stats->fpp = FbfWindowEstimateFpp(&meta, counts);
+	stats->target_fpp = meta.target_fpp;
+	stats->future_born = FbfWindowWallTime(&meta, meta.born_at[0]);
+	stats->resizes = meta.resizes;
+	stats->capped = (meta.flags & FBF_META_CAPPED) != 0;
+	stats->pending = FbfWindowPendingCount(index, &meta);
+	routine->stats(&meta, counts, stats);
+	pfree(counts);
 }
 
 /*
@@ -267,69 +246,14 @@ FbfSnapshotCheckCancel(FbfSnapshotRead *read)
 }
 
 /*
- * A Bloom window's snapshot (FbfWindowSnapshot), or (Datum) 0 if the
- * metapage changed while it was read.
- */
-static Datum
-snapshot_bloom(FbfSnapshotRead *read, uint64 *pending)
-{
-	const FbfWindowMetaPageData *meta = &read->meta;
-	Relation	index = read->index;
-	uint32		nparts = FbfWindowViewParts(meta);
-	Fbf		   *f;
-	int			i;
-	uint32		v;
-	uint32		c;
-
-	f = FbfValueAlloc(meta->nbits, meta->nfilters, nparts);
-	fbf_init(f, meta->nbits, meta->nhashes, meta->nfilters, nparts, meta->period, 0);
-	f->nlive = meta->nlive;
-	f->epoch = meta->epoch;
-	for (i = 0; i < meta->nfilters; i++)
-		*fbf_born_at(f, i) = i < meta->nlive ?
-			FbfWindowWallTime(meta, meta->born_at[i]) : 0;
-
-	/*
-	 * Chain by chain, each held (share) while its partitions are read and
-	 * then its entries: a drain moves entries of one chain into that
-	 * chain's partition pages, in one step under the chain's exclusive
-	 * lock (one WAL record, whose redo also holds the pending page while
-	 * it sets the bits), so every entry is seen either on its chain or in
-	 * the bits, never in neither.  Partition v of the readers' view
-	 * belongs to chain v / (nparts / nchains): fbf_part is a range
-	 * mapping, and the chains divide the partitions.
-	 */
-	*pending = 0;
-	for (c = 0; c < meta->nchains; c++)
-	{
-		uint32		per_chain = nparts / meta->nchains;
-
-		if (!FbfSnapshotLockChain(read, c))
-		{
-			pfree((char *) f - FBF_VALUE_OFFSET);
-			return (Datum) 0;
-		}
-		for (v = c * per_chain; v < (c + 1) * per_chain; v++)
-			snapshot_partition(index, meta, f, v);
-		*pending += FbfChainCommitted(meta, &read->chain, insert_committed, f);
-		if (!FbfSnapshotReleaseChain(read, c == meta->nchains - 1))
-		{
-			pfree((char *) f - FBF_VALUE_OFFSET);
-			return (Datum) 0;
-		}
-		FbfSnapshotCheckCancel(read);
-	}
-	return PointerGetDatum((char *) f - FBF_VALUE_OFFSET);
-}
-
-/*
- * The window as an `fbf` datum (palloc'd).  Of a Bloom window, an Fbf:
- * every live filter, plus the committed operations still on pending pages
- * inserted into future and present.  Of a cuckoo window, a CwinSnap
- * (FbfCuckooSnapshot, read the same way).  Either carries the window's
- * key (window_key.c), if it has one.  *pending gets the number still in
- * flight.  The frozen filters of an upgraded 1.0 window (window_legacy.c)
- * are not part of it.
+ * The window as a snapshot: its format's core structure (an Fbf of a
+ * Bloom window: every live filter, plus the committed operations still on
+ * pending pages inserted into future and present; a CwinSnap of a cuckoo
+ * window, read the same way), in memory from `mem`, which the caller makes
+ * into an `fbf` value.  *key and *public_too get the key the window had
+ * throughout (window_key.c; zero: none), which the value must carry.
+ * *pending gets the number still in flight.  The frozen filters of an
+ * upgraded 1.0 window (window_legacy.c) are not part of it.
  *
  * Locks: the metapage share-locked only to copy it and, before each chain
  * and after the last, to check that it has not changed; each chain share
@@ -341,15 +265,16 @@ snapshot_bloom(FbfSnapshotRead *read, uint64 *pending)
  * metapage changed, the snapshot is taken again; the last try holds the
  * metapage throughout, as a read of the whole window did before.
  */
-Datum
-FbfWindowSnapshot(Relation index, uint64 *pending)
+void *
+FbfWindowSnapshot(Relation index, const FbfSnapshotMemory *mem,
+				  FbfHashKey *key, bool *public_too, uint64 *pending)
 {
 	int			attempt;
 
 	for (attempt = 1;; attempt++)
 	{
 		FbfSnapshotRead read;
-		Datum		result;
+		void	   *result;
 
 		read.index = index;
 		read.hold = attempt >= FBF_SNAPSHOT_TRIES;
@@ -365,25 +290,18 @@ FbfWindowSnapshot(Relation index, uint64 *pending)
 					 errmsg("the filter \"%s\" has not been upgraded yet",
 							RelationGetRelationName(index)),
 					 errhint("Apply an operation to the counter, or run fbf_counter_maintain(), to upgrade it.")));
-		if (FbfWindowIsCuckoo(&read.meta))
-		{
-			CwinSnap   *s = FbfCuckooSnapshot(&read, pending);
-
-			result = s == NULL ? (Datum) 0 :
-				PointerGetDatum((char *) s - FBF_VALUE_OFFSET);
-		}
-		else
-			result = snapshot_bloom(&read, pending);
+		result = FbfFilterRoutineOf(&read.meta)->snapshot(&read, mem, pending);
 		if (BufferIsValid(read.metabuf))
 			UnlockReleaseBuffer(read.metabuf);
-		if (result != (Datum) 0)
+		if (result != NULL)
 		{
 			FbfWindowKeying keying;
 
 			/* under the key the window had throughout (compared above) */
 			FbfWindowKeyingOf(&read.meta, FbfWindowNow(&read.meta), &keying);
-			return PointerGetDatum(FbfValueWithKey((struct varlena *) DatumGetPointer(result),
-												   &keying.key, keying.public_too));
+			*key = keying.key;
+			*public_too = keying.public_too;
+			return result;
 		}
 		elog(DEBUG1, "fbf: the metapage of \"%s\" changed during a snapshot, reading it again",
 			 RelationGetRelationName(index));

@@ -295,7 +295,7 @@ drain_before_vacuum(Node *stmt)
 		index = try_relation_open(indexoid, RowExclusiveLock);
 		if (index != NULL)
 		{
-			FbfWindowDrain(index, false);
+			FbfWindowDrain(index, false, NULL);
 			relation_close(index, RowExclusiveLock);
 		}
 		UnlockRelationOid(heapoid, RowExclusiveLock);
@@ -815,7 +815,7 @@ FbfWindowBuildPages(Relation heap, Relation index)
 		src->node = FbfRelationLocator(index);
 		elog(DEBUG1, "fbf: carried the filter of \"%s\" over a rebuild",
 			 RelationGetRelationName(heap));
-		FbfWindowDrain(index, false);
+		FbfWindowDrain(index, false, NULL);
 		return false;
 	}
 

@@ -2,7 +2,8 @@
  *
  * window_ring.c
  *	  The ring of filters over time: refresh (rotation), resizing by hand
- *	  or by the AIMD controller, and the maintenance pass that runs both.
+ *	  or by one AIMD step (FbfWindowAimdStep, which the maintenance pass of
+ *	  window_maintain.c runs), and the capped flag.
  *
  * Each of these changes the metapage only (plus, when the ring grows past
  * its slots, the new slot's blocks appended at the end), under the
@@ -10,10 +11,11 @@
  * metapage share-locked, so they see the ring before or after a change,
  * never during it.  A recycled filter's blocks are not rewritten: their
  * stamp no longer matches the ring, so they read as empty until the first
- * drain into them clears them (window.h, "Lazy clearing").
+ * drain into them clears them (window_page.h, "Lazy clearing").  Lock
+ * order: src/window/README.md, "Lock definitions".
  *
  * The AIMD settings are not read here: FbfWindowMaintain takes them from
- * its caller as an FbfAimdPolicy.  The memory cap, fbf.max_filter_size, is
+ * its caller as an FbfAimdPolicy, and passes it down.  The memory cap, fbf.max_filter_size, is
  * the window's own setting.
  *
  *-------------------------------------------------------------------------
@@ -26,50 +28,8 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
-#include "core/cwin_window.h"
+#include "window/window_format.h"
 #include "window/window_int.h"
-
-static int	split_batch(void);
-
-/*
- * Rotate once, as fbf_refresh_action says at `now`: the recycled filter
- * (the oldest live one, or the first unborn one) becomes the empty future,
- * born at `born`; its blocks go stale with the new epoch.  Returns false
- * if postponed.  A refresh passes born = now; a load, the time the
- * snapshot's future stopped taking operations (window_load.c).
- */
-bool
-FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born)
-{
-	int			from;
-
-	switch (fbf_refresh_action(meta->nlive, meta->nfilters,
-							   meta->born_at[meta->nlive - 2], now,
-							   meta->retention))
-	{
-		case FBF_REFRESH_RECYCLE_OLDEST:
-			from = meta->nlive - 1;
-			break;
-		case FBF_REFRESH_USE_UNBORN:
-			from = meta->nlive;
-			meta->nlive++;
-			break;
-		default:
-			return false;
-	}
-	{
-		uint8		slot = meta->ring[from];
-
-		memmove(&meta->ring[1], &meta->ring[0], from);
-		memmove(&meta->born_at[1], &meta->born_at[0], sizeof(int64) * from);
-		meta->ring[0] = slot;
-		meta->born_at[0] = born;
-	}
-	meta->epoch++;
-	if (FbfWindowIsCuckoo(meta))
-		FbfCuckooRotate(meta);
-	return true;
-}
 
 /*
  * Refresh the window as often as its period says is due (a late worker may
@@ -265,12 +225,14 @@ FbfWindowResize(Relation index, int nfilters)
 		FbfWindowRefresh(index);
 		FbfWindowReadMeta(index, &meta);
 	}
-	if (FbfWindowIsCuckoo(&meta))
+	/* a format whose ring is fixed (window_format.h, can_resize) */
+	if (!FbfFilterRoutineOf(&meta)->can_resize)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot resize the cuckoo window \"%s\"",
+				 errmsg("cannot resize the %s window \"%s\"",
+						FbfFilterRoutineOf(&meta)->name,
 						RelationGetRelationName(index)),
-				 errdetail("A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.")));
+				 errdetail("%s", FbfFilterRoutineOf(&meta)->resize_detail)));
 	if (nfilters < FBF_MIN_FILTERS || nfilters > FBF_SLICE_LANES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -328,211 +290,21 @@ FbfWindowNoteCapped(Relation index, bool capped, const FbfAimdPolicy *policy)
 }
 
 /*
- * Operations per microsecond, for the controllers' look-ahead: the higher
- * of the last two complete periods' rate (so a ramp is seen within two
- * periods, while a burst in one period, which the window's other periods
- * dilute, is not taken for the new rate) and the average over the complete
- * periods of the live window (so one quiet period does not look like the
- * load went away).  Filter i holds its own epoch (as future) and the next
- * one (as present), so epoch i's count is distinct_i - epoch_(i-1),
- * starting from the future filter, which holds only its own.  A pass that
- * refreshes several times at once gives the filters it recycles one birth
- * time: such epochs last no time and hold nothing, and are skipped.
- * Filters born before any refresh (birth time 0 or long ago) have no period
- * to measure.  -1 if unknown.
- */
-static double
-arrival_rate(const FbfWindowMetaPageData *meta, const uint64 *distinct)
-{
-	double		epoch = 0;
-	double		total = 0;
-	double		recent = -1;
-	int			timed = 1;		/* filters 0..timed-1 have birth times */
-	int			measured = 0;	/* epochs of positive length seen */
-	int64		window;
-	int			i;
-
-	while (timed < meta->nlive && meta->born_at[timed] > 0)
-		timed++;
-	if (timed < 2)
-		return -1;
-	window = meta->born_at[0] - meta->born_at[timed - 1];
-	if (window <= 0)
-		return -1;
-	for (i = 0; i < timed; i++)
-	{
-		epoch = Max((double) distinct[i] - epoch, 0);
-		if (i == 0)
-			continue;
-		total += epoch;
-		if (measured < 2 && meta->born_at[i - 1] > meta->born_at[i])
-		{
-			double		r = epoch / (meta->born_at[i - 1] - meta->born_at[i]);
-
-			/* a trend of two periods, not one burst */
-			recent = measured == 0 ? r : Min(recent, r);
-			measured++;
-		}
-	}
-	return Max(recent, total / window);
-}
-
-/*
- * The rest of a maintenance pass over a cuckoo window: growth by load
- * alone, the cuckoo analogue of AIMD.  When the fullest block's live load
- * passes CWIN_SPLIT_LOAD, split (by 2, or more for the arrival rate:
- * FbfCuckooSplitFactor), logged as Bloom windows' splits are.  Neither
- * the ring nor the period changes (16 live epochs, the tags' limit), and
- * nothing merges.
- */
-static FbfAimdDecision
-maintain_cuckoo(Relation index, const FbfWindowMetaPageData *meta,
-				uint64 *counts, const FbfAimdPolicy *policy)
-{
-	FbfAimdDecision d;
-	uint64		distinct[FBF_MAX_FILTERS];
-	double		max_load;
-	double		rate;
-	double		fpp;
-	bool		capped = false;
-
-	FbfCuckooCounts(index, meta, counts, distinct, &max_load);
-	fpp = FbfCuckooEstimateFpp(meta, counts);
-	rate = arrival_rate(meta, distinct);
-	d.action = FBF_AIMD_HOLD;
-	d.nfilters = meta->nfilters;
-	d.period = meta->period;
-	d.reason = "load";
-	if (max_load > CWIN_SPLIT_LOAD)
-	{
-		uint32		factor = FbfCuckooSplitFactor(meta, rate, &capped);
-
-		if (factor > 1 && FbfWindowSplitStart(index, factor, 0))
-		{
-			FbfWindowSplitStep(index, split_batch());
-			ereport(LOG,
-					(errmsg("fbf: grew \"%s\" from %u to %u partitions (fullest partition %.0f%% full, estimated false-positive rate %.3g, target %.3g)",
-							RelationGetRelationName(index), meta->nparts,
-							meta->nparts * factor, 100 * max_load, fpp,
-							meta->target_fpp)));
-			d.action = FBF_AIMD_GROW;
-			d.reason = "split";
-		}
-	}
-	d.capped = capped;
-	if (d.capped || (meta->flags & FBF_META_CAPPED) != 0)
-		FbfWindowNoteCapped(index, d.capped, policy);
-	return d;
-}
-
-/* partitions one pass may split or merge */
-static int
-split_batch(void)
-{
-	return fbf_split_batch > 0 ? fbf_split_batch : INT_MAX;
-}
-
-/*
- * One maintenance pass over a counter's filter, as the background worker
- * runs it every fbf.naptime: refresh if due, drain resolved operations,
- * then one AIMD step under `policy`.  The caller holds RowExclusiveLock on
- * the table.
+ * One AIMD step (ring and period) of a maintenance pass, under the
+ * caller's policy, for the estimate `fpp` and the arrival rate `rate`
+ * (window_maintain.c): decide (fbf_aimd_decide), apply (apply_resize,
+ * the metapage exclusively) and log it.  Returns the decision, its action
+ * HOLD if nothing changed.
  */
 FbfAimdDecision
-FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
+FbfWindowAimdStep(Relation index, const FbfWindowMetaPageData *meta,
+				  const FbfAimdPolicy *policy, double fpp, double rate)
 {
-	FbfWindowMetaPageData meta;
 	FbfAimdConfig cfg;
 	FbfAimdDecision d;
-	uint64	   *counts;
-	uint64		distinct[FBF_MAX_FILTERS];
-	double		fpp;
-	double		rate;
-	uint32		factor;
-	bool		capped_bits;
 
-	FbfWindowRefresh(index);
-	FbfWindowSyncOptions(index);
-	FbfWindowDrain(index, true);
-	if (FbfWindowTakeGrowthRequest())
-	{
-		/*
-		 * Entries wait for more bits: grow, and drain into the new pages.
-		 * If a split is under way (a backend's), finish it first; they go
-		 * on waiting for what it leaves short.  Only if the window will
-		 * not grow (its cap, or the rate does not call for it) do they
-		 * wait no longer.
-		 */
-		FbfGrowth	growth = FbfWindowGrow(index, policy);
-
-		if (growth == FBF_GROWTH_LATER)
-			FbfWindowSplitStep(index, split_batch());
-		FbfWindowDrain(index, growth != FBF_GROWTH_NONE);
-		(void) FbfWindowTakeGrowthRequest();
-	}
-
-	/* a split under way (an earlier pass's, cut short) is continued first */
-	FbfWindowSplitStep(index, split_batch());
-	FbfWindowReadMeta(index, &meta);
-	if (meta.split_start != InvalidBlockNumber)
-	{
-		d.action = FBF_AIMD_HOLD;
-		d.nfilters = meta.nfilters;
-		d.period = meta.period;
-		d.capped = false;
-		d.reason = "splitting";
-		return d;
-	}
-
-	counts = palloc0(sizeof(uint64) * meta.nlive * FbfWindowViewParts(&meta));
-	if (FbfWindowIsCuckoo(&meta))
-	{
-		d = maintain_cuckoo(index, &meta, counts, policy);
-		pfree(counts);
-		return d;
-	}
-	FbfWindowBlockCounts(index, &meta, counts, distinct);
-	fpp = FbfWindowEstimateFpp(&meta, counts);
-	rate = arrival_rate(&meta, distinct);
-
-	/* more operations than the bits can take: split (window_split.c) */
-	factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at,
-								  &capped_bits);
-	if (factor > 1 && FbfWindowSplitStart(index, factor, 0))
-	{
-		FbfWindowSplitStep(index, split_batch());
-		ereport(LOG,
-				(errmsg("fbf: grew \"%s\" from %u to %u partitions (estimated false-positive rate %.3g, target %.3g, %.0f operations per second)",
-						RelationGetRelationName(index), meta.nparts,
-						meta.nparts * factor, fpp, meta.target_fpp,
-						rate * USECS_PER_SEC)));
-		d.action = FBF_AIMD_GROW;
-		d.nfilters = meta.nfilters;
-		d.period = meta.period;
-		d.capped = capped_bits;
-		d.reason = "split";
-		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-			FbfWindowNoteCapped(index, d.capped, policy);
-		pfree(counts);
-		return d;
-	}
-
-	/* fewer operations than the bits are for: merge back towards the plan */
-	if (factor <= 1 &&
-		FbfWindowMergeFactor(&meta, counts, rate, policy->decrease_at) > 1 &&
-		FbfWindowSplitStart(index, 0, 2))
-	{
-		FbfWindowSplitStep(index, split_batch());
-		ereport(LOG,
-				(errmsg("fbf: shrank \"%s\" from %u to %u partitions (estimated false-positive rate %.3g, target %.3g, %.0f operations per second)",
-						RelationGetRelationName(index), meta.nparts,
-						meta.nparts / 2, fpp, meta.target_fpp,
-						rate * USECS_PER_SEC)));
-	}
-	pfree(counts);
-
-	aimd_config(&meta, policy, &cfg);
-	d = fbf_aimd_decide(&cfg, meta.nfilters, meta.period, fpp, rate);
+	aimd_config(meta, policy, &cfg);
+	d = fbf_aimd_decide(&cfg, meta->nfilters, meta->period, fpp, rate);
 	if (d.action != FBF_AIMD_HOLD)
 	{
 		int			nfilters = apply_resize(index, &d);
@@ -543,24 +315,10 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 			ereport(LOG,
 					(errmsg("fbf: %s \"%s\" from %d to %d filters, refresh period %.3f s to %.3f s (estimated false-positive rate %.3g, target %.3g)",
 							d.action == FBF_AIMD_GROW ? "grew" :
-							nfilters < meta.nfilters ? "shrank" : "is shrinking",
-							RelationGetRelationName(index), meta.nfilters,
-							nfilters, meta.period / 1e6, d.period / 1e6,
-							fpp, meta.target_fpp)));
+							nfilters < meta->nfilters ? "shrank" : "is shrinking",
+							RelationGetRelationName(index), meta->nfilters,
+							nfilters, meta->period / 1e6, d.period / 1e6,
+							fpp, meta->target_fpp)));
 	}
-
-	/*
-	 * Capped: only when the bits cannot grow enough.  (AIMD's own cap, on
-	 * the filters, is what splitting is for.)  Without a rate to judge by,
-	 * a capped window stays capped while its estimate is over the
-	 * threshold.
-	 */
-	if (rate >= 0)
-		d.capped = capped_bits;
-	else
-		d.capped = (meta.flags & FBF_META_CAPPED) != 0 &&
-			fpp >= policy->increase_at * meta.target_fpp;
-	if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-		FbfWindowNoteCapped(index, d.capped, policy);
 	return d;
 }

@@ -6,20 +6,24 @@
  *
  * AIMD (window_ring.c) can change the number of filters and the period,
  * but more operations per period need more bits.  A split multiplies the
- * partitions by a power of two F (window.h, "Splitting"): a partition page
+ * partitions by a power of two F (window_page.h, "Splitting"): a partition page
  * is copied whole into F new pages, so every operation it remembers is in
  * whichever of them its hash now leads to, and new operations spread over
  * F times the bits.  The copies' old contents age out with their filters.
  *
- *	FbfWindowSplitFactor	the controller: F for the measured rate
- *	FbfWindowMergeFactor	and 2 to halve the partitions when it falls
+ *	split_factor			the controller, the format's
+ *							(FbfFilterRoutine): F for the measured rate
+ *	merge_factor			and 2 to halve the partitions when it falls
+ *							(a format that can_merge)
  *	FbfWindowSplitStart		take F * P pages (or P / F to merge) from
  *							the free run the last split or merge left,
  *							else append them (no metapage lock held while
  *							they are written), and publish them
  *	FbfWindowSplitStep		split (merge) partitions one at a time, each
  *							under the metapage's exclusive lock: operations
- *							wait for at most one partition's pages
+ *							wait for at most one partition's pages; the
+ *							pages themselves are the format's
+ *							(split_page, merge_pages)
  *
  * Shrinking: once the rate has fallen so that half the partitions would
  * do, and ORing each pair of pages together would keep the estimate under
@@ -35,7 +39,9 @@
  * Element counts: a copy keeps the page's counts (its bits are as full as
  * the original's, which is what the false-positive estimate needs) and
  * records in `dup` how many of them other pages also count, so that the
- * arrival rate counts each operation once (FbfWindowBlockCounts).
+ * arrival rate counts each operation once (FbfWindowCounts).
+ *
+ * Lock order: src/window/README.md, "Lock definitions".
  *
  *-------------------------------------------------------------------------
  */
@@ -50,111 +56,9 @@
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
+#include "window/window_format.h"
 #include "window/window_int.h"
 
-/* a split aims this far under the increase threshold, for a rising rate */
-#define SPLIT_HEADROOM	0.1
-
-/* the largest split at once */
-#define SPLIT_MAX_FACTOR	64
-
-/*
- * The steady-state estimate of the window's shape with `nparts`
- * partitions at `rate` operations per microsecond: the future filter holds
- * a period's operations, every older live one two.
- */
-double
-FbfWindowPredictFpp(const FbfWindowMetaPageData *meta, uint32 nparts,
-					double rate)
-{
-	uint64		counts[FBF_MAX_FILTERS];
-	double		per_period = rate * meta->period / nparts;
-	int			i;
-
-	for (i = 0; i < meta->nlive; i++)
-		counts[i] = (uint64) ceil((i == 0 ? 1 : 2) * per_period);
-	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
-									1, counts, FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
-}
-
-/*
- * How many times to multiply the partitions for the arrival rate
- * (operations per microsecond, negative if unknown): 1 if the window's
- * steady state at that rate stays within its target (a plan is made for
- * just that, so its own rate is no reason to grow), or the rate is
- * unknown; else the smallest power of two whose steady state is
- * SPLIT_HEADROOM under the increase threshold, within fbf.max_filter_size.  *capped is set when the cap
- * keeps the window from meeting the threshold.
- */
-uint32
-FbfWindowSplitFactor(const FbfWindowMetaPageData *meta, double rate,
-					 double increase_at, bool *capped)
-{
-	double		threshold = increase_at * meta->target_fpp;
-	uint64		cap_pages = (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
-	uint32		factor;
-
-	/*
-	 * Without a rate, hold: a split's copies keep the estimate where it is
-	 * (the old filters' bits are what it measures), so a controller going
-	 * by the estimate alone would double the partitions on every pass.
-	 * An overload is seen by the increments (FbfWindowGrow) anyway.
-	 */
-	*capped = false;
-	if (rate < 0 || FbfWindowPredictFpp(meta, meta->nparts, rate) <= meta->target_fpp)
-		return 1;
-
-	for (factor = 2; factor <= SPLIT_MAX_FACTOR; factor *= 2)
-	{
-		uint64		pages = 1 + (uint64) meta->nchains +
-			(uint64) meta->nparts * factor;
-
-		if (pages > cap_pages)
-		{
-			*capped = true;
-			return factor / 2;
-		}
-		if (FbfWindowPredictFpp(meta, meta->nparts * factor, rate) <=
-			SPLIT_HEADROOM * threshold)
-			return factor;
-	}
-	return SPLIT_MAX_FACTOR;
-}
-
-/*
- * Should the partitions be merged, now that the rate has fallen?  By 2, if
- * the window has more partitions than planned, the steady state at the
- * rate would stay under the decrease threshold with half of them, and so
- * would the filters as they are once each pair is ORed together (`counts`,
- * in the readers' view).  Returns the factor, or 1.
- */
-uint32
-FbfWindowMergeFactor(const FbfWindowMetaPageData *meta, const uint64 *counts,
-					 double rate, double decrease_at)
-{
-	uint32		half = meta->nparts / 2;
-	double		threshold = decrease_at * meta->target_fpp;
-	uint64	   *merged;
-	double		fpp;
-	int			i;
-	uint32		p;
-
-	if (rate < 0 || meta->split_start != InvalidBlockNumber ||
-		half < meta->base_nparts || half % meta->nchains != 0 ||
-		meta->nparts % 2 != 0 ||
-		FbfWindowPredictFpp(meta, half, rate) > threshold)
-		return 1;
-
-	merged = palloc0(sizeof(uint64) * meta->nlive * half);
-	for (i = 0; i < meta->nlive; i++)
-		for (p = 0; p < meta->nparts; p++)
-			merged[i * half + p / 2] += counts[i * meta->nparts + p];
-	fpp = fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
-								   half, merged, FBF_CHECK_DEFAULT,
-								   FBF_MODEL_SHARED);
-	pfree(merged);
-	return fpp <= threshold ? 2 : 1;
-}
 
 /*
  * Begin multiplying the partitions by `split` (or dividing them by
@@ -176,8 +80,8 @@ FbfWindowSplitStart(Relation index, uint32 split, uint32 merge)
 	FbfWindowReadMeta(index, &meta);
 	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
 		return false;
-	/* a cuckoo window never merges (window_cuckoo.c) */
-	if (merge > 0 && FbfWindowIsCuckoo(&meta))
+	/* a format that cannot merge (window_format.h: a cuckoo window) */
+	if (merge > 0 && !FbfFilterRoutineOf(&meta)->can_merge)
 		return false;
 	nparts = meta.nparts;
 	need = split > 0 ? nparts * split : nparts / merge;
@@ -216,77 +120,6 @@ FbfWindowSplitStart(Relation index, uint32 split, uint32 merge)
 	return true;
 }
 
-/* copy partition page `src` into `dst`, the f-th of `factor` copies */
-static void
-copy_part(Relation index, Buffer src, Buffer dst, uint32 f, uint32 factor)
-{
-	Page		page = BufferGetPage(dst);
-	FbfSliceHeader *h;
-	int			j;
-
-	START_CRIT_SECTION();
-	memcpy(page, BufferGetPage(src), BLCKSZ);
-	h = FbfSlicePageGetHeader(page);
-	for (j = 0; j < FBF_SLICE_LANES; j++)
-	{
-		uint32		distinct = h->count[j] - Min(h->dup[j], h->count[j]);
-		uint32		share = distinct / factor + (f == 0 ? distinct % factor : 0);
-
-		h->dup[j] = h->count[j] - share;
-	}
-	MarkBufferDirty(dst);
-	if (RelationNeedsWAL(index))
-		log_newpage_buffer(dst, true);
-	END_CRIT_SECTION();
-}
-
-/*
- * OR the current lanes of `nsrc` partition pages into `dst`: a lane is
- * taken from each page whose stamp is current for it, and the result's
- * count is their distinct elements.
- */
-static void
-merge_parts(Relation index, const FbfWindowMetaPageData *meta,
-			const Buffer *src, int nsrc, Buffer dst)
-{
-	Page		page = BufferGetPage(dst);
-	FbfSliceHeader *h;
-	void	   *words;
-	int			i;
-
-	START_CRIT_SECTION();
-	FbfWindowInitSlicePage(page, meta->nbits);
-	h = FbfSlicePageGetHeader(page);
-	words = FbfSlicePageGetWords(page);
-	for (i = 0; i < meta->nlive; i++)
-	{
-		int			lane = meta->ring[i];
-		int64		stamp = FbfWindowExpectedStamp(meta, i);
-		int			s;
-
-		for (s = 0; s < nsrc; s++)
-		{
-			Page		sp = BufferGetPage(src[s]);
-			const FbfSliceHeader *sh = FbfSlicePageGetHeader(sp);
-			const void *sw = FbfSlicePageGetWords(sp);
-			uint32		w;
-
-			if (sh->stamp[lane] != stamp)
-				continue;
-			for (w = 0; w < meta->nbits; w++)
-				bloom_slice_or(words, FBF_SLICE_WIDTH, w,
-							   bloom_slice_get(sw, FBF_SLICE_WIDTH, w) &
-							   (UINT64CONST(1) << lane));
-			h->stamp[lane] = stamp;
-			h->count[lane] += sh->count[lane] - Min(sh->dup[lane], sh->count[lane]);
-		}
-	}
-	MarkBufferDirty(dst);
-	if (RelationNeedsWAL(index))
-		log_newpage_buffer(dst, true);
-	END_CRIT_SECTION();
-}
-
 /*
  * Split (or merge) up to `max_parts` partitions of the split or merge under
  * way; returns the number done.  Each holds the metapage exclusively for
@@ -301,63 +134,29 @@ FbfWindowSplitStep(Relation index, int max_parts)
 	{
 		FbfWindowMetaPageData meta;
 		Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+		const FbfFilterRoutine *routine = FbfFilterRoutineOf(&meta);
 		uint32		q = meta.split_next;
 		uint32		nnew;
-		uint32		f;
 
 		if (meta.split_start == InvalidBlockNumber)
 		{
 			UnlockReleaseBuffer(metabuf);
 			break;
 		}
-		if (meta.split_factor > 0 && FbfWindowIsCuckoo(&meta))
+		if (meta.split_factor > 0)
 		{
-			/* each live entry to its child by its routing bits */
-			Buffer		src = FbfCuckooReadPart(index, meta.part_start + q,
-												BUFFER_LOCK_SHARE);
-			Buffer		dst[SPLIT_MAX_FACTOR];
-
-			for (f = 0; f < meta.split_factor; f++)
-				dst[f] = FbfCuckooReadPart(index,
-										   meta.split_start + q * meta.split_factor + f,
-										   BUFFER_LOCK_EXCLUSIVE);
-			FbfCuckooSplitPart(index, &meta, src, dst, meta.split_factor);
-			for (f = 0; f < meta.split_factor; f++)
-				UnlockReleaseBuffer(dst[f]);
-			UnlockReleaseBuffer(src);
-			nnew = meta.nparts * meta.split_factor;
-		}
-		else if (meta.split_factor > 0)
-		{
-			Buffer		src = FbfWindowReadPart(index, meta.part_start + q,
-												BUFFER_LOCK_SHARE);
-
-			for (f = 0; f < meta.split_factor; f++)
-			{
-				Buffer		dst = FbfWindowReadPart(index,
-													meta.split_start + q * meta.split_factor + f,
-													BUFFER_LOCK_EXCLUSIVE);
-
-				copy_part(index, src, dst, f, meta.split_factor);
-				UnlockReleaseBuffer(dst);
-			}
-			UnlockReleaseBuffer(src);
+			/* each partition page into split_factor new ones */
+			routine->split_page(index, &meta, meta.part_start + q,
+								meta.split_start + q * meta.split_factor,
+								meta.split_factor);
 			nnew = meta.nparts * meta.split_factor;
 		}
 		else
 		{
-			Buffer		src[SPLIT_MAX_FACTOR];
-			Buffer		dst;
-
-			for (f = 0; f < meta.merge_factor; f++)
-				src[f] = FbfWindowReadPart(index,
-										   meta.part_start + q * meta.merge_factor + f,
-										   BUFFER_LOCK_SHARE);
-			dst = FbfWindowReadPart(index, meta.split_start + q, BUFFER_LOCK_EXCLUSIVE);
-			merge_parts(index, &meta, src, meta.merge_factor, dst);
-			UnlockReleaseBuffer(dst);
-			for (f = 0; f < meta.merge_factor; f++)
-				UnlockReleaseBuffer(src[f]);
+			/* merge_factor partition pages into one */
+			routine->merge_pages(index, &meta,
+								 meta.part_start + q * meta.merge_factor,
+								 meta.merge_factor, meta.split_start + q);
 			nnew = meta.nparts / meta.merge_factor;
 		}
 
@@ -387,40 +186,6 @@ FbfWindowSplitStep(Relation index, int max_parts)
 		CHECK_FOR_INTERRUPTS();
 	}
 	return done;
-}
-
-/*
- * Set meta->overfull: the count of a future lane on one page past which
- * the rate this period has already outgrown the bits: the
- * per-period count at which the steady state reaches the target.  Every
- * metapage write recomputes it (FbfWindowLogMeta).
- */
-void
-FbfWindowSetOverfull(FbfWindowMetaPageData *meta)
-{
-	double		lo = 0;
-	double		hi = (double) meta->nbits;
-	int			i;
-
-	/* a cuckoo window grows when a block refuses an entry instead */
-	if (FbfWindowIsCuckoo(meta))
-	{
-		meta->overfull = 0;
-		return;
-	}
-
-	/* per-page per-period count x: rate = x * nparts / period */
-	for (i = 0; i < 40; i++)
-	{
-		double		mid = (lo + hi) / 2;
-
-		if (FbfWindowPredictFpp(meta, meta->nparts,
-								mid * meta->nparts / meta->period) < meta->target_fpp)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	meta->overfull = (uint32) Max(lo, 1);
 }
 
 /* the AIMD policy of the window's own growth (FbfWindowApply) */
@@ -528,7 +293,7 @@ grow(Relation index, const FbfAimdPolicy *policy)
 
 	FbfWindowReadMeta(index, &meta);
 	counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
-	FbfWindowBlockCounts(index, &meta, counts, distinct);
+	FbfWindowCounts(index, &meta, counts, distinct, NULL);
 	pfree(counts);
 
 	/*
@@ -553,10 +318,9 @@ grow(Relation index, const FbfAimdPolicy *policy)
 	rate = (double) (count + FbfWindowPendingCount(index, &meta)) / Max(elapsed, 1);
 	if (rate <= 0)
 		return FBF_GROWTH_NONE;
-	if (FbfWindowIsCuckoo(&meta))
-		factor = FbfCuckooSplitFactor(&meta, rate, &capped);
-	else
-		factor = FbfWindowSplitFactor(&meta, rate, policy->increase_at, &capped);
+	factor = FbfFilterRoutineOf(&meta)->split_factor(&meta, rate,
+													  policy->increase_at,
+													  &capped);
 
 	/*
 	 * At the cap, say so: drains stop waiting for growth (FbfChainDrain)

@@ -5,6 +5,9 @@
  *	  the changes they make, shared by the primary and redo.  Inside
  *	  src/window only.
  *
+ * Lock order: src/window/README.md, "Lock definitions".  A change is made
+ * and logged with its pages exclusively locked; redo locks them alike.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FBF_WINDOW_XLOG_H

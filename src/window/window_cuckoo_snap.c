@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * window_cuckoo_load.c
+ * window_cuckoo_snap.c
  *	  A cuckoo window's snapshot (core/cwin_snap.h, the second kind of
  *	  `fbf` value): taken from a live window for fbf_snapshot, and loaded
  *	  back by fbf_counter_load, so that a counter or dedup table created
  *	  with filter => 'cuckoo' keeps what it remembers across dump and
- *	  restore as a Bloom window does (window_read.c, window_load.c).
+ *	  restore as a Bloom window does (window_bloom_snap.c).  The cuckoo
+ *	  format's snapshot, snapshot_of and load (window_format.h).
  *
  * Taking one.  The snapshot holds the live epochs as the metapage has
  * them (epoch, live epochs, each one's key partitions), every partition
@@ -56,9 +57,9 @@
  *	  before it leaves the old, empty window and some unused pages.  The
  *	  old pages become the free run for the next split.
  *
- * Locks: as window_load.c: the caller holds RowExclusiveLock on the table,
- * the load holds the metapage exclusively throughout; appending takes the
- * relation's extension lock.  A snapshot holds one chain share at a time
+ * Locks: as window_bloom_snap.c: the caller holds RowExclusiveLock on
+ * the table, the load holds the metapage exclusively throughout;
+ * appending takes the relation's extension lock.  A snapshot holds one chain share at a time
  * and, under it, one partition page share at a time; the metapage only
  * to check that it has not changed, before each chain and after the last
  * (FbfSnapshotRead, window_int.h).
@@ -75,6 +76,7 @@
 #include "utils/rel.h"
 
 #include "type/fbf_value.h"
+#include "window/window_format.h"
 #include "window/window_int.h"
 
 static inline uint8 *
@@ -145,14 +147,15 @@ add_waiting(const FbfHash *hash, void *arg)
 }
 
 /*
- * The cuckoo window as a snapshot, in a palloc'd fbf datum (see the file
- * header), of the metapage read->meta, each chain read under
- * FbfSnapshotLockChain (window_read.c); NULL if the metapage changed in
- * the meantime (the caller takes the snapshot again).  *pending gets the
- * entries still in flight (not part of the snapshot).
+ * The cuckoo window as a snapshot (see the file header), a CwinSnap in
+ * memory from `mem`, of the metapage read->meta, each chain read under
+ * FbfSnapshotLockChain (window_read.c); NULL, the memory let go, if the
+ * metapage changed in the meantime (the caller takes the snapshot again).
+ * *pending gets the entries still in flight (not part of the snapshot).
  */
-CwinSnap *
-FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
+static void *
+FbfCuckooSnapshot(FbfSnapshotRead *read, const FbfSnapshotMemory *mem,
+				  uint64 *pending)
 {
 	Relation	index = read->index;
 	const FbfWindowMetaPageData *meta = &read->meta;
@@ -163,13 +166,13 @@ FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 	uint32		factor = meta->split_next > 0 ? meta->split_factor : 1;
 	CwinSnap   *s;
 	Waiting		waiting = {palloc(sizeof(FbfHash) * 64), 0, 64};
-	Size		size;
 	uint32		c;
 	int			i;
 
 	FbfCuckooLayout(meta, &layout);
 	FbfCuckooEpochs(meta, &epochs);
-	s = FbfCuckooValueAlloc(&layout, nview, 0);
+	s = mem->alloc(cwin_snap_size(&layout, nview, 0), mem->arg);
+	cwin_snap_init(s, &layout, nview, 0);
 	s->nlive = (uint32) meta->nlive;
 	s->epoch = meta->epoch;
 	s->period = meta->period;
@@ -185,7 +188,7 @@ FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 
 		if (!FbfSnapshotLockChain(read, c))
 		{
-			pfree((char *) s - FBF_VALUE_OFFSET);
+			mem->free(s, mem->arg);
 			pfree(waiting.hashes);
 			return NULL;
 		}
@@ -201,7 +204,7 @@ FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 		*pending += FbfChainCommitted(meta, &read->chain, add_waiting, &waiting);
 		if (!FbfSnapshotReleaseChain(read, c == meta->nchains - 1))
 		{
-			pfree((char *) s - FBF_VALUE_OFFSET);
+			mem->free(s, mem->arg);
 			pfree(waiting.hashes);
 			return NULL;
 		}
@@ -210,13 +213,7 @@ FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 
 	/* the waiting operations after the blocks, sorted */
 	waiting.n = cwin_hashes_sort_unique(waiting.hashes, waiting.n);
-	size = FBF_VALUE_OFFSET + cwin_snap_size(&layout, nview, waiting.n);
-	{
-		char	   *v = repalloc_huge((char *) s - FBF_VALUE_OFFSET, size);
-
-		SET_VARSIZE(v, size);
-		s = FbfValueGetCwinSnap(v);
-	}
+	s = mem->resize(s, cwin_snap_size(&layout, nview, waiting.n), mem->arg);
 	s->ndeferred = (uint32) waiting.n;
 	memcpy(cwin_snap_deferred(s), waiting.hashes, sizeof(FbfHash) * waiting.n);
 	pfree(waiting.hashes);
@@ -231,6 +228,15 @@ FbfCuckooSnapshot(FbfSnapshotRead *read, uint64 *pending)
 	}
 #endif
 	return s;
+}
+
+/* The CwinSnap an `fbf` value holds, if it is a cuckoo window's. */
+static const void *
+FbfCuckooSnapshotOf(const struct varlena *value)
+{
+	if (!FbfValueIsCuckoo(value))
+		return NULL;
+	return FbfValueGetCwinSnap(value);
 }
 
 /* ---- loading one ---- */
@@ -387,10 +393,11 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
  * written (see the file header).  The caller holds RowExclusiveLock on the
  * table and has checked that the user owns it.
  */
-FbfLoadResult
-FbfWindowLoadCuckoo(Relation index, const CwinSnap *s, const FbfHashKey *key,
-					bool public_too)
+static FbfLoadResult
+FbfCuckooLoad(Relation index, const void *snapshot, const FbfHashKey *key,
+			  bool public_too)
 {
+	const CwinSnap *s = snapshot;
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
 	FbfLoadTimes t;
@@ -404,7 +411,7 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s, const FbfHashKey *key,
 	FbfLoadCheckTimes(index, s->born_at, (int) s->nlive, s->period);
 
 	FbfWindowReadMeta(index, &meta);
-	if (!FbfWindowIsCuckoo(&meta))
+	if (meta.filter != FBF_FILTER_CUCKOO)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot load a cuckoo window's snapshot into counter \"%s\"",
@@ -433,7 +440,7 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s, const FbfHashKey *key,
 	if (FbfLoadDue(&t, (int) s->nlive, (int) s->nlive, s->period,
 				   meta.retention) == 0)
 	{
-		/* every epoch aged out: nothing to load (window_load.c, "Time") */
+		/* every epoch aged out: nothing to load (window_adopt.c, "Time") */
 		UnlockReleaseBuffer(metabuf);
 		result.adopted = false;
 		result.filters = 0;
@@ -470,4 +477,18 @@ FbfWindowLoadCuckoo(Relation index, const CwinSnap *s, const FbfHashKey *key,
 	result.adopted = true;
 	result.filters = (int) s->nlive;
 	return result;
+}
+
+/* the cuckoo format's routine, filled at load time */
+static FbfFilterRoutine routine;
+
+/* Register the cuckoo format (FbfWindowInit). */
+void
+FbfCuckooRegister(void)
+{
+	FbfCuckooPageRoutine(&routine);
+	routine.snapshot = FbfCuckooSnapshot;
+	routine.snapshot_of = FbfCuckooSnapshotOf;
+	routine.load = FbfCuckooLoad;
+	FbfFilterRegister(FBF_FILTER_CUCKOO, &routine);
 }

@@ -1,0 +1,639 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_bloom.c
+ *	  The Bloom format of a window's partition pages (filter = bloom, the
+ *	  default): its FbfFilterRoutine (window_format.h).  A partition page
+ *	  holds every filter's bits for its partition, bit-sliced
+ *	  (core/bloom_slice.h: position w is a 16-bit word whose bit j is bit w
+ *	  of lane j's filter), with each lane's stamp, count and dup in its
+ *	  header (FbfSliceHeader).  This file owns that page: the plan of a
+ *	  Bloom window, the page's initialisation, the one-page check, the
+ *	  drain's store into it (and putting entries off for want of bits),
+ *	  splitting and merging pages, counts, the estimate, the split and
+ *	  merge controllers' factors and the overfull threshold.  Its
+ *	  snapshots and loads are window_bloom_snap.c's.
+ *
+ * Locks (order: src/window/README.md, "Lock definitions"): a partition
+ * page share to test or count, exclusive to set bits (a drain up to
+ * FBF_DRAIN_MAX_PAGES, in block order), under the metapage the caller
+ * holds.
+ *
+ * WAL: a drain is one XLOG_FBF_DRAIN record (window_xlog.c); a split's
+ * copies and a merge's pages are full-page images.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "core/bloom_slice.h"
+#include "window/window_format.h"
+#include "window/window_int.h"
+#include "window/window_xlog.h"
+
+/* a split aims this far under the increase threshold, for a rising rate */
+#define SPLIT_HEADROOM	0.1
+
+/* an empty Bloom partition page of nbits positions: every lane stale */
+void
+FbfBloomInitPage(Page page, uint32 nbits)
+{
+	FbfSliceHeader *h;
+	int			j;
+
+	FbfWindowInitPage(page, FBF_PAGE_ID_SLICE);
+	h = FbfSlicePageGetHeader(page);
+	for (j = 0; j < FBF_SLICE_LANES; j++)
+	{
+		h->stamp[j] = -1;
+		h->count[j] = 0;
+		h->dup[j] = 0;
+	}
+	((PageHeader) page)->pd_lower =
+		(char *) FbfSlicePageGetWords(page) + (Size) nbits * FBF_SLICE_WIDTH - (char *) page;
+}
+
+/* Read and lock a Bloom partition page. */
+Buffer
+FbfBloomReadPart(Relation index, BlockNumber blkno, int mode)
+{
+	return FbfWindowReadPage(index, blkno, mode, FBF_PAGE_ID_SLICE);
+}
+
+/*
+ * Is the operation in the window's filters?  One partition page: the k
+ * words of its probes hold every filter's bits (window_page.h).  Sets
+ * *overfull (if not NULL) if the future lane holds more than
+ * meta->overfull.  The caller holds the metapage.
+ */
+static bool
+bloom_contains(Relation index, const FbfWindowMetaPageData *meta,
+			   const FbfHash *hash, bool *overfull)
+{
+	uint32		probes[FBF_MAX_HASHES];
+	Buffer		buf;
+	Page		page;
+	uint64		current;
+	uint64		lanes;
+
+	buf = FbfBloomReadPart(index, FbfWindowPartBlock(meta, hash),
+							BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	current = FbfSliceCurrentLanes(page, meta);
+
+	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
+	lanes = bloom_slice_test(FbfSlicePageGetWords(page), FBF_SLICE_WIDTH,
+							 probes, meta->nhashes) & current;
+
+	/* the future lane filling faster than its bits are for? */
+	if (overfull != NULL && ((current >> meta->ring[0]) & 1) != 0 &&
+		FbfSlicePageGetHeader(page)->count[meta->ring[0]] > meta->overfull &&
+		meta->split_start == InvalidBlockNumber)
+		*overfull = true;
+	UnlockReleaseBuffer(buf);
+	return lanes != 0 &&
+		fbf_check_mask(FbfSliceLogicalMask(meta, lanes), meta->nlive,
+					   FBF_CHECK_DEFAULT);
+}
+
+/*
+ * A drain that would fill a page's future lane past this many times
+ * meta->overfull is put off, if it may be, until the window has grown.
+ * Not more: a lane past its count dismisses new operations far above the
+ * target while it is the future filter and again while it is the oldest
+ * (at twice the count, some fifty times the target with ten hashes), and a
+ * split copies its bits into every page it makes.
+ */
+#define FBF_DRAIN_DEFER_FACTOR	1
+
+StaticAssertDecl(FBF_DRAIN_MAX_PAGES <= FBF_XLOG_MAX_PAGES - 1,
+				 "a drain record holds the pending page and its partition pages");
+
+/*
+ * The Bloom store of a drain round (FbfFilterRoutine.store): set the
+ * committed entries' bits in the future's and present's lanes of their
+ * partition pages, and drop the aborted ones, in one WAL record
+ * (XLOG_FBF_DRAIN, FbfDrainLog).  With may_defer, a page whose future lane
+ * the entries would fill past FBF_DRAIN_DEFER_FACTOR * meta->overfull is
+ * left out: its entries stay on the chain, and the window must grow first
+ * (returns true): bits set now would stay, copied into every page of a
+ * split, until their filters age out, and a saturated pair of filters
+ * matches every operation.  Locks: the partition pages exclusively, in
+ * block order; the caller holds the metapage share-locked (so the ring is
+ * `meta`) and pbuf exclusive-locked.
+ */
+static bool
+bloom_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
+			const FbfPendingEntry *entries, int n, uint8 *keep,
+			const BlockNumber *target, const BlockNumber *blocks, int nblocks,
+			bool may_defer)
+{
+	uint32		limit = FBF_DRAIN_DEFER_FACTOR * meta->overfull;
+	Buffer		sbufs[FBF_DRAIN_MAX_PAGES];
+	xl_fbf_slice_set sets[FBF_DRAIN_MAX_PAGES];
+	FbfHash    *hashes[FBF_DRAIN_MAX_PAGES];
+	bool		deferred[FBF_DRAIN_MAX_PAGES];
+	bool		refused = false;
+	int			kept = 0;
+	int			i;
+	int			b;
+
+	for (b = 0; b < nblocks; b++)
+	{
+		sbufs[b] = FbfBloomReadPart(index, blocks[b], BUFFER_LOCK_EXCLUSIVE);
+		deferred[b] = false;
+		sets[b].lanes[0] = meta->ring[0];
+		sets[b].lanes[1] = meta->ring[1];
+		sets[b].stamps[0] = FbfWindowExpectedStamp(meta, 0);
+		sets[b].stamps[1] = FbfWindowExpectedStamp(meta, 1);
+		sets[b].nhashes = meta->nhashes;
+		sets[b].n = 0;
+		hashes[b] = palloc(sizeof(FbfHash) * n);
+	}
+	for (i = 0; i < n; i++)
+	{
+		for (b = 0; b < nblocks && target[i] != InvalidBlockNumber; b++)
+		{
+			if (blocks[b] == target[i])
+			{
+				hashes[b][sets[b].n].h1 = entries[i].h1;
+				hashes[b][sets[b].n].h2 = entries[i].h2;
+				sets[b].n++;
+				keep[i] = 0;
+				break;
+			}
+		}
+	}
+
+	/* would these operations saturate a page's future lane? */
+	if (may_defer)
+	{
+		for (b = 0; b < nblocks; b++)
+		{
+			Page		sp = BufferGetPage(sbufs[b]);
+			const FbfSliceHeader *h = FbfSlicePageGetHeader(sp);
+			uint32		lane_count = h->stamp[meta->ring[0]] ==
+				FbfWindowExpectedStamp(meta, 0) ? h->count[meta->ring[0]] : 0;
+
+			if (lane_count + sets[b].n > limit)
+			{
+				deferred[b] = true;
+				refused = true;
+				for (i = 0; i < n; i++)
+				{
+					if (target[i] == blocks[b])
+						keep[i] = 1;
+				}
+			}
+		}
+		/* drop the deferred pages from the record */
+		for (i = 0, b = 0; b < nblocks; b++)
+		{
+			if (deferred[b])
+			{
+				UnlockReleaseBuffer(sbufs[b]);
+				pfree(hashes[b]);
+				continue;
+			}
+			sbufs[i] = sbufs[b];
+			sets[i] = sets[b];
+			hashes[i] = hashes[b];
+			i++;
+		}
+		nblocks = i;
+	}
+
+	for (i = 0; i < n; i++)
+		kept += keep[i];
+	if (kept < n)
+		FbfDrainLog(index, pbuf, keep, n, nblocks, sbufs, sets, hashes);
+
+	for (b = 0; b < nblocks; b++)
+	{
+		UnlockReleaseBuffer(sbufs[b]);
+		pfree(hashes[b]);
+	}
+	return refused;
+}
+
+/*
+ * The steady-state estimate of the window's shape with `nparts`
+ * partitions at `rate` operations per microsecond: the future filter holds
+ * a period's operations, every older live one two.
+ */
+static double
+predict_fpp(const FbfWindowMetaPageData *meta, uint32 nparts,
+					double rate)
+{
+	uint64		counts[FBF_MAX_FILTERS];
+	double		per_period = rate * meta->period / nparts;
+	int			i;
+
+	for (i = 0; i < meta->nlive; i++)
+		counts[i] = (uint64) ceil((i == 0 ? 1 : 2) * per_period);
+	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
+									1, counts, FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
+}
+
+/*
+ * How many times to multiply the partitions for the arrival rate
+ * (operations per microsecond, negative if unknown): 1 if the window's
+ * steady state at that rate stays within its target (a plan is made for
+ * just that, so its own rate is no reason to grow), or the rate is
+ * unknown; else the smallest power of two whose steady state is
+ * SPLIT_HEADROOM under the increase threshold, within fbf.max_filter_size.  *capped is set when the cap
+ * keeps the window from meeting the threshold.
+ */
+static uint32
+bloom_split_factor(const FbfWindowMetaPageData *meta, double rate,
+				   double increase_at, bool *capped)
+{
+	double		threshold = increase_at * meta->target_fpp;
+	uint64		cap_pages = (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
+	uint32		factor;
+
+	/*
+	 * Without a rate, hold: a split's copies keep the estimate where it is
+	 * (the old filters' bits are what it measures), so a controller going
+	 * by the estimate alone would double the partitions on every pass.
+	 * An overload is seen by the increments (FbfWindowGrow) anyway.
+	 */
+	*capped = false;
+	if (rate < 0 || predict_fpp(meta, meta->nparts, rate) <= meta->target_fpp)
+		return 1;
+
+	for (factor = 2; factor <= FBF_SPLIT_MAX_FACTOR; factor *= 2)
+	{
+		uint64		pages = 1 + (uint64) meta->nchains +
+			(uint64) meta->nparts * factor;
+
+		if (pages > cap_pages)
+		{
+			*capped = true;
+			return factor / 2;
+		}
+		if (predict_fpp(meta, meta->nparts * factor, rate) <=
+			SPLIT_HEADROOM * threshold)
+			return factor;
+	}
+	return FBF_SPLIT_MAX_FACTOR;
+}
+
+/*
+ * Should the partitions be merged, now that the rate has fallen?  By 2, if
+ * the window has more partitions than planned, the steady state at the
+ * rate would stay under the decrease threshold with half of them, and so
+ * would the filters as they are once each pair is ORed together (`counts`,
+ * in the readers' view).  Returns the factor, or 1.
+ */
+static uint32
+bloom_merge_factor(const FbfWindowMetaPageData *meta, const uint64 *counts,
+				   double rate, double decrease_at)
+{
+	uint32		half = meta->nparts / 2;
+	double		threshold = decrease_at * meta->target_fpp;
+	uint64	   *merged;
+	double		fpp;
+	int			i;
+	uint32		p;
+
+	if (rate < 0 || meta->split_start != InvalidBlockNumber ||
+		half < meta->base_nparts || half % meta->nchains != 0 ||
+		meta->nparts % 2 != 0 ||
+		predict_fpp(meta, half, rate) > threshold)
+		return 1;
+
+	merged = palloc0(sizeof(uint64) * meta->nlive * half);
+	for (i = 0; i < meta->nlive; i++)
+		for (p = 0; p < meta->nparts; p++)
+			merged[i * half + p / 2] += counts[i * meta->nparts + p];
+	fpp = fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
+								   half, merged, FBF_CHECK_DEFAULT,
+								   FBF_MODEL_SHARED);
+	pfree(merged);
+	return fpp <= threshold ? 2 : 1;
+}
+
+/* copy partition page `src` into `dst`, the f-th of `factor` copies */
+static void
+copy_part(Relation index, Buffer src, Buffer dst, uint32 f, uint32 factor)
+{
+	Page		page = BufferGetPage(dst);
+	FbfSliceHeader *h;
+	int			j;
+
+	START_CRIT_SECTION();
+	memcpy(page, BufferGetPage(src), BLCKSZ);
+	h = FbfSlicePageGetHeader(page);
+	for (j = 0; j < FBF_SLICE_LANES; j++)
+	{
+		uint32		distinct = h->count[j] - Min(h->dup[j], h->count[j]);
+		uint32		share = distinct / factor + (f == 0 ? distinct % factor : 0);
+
+		h->dup[j] = h->count[j] - share;
+	}
+	MarkBufferDirty(dst);
+	if (RelationNeedsWAL(index))
+		log_newpage_buffer(dst, true);
+	END_CRIT_SECTION();
+}
+
+/*
+ * OR the current lanes of `nsrc` partition pages into `dst`: a lane is
+ * taken from each page whose stamp is current for it, and the result's
+ * count is their distinct elements.
+ */
+static void
+merge_parts(Relation index, const FbfWindowMetaPageData *meta,
+			const Buffer *src, int nsrc, Buffer dst)
+{
+	Page		page = BufferGetPage(dst);
+	FbfSliceHeader *h;
+	void	   *words;
+	int			i;
+
+	START_CRIT_SECTION();
+	FbfBloomInitPage(page, meta->nbits);
+	h = FbfSlicePageGetHeader(page);
+	words = FbfSlicePageGetWords(page);
+	for (i = 0; i < meta->nlive; i++)
+	{
+		int			lane = meta->ring[i];
+		int64		stamp = FbfWindowExpectedStamp(meta, i);
+		int			s;
+
+		for (s = 0; s < nsrc; s++)
+		{
+			Page		sp = BufferGetPage(src[s]);
+			const FbfSliceHeader *sh = FbfSlicePageGetHeader(sp);
+			const void *sw = FbfSlicePageGetWords(sp);
+			uint32		w;
+
+			if (sh->stamp[lane] != stamp)
+				continue;
+			for (w = 0; w < meta->nbits; w++)
+				bloom_slice_or(words, FBF_SLICE_WIDTH, w,
+							   bloom_slice_get(sw, FBF_SLICE_WIDTH, w) &
+							   (UINT64CONST(1) << lane));
+			h->stamp[lane] = stamp;
+			h->count[lane] += sh->count[lane] - Min(sh->dup[lane], sh->count[lane]);
+		}
+	}
+	MarkBufferDirty(dst);
+	if (RelationNeedsWAL(index))
+		log_newpage_buffer(dst, true);
+	END_CRIT_SECTION();
+}
+
+/*
+ * Set meta->overfull: the count of a future lane on one page past which
+ * the rate this period has already outgrown the bits: the
+ * per-period count at which the steady state reaches the target.  Every
+ * metapage write recomputes it (FbfWindowLogMeta).
+ */
+static void
+bloom_derive_meta(FbfWindowMetaPageData *meta)
+{
+	double		lo = 0;
+	double		hi = (double) meta->nbits;
+	int			i;
+
+	/* per-page per-period count x: rate = x * nparts / period */
+	for (i = 0; i < 40; i++)
+	{
+		double		mid = (lo + hi) / 2;
+
+		if (predict_fpp(meta, meta->nparts,
+								mid * meta->nparts / meta->period) < meta->target_fpp)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	meta->overfull = (uint32) Max(lo, 1);
+}
+
+/*
+ * Element counts of every live filter in every partition, counts[i *
+ * nparts + p] for logical filter i and partition p of the readers' view
+ * (FbfWindowViewParts), 0 for stale lanes: what each page's bits hold.
+ * If `distinct` is not NULL, distinct[i] gets the number of elements in
+ * filter i, each counted once although splits copied it to several pages.
+ * A Bloom page has no load: *max_load gets 0.  Each page share-locked in
+ * turn; the caller holds the metapage or a copy it checks.
+ */
+static void
+bloom_counts(Relation index, const FbfWindowMetaPageData *meta,
+			 uint64 *counts, uint64 *distinct, double *max_load)
+{
+	uint32		nparts = FbfWindowViewParts(meta);
+	uint32		v;
+	int			i;
+
+	if (max_load != NULL)
+		*max_load = 0;
+	for (v = 0; v < nparts; v++)
+	{
+		BlockNumber blkno = FbfWindowViewBlock(meta, v);
+		Buffer		buf = FbfBloomReadPart(index, blkno, BUFFER_LOCK_SHARE);
+		Page		page = BufferGetPage(buf);
+		uint64		current = FbfSliceCurrentLanes(page, meta);
+		const FbfSliceHeader *h = FbfSlicePageGetHeader(page);
+		/* an unsplit page stands for F partitions of the view: count it once */
+		bool		first = v == 0 || FbfWindowViewBlock(meta, v - 1) != blkno;
+
+		for (i = 0; i < meta->nlive; i++)
+		{
+			int			lane = meta->ring[i];
+			bool		live = ((current >> lane) & 1) != 0;
+
+			counts[i * nparts + v] = live ? h->count[lane] : 0;
+			if (distinct != NULL && live && first)
+				distinct[i] += h->count[lane] - Min(h->dup[lane], h->count[lane]);
+		}
+		UnlockReleaseBuffer(buf);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* the mean over partitions of each partition's estimate */
+static double
+bloom_estimate_fpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
+{
+	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
+									FbfWindowViewParts(meta), counts,
+									FBF_CHECK_DEFAULT, FBF_MODEL_SHARED);
+}
+
+/*
+ * Size a Bloom window from the index's options (FbfFilterRoutine.plan):
+ * an explicit shape if nbits is set, else the plan that meets the target
+ * at the expected rate with the fewest bits per filter (every lane of a
+ * partition page costs memory, used or not), in page-sized partitions.
+ * nchains is that of a 1.0 window being upgraded, 0 for a new window.
+ * Sets the shape, ring size and period fields of *meta; FbfWindowPlan
+ * rounds the partitions to the chains (bloom_spread) and checks the cap.
+ */
+static void
+bloom_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
+		   FbfWindowMetaPageData *meta)
+{
+	double		retention = opts->retention_ms / 1000.0;
+	FbfPlan		plan;
+	const char *why;
+
+	if (opts->nbits > 0)
+	{
+		uint64		total_bits = opts->nbits;
+
+		if (opts->nhashes <= 0 || opts->npast <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("an explicit fbf shape needs nbits, nhashes and npast")));
+		if (opts->npast + 2 > FBF_SLICE_LANES && nchains == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a counter filter has at most %d past filters",
+							FBF_SLICE_LANES - 2)));
+		plan.nhashes = opts->nhashes;
+		plan.nparts = (uint32) ((total_bits + FBF_SLICE_MAX_BITS - 1) / FBF_SLICE_MAX_BITS);
+		plan.nbits = (uint32) ((total_bits + plan.nparts - 1) / plan.nparts);
+		/* a 1.0 window being upgraded keeps what fits */
+		plan.nfilters = Min(opts->npast + 2, FBF_SLICE_LANES);
+		plan.period = retention / (plan.nfilters - 1);
+		if (!fbf_shape_valid(plan.nbits, plan.nhashes, plan.nfilters, plan.nparts, &why))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid fbf shape"),
+					 errdetail("%s", why)));
+	}
+	else if (!fbf_plan_sliced(retention, opts->target_fpp, opts->expected_rate,
+							  FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
+							  FBF_SLICE_MAX_BITS, &plan, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("no fbf filter meets target %g at %g operations per second",
+						opts->target_fpp, opts->expected_rate),
+				 errdetail("%s", why)));
+
+	meta->nbits = plan.nbits;
+	meta->nparts = plan.nparts;
+	meta->nhashes = (uint16) plan.nhashes;
+	meta->nfilters = (uint16) plan.nfilters;
+	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
+}
+
+/* more partitions than planned: never fewer bits in all */
+static void
+bloom_spread(FbfWindowMetaPageData *meta, uint32 planned)
+{
+	uint64		total = (uint64) meta->nbits * planned;
+
+	meta->nbits = (uint32) Max((total + meta->nparts - 1) / meta->nparts,
+							   FBF_MIN_NBITS);
+}
+
+/* a Bloom metapage's own fields */
+static bool
+bloom_validate_meta(const FbfWindowMetaPageData *meta)
+{
+	return meta->nbits >= 1 && meta->nbits <= FBF_SLICE_MAX_BITS;
+}
+
+/* an empty partition page of the window's bits */
+static void
+bloom_init_page(Page page, const FbfWindowMetaPageData *meta)
+{
+	FbfBloomInitPage(page, meta->nbits);
+}
+
+/*
+ * Split partition page `src` into `factor` copies at dst_start ..: each
+ * holds all its bits (FbfFilterRoutine.split_page).  src share, each copy
+ * exclusive in turn; the caller holds the metapage exclusively.
+ */
+static void
+bloom_split_page(Relation index, const FbfWindowMetaPageData *meta,
+				 BlockNumber src, BlockNumber dst_start, uint32 factor)
+{
+	Buffer		sbuf = FbfBloomReadPart(index, src, BUFFER_LOCK_SHARE);
+	uint32		f;
+
+	for (f = 0; f < factor; f++)
+	{
+		Buffer		dst = FbfBloomReadPart(index, dst_start + f,
+										   BUFFER_LOCK_EXCLUSIVE);
+
+		copy_part(index, sbuf, dst, f, factor);
+		UnlockReleaseBuffer(dst);
+	}
+	UnlockReleaseBuffer(sbuf);
+}
+
+/*
+ * Merge the `factor` partition pages src_start .. into `dst`
+ * (FbfFilterRoutine.merge_pages): the sources share, dst exclusive; the
+ * caller holds the metapage exclusively.
+ */
+static void
+bloom_merge_pages(Relation index, const FbfWindowMetaPageData *meta,
+				  BlockNumber src_start, uint32 factor, BlockNumber dst)
+{
+	Buffer		src[FBF_SPLIT_MAX_FACTOR];
+	Buffer		dbuf;
+	uint32		f;
+
+	for (f = 0; f < factor; f++)
+		src[f] = FbfBloomReadPart(index, src_start + f, BUFFER_LOCK_SHARE);
+	dbuf = FbfBloomReadPart(index, dst, BUFFER_LOCK_EXCLUSIVE);
+	merge_parts(index, meta, src, factor, dbuf);
+	UnlockReleaseBuffer(dbuf);
+	for (f = 0; f < factor; f++)
+		UnlockReleaseBuffer(src[f]);
+}
+
+/* fbf_counter_stats of a Bloom window: its bits and hash functions */
+static void
+bloom_stats(const FbfWindowMetaPageData *meta, const uint64 *counts,
+			FbfWindowStats *stats)
+{
+	stats->bits = (int64) meta->nbits * meta->nparts;
+	stats->nhashes = meta->nhashes;
+	stats->has_nhashes = true;
+}
+
+/*
+ * The Bloom format's routine (window_format.h): its capabilities and page
+ * operations.  window_bloom_snap.c adds its snapshot operations and registers it
+ * (FbfBloomRegister, at load time).
+ */
+void
+FbfBloomPageRoutine(FbfFilterRoutine *routine)
+{
+	routine->name = "bloom";
+	routine->page_id = FBF_PAGE_ID_SLICE;
+	routine->can_merge = true;
+	routine->can_resize = true;
+	routine->resize_detail = NULL;
+	routine->split_load = 0;
+	routine->plan = bloom_plan;
+	routine->spread = bloom_spread;
+	routine->validate_meta = bloom_validate_meta;
+	routine->derive_meta = bloom_derive_meta;
+	routine->rotate = NULL;
+	routine->init_page = bloom_init_page;
+	routine->contains = bloom_contains;
+	routine->store = bloom_store;
+	routine->split_page = bloom_split_page;
+	routine->merge_pages = bloom_merge_pages;
+	routine->counts = bloom_counts;
+	routine->estimate_fpp = bloom_estimate_fpp;
+	routine->split_factor = bloom_split_factor;
+	routine->merge_factor = bloom_merge_factor;
+	routine->stats = bloom_stats;
+}
