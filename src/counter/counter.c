@@ -40,6 +40,7 @@
 
 #include "counter/counter.h"
 #include "counter/counter_args.h"
+#include "type/fbf_value.h"
 #include "window/window.h"
 
 PG_FUNCTION_INFO_V1(fbf_increment_int8);

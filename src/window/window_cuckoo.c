@@ -136,6 +136,14 @@ cuckoo_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 
 	meta->cuckoo.fp_bits = plan.fp_bits;
 	meta->cuckoo.nbuckets = layout.nbuckets;
+	/*
+	 * The Bloom fields mean nothing here, and no check of this format reads
+	 * them; they are written as 1.1 wrote them, so that a server still
+	 * running an older library (a standby upgraded after its primary) reads
+	 * the metapage of a window created by this one.
+	 */
+	meta->nbits = 1;
+	meta->nhashes = 1;
 	meta->nparts = plan.nparts;
 	meta->nfilters = (uint16) plan.nlive;
 	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
@@ -155,7 +163,7 @@ cuckoo_spread(FbfWindowMetaPageData *meta, uint32 planned)
 
 /*
  * A cuckoo metapage's own fields (the Bloom ones, nbits and nhashes, mean
- * nothing here: windows planned before this check hold 1 in each).
+ * nothing here: cuckoo_plan writes 1 in each, as 1.1 did).
  */
 static bool
 cuckoo_validate_meta(const FbfWindowMetaPageData *meta)
