@@ -75,6 +75,18 @@ finish() {
 require "install dependencies" fbf_install_deps
 require "build (warnings as errors) and install" fbf_build_install
 
+# ---- 0. the shape of the code: files call down only ----
+fbf_log "the call graph between the extension's files (test/layers.pl)"
+if perl test/layers.pl >"$logdir/layers.log" 2>&1; then
+	passed=$((passed + 1))
+	cat "$logdir/layers.log"
+	echo "ok - no call cycle between files, no call up the layers of src/layers.txt"
+else
+	cat "$logdir/layers.log"
+	failed=$((failed + 1))
+	failures+=("test/layers.pl")
+fi
+
 # ---- 1. the pure core, standalone, under ASan + UBSan ----
 fbf_log "standalone tests of the pure core (ASan + UBSan)"
 require "build core tests" make -C test/core -s clean all

@@ -29,12 +29,6 @@
 #include <stdint.h>
 
 #include "cwin_block.h"
-/*
- * Not needed here: src/window reaches cwin_plan through this header; drop
- * this line once window_cuckoo.c includes core/cwin_plan.h itself.
- */
-#include "cwin_plan.h"
-
 /* the live load of a window's fullest block that calls for a split */
 #define CWIN_SPLIT_LOAD		0.96
 

@@ -18,13 +18,6 @@
 #include <stdint.h>
 
 #include "fbf_core.h"
-/*
- * Not needed here: src/window reaches fbf_plan_sliced through window.h's
- * include of this header; drop this line once window_build.c includes
- * core/fbf_plan.h itself.
- */
-#include "fbf_plan.h"
-
 typedef struct FbfAimdConfig
 {
 	double		target_fpp;		/* keep the estimate under this */

@@ -33,6 +33,7 @@
 #include "utils/rel.h"
 
 #include "core/bloom_slice.h"
+#include "core/fbf_plan.h"
 #include "window/window_format.h"
 #include "window/window_int.h"
 #include "window/window_xlog.h"

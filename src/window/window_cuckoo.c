@@ -53,6 +53,7 @@
 #include "utils/rel.h"
 
 #include "common/fbf_xlog.h"
+#include "core/cwin_plan.h"
 #include "core/cwin_window.h"
 #include "window/window_format.h"
 #include "window/window_int.h"
