@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cwin_plan.h"
 #include "cwin_window.h"
 #include "fbf_aimd.h"
 #include "fbf_core.h"

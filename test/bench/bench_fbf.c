@@ -39,6 +39,7 @@
 #include "fbf_aimd.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"
+#include "fbf_plan.h"
 
 #include "bench_util.h"
 

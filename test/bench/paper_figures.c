@@ -34,10 +34,12 @@
 #include <string.h>
 
 #include "bloom_bits.h"
+#include "cwin_plan.h"
 #include "cwin_window.h"
 #include "fbf_aimd.h"
 #include "fbf_core.h"
 #include "fbf_hash.h"
+#include "fbf_plan.h"
 
 #include "bench_util.h"
 
