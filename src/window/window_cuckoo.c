@@ -138,10 +138,10 @@ cuckoo_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 	meta->cuckoo.fp_bits = plan.fp_bits;
 	meta->cuckoo.nbuckets = layout.nbuckets;
 	/*
-	 * The Bloom fields mean nothing here, and no check of this format reads
-	 * them; they are written as 1.1 wrote them, so that a server still
-	 * running an older library (a standby upgraded after its primary) reads
-	 * the metapage of a window created by this one.
+	 * The Bloom fields mean nothing here; they are written as 1.1 wrote
+	 * them, so that a server still running an older library (a standby
+	 * upgraded after its primary) reads the metapage of a window created
+	 * by this one, and cuckoo_validate_meta checks nbits as 1.1 did.
 	 */
 	meta->nbits = 1;
 	meta->nhashes = 1;
@@ -163,13 +163,17 @@ cuckoo_spread(FbfWindowMetaPageData *meta, uint32 planned)
 }
 
 /*
- * A cuckoo metapage's own fields (the Bloom ones, nbits and nhashes, mean
- * nothing here: cuckoo_plan writes 1 in each, as 1.1 did).
+ * A cuckoo metapage's own fields.  The Bloom ones, nbits and nhashes, mean
+ * nothing here (cuckoo_plan writes 1 in each, as 1.1 did), but nbits is
+ * held to the range a Bloom page allows all the same: the metapage check
+ * has always refused a cuckoo metapage with any other (XX002), and a
+ * corrupted or forged one must still be refused as it was.
  */
 static bool
 cuckoo_validate_meta(const FbfWindowMetaPageData *meta)
 {
-	return meta->cuckoo.fp_bits >= CWIN_MIN_FP_BITS &&
+	return meta->nbits >= 1 && meta->nbits <= FBF_SLICE_MAX_BITS &&
+		meta->cuckoo.fp_bits >= CWIN_MIN_FP_BITS &&
 		meta->cuckoo.fp_bits <= CWIN_MAX_FP_BITS &&
 		meta->nlive <= CWIN_MAX_LIVE && meta->merge_factor == 0;
 }
