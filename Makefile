@@ -64,7 +64,7 @@ ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
 # -Wmissing-field-initializers, and fmgr's V1 macros -Wmissing-prototypes.
 PG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
               -Wno-missing-field-initializers
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -DFBF_EXTVERSION='"$(EXTVERSION)"'
 SHLIB_LINK  = -lm
 
 TAP_TESTS    = 1

@@ -45,7 +45,6 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/backendid.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
@@ -144,7 +143,7 @@ check_access(Oid relid, FbfCounterAccess access)
 				 errmsg("relation with OID %u does not exist", relid)));
 	if (access == FBF_COUNTER_OWNER)
 	{
-		if (!pg_class_ownercheck(relid, GetUserId()))
+		if (!FbfClassOwnercheck(relid, GetUserId()))
 			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind), relname);
 		return;
 	}
@@ -392,7 +391,7 @@ add_delta(Relation heap, text *key, int64 delta, int shards, bool rls)
 	CounterPlans *plans;
 	Datum		args[3];
 	int			rc;
-	int32		shard = MyBackendId % shards;
+	int32		shard = FbfMyProcNumber % shards;
 	FbfDirectResult direct = FBF_DIRECT_UNSUPPORTED;
 
 	if (!rls)
@@ -599,7 +598,7 @@ delta_hash(const FbfHashKey *key, const FbfHash *op, int64 delta)
  * one before: only a load into the counter meanwhile can do that
  * (window_key.c).  The transaction is retried as a whole.
  */
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 rekeyed_error(Relation index)
 {
 	ereport(ERROR,

@@ -16,6 +16,7 @@
 #include "utils/acl.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
 #include "core/fbf_aimd.h"
 #include "core/fbf_hash.h"
 #include "window/window.h"
@@ -143,8 +144,8 @@ extern FbfDirectResult FbfCounterAddDirect(Relation heap, text *key,
 
 /* counter_citus.c */
 extern FbfCitusDistribution FbfCitusLookup(Relation heap, AttrNumber key_attno);
-extern void FbfCitusRefuse(Relation heap, FbfCitusDistribution how)
-			pg_attribute_noreturn();
+fbf_noreturn extern void FbfCitusRefuse(Relation heap,
+										FbfCitusDistribution how);
 extern void FbfCitusApply(Relation shell, const char *qualname,
 						  const FbfOps *ops, bool *applied, int64 *value);
 extern Oid	FbfCitusExtensionSchema(void);

@@ -95,7 +95,7 @@ open_cuckoo_index(Oid indexoid, LOCKMODE heaplock, bool owner, Relation *heap)
 				 errmsg("could not open the table of index \"%s\"", name)));
 	if (owner)
 	{
-		if (!pg_class_ownercheck(heapoid, GetUserId()))
+		if (!FbfClassOwnercheck(heapoid, GetUserId()))
 			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(heapoid));
 	}
 	else
@@ -317,7 +317,7 @@ typedef struct VerifyState
 	int64		heap_tuples;
 } VerifyState;
 
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 corrupt(VerifyState *vs, const char *what, BlockNumber blkno, uint32 slot,
 		const char *detail)
 {
@@ -426,7 +426,7 @@ ancestor_page(const CuckooMetaPageData *meta, uint32 page)
 	return page >> (done - 15);
 }
 
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 copy_corrupt(VerifyState *vs, const char *what, const VerifyEntry *entry,
 			 const VerifyLoc *loc, const VerifyLoc *other, const char *why)
 {

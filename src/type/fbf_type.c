@@ -43,6 +43,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "core/fbf_aimd.h"
 #include "core/fbf_codec.h"
 #include "core/fbf_interrupt.h"
@@ -138,7 +139,7 @@ checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
  * ----------------------------------------------------------------------
  */
 
-static void refuse_value(const char *why) pg_attribute_noreturn();
+fbf_noreturn static void refuse_value(const char *why);
 
 /* the error for a value that fails a check, with its reason */
 static void
