@@ -5,22 +5,28 @@
  *	  major versions.
  *
  * fbf is built and tested against PostgreSQL 15 and 18, and written for
- * 16 and 17 from what the two tested versions tell apart (each seam below
- * switches at the release that made the change, and says where that was
- * checked).  Every call or type whose name or shape changed is reached
- * through a macro, typedef or static inline function here, so that a port
- * touches this file and not the subsystems.  Versions outside 15..18 stop
- * the build here rather than fail somewhere deeper.
+ * 16 and 17 from what the two tested versions tell apart.  Every call or
+ * type whose name or shape changed is reached through a macro, typedef or
+ * static inline function here, so that a port touches this file and not
+ * the subsystems.  Each seam switches at the release that made the change
+ * and names it: the 18 side is checked against the 18.3 source, the 15
+ * side against 15's headers; the release in between is PostgreSQL's
+ * history (16 and 17 are not compiled here), and where a change is
+ * attributed to 18 that was also checked in other extensions' public
+ * version guards.  Versions outside 15..18 stop the build here rather than
+ * fail somewhere deeper.
  *
- * What is the same in 15 and 18, and so has no seam: the page header and
- * special space (PG_PAGE_LAYOUT_VERSION 4), BLCKSZ's default, RmgrData
- * (rm_decode arrived in 15) and RegisterCustomRmgr, the IndexAmRoutine
- * fields fbf sets (the ones added since are zeroed by makeNode, meaning
- * "not supported"), the aminsert, ambuild, amcostestimate and
- * ProcessUtility_hook signatures, log_newpage, smgrextend and
- * smgrimmedsync, ReadBuffer(rel, P_NEW) (18's ReadBuffer_common turns it
- * into ExtendBufferedRel with EB_SKIP_EXTENSION_LOCK: the caller still
- * holds the relation extension lock, as on 15).
+ * What is the same in 15 and 18 (compared in their headers), and so has no
+ * seam: the page header (PageHeaderData, PG_PAGE_LAYOUT_VERSION 4) and the
+ * special space, BLCKSZ (8192) and MAXIMUM_ALIGNOF (8) of both builds,
+ * RmgrData and RegisterCustomRmgr (custom resource managers arrived in
+ * 15), the IndexAmRoutine fields fbf sets (those added since are zeroed by
+ * makeNode, meaning "not supported", and 18 checks each for NULL), the
+ * index AM callbacks' signatures and ProcessUtility_hook's, log_newpage,
+ * smgrextend and smgrimmedsync, and ReadBuffer(rel, P_NEW): 18's
+ * ReadBuffer_common turns it into ExtendBufferedRel with
+ * EB_SKIP_EXTENSION_LOCK, so the caller still holds the relation
+ * extension lock, as on 15.
  *
  *-------------------------------------------------------------------------
  */

@@ -76,21 +76,25 @@ fbf_citus_install() {
 # PostgreSQL 18, for the second server version the suite runs against (and
 # pg_upgrade's target in test/pg_upgrade.sh), built from the vendored source
 # tree: Debian 12 packages only 15.  Built once per machine, as a release
-# build (no assertions) with the TAP modules and pg_isolation_regress, into
-# a prefix under $FBF_PG18_CACHE keyed by the tarball's sha256, so a changed
-# tarball builds afresh and an unchanged one is reused (a stamp file marks a
+# build (no assertions) with the TAP modules, pg_isolation_regress and the
+# contrib modules the tests use ($FBF_PG18_CONTRIB), into a prefix under
+# $FBF_PG18_CACHE keyed by the tarball's sha256 and by FBF_PG18_RECIPE
+# (bumped when what is built changes), so a changed tarball or recipe
+# builds afresh and an unchanged one is reused (a stamp file marks a
 # finished install).  Prints the prefix's bin directory on stdout; prints
 # nothing, logs SKIP and succeeds when there is no tarball.
 FBF_PG18_TARBALL=${FBF_PG18_TARBALL:-$FBF_ROOT/../shared/vendor/postgresql-18.3-src.tar.xz}
 FBF_PG18_CACHE=${FBF_PG18_CACHE:-/var/cache/fbf}
+FBF_PG18_CONTRIB="pg_walinspect"
+FBF_PG18_RECIPE=2
 fbf_pg18_install() {
-	local sum prefix dir
+	local sum prefix dir m
 	if [ ! -f "$FBF_PG18_TARBALL" ]; then
 		fbf_log "SKIP PostgreSQL 18: no source tarball at $FBF_PG18_TARBALL"
 		return 0
 	fi
 	sum=$(sha256sum "$FBF_PG18_TARBALL" | cut -c1-16)
-	prefix="$FBF_PG18_CACHE/postgresql-18-$sum"
+	prefix="$FBF_PG18_CACHE/postgresql-18-$sum-r$FBF_PG18_RECIPE"
 	if [ -f "$prefix/.fbf-installed" ]; then
 		fbf_log "PostgreSQL 18 is already built in $prefix"
 		echo "$prefix/bin"
@@ -107,7 +111,10 @@ fbf_pg18_install() {
 		make -s -j2 >"$dir/make.log" 2>&1 &&
 		make -s install >"$dir/install.log" 2>&1 &&
 		make -s -C src/test/isolation install >>"$dir/install.log" 2>&1 &&
-		make -s -C src/test/perl install >>"$dir/install.log" 2>&1) || {
+		make -s -C src/test/perl install >>"$dir/install.log" 2>&1 &&
+		for m in $FBF_PG18_CONTRIB; do
+			make -s -C "contrib/$m" install >>"$dir/install.log" 2>&1 || exit 1
+		done) || {
 		tail -30 "$dir"/*.log >&2
 		return 1
 	}
