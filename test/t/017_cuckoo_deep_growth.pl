@@ -35,7 +35,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('deep');
-$node->init;
+# pages are edited on disk below: no data checksums, which PostgreSQL 18's
+# initdb turns on by default (15's Cluster ignores the parameter)
+$node->init(no_data_checksums => 1);
 $node->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'fbf'
 autovacuum = off
