@@ -32,6 +32,7 @@
 #include "utils/guc.h"
 
 #include "common/fbf_xlog.h"
+#include "compat.h"
 #include "counter/counter.h"
 #include "cuckoo/cuckoo.h"
 #include "registry/registry.h"
@@ -39,7 +40,7 @@
 #include "window/window.h"
 #include "worker/worker.h"
 
-PG_MODULE_MAGIC;
+FBF_MODULE_MAGIC("fbf", FBF_EXTVERSION);
 
 void		_PG_init(void);
 

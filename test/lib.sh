@@ -7,7 +7,8 @@
 
 FBF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_BINDIR=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
-FBF_PACKAGES="postgresql-server-dev-15 libxxhash-dev libipc-run-perl"
+# bison, flex, libreadline-dev and zlib1g-dev build PostgreSQL 18 (fbf_pg18_install)
+FBF_PACKAGES="postgresql-server-dev-15 libxxhash-dev libipc-run-perl bison flex libreadline-dev zlib1g-dev"
 
 fbf_log() { printf '==> %s\n' "$*" >&2; }
 
@@ -72,12 +73,80 @@ fbf_citus_install() {
 	rm -rf "$dir"
 }
 
+# PostgreSQL 18, for the second server version the suite runs against (and
+# pg_upgrade's target in test/pg_upgrade.sh), built from the vendored source
+# tree: Debian 12 packages only 15.  Built once per machine, as a release
+# build (no assertions) with the TAP modules, pg_isolation_regress and the
+# contrib modules the tests use ($FBF_PG18_CONTRIB), into a prefix under
+# $FBF_PG18_CACHE keyed by the tarball's sha256 and by FBF_PG18_RECIPE
+# (bumped when what is built changes), so a changed tarball or recipe
+# builds afresh and an unchanged one is reused (a stamp file marks a
+# finished install).  Prints the prefix's bin directory on stdout; prints
+# nothing, logs SKIP and succeeds when there is no tarball.
+FBF_PG18_TARBALL=${FBF_PG18_TARBALL:-$FBF_ROOT/../shared/vendor/postgresql-18.3-src.tar.xz}
+FBF_PG18_CACHE=${FBF_PG18_CACHE:-/var/cache/fbf}
+FBF_PG18_CONTRIB="pg_walinspect"
+FBF_PG18_RECIPE=2
+fbf_pg18_install() {
+	local sum prefix dir m
+	if [ ! -f "$FBF_PG18_TARBALL" ]; then
+		fbf_log "SKIP PostgreSQL 18: no source tarball at $FBF_PG18_TARBALL"
+		return 0
+	fi
+	sum=$(sha256sum "$FBF_PG18_TARBALL" | cut -c1-16)
+	prefix="$FBF_PG18_CACHE/postgresql-18-$sum-r$FBF_PG18_RECIPE"
+	if [ -f "$prefix/.fbf-installed" ]; then
+		fbf_log "PostgreSQL 18 is already built in $prefix"
+		echo "$prefix/bin"
+		return 0
+	fi
+	fbf_log "building PostgreSQL 18 from $FBF_PG18_TARBALL into $prefix (about 5 min)"
+	rm -rf "$prefix"
+	mkdir -p "$FBF_PG18_CACHE"
+	dir=$(mktemp -d "$FBF_PG18_CACHE/build.XXXXXX")
+	tar xJf "$FBF_PG18_TARBALL" -C "$dir" || return 1
+	(cd "$dir"/postgresql-* &&
+		./configure --prefix="$prefix" --without-icu --enable-tap-tests \
+			>"$dir/configure.log" 2>&1 &&
+		make -s -j2 >"$dir/make.log" 2>&1 &&
+		make -s install >"$dir/install.log" 2>&1 &&
+		make -s -C src/test/isolation install >>"$dir/install.log" 2>&1 &&
+		make -s -C src/test/perl install >>"$dir/install.log" 2>&1 &&
+		for m in $FBF_PG18_CONTRIB; do
+			make -s -C "contrib/$m" install >>"$dir/install.log" 2>&1 || exit 1
+		done) || {
+		tail -30 "$dir"/*.log >&2
+		return 1
+	}
+	rm -rf "$dir"
+	touch "$prefix/.fbf-installed"
+	echo "$prefix/bin"
+}
+
 # Build with warnings as errors and install into the server's directories.
 fbf_build_install() {
 	fbf_log "building and installing fbf"
 	make -C "$FBF_ROOT" -s clean >/dev/null
 	make -C "$FBF_ROOT" -s >/dev/null
 	make -C "$FBF_ROOT" -s install >/dev/null
+}
+
+# Build fbf against the PostgreSQL whose bin directory is $1 and install it
+# there, from a scratch copy of the source tree, so that the tree's own
+# build (for the PostgreSQL of PATH) is left as it is.
+fbf_build_install_into() {
+	local bindir=$1 dir rc
+	fbf_log "building and installing fbf for $("$bindir/pg_config" --version)"
+	dir=$(mktemp -d /tmp/fbf-build.XXXXXX)
+	(cd "$FBF_ROOT" && tar cf - --exclude=./.git --exclude='*.o' --exclude='*.so' \
+		--exclude='*.bc' --exclude=./results --exclude=./tmp_check --exclude=./test/isolation/output .) |
+		(cd "$dir" && tar xf -)
+	make -C "$dir" -s clean PG_CONFIG="$bindir/pg_config" >/dev/null &&
+		make -C "$dir" -s -j2 PG_CONFIG="$bindir/pg_config" >/dev/null &&
+		make -C "$dir" -s install PG_CONFIG="$bindir/pg_config" >/dev/null
+	rc=$?
+	rm -rf "$dir"
+	return $rc
 }
 
 # A TCP port nothing listens on.

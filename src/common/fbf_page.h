@@ -22,6 +22,8 @@
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
+
 /*
  * The page id in the last two bytes of the special space, or 0 if the page
  * is new or its special space is not `special_size` bytes (MAXALIGN'd).
@@ -33,8 +35,9 @@ extern uint16 FbfPageId(Page page, Size special_size);
  * index corruption (XX002), naming the index and the block, with an
  * optional hint.  Never returns.
  */
-extern void FbfReportUnexpectedPage(Relation index, BlockNumber blkno,
-									const char *hint) pg_attribute_noreturn();
+fbf_noreturn extern void FbfReportUnexpectedPage(Relation index,
+												 BlockNumber blkno,
+												 const char *hint);
 
 /*
  * A new, zeroed page at the end of the index's main fork, pinned and

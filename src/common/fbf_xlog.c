@@ -36,6 +36,7 @@
 #include "postgres.h"
 
 #include "access/bufmask.h"
+#include "access/rmgr.h"
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogutils.h"
@@ -45,6 +46,9 @@
 
 #include "common/fbf_page.h"
 #include "common/fbf_xlog.h"
+
+StaticAssertDecl(FBF_RMGR_ID > RM_EXPERIMENTAL_ID && FBF_RMGR_ID <= RM_MAX_CUSTOM_ID,
+				 "fbf's resource manager id must be a custom one, not the experimental one");
 
 /* fragments closer than this are merged: a header costs 4 bytes */
 #define FBF_XLOG_GAP			8

@@ -38,9 +38,27 @@
 #include "utils/relcache.h"
 
 /*
- * fbf's resource manager id.  Custom ids are 128..255; 128 is for
- * experiments.  This one must be registered on the PostgreSQL wiki's list
- * of custom WAL resource managers before a public release.
+ * fbf's WAL resource manager id, written into every fbf record: fixed for
+ * good, since a server replays WAL by this id (a build with another id
+ * could not replay what an older one logged).  Custom ids are
+ * RM_MIN_CUSTOM_ID (128) to RM_MAX_CUSTOM_ID (255), RM_EXPERIMENTAL_ID
+ * (128) being for experiments; PostgreSQL assigns none, and extensions
+ * avoid each other by listing theirs on the PostgreSQL wiki's page of
+ * custom WAL resource managers.  170 is not listed there yet: it must be
+ * before a public release.
+ *
+ * The risk of a clash, another extension using 170: loaded together, the
+ * server refuses to start (RegisterCustomRmgr: "custom resource manager
+ * ... already registered with the same ID"), so their records never mix
+ * while both are preloaded.  The harm would come from WAL written with one
+ * loaded and replayed (crash recovery, a standby, point-in-time recovery)
+ * by a server that preloads the other instead: its redo would be handed
+ * fbf's records.  fbf's own redo PANICs on a record it cannot parse.
+ *
+ * RmgrData (rm_redo, rm_desc, rm_identify, rm_startup, rm_cleanup,
+ * rm_mask, rm_decode) and RegisterCustomRmgr are the same in PostgreSQL 15,
+ * where custom resource managers arrived, and 18; fbf sets no rm_decode
+ * (logical decoding passes over its records, which carry no row changes).
  */
 #define FBF_RMGR_ID				170
 

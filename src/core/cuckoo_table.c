@@ -383,11 +383,11 @@ cuckoo_block_find(const CuckooLayout *layout, const uint8_t *block,
 	b[1] = cuckoo_alt_bucket(layout, first, cuckoo_tag_fp(tag));
 	for (int i = 0; i < 2; i++)
 	{
-		uint32_t	first = b[i] * layout->bucket_size;
+		uint32_t	start = b[i] * layout->bucket_size;
 
 		if (i == 1 && b[1] == b[0])
 			break;
-		for (uint32_t s = first; s < first + layout->bucket_size; s++)
+		for (uint32_t s = start; s < start + layout->bucket_size; s++)
 		{
 			if (cuckoo_slot_used(layout, block, s) &&
 				cuckoo_tag_matches(cuckoo_slot_tag(layout, block, s), tag) &&

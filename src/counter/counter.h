@@ -26,6 +26,7 @@
 #include "utils/memutils.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
 #include "core/fbf_aimd.h"
 #include "core/fbf_hash.h"
 #include "window/window.h"
@@ -128,8 +129,7 @@ typedef struct FbfCounterRoute
 	/* how Citus distributes `heap`, whose `key` column is key_attno */
 	FbfCitusDistribution (*lookup) (Relation heap, AttrNumber key_attno);
 	/* error: the own window of the Citus table `heap` would be used */
-	void		(*refuse) (Relation heap, FbfCitusDistribution how)
-				pg_attribute_noreturn();
+	void		(*refuse) (Relation heap, FbfCitusDistribution how);
 	/* apply `ops` on the node of their key's shard (FbfCounterApply's args) */
 	void		(*apply) (Relation shell, const char *qualname,
 						  const FbfOps *ops, bool *applied, int64 *value);

@@ -108,8 +108,8 @@ PG_FUNCTION_INFO_V1(fbf_apply_on_placement_text);
 PG_FUNCTION_INFO_V1(fbf_apply_on_placement_uuid);
 
 static FbfCitusDistribution citus_lookup(Relation heap, AttrNumber key_attno);
-static void citus_refuse(Relation heap, FbfCitusDistribution how)
-			pg_attribute_noreturn();
+fbf_noreturn static void citus_refuse(Relation heap,
+									   FbfCitusDistribution how);
 static void citus_apply(Relation shell, const char *qualname,
 						const FbfOps *ops, bool *applied, int64 *value);
 

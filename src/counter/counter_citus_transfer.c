@@ -302,10 +302,10 @@ fbf_fmgr_hook(FmgrHookEventType event, FmgrInfo *flinfo, Datum *private)
 		prev_fmgr_hook(event, flinfo, private);
 
 	/* a stack left by a transaction that ended in between is gone */
-	if (transfers_lxid != MyProc->lxid)
+	if (transfers_lxid != FbfMyLocalTransactionId())
 	{
 		transfers = NIL;
-		transfers_lxid = MyProc->lxid;
+		transfers_lxid = FbfMyLocalTransactionId();
 	}
 
 	switch (event)

@@ -53,7 +53,6 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "storage/backendid.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -132,7 +131,7 @@ find_shard_row(Relation heap, Relation pk, FbfCounterRel *entry,
 		ScanKeyEntryInitializeWithInfo(&skey[i], 0, i + 1, BTEqualStrategyNumber,
 									   InvalidOid, entry->collation[i], &entry->eq[i],
 									   entry->index_col_is_key[i] ? key : Int32GetDatum(shard));
-	scan = index_beginscan(heap, pk, snapshot, 2, 0);
+	scan = FbfIndexBeginScan(heap, pk, snapshot, 2, 0);
 	index_rescan(scan, skey, 2, NULL, 0);
 	/* a unique index: one version at most is visible */
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
@@ -188,8 +187,6 @@ write_new_version(ResultRelInfo *relinfo, EState *estate, ItemPointer tid,
 				  LockTupleMode *lockmode)
 {
 	Relation	heap = relinfo->ri_RelationDesc;
-	TM_Result	result;
-	bool		update_indexes;
 
 	if (heap->rd_att->constr && heap->rd_att->constr->has_generated_stored)
 		ExecComputeStoredGenerated(relinfo, estate, newslot, CMD_UPDATE);
@@ -198,13 +195,8 @@ write_new_version(ResultRelInfo *relinfo, EState *estate, ItemPointer tid,
 	if (heap->rd_rel->relispartition)
 		ExecPartitionCheck(relinfo, newslot, estate, true);
 
-	result = table_tuple_update(heap, tid, newslot, estate->es_output_cid,
-								estate->es_snapshot, InvalidSnapshot,
-								true /* wait */ , tmfd, lockmode, &update_indexes);
-	if (result == TM_Ok && update_indexes && relinfo->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(relinfo, newslot, estate, true, false,
-										NULL, NIL));
-	return result;
+	return FbfTupleUpdateWithIndexes(relinfo, estate, tid, newslot, tmfd,
+									 lockmode);
 }
 
 /*
@@ -230,7 +222,7 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	FbfCounterRel *entry;
 	EState	   *estate;
 	MemoryContext oldcxt;
-	RangeTblEntry *rte;
+	Bitmapset  *selected;
 	ResultRelInfo *relinfo;
 	Relation	pk = NULL;
 	TupleTableSlot *oldslot;
@@ -269,20 +261,13 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	 * checked as the executor checks it (hooks included), and tells which
 	 * column changes (generated columns, the index-unchanged hint).
 	 */
-	rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(heap);
-	rte->relkind = heap->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	rte->requiredPerms = ACL_SELECT | ACL_UPDATE;
-	rte->selectedCols = bms_make_singleton(entry->key_attno - FirstLowInvalidHeapAttributeNumber);
-	rte->selectedCols = bms_add_member(rte->selectedCols,
-									   entry->shard_attno - FirstLowInvalidHeapAttributeNumber);
-	rte->selectedCols = bms_add_member(rte->selectedCols,
-									   entry->value_attno - FirstLowInvalidHeapAttributeNumber);
-	rte->updatedCols = bms_make_singleton(entry->value_attno - FirstLowInvalidHeapAttributeNumber);
-	ExecInitRangeTable(estate, list_make1(rte));
-	(void) ExecCheckRTPerms(estate->es_range_table, true);
+	selected = bms_make_singleton(entry->key_attno - FirstLowInvalidHeapAttributeNumber);
+	selected = bms_add_member(selected,
+							  entry->shard_attno - FirstLowInvalidHeapAttributeNumber);
+	selected = bms_add_member(selected,
+							  entry->value_attno - FirstLowInvalidHeapAttributeNumber);
+	FbfExecInitUpdateRangeTable(estate, heap, RowExclusiveLock, selected,
+								bms_make_singleton(entry->value_attno - FirstLowInvalidHeapAttributeNumber));
 
 	relinfo = makeNode(ResultRelInfo);
 	InitResultRelInfo(relinfo, heap, 1, NULL, 0);
@@ -487,7 +472,7 @@ FbfCounterAddDelta(Relation heap, text *key, int64 delta, int shards,
 	CounterPlans *plans;
 	Datum		args[3];
 	int			rc;
-	int32		shard = MyBackendId % shards;
+	int32		shard = FbfMyProcNumber % shards;
 	FbfDirectResult direct = FBF_DIRECT_UNSUPPORTED;
 
 	if (!rls)

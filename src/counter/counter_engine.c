@@ -74,7 +74,7 @@ note_operation(void)
  * one before: only a load into the table meanwhile can do that
  * (window_key.c).  The transaction is retried as a whole.
  */
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 rekeyed_error(Relation index, bool claims)
 {
 	ereport(ERROR,

@@ -154,7 +154,7 @@ direct_shape(Relation heap, FbfCounterRel *entry)
 		entry->value_attno == InvalidAttrNumber)
 		return false;
 
-	entry->pk_index = RelationGetPrimaryKeyIndex(heap);
+	entry->pk_index = FbfRelationGetPrimaryKeyIndex(heap);
 	if (!OidIsValid(entry->pk_index))
 		return false;
 
@@ -294,13 +294,14 @@ FbfCounterGetRoute(void)
  * Error: the own window of the Citus table `heap` would be used (the
  * route says why).  Only a route's lookup makes a table other than local.
  */
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 refuse_routed(Relation heap, FbfCitusDistribution how)
 {
 	if (counter_route == NULL)
 		elog(ERROR, "fbf: \"%s\" is routed, but no route is registered",
 			 RelationGetRelationName(heap));
 	counter_route->refuse(heap, how);
+	pg_unreachable();
 }
 
 /* ----------------------------------------------------------------------
@@ -348,7 +349,7 @@ check_access(Oid relid, FbfCounterAccess access)
 				 errmsg("relation with OID %u does not exist", relid)));
 	if (access == FBF_COUNTER_OWNER)
 	{
-		if (!pg_class_ownercheck(relid, GetUserId()))
+		if (!FbfClassOwnercheck(relid, GetUserId()))
 			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind), relname);
 		return;
 	}

@@ -85,7 +85,7 @@ CuckooOpenForCheck(Oid indexoid, LOCKMODE heaplock, bool owner, Relation *heap)
 				 errmsg("could not open the table of index \"%s\"", name)));
 	if (owner)
 	{
-		if (!pg_class_ownercheck(heapoid, GetUserId()))
+		if (!FbfClassOwnercheck(heapoid, GetUserId()))
 			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(heapoid));
 	}
 	else

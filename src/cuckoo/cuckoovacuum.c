@@ -124,7 +124,7 @@ vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 			if (++hops > nblocks || next == CUCKOO_METAPAGE_BLKNO || next >= nblocks)
 				FbfReportUnexpectedPage(index, next,
 										"A posting list's link is out of range or cycles.");
-			vacuum_delay_point();
+			FbfVacuumDelayPoint();
 			pbuf = ReadBuffer(index, next);
 			LockBuffer(pbuf, BUFFER_LOCK_EXCLUSIVE);
 			CuckooCheckPage(index, pbuf, CUCKOO_POSTING);
@@ -174,7 +174,7 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				break;
 		}
 
-		vacuum_delay_point();
+		FbfVacuumDelayPoint();
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
 								 info->strategy);
 		LockBuffer(buf, callback ? BUFFER_LOCK_EXCLUSIVE : BUFFER_LOCK_SHARE);

@@ -121,7 +121,7 @@ typedef struct VerifyState
 	int64		heap_tuples;
 } VerifyState;
 
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 corrupt(VerifyState *vs, const char *what, BlockNumber blkno, uint32 slot,
 		const char *detail)
 {
@@ -230,7 +230,7 @@ ancestor_page(const CuckooMetaPageData *meta, uint32 page)
 	return page >> (done - 15);
 }
 
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 copy_corrupt(VerifyState *vs, const char *what, const VerifyEntry *entry,
 			 const VerifyLoc *loc, const VerifyLoc *other, const char *why)
 {

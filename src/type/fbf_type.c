@@ -128,9 +128,10 @@ checked_shape(int64 nbits, int64 nhashes, int64 npast, int64 nparts)
  * ----------------------------------------------------------------------
  */
 
-static void refuse_value(const char *why) pg_attribute_noreturn();
+fbf_noreturn static void refuse_value(const char *why);
 
-static void refuse_input(int code, const char *what, const char *why) pg_attribute_noreturn();
+fbf_noreturn static void refuse_input(int code, const char *what,
+									  const char *why);
 
 /* the error for malformed input (SQLSTATE `code`), with its reason */
 static void

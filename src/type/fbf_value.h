@@ -15,6 +15,7 @@
 
 #include "fmgr.h"
 
+#include "compat.h"
 #include "core/cwin_snap.h"
 #include "core/fbf_core.h"
 

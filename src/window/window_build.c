@@ -143,7 +143,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 bool
 FbfWindowCopyStorage(Relation index, FbfFileLocator old, bool permanent)
 {
-	SMgrRelation smgr = smgropen(old, InvalidBackendId);
+	SMgrRelation smgr = smgropen(old, FbfInvalidProcNumber);
 	BlockNumber nblocks;
 	BlockNumber blkno;
 	PGAlignedBlock image;

@@ -99,7 +99,7 @@ FbfEntryStatusOf(FullTransactionId fxid)
 		return FBF_ENTRY_ABORTED;
 
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
-	oldest_xid = ShmemVariableCache->oldestClogXid;
+	oldest_xid = FbfTransamVariables->oldestClogXid;
 	oldest = full_xid_before(next, oldest_xid);
 	if (FullTransactionIdPrecedes(fxid, oldest))
 	{
@@ -171,7 +171,7 @@ StaticAssertDecl(FBF_PENDING_CAPACITY * 2 <= PENDING_INDEX_SLOTS &&
 
 typedef struct PendingIndexKey
 {
-	RelFileNode node;
+	FbfFileLocator node;
 	BlockNumber blkno;
 } PendingIndexKey;
 

@@ -231,8 +231,8 @@ refuse_concurrent_builds(Node *stmt)
 static bool
 may_vacuum(Oid relid)
 {
-	return pg_class_ownercheck(relid, GetUserId()) ||
-		pg_database_ownercheck(MyDatabaseId, GetUserId());
+	return FbfClassOwnercheck(relid, GetUserId()) ||
+		FbfDatabaseOwnercheck(MyDatabaseId, GetUserId());
 }
 
 /*
@@ -332,7 +332,7 @@ turns_index_cleanup_off(List *options)
 	return false;
 }
 
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 refuse_index_cleanup_off(Relation heap)
 {
 	ereport(ERROR,
@@ -502,7 +502,7 @@ windows_of(Oid heapoid, Oid amoid)
 	return result;
 }
 
-static void pg_attribute_noreturn()
+fbf_noreturn static void
 refuse_window_drop(Oid indexoid, Oid heapoid)
 {
 	ereport(ERROR,
