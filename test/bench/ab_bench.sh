@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# test/bench/ab_bench.sh: counter_bench.sh for two revisions of fbf,
+# interleaved, to tell a change's cost from the machine's noise.
+#
+#   bash test/bench/ab_bench.sh BEFORE AFTER [rounds [counter_bench.sh args...]]
+#
+#   e.g. HOT_CLIENTS=2 bash test/bench/ab_bench.sh b3551a4 main 3 8 /dev/null 3 12
+#
+# BEFORE and AFTER are git revisions of this repository.  Each is checked
+# out into a scratch worktree and built into its own copy of the
+# PostgreSQL installation that pg_config names (Debian's layout: lib,
+# share and include under /usr), so the two builds never overwrite each
+# other and neither touches the system's.  Then counter_bench.sh runs
+# BEFORE, AFTER, BEFORE, AFTER ... `rounds` times (default 3), each run
+# with its own scratch cluster and the same arguments (default: 8 s per
+# run, 3 rounds, 12 s of steady state), and the script prints each run's
+# fbf / plain ratios (1,000 keys; the hot key at the first HOT_CLIENTS)
+# and false dismissals, then the medians of each side.  Every ratio is
+# measured inside one run of counter_bench.sh, against its own plain
+# UPDATE; alternating the revisions spreads the machine's drift over both.
+# Logs and CSVs stay in the scratch directory it prints.  Not a test.
+set -euo pipefail
+
+. "$(dirname "$0")/../lib.sh"
+
+[ $# -ge 2 ] || { sed -n '2,8p' "$0"; exit 2; }
+before=$1
+after=$2
+rounds=${3:-3}
+shift $(( $# >= 3 ? 3 : 2 ))
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(8 /dev/null 3 12)
+
+work=$(mktemp -d /var/tmp/fbf-ab.XXXXXX)
+chmod 755 "$work"
+cleanup() {
+	local side
+	for side in before after; do
+		[ -d "$work/src-$side" ] && git -C "$FBF_ROOT" worktree remove --force "$work/src-$side" >/dev/null 2>&1
+	done
+	return 0
+}
+trap cleanup EXIT
+
+pg_lib=$(dirname "$(dirname "$(pg_config --bindir)")")	# /usr/lib/postgresql
+for side in before after; do
+	rev=${!side}
+	git -C "$FBF_ROOT" worktree add -q --detach "$work/src-$side" "$rev"
+	prefix="$work/pg-$side"
+	mkdir -p "$prefix/usr/lib" "$prefix/usr/share" "$prefix/usr/include"
+	cp -a "$pg_lib" "$prefix/usr/lib/"
+	cp -a /usr/share/postgresql "$prefix/usr/share/"
+	cp -a /usr/include/postgresql "$prefix/usr/include/"
+	fbf_log "$side = $rev ($(git -C "$work/src-$side" log --oneline -1))"
+done
+bindir_of() { echo "$work/pg-$1$(pg_config --bindir)"; }
+
+for round in $(seq 1 "$rounds"); do
+	for side in before after; do
+		fbf_log "round $round: $side"
+		csv="$work/${side}_$round.csv"
+		a=("${args[@]}")
+		a[1]=$csv
+		(cd "$work/src-$side" && PATH="$(bindir_of "$side"):$PATH" \
+			bash test/bench/counter_bench.sh "${a[@]}") >"$work/${side}_$round.log" 2>&1
+	done
+done
+
+# the ratios of one run: "a_off a_on hot_off hot_on dismissed attempted"
+ratios() {
+	local log=$1
+	awk '
+		/^== a\./ { sec = "a" } /^== b\./ { sec = "b" } /^== c\./ { sec = "" }
+		sec == "a" && /^fbf \/ plain/ { aoff = $4; aon = $5 }
+		sec == "b" && $1 ~ /^[0-9]+$/ && !hot[$2]++ { h[$2] = $5 }
+		END { printf "%s %s %s %s\n", aoff, aon, h["off"], h["on"] }' "$log"
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo
+echo "fbf / plain tps, counter_bench.sh ${args[*]} (HOT_CLIENTS=${HOT_CLIENTS:-1 2 4}: the hot key at its first)"
+printf '%-8s %-6s %10s %10s %12s %12s\n' side round "1k off" "1k on" "hot off" "hot on"
+for side in before after; do
+	for round in $(seq 1 "$rounds"); do
+		read -r aoff aon hoff hon <<<"$(ratios "$work/${side}_$round.log")"
+		printf '%-8s %-6s %10s %10s %12s %12s\n' "$side" "$round" "$aoff" "$aon" "$hoff" "$hon"
+		echo "$aoff $aon $hoff $hon" >>"$work/$side.ratios"
+	done
+	m=()
+	for col in 1 2 3 4; do
+		m+=("$(awk -v c=$col '{ print $c }' "$work/$side.ratios" | median)")
+	done
+	printf '%-8s %-6s %10s %10s %12s %12s\n' "$side" median "${m[@]}"
+done
+echo
+echo "false dismissals (unique operations), by run:"
+for side in before after; do
+	for round in $(seq 1 "$rounds"); do
+		echo "$side $round: $(grep -m1 '^fbf false dismissals' "$work/${side}_$round.log" | sed 's/^fbf false dismissals (unique operations): //')"
+	done
+done
+echo "logs: $work"
