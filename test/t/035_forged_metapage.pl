@@ -18,7 +18,8 @@ use FbfTest;
 
 use constant { CONTENTS => 24, NBITS_AT => 8 };
 
-my $node = fbf_node('main', "fbf.worker_enabled = off\nautovacuum = off\n");
+my $node = fbf_node('main', "fbf.worker_enabled = off\nautovacuum = off\n",
+	no_data_checksums => 1);
 is($node->safe_psql('postgres', 'SHOW data_checksums'), 'off',
 	'no data checksums: the test may edit pages');
 
