@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * fbf_stream.c
+ *	  Exact streams: a page of slots, each a stream's highest seq and the
+ *	  bitmap below it; answering an operation, recording one, and
+ *	  evicting the least recently seen slot when the page is full
+ *	  (fbf_stream.h has the rule that keeps "new" proven).
+ *
+ * A page holds a couple of hundred slots, searched in order: a lookup
+ * reads a few kilobytes of one page the caller already holds, as cheap as
+ * the probes of the partition page beside it.
+ *
+ * No PostgreSQL includes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "fbf_stream.h"
+
+#include <string.h>
+
+/* is `t` at least `horizon` before `now` (FBF_STREAM_ALWAYS always is)? */
+static bool
+old_enough(int64_t t, int64_t now, int64_t horizon)
+{
+	if (t == FBF_STREAM_ALWAYS)
+		return true;
+	if (t > now)
+		return false;
+	return (uint64_t) now - (uint64_t) t >= (uint64_t) horizon;
+}
+
+/* Begin an empty page of `nslots` slots, knowing everything since `since`. */
+void
+fbf_stream_page_init(FbfStreamPage *page, uint32_t nslots, int64_t since)
+{
+	memset(page, 0, sizeof(FbfStreamPage) + (size_t) nslots * sizeof(FbfStreamSlot));
+	page->nslots = nslots;
+	page->since = since;
+	page->evicted_until = FBF_STREAM_ALWAYS;
+}
+
+/*
+ * Forget every slot: what the window remembers from now on came partly
+ * from somewhere that had no streams (a load, an upgrade), so nothing is
+ * proven new until `since` is a horizon old.  The counts stay.
+ */
+void
+fbf_stream_page_reset(FbfStreamPage *page, int64_t since)
+{
+	memset(page->slots, 0, (size_t) page->nslots * sizeof(FbfStreamSlot));
+	page->nused = 0;
+	page->since = since;
+}
+
+const FbfStreamSlot *
+fbf_stream_find(const FbfStreamPage *page, uint64_t id)
+{
+	uint32_t	i;
+
+	if (id == 0)
+		return NULL;
+	for (i = 0; i < page->nslots; i++)
+	{
+		if (page->slots[i].id == id)
+			return &page->slots[i];
+	}
+	return NULL;
+}
+
+/* is a missing stream proven never to have been recorded within horizon? */
+static bool
+absence_proven(const FbfStreamPage *page, int64_t now, int64_t horizon)
+{
+	return old_enough(page->since, now, horizon) &&
+		old_enough(page->evicted_until, now, horizon);
+}
+
+/*
+ * What the page knows of operation `seq` of stream `id` at `now`: new,
+ * seen, or not known (ask the filter).
+ */
+FbfStreamAnswer
+fbf_stream_check(const FbfStreamPage *page, uint64_t id, int64_t seq,
+				 int64_t now, int64_t horizon)
+{
+	const FbfStreamSlot *slot = fbf_stream_find(page, id);
+	bool		complete;
+	uint64_t	below;
+
+	if (slot == NULL)
+		return absence_proven(page, now, horizon) ? FBF_STREAM_NEW : FBF_STREAM_ASK;
+
+	complete = old_enough(slot->born, now, horizon);
+	if (seq > slot->high)
+		return complete ? FBF_STREAM_NEW : FBF_STREAM_ASK;
+	if (seq == slot->high)
+		return FBF_STREAM_SEEN;
+
+	/* seq < high: the difference fits in 64 unsigned bits */
+	below = (uint64_t) slot->high - (uint64_t) seq;
+	if (below > FBF_STREAM_W)
+		return FBF_STREAM_ASK;
+	if (slot->bits & ((uint64_t) 1 << (below - 1)))
+		return FBF_STREAM_SEEN;
+	return complete ? FBF_STREAM_NEW : FBF_STREAM_ASK;
+}
+
+/*
+ * The slot for a stream the page has none for: an empty one, or the least
+ * recently seen one, evicted (its last time goes to evicted_until).
+ */
+static FbfStreamSlot *
+take_slot(FbfStreamPage *page, int64_t now, int64_t horizon)
+{
+	FbfStreamSlot *victim = NULL;
+	uint32_t	i;
+
+	for (i = 0; i < page->nslots; i++)
+	{
+		FbfStreamSlot *s = &page->slots[i];
+
+		if (s->id == 0)
+		{
+			page->nused++;
+			return s;
+		}
+		if (victim == NULL || s->seen < victim->seen)
+			victim = s;
+	}
+	if (victim == NULL)
+		return NULL;			/* a page of no slots */
+	if (old_enough(victim->seen, now, horizon))
+		page->expired++;
+	else
+		page->evictions++;
+	if (page->evicted_until == FBF_STREAM_ALWAYS ||
+		victim->seen > page->evicted_until)
+		page->evicted_until = victim->seen;
+	return victim;
+}
+
+/*
+ * Record operation `seq` of stream `id`, known to have happened, at `now`.
+ * A seq more than FBF_STREAM_W below the highest changes nothing but the
+ * slot's time: the filter holds it.
+ */
+void
+fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
+				  int64_t now, int64_t horizon)
+{
+	FbfStreamSlot *slot = (FbfStreamSlot *) fbf_stream_find(page, id);
+
+	if (id == 0)
+		return;
+	if (slot == NULL)
+	{
+		/* proven before the eviction: the victim is another stream */
+		bool		proven = absence_proven(page, now, horizon);
+
+		slot = take_slot(page, now, horizon);
+		if (slot == NULL)
+			return;
+		slot->id = id;
+		slot->high = seq;
+		slot->bits = 0;
+		slot->seen = now;
+		slot->born = proven ? FBF_STREAM_ALWAYS : now;
+		return;
+	}
+
+	if (seq > slot->high)
+	{
+		uint64_t	up = (uint64_t) seq - (uint64_t) slot->high;
+
+		if (up > FBF_STREAM_W)
+			slot->bits = 0;
+		else
+		{
+			/* the old highest becomes bit up - 1 */
+			slot->bits = (up == FBF_STREAM_W ? 0 : slot->bits << up) |
+				((uint64_t) 1 << (up - 1));
+		}
+		slot->high = seq;
+	}
+	else if (seq < slot->high)
+	{
+		uint64_t	below = (uint64_t) slot->high - (uint64_t) seq;
+
+		if (below <= FBF_STREAM_W)
+			slot->bits |= (uint64_t) 1 << (below - 1);
+	}
+	if (now > slot->seen)
+		slot->seen = now;
+}
+
+/*
+ * Is a page read from disk one of `nslots` slots that this code can
+ * trust not to run off its end?  (Its answers are only as true as the
+ * page, as every page's are.)
+ */
+bool
+fbf_stream_page_valid(const FbfStreamPage *page, uint32_t nslots)
+{
+	return page->nslots == nslots && page->nused <= nslots;
+}
