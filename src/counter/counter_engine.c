@@ -112,13 +112,13 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
 	tally->overfull = false;
 	for (i = 0; i < ops->n; i++)
 	{
-		bool		full = false;
+		FbfApplyInfo info = {false, FBF_ANSWER_FILTER};
 		bool		repeat = i > 0 && hashed[i].hash.h1 == hashed[i - 1].hash.h1 &&
 			hashed[i].hash.h2 == hashed[i - 1].hash.h2;
 		FbfOpResult r = FBF_OP_DUPLICATE;
 
 		if (!repeat)
-			r = FbfWindowApply(index, keying, &hashed[i], &full);
+			r = FbfWindowApply(index, keying, &hashed[i], &info);
 		if (r == FBF_OP_REKEYED)
 		{
 			if (!recorded)
@@ -126,7 +126,7 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
 			rekeyed_error(index, ops->ids != NULL);
 		}
 		applied[ops->place[i]] = r == FBF_OP_APPLIED;
-		tally->overfull |= full;
+		tally->overfull |= info.overfull;
 		if (r == FBF_OP_APPLIED)
 		{
 			recorded = true;
@@ -148,9 +148,11 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
 			if (r == FBF_OP_APPLIED)
 			{
 				/* new, or already held (a false positive): either will do */
-				if (FbfWindowApply(index, keying, &delta_op, &full) == FBF_OP_REKEYED)
+				FbfApplyInfo delta_info;
+
+				if (FbfWindowApply(index, keying, &delta_op, &delta_info) == FBF_OP_REKEYED)
 					rekeyed_error(index, false);
-				tally->overfull |= full;
+				tally->overfull |= delta_info.overfull;
 			}
 			else if (!FbfWindowContains(index, &delta_op.hash) &&
 					 (!delta_op.has_public ||

@@ -51,6 +51,8 @@ typedef struct FbfWindowOptions
 	bool		track_mismatch; /* a counter records its operations' delta
 								 * identities, and counts retries whose
 								 * delta differs (src/counter) */
+	int			max_streams;	/* exact streams kept at most (0: none;
+								 * -1: fbf.max_streams) */
 } FbfWindowOptions;
 
 /*
@@ -124,7 +126,32 @@ typedef struct FbfWindowOp
 								 * public hash, if has_keyless */
 	bool		has_public;
 	bool		has_keyless;
+	/* an operation numbered in its stream (FbfWindowHashStream) */
+	bool		has_stream;
+	uint64		stream;			/* the stream's id, under the window's key */
+	int64		seq;			/* its number in the stream */
 } FbfWindowOp;
+
+/*
+ * Who answered FbfWindowApply (what fbf_counter_stats counts): the
+ * pending chain (exact), a stream (exact), or the filter.  A stream's
+ * "new" where the filter said "seen" is a false dismissal averted
+ * (FBF_ANSWER_STREAM_OVERRULED).
+ */
+typedef enum FbfAnswer
+{
+	FBF_ANSWER_CHAIN,
+	FBF_ANSWER_STREAM,
+	FBF_ANSWER_STREAM_OVERRULED,
+	FBF_ANSWER_FILTER
+} FbfAnswer;
+
+/* What FbfWindowApply tells its caller beside its result. */
+typedef struct FbfApplyInfo
+{
+	bool		overfull;		/* grow the window at once (FbfWindowGrow) */
+	FbfAnswer	answer;
+} FbfApplyInfo;
 
 /* ---- window_am.c: the access method ---- */
 extern void FbfWindowInit(void);
@@ -148,11 +175,14 @@ extern void FbfWindowHashIdentity(const FbfWindowKeying *keying,
 								  const void *bytes, size_t len,
 								  const void *keyless, size_t keyless_len,
 								  FbfWindowOp *op);
+extern void FbfWindowHashStream(const FbfWindowKeying *keying,
+								const void *bytes, size_t len, int64 seq,
+								FbfWindowOp *op);
 
 /* ---- window_apply.c: one operation ---- */
 extern FbfOpResult FbfWindowApply(Relation index,
 								  const FbfWindowKeying *keying,
-								  const FbfWindowOp *op, bool *overfull);
+								  const FbfWindowOp *op, FbfApplyInfo *info);
 extern bool FbfWindowContains(Relation index, const FbfHash *hash);
 
 /* ---- window_split.c: growth in bits, at once ---- */
@@ -215,6 +245,15 @@ typedef struct FbfWindowStats
 	bool		has_load;
 	int			fp_bits;		/* fingerprint bits; if has_fp_bits */
 	bool		has_fp_bits;
+	/* exact streams (window_stream.c); all zero without them */
+	uint32		stream_pages;
+	int64		stream_capacity;	/* slots */
+	int64		streams;		/* slots in use */
+	int64		stream_evictions;	/* slots evicted within their horizon */
+	int64		stream_expired; /* slots reused after it */
+	TimestampTz streams_exact_from; /* wall clock from which a stream
+									 * without a slot is proven new (the
+									 * latest page since + horizon); 0: now */
 } FbfWindowStats;
 
 extern void FbfWindowGetStats(Relation index, FbfWindowStats *stats);

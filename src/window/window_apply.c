@@ -172,9 +172,10 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * and FBF_OP_REKEYED returned, for the caller to hash again.  The caller
  * holds RowExclusiveLock on the counter table.
  *
- * *overfull is set when the operation's partition page shows the window
- * filling faster than its bits are for: the caller should then grow it at
- * once (FbfWindowGrow), before the filters saturate.
+ * info->overfull is set when the operation's partition page shows the
+ * window filling faster than its bits are for: the caller should then grow
+ * it at once (FbfWindowGrow), before the filters saturate; info->answer
+ * says who answered.
  *
  * Pages read: the metapage, the operation's chain (one page unless
  * transactions leave many operations in flight, or its entries wait for
@@ -184,14 +185,15 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  */
 FbfOpResult
 FbfWindowApply(Relation index, const FbfWindowKeying *keying,
-			   const FbfWindowOp *op, bool *overfull)
+			   const FbfWindowOp *op, FbfApplyInfo *info)
 {
 	const FbfHash *hash = &op->hash;
 	bool		refresh_tried = false;
 	bool		may_defer = true;
 	bool		grow = false;
 
-	*overfull = false;
+	info->overfull = false;
+	info->answer = FBF_ANSWER_FILTER;
 	for (;;)
 	{
 		Buffer		metabuf;
@@ -390,7 +392,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		FbfChainRelease(&chain);
 		UnlockReleaseBuffer(metabuf);
 		/* a new operation: does the window need more bits for its rate? */
-		*overfull = lane_full || grow;
+		info->overfull = lane_full || grow;
 		return FBF_OP_APPLIED;
 	}
 }

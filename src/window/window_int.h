@@ -24,6 +24,7 @@
 #include "compat.h"
 #include "common/fbf_xlog.h"
 #include "core/cwin_snap.h"
+#include "core/fbf_stream.h"
 #include "window/window.h"
 #include "window/window_page.h"
 
@@ -68,6 +69,33 @@ extern TimestampTz FbfWindowWallTime(const FbfWindowMetaPageData *meta,
 extern bool FbfWindowClockStale(const FbfWindowMetaPageData *meta);
 extern void FbfWindowClockAnchor(Relation index, FbfWindowMetaPageData *meta,
 								 int64 now);
+
+/* ---- window_stream.c: exact streams (core/fbf_stream.h) ---- */
+
+/* fbf.max_streams: streams a counter without the reloption keeps */
+extern int	fbf_max_streams;
+
+/* One drained operation of a stream, for FbfStreamsRecord. */
+typedef struct FbfStreamOp
+{
+	uint64		stream;
+	int64		seq;
+} FbfStreamOp;
+
+extern int64 FbfStreamHorizon(const FbfWindowMetaPageData *meta);
+extern BlockNumber FbfStreamBlock(const FbfWindowMetaPageData *meta,
+								  uint64 stream);
+extern uint32 FbfStreamPagesFor(int max_streams);
+extern int	FbfStreamsWanted(Relation index);
+extern FbfStreamAnswer FbfStreamCheck(Relation index,
+									  const FbfWindowMetaPageData *meta,
+									  uint64 stream, int64 seq, int64 now);
+extern void FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
+							 const FbfStreamOp *ops, int n, int64 now);
+extern void FbfStreamsReset(Relation index, const FbfWindowMetaPageData *meta,
+							int64 now);
+extern void FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
+							   FbfWindowStats *stats);
 
 /* ---- window_pending.c: pending chains, and the one drain loop ---- */
 

@@ -100,6 +100,7 @@
 #define FBF_PAGE_ID_FILTER		0xFB03	/* version 1 filter block */
 #define FBF_PAGE_ID_SLICE		0xFB04	/* partition page */
 #define FBF_PAGE_ID_CUCKOO		0xFB05	/* partition page of a cuckoo window */
+#define FBF_PAGE_ID_STREAM		0xFB06	/* stream page (core/fbf_stream.h) */
 
 /* filters a window may have: the lanes of a partition page's words */
 #define FBF_SLICE_LANES			16
@@ -204,6 +205,9 @@ typedef struct FbfWindowMetaPageData
 								 * may still be on a chain */
 	uint64		keyed_at;		/* a FullTransactionId that every entry
 								 * recorded under the public hash precedes */
+	/* since 1.3: zero in every window written before it (window_stream.c) */
+	BlockNumber stream_start;	/* stream page 0 */
+	uint32		stream_pages;	/* 0: no exact streams */
 } FbfWindowMetaPageData;
 
 /* public_until of a window keyed while public entries may be in flight */
@@ -261,6 +265,22 @@ typedef struct FbfPendingEntry
 	uint64		h1;				/* the operation's hash */
 	uint64		h2;
 } FbfPendingEntry;
+
+/*
+ * An operation numbered in a stream is followed on its page by an annex:
+ * an entry whose xid is InvalidTransactionId (no operation's is), epoch
+ * FBF_ANNEX_MARK, h1 the stream's id and h2 the seq.  The two are appended
+ * in one record and removed together; readers of entries skip annexes
+ * (FbfEntryIsAnnex), except the drain, which records a drained
+ * operation's annex in its stream page (window_stream.c).
+ */
+#define FBF_ANNEX_MARK			0x5354524Du	/* "STRM" */
+
+static inline bool
+FbfEntryIsAnnex(const FbfPendingEntry *entry)
+{
+	return entry->xid == InvalidTransactionId && entry->epoch == FBF_ANNEX_MARK;
+}
 
 /* bytes usable for bits or entries on a page */
 #define FBF_PAGE_CONTENT_BYTES \
