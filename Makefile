@@ -38,7 +38,7 @@ OBJS        = src/fbf.o \
               src/window/window_layout.o src/window/window_bloom.o \
               src/window/window_bloom_snap.o src/window/window_maintain.o \
               src/window/window_adopt.o src/window/window_options.o \
-              src/window/window_catalog.o \
+              src/window/window_catalog.o src/window/window_stream.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
               src/counter/counter_batch.o src/counter/counter_save.o src/counter/dedup.o \

@@ -22,7 +22,7 @@
  *					bytes) fragments, or a forced full image
  *	others			compact records of an access method, which registers
  *					their redo and description (FbfXLogRegisterRecord):
- *					src/window/window_xlog.c
+ *					src/window/window_xlog.c, src/window/window_stream.c
  *
  *-------------------------------------------------------------------------
  */
@@ -65,6 +65,7 @@
 #define XLOG_FBF_PAGES			0x00
 #define XLOG_FBF_PENDING_ADD	0x10	/* window_xlog.c */
 #define XLOG_FBF_DRAIN			0x20	/* window_xlog.c */
+#define XLOG_FBF_STREAMS		0x30	/* window_stream.c */
 
 #define FBF_XLOG_MAX_PAGES		4
 #define FBF_XLOG_FULL_IMAGE		0x0001	/* log the whole page */

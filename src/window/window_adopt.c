@@ -236,7 +236,8 @@ FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta, int64 now)
  * pages whole (`fill` makes each, appended as full-page images), leaves
  * the old pages as the free run for the next split, turns the ring once if
  * the snapshot's future is past its period (the file header; t: its times,
- * FbfLoadDue), and logs the metapage.  The caller holds metabuf
+ * FbfLoadDue), resets the stream pages (FbfStreamsReset) and logs the
+ * metapage.  The caller holds metabuf
  * exclusively and has checked that the window is empty and may take the
  * shape.
  */
@@ -280,6 +281,14 @@ FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		new->free_len = meta->nparts;
 	}
 	new->part_start = start;
+
+	/*
+	 * The streams never recorded the snapshot's operations: they forget
+	 * what they know, knowing streams only from now, before the metapage
+	 * makes those operations visible (a crash in between leaves the old
+	 * window, with streams that merely know less).
+	 */
+	FbfStreamsReset(index, meta, t->now);
 
 	/*
 	 * The pages hold the snapshot's ring as it was: turning it here is a

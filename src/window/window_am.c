@@ -71,6 +71,7 @@ FbfWindowInit(void)
 	FbfWindowOptionsInit();
 	FbfWindowKeyInit();
 	FbfWindowXLogInit();
+	FbfStreamXLogInit();
 }
 
 /* ----------------------------------------------------------------------

@@ -2,9 +2,9 @@
  *
  * window_build.c
  *	  Making a window's pages: planning the shape of a new window (the
- *	  skeleton every format shares, FbfWindowPlan), writing it empty,
- *	  copying an old relfilenode's pages over a rebuild, keeping the
- *	  metapage's copy of the reloptions current.
+ *	  skeleton every format shares, FbfWindowPlan), writing it empty
+ *	  with its stream pages, copying an old relfilenode's pages over a
+ *	  rebuild, keeping the metapage's copy of the reloptions current.
  *
  * Lock order: src/window/README.md, "Lock definitions".
  *
@@ -77,7 +77,8 @@ FbfWindowPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 
 /*
  * Write a new, empty window into `fork` of `index`: metapage, pending
- * pages and partition pages.
+ * pages, partition pages and stream pages (window_stream.c), which know
+ * every stream from the start.
  */
 void
 FbfWindowInitStorage(Relation index, ForkNumber fork,
@@ -117,6 +118,10 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 		meta.born_at[i] = i == 0 ? now : FBF_BORN_LONG_AGO;
 	}
 	meta.part_start = 1 + meta.nchains;
+	/* exact streams after the partition pages; nothing recorded before */
+	meta.stream_pages = (uint32) FbfStreamsWanted(index);
+	meta.stream_start = meta.stream_pages > 0 ?
+		meta.part_start + meta.nparts : 0;
 	FbfFilterRoutineOf(&meta)->derive_meta(&meta);
 
 	FbfWindowInitPage(image.data, FBF_PAGE_ID_META);
@@ -129,6 +134,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 		FbfWindowAppendPage(index, fork, &next, image.data);
 	}
 	FbfWindowAppendParts(index, fork, &next, meta.nparts, &meta);
+	FbfStreamsCreate(index, fork, &next, meta.stream_pages, FBF_STREAM_ALWAYS);
 
 	if (fork == INIT_FORKNUM)
 		FbfSyncInitFork(index);

@@ -39,6 +39,9 @@ extern int	fbf_max_filter_size_kb;
 /* fbf.split_batch: partitions a maintenance pass splits or merges, 0: all */
 extern int	fbf_split_batch;
 
+/* fbf.max_streams: streams a window without the reloption keeps */
+extern int	fbf_max_streams;
+
 extern void FbfWindowOptionsInit(void);
 extern bytea *FbfWindowParseOptions(Datum reloptions, bool validate);
 
@@ -72,9 +75,6 @@ extern void FbfWindowClockAnchor(Relation index, FbfWindowMetaPageData *meta,
 
 /* ---- window_stream.c: exact streams (core/fbf_stream.h) ---- */
 
-/* fbf.max_streams: streams a counter without the reloption keeps */
-extern int	fbf_max_streams;
-
 /* One drained operation of a stream, for FbfStreamsRecord. */
 typedef struct FbfStreamOp
 {
@@ -87,6 +87,9 @@ extern BlockNumber FbfStreamBlock(const FbfWindowMetaPageData *meta,
 								  uint64 stream);
 extern uint32 FbfStreamPagesFor(int max_streams);
 extern int	FbfStreamsWanted(Relation index);
+extern BlockNumber FbfStreamsCreate(Relation index, ForkNumber fork,
+									BlockNumber *next, uint32 npages,
+									int64 since);
 extern FbfStreamAnswer FbfStreamCheck(Relation index,
 									  const FbfWindowMetaPageData *meta,
 									  uint64 stream, int64 seq, int64 now);
@@ -96,6 +99,7 @@ extern void FbfStreamsReset(Relation index, const FbfWindowMetaPageData *meta,
 							int64 now);
 extern void FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
 							   FbfWindowStats *stats);
+extern void FbfStreamXLogInit(void);
 
 /* ---- window_pending.c: pending chains, and the one drain loop ---- */
 

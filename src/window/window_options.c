@@ -2,7 +2,7 @@
  *
  * window_options.c
  *	  The options of a window: its settings (fbf.max_filter_size,
- *	  fbf.split_batch), the reloptions of a window index, parsing them
+ *	  fbf.split_batch, fbf.max_streams), the reloptions of a window index, parsing them
  *	  (the access method's amoptions) and reading them
  *	  (FbfWindowGetOptions).  The bottom layer, with window_layout.c: every
  *	  file of the window may read them.
@@ -27,6 +27,10 @@
 
 int			fbf_max_filter_size_kb = 64 * 1024;
 int			fbf_split_batch = 0;
+int			fbf_max_streams = 16384;
+
+/* the most exact streams a window may keep (the setting and reloption) */
+#define FBF_MAX_STREAMS_LIMIT	10000000
 
 static relopt_kind fbf_relopt_kind;
 
@@ -65,6 +69,11 @@ FbfWindowOptionsInit(void)
 							"Partitions one maintenance pass splits or merges before it returns (0: all).",
 							"A split or merge left unfinished is continued by the next pass; operations keep working meanwhile.",
 							&fbf_split_batch, 0, 0, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("fbf.max_streams",
+							"Exact streams a counter table's filter keeps, for counters without the max_streams option (0: none).",
+							"A window takes a changed value at its next refresh; streams beyond it fall back to the filter.",
+							&fbf_max_streams, 16384, 0, FBF_MAX_STREAMS_LIMIT,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 
 	fbf_relopt_kind = add_reloption_kind();
@@ -128,6 +137,11 @@ FbfWindowOptionsInit(void)
 	add_bool_reloption(fbf_relopt_kind, "track_mismatch",
 					   "Count retries whose delta differs from the applied operation's (costs a second window entry per applied operation)",
 					   false, ShareUpdateExclusiveLock);
+
+	/* read at a refresh, which makes the stream pages it asks for */
+	add_int_reloption(fbf_relopt_kind, "max_streams",
+					  "Exact streams the filter keeps (0: none; -1: fbf.max_streams)",
+					  -1, -1, FBF_MAX_STREAMS_LIMIT, ShareUpdateExclusiveLock);
 }
 
 /* amoptions: parse (and with validate, check) a window index's reloptions */
@@ -146,6 +160,7 @@ FbfWindowParseOptions(Datum reloptions, bool validate)
 		{"kind", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, kind)},
 		{"filter", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, filter)},
 		{"track_mismatch", RELOPT_TYPE_BOOL, offsetof(FbfWindowOptions, track_mismatch)},
+		{"max_streams", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, max_streams)},
 	};
 	FbfWindowOptions *opts;
 

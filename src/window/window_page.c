@@ -99,6 +99,10 @@ FbfWindowLockMeta(Relation index, int mode, FbfWindowMetaPageData *meta)
 		(meta->split_factor > 0 && meta->merge_factor > 0) ||
 		(meta->merge_factor > 0 && meta->nparts % meta->merge_factor != 0) ||
 		meta->legacy.nlive > FBF_MAX_FILTERS ||
+		(meta->stream_pages > 0 &&
+		 (meta->stream_start <= meta->nchains ||
+		  meta->stream_start >= MaxBlockNumber ||
+		  meta->stream_pages > MaxBlockNumber - meta->stream_start)) ||
 		meta->filter >= FBF_FILTER_COUNT ||
 		FbfFilterRoutineFor(meta->filter) == NULL ||
 		!FbfFilterRoutineFor(meta->filter)->validate_meta(meta))

@@ -93,8 +93,8 @@ FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 
 /*
  * What fbf_counter_stats shows of the window (window.h): the metapage's
- * figures, the counts of its pages, its pending entries, and what its
- * format adds (FbfFilterRoutine.stats).  The metapage share-locked only to
+ * figures, the counts of its pages, its pending entries, its streams
+ * (FbfStreamsGetStats), and what its format adds (FbfFilterRoutine.stats).  The metapage share-locked only to
  * copy it; each page and chain share in turn.
  */
 void
@@ -122,6 +122,7 @@ FbfWindowGetStats(Relation index, FbfWindowStats *stats)
 	stats->resizes = meta.resizes;
 	stats->capped = (meta.flags & FBF_META_CAPPED) != 0;
 	stats->pending = FbfWindowPendingCount(index, &meta);
+	FbfStreamsGetStats(index, &meta, stats);
 	routine->stats(&meta, counts, stats);
 	pfree(counts);
 }

@@ -6,10 +6,11 @@
  *	  window_maintain.c runs), and the capped flag.
  *
  * Each of these changes the metapage only (plus, when the ring grows past
- * its slots, the new slot's blocks appended at the end), under the
- * metapage's exclusive lock, in one WAL record: operations hold the
- * metapage share-locked, so they see the ring before or after a change,
- * never during it.  A recycled filter's blocks are not rewritten: their
+ * its slots, the new slot's blocks appended at the end, and, when a
+ * refresh finds the window without the run of stream pages its options
+ * ask for, that run appended), under the metapage's exclusive lock, in
+ * one WAL record: operations hold the metapage share-locked, so they see
+ * the ring before or after a change, never during it.  A recycled filter's blocks are not rewritten: their
  * stamp no longer matches the ring, so they read as empty until the first
  * drain into them clears them (window_page.h, "Lazy clearing").  Lock
  * order: src/window/README.md, "Lock definitions".
@@ -26,10 +27,42 @@
 
 #include "access/xlog.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "utils/rel.h"
 
 #include "window/window_format.h"
 #include "window/window_int.h"
+
+/*
+ * Give the window the run of stream pages its options ask for
+ * (window_stream.c), if its run is another size: a window written before
+ * streams has none, and max_streams may have changed.  The new run knows
+ * streams only from `now`, since what the window remembers was never
+ * recorded in it; an old run is left unused.  Returns true if *meta
+ * changed; the caller holds the metapage exclusively and logs it.
+ */
+static bool
+take_streams(Relation index, FbfWindowMetaPageData *meta, int64 now)
+{
+	uint32		wanted = (uint32) FbfStreamsWanted(index);
+	BlockNumber next;
+
+	if (meta->stream_pages == wanted)
+		return false;
+	meta->stream_start = 0;
+	meta->stream_pages = 0;
+	if (wanted > 0)
+	{
+		/* no one else may extend the relation in between: the pages are a run */
+		LockRelationForExtension(index, ExclusiveLock);
+		next = RelationGetNumberOfBlocks(index);
+		meta->stream_start = FbfStreamsCreate(index, MAIN_FORKNUM, &next,
+											  wanted, now);
+		UnlockRelationForExtension(index, ExclusiveLock);
+		meta->stream_pages = wanted;
+	}
+	return true;
+}
 
 /*
  * Refresh the window as often as its period says is due (a late worker may
@@ -37,9 +70,10 @@
  * operation younger than the retention.  Only the metapage changes: the
  * recycled filter's lanes become stale and read as empty.  Also brings a
  * window written by 1.0 up to date (FbfLegacyUpgrade), takes a window
- * written before keys a step towards its own (FbfWindowKeyStep), and
- * anchors the window's clock on this boot (window_clock.c).  Returns the
- * number of refreshes done.
+ * written before keys a step towards its own (FbfWindowKeyStep), gives it
+ * the stream pages its options ask for (take_streams), and anchors the
+ * window's clock on this boot (window_clock.c).  Returns the number of
+ * refreshes done.
  */
 int
 FbfWindowRefresh(Relation index)
@@ -48,6 +82,7 @@ FbfWindowRefresh(Relation index)
 	Buffer		metabuf;
 	int64		now;
 	int64		born;
+	FbfHashKey	old_key;
 	bool		changed = false;
 	bool		postponed = false;
 	int			done = 0;
@@ -67,8 +102,14 @@ FbfWindowRefresh(Relation index)
 	if (FbfWindowClockStale(&meta))
 		changed = true;
 	/* a window without a key of its own gets one (window_key.c) */
+	old_key = meta.key;
 	if (FbfWindowKeyStep(index, &meta, now, NULL))
 		changed = true;
+	/* the streams it asks for; streams' ids are hashes under the key */
+	if (take_streams(index, &meta, now))
+		changed = true;
+	else if (meta.stream_pages > 0 && !FbfWindowKeysEqual(&old_key, &meta.key))
+		FbfStreamsReset(index, &meta, now);
 	born = meta.born_at[0];
 
 	/*
