@@ -2,9 +2,9 @@
  *
  * window_options.c
  *	  The options of a window: its settings (fbf.max_filter_size,
- *	  fbf.split_batch, fbf.max_streams), the reloptions of a window index, parsing them
- *	  (the access method's amoptions) and reading them
- *	  (FbfWindowGetOptions).  The bottom layer, with window_layout.c: every
+ *	  fbf.split_batch, fbf.max_streams), the reloptions of a window
+ *	  index, parsing them (the access method's amoptions) and reading
+ *	  them (FbfWindowGetOptions).  The bottom layer, with window_layout.c: every
  *	  file of the window may read them.
  *
  * No lock: the reloptions are read from the relcache entry of an index

@@ -38,8 +38,9 @@
  * (window_stream.c), if its run is another size: a window written before
  * streams has none, and max_streams may have changed.  The new run knows
  * streams only from `now`, since what the window remembers was never
- * recorded in it; an old run is left unused.  Returns true if *meta
- * changed; the caller holds the metapage exclusively and logs it.
+ * recorded in it; an old run is left unused.  A run of the right size is
+ * checked to lie within the relation.  Returns true if *meta changed;
+ * the caller holds the metapage exclusively and logs it.
  */
 static bool
 take_streams(Relation index, FbfWindowMetaPageData *meta, int64 now)
@@ -48,7 +49,17 @@ take_streams(Relation index, FbfWindowMetaPageData *meta, int64 now)
 	BlockNumber next;
 
 	if (meta->stream_pages == wanted)
+	{
+		/* the run the metapage names must be pages of the relation */
+		if (wanted > 0 &&
+			meta->stream_start + wanted > RelationGetNumberOfBlocks(index))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" has an invalid fbf metapage",
+							RelationGetRelationName(index)),
+					 errdetail("Its stream pages end past the end of the relation.")));
 		return false;
+	}
 	meta->stream_start = 0;
 	meta->stream_pages = 0;
 	if (wanted > 0)
