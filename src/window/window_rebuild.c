@@ -792,7 +792,9 @@ unseen_rebuild_source(Relation index, FbfRebuildSource *src)
  *
  * A carried-over window is drained at once: the rebuilt table gets a new
  * relfilenode and relfrozenxid, and pending entries must not outlive what
- * the commit log can answer for them (window_pending.c).
+ * the commit log can answer for them (window_pending.c).  Its stream pages
+ * come over with the rest, page for page, so they know exactly what the
+ * window remembers and are not reset (window_stream.c).
  */
 bool
 FbfWindowBuildPages(Relation heap, Relation index)
