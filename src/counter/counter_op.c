@@ -2,15 +2,16 @@
  *
  * counter_op.c
  *	  Operations' identities: their bytes (FbfOperationBytes, and claims'
- *	  FbfClaimBytes), their hashes under a window's keying, the delta
- *	  identities of track_mismatch, and the operations of one call as the
- *	  apply engine takes them (FbfOps): prepared from the caller's values,
- *	  claims or array arguments (checked whole first), then hashed and put
- *	  in the canonical order once the window is open.
+ *	  FbfClaimBytes), their hashes and streams under a window's keying,
+ *	  the delta identities of track_mismatch, and the operations of one
+ *	  call as the apply engine takes them (FbfOps): prepared from the
+ *	  caller's values, claims or array arguments (checked whole first),
+ *	  then hashed and put in the canonical order once the window is open.
  *
  * The bottom layer of src/counter: it calls the window's hashing
- * (FbfWindowHashIdentity) and nothing else of the extension, opens no
- * relation and takes no lock.
+ * (FbfWindowHashIdentity, and FbfWindowHashStream for the stream of an
+ * operation numbered by (client_id, seq)) and nothing else of the
+ * extension, opens no relation and takes no lock.
  *
  * The canonical order of a call's operations is by hash, then by place in
  * the caller's arrays: the window is asked in that order, whatever the
