@@ -54,7 +54,8 @@ typedef struct FbfApplyTally
 	int			nmismatched;
 	int			nexact;			/* answered exactly: chain, stream, repeat */
 	int			nfilter;		/* answered by the filter */
-	int			naverted;		/* a stream's "new" over the filter's "seen" */
+	int			naverted;		/* of nexact: a stream's "new" over the
+								 * filter's "seen" */
 	bool		overfull;		/* the window asked to grow */
 } FbfApplyTally;
 

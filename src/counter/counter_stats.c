@@ -50,8 +50,8 @@ PG_FUNCTION_INFO_V1(fbf_dedup_stats);
 #define FBF_WINDOW_STATS_COLS	18
 #define FBF_FILTER_STATS_COLS	3
 #define FBF_STREAM_STATS_COLS	7
-#define FBF_MAX_STATS_COLS		(FBF_WINDOW_STATS_COLS + 1 + FBF_FILTER_STATS_COLS + \
-								 FBF_STREAM_STATS_COLS)
+#define FBF_MAX_STATS_COLS \
+	(FBF_WINDOW_STATS_COLS + 1 + FBF_FILTER_STATS_COLS + FBF_STREAM_STATS_COLS)
 
 static Interval *
 interval_from_usecs(int64 usecs)
@@ -169,7 +169,8 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 		values[15] = Int64GetDatum(ws.resizes);
 		values[16] = BoolGetDatum(ws.capped);
 		values[17] = Int64GetDatum(ws.pending);
-		values[18] = Int64GetDatum((int64) st.counts.mismatched);	/* counters' only */
+		/* counters' only */
+		values[18] = Int64GetDatum((int64) st.counts.mismatched);
 		if (natts > FBF_WINDOW_STATS_COLS)
 		{
 			/* the filter, and the measures its format has (load, fp bits) */

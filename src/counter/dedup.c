@@ -124,8 +124,8 @@ op_tag(Oid typid)
  * through the apply engine (FbfEngineApply: hashed under the window's key,
  * asked in the canonical order; see the file header); claimed[i] gets the
  * answer for ids[i].  `seqs` is NULL for plain ids, else seqs[i] is the seq
- * of the (client_id, seq) claim ids[i].  Locks: RowExclusiveLock on the table and its window
- * index (FbfCounterOpen, privileges checked before).
+ * of the (client_id, seq) claim ids[i].  Locks: RowExclusiveLock on the
+ * table and its window index (FbfCounterOpen, privileges checked before).
  */
 static void
 claim_all(Oid relid, bytea **ids, const int64 *seqs, int n, bool *claimed)
