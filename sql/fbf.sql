@@ -234,10 +234,11 @@ CREATE OPERATOR CLASS fbf_filter_int4_ops DEFAULT FOR TYPE integer USING fbf_fil
 -- Creation of a window's table and index, for fbf_create_counter_table
 -- and fbf_create_dedup: checks the settings, then creates a table of
 -- `kind` ('counter' or 'dedup') and its window index, whose `filter`
--- ('bloom' or 'cuckoo') chooses the partition pages' format.  `name` is
--- schema-qualified: this function runs with search_path = pg_catalog,
--- pg_temp, as every SQL function of the extension does, and its callers
--- qualify the name in the caller's schema.
+-- ('bloom' or 'cuckoo') chooses the partition pages' format and whose
+-- `max_streams` (NULL: the setting fbf.max_streams) caps its exact streams.
+-- `name` is schema-qualified: this function runs with search_path =
+-- pg_catalog, pg_temp, as every SQL function of the extension does, and
+-- its callers qualify the name in the caller's schema.
 CREATE FUNCTION fbf_create_window(
 	kind text,
 	name text,
@@ -248,7 +249,8 @@ CREATE FUNCTION fbf_create_window(
 	nbits integer,
 	nhashes integer,
 	npast integer,
-	filter text)
+	filter text,
+	max_streams integer)
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -302,12 +304,21 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'The filter is ''bloom'' (the default) or ''cuckoo''.';
 	END IF;
+	IF max_streams < 0 OR max_streams > 10000000 THEN
+		RAISE EXCEPTION 'max_streams must be between 0 and 10000000'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Leave it NULL for the setting fbf.max_streams; 0 keeps no exact streams.';
+	END IF;
 
 	options := pg_catalog.format('retention_ms = %s, target_fpp = %s, expected_rate = %s, shards = %s',
 								 retention_ms, target, expected_rate, shards);
 	IF filter <> 'bloom' THEN
 		-- the index's option, so that pg_dump carries it; bloom is its default
 		options := options || pg_catalog.format(', filter = %s', filter);
+	END IF;
+	IF max_streams IS NOT NULL THEN
+		-- the index's option; without it the window follows fbf.max_streams
+		options := options || pg_catalog.format(', max_streams = %s', max_streams);
 	END IF;
 	IF nbits IS NOT NULL THEN
 		options := options || pg_catalog.format(', nbits = %s, nhashes = %s, npast = %s',
@@ -339,7 +350,7 @@ BEGIN
 END
 $fn$;
 
-COMMENT ON FUNCTION fbf_create_window(text, text, interval, double precision, double precision, integer, integer, integer, integer, text) IS
+COMMENT ON FUNCTION fbf_create_window(text, text, interval, double precision, double precision, integer, integer, integer, integer, text, integer) IS
 	'create a counter or dedup table with its window index (internal: use fbf_create_counter_table or fbf_create_dedup)';
 
 CREATE FUNCTION fbf_create_counter_table(
@@ -351,7 +362,8 @@ CREATE FUNCTION fbf_create_counter_table(
 	nbits integer DEFAULT NULL,
 	nhashes integer DEFAULT NULL,
 	npast integer DEFAULT NULL,
-	filter text DEFAULT 'bloom')
+	filter text DEFAULT 'bloom',
+	max_streams integer DEFAULT NULL)
 	RETURNS regclass
 	LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
@@ -363,10 +375,11 @@ BEGIN ATOMIC
 			 THEN COALESCE(pg_catalog.quote_ident(pg_catalog.current_schema())
 						   OPERATOR(pg_catalog.||) '.', '') OPERATOR(pg_catalog.||) name
 			 ELSE name END,
-		retention, target_fpp, expected_rate, shards, nbits, nhashes, npast, filter);
+		retention, target_fpp, expected_rate, shards, nbits, nhashes, npast, filter,
+		max_streams);
 END;
 
-COMMENT ON FUNCTION fbf_create_counter_table(text, interval, double precision, double precision, integer, integer, integer, integer, text) IS
+COMMENT ON FUNCTION fbf_create_counter_table(text, interval, double precision, double precision, integer, integer, integer, integer, text, integer) IS
 	'create a counter table (key, shard, value) with its operation filter';
 
 CREATE FUNCTION idempotent_increment(counter regclass, client_id bigint, seq bigint, delta bigint)
@@ -592,7 +605,14 @@ CREATE FUNCTION fbf_local_counter_stats(
 	OUT mismatched bigint,
 	OUT filter text,
 	OUT load double precision,
-	OUT fingerprint_bits integer)
+	OUT fingerprint_bits integer,
+	OUT streams bigint,
+	OUT stream_capacity bigint,
+	OUT stream_evictions bigint,
+	OUT exact_answers bigint,
+	OUT filter_answers bigint,
+	OUT dismissals_averted bigint,
+	OUT streams_exact_from timestamptz)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_counter_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -627,6 +647,13 @@ CREATE FUNCTION fbf_counter_stats(
 	OUT filter text,
 	OUT load double precision,
 	OUT fingerprint_bits integer,
+	OUT streams bigint,
+	OUT stream_capacity bigint,
+	OUT stream_evictions bigint,
+	OUT exact_answers bigint,
+	OUT filter_answers bigint,
+	OUT dismissals_averted bigint,
+	OUT streams_exact_from timestamptz,
 	OUT node_name text,
 	OUT node_port integer,
 	OUT shard text)
@@ -672,7 +699,9 @@ BEGIN
 			SELECT * INTO counter, filters, live_filters, period, retention, nbits, nhashes,
 					partitions, elements, estimated_fpp, target_fpp, applied, dismissed, bytes,
 					last_refresh, resizes, capped, pending, mismatched, filter, load,
-					fingerprint_bits, node_name, node_port, shard
+					fingerprint_bits, streams, stream_capacity, stream_evictions,
+					exact_answers, filter_answers, dismissals_averted, streams_exact_from,
+					node_name, node_port, shard
 			  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_counter_stats,
 													 s - 'counter');
 			counter := c;
@@ -708,7 +737,8 @@ CREATE FUNCTION fbf_create_dedup(
 	nbits integer DEFAULT NULL,
 	nhashes integer DEFAULT NULL,
 	npast integer DEFAULT NULL,
-	filter text DEFAULT 'bloom')
+	filter text DEFAULT 'bloom',
+	max_streams integer DEFAULT NULL)
 	RETURNS regclass
 	LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
@@ -720,10 +750,11 @@ BEGIN ATOMIC
 			 THEN COALESCE(pg_catalog.quote_ident(pg_catalog.current_schema())
 						   OPERATOR(pg_catalog.||) '.', '') OPERATOR(pg_catalog.||) name
 			 ELSE name END,
-		retention, target_fpp, expected_rate, 16, nbits, nhashes, npast, filter);
+		retention, target_fpp, expected_rate, 16, nbits, nhashes, npast, filter,
+		max_streams);
 END;
 
-COMMENT ON FUNCTION fbf_create_dedup(text, interval, double precision, double precision, integer, integer, integer, text) IS
+COMMENT ON FUNCTION fbf_create_dedup(text, interval, double precision, double precision, integer, integer, integer, text, integer) IS
 	'create a dedup table: fbf_claim on it returns true once per id within the retention';
 
 CREATE FUNCTION fbf_claim(dedup regclass, id bigint) RETURNS boolean

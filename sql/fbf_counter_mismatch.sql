@@ -19,8 +19,8 @@ LANGUAGE sql AS $$
 	SELECT applied, dismissed, mismatched FROM fbf_counter_stats WHERE counter = $1
 $$;
 
--- the column follows 1.0's eighteen, before the filter's three, which end
--- the view and the function
+-- the column follows 1.0's eighteen, before the filter's three and the
+-- exact streams' seven
 SELECT attnum, attname FROM pg_attribute
 WHERE attrelid = 'fbf_counter_stats'::regclass AND attnum > 16 ORDER BY attnum;
 SELECT proargnames[19] AS col19, proargnames[array_upper(proargnames, 1)] AS last

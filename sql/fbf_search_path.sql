@@ -255,12 +255,12 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_agg_trans(fbf,bytea,integer,integer,integer)', 'SELECT fbf_agg(x, 64, 2, 1) FROM (VALUES (''\x02''::bytea)) v(x)'),
 	('fbf_agg_trans(fbf,bigint,integer,integer,integer)', 'SELECT fbf_agg(x, 64, 2, 1) FROM (VALUES (2::bigint)) v(x)'),
 	-- counters (fbf_filter_handler: the window indexes)
-	('fbf_create_counter_table(text,interval,double precision,double precision,integer,integer,integer,integer,text)',
+	('fbf_create_counter_table(text,interval,double precision,double precision,integer,integer,integer,integer,text,integer)',
 	 'SELECT fbf_create_counter_table(''likes'', retention => ''10 min'', expected_rate => 100)'),
 	('fbf_filter_handler(internal)',
 	 'SELECT fbf_create_counter_table(''cuckoo_likes'', ''10 min'', 0.01, 100, 4, filter => ''cuckoo'')'),
-	('fbf_create_window(text,text,interval,double precision,double precision,integer,integer,integer,integer,text)',
-	 'SELECT fbf_create_window(''counter'', pg_catalog.format(''%I.shaped'', pg_catalog.current_schema()), ''10 min'', NULL, 100, 4, 1024, 3, 2, ''bloom'')'),
+	('fbf_create_window(text,text,interval,double precision,double precision,integer,integer,integer,integer,text,integer)',
+	 'SELECT fbf_create_window(''counter'', pg_catalog.format(''%I.shaped'', pg_catalog.current_schema()), ''10 min'', NULL, 100, 4, 1024, 3, 2, ''bloom'', NULL)'),
 	('idempotent_increment(regclass,bigint,bigint,bigint)', 'SELECT idempotent_increment(''likes'', 1::bigint, 1, 1)'),
 	('idempotent_increment(regclass,text,bigint,bigint)', 'SELECT idempotent_increment(''likes'', ''c''::text, 1, 1)'),
 	('idempotent_increment(regclass,uuid,bigint,bigint)', 'SELECT idempotent_increment(''likes'', ''a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11''::uuid, 1, 1)'),
@@ -280,7 +280,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('idempotent_increment(regclass,text,text[],bigint[],bigint[])', 'SELECT idempotent_increment(''cuckoo_likes'', ''new key'', ARRAY[''c'']::text[], ARRAY[3]::bigint[], ARRAY[1]::bigint[])'),
 	('idempotent_increment(regclass,text,uuid[],bigint[],bigint[])', 'SELECT idempotent_increment(''shaped'', ''new key'', ARRAY[''a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'']::uuid[], ARRAY[3]::bigint[], ARRAY[1]::bigint[])'),
 	-- a trigger: increments go through the UPDATE of SPI, not the direct path
-	('fbf_create_counter_table(text,interval,double precision,double precision,integer,integer,integer,integer,text)',
+	('fbf_create_counter_table(text,interval,double precision,double precision,integer,integer,integer,integer,text,integer)',
 	 'SELECT fbf_create_counter_table(''audited'', shards => 1)'),
 	(NULL, 'CREATE TRIGGER keep BEFORE UPDATE ON audited FOR EACH ROW EXECUTE FUNCTION public.sp_keep()'),
 	('idempotent_increment(regclass,text,bigint,bigint,bigint)', 'SELECT idempotent_increment(''audited'', ''k'', 1::bigint, 1, 1)'),
@@ -300,7 +300,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_counter_stats()', 'SELECT count(*) FROM fbf_counter_stats()'),
 	('fbf_counter_stats()', 'SELECT count(*) FROM fbf_counter_stats'),	-- the view
 	-- dedup tables
-	('fbf_create_dedup(text,interval,double precision,double precision,integer,integer,integer,text)',
+	('fbf_create_dedup(text,interval,double precision,double precision,integer,integer,integer,text,integer)',
 	 'SELECT fbf_create_dedup(''inbox'', retention => ''10 min'', expected_rate => 100)'),
 	('fbf_claim(regclass,bigint)', 'SELECT fbf_claim(''inbox'', 1::bigint)'),
 	('fbf_claim(regclass,text)', 'SELECT fbf_claim(''inbox'', ''m''::text)'),

@@ -52,7 +52,8 @@ typedef struct FbfOps
 								 * 'u' uuid */
 	int			n;
 	Datum	   *client_ids;		/* as given: a routed call sends these */
-	int64	   *seqs;
+	int64	   *seqs;			/* claims: NULL for plain ids; (client_id,
+								 * seq) claims' seqs, their streams' numbers */
 	int64	   *deltas;			/* NULL for claims: they have none */
 	bytea	  **ids;			/* claims: identity bytes; else NULL */
 	int		   *place;			/* each one's place in the caller's arrays */
@@ -81,7 +82,7 @@ extern FbfHash FbfDeltaHash(const FbfHashKey *key, const FbfHash *op,
 extern FbfOps *FbfOpsPrepare(char tag, text *key, int n,
 							 const Datum *client_ids, const int64 *seqs,
 							 const int64 *deltas);
-extern FbfOps *FbfOpsFromIds(int n, bytea **ids);
+extern FbfOps *FbfOpsFromIds(int n, bytea **ids, const int64 *seqs);
 extern int	FbfArrayElements(ArrayType *array, const char *fname,
 							 const char *name, Datum **elems);
 extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,

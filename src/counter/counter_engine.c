@@ -15,7 +15,8 @@
  * before anything was recorded and fails with 40001 if it changed after,
  * records track_mismatch's delta identities, adds the applied operations'
  * deltas through the caller's callback (none for claims), counts the
- * operations in the registry and grows the window if it asked to.
+ * operations in the registry (with who answered each: exactly, or the
+ * filter) and grows the window if it asked to.
  *
  * Locks: the caller has opened the table and its window index with
  * RowExclusiveLock (FbfCounterOpen, privileges checked before); the window
@@ -51,6 +52,10 @@ typedef struct FbfApplyTally
 	INT128		sum;			/* of the applied operations' deltas */
 	int			napplied;
 	int			nmismatched;
+	int			nexact;			/* answered exactly: chain, stream, repeat */
+	int			nfilter;		/* answered by the filter */
+	int			naverted;		/* of nexact: a stream's "new" over the
+								 * filter's "seen" */
 	bool		overfull;		/* the window asked to grow */
 } FbfApplyTally;
 
@@ -88,11 +93,37 @@ rekeyed_error(Relation index, bool claims)
 }
 
 /*
+ * Count who answered an operation (FbfApplyInfo.answer) in *tally: the
+ * pending chain or a stream exactly, a stream's "new" over the filter's
+ * "seen" exactly and as a false dismissal averted, else the filter.
+ */
+static void
+count_answer(FbfAnswer answer, FbfApplyTally *tally)
+{
+	switch (answer)
+	{
+		case FBF_ANSWER_CHAIN:
+		case FBF_ANSWER_STREAM:
+			tally->nexact++;
+			break;
+		case FBF_ANSWER_STREAM_OVERRULED:
+			tally->nexact++;
+			tally->naverted++;
+			break;
+		case FBF_ANSWER_FILTER:
+			tally->nfilter++;
+			break;
+	}
+}
+
+/*
  * Ask the window about each operation of `ops` (hashed under `keying`) in
  * their order, recording the new ones, and with track_mismatch their delta
- * identities; applied[ops->place[i]] gets each answer, *tally the rest.
- * An operation whose hash equals the previous one's is a repeat of it
- * within the call: it is dismissed without asking the window.  Returns
+ * identities; applied[ops->place[i]] gets each answer, *tally the rest,
+ * with who answered each (count_answer; a delta identity's answer is not
+ * counted).  An operation whose hash equals the previous one's is a repeat
+ * of it within the call: it is dismissed without asking the window, an
+ * exact answer.  Returns
  * false, having recorded nothing, if the window's key changed before the
  * first operation it would have recorded: the caller hashes again and
  * calls again.
@@ -109,6 +140,9 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
 	tally->sum = int64_to_int128(0);
 	tally->napplied = 0;
 	tally->nmismatched = 0;
+	tally->nexact = 0;
+	tally->nfilter = 0;
+	tally->naverted = 0;
 	tally->overfull = false;
 	for (i = 0; i < ops->n; i++)
 	{
@@ -126,6 +160,10 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
 			rekeyed_error(index, ops->ids != NULL);
 		}
 		applied[ops->place[i]] = r == FBF_OP_APPLIED;
+		if (repeat)
+			tally->nexact++;
+		else
+			count_answer(info.answer, tally);
 		tally->overfull |= info.overfull;
 		if (r == FBF_OP_APPLIED)
 		{
@@ -189,7 +227,9 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
  * the sum of their deltas (22003 if that sum does not fit in bigint;
  * nothing is then applied, as the error aborts the transaction that
  * recorded the operations).  Then each operation is counted in the
- * registry's statistics, and the window grown if it asked to.
+ * registry's statistics (applied or dismissed, and who answered it: the
+ * pending chain or a stream exactly, or the filter; FbfApplyInfo.answer),
+ * and the window grown if it asked to.
  */
 void
 FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
@@ -198,6 +238,7 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 	bool		track_mismatch = FbfWindowGetOptions(index)->track_mismatch;
 	FbfWindowKeying keying;
 	FbfApplyTally tally;
+	FbfCounterCounts counts;
 
 	Assert(ops->deltas != NULL || !track_mismatch);
 	if (ops->n > 0)
@@ -221,8 +262,13 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 							   tally.napplied)));
 		add_delta(heap, index, ops, int128_to_int64(tally.sum), arg);
 	}
-	FbfStatsCount(MyDatabaseId, RelationGetRelid(heap), tally.napplied,
-				  ops->n - tally.napplied, tally.nmismatched);
+	counts.applied = tally.napplied;
+	counts.dismissed = ops->n - tally.napplied;
+	counts.mismatched = tally.nmismatched;
+	counts.exact = tally.nexact;
+	counts.filter = tally.nfilter;
+	counts.averted = tally.naverted;
+	FbfStatsCount(MyDatabaseId, RelationGetRelid(heap), &counts);
 
 	/* more operations than the filter's bits are for: grow it now */
 	if (tally.overfull)

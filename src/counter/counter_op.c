@@ -2,15 +2,16 @@
  *
  * counter_op.c
  *	  Operations' identities: their bytes (FbfOperationBytes, and claims'
- *	  FbfClaimBytes), their hashes under a window's keying, the delta
- *	  identities of track_mismatch, and the operations of one call as the
- *	  apply engine takes them (FbfOps): prepared from the caller's values,
- *	  claims or array arguments (checked whole first), then hashed and put
- *	  in the canonical order once the window is open.
+ *	  FbfClaimBytes), their hashes and streams under a window's keying,
+ *	  the delta identities of track_mismatch, and the operations of one
+ *	  call as the apply engine takes them (FbfOps): prepared from the
+ *	  caller's values, claims or array arguments (checked whole first),
+ *	  then hashed and put in the canonical order once the window is open.
  *
  * The bottom layer of src/counter: it calls the window's hashing
- * (FbfWindowHashIdentity) and nothing else of the extension, opens no
- * relation and takes no lock.
+ * (FbfWindowHashIdentity, and FbfWindowHashStream for the stream of an
+ * operation numbered by (client_id, seq)) and nothing else of the
+ * extension, opens no relation and takes no lock.
  *
  * The canonical order of a call's operations is by hash, then by place in
  * the caller's arrays: the window is asked in that order, whatever the
@@ -143,12 +144,28 @@ FbfClaimBytes(char tag, Datum id)
 }
 
 /*
+ * Set the stream of an operation whose identity bytes `bytes` (a bytea,
+ * FbfOperationBytes) end with its seq `seq`: the stream is named by the
+ * bytes before the seq (the tag, the key, the client id), so that the
+ * operations of one client on one key are numbered in one stream
+ * (FbfWindowHashStream; docs/design.md, "Exact streams").
+ */
+static void
+operation_stream(const FbfWindowKeying *keying, const bytea *bytes,
+				 int64 seq, FbfWindowOp *op)
+{
+	Assert(VARSIZE(bytes) - VARHDRSZ > 8);
+	FbfWindowHashStream(keying, VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ - 8,
+						seq, op);
+}
+
+/*
  * An operation's identity (FbfOperationBytes) as the window whose keying is
- * `keying` is asked about it (FbfWindowHashIdentity): `tag` is the client
- * id's type ('i' bigint, 't' text, 'u' uuid), `key` NULL or '' for the
- * default key.  On another key, the identity 1.0 gave the operation (it
- * left the key out: window_legacy.c) goes with it while the window may
- * still hold such identities.
+ * `keying` is asked about it (FbfWindowHashIdentity), with its stream
+ * (operation_stream): `tag` is the client id's type ('i' bigint, 't' text,
+ * 'u' uuid), `key` NULL or '' for the default key.  On another key, the
+ * identity 1.0 gave the operation (it left the key out: window_legacy.c)
+ * goes with it while the window may still hold such identities.
  */
 void
 FbfOperationIdentity(char tag, text *key, Datum client_id, int64 seq,
@@ -162,6 +179,7 @@ FbfOperationIdentity(char tag, text *key, Datum client_id, int64 seq,
 	FbfWindowHashIdentity(keying, VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ,
 						  keyless ? VARDATA(keyless) : NULL,
 						  keyless ? VARSIZE(keyless) - VARHDRSZ : 0, op);
+	operation_stream(keying, bytes, seq, op);
 	pfree(bytes);
 	if (keyless)
 		pfree(keyless);
@@ -258,12 +276,15 @@ FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 
 /*
  * The claims of one call: claim k is the identity bytes ids[k] (dedup.c),
- * with no delta, in the caller's order until FbfOpsHash orders them.  The
- * caller has checked n against FBF_OPS_MAX (its own message names the
- * function); `ids` itself is not kept.
+ * with no delta, in the caller's order until FbfOpsHash orders them.
+ * `seqs` is NULL for claims of plain ids; for (client_id, seq) claims,
+ * whose identity bytes are FbfOperationBytes', seqs[k] is claim k's seq,
+ * which numbers it in its client's stream.  The caller has checked n
+ * against FBF_OPS_MAX (its own message names the function); neither `ids`
+ * nor `seqs` is kept.
  */
 FbfOps *
-FbfOpsFromIds(int n, bytea **ids)
+FbfOpsFromIds(int n, bytea **ids, const int64 *seqs)
 {
 	FbfOps	   *ops;
 	int			i;
@@ -273,9 +294,13 @@ FbfOpsFromIds(int n, bytea **ids)
 	ops->n = n;
 	ops->ids = palloc(Max(n, 1) * sizeof(bytea *));
 	ops->place = palloc(Max(n, 1) * sizeof(int));
+	if (seqs != NULL)
+		ops->seqs = palloc(Max(n, 1) * sizeof(int64));
 	for (i = 0; i < n; i++)
 	{
 		ops->ids[i] = ids[i];
+		if (seqs != NULL)
+			ops->seqs[i] = seqs[i];
 		ops->place[i] = i;
 	}
 	return ops;
@@ -283,26 +308,32 @@ FbfOpsFromIds(int n, bytea **ids)
 
 /*
  * Hash the operations as the window whose keying is `keying` is asked
- * about them (FbfOperationIdentity; a claim's identity bytes as they are),
- * and put them in the canonical order (batch_op_cmp), their arrays with
- * them; `place` keeps where each came from, for the answers.  Called again
- * if the window's key changed before anything was recorded
- * (FBF_OP_REKEYED).
+ * about them (FbfOperationIdentity; a claim's identity bytes as they are,
+ * and a (client_id, seq) claim's stream as an operation's), and put them
+ * in the canonical order (batch_op_cmp), their arrays with them; `place`
+ * keeps where each came from, for the answers.  Called again if the
+ * window's key changed before anything was recorded (FBF_OP_REKEYED).
  */
 void
 FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 {
 	int			n = ops->n;
-	FbfBatchOp *order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
+	/* zeroed: an identity has no stream unless operation_stream sets one */
+	FbfBatchOp *order = palloc0(Max(n, 1) * sizeof(FbfBatchOp));
 	int		   *place = palloc(Max(n, 1) * sizeof(int));
 	int			i;
 
 	for (i = 0; i < n; i++)
 	{
 		if (ops->ids != NULL)
+		{
 			FbfWindowHashIdentity(keying, VARDATA(ops->ids[i]),
 								  VARSIZE(ops->ids[i]) - VARHDRSZ, NULL, 0,
 								  &order[i].op);
+			if (ops->seqs != NULL)
+				operation_stream(keying, ops->ids[i], ops->seqs[i],
+								 &order[i].op);
+		}
 		else
 			FbfOperationIdentity(ops->tag, ops->key, ops->client_ids[i],
 								 ops->seqs[i], keying, &order[i].op);
@@ -330,6 +361,15 @@ FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 			ids[i] = ops->ids[order[i].index];
 		pfree(ops->ids);
 		ops->ids = ids;
+		if (ops->seqs != NULL)
+		{
+			int64	   *seqs = palloc(Max(n, 1) * sizeof(int64));
+
+			for (i = 0; i < n; i++)
+				seqs[i] = ops->seqs[order[i].index];
+			pfree(ops->seqs);
+			ops->seqs = seqs;
+		}
 	}
 	else
 	{

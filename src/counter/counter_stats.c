@@ -4,7 +4,8 @@
  *	  fbf_local_counter_stats() and fbf_dedup_stats(): one row per counter
  *	  table (dedup table) of this database that the user may read, from
  *	  what its window reports (FbfWindowGetStats) and the registry's statistics
- *	  (applied, dismissed and, for counters, mismatched).  The SQL function
+ *	  (applied, dismissed and, for counters, mismatched and who answered:
+ *	  exactly or the filter).  The SQL function
  *	  fbf_counter_stats() returns these rows and, on a Citus coordinator,
  *	  those of every distributed counter's shards, read on their nodes
  *	  (sql/fbf.sql); 1.0's SQL declared this C function under that name.
@@ -38,13 +39,19 @@ PG_FUNCTION_INFO_V1(fbf_dedup_stats);
 /*
  * Columns of fbf_local_counter_stats() and fbf_dedup_stats() (sql/fbf.sql): the
  * first 18 are both functions', and were 1.0's fbf_counter_stats(); the
- * counters' 19th is `mismatched`; then both end with the window's filter
- * and its measures (filter, load, fingerprint_bits).  A database still on
- * 1.0's SQL (before ALTER EXTENSION fbf UPDATE) gets the 18 it declares.
+ * counters' 19th is `mismatched`; then both have the window's filter and
+ * its measures (filter, load, fingerprint_bits); since 1.3 the counters'
+ * end with their exact streams (streams, stream_capacity,
+ * stream_evictions, exact_answers, filter_answers, dismissals_averted,
+ * streams_exact_from).  A database still on older SQL (before ALTER
+ * EXTENSION fbf UPDATE) gets the columns it declares: 18 (1.0) or 22
+ * (1.1, 1.2).
  */
 #define FBF_WINDOW_STATS_COLS	18
 #define FBF_FILTER_STATS_COLS	3
-#define FBF_MAX_STATS_COLS		(FBF_WINDOW_STATS_COLS + 1 + FBF_FILTER_STATS_COLS)
+#define FBF_STREAM_STATS_COLS	7
+#define FBF_MAX_STATS_COLS \
+	(FBF_WINDOW_STATS_COLS + 1 + FBF_FILTER_STATS_COLS + FBF_STREAM_STATS_COLS)
 
 static Interval *
 interval_from_usecs(int64 usecs)
@@ -72,12 +79,16 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 	/* where the filter's columns begin: after `mismatched` for counters */
 	int			filter_col = kind == FBF_WINDOW_COUNTER ?
 		FBF_WINDOW_STATS_COLS + 1 : FBF_WINDOW_STATS_COLS;
+	/* where the streams' columns begin: counters of 1.3's SQL only */
+	int			stream_col = filter_col + FBF_FILTER_STATS_COLS;
 	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
 	natts = rsinfo->setDesc->natts;
-	if (natts != filter_col + FBF_FILTER_STATS_COLS &&
-		!(kind == FBF_WINDOW_COUNTER && natts == FBF_WINDOW_STATS_COLS))
+	if (natts != stream_col &&
+		!(kind == FBF_WINDOW_COUNTER &&
+		  (natts == FBF_WINDOW_STATS_COLS ||
+		   natts == stream_col + FBF_STREAM_STATS_COLS)))
 		elog(ERROR, "fbf: the statistics function is declared with %d columns",
 			 natts);
 
@@ -151,14 +162,15 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 													8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		values[9] = Float8GetDatum(ws.fpp);
 		values[10] = Float8GetDatum(ws.target_fpp);
-		values[11] = Int64GetDatum((int64) st.applied);
-		values[12] = Int64GetDatum((int64) st.dismissed);
+		values[11] = Int64GetDatum((int64) st.counts.applied);
+		values[12] = Int64GetDatum((int64) st.counts.dismissed);
 		values[13] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
 		values[14] = TimestampTzGetDatum(ws.future_born);
 		values[15] = Int64GetDatum(ws.resizes);
 		values[16] = BoolGetDatum(ws.capped);
 		values[17] = Int64GetDatum(ws.pending);
-		values[18] = Int64GetDatum((int64) st.mismatched);	/* counters' only */
+		/* counters' only */
+		values[18] = Int64GetDatum((int64) st.counts.mismatched);
 		if (natts > FBF_WINDOW_STATS_COLS)
 		{
 			/* the filter, and the measures its format has (load, fp bits) */
@@ -167,6 +179,19 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 			nulls[filter_col + 1] = !ws.has_load;
 			values[filter_col + 2] = Int32GetDatum((int32) ws.fp_bits);
 			nulls[filter_col + 2] = !ws.has_fp_bits;
+		}
+		if (natts > stream_col)
+		{
+			/* the streams: the window's slots, the registry's answers */
+			values[stream_col] = Int64GetDatum(ws.streams);
+			values[stream_col + 1] = Int64GetDatum(ws.stream_capacity);
+			values[stream_col + 2] = Int64GetDatum(ws.stream_evictions);
+			values[stream_col + 3] = Int64GetDatum((int64) st.counts.exact);
+			values[stream_col + 4] = Int64GetDatum((int64) st.counts.filter);
+			values[stream_col + 5] = Int64GetDatum((int64) st.counts.averted);
+			/* NULL: a stream without a slot is proven new already, or none */
+			values[stream_col + 6] = TimestampTzGetDatum(ws.streams_exact_from);
+			nulls[stream_col + 6] = ws.streams_exact_from == 0;
 		}
 		FbfCounterClose(heap, index);
 

@@ -26,7 +26,10 @@
  * of different types are different claims (FbfClaimBytes, counter_op.c,
  * with the tags id_tag gives); a (client_id, seq) claim's are a counter
  * operation's on the default key (FbfOperationBytes; fbf_claim_id(client_id,
- * seq) is fbf_operation's C function).
+ * seq) is fbf_operation's C function), and like an operation it is
+ * numbered in its client's stream (its seq goes with it to the engine), so
+ * a client that claims in order is answered exactly (docs/design.md,
+ * "Exact streams"); plain ids have no stream.
  *
  * Claims go through the apply engine of the counters (FbfEngineApply,
  * counter_engine.c), without a delta: a batch claims its ids in the order
@@ -120,11 +123,12 @@ op_tag(Oid typid)
  * Claim n ids, given by their identities' bytes, in dedup table `relid`,
  * through the apply engine (FbfEngineApply: hashed under the window's key,
  * asked in the canonical order; see the file header); claimed[i] gets the
- * answer for ids[i].  Locks: RowExclusiveLock on the table and its window
- * index (FbfCounterOpen, privileges checked before).
+ * answer for ids[i].  `seqs` is NULL for plain ids, else seqs[i] is the seq
+ * of the (client_id, seq) claim ids[i].  Locks: RowExclusiveLock on the
+ * table and its window index (FbfCounterOpen, privileges checked before).
  */
 static void
-claim_all(Oid relid, bytea **ids, int n, bool *claimed)
+claim_all(Oid relid, bytea **ids, const int64 *seqs, int n, bool *claimed)
 {
 	Relation	heap;
 	Relation	index;
@@ -140,7 +144,8 @@ claim_all(Oid relid, bytea **ids, int n, bool *claimed)
 						RelationGetRelationName(heap)),
 				 errdetail("Row-level security is enabled for the table; policies judge rows, and a claim writes none, so none of them could judge it."),
 				 errhint("Grant INSERT on the dedup table only to the roles that may claim in it, or use a dedup table for each group of roles.")));
-	FbfEngineApply(heap, index, FbfOpsFromIds(n, ids), NULL, NULL, claimed);
+	FbfEngineApply(heap, index, FbfOpsFromIds(n, ids, seqs), NULL, NULL,
+				   claimed);
 	FbfCounterClose(heap, index);
 }
 
@@ -154,7 +159,7 @@ claim_one(FunctionCallInfo fcinfo, Oid typid)
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	FbfRequireArg(fcinfo, 1, "fbf_claim", "id");
 	id = FbfClaimBytes(id_tag(typid), PG_GETARG_DATUM(1));
-	claim_all(PG_GETARG_OID(0), &id, 1, &claimed);
+	claim_all(PG_GETARG_OID(0), &id, NULL, 1, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
 
@@ -187,14 +192,16 @@ Datum
 fbf_claim_op(PG_FUNCTION_ARGS)
 {
 	bytea	   *id;
+	int64		seq;
 	bool		claimed;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	FbfRequireArg(fcinfo, 1, "fbf_claim", "client_id");
 	FbfRequireArg(fcinfo, 2, "fbf_claim", "seq");
+	seq = PG_GETARG_INT64(2);
 	id = FbfOperationBytes(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
-						   NULL, PG_GETARG_DATUM(1), PG_GETARG_INT64(2));
-	claim_all(PG_GETARG_OID(0), &id, 1, &claimed);
+						   NULL, PG_GETARG_DATUM(1), seq);
+	claim_all(PG_GETARG_OID(0), &id, &seq, 1, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
 
@@ -271,7 +278,7 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 		claims[i] = FbfClaimBytes(tag, ids[i]);
 		CHECK_FOR_INTERRUPTS();
 	}
-	claim_all(PG_GETARG_OID(0), claims, n, claimed);
+	claim_all(PG_GETARG_OID(0), claims, NULL, n, claimed);
 	PG_RETURN_DATUM(claims_result(claimed, n));
 }
 
@@ -288,6 +295,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	Oid			seq_type;
 	int			n;
 	bytea	  **claims;
+	int64	   *claim_seqs;
 	bool	   *claimed;
 	int			i;
 	char		tag;
@@ -301,14 +309,15 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	Assert(seq_type == INT8OID);
 	tag = op_tag(client_type);
 	claims = batch_claims(n);
+	claim_seqs = palloc(sizeof(int64) * Max(n, 1));
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
-		claims[i] = FbfOperationBytes(tag, NULL, clients[i],
-									  DatumGetInt64(seqs[i]));
+		claim_seqs[i] = DatumGetInt64(seqs[i]);
+		claims[i] = FbfOperationBytes(tag, NULL, clients[i], claim_seqs[i]);
 		CHECK_FOR_INTERRUPTS();
 	}
-	claim_all(PG_GETARG_OID(0), claims, n, claimed);
+	claim_all(PG_GETARG_OID(0), claims, claim_seqs, n, claimed);
 	PG_RETURN_DATUM(claims_result(claimed, n));
 }
 

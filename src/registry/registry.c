@@ -11,7 +11,9 @@
  *	- stats: one entry per (database, counter table): operations applied
  *	  and dismissed since the server started, how many of the dismissed
  *	  were retries whose delta did not match (counters with the option
- *	  track_mismatch), last maintenance pass.
+ *	  track_mismatch), how many were answered exactly (a pending chain, a
+ *	  stream) or by the filter, and of the exact ones how many a stream
+ *	  answered "new" where the filter said "seen"; last maintenance pass.
  *	  Entries go when their table or database is dropped (object access
  *	  hook); should the table fill up anyway, the least recently used
  *	  entry makes room;
@@ -58,6 +60,9 @@ typedef struct FbfStatsEntry
 	pg_atomic_uint64 applied;
 	pg_atomic_uint64 dismissed;
 	pg_atomic_uint64 mismatched;	/* of those dismissed */
+	pg_atomic_uint64 exact;		/* answered exactly */
+	pg_atomic_uint64 filter;	/* answered by the filter */
+	pg_atomic_uint64 averted;	/* false dismissals a stream averted */
 	pg_atomic_uint64 last_used;	/* transaction start of the last count */
 	TimestampTz last_maintained;
 	uint64		ops_maintained; /* applied + dismissed at that time */
@@ -198,6 +203,9 @@ stats_entry(Oid dbid, Oid relid, bool create)
 		pg_atomic_init_u64(&entry->applied, 0);
 		pg_atomic_init_u64(&entry->dismissed, 0);
 		pg_atomic_init_u64(&entry->mismatched, 0);
+		pg_atomic_init_u64(&entry->exact, 0);
+		pg_atomic_init_u64(&entry->filter, 0);
+		pg_atomic_init_u64(&entry->averted, 0);
 		pg_atomic_init_u64(&entry->last_used, 0);
 		entry->last_maintained = 0;
 		entry->ops_maintained = 0;
@@ -245,14 +253,25 @@ fbf_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	}
 }
 
+/* add `n` to one of an entry's counters (nothing to do for 0) */
+static inline void
+stats_add(pg_atomic_uint64 *counter, uint64 n)
+{
+	if (n > 0)
+		pg_atomic_fetch_add_u64(counter, n);
+}
+
 /*
- * A counter applied `applied` operations and dismissed `dismissed`, of
- * which `mismatched` were retries whose delta differed from the applied
- * operation's (or new operations a false positive dismissed).
+ * A counter applied counts->applied operations and dismissed
+ * counts->dismissed, of which counts->mismatched were retries whose delta
+ * differed from the applied operation's (or new operations a false
+ * positive dismissed); counts->exact of them were answered exactly,
+ * counts->filter by the filter, and counts->averted were a stream's "new"
+ * over the filter's "seen".  Takes the lock shared (exclusive to make the
+ * entry).
  */
 void
-FbfStatsCount(Oid dbid, Oid relid, uint64 applied, uint64 dismissed,
-			  uint64 mismatched)
+FbfStatsCount(Oid dbid, Oid relid, const FbfCounterCounts *counts)
 {
 	FbfStatsEntry *entry;
 
@@ -266,12 +285,12 @@ FbfStatsCount(Oid dbid, Oid relid, uint64 applied, uint64 dismissed,
 	}
 	if (entry)
 	{
-		if (applied > 0)
-			pg_atomic_fetch_add_u64(&entry->applied, applied);
-		if (dismissed > 0)
-			pg_atomic_fetch_add_u64(&entry->dismissed, dismissed);
-		if (mismatched > 0)
-			pg_atomic_fetch_add_u64(&entry->mismatched, mismatched);
+		stats_add(&entry->applied, counts->applied);
+		stats_add(&entry->dismissed, counts->dismissed);
+		stats_add(&entry->mismatched, counts->mismatched);
+		stats_add(&entry->exact, counts->exact);
+		stats_add(&entry->filter, counts->filter);
+		stats_add(&entry->averted, counts->averted);
 		pg_atomic_write_u64(&entry->last_used,
 							(uint64) Max(GetCurrentTransactionStartTimestamp(), 0));
 	}
@@ -313,9 +332,12 @@ FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out)
 	entry = stats_entry(dbid, relid, false);
 	if (entry)
 	{
-		out->applied = pg_atomic_read_u64(&entry->applied);
-		out->dismissed = pg_atomic_read_u64(&entry->dismissed);
-		out->mismatched = pg_atomic_read_u64(&entry->mismatched);
+		out->counts.applied = pg_atomic_read_u64(&entry->applied);
+		out->counts.dismissed = pg_atomic_read_u64(&entry->dismissed);
+		out->counts.mismatched = pg_atomic_read_u64(&entry->mismatched);
+		out->counts.exact = pg_atomic_read_u64(&entry->exact);
+		out->counts.filter = pg_atomic_read_u64(&entry->filter);
+		out->counts.averted = pg_atomic_read_u64(&entry->averted);
 		out->last_maintained = entry->last_maintained;
 	}
 	LWLockRelease(FbfShared->lock);

@@ -19,19 +19,34 @@
 
 #include "utils/timestamp.h"
 
-typedef struct FbfCounterStatsSnapshot
+/*
+ * What a call did to a counter's (or dedup table's) operations, counted in
+ * its stats entry by FbfStatsCount; who answered them (exact, filter)
+ * counts every operation the window was asked about, or dismissed as a
+ * repeat within the call.
+ */
+typedef struct FbfCounterCounts
 {
 	uint64		applied;
 	uint64		dismissed;
 	uint64		mismatched;		/* dismissed, and the delta differed */
+	uint64		exact;			/* answered exactly: a pending chain, a
+								 * stream, a repeat within the call */
+	uint64		filter;			/* answered by the filter */
+	uint64		averted;		/* of `exact`: a stream's "new" where the
+								 * filter said "seen" */
+} FbfCounterCounts;
+
+typedef struct FbfCounterStatsSnapshot
+{
+	FbfCounterCounts counts;	/* since the server started */
 	TimestampTz last_maintained;
 } FbfCounterStatsSnapshot;
 
 /* set up the shared memory hooks; from _PG_init */
 extern void FbfRegistryInit(void);
 
-extern void FbfStatsCount(Oid dbid, Oid relid, uint64 applied,
-						  uint64 dismissed, uint64 mismatched);
+extern void FbfStatsCount(Oid dbid, Oid relid, const FbfCounterCounts *counts);
 extern bool FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when);
 extern void FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out);
 
