@@ -29,11 +29,13 @@
  *				call's FmgrInfo;
  *	transfer_call	reads the arguments, lists the placements of the
  *				counter shards they name (shard id, table, hash range,
- *				node), then calls Citus' function;
+ *				node) and a move's source node, then calls Citus'
+ *				function;
  *	FHET_END	puts Citus' function back and carries each listed window
- *				whose shard moved (the same shard id on another node) or
- *				was split (gone, and new shards of the same table within
- *				its range) from the old placement to the new one
+ *				whose shard moved (the same shard id on another node: from
+ *				its placement on the source node) or was split (gone, and
+ *				new shards of the same table within its range: from its
+ *				listed placement) to the new placement
  *				(fbf_copy_shard_window: fbf_snapshot on the old node,
  *				fbf_counter_load on the new);
  *	FHET_ABORT	puts Citus' function back.
@@ -134,6 +136,8 @@ typedef struct Transfer
 	PGFunction	fn_addr;		/* Citus' function, in place again at the end */
 	TransferArgs args;
 	List	   *before;			/* of ShardPlacement, in TopTransactionContext */
+	char	   *source_name;	/* a move's source node, from its arguments */
+	int32		source_port;
 } Transfer;
 
 /* transfers in progress, innermost first, in TopTransactionContext */
@@ -382,6 +386,63 @@ shards_moved(FunctionCallInfo fcinfo, TransferArgs args, const Transfer *self)
 	return result;
 }
 
+/*
+ * The source node a move's arguments name, (shard_id, source_node_name,
+ * source_node_port, ...) or (shard_id, source_node_id, ...), into
+ * *name and *port; *name is NULL for a split, which names none.
+ */
+static void
+move_source(FunctionCallInfo fcinfo, char **name, int32 *port)
+{
+	HeapTuple	tuple;
+	Oid			type1 = InvalidOid;
+	Oid			type2 = InvalidOid;
+
+	*name = NULL;
+	*port = 0;
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(tuple))
+		return;
+	if (((Form_pg_proc) GETSTRUCT(tuple))->pronargs >= 3)
+	{
+		type1 = ((Form_pg_proc) GETSTRUCT(tuple))->proargtypes.values[1];
+		type2 = ((Form_pg_proc) GETSTRUCT(tuple))->proargtypes.values[2];
+	}
+	ReleaseSysCache(tuple);
+	if (PG_NARGS() < 3 || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		return;
+
+	if (type1 == TEXTOID && type2 == INT4OID)
+	{
+		*name = TextDatumGetCString(PG_GETARG_DATUM(1));
+		*port = PG_GETARG_INT32(2);
+	}
+	else if (type1 == INT4OID && type2 == INT4OID)
+	{
+		Oid			argtype = INT4OID;
+		Datum		arg = PG_GETARG_DATUM(1);
+		MemoryContext cxt = CurrentMemoryContext;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "fbf: SPI_connect failed");
+		if (SPI_execute_with_args("SELECT nodename, nodeport FROM pg_catalog.pg_dist_node"
+								  " WHERE nodeid OPERATOR(pg_catalog.=) $1",
+								  1, &argtype, &arg, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "fbf: could not read Citus' nodes");
+		if (SPI_processed == 1)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+			bool		isnull;
+
+			*name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			*port = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 2, &isnull));
+			MemoryContextSwitchTo(old);
+		}
+		SPI_finish();
+	}
+}
+
 /* The transfer in progress whose call `flinfo` is, or NULL. */
 static Transfer *
 find_transfer(FmgrInfo *flinfo)
@@ -400,8 +461,8 @@ find_transfer(FmgrInfo *flinfo)
 
 /*
  * In place of Citus' transfer function, from FHET_START to FHET_END: list
- * the placements of the counter shards this call moves, then call Citus'
- * function with the same arguments.
+ * the placements of the counter shards this call moves, and the source
+ * node of a move, then call Citus' function with the same arguments.
  */
 static Datum
 transfer_call(PG_FUNCTION_ARGS)
@@ -413,6 +474,8 @@ transfer_call(PG_FUNCTION_ARGS)
 		elog(ERROR, "fbf: a Citus shard transfer was called outside the function manager's hook");
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	t->before = shards_moved(fcinfo, t->args, t);
+	if (t->before != NIL && t->args == TRANSFER_BY_SHARD)
+		move_source(fcinfo, &t->source_name, &t->source_port);
 	MemoryContextSwitchTo(old);
 	return t->fn_addr(fcinfo);
 }
@@ -457,13 +520,16 @@ carry_window(const char *fbf_schema, const ShardPlacement *from, const ShardPlac
 }
 
 /*
- * The transfer has ended: carry the window of every listed counter shard
- * that it moved, or split, from its old placement to its new one(s).  A
- * placement is new only if this transaction wrote it.
+ * The transfer `t` has ended: carry the window of every listed counter
+ * shard that it moved, or split, from its old placement to its new one(s).
+ * A placement is new only if this transaction wrote it; a moved shard's
+ * old placement is on the source node the call named (the one listed
+ * before, if another transfer moved the shard in between, is not).
  */
 static void
-carry_windows(List *before)
+carry_windows(const Transfer *t)
 {
+	List	   *before = t->before;
 	const char *fbf_schema;
 	List	   *counters = NIL;
 	List	   *after;
@@ -498,6 +564,15 @@ carry_windows(List *before)
 		if (to != NULL)
 		{
 			/* a move: the same shard, on another node */
+			if (t->source_name != NULL)
+			{
+				ShardPlacement *source = palloc(sizeof(ShardPlacement));
+
+				*source = *from;
+				source->node_name = t->source_name;
+				source->node_port = t->source_port;
+				from = source;
+			}
 			if (to->ours &&
 				(from->node_port != to->node_port ||
 				 strcmp(from->node_name, to->node_name) != 0))
@@ -563,6 +638,8 @@ fbf_fmgr_hook(FmgrHookEventType event, FmgrInfo *flinfo, Datum *private)
 					t->fn_addr = flinfo->fn_addr;
 					t->args = args;
 					t->before = NIL;
+					t->source_name = NULL;
+					t->source_port = 0;
 					transfers = lcons(t, transfers);
 					MemoryContextSwitchTo(old);
 					flinfo->fn_addr = transfer_call;
@@ -579,7 +656,7 @@ fbf_fmgr_hook(FmgrHookEventType event, FmgrInfo *flinfo, Datum *private)
 					flinfo->fn_addr = t->fn_addr;
 					transfers = list_delete_ptr(transfers, t);
 					if (event == FHET_END)
-						carry_windows(t->before);
+						carry_windows(t);
 				}
 			}
 			break;
