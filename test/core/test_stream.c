@@ -667,8 +667,21 @@ typedef struct Client
 	bool		has_slot;
 } Client;
 
+/* the lowest seq a client has in flight or awaiting retry */
+static int64_t
+oldest_open(const Client *k)
+{
+	int64_t		m = k->open[0];
+
+	for (int i = 1; i < k->nopen; i++)
+		if (k->open[i] < m)
+			m = k->open[i];
+	return m;
+}
+
 /*
- * In-order clients, up to 8 operations in flight each, completed in any
+ * In-order clients, up to 8 operations in flight each (a window of 8: the
+ * next is at most 8 above the oldest not yet done), completed in any
  * order, 5% aborted and retried later, retries of completed ones: the
  * invariants always, and on a page with a slot for each client no ASK
  * once its stream is known (since a horizon old, or its slot a horizon
@@ -715,7 +728,8 @@ in_order_run(uint32_t nslots, int nclients, int steps, int64_t since,
 		}
 		exact = roomy && sim.now >= k->exact_from;
 
-		if (what < 45 && k->nopen < 8 && k->next < INT64_MAX)
+		if (what < 45 && k->nopen < 8 && k->next < INT64_MAX &&
+			(k->nopen == 0 || (uint64_t) k->next - (uint64_t) oldest_open(k) < 8))
 		{
 			/* a new operation */
 			int64_t		q = k->next++;
