@@ -341,7 +341,8 @@ typedef struct RunShape
  * Random operations over several streams: new seqs, retries of recorded
  * and of aborted ones, duplicates recorded twice, jumps across the
  * bitmap, time passing, loads and resets; every answer held to the
- * model, the whole model swept now and then.
+ * model, the whole model swept now and then.  A record replayed at once
+ * (redo, or a drain after a crash) leaves the page byte for byte as it was.
  */
 static void
 random_run(const RunShape *shape, uint64_t *rng, Stats *st)
@@ -395,6 +396,20 @@ random_run(const RunShape *shape, uint64_t *rng, Stats *st)
 				(int64_t) test_rand_below(rng, (uint64_t) shape->skew + 1);
 
 			sim_record(&sim, s, q, t);
+			if (test_rand_below(rng, 16) == 0)
+			{
+				/* replayed (a redo, a drain after a crash): nothing changes */
+				size_t		bytes = sizeof(FbfStreamPage) +
+					(size_t) sim.nslots * sizeof(FbfStreamSlot);
+				FbfStreamPage *copy = malloc(bytes);
+
+				memcpy(copy, sim.page, bytes);
+				fbf_stream_record(sim.page, sim.ids[s], q, t, sim.horizon);
+				CHECK(memcmp(copy, sim.page, bytes) == 0,
+					  "recording stream %d seq %lld again changed the page", s,
+					  (long long) q);
+				free(copy);
+			}
 			recent[s * 8 + test_rand_below(rng, 8)] = q;
 			if (q > last[s] || test_rand_below(rng, 8) == 0)
 				last[s] = q;

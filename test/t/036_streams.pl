@@ -17,7 +17,7 @@
 #      refresh give it streams that know nothing of them: every retry is
 #      still dismissed (the filter answers meanwhile, streams_exact_from
 #      says until when), new operations apply.  The same through
-#      ALTER EXTENSION fbf UPDATE from 1.2.
+#      ALTER EXTENSION fbf UPDATE from 1.2, and after a rebuild (VACUUM FULL).
 #   4. More streams than max_streams: evictions (stream_evictions > 0), and
 #      still every retry dismissed, every new operation applied.
 use strict;
@@ -336,6 +336,17 @@ is($node->safe_psql('postgres', q{
 	FROM generate_series(1, 21) c, generate_series(1, 260) g WHERE c < 21 OR g = 1 OR g > 200}),
 	0, 'every retry is still dismissed');
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('r')}), 4000 + 1 + 21 * 60,
+	'the counter is exact');
+
+# a rebuild of the table carries the window (and what its streams know, or
+# resets them): still every retry dismissed, new operations applied
+$node->safe_psql('postgres', q{SELECT fbf_counter_maintain('r')});
+$node->safe_psql('postgres', 'VACUUM FULL r');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE idempotent_increment('r', c, g, 1))
+	FROM generate_series(1, 21) c, generate_series(1, 270) g WHERE c < 21 OR g = 1 OR g > 200}),
+	21 * 10, 'after VACUUM FULL every retry is dismissed, new operations apply');
+is($node->safe_psql('postgres', q{SELECT fbf_counter_value('r')}), 4000 + 1 + 21 * 70,
 	'the counter is exact');
 
 # the same through an upgrade from 1.2 (no streams in 1.2's SQL)
