@@ -134,6 +134,12 @@ cat "$logdir/cwin.tap"
 count_tap "$logdir/cwin.tap" "cwin"
 [ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/cwin.tap")" -gt 0 ] ||
 	{ failed=$((failed + 1)); failures+=("test_cwin exited $rc"); }
+(cd test/core && ./test_stream) >"$logdir/stream.tap" 2>&1
+rc=$?
+cat "$logdir/stream.tap"
+count_tap "$logdir/stream.tap" "stream"
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/stream.tap")" -gt 0 ] ||
+	{ failed=$((failed + 1)); failures+=("test_stream exited $rc"); }
 
 fbf_log "fuzzing the fbf decoders (bounded)"
 (cd test/core && ./fuzz_decode 300000) >"$logdir/fuzz.tap" 2>&1

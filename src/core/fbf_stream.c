@@ -156,6 +156,18 @@ fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
 	{
 		/* proven before the eviction: the victim is another stream */
 		bool		proven = absence_proven(page, now, horizon);
+		int64_t		born = now;
+
+		/*
+		 * Not proven: the slot knows what is recorded from now on, and what
+		 * went before is at most as recent as evicted_until and since, which
+		 * may be later than `now` (a caller that read its clock before
+		 * another recorded and evicted this stream, or reset the page).
+		 */
+		if (!proven && page->evicted_until > born)
+			born = page->evicted_until;
+		if (!proven && page->since > born)
+			born = page->since;
 
 		slot = take_slot(page, now, horizon);
 		if (slot == NULL)
@@ -164,7 +176,7 @@ fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
 		slot->high = seq;
 		slot->bits = 0;
 		slot->seen = now;
-		slot->born = proven ? FBF_STREAM_ALWAYS : now;
+		slot->born = proven ? FBF_STREAM_ALWAYS : born;
 		return;
 	}
 
