@@ -9,13 +9,16 @@
  * The hot path of idempotent_increment.  Under the metapage's share lock
  * (the ring cannot change), the operation's pending chain is locked and
  * searched first (an entry there is decided by its xid's fate), then its
- * partition page, which holds every live filter's bits, is tested.  A new
+ * partition page, which holds every live filter's bits, is tested, and,
+ * for an operation numbered in a stream, its stream page, whose exact
+ * answer overrules the filter's where it has one (window_stream.c).  A new
  * operation is appended to the chain in one compact WAL record
- * (window_xlog.c).  Lock order: src/window/README.md, "Lock
- * definitions"; no buffer lock is held while waiting for another
- * transaction.  Both functions share the two lookups: the chain
- * (in_chain) and the partition page, one indirect call to the window's
- * format (FbfFilterRoutine.contains, window_format.h).
+ * (window_xlog.c), with its annex (its stream and seq) if it has a
+ * stream.  Lock order: src/window/README.md, "Lock definitions"; no buffer
+ * lock is held while waiting for another transaction.  Both functions
+ * share the two lookups: the chain (in_chain) and the partition page, one
+ * indirect call to the window's format (FbfFilterRoutine.contains,
+ * window_format.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +38,7 @@
 
 static bool in_chain(const FbfWindowMetaPageData *meta,
 					 const FbfPendingChain *chain, const FbfHash *hash,
-					 FullTransactionId *wait_for, Buffer *room);
+					 FullTransactionId *wait_for, Buffer *room, int need);
 
 /*
  * Does the window remember the operation under an identity it had before
@@ -76,7 +79,7 @@ in_public(Relation index, const FbfWindowMetaPageData *meta,
 
 	FbfChainLockMode(index, meta, FbfWindowChainOf(meta, public_hash),
 					 BUFFER_LOCK_SHARE, &chain);
-	found = in_chain(meta, &chain, public_hash, wait_for, NULL);
+	found = in_chain(meta, &chain, public_hash, wait_for, NULL, 0);
 	FbfChainRelease(&chain);
 	if (found || FullTransactionIdIsValid(*wait_for))
 		return found;
@@ -92,12 +95,14 @@ in_public(Relation index, const FbfWindowMetaPageData *meta,
  * each further operation.  If the first entry found is in flight
  * in another transaction, *wait_for is set to that transaction and false
  * returned: the caller decides whether to wait for it.  If `room` is not
- * NULL, it gets the first page of the chain with room for an entry
- * (InvalidBuffer if none).
+ * NULL, it gets the first page of the chain with room for `need` entries
+ * (an operation's, and its annex if it has one; InvalidBuffer if none).
+ * Annexes are never found (FbfPendingPageFind).
  */
 static bool
 in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
-		 const FbfHash *hash, FullTransactionId *wait_for, Buffer *room)
+		 const FbfHash *hash, FullTransactionId *wait_for, Buffer *room,
+		 int need)
 {
 	bool		found = false;
 	int			c;
@@ -133,10 +138,31 @@ in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
 					break;
 			}
 		}
-		if (room != NULL && n < FBF_PENDING_CAPACITY && !BufferIsValid(*room))
+		if (room != NULL && n + need <= FBF_PENDING_CAPACITY &&
+			!BufferIsValid(*room))
 			*room = chain->bufs[c];
 	}
 	return found;
+}
+
+/* the operations on a locked chain: its entries but annexes */
+static int
+chain_operations(const FbfPendingChain *chain)
+{
+	int			nops = 0;
+	int			c;
+
+	for (c = 0; c < chain->n; c++)
+	{
+		int			n;
+		FbfPendingEntry *entries =
+			FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
+		int			i;
+
+		for (i = 0; i < n; i++)
+			nops += !FbfEntryIsAnnex(&entries[i]);
+	}
+	return nops;
 }
 
 /*
@@ -172,14 +198,24 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * and FBF_OP_REKEYED returned, for the caller to hash again.  The caller
  * holds RowExclusiveLock on the counter table.
  *
+ * An operation numbered in a stream (op->has_stream, FbfWindowHashStream)
+ * of a window that keeps streams is also asked of its stream page when
+ * its chain does not hold it (FbfStreamCheck): where the stream knows the
+ * seq, its answer is exact and overrules the filter's.  Recorded, such an
+ * operation is followed on its pending page by its annex (window_page.h),
+ * in the same WAL record, which its drain records in the stream.
+ *
  * info->overfull is set when the operation's partition page shows the
  * window filling faster than its bits are for: the caller should then grow
  * it at once (FbfWindowGrow), before the filters saturate; info->answer
- * says who answered.
+ * says who answered: the chain, the stream (overruling the filter or
+ * not), or the filter (also for what a 1.0 window's frozen filters or the
+ * public hash answer).
  *
  * Pages read: the metapage, the operation's chain (one page unless
  * transactions leave many operations in flight, or its entries wait for
- * the window to grow) and its partition page.  An operation that finds its
+ * the window to grow), its partition page, and its stream page if it has
+ * one.  An operation that finds its
  * chain full of entries waiting for more bits grows the window itself
  * (FbfWindowGrowNow) before it records anything.
  */
@@ -193,7 +229,6 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	bool		grow = false;
 
 	info->overfull = false;
-	info->answer = FBF_ANSWER_FILTER;
 	for (;;)
 	{
 		Buffer		metabuf;
@@ -205,14 +240,20 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		FullTransactionId floor;
 		bool		duplicate = false;
 		bool		lane_full = false;
+		bool		stream;
+		bool		ask_stream;
+		bool		exact = false;
+		int			need;
 		Buffer		room = InvalidBuffer;
 		FbfPendingEntry entry;
+		FbfPendingEntry annex;
 		FbfWindowKeying current;
 		XLogRecPtr	room_lsn;
 		int			n;
 		int			c;
 		int64		now;
 
+		info->answer = FBF_ANSWER_FILTER;
 		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
 		now = FbfWindowNow(&meta);
 
@@ -267,6 +308,22 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			continue;
 		}
 
+		/*
+		 * Numbered in a stream the window keeps?  Only under its own key
+		 * (the caller hashed under it: checked above) and with stream
+		 * pages; the operation then takes two entries, its own and its
+		 * annex.  Its stream is asked only once the public hash is not:
+		 * until then the window may hold operations recorded before it
+		 * had its key, which no stream knows.  Recorded meanwhile all the
+		 * same, so that every operation drained under the key is known
+		 * to its stream when the public lookups end (a stream's "new"
+		 * must be proven: core/fbf_stream.h).
+		 */
+		stream = op->has_stream && meta.stream_pages > 0 &&
+			fbf_hash_key_is_set(&meta.key);
+		ask_stream = stream && !current.public_too;
+		need = stream ? 2 : 1;
+
 		chainno = FbfWindowChainOf(&meta, hash);
 		FbfChainLock(index, &meta, chainno, &chain);
 
@@ -278,7 +335,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			FbfChainDrain(index, &meta, &chain, false, &grow);
 
 		/* in flight, or applied recently and not yet drained? */
-		duplicate = in_chain(&meta, &chain, hash, &wait_for, &room);
+		duplicate = in_chain(&meta, &chain, hash, &wait_for, &room, need);
 		if (FullTransactionIdIsValid(wait_for))
 		{
 			FbfChainRelease(&chain);
@@ -287,14 +344,54 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 							  XLTW_None);
 			continue;
 		}
+		if (duplicate)
+		{
+			FbfChainRelease(&chain);
+			UnlockReleaseBuffer(metabuf);
+			info->answer = FBF_ANSWER_CHAIN;
+			return FBF_OP_DUPLICATE;
+		}
+
+		/* applied earlier and drained into the window? */
+		duplicate = FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, &lane_full);
+
+		/*
+		 * Its stream answers exactly where it knows (core/fbf_stream.h):
+		 * "new" even where the filter says "seen" (a false dismissal
+		 * averted), "seen"; else the filter's answer stands.  Exact
+		 * because the operation's chain is held: its own entry would have
+		 * been found on it, or was drained, and a drain records an
+		 * operation in its stream before it leaves the chain
+		 * (window_pending.c).
+		 */
+		if (ask_stream)
+		{
+			switch (FbfStreamCheck(index, &meta, op->stream, op->seq, now))
+			{
+				case FBF_STREAM_NEW:
+					info->answer = duplicate ? FBF_ANSWER_STREAM_OVERRULED :
+						FBF_ANSWER_STREAM;
+					duplicate = false;
+					exact = true;
+					break;
+				case FBF_STREAM_SEEN:
+					info->answer = FBF_ANSWER_STREAM;
+					duplicate = true;
+					exact = true;
+					break;
+				case FBF_STREAM_ASK:
+					break;
+			}
+		}
 
 		/*
 		 * At its cap, the filters answer "seen" for new operations at their
 		 * estimated false-positive rate.  A counter that asked for it
-		 * refuses what the pending chain (exact) cannot answer, so that the
-		 * client retries later rather than losing the operation.
+		 * refuses what neither the pending chain nor a stream (exact) can
+		 * answer, so that the client retries later rather than losing the
+		 * operation.
 		 */
-		if (!duplicate && (meta.flags & FBF_META_CAPPED) != 0 &&
+		if (!exact && (meta.flags & FBF_META_CAPPED) != 0 &&
 			FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
 		{
 			FbfChainRelease(&chain);
@@ -307,9 +404,6 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 					 errhint("Retry the operation later, raise fbf.max_filter_size, or set at_capacity to \"dismiss\".")));
 		}
 
-		/* applied earlier and drained into the window? */
-		if (!duplicate)
-			duplicate = FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, &lane_full);
 		if (duplicate)
 		{
 			FbfChainRelease(&chain);
@@ -326,7 +420,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			for (c = 0; c < chain.n && !BufferIsValid(room); c++)
 			{
 				FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
-				if (n < FBF_PENDING_CAPACITY)
+				if (n + need <= FBF_PENDING_CAPACITY)
 					room = chain.bufs[c];
 			}
 		}
@@ -350,6 +444,8 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			}
 			if (chain.n == FBF_MAX_PENDING_PAGES)
 			{
+				int			nops = chain_operations(&chain);
+
 				FbfChainRelease(&chain);
 				UnlockReleaseBuffer(metabuf);
 				ereport(ERROR,
@@ -357,7 +453,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 						 errmsg("too many operations in flight on counter filter \"%s\"",
 								RelationGetRelationName(index)),
 						 errdetail("%d operations of open transactions are waiting to commit in one partition.",
-								   FBF_PENDING_CAPACITY * FBF_MAX_PENDING_PAGES),
+								   nops),
 						 errhint("Commit or roll back the transactions that increment this counter, or split large batches into several transactions.")));
 			}
 			FbfChainExtend(index, &chain);
@@ -365,8 +461,9 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		}
 
 		/*
-		 * Append (xid, hash), lowering the chain's floor in the same record
-		 * when the entry goes to the head, else in one of its own.
+		 * Append (xid, hash), and its annex (stream, seq) after it,
+		 * lowering the chain's floor in the same record when the entry
+		 * goes to the head, else in one of its own.
 		 */
 		fxid = GetCurrentFullTransactionId();
 		floor = FbfChainFloor(&chain);
@@ -375,18 +472,23 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		entry.epoch = EpochFromFullTransactionId(fxid);
 		entry.h1 = hash->h1;
 		entry.h2 = hash->h2;
+		if (stream)
+			annex = FbfPendingAnnex(op->stream, op->seq);
 		if (!FullTransactionIdIsValid(floor) || FullTransactionIdPrecedes(fxid, floor))
 		{
 			if (room == chain.bufs[0])
-				FbfPendingLogAdd(index, room, &entry, true);
+				FbfPendingLogAdd(index, room, &entry, stream ? &annex : NULL,
+								 true);
 			else
 			{
-				FbfPendingLogAdd(index, room, &entry, false);
+				FbfPendingLogAdd(index, room, &entry, stream ? &annex : NULL,
+								 false);
 				FbfChainSetFloor(index, &chain, fxid);
 			}
 		}
 		else
-			FbfPendingLogAdd(index, room, &entry, false);
+			FbfPendingLogAdd(index, room, &entry, stream ? &annex : NULL,
+							 false);
 		FbfPendingPageNoteAdd(room, room_lsn);
 
 		FbfChainRelease(&chain);
@@ -428,7 +530,7 @@ FbfWindowContains(Relation index, const FbfHash *hash)
 	}
 	FbfChainLockMode(index, &meta, FbfWindowChainOf(&meta, hash),
 					 BUFFER_LOCK_SHARE, &chain);
-	found = in_chain(&meta, &chain, hash, &wait_for, NULL) ||
+	found = in_chain(&meta, &chain, hash, &wait_for, NULL, 0) ||
 		FullTransactionIdIsValid(wait_for) ||
 		FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, NULL);
 	FbfChainRelease(&chain);

@@ -120,12 +120,13 @@ StaticAssertDecl(FBF_DRAIN_MAX_PAGES <= FBF_XLOG_MAX_PAGES - 1,
  * The Bloom store of a drain round (FbfFilterRoutine.store): set the
  * committed entries' bits in the future's and present's lanes of their
  * partition pages, and drop the aborted ones, in one WAL record
- * (XLOG_FBF_DRAIN, FbfDrainLog).  With may_defer, a page whose future lane
- * the entries would fill past FBF_DRAIN_DEFER_FACTOR * meta->overfull is
- * left out: its entries stay on the chain, and the window must grow first
- * (returns true): bits set now would stay, copied into every page of a
- * split, until their filters age out, and a saturated pair of filters
- * matches every operation.  Locks: the partition pages exclusively, in
+ * (XLOG_FBF_DRAIN, FbfDrainLog, which drops an annex with its entry).
+ * With may_defer, a page whose future lane the entries would fill past
+ * FBF_DRAIN_DEFER_FACTOR * meta->overfull is left out: its entries stay
+ * on the chain, and the window must grow first (returns true): bits set
+ * now would stay, copied into every page of a split, until their filters
+ * age out, and a saturated pair of filters matches every operation.
+ * Locks: the partition pages exclusively, in
  * block order; the caller holds the metapage share-locked (so the ring is
  * `meta`) and pbuf exclusive-locked.
  */

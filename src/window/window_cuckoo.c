@@ -57,6 +57,7 @@
 #include "core/cwin_window.h"
 #include "window/window_format.h"
 #include "window/window_int.h"
+#include "window/window_xlog.h"
 
 StaticAssertDecl(CWIN_PAGE_SPACE == FBF_PAGE_CONTENT_BYTES,
 				 "a cuckoo block fills a window page's contents");
@@ -249,7 +250,8 @@ cuckoo_contains(Relation index, const FbfWindowMetaPageData *meta,
  * committed entry targeted this round is stored with cwin_block_insert, as
  * of the current epoch, in the page's copy; an entry its block refuses
  * stays on the pending page (never dropped, whether or not the drain may
- * put entries off) and makes this return true: the window must grow.  One
+ * put entries off) and makes this return true: the window must grow.  An
+ * annex (never targeted) goes with its entry (FbfPendingKeepAnnexes).  One
  * WAL record of changed byte ranges for the pending page and the
  * partition pages (a page the drain sweeps: a full image).  Locks: the
  * partition pages exclusively, in block order; the caller holds the
@@ -269,7 +271,6 @@ cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 	FbfXLogState *state;
 	Page		pcopy;
 	FbfPendingEntry *out;
-	int			kept;
 	int			i;
 	int			b;
 
@@ -306,15 +307,10 @@ cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			full = true;		/* stays pending; the window must grow */
 	}
 
-	/* the pending page keeps the rest, in order */
+	/* the pending page keeps the rest, in order, annexes with their entries */
 	out = FbfWindowPageGetEntries(pcopy, &n);
-	kept = 0;
-	for (i = 0; i < n; i++)
-	{
-		if (keep[i])
-			out[kept++] = out[i];
-	}
-	FbfWindowPageSetEntryCount(pcopy, kept);
+	FbfPendingKeepAnnexes(out, n, keep);
+	FbfPendingPageCompact(pcopy, keep, n);
 	FbfXLogFinish(state);
 
 	for (b = 0; b < nblocks; b++)

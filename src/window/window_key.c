@@ -45,6 +45,11 @@
  *	   and two periods later (no earlier than a 1.0 window's frozen filters
  *	   are checked), after which the public hash is not asked any more.
  *
+ * Streams.  An operation numbered in a stream (a client's seq) also gets
+ * its stream's id under the key (FbfWindowHashStream); a window without a
+ * key of its own keeps no streams, and one still asking the public hash
+ * records them without asking them (window_apply.c).
+ *
  * Locks: the metapage, exclusive, for the steps (called from
  * FbfWindowRefresh); chains as src/window/README.md orders them.
  *
@@ -154,6 +159,47 @@ FbfWindowHashIdentity(const FbfWindowKeying *keying, const void *bytes,
 	op->has_keyless = keying->keyless_too && keyless != NULL;
 	if (op->has_keyless)
 		op->keyless = fbf_hash_bytes(keyless, keyless_len);
+	/* numbered in a stream only if FbfWindowHashStream says so, after */
+	op->has_stream = false;
+	op->stream = 0;
+	op->seq = 0;
+}
+
+/*
+ * The stream of an operation numbered `seq` in it, into `op` (already
+ * hashed by FbfWindowHashIdentity): `bytes` are the operation's identity
+ * bytes without the seq, and the stream's id is the window's keyed hash of
+ * 'S' followed by them (h1, never 0: fbf_stream_id), so that a stream's
+ * id is as unpredictable as its operations' hashes (no identity's bytes
+ * begin with 'S').  Streams need the window's own key (core/fbf_stream.h;
+ * window_stream.c): under the public hash the operation has no stream, and
+ * the filter answers for it alone.  While the window still asks the public
+ * hash it has one: FbfWindowApply records it with its annex, so that its
+ * stream knows it once the public lookups end, but does not ask the
+ * stream about it yet.
+ */
+void
+FbfWindowHashStream(const FbfWindowKeying *keying, const void *bytes,
+					size_t len, int64 seq, FbfWindowOp *op)
+{
+	unsigned char local[256];
+	unsigned char *buf = local;
+
+	op->has_stream = false;
+	op->stream = 0;
+	op->seq = 0;
+	if (!fbf_hash_key_is_set(&keying->key))
+		return;
+
+	if (len + 1 > sizeof(local))
+		buf = palloc(len + 1);
+	buf[0] = 'S';
+	memcpy(buf + 1, bytes, len);
+	op->stream = fbf_stream_id(fbf_hash_keyed(&keying->key, buf, len + 1).h1);
+	op->has_stream = true;
+	op->seq = seq;
+	if (buf != local)
+		pfree(buf);
 }
 
 /*
@@ -183,8 +229,9 @@ public_entries_left(Relation index, const FbfWindowMetaPageData *meta)
 			int			i;
 
 			for (i = 0; i < n && !left; i++)
-				left = FullTransactionIdPrecedes(FbfEntryFullXid(meta, &entries[i]),
-												 keyed_at);
+				left = !FbfEntryIsAnnex(&entries[i]) &&
+					FullTransactionIdPrecedes(FbfEntryFullXid(meta, &entries[i]),
+											  keyed_at);
 		}
 		FbfChainRelease(&chain);
 	}

@@ -94,8 +94,12 @@ add_epochs(Relation index, const FbfWindowMetaPageData *meta)
 			page = FbfXLogRegisterBuffer(state, chain.bufs[p], 0);
 			entries = FbfWindowPageGetEntries(page, &n);
 			for (i = 0; i < n; i++)
-				entries[i].epoch =
-					EpochFromFullTransactionId(FbfEntryFullXid(meta, &entries[i]));
+			{
+				/* an annex's epoch is its mark (none on a 1.0 page, anyway) */
+				if (!FbfEntryIsAnnex(&entries[i]))
+					entries[i].epoch =
+						EpochFromFullTransactionId(FbfEntryFullXid(meta, &entries[i]));
+			}
 			FbfXLogFinish(state);
 		}
 		FbfChainRelease(&chain);

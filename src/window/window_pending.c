@@ -17,8 +17,17 @@
  * (lock order: src/window/README.md, "Lock definitions"); the head's lock
  * guards the chain's entries and its spare-page list.
  *
+ * Annexes (window_page.h, FbfEntryIsAnnex): an operation numbered in a
+ * stream is followed on its page by an annex holding its stream and seq.
+ * Every reader here skips them (they are nobody's operation and have no
+ * fate of their own), but the drain: it records the annexes of the
+ * committed entries of a round in their stream pages (FbfStreamsRecord,
+ * window_stream.c) before the format stores those entries, and keeps an
+ * annex exactly when it keeps the entry before it.
+ *
  * WAL: a drain round is one record per pending page and up to three
- * partition pages, the format's (FbfFilterRoutine.store); changes of the chain's links are
+ * partition pages, the format's (FbfFilterRoutine.store), after its
+ * streams' record if it has annexes; changes of the chain's links are
  * records of changed bytes (common/fbf_xlog.h) of at most three pages:
  * head, previous and emptied page when an overflow page goes back to the
  * spare list.
@@ -144,18 +153,21 @@ FbfEntryStatusOf(FullTransactionId fxid)
  * before each use against the page itself, which the caller holds locked:
  * it is still right if the page has the LSN it had (every change of a
  * WAL-logged page sets it; an unlogged one keeps its LSN), as many entries
- * as were indexed, and its last one is the entry indexed last.  The last
- * two suffice without the LSN: entries change only by appends (at the
- * end) and by drains, which remove some and keep the order of the rest;
- * and no entry is ever appended twice, for a (sub)transaction's xid and an
- * operation's hash are on a chain at most once (FbfWindowApply appends
- * only what it did not find there, under the chain's lock, and an xid that
- * committed or aborted appends nothing more).  So after any change the
- * count or the last entry differs (an append adds a new last entry; a
- * removal shifts the old last one down, or removes it), and the page is
- * indexed again, in time linear in its entries.  Pages are not
- * indexed while they hold few entries (reading them is cheaper), nor
- * are indexes kept past the end of the transaction; past
+ * as were indexed, and its last operation's entry (the last entry that is
+ * not an annex) is the one indexed last, at the same place.  The last two
+ * suffice without the LSN: entries change only by appends (at the end)
+ * and by drains, which remove some and keep the order of the rest; and no
+ * operation's entry is ever appended twice, for a (sub)transaction's xid
+ * and an operation's hash are on a chain at most once (FbfWindowApply
+ * appends only what it did not find there, under the chain's lock, and an
+ * xid that committed or aborted appends nothing more).  So after any
+ * change the count or the last operation's entry differs (an append adds
+ * a new one; a removal shifts the old last one down, or removes it), and
+ * the page is indexed again, in time linear in its entries.  Annexes are
+ * not indexed, nor compared: one can be appended again (the same stream
+ * and seq, retried after an abort), and always goes with its entry.
+ * Pages are not indexed while they hold few entries (reading them is
+ * cheaper), nor are indexes kept past the end of the transaction; past
  * PENDING_INDEX_MAX_PAGES pages, all are dropped and built again as
  * needed.
  */
@@ -179,8 +191,9 @@ typedef struct PendingIndex
 {
 	PendingIndexKey key;		/* hash key: must be first */
 	XLogRecPtr	lsn;			/* the page's LSN when indexed */
-	int			n;				/* entries indexed */
-	FbfPendingEntry last;		/* entry n - 1, as indexed */
+	int			n;				/* entries on the page when indexed */
+	int			last_pos;		/* its last operation's entry (-1: none) */
+	FbfPendingEntry last;		/* that entry, as indexed */
 	uint16		slots[PENDING_INDEX_SLOTS];
 } PendingIndex;
 
@@ -217,14 +230,51 @@ pending_tag(uint64 h2)
 	return (uint16) ((h2 >> 48) & ~PENDING_INDEX_POS_MASK);
 }
 
+/* index entry i (an operation's: annexes are not indexed) */
 static void
 pending_index_insert(PendingIndex *pi, const FbfPendingEntry *entries, int i)
 {
 	uint32		s = pending_slot(entries[i].h1, entries[i].h2);
 
+	Assert(!FbfEntryIsAnnex(&entries[i]));
 	while (pi->slots[s] != 0)
 		s = (s + 1) & (PENDING_INDEX_SLOTS - 1);
 	pi->slots[s] = pending_tag(entries[i].h2) | (uint16) (i + 1);
+}
+
+/* the place of the last of n entries that is not an annex; -1 if none */
+static inline int
+pending_last_op(const FbfPendingEntry *entries, int n)
+{
+	int			i = n - 1;
+
+	while (i >= 0 && FbfEntryIsAnnex(&entries[i]))
+		i--;
+	return i;
+}
+
+/* note entries[0 .. n-1] as what `pi` indexed */
+static inline void
+pending_index_mark(PendingIndex *pi, Page page, const FbfPendingEntry *entries,
+				   int n)
+{
+	pi->lsn = PageGetLSN(page);
+	pi->n = n;
+	pi->last_pos = pending_last_op(entries, n);
+	if (pi->last_pos >= 0)
+		pi->last = entries[pi->last_pos];
+}
+
+/* did `pi` index the first n of these entries, as they are (see above)? */
+static inline bool
+pending_index_covers(const PendingIndex *pi, const FbfPendingEntry *entries,
+					 int n)
+{
+	int			last = pending_last_op(entries, n);
+
+	return pi->n == n && pi->last_pos == last &&
+		(last < 0 ||
+		 memcmp(&pi->last, &entries[last], sizeof(FbfPendingEntry)) == 0);
 }
 
 /* is `pi` still the index of this page's entries (see above)? */
@@ -232,8 +282,7 @@ static inline bool
 pending_index_valid(const PendingIndex *pi, Page page,
 					const FbfPendingEntry *entries, int n)
 {
-	return pi->lsn == PageGetLSN(page) && pi->n == n &&
-		(n == 0 || memcmp(&pi->last, &entries[n - 1], sizeof(FbfPendingEntry)) == 0);
+	return pi->lsn == PageGetLSN(page) && pending_index_covers(pi, entries, n);
 }
 
 /*
@@ -278,19 +327,19 @@ pending_index(Buffer buf, const FbfPendingEntry *entries, int n)
 
 	memset(pi->slots, 0, sizeof(pi->slots));
 	for (i = 0; i < n; i++)
-		pending_index_insert(pi, entries, i);
-	pi->lsn = PageGetLSN(BufferGetPage(buf));
-	pi->n = n;
-	if (n > 0)
-		pi->last = entries[n - 1];
+	{
+		if (!FbfEntryIsAnnex(&entries[i]))
+			pending_index_insert(pi, entries, i);
+	}
+	pending_index_mark(pi, BufferGetPage(buf), entries, n);
 	return pi;
 }
 
 /*
  * The positions of the entries with `hash` on a locked pending page, in
  * page order, into pos[] (room for FBF_PENDING_CAPACITY); returns their
- * number.  A page of few entries is read whole; a longer one is looked up
- * in its index (above).
+ * number.  Annexes are never among them.  A page of few entries is read
+ * whole; a longer one is looked up in its index (above).
  */
 int
 FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos)
@@ -306,7 +355,8 @@ FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos)
 	if (n < PENDING_INDEX_MIN_ENTRIES)
 	{
 		for (i = 0; i < n; i++)
-			if (entries[i].h1 == hash->h1 && entries[i].h2 == hash->h2)
+			if (entries[i].h1 == hash->h1 && entries[i].h2 == hash->h2 &&
+				!FbfEntryIsAnnex(&entries[i]))
 				pos[nfound++] = i;
 		return nfound;
 	}
@@ -331,9 +381,10 @@ FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos)
 }
 
 /*
- * Note an entry just appended to a locked pending page in its index, if
- * the page has one that was up to date before the append (`lsn`: the
- * page's LSN then); otherwise the next lookup builds it again.
+ * Note an entry just appended to a locked pending page (with its annex
+ * after it, if it has one) in the page's index, if the page has one that
+ * was up to date before the append (`lsn`: the page's LSN then);
+ * otherwise the next lookup builds it again.
  */
 void
 FbfPendingPageNoteAdd(Buffer buf, XLogRecPtr lsn)
@@ -343,19 +394,19 @@ FbfPendingPageNoteAdd(Buffer buf, XLogRecPtr lsn)
 	ForkNumber	fork;
 	int			n;
 	FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(buf), &n);
+	int			added;
 
 	if (pending_indexes == NULL || n < 1)
 		return;
+	added = n >= 2 && FbfEntryIsAnnex(&entries[n - 1]) ? 2 : 1;
 	MemSet(&key, 0, sizeof(key));
 	BufferGetTag(buf, &key.node, &fork, &key.blkno);
 	pi = hash_search(pending_indexes, &key, HASH_FIND, NULL);
-	if (pi == NULL || pi->lsn != lsn || pi->n != n - 1 ||
-		(n > 1 && memcmp(&pi->last, &entries[n - 2], sizeof(FbfPendingEntry)) != 0))
+	if (pi == NULL || pi->lsn != lsn ||
+		!pending_index_covers(pi, entries, n - added))
 		return;
-	pending_index_insert(pi, entries, n - 1);
-	pi->lsn = PageGetLSN(BufferGetPage(buf));
-	pi->n = n;
-	pi->last = entries[n - 1];
+	pending_index_insert(pi, entries, n - added);
+	pending_index_mark(pi, BufferGetPage(buf), entries, n);
 }
 
 /*
@@ -381,6 +432,38 @@ FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
 }
 
 /*
+ * Record in their stream pages the operations of a drain round that have
+ * annexes: the entries with a target (committed, stored this round) whose
+ * next entry is an annex (FbfStreamsRecord, WAL-logged there).  The
+ * caller holds the chain, and no partition page.
+ */
+static void
+record_streams(Relation index, const FbfWindowMetaPageData *meta,
+			   const FbfPendingEntry *entries, int n,
+			   const BlockNumber *target)
+{
+	FbfStreamOp *ops = NULL;
+	int			nops = 0;
+	int			i;
+
+	for (i = 0; i + 1 < n; i++)
+	{
+		if (target[i] == InvalidBlockNumber || !FbfEntryIsAnnex(&entries[i + 1]))
+			continue;
+		if (ops == NULL)
+			ops = palloc(sizeof(FbfStreamOp) * Max(n / 2, 1));
+		ops[nops].stream = entries[i + 1].h1;
+		ops[nops].seq = (int64) entries[i + 1].h2;
+		nops++;
+	}
+	if (nops > 0)
+	{
+		FbfStreamsRecord(index, meta, ops, nops, FbfWindowNow(meta));
+		pfree(ops);
+	}
+}
+
+/*
  * Drain the pending page pbuf (exclusively locked, in a chain the caller
  * holds under the metapage's lock, share: the ring is `meta`): the one
  * drain loop of every format.  Each round judges the entries' fate,
@@ -392,7 +475,18 @@ FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
  * wait for the next round.  If the store refuses entries (a cuckoo block
  * full, or, with may_defer, Bloom bits that would saturate), they stay on
  * the page, the entries of later rounds wait too, and *grow is set: the
- * window needs more bits (FbfWindowGrow).  Returns the entries removed.
+ * window needs more bits (FbfWindowGrow).  Returns the entries removed
+ * (annexes included).
+ *
+ * Annexes are not judged (an annex's xid is nobody's): each goes with the
+ * entry before it.  The annexes of a round's committed entries are
+ * recorded in their stream pages first (FbfStreamsRecord, which locks
+ * them, after the pending page and with no partition page held, as
+ * src/window/README.md orders them), then the store writes the round:
+ * after a crash between the two records the entries are still on the
+ * chain, and recording them again at their next drain changes nothing; an
+ * entry the store refuses stays on the chain, known to its stream, which
+ * it truly is (a committed operation).
  */
 static int
 drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
@@ -422,10 +516,18 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		target = palloc(sizeof(BlockNumber) * n);
 		for (i = 0; i < n; i++)
 		{
-			FbfEntryStatus s = FbfEntryStatusMemo(meta, &entries[i], &memo);
+			FbfEntryStatus s;
 
 			keep[i] = 1;
 			target[i] = InvalidBlockNumber;
+			if (FbfEntryIsAnnex(&entries[i]))
+			{
+				/* goes with its entry (FbfPendingKeepAnnexes) */
+				if (i > 0)
+					keep[i] = keep[i - 1];
+				continue;
+			}
+			s = FbfEntryStatusMemo(meta, &entries[i], &memo);
 			if (s == FBF_ENTRY_ABORTED)
 			{
 				keep[i] = 0;
@@ -467,6 +569,11 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 				blocks[b - 1] = t;
 			}
 		}
+
+		/* the streams learn of the round's operations before the store */
+		if (meta->stream_pages > 0)
+			record_streams(index, meta, entries, n, target);
+
 		refused = routine->store(index, meta, pbuf, entries, n, keep, target,
 								 blocks, nblocks, may_defer);
 		for (i = 0; i < n; i++)
@@ -531,7 +638,8 @@ FbfChainRelease(FbfPendingChain *chain)
 /*
  * Give each committed entry of a locked chain to `fn`, and return how many
  * are still in flight (neither committed nor aborted): what a snapshot
- * reads of a chain (window_bloom_snap.c, window_cuckoo_snap.c).
+ * reads of a chain (window_bloom_snap.c, window_cuckoo_snap.c).  Annexes
+ * are skipped.
  */
 uint64
 FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
@@ -548,8 +656,11 @@ FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chai
 
 		for (j = 0; j < n; j++)
 		{
-			FbfEntryStatus s = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[j]));
+			FbfEntryStatus s;
 
+			if (FbfEntryIsAnnex(&entries[j]))
+				continue;
+			s = FbfEntryStatusOf(FbfEntryFullXid(meta, &entries[j]));
 			if (s == FBF_ENTRY_COMMITTED)
 			{
 				FbfHash		hash = {entries[j].h1, entries[j].h2};
@@ -630,7 +741,7 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 		chain->n--;
 	}
 
-	/* the oldest entry left is the chain's new floor */
+	/* the oldest entry left (annexes have no xid) is the chain's new floor */
 	if (removed > 0 || !FullTransactionIdIsValid(FbfChainFloor(chain)))
 	{
 		FullTransactionId floor = InvalidFullTransactionId;
@@ -643,8 +754,11 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 
 			for (int j = 0; j < n; j++)
 			{
-				FullTransactionId fxid = FbfEntryFullXid(meta, &entries[j]);
+				FullTransactionId fxid;
 
+				if (FbfEntryIsAnnex(&entries[j]))
+					continue;
+				fxid = FbfEntryFullXid(meta, &entries[j]);
 				if (!FullTransactionIdIsValid(floor) ||
 					FullTransactionIdPrecedes(fxid, floor))
 					floor = fxid;
@@ -701,7 +815,10 @@ FbfChainExtend(Relation index, FbfPendingChain *chain)
 	chain->bufs[chain->n++] = buf;
 }
 
-/* Entries on every pending chain (in flight, or awaiting their drain). */
+/*
+ * Entries on every pending chain (in flight, or awaiting their drain),
+ * annexes not counted: operations.
+ */
 int64
 FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 {
@@ -723,9 +840,12 @@ FbfWindowPendingCount(Relation index, const FbfWindowMetaPageData *meta)
 		for (p = 0; p < chain.n; p++)
 		{
 			int			n;
+			FbfPendingEntry *entries =
+				FbfWindowPageGetEntries(BufferGetPage(chain.bufs[p]), &n);
+			int			i;
 
-			FbfWindowPageGetEntries(BufferGetPage(chain.bufs[p]), &n);
-			total += n;
+			for (i = 0; i < n; i++)
+				total += !FbfEntryIsAnnex(&entries[i]);
 		}
 		FbfChainRelease(&chain);
 	}

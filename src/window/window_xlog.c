@@ -10,9 +10,14 @@
  *
  *	XLOG_FBF_PENDING_ADD	block 0: the pending page; its data an
  *							xl_fbf_pending_add (the entry, and whether it
- *							lowers the chain's floor)
+ *							lowers the chain's floor), then, for an
+ *							operation numbered in a stream, an
+ *							xl_fbf_pending_annex (its stream and seq: the
+ *							annex appended right after the entry); redo
+ *							tells the two forms by the data's length
  *	XLOG_FBF_DRAIN			block 0: a pending page; its data one byte per
- *							entry it had, nonzero to keep it.
+ *							entry it had, nonzero to keep it (an annex is
+ *							kept exactly when the entry before it is).
  *							blocks 1..: partition pages; the data of each
  *							an xl_fbf_slice_set: the lanes of future and
  *							present with their stamps, and the hashes of
@@ -20,8 +25,10 @@
  *
  * Block data is left out of a record when the block gets a full-page
  * image, so a drain costs 16 bytes per operation and one byte per entry,
- * and an operation in flight 25.  Redo locks a record's pages in order
- * and releases them at the end, as the primary held them.
+ * and an operation in flight 25 (41 with its annex: its xid and mark are
+ * implied, so the record holds only its stream and seq).  Redo locks a
+ * record's pages in order and releases them at the end, as the primary
+ * held them.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,38 +49,73 @@
  * ----------------------------------------------------------------------
  */
 
-/* Append an entry to a pending page; set the chain's floor if asked. */
+/*
+ * Append an entry to a pending page, and its annex (NULL: none) right
+ * after it; set the chain's floor if asked.
+ */
 void
-FbfPendingPageAdd(Page page, const FbfPendingEntry *entry, bool set_floor)
+FbfPendingPageAdd(Page page, const FbfPendingEntry *entry,
+				  const FbfPendingEntry *annex, bool set_floor)
 {
 	int			n;
 	FbfPendingEntry *entries = FbfWindowPageGetEntries(page, &n);
+	int			add = annex != NULL ? 2 : 1;
 
-	if (n >= FBF_PENDING_CAPACITY)
+	if (n + add > FBF_PENDING_CAPACITY)
 		elog(PANIC, "fbf: pending page overflow");
 	entries[n] = *entry;
-	FbfWindowPageSetEntryCount(page, n + 1);
+	if (annex != NULL)
+		entries[n + 1] = *annex;
+	FbfWindowPageSetEntryCount(page, n + add);
 	if (set_floor)
 		FbfWindowPageGetOpaque(page)->stamp = (int64)
 			U64FromFullTransactionId(FullTransactionIdFromEpochAndXid(entry->epoch,
 																	  entry->xid));
 }
 
-/* Keep the entries of a pending page whose byte in `keep` is nonzero. */
+/*
+ * Give each annex among `entries` the keep byte of the entry before it: a
+ * drain keeps an annex exactly when it keeps its operation's entry
+ * (FbfPendingPageCompact follows the same rule whatever the byte says; the
+ * bytes are made to say it too, so that what the drain counts and the
+ * record shows is what happens).
+ */
+void
+FbfPendingKeepAnnexes(const FbfPendingEntry *entries, int n, uint8 *keep)
+{
+	int			i;
+
+	for (i = 1; i < n; i++)
+	{
+		if (FbfEntryIsAnnex(&entries[i]))
+			keep[i] = keep[i - 1];
+	}
+}
+
+/*
+ * Keep the entries of a pending page whose byte in `keep` is nonzero; an
+ * annex goes with the entry before it (FbfPendingKeepAnnexes).
+ */
 void
 FbfPendingPageCompact(Page page, const uint8 *keep, int nkeep_bytes)
 {
 	int			n;
 	FbfPendingEntry *entries = FbfWindowPageGetEntries(page, &n);
 	int			kept = 0;
+	bool		prev = false;
 	int			i;
 
 	if (nkeep_bytes != n)
 		elog(PANIC, "fbf: drain of %d entries on a page of %d", nkeep_bytes, n);
 	for (i = 0; i < n; i++)
 	{
-		if (keep[i])
+		bool		keep_it = keep[i] != 0;
+
+		if (i > 0 && FbfEntryIsAnnex(&entries[i]))
+			keep_it = prev;
+		if (keep_it)
 			entries[kept++] = entries[i];
+		prev = keep_it;
 	}
 	FbfWindowPageSetEntryCount(page, kept);
 }
@@ -125,20 +167,28 @@ FbfSlicePageSet(Page page, const xl_fbf_slice_set *set, const FbfHash *hashes)
  */
 
 /*
- * Append `entry` to the exclusively locked pending page `buf`, in one
- * record.
+ * Append `entry` to the exclusively locked pending page `buf`, and its
+ * annex (NULL: none) right after it, in one record.  The caller has made
+ * sure the page has room for both.
  */
 void
 FbfPendingLogAdd(Relation index, Buffer buf, const FbfPendingEntry *entry,
-				 bool set_floor)
+				 const FbfPendingEntry *annex, bool set_floor)
 {
 	xl_fbf_pending_add xl;
+	xl_fbf_pending_annex xa;
 
 	xl.entry = *entry;
 	xl.set_floor = set_floor;
+	if (annex != NULL)
+	{
+		Assert(FbfEntryIsAnnex(annex));
+		xa.stream = annex->h1;
+		xa.seq = (int64) annex->h2;
+	}
 
 	START_CRIT_SECTION();
-	FbfPendingPageAdd(BufferGetPage(buf), entry, set_floor);
+	FbfPendingPageAdd(BufferGetPage(buf), entry, annex, set_floor);
 	MarkBufferDirty(buf);
 	if (RelationNeedsWAL(index))
 	{
@@ -147,6 +197,8 @@ FbfPendingLogAdd(Relation index, Buffer buf, const FbfPendingEntry *entry,
 		XLogBeginInsert();
 		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
 		XLogRegisterBufData(0, (char *) &xl, SizeOfFbfPendingAdd);
+		if (annex != NULL)
+			XLogRegisterBufData(0, (char *) &xa, SizeOfFbfPendingAnnex);
 		lsn = XLogInsert(FBF_RMGR_ID, XLOG_FBF_PENDING_ADD);
 		PageSetLSN(BufferGetPage(buf), lsn);
 	}
@@ -155,17 +207,22 @@ FbfPendingLogAdd(Relation index, Buffer buf, const FbfPendingEntry *entry,
 
 /*
  * Drain the exclusively locked pending page `pbuf`: keep the entries whose
- * byte in keep[] is nonzero, and set, in each exclusively locked partition
+ * byte in keep[] is nonzero (each annex's byte is first made its entry's:
+ * FbfPendingKeepAnnexes), and set, in each exclusively locked partition
  * page sbufs[b], the operations sets[b] (hashes[b]); one record.
  */
 void
-FbfDrainLog(Relation index, Buffer pbuf, const uint8 *keep, int nentries,
+FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
 			int nslices, const Buffer *sbufs, const xl_fbf_slice_set *sets,
 			FbfHash *const *hashes)
 {
 	int			b;
+	int			n;
+	const FbfPendingEntry *entries =
+		FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
 
 	Assert(nslices < FBF_XLOG_MAX_PAGES);
+	FbfPendingKeepAnnexes(entries, Min(n, nentries), keep);
 	START_CRIT_SECTION();
 	FbfPendingPageCompact(BufferGetPage(pbuf), keep, nentries);
 	MarkBufferDirty(pbuf);
@@ -212,12 +269,22 @@ pending_add_redo(XLogReaderState *record)
 	{
 		Size		len;
 		xl_fbf_pending_add xl;
+		xl_fbf_pending_annex xa;
+		FbfPendingEntry annex;
 		char	   *data = XLogRecGetBlockData(record, 0, &len);
 
-		if (len != SizeOfFbfPendingAdd)
+		if (len != SizeOfFbfPendingAdd &&
+			len != SizeOfFbfPendingAdd + SizeOfFbfPendingAnnex)
 			elog(PANIC, "fbf redo: pending entry of %zu bytes", len);
 		memcpy(&xl, data, SizeOfFbfPendingAdd);
-		FbfPendingPageAdd(BufferGetPage(buf), &xl.entry, xl.set_floor);
+		if (len > SizeOfFbfPendingAdd)
+		{
+			memcpy(&xa, data + SizeOfFbfPendingAdd, SizeOfFbfPendingAnnex);
+			annex = FbfPendingAnnex(xa.stream, xa.seq);
+		}
+		FbfPendingPageAdd(BufferGetPage(buf), &xl.entry,
+						  len > SizeOfFbfPendingAdd ? &annex : NULL,
+						  xl.set_floor);
 		PageSetLSN(BufferGetPage(buf), record->EndRecPtr);
 		MarkBufferDirty(buf);
 	}
@@ -286,7 +353,8 @@ pending_add_desc(StringInfo buf, XLogReaderState *record)
 	Size		len;
 	char	   *data = XLogRecGetBlockData(record, 0, &len);
 
-	if (data != NULL && len == SizeOfFbfPendingAdd)
+	if (data != NULL && (len == SizeOfFbfPendingAdd ||
+						 len == SizeOfFbfPendingAdd + SizeOfFbfPendingAnnex))
 	{
 		xl_fbf_pending_add xl;
 
@@ -294,6 +362,14 @@ pending_add_desc(StringInfo buf, XLogReaderState *record)
 		appendStringInfo(buf, "xid %u:%u, hash %016llx%s", xl.entry.epoch,
 						 xl.entry.xid, (unsigned long long) xl.entry.h1,
 						 xl.set_floor ? ", floor" : "");
+		if (len > SizeOfFbfPendingAdd)
+		{
+			xl_fbf_pending_annex xa;
+
+			memcpy(&xa, data + SizeOfFbfPendingAdd, SizeOfFbfPendingAnnex);
+			appendStringInfo(buf, "; annex: stream %016llx, seq " INT64_FORMAT,
+							 (unsigned long long) xa.stream, xa.seq);
+		}
 	}
 	else
 		appendStringInfoString(buf, "image");

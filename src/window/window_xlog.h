@@ -15,7 +15,11 @@
 
 #include "window/window_int.h"
 
-/* XLOG_FBF_PENDING_ADD: block 0's data */
+/*
+ * XLOG_FBF_PENDING_ADD: block 0's data, then, for an operation numbered in
+ * a stream, its annex (xl_fbf_pending_annex): redo tells the two forms by
+ * the data's length.
+ */
 typedef struct xl_fbf_pending_add
 {
 	FbfPendingEntry entry;
@@ -23,6 +27,28 @@ typedef struct xl_fbf_pending_add
 } xl_fbf_pending_add;
 
 #define SizeOfFbfPendingAdd	(offsetof(xl_fbf_pending_add, set_floor) + sizeof(uint8))
+
+/* the annex's own fields (its xid and epoch are always the same) */
+typedef struct xl_fbf_pending_annex
+{
+	uint64		stream;
+	int64		seq;
+} xl_fbf_pending_annex;
+
+#define SizeOfFbfPendingAnnex	sizeof(xl_fbf_pending_annex)
+
+/* the annex of an operation numbered `seq` in `stream` (window_page.h) */
+static inline FbfPendingEntry
+FbfPendingAnnex(uint64 stream, int64 seq)
+{
+	FbfPendingEntry annex;
+
+	annex.xid = InvalidTransactionId;
+	annex.epoch = FBF_ANNEX_MARK;
+	annex.h1 = stream;
+	annex.h2 = (uint64) seq;
+	return annex;
+}
 
 /* XLOG_FBF_DRAIN: each partition page's data, then n hashes */
 typedef struct xl_fbf_slice_set
@@ -38,14 +64,17 @@ typedef struct xl_fbf_slice_set
 extern void FbfWindowXLogInit(void);
 
 extern void FbfPendingPageAdd(Page page, const FbfPendingEntry *entry,
-							  bool set_floor);
+							  const FbfPendingEntry *annex, bool set_floor);
+extern void FbfPendingKeepAnnexes(const FbfPendingEntry *entries, int n,
+								  uint8 *keep);
 extern void FbfPendingPageCompact(Page page, const uint8 *keep, int nkeep_bytes);
 extern void FbfSlicePageSet(Page page, const xl_fbf_slice_set *set,
 							const FbfHash *hashes);
 
 extern void FbfPendingLogAdd(Relation index, Buffer buf,
-							 const FbfPendingEntry *entry, bool set_floor);
-extern void FbfDrainLog(Relation index, Buffer pbuf, const uint8 *keep,
+							 const FbfPendingEntry *entry,
+							 const FbfPendingEntry *annex, bool set_floor);
+extern void FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep,
 						int nentries, int nslices, const Buffer *sbufs,
 						const xl_fbf_slice_set *sets, FbfHash *const *hashes);
 
