@@ -208,6 +208,11 @@ typedef struct FbfWindowMetaPageData
 	/* since 1.3: zero in every window written before it (window_stream.c) */
 	BlockNumber stream_start;	/* stream page 0 */
 	uint32		stream_pages;	/* 0: no exact streams */
+	uint64		stream_xid;		/* a FullTransactionId: entries of
+								 * transactions that precede it may have
+								 * been recorded without their annex,
+								 * before the window had stream pages (0:
+								 * none) */
 } FbfWindowMetaPageData;
 
 /* public_until of a window keyed while public entries may be in flight */
@@ -301,8 +306,10 @@ FbfEntryIsAnnex(const FbfPendingEntry *entry)
 /* partitions per pending chain in a new window (window_build.c) */
 #define FBF_PARTS_PER_CHAIN		8
 
-/* pages in one pending chain, at most (all locked at once) */
-#define FBF_MAX_PENDING_PAGES	64
+/* pages in one pending chain, at most (all locked at once: with the
+ * metapage, a drain's stream and partition pages, well under
+ * MAX_SIMUL_LWLOCKS) */
+#define FBF_MAX_PENDING_PAGES	128
 
 /*
  * An operation drains its partition's chain first once the chain's oldest

@@ -434,7 +434,12 @@ FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
 /*
  * Record in their stream pages the operations of a drain round that have
  * annexes: the entries with a target (committed, stored this round) whose
- * next entry is an annex (FbfStreamsRecord, WAL-logged there).  The
+ * next entry is an annex (FbfStreamsRecord, WAL-logged there).  An entry
+ * of a transaction that precedes the window's stream_xid and has no annex
+ * may be an operation of a stream recorded before the window had stream
+ * pages: no stream can learn it, so every stream page is reset first
+ * (FbfStreamsReset: nothing is proven new for a horizon).  That happens
+ * only for what was in flight when the stream pages were made.  The
  * caller holds the chain, and no partition page.
  */
 static void
@@ -446,16 +451,29 @@ record_streams(Relation index, const FbfWindowMetaPageData *meta,
 	int			nops = 0;
 	int			i;
 
-	for (i = 0; i + 1 < n; i++)
+	bool		unknown = false;
+
+	for (i = 0; i < n; i++)
 	{
-		if (target[i] == InvalidBlockNumber || !FbfEntryIsAnnex(&entries[i + 1]))
+		if (target[i] == InvalidBlockNumber)
 			continue;
+		if (i + 1 == n || !FbfEntryIsAnnex(&entries[i + 1]))
+		{
+			/* recorded before the window had streams, without an annex? */
+			if (meta->stream_xid != 0 &&
+				U64FromFullTransactionId(FbfEntryFullXid(meta, &entries[i])) <
+				meta->stream_xid)
+				unknown = true;
+			continue;
+		}
 		if (ops == NULL)
 			ops = palloc(sizeof(FbfStreamOp) * Max(n / 2, 1));
 		ops[nops].stream = entries[i + 1].h1;
 		ops[nops].seq = (int64) entries[i + 1].h2;
 		nops++;
 	}
+	if (unknown)
+		FbfStreamsReset(index, meta, FbfWindowNow(meta));
 	if (nops > 0)
 	{
 		FbfStreamsRecord(index, meta, ops, nops, FbfWindowNow(meta));

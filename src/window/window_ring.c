@@ -39,7 +39,8 @@
  * streams has none, and max_streams may have changed.  The new run knows
  * streams only from `now`, since what the window remembers was never
  * recorded in it; an old run is left unused.  A run of the right size is
- * checked to lie within the relation.  Returns true if *meta changed;
+ * checked to lie within the relation, and operations already in flight
+ * are marked (stream_xid).  Returns true if *meta changed;
  * the caller holds the metapage exclusively and logs it.
  */
 static bool
@@ -71,6 +72,14 @@ take_streams(Relation index, FbfWindowMetaPageData *meta, int64 now)
 											  wanted, now);
 		UnlockRelationForExtension(index, ExclusiveLock);
 		meta->stream_pages = wanted;
+
+		/*
+		 * Operations in flight now were recorded without their annexes: a
+		 * drain that meets one resets the streams (window_pending.c), as
+		 * they cannot learn it.  Operations from here on are recorded
+		 * with theirs (FbfWindowApply reads the metapage under its lock).
+		 */
+		meta->stream_xid = U64FromFullTransactionId(ReadNextFullTransactionId());
 	}
 	return true;
 }
