@@ -87,7 +87,8 @@ fbf_stream_check(const FbfStreamPage *page, uint64_t id, int64_t seq,
 	bool		complete;
 	uint64_t	below;
 
-	if (slot == NULL)
+	/* a slot last seen a horizon ago knows only what the window forgets */
+	if (slot == NULL || old_enough(slot->seen, now, horizon))
 		return absence_proven(page, now, horizon) ? FBF_STREAM_NEW : FBF_STREAM_ASK;
 
 	complete = old_enough(slot->born, now, horizon);
@@ -152,7 +153,7 @@ fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
 
 	if (id == 0)
 		return;
-	if (slot == NULL)
+	if (slot == NULL || old_enough(slot->seen, now, horizon))
 	{
 		/* proven before the eviction: the victim is another stream */
 		bool		proven = absence_proven(page, now, horizon);
@@ -169,7 +170,12 @@ fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
 		if (!proven && page->since > born)
 			born = page->since;
 
-		slot = take_slot(page, now, horizon);
+		/*
+		 * A slot of this stream last seen a horizon ago is taken afresh:
+		 * everything it recorded is past the horizon, as if it had expired.
+		 */
+		if (slot == NULL)
+			slot = take_slot(page, now, horizon);
 		if (slot == NULL)
 			return;
 		slot->id = id;

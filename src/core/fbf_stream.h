@@ -24,6 +24,9 @@
  *	  a missing stream is new only if both are at least `horizon` old.
  *	- A slot made when that was not proven knows only what it recorded
  *	  since `born`; it answers "new" once `born` is `horizon` old.
+ *	- A slot last seen `horizon` ago knows only operations the window
+ *	  forgets: it answers as a missing stream would, and the stream's next
+ *	  operation takes it afresh (a stream forgets as the filter does).
  *
  * Times are in one unit of the caller's choosing (window time,
  * microseconds), `horizon` at least the retention.  Slots record
