@@ -22,9 +22,9 @@
  *	  63-bit number (distinct: a bijection of (client, n)).
  *	- retries (-p, default 0.1 of the operations): a client resends an
  *	  operation it has had acknowledged, younger than half the retention
- *	  (-t seconds): in order mode one of the 64 seqs below its lowest
- *	  unacknowledged one, in random mode one of its last 64 acknowledged.
- *	  A retry is a duplicate: the right answer is "dismissed".
+ *	  (-t seconds): one of the 64 operations below its lowest
+ *	  unacknowledged one.  A retry is a duplicate: the right answer is
+ *	  "dismissed".
  *	- every request is one statement, one transaction (autocommit), that
  *	  sends the same batch of B operations (-b, default 500) of one key to
  *	  every counter of -C (comma-separated), each operation adding 1:
@@ -34,13 +34,17 @@
  *
  *	  so every counter sees the same operations in the same transactions.
  *	  A request that fails (a deadlock, say) is sent again, the same.
- *	- -n operations in all (retries included), or, with -T, as many as
- *	  fit in T seconds; -R paces the whole at R operations per second (0:
- *	  as fast as it goes).
+ *	- -n new (unique) operations, the retries besides, or, with -T, as
+ *	  many as fit in T seconds; -R paces the whole at R operations per
+ *	  second, retries included (0: as fast as it goes).
  *
  * Output, one line each, "name value" pairs for the script to read:
  *	total ops N unique U retries R seconds S rate X requests Q errors E
- *	counter NAME unique_dismissed D retries_applied A
+ *	counter NAME unique_dismissed D recovered V double_counts A
+ * where D counts the unique operations a counter answered false, V the
+ * retries it applied of operations it had dismissed (the retry recovered
+ * them), A the retries it applied of operations it had applied: its sum is
+ * U - D + V + A.
  *
  * Usage: stream_driver -C counters [-d conninfo] [-m order|random] [-n ops]
  *                      [-T seconds] [-R rate] [-c clients] [-k keys]
@@ -88,6 +92,8 @@ typedef struct Client
 	int64_t		next;			/* next seq number to send */
 	uint64_t	acked;			/* bit i: lo + i acknowledged */
 	double		at[RING];		/* acknowledgement time of number n */
+	uint8_t		lost[RING];		/* bit j: counter j dismissed number n and
+								 * no retry of it has applied since */
 } Client;
 
 typedef struct Op
@@ -96,6 +102,7 @@ typedef struct Op
 	int64_t		n;				/* the client's operation number */
 	int64_t		seq;			/* what is sent */
 	bool		retry;
+	uint8_t		answers;		/* bit j: counter j applied it */
 } Op;
 
 typedef struct Worker
@@ -109,12 +116,14 @@ typedef struct Worker
 	long long	requests;
 	long long	errors;
 	long long	dismissed[MAX_COUNTERS];	/* unique operations dismissed */
-	long long	reapplied[MAX_COUNTERS];	/* retries applied */
+	long long	recovered[MAX_COUNTERS];	/* retries applied, of a dismissed
+											 * unique operation */
+	long long	doubled[MAX_COUNTERS];	/* retries applied again */
 } Worker;
 
 static Client *clients;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static long long claimed = 0;	/* operations handed to workers */
+static long long claimed = 0;	/* new operations handed to workers */
 static double t_start;
 
 static double
@@ -218,7 +227,6 @@ make_batch(Worker *w, Op *ops, int *key)
 			ops[n].seq = seq_of(c, rn);
 			ops[n].retry = true;
 			n++;
-			claimed++;
 			continue;
 		}
 		if (cl->next >= cl->lo + inflight)
@@ -235,9 +243,14 @@ make_batch(Worker *w, Op *ops, int *key)
 	return n;
 }
 
-/* the batch's new operations are acknowledged: slide their windows */
+/*
+ * The batch is acknowledged: slide the windows of its new operations,
+ * remember which counters dismissed them, and sort the retries that a
+ * counter applied into recoveries (of an operation it had dismissed) and
+ * double counts.
+ */
 static void
-ack_batch(const Op *ops, int n)
+ack_batch(Worker *w, const Op *ops, int n)
 {
 	double		t = now_s();
 	int			i;
@@ -246,11 +259,28 @@ ack_batch(const Op *ops, int n)
 	for (i = 0; i < n; i++)
 	{
 		Client	   *cl = &clients[ops[i].client];
+		int			slot = (int) (ops[i].n % RING);
+		int			j;
 
 		if (ops[i].retry)
+		{
+			for (j = 0; j < ncounters; j++)
+			{
+				if (!(ops[i].answers & (1 << j)))
+					continue;
+				if (cl->lost[slot] & (1 << j))
+				{
+					w->recovered[j]++;
+					cl->lost[slot] &= ~(1 << j);
+				}
+				else
+					w->doubled[j]++;
+			}
 			continue;
+		}
+		cl->lost[slot] = (uint8_t) (~ops[i].answers & ((1 << ncounters) - 1));
 		cl->acked |= UINT64_C(1) << (ops[i].n - cl->lo);
-		cl->at[ops[i].n % RING] = t;
+		cl->at[slot] = t;
 		while (cl->acked & 1)
 		{
 			cl->acked >>= 1;
@@ -375,14 +405,16 @@ run_worker(void *arg)
 			{
 				bool		applied = v[1 + 2 * i] == 't';
 
-				if (ops[i].retry && applied)
-					w->reapplied[j]++;
-				else if (!ops[i].retry && !applied)
+				if (j == 0)
+					ops[i].answers = 0;
+				if (applied)
+					ops[i].answers |= 1 << j;
+				if (!ops[i].retry && !applied)
 					w->dismissed[j]++;
 			}
 		}
 		PQclear(res);
-		ack_batch(ops, n);
+		ack_batch(w, ops, n);
 		w->ops += n;
 		for (i = 0; i < n; i++)
 		{
@@ -511,14 +543,17 @@ main(int argc, char **argv)
 	for (j = 0; j < ncounters; j++)
 	{
 		long long	d = 0,
+					r = 0,
 					a = 0;
 
 		for (i = 0; i < nconns; i++)
 		{
 			d += workers[i].dismissed[j];
-			a += workers[i].reapplied[j];
+			r += workers[i].recovered[j];
+			a += workers[i].doubled[j];
 		}
-		printf("counter %s unique_dismissed %lld retries_applied %lld\n", counters[j], d, a);
+		printf("counter %s unique_dismissed %lld recovered %lld double_counts %lld\n",
+			   counters[j], d, r, a);
 	}
 	return 0;
 
