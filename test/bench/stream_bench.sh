@@ -15,7 +15,8 @@
 #   INFLIGHT (8), KEYS (10), CONNS (4), BATCH (500), RETRY (0.1),
 #   RETENTION_S (20), TARGET (0.001), CAP (1000), PLAN_FACTOR (10), RATE
 #   (operations per second of the accuracy workloads; default 0.8 x what
-#   the driver reaches unpaced in a calibration), PGB_CLIENTS (2), SEED (1).
+#   the driver reaches unpaced in a calibration), PGB_CLIENTS (2), SEED (1),
+#   WARMUP_S (25; quick: 5).
 #
 # Starts a scratch cluster (fsync = on, the worker every second), builds
 # test/bench/stream_driver.c (libpq, threads) and measures:
@@ -45,14 +46,16 @@
 #  c. fbf / plain UPDATE throughput, 1,000 keys, PGB_CLIENTS pgbench
 #     clients (-M prepared), synchronous_commit off and on, clients that
 #     number in order (a stream per key and client): streams on and
-#     max_streams = 0 (today) against the same plain UPDATE, interleaved
+#     max_streams = 0 (today) against the same plain UPDATE, after a
+#     WARMUP_S s run of each counter (not measured), in interleaved
 #     rounds (CHECKPOINT before each run; the order of the two counters
 #     alternates by round), medians.
 #  d. WAL bytes per increment: pg_wal_lsn_diff of pg_current_wal_insert_lsn()
 #     around each run of c / its transactions, streams on, off and plain
 #     (the target is held against sync off: with synchronous_commit on a
 #     run has few transactions, and the full-page images that follow the
-#     CHECKPOINT weigh on each).
+#     CHECKPOINT weigh on each), and pg_waldump --stats of the last
+#     synchronous_commit off run of each counter.
 #  e. a counter with max_streams = CAP fed by CLIENTS clients (more active
 #     streams than the cap): its false dismissals against TARGET (in the
 #     run of a).
@@ -69,9 +72,9 @@ set -euo pipefail
 cd "$FBF_ROOT"
 
 if [ "${1:-}" = quick ]; then
-	OPS=200000 SECS=3 ROUNDS=2 CSV=${2:-/tmp/bench_streams_quick.csv} CAL_S=3
+	OPS=200000 SECS=3 ROUNDS=2 CSV=${2:-/tmp/bench_streams_quick.csv} CAL_S=3 WARMUP_S=${WARMUP_S:-5}
 else
-	OPS=${1:-10000000} SECS=${2:-8} ROUNDS=${3:-4} CSV=${4:-docs/bench_streams.csv} CAL_S=8
+	OPS=${1:-10000000} SECS=${2:-8} ROUNDS=${3:-4} CSV=${4:-docs/bench_streams.csv} CAL_S=8 WARMUP_S=${WARMUP_S:-25}
 fi
 ACC_CSV=${CSV%.csv}_accuracy.csv
 CLIENTS=${CLIENTS:-10000}
@@ -240,12 +243,13 @@ cp test/bench/workloads/plain.sql "$work/"
 for side in on off; do
 	counter=idem
 	[ "$side" = on ] || counter=idem0
-	# in order: seq counts up from 0 in each client (-D s=0), and each run
-	# has its own client ids (-D run=N), so every operation is new
+	# in order: each client's seq counts up by one from a base above every
+	# seq of its earlier runs (-D s=<run> x 10^12), so its streams (one
+	# per key) go on from run to run, and every operation is new
 	cat >"$work/fbf_$side.sql" <<SQL
 \\set k random(1, 1000)
 \\set s :s + 1
-SELECT idempotent_increment('$counter', :k::text, :run * 1000 + :client_id, :s, 1);
+SELECT idempotent_increment('$counter', :k::text, :client_id, :s, 1);
 SQL
 done
 psqlq <<SQL
@@ -281,7 +285,7 @@ run_one() {
 	[ -z "$counter" ] || read -r a0 d0 <<<"$(counter_counts "$counter")"
 	start=$(lsn)
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$PGB_CLIENTS" -j "$PGB_CLIENTS" \
-		-T "$SECS" -D s=0 -D run="$RUN" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
+		-T "$SECS" -D s="${RUN}000000000000" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
 		cat "$work/run.out" "$work/run.err" >&2
 		return 1
 	fi
@@ -295,9 +299,24 @@ run_one() {
 		applied=$((a1 - a0))
 		dismissed=$((d1 - d0))
 	fi
+	if [ "$sync" = off ] && [ "$round" = "$ROUNDS" ]; then
+		# the breakdown by resource manager; pg_waldump reads what is flushed
+		while [ "$(sql "SELECT pg_current_wal_flush_lsn() >= '$end'")" != t ]; do sleep 0.1; done
+		"$PG_BINDIR/pg_waldump" -p "$FBF_SCRATCH/data/pg_wal" -s "$start" -e "$end" --stats \
+			>"$work/waldump_$w" 2>&1 || true
+	fi
 	echo "c,$w,$sync,$PGB_CLIENTS,$round,$SECS,$xacts,$tps,$wal,$applied,$dismissed" >>"$CSV"
 }
 
+# warm-up, not measured: the filters grow to the load (their splits write
+# full pages) and the epochs of the growth expire before the rounds
+for w in fbf_on fbf_off; do
+	RUN=$((RUN + 1))
+	fbf_log "c: warm-up of $w, ${WARMUP_S} s"
+	PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$PGB_CLIENTS" -j "$PGB_CLIENTS" \
+		-T "$WARMUP_S" -D s="${RUN}000000000000" -f "$work/$w.sql" >"$work/warmup.out" 2>&1 ||
+		{ cat "$work/warmup.out" >&2; exit 1; }
+done
 for round in $(seq 1 "$ROUNDS"); do
 	for sync in off on; do
 		run_one plain "$sync" "$round"
@@ -405,6 +424,10 @@ for sync in off on; do
 		v="(full-page images after the CHECKPOINT weigh on few transactions: see sync off)"
 	fi
 	printf '%-22s %10s %10s %10s %12s   %s\n' "sync $sync" "$(fmt1 "$p")" "$(fmt1 "$on")" "$(fmt1 "$off")" "$dd" "$v"
+done
+for w in fbf_on fbf_off; do
+	echo "pg_waldump --stats of the last $w run, sync off (custom170 is fbf's resource manager):"
+	awk 'NF && ($2 + 0 > 0 || $1 == "Type" || $1 == "Total" || /WAL statistics/)' "$work/waldump_$w" | sed 's/^/    /'
 done
 echo
 echo "every run: $CSV, $ACC_CSV"

@@ -3,8 +3,9 @@
  * stream_driver.c
  *	  Many logical clients number their operations and send them, with up
  *	  to W in flight each, to one or more counters at once; at the end, per
- *	  counter, how many unique operations were dismissed (false dismissals)
- *	  and how many retries were applied (double counts).
+ *	  counter, how many unique operations it dismissed (false dismissals)
+ *	  and how many retries it applied (of those: recoveries and double
+ *	  counts).
  *
  * The workload (test/bench/stream_bench.sh runs it):
  *
