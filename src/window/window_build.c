@@ -119,7 +119,7 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 	}
 	meta.part_start = 1 + meta.nchains;
 	/* exact streams after the partition pages; nothing recorded before */
-	meta.stream_pages = (uint32) FbfStreamsWanted(index);
+	meta.stream_pages = (uint32) FbfStreamsWanted(index, 0);
 	meta.stream_start = meta.stream_pages > 0 ?
 		meta.part_start + meta.nparts : 0;
 	FbfFilterRoutineOf(&meta)->derive_meta(&meta);

@@ -86,7 +86,7 @@ extern int64 FbfStreamHorizon(const FbfWindowMetaPageData *meta);
 extern BlockNumber FbfStreamBlock(const FbfWindowMetaPageData *meta,
 								  uint64 stream);
 extern uint32 FbfStreamPagesFor(int max_streams);
-extern int	FbfStreamsWanted(Relation index);
+extern int	FbfStreamsWanted(Relation index, uint32 have);
 extern BlockNumber FbfStreamsCreate(Relation index, ForkNumber fork,
 									BlockNumber *next, uint32 npages,
 									int64 since);

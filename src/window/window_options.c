@@ -72,9 +72,9 @@ FbfWindowOptionsInit(void)
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("fbf.max_streams",
 							"Exact streams a counter table's filter keeps, for counters without the max_streams option (0: none).",
-							"A window takes a changed value at its next refresh; streams beyond it fall back to the filter.",
+							"A new window takes it, and one without stream pages at its next refresh; set the max_streams option to resize a window's. Streams beyond it fall back to the filter.",
 							&fbf_max_streams, 16384, 0, FBF_MAX_STREAMS_LIMIT,
-							PGC_SIGHUP, 0, NULL, NULL, NULL);
+							PGC_SUSET, 0, NULL, NULL, NULL);
 
 	fbf_relopt_kind = add_reloption_kind();
 	add_int_reloption(fbf_relopt_kind, "retention_ms",

@@ -46,7 +46,7 @@
 static bool
 take_streams(Relation index, FbfWindowMetaPageData *meta, int64 now)
 {
-	uint32		wanted = (uint32) FbfStreamsWanted(index);
+	uint32		wanted = (uint32) FbfStreamsWanted(index, meta->stream_pages);
 	BlockNumber next;
 
 	if (meta->stream_pages == wanted)

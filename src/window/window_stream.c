@@ -94,16 +94,24 @@ FbfStreamPagesFor(int max_streams)
 }
 
 /*
- * The stream pages `index` wants: its reloption max_streams, or, where it
- * is -1, fbf.max_streams.
+ * The stream pages `index` wants, now that it has `have`: its reloption
+ * max_streams; or, where it is -1, the run it has, and fbf.max_streams
+ * only for a window without one (a new window, one written before
+ * streams, or one made while the setting was 0).  So the setting sizes
+ * runs but never resizes one: a value that differed between sessions
+ * would otherwise make each refresh take a new run.
  */
 int
-FbfStreamsWanted(Relation index)
+FbfStreamsWanted(Relation index, uint32 have)
 {
 	int			max_streams = FbfWindowGetOptions(index)->max_streams;
 
 	if (max_streams < 0)
+	{
+		if (have > 0)
+			return (int) have;
 		max_streams = fbf_max_streams;
+	}
 	return (int) FbfStreamPagesFor(max_streams);
 }
 
