@@ -235,3 +235,18 @@ fbf_run_tap() {
 		PATH="$PG_BINDIR:$PATH" FBF_RETRY_STORM="$dir/retry_storm" FBF_FORGE_OPS="$dir/forge_ops" \
 		make -s prove_installcheck PROVE_FLAGS=-v ${FBF_PROVE_TESTS:+PROVE_TESTS="$FBF_PROVE_TESTS"})
 }
+
+# fbf_tap_ok GOT EXPECTED NAME: one TAP line of a shell test (test/upgrade.sh,
+# test/pg_upgrade.sh), numbered by the caller's $n, failures counted in its
+# $bad, with what was expected and got when they differ.
+fbf_tap_ok() {
+	n=$((n + 1))
+	if [ "$1" = "$2" ]; then
+		echo "ok $n - $3"
+	else
+		bad=$((bad + 1))
+		echo "not ok $n - $3"
+		echo "#   expected: $2"
+		echo "#        got: $1"
+	fi
+}

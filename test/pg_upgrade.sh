@@ -62,18 +62,6 @@ stop_all() {
 }
 trap stop_all EXIT
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = "$2" ]; then
-		echo "ok $n - $3"
-	else
-		bad=$((bad + 1))
-		echo "not ok $n - $3"
-		echo "#   expected: $2"
-		echo "#        got: $1"
-	fi
-}
-
 export PGHOST=$work PGUSER=postgres
 PGPORT=$(fbf_free_port)
 export PGPORT
@@ -105,7 +93,7 @@ fbf_log "filling a PostgreSQL 15 cluster"
 make_cluster "$OLD_BIN" old || exit 1
 start "$OLD_BIN" old || exit 1
 psql -X -q -d postgres -c "CREATE DATABASE upg" -c "CREATE DATABASE upg11"
-ok "$(q "SHOW server_version_num" | cut -c1-2)" "15" "the old cluster runs PostgreSQL 15"
+fbf_tap_ok "$(q "SHOW server_version_num" | cut -c1-2)" "15" "the old cluster runs PostgreSQL 15"
 q "CREATE EXTENSION fbf" >/dev/null
 q "SELECT fbf_create_counter_table('likes', retention => '1 hour', expected_rate => 100)" >/dev/null
 q "SELECT fbf_create_counter_table('views', retention => '1 hour', expected_rate => 100, filter => 'cuckoo')" >/dev/null
@@ -128,8 +116,8 @@ claims() {
 		+ (SELECT count(*) FROM generate_series(1, 100) g WHERE fbf_claim('events', 'order-' || g))
 		+ (SELECT count(*) FROM unnest(fbf_claim('events', ARRAY(SELECT md5(g::text)::uuid FROM generate_series(1, 100) g))) c WHERE c)"
 }
-ok "$(ops)" "900" "15 applies every operation once"
-ok "$(claims)" "600" "15 grants every claim once"
+fbf_tap_ok "$(ops)" "900" "15 applies every operation once"
+fbf_tap_ok "$(claims)" "600" "15 grants every claim once"
 psql -X -q -d upg -c "BEGIN" -c "SELECT idempotent_increment('likes', 9, 1, 1000)" -c "ROLLBACK" >/dev/null
 # part drained into the filters, the operations that follow still pending
 q "SELECT fbf_counter_maintain('likes')" >/dev/null
@@ -141,14 +129,14 @@ values() {
 		fbf_counter_value('views', 'page:1') || '/' || (SELECT sum(value) FROM views)"
 }
 before=$(values)
-ok "$before" "350/750/34/200" "15's counters hold every operation once"
+fbf_tap_ok "$before" "350/750/34/200" "15's counters hold every operation once"
 verify_before=$(q "SELECT entries || '/' || heap_tuples FROM cuckoo_index_verify('items_id')")
 
 # a database whose fbf objects are 1.1's (this library serves them, as
 # test/upgrade.sh shows): ALTER EXTENSION fbf UPDATE runs on 18
 q11 "CREATE EXTENSION fbf VERSION '1.1'" >/dev/null
 q11 "SELECT fbf_create_counter_table('old', retention => '1 hour', expected_rate => 100)" >/dev/null
-ok "$(q11 "SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('old', 5, g, 1)")" "200" \
+fbf_tap_ok "$(q11 "SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('old', 5, g, 1)")" "200" \
 	"15 counts on fbf 1.1's objects"
 # PostgreSQL 15.20 (November 2026) keeps an attribute version in the
 # options of every column ("pg_attver=N"), and its pg_dump knows them;
@@ -172,9 +160,9 @@ make_cluster "$NEW_BIN" new --no-data-checksums || exit 1
 if (cd "$work" && as_postgres "$NEW_BIN/pg_upgrade" -b "$OLD_BIN" -B "$NEW_BIN" \
 	-d "$work/old" -D "$work/new" -p "$PGPORT" -P "$PGPORT" -s "$work" \
 	>"$work/pg_upgrade.log" 2>&1); then
-	ok "ran" "ran" "pg_upgrade from 15 to 18"
+	fbf_tap_ok "ran" "ran" "pg_upgrade from 15 to 18"
 else
-	ok "failed" "ran" "pg_upgrade from 15 to 18"
+	fbf_tap_ok "failed" "ran" "pg_upgrade from 15 to 18"
 	tail -30 "$work/pg_upgrade.log"
 	cat "$work"/new/pg_upgrade_output.d/*/log/*.log 2>/dev/null | tail -40
 	echo "1..$n"
@@ -183,34 +171,34 @@ fi
 
 # ---- 3. PostgreSQL 18 ----
 start "$NEW_BIN" new || exit 1
-ok "$(q "SHOW server_version_num" | cut -c1-2)" "18" "the upgraded cluster runs PostgreSQL 18"
-ok "$(values)" "$before" "the counters' values are 15's"
-ok "$(ops)" "0" "every retry of an operation 15 remembered is dismissed"
-ok "$(q "SELECT count(*) FROM generate_series(301, 350) g WHERE idempotent_increment('likes', 1, g, 1)")" "0" \
+fbf_tap_ok "$(q "SHOW server_version_num" | cut -c1-2)" "18" "the upgraded cluster runs PostgreSQL 18"
+fbf_tap_ok "$(values)" "$before" "the counters' values are 15's"
+fbf_tap_ok "$(ops)" "0" "every retry of an operation 15 remembered is dismissed"
+fbf_tap_ok "$(q "SELECT count(*) FROM generate_series(301, 350) g WHERE idempotent_increment('likes', 1, g, 1)")" "0" \
 	"so are the retries of operations 15 still had pending"
-ok "$(claims)" "0" "every repeated claim is refused"
-ok "$(q "SELECT count(*) FROM generate_series(401, 450) g WHERE fbf_claim('events', g)")" "0" \
+fbf_tap_ok "$(claims)" "0" "every repeated claim is refused"
+fbf_tap_ok "$(q "SELECT count(*) FROM generate_series(401, 450) g WHERE fbf_claim('events', g)")" "0" \
 	"so are the claims 15 still had pending"
-ok "$(q "SELECT idempotent_increment('likes', 9, 1, 1000)")" "t" \
+fbf_tap_ok "$(q "SELECT idempotent_increment('likes', 9, 1, 1000)")" "t" \
 	"the operation 15 rolled back applies"
-ok "$(q "SELECT count(*) FROM generate_series(1001, 1100) g WHERE idempotent_increment('likes', 'post:' || (g % 5), 3, g, 1)
+fbf_tap_ok "$(q "SELECT count(*) FROM generate_series(1001, 1100) g WHERE idempotent_increment('likes', 'post:' || (g % 5), 3, g, 1)
 	AND NOT idempotent_increment('likes', 'post:' || (g % 5), 3, g, 1)")" "100" \
 	"new operations apply once"
-ok "$(q "SELECT count(*) FROM generate_series(1001, 1100) g WHERE idempotent_increment('views', 'page:9', 11, g, 2)
+fbf_tap_ok "$(q "SELECT count(*) FROM generate_series(1001, 1100) g WHERE idempotent_increment('views', 'page:9', 11, g, 2)
 	AND NOT idempotent_increment('views', 'page:9', 11, g, 2)")" "100" \
 	"on the cuckoo window too"
-ok "$(q "SELECT count(*) FROM generate_series(5001, 5100) g WHERE fbf_claim('events', g) AND NOT fbf_claim('events', g)")" "100" \
+fbf_tap_ok "$(q "SELECT count(*) FROM generate_series(5001, 5100) g WHERE fbf_claim('events', g) AND NOT fbf_claim('events', g)")" "100" \
 	"new claims are granted once"
-ok "$(values)" "1350/1850/34/400" "the counters are exact"
-ok "$(q "SELECT entries || '/' || heap_tuples FROM cuckoo_index_verify('items_id')")" "$verify_before" \
+fbf_tap_ok "$(values)" "1350/1850/34/400" "the counters are exact"
+fbf_tap_ok "$(q "SELECT entries || '/' || heap_tuples FROM cuckoo_index_verify('items_id')")" "$verify_before" \
 	"cuckoo_index_verify is clean on the index 15 built"
-ok "$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q "SELECT count(*) FROM items WHERE id IN (1, 2500, 5000, 5001)")" "3" \
+fbf_tap_ok "$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q "SELECT count(*) FROM items WHERE id IN (1, 2500, 5000, 5001)")" "3" \
 	"and its lookups answer"
 q "INSERT INTO items SELECT g, 'item ' || g FROM generate_series(5001, 20000) g" >/dev/null
 q "INSERT INTO dups SELECT g, g % 50 FROM generate_series(5001, 10000) g" >/dev/null
 q "DELETE FROM dups WHERE id % 3 = 0" >/dev/null
 q "VACUUM items, dups" >/dev/null
-ok "$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q "SELECT count(*) FROM dups WHERE k IN (SELECT generate_series(0, 49))")" \
+fbf_tap_ok "$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q "SELECT count(*) FROM dups WHERE k IN (SELECT generate_series(0, 49))")" \
 	"$(q "SELECT count(*) FROM dups")" \
 	"after inserts (growing the index), deletes and VACUUM on 18, lookups find every row"
 # each index: entries / heap tuples / dead entries, from cuckoo_index_verify
@@ -219,40 +207,40 @@ verify_both() {
 		FROM (SELECT i, cuckoo_index_verify(i) AS v FROM unnest(ARRAY['items_id', 'dups_k']::regclass[]) i) s"
 }
 rows="$(q "SELECT count(*) FROM dups")"
-ok "$(verify_both)" "dups_k:$rows/$rows/0 items_id:20000/20000/0" \
+fbf_tap_ok "$(verify_both)" "dups_k:$rows/$rows/0 items_id:20000/20000/0" \
 	"and both indexes verify clean"
 
 # 18 replays fbf's WAL records after a crash
 stop "$NEW_BIN" new immediate
 start "$NEW_BIN" new || exit 1
-ok "$(ops)" "0" "after a crash, every retry is still dismissed"
-ok "$(values)" "1350/1850/34/400" "the counters are exact after the crash"
-ok "$(q "SELECT count(*) FROM generate_series(1001, 1100) g WHERE idempotent_increment('likes', 'post:' || (g % 5), 3, g, 1)
+fbf_tap_ok "$(ops)" "0" "after a crash, every retry is still dismissed"
+fbf_tap_ok "$(values)" "1350/1850/34/400" "the counters are exact after the crash"
+fbf_tap_ok "$(q "SELECT count(*) FROM generate_series(1001, 1100) g WHERE idempotent_increment('likes', 'post:' || (g % 5), 3, g, 1)
 	OR idempotent_increment('views', 'page:9', 11, g, 2) OR fbf_claim('events', g + 4000)")" "0" \
 	"and so are the retries of operations made on 18"
 # (VACUUM's WAL is not flushed when it ends, as it has no transaction id:
 # the crash may undo it, leaving entries of dead rows for the next one)
-ok "$(q "SELECT string_agg(i::text || ':' || ((v).entries = (v).heap_tuples + (v).dead_entries) || '/' || (v).heap_tuples, ' ' ORDER BY i::text)
+fbf_tap_ok "$(q "SELECT string_agg(i::text || ':' || ((v).entries = (v).heap_tuples + (v).dead_entries) || '/' || (v).heap_tuples, ' ' ORDER BY i::text)
 	FROM (SELECT i, cuckoo_index_verify(i) AS v FROM unnest(ARRAY['items_id', 'dups_k']::regclass[]) i) s")" \
 	"dups_k:true/$rows items_id:true/20000" \
 	"the cuckoo indexes verify clean after the crash"
 
 # the 1.1 database: its objects are updated on 18, its window kept
-ok "$(q11 "SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('old', 5, g, 1)")" "0" \
+fbf_tap_ok "$(q11 "SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('old', 5, g, 1)")" "0" \
 	"fbf 1.1's counter dismisses every retry on 18"
 q11 "ALTER EXTENSION fbf UPDATE" >/dev/null
-ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" \
+fbf_tap_ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" \
 	"$(sed -n "s/^default_version = '\(.*\)'/\1/p" fbf.control)" \
 	"ALTER EXTENSION fbf UPDATE on 18 reaches the current version"
-ok "$(q11 "SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('old', 5, g, 1)")" "0" \
+fbf_tap_ok "$(q11 "SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('old', 5, g, 1)")" "0" \
 	"and every retry is still dismissed"
-ok "$(q11 "SELECT idempotent_increment('old', 5, 201, 1)")/$(q11 "SELECT idempotent_increment('old', 5, 201, 1)")/$(q11 "SELECT fbf_counter_value('old')")" \
+fbf_tap_ok "$(q11 "SELECT idempotent_increment('old', 5, 201, 1)")/$(q11 "SELECT idempotent_increment('old', 5, 201, 1)")/$(q11 "SELECT fbf_counter_value('old')")" \
 	"t/f/201" "new operations count once"
 PGOPTIONS="-c client_min_messages=warning" q "ALTER EXTENSION fbf UPDATE" >/dev/null
-ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" \
+fbf_tap_ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" \
 	"$(sed -n "s/^default_version = '\(.*\)'/\1/p" fbf.control)" \
 	"the current version's database needs no update"
-ok "$(grep -c 'PANIC\|TRAP' "$work/new.log")" "0" "the 18 server logged no PANIC"
+fbf_tap_ok "$(grep -c 'PANIC\|TRAP' "$work/new.log")" "0" "the 18 server logged no PANIC"
 
 echo "1..$n"
 [ "$bad" -eq 0 ]

@@ -31,18 +31,6 @@ n=0
 bad=0
 trap 'fbf_cluster_stop; rm -rf "$work"' EXIT
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = "$2" ]; then
-		echo "ok $n - $3"
-	else
-		bad=$((bad + 1))
-		echo "not ok $n - $3"
-		echo "#   expected: $2"
-		echo "#        got: $1"
-	fi
-}
-
 q() { psql -X -At -v ON_ERROR_STOP=1 -d upg -c "$1"; }
 
 # 1.0 comes from this repository's history; a copy without it (an
@@ -64,7 +52,7 @@ fi
 fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
 psql -X -q -c "CREATE DATABASE upg"
 q "CREATE EXTENSION fbf" >/dev/null
-ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.0" \
+fbf_tap_ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.0" \
 	"the server runs fbf 1.0"
 q "SELECT fbf_create_counter_table('likes', retention => '10 min', expected_rate => 100)" >/dev/null
 q "SELECT fbf_create_counter_table('views', retention => '10 min', expected_rate => 100)" >/dev/null
@@ -95,7 +83,7 @@ q "INSERT INTO stored (id, f) VALUES
 	(5, fbf_add(fbf_refresh(fbf_add(fbf_create(400000, 7, 5), ARRAY['a', 'b']), 2), 'c'))" >/dev/null
 q "UPDATE stored SET portable = f::text" >/dev/null
 before=$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")
-ok "$before" "300/700/100" "1.0 counted every operation once"
+fbf_tap_ok "$before" "300/700/100" "1.0 counted every operation once"
 as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m fast -w stop >/dev/null
 
 fbf_log "installing this build over 1.0"
@@ -113,42 +101,42 @@ retries() {
 		+ (SELECT count(*) FROM generate_series(1, 100) g WHERE idempotent_increment('views', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, g, 1))"
 }
 
-ok "$(retries)" "0" "with the new library and the 1.0 SQL objects, every retry is dismissed"
-ok "$(q "SELECT idempotent_increment('likes', 9, 1, 1000)")" "t" \
+fbf_tap_ok "$(retries)" "0" "with the new library and the 1.0 SQL objects, every retry is dismissed"
+fbf_tap_ok "$(q "SELECT idempotent_increment('likes', 9, 1, 1000)")" "t" \
 	"the operation 1.0 rolled back applies"
-ok "$(grep -c 'upgraded the filter of counter' "$FBF_SCRATCH/server.log")" "2" \
+fbf_tap_ok "$(grep -c 'upgraded the filter of counter' "$FBF_SCRATCH/server.log")" "2" \
 	"both counters' filters were upgraded in place, and said so"
 q "ALTER EXTENSION fbf UPDATE" >/dev/null
-ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.3" \
+fbf_tap_ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.3" \
 	"ALTER EXTENSION fbf UPDATE reaches 1.3"
-ok "$(retries)" "0" "after ALTER EXTENSION fbf UPDATE, every retry is still dismissed"
-ok "$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")" \
+fbf_tap_ok "$(retries)" "0" "after ALTER EXTENSION fbf UPDATE, every retry is still dismissed"
+fbf_tap_ok "$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")" \
 	"1300/1700/100" "the counters are exact"
-ok "$(q "SELECT idempotent_increment('likes', 'post:3', 2, 1000000, 1) AND NOT idempotent_increment('likes', 'post:3', 2, 1000000, 1)")" \
+fbf_tap_ok "$(q "SELECT idempotent_increment('likes', 'post:3', 2, 1000000, 1) AND NOT idempotent_increment('likes', 'post:3', 2, 1000000, 1)")" \
 	"t" "new keyed operations apply once"
-ok "$(q "SELECT fbf_contains(fbf_snapshot('likes'), fbf_operation('post:3', 2, 1000000))")" "t" \
+fbf_tap_ok "$(q "SELECT fbf_contains(fbf_snapshot('likes'), fbf_operation('post:3', 2, 1000000))")" "t" \
 	"the window remembers them under their keyed identity"
-ok "$(q "SELECT count(*) FROM items WHERE id IN (1, 2500, 5000)")" "3" \
+fbf_tap_ok "$(q "SELECT count(*) FROM items WHERE id IN (1, 2500, 5000)")" "3" \
 	"the cuckoo index built by 1.0 still answers"
-ok "$(q "SELECT entries FROM cuckoo_index_verify('items_id')")" "5000" \
+fbf_tap_ok "$(q "SELECT entries FROM cuckoo_index_verify('items_id')")" "5000" \
 	"and verifies clean"
-ok "$(q "SELECT overflow_pages > 0 FROM cuckoo_index_stats('dups_k')")" "t" \
+fbf_tap_ok "$(q "SELECT overflow_pages > 0 FROM cuckoo_index_stats('dups_k')")" "t" \
 	"the 1.0 index of a column with duplicates has overflow chains"
 q "INSERT INTO dups SELECT g, g % 50 FROM generate_series(5001, 10000) g" >/dev/null
 q "DELETE FROM dups WHERE id % 3 = 0" >/dev/null
 q "VACUUM dups" >/dev/null
-ok "$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q "SELECT count(*) FROM dups WHERE k IN (SELECT generate_series(0, 49))")" \
+fbf_tap_ok "$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q "SELECT count(*) FROM dups WHERE k IN (SELECT generate_series(0, 49))")" \
 	"$(q "SELECT count(*) FROM dups")" \
 	"after more duplicates (posting lists beside 1.0's chains), deletes and VACUUM, its lookups find every row"
-ok "$(q "SELECT entries = heap_tuples FROM cuckoo_index_verify('dups_k')")" "t" \
+fbf_tap_ok "$(q "SELECT entries = heap_tuples FROM cuckoo_index_verify('dups_k')")" "t" \
 	"and it verifies clean"
-ok "$(q "SELECT count(*) FROM fbf_counter_stats WHERE pending >= 0")" "2" \
+fbf_tap_ok "$(q "SELECT count(*) FROM fbf_counter_stats WHERE pending >= 0")" "2" \
 	"both counters show in fbf_counter_stats"
-ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable")" "5" \
+fbf_tap_ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable")" "5" \
 	"fbf values stored by 1.0 read back as the very values 1.0 wrote"
-ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(f, 'a') AND fbf_contains(f, 'b') AND fbf_contains(f, 'c') AND NOT fbf_contains(f, 'never added')")" "5" \
+fbf_tap_ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(f, 'a') AND fbf_contains(f, 'b') AND fbf_contains(f, 'c') AND NOT fbf_contains(f, 'never added')")" "5" \
 	"and remember what they held"
-ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(fbf_add(f, 'd'), 'd') AND (fbf_info(fbf_add(f, 'd'))).counts[1] = (fbf_info(f)).counts[1] + 1 AND fbf_add(f, 'd')::text::fbf::text = fbf_add(f, 'd')::text")" "5" \
+fbf_tap_ok "$(q "SELECT count(*) FROM stored WHERE fbf_contains(fbf_add(f, 'd'), 'd') AND (fbf_info(fbf_add(f, 'd'))).counts[1] = (fbf_info(f)).counts[1] + 1 AND fbf_add(f, 'd')::text::fbf::text = fbf_add(f, 'd')::text")" "5" \
 	"and take new elements"
 # the same objects as a fresh install: psql's description of the
 # extension, and every function's definition
@@ -163,28 +151,28 @@ describe() {
 }
 describe upg >"$work/described.upgraded"
 describe fresh >"$work/described.fresh"
-ok "$(diff "$work/described.upgraded" "$work/described.fresh" >"$work/described.diff" && echo same || cat "$work/described.diff")" \
+fbf_tap_ok "$(diff "$work/described.upgraded" "$work/described.fresh" >"$work/described.diff" && echo same || cat "$work/described.diff")" \
 	"same" "the updated extension describes as a fresh 1.3 install (\\dx+ and every function's definition)"
-ok "$([ "$(wc -l <"$work/described.fresh")" -gt 150 ] && echo yes)" "yes" \
+fbf_tap_ok "$([ "$(wc -l <"$work/described.fresh")" -gt 150 ] && echo yes)" "yes" \
 	"(and the description is the whole extension: $(wc -l <"$work/described.fresh") lines)"
 
 # what 1.1 adds works on the updated database: dedup tables, batches, outcomes
 q "SELECT fbf_create_dedup('inbox', retention => '10 min', expected_rate => 100)" >/dev/null
-ok "$(q "SELECT fbf_claim('inbox', ARRAY(SELECT 'msg-' || g FROM generate_series(1, 500) g)) = array_fill(true, ARRAY[500])")" \
+fbf_tap_ok "$(q "SELECT fbf_claim('inbox', ARRAY(SELECT 'msg-' || g FROM generate_series(1, 500) g)) = array_fill(true, ARRAY[500])")" \
 	"t" "a dedup table claims every new id"
-ok "$(q "SELECT idempotent_increment('likes', 'post:9', ARRAY[5, 5, 6]::bigint[], ARRAY[1, 1, 1]::bigint[], ARRAY[2, 2, 3]::bigint[])")" \
+fbf_tap_ok "$(q "SELECT idempotent_increment('likes', 'post:9', ARRAY[5, 5, 6]::bigint[], ARRAY[1, 1, 1]::bigint[], ARRAY[2, 2, 3]::bigint[])")" \
 	"{t,f,t}" "a batch applies each operation once"
-ok "$(q "SELECT (idempotent_increment_outcome('likes', 'post:9', 5, 1, 2)).value")" "5" \
+fbf_tap_ok "$(q "SELECT (idempotent_increment_outcome('likes', 'post:9', 5, 1, 2)).value")" "5" \
 	"a retry's outcome is the key's value"
 as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m immediate -w stop >/dev/null
 as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -l "$FBF_SCRATCH/server.log" \
 	-w -t 60 start >/dev/null || { cat "$FBF_SCRATCH/server.log"; exit 1; }
-ok "$(q "SELECT count(*) FROM unnest(fbf_claim('inbox', ARRAY(SELECT 'msg-' || g FROM generate_series(1, 500) g))) c WHERE c")" \
+fbf_tap_ok "$(q "SELECT count(*) FROM unnest(fbf_claim('inbox', ARRAY(SELECT 'msg-' || g FROM generate_series(1, 500) g))) c WHERE c")" \
 	"0" "after a crash, every claim is remembered"
-ok "$(retries)" "0" "and every counter operation since 1.0"
+fbf_tap_ok "$(retries)" "0" "and every counter operation since 1.0"
 
 q "UPDATE stored SET f = fbf_refresh(f, 0)" >/dev/null
-ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable AND fbf_contains(f, 'a')")" "5" \
+fbf_tap_ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable AND fbf_contains(f, 'a')")" "5" \
 	"rewritten in the new layout (fbf_refresh(f, 0)), they are the same values"
 
 # ---- from 1.1: windows written without a key get one, forgetting nothing ----
@@ -206,7 +194,7 @@ fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exi
 psql -X -q -c "CREATE DATABASE upg11"
 q11() { psql -X -At -v ON_ERROR_STOP=1 -d upg11 -c "$1"; }
 q11 "CREATE EXTENSION fbf" >/dev/null
-ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.1" \
+fbf_tap_ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.1" \
 	"the server runs fbf 1.1"
 q11 "SELECT fbf_create_counter_table('long11', retention => '10 min', expected_rate => 100)" >/dev/null
 q11 "SELECT fbf_create_counter_table('short11', retention => '3 s', expected_rate => 100)" >/dev/null
@@ -218,7 +206,7 @@ retries11() {
 		+ (SELECT count(*) FROM generate_series(1, 200) g WHERE idempotent_increment('ck11', 3, g, 1))
 		+ (SELECT count(*) FROM unnest(fbf_claim('dd11', ARRAY(SELECT 'id-' || g FROM generate_series(1, 100) g))) c WHERE c)"
 }
-ok "$(retries11)" "700" "1.1 applies 700 operations and claims"
+fbf_tap_ok "$(retries11)" "700" "1.1 applies 700 operations and claims"
 # some drained into the bits, some left on the chains
 q11 "SELECT fbf_counter_maintain('long11'), fbf_counter_maintain('ck11')" >/dev/null
 q11 "SELECT count(*) FROM generate_series(301, 350) g WHERE idempotent_increment('long11', 1, g, 1)" >/dev/null
@@ -229,7 +217,7 @@ psql -X -q -d upg11 -c "BEGIN" -c "SELECT idempotent_increment('long11', 7, 1, 1
 psql -X -q -d upg11 -c "BEGIN" -c "SELECT idempotent_increment('long11', 'other', 7, 2, 10)" \
 	-c "PREPARE TRANSACTION 'upg_p2'" >/dev/null
 q11 "CREATE TABLE snap11 AS SELECT fbf_snapshot('long11') AS s" >/dev/null
-ok "$(q11 "SELECT get_byte(fbf_send(s), 14) FROM snap11")" "0" "1.1's snapshot has no key"
+fbf_tap_ok "$(q11 "SELECT get_byte(fbf_send(s), 14) FROM snap11")" "0" "1.1's snapshot has no key"
 as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m fast -w stop >/dev/null
 
 fbf_log "installing this build over 1.1"
@@ -250,35 +238,35 @@ SELECT idempotent_increment('long11', 'new', :client_id, :s, 1);
 EOSQL
 "$PG_BINDIR/pgbench" -n -c 4 -t 100 -f "$work/race.sql" -d upg11 >"$work/race.log" 2>&1 ||
 	cat "$work/race.log"
-ok "$(q11 "SELECT fbf_counter_value('long11', '')")" "350" \
+fbf_tap_ok "$(q11 "SELECT fbf_counter_value('long11', '')")" "350" \
 	"four clients racing the window's keying: no retry of 1.1's operations applies"
 sent=$(q11 "SELECT fbf_counter_value('long11', 'new')")
-ok "$((sent + $(q11 "SELECT count(*) FROM generate_series(0, 3) c, generate_series(1, 50) g
+fbf_tap_ok "$((sent + $(q11 "SELECT count(*) FROM generate_series(0, 3) c, generate_series(1, 50) g
 	WHERE idempotent_increment('long11', 'new', c, g, 1)")))" "200" \
 	"and each of their new operations applied once (what they sent, plus what applies when all are sent again)"
-ok "$(retries11)" "0" "with this library, every retry of 1.1's operations and claims is dismissed"
+fbf_tap_ok "$(retries11)" "0" "with this library, every retry of 1.1's operations and claims is dismissed"
 keyflags() { q11 "SELECT get_byte(fbf_send(fbf_snapshot('$1')), $2) & 3"; }
-ok "$(keyflags long11 14)/$(keyflags ck11 20)/$(keyflags dd11 14)" "3/3/3" \
+fbf_tap_ok "$(keyflags long11 14)/$(keyflags ck11 20)/$(keyflags dd11 14)" "3/3/3" \
 	"the windows have keys now, and still ask the public hash (snapshot flags keyed and public)"
-ok "$(q11 "SELECT count(*) FROM generate_series(301, 350) g WHERE idempotent_increment('long11', 1, g, 1)")" "0" \
+fbf_tap_ok "$(q11 "SELECT count(*) FROM generate_series(301, 350) g WHERE idempotent_increment('long11', 1, g, 1)")" "0" \
 	"operations left on the chains by 1.1 are dismissed too"
 q11 "SELECT fbf_counter_maintain('long11')" >/dev/null
-ok "$(keyflags long11 14)" "3" "while 1.1's prepared operation is in flight, the public hash is still asked"
+fbf_tap_ok "$(keyflags long11 14)" "3" "while 1.1's prepared operation is in flight, the public hash is still asked"
 q11 "COMMIT PREPARED 'upg_p1'" >/dev/null
 q11 "ROLLBACK PREPARED 'upg_p2'" >/dev/null
-ok "$(q11 "SELECT idempotent_increment('long11', 7, 1, 10)")/$(q11 "SELECT idempotent_increment('long11', 'other', 7, 2, 10)")" \
+fbf_tap_ok "$(q11 "SELECT idempotent_increment('long11', 7, 1, 10)")/$(q11 "SELECT idempotent_increment('long11', 'other', 7, 2, 10)")" \
 	"f/t" "the prepared operation that committed is dismissed, the rolled back one applies"
-ok "$(q11 "SELECT fbf_counter_value('long11', '') || '/' || fbf_counter_value('long11', 'other')")" "360/10" \
+fbf_tap_ok "$(q11 "SELECT fbf_counter_value('long11', '') || '/' || fbf_counter_value('long11', 'other')")" "360/10" \
 	"the counter is exact (350 + 10 on the default key, 10 on the other)"
 q11 "SELECT fbf_create_counter_table('copy11', retention => '10 min', expected_rate => 100)" >/dev/null
-ok "$(q11 "SELECT fbf_counter_load('copy11', s) FROM snap11")" \
+fbf_tap_ok "$(q11 "SELECT fbf_counter_load('copy11', s) FROM snap11")" \
 	"adopted" "1.1's snapshot (no key) is adopted by a new counter"
-ok "$(q11 "SELECT count(*) FROM generate_series(1, 350) g WHERE idempotent_increment('copy11', 1, g, 1)")" "0" \
+fbf_tap_ok "$(q11 "SELECT count(*) FROM generate_series(1, 350) g WHERE idempotent_increment('copy11', 1, g, 1)")" "0" \
 	"which dismisses every retry it remembers"
 q11 "ALTER EXTENSION fbf UPDATE" >/dev/null
-ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.3" \
+fbf_tap_ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.3" \
 	"ALTER EXTENSION fbf UPDATE reaches 1.3 from 1.1"
-ok "$(retries11)" "0" "and every retry is still dismissed"
+fbf_tap_ok "$(retries11)" "0" "and every retry is still dismissed"
 # short11 (retention 3 s): once its public operations have all aged out,
 # its window asks the public hash no more
 q11 "SELECT idempotent_increment('short11', 1, 1, 1)" >/dev/null
@@ -287,8 +275,8 @@ for _ in $(seq 1 60); do
 	[ "$(keyflags short11 14)" = "1" ] && break
 	sleep 0.5
 done
-ok "$(keyflags short11 14)" "1" "a retention after it got its key, a window asks only its key"
-ok "$(q11 "SELECT idempotent_increment('short11', 1, 2, 1) AND NOT idempotent_increment('short11', 1, 2, 1)")" "t" \
+fbf_tap_ok "$(keyflags short11 14)" "1" "a retention after it got its key, a window asks only its key"
+fbf_tap_ok "$(q11 "SELECT idempotent_increment('short11', 1, 2, 1) AND NOT idempotent_increment('short11', 1, 2, 1)")" "t" \
 	"and applies operations once"
 
 echo "1..$n"
