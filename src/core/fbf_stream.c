@@ -14,10 +14,13 @@
  * each one relative to the page it is applied to, which its replay
  * starts from too: a live slot by its index and the seq by its distance
  * from the slot's highest, a stream without one by its id, so that an
- * in-order stream's operation costs about four bytes.  Its format:
+ * in-order stream's operation costs two bytes.  Its format:
  *
- *	FBF_STREAM_LOG_SLOT, slot index (varint), zigzag(seq - high) (varint)
- *	FBF_STREAM_LOG_ID, id (8 bytes, little-endian), zigzag(seq) (varint)
+ *	slot index (one byte, below FBF_STREAM_LOG_FAR), zigzag(seq - high)
+ *	FBF_STREAM_LOG_FAR, slot index (varint), zigzag(seq - high)
+ *	FBF_STREAM_LOG_ID, id (8 bytes, little-endian), zigzag(seq)
+ *
+ * each zigzag a varint (fbf_le.h).
  *
  * No PostgreSQL includes.
  *
@@ -266,8 +269,13 @@ fbf_stream_record_logged(FbfStreamPage *page, uint64_t id, int64_t seq,
 	{
 		uint64_t	up = (uint64_t) seq - (uint64_t) page->slots[index].high;
 
-		out[n++] = FBF_STREAM_LOG_SLOT;
-		n += fbf_varint_write(out + n, (uint64_t) index);
+		if (index < FBF_STREAM_LOG_FAR)
+			out[n++] = (unsigned char) index;
+		else
+		{
+			out[n++] = FBF_STREAM_LOG_FAR;
+			n += fbf_varint_write(out + n, (uint64_t) index);
+		}
 		n += fbf_varint_write(out + n, fbf_zigzag((int64_t) up));
 	}
 	else
@@ -294,16 +302,22 @@ fbf_stream_log_decode(const unsigned char *in, size_t len, FbfStreamLogOp *op)
 
 	if (len < 1)
 		return 0;
-	if (in[0] == FBF_STREAM_LOG_SLOT)
+	if (in[0] < FBF_STREAM_LOG_FAR)
 	{
+		op->slot = in[0];
+		op->id = 0;
+	}
+	else if (in[0] == FBF_STREAM_LOG_FAR)
+	{
+		/* only an index that the first byte cannot hold */
 		r = fbf_varint_read(in + n, len - n, &v);
-		if (r == 0 || v > INT32_MAX)
+		if (r == 0 || v < FBF_STREAM_LOG_FAR || v > INT32_MAX)
 			return 0;
 		op->slot = (int32_t) v;
 		op->id = 0;
 		n += r;
 	}
-	else if (in[0] == FBF_STREAM_LOG_ID)
+	else
 	{
 		if (len - n < 8)
 			return 0;
@@ -311,8 +325,6 @@ fbf_stream_log_decode(const unsigned char *in, size_t len, FbfStreamLogOp *op)
 		op->id = fbf_le64_read(in + n);
 		n += 8;
 	}
-	else
-		return 0;
 	r = fbf_varint_read(in + n, len - n, &v);
 	if (r == 0)
 		return 0;

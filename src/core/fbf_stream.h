@@ -113,9 +113,12 @@ extern void fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
 							  int64_t now, int64_t horizon);
 extern bool fbf_stream_page_valid(const FbfStreamPage *page, uint32_t nslots);
 
-/* a logged recording (fbf_stream.c has the format) */
-#define FBF_STREAM_LOG_SLOT		1	/* a live slot, by its index */
-#define FBF_STREAM_LOG_ID		2	/* a stream without one, by its id */
+/*
+ * A logged recording's first byte (fbf_stream.c has the format): below
+ * FBF_STREAM_LOG_FAR the index of a live slot, or one of these.
+ */
+#define FBF_STREAM_LOG_FAR		0xFE	/* a live slot, its index follows */
+#define FBF_STREAM_LOG_ID		0xFF	/* a stream without one, by its id */
 
 /* the longest logged recording: a tag, an index or id, a seq */
 #define FBF_STREAM_LOG_MAX		(1 + 10 + 10)
