@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "access/xloginsert.h"
+#include "access/xlogrecord.h"
 #include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -35,15 +36,20 @@
 #include "window/window_int.h"
 
 /*
- * XLOG_FBF_STREAMS: up to FBF_XLOG_MAX_PAGES stream pages, recorded at one
- * time.  The main data an xl_fbf_streams; each block's data its page's
+ * XLOG_FBF_STREAMS: up to FBF_STREAMS_MAX_PAGES stream pages, recorded at
+ * one time.  The main data an xl_fbf_streams; each block's data its page's
  * operations, in the order recorded, each logged by
  * fbf_stream_record_logged relative to the page as it was (a live slot by
- * its index and the seq by its distance from the slot's highest, about 4
- * bytes; another stream by its id, 10 or more).  Redo replays them only
+ * its index and the seq by its distance from the slot's highest, 2 bytes
+ * for an in-order stream; another stream by its id, 10 or more).  Redo replays them only
  * on a page that needs it, which is then as the primary had it: a page
  * restored from a full-page image carries no block data.
  */
+#define FBF_STREAMS_MAX_PAGES	32
+
+StaticAssertDecl(FBF_STREAMS_MAX_PAGES <= XLR_MAX_BLOCK_ID + 1,
+				 "a streams record names too many pages");
+
 typedef struct xl_fbf_streams
 {
 	int64		now;			/* window time of the recording */
@@ -201,8 +207,8 @@ stream_op_cmp(const void *a, const void *b)
 
 /*
  * Record in their stream pages the n operations `ops`, committed and
- * drained at `now` (window time): for each page at most
- * FBF_XLOG_MAX_PAGES at a time, locked exclusive in block order, changed
+ * drained at `now` (window time): their pages, at most
+ * FBF_STREAMS_MAX_PAGES at a time, locked exclusive in block order, changed
  * and logged in one XLOG_FBF_STREAMS record, then released.  Recording is
  * idempotent, so an operation recorded again (a drain redone after a
  * crash) changes nothing.  The caller holds the metapage (share) and the
@@ -215,11 +221,11 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 	StreamOpAt *at;
 	FbfStreamOp *sorted;
 	xl_fbf_streams xl;
-	Buffer		bufs[FBF_XLOG_MAX_PAGES];
-	int			first[FBF_XLOG_MAX_PAGES];
-	int			count[FBF_XLOG_MAX_PAGES];
+	Buffer		bufs[FBF_STREAMS_MAX_PAGES];
+	int			first[FBF_STREAMS_MAX_PAGES];
+	int			count[FBF_STREAMS_MAX_PAGES];
 	unsigned char *log;
-	Size		loglen[FBF_XLOG_MAX_PAGES];
+	Size		loglen[FBF_STREAMS_MAX_PAGES];
 	int			i;
 
 	if (meta->stream_pages == 0 || n <= 0)
@@ -238,6 +244,10 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 	qsort(at, n, sizeof(StreamOpAt), stream_op_cmp);
 	for (i = 0; i < n; i++)
 		sorted[i] = ops[at[i].order];
+	/* room for a record of more pages than XLogInsert's usual */
+	if (RelationNeedsWAL(index))
+		XLogEnsureRecordSpace(FBF_STREAMS_MAX_PAGES - 1,
+							  FBF_STREAMS_MAX_PAGES + 1);
 
 	i = 0;
 	while (i < n)
@@ -246,7 +256,7 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 		int			b;
 
 		/* the next pages, up to a record's worth, locked in block order */
-		while (i < n && npages < FBF_XLOG_MAX_PAGES)
+		while (i < n && npages < FBF_STREAMS_MAX_PAGES)
 		{
 			first[npages] = i;
 			count[npages] = 0;
@@ -396,12 +406,12 @@ streams_main_data(XLogReaderState *record, xl_fbf_streams *xl)
 static void
 streams_redo(XLogReaderState *record)
 {
-	Buffer		buffers[FBF_XLOG_MAX_PAGES];
+	Buffer		buffers[FBF_STREAMS_MAX_PAGES];
 	int			max_block = XLogRecMaxBlockId(record);
 	xl_fbf_streams xl;
 	int			id;
 
-	if (max_block >= FBF_XLOG_MAX_PAGES)
+	if (max_block >= FBF_STREAMS_MAX_PAGES)
 		elog(PANIC, "fbf redo: streams of %d pages", max_block + 1);
 	streams_main_data(record, &xl);
 	for (id = 0; id <= max_block; id++)
