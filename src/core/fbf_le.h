@@ -12,6 +12,11 @@
  * 0 to 8 bytes (a cuckoo tag's 3 or 4, a hash input's tail).  The pointer
  * need not be aligned.
  *
+ * Varints (LEB128: seven bits a byte, low first, the high bit saying
+ * another follows; at most FBF_VARINT_MAX bytes) and zigzag (a signed
+ * value as an unsigned one, small magnitudes small) for WAL records whose
+ * numbers are usually small.
+ *
  * No PostgreSQL includes.
  *
  *-------------------------------------------------------------------------
@@ -119,6 +124,62 @@ fbf_le64_write(unsigned char *p, uint64_t v)
 	v = FBF_LE_NATIVE(64, v);
 	memcpy(p, &v, 8);
 #endif
+}
+
+/* the longest varint of 64 bits */
+#define FBF_VARINT_MAX	10
+
+/* Write v at p as a varint (p has FBF_VARINT_MAX bytes); its length. */
+static inline unsigned
+fbf_varint_write(unsigned char *p, uint64_t v)
+{
+	unsigned	n = 0;
+
+	while (v >= 0x80)
+	{
+		p[n++] = (unsigned char) (v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char) v;
+	return n;
+}
+
+/*
+ * Read the varint at p, of at most `len` bytes, into *v; its length, or 0
+ * if it runs past `len` or past 64 bits.
+ */
+static inline unsigned
+fbf_varint_read(const unsigned char *p, size_t len, uint64_t *v)
+{
+	uint64_t	r = 0;
+
+	for (unsigned n = 0; n < len && n < FBF_VARINT_MAX; n++)
+	{
+		uint64_t	b = p[n] & 0x7f;
+
+		if (n == FBF_VARINT_MAX - 1 && b > 1)
+			return 0;
+		r |= b << (7 * n);
+		if ((p[n] & 0x80) == 0)
+		{
+			*v = r;
+			return n + 1;
+		}
+	}
+	return 0;
+}
+
+/* a signed value as an unsigned one: 0, -1, 1, -2 ... as 0, 1, 2, 3 ... */
+static inline uint64_t
+fbf_zigzag(int64_t v)
+{
+	return ((uint64_t) v << 1) ^ (0 - ((uint64_t) v >> 63));
+}
+
+static inline int64_t
+fbf_unzigzag(uint64_t u)
+{
+	return (int64_t) ((u >> 1) ^ (0 - (u & 1)));
 }
 
 #endif							/* FBF_LE_H */

@@ -10,6 +10,18 @@
  * reads a few kilobytes of one page the caller already holds, as cheap as
  * the probes of the partition page beside it.
  *
+ * A log of recordings (fbf_stream_record_logged, fbf_stream_replay) names
+ * each one relative to the page it is applied to, which its replay
+ * starts from too: a live slot by its index and the seq by its distance
+ * from the slot's highest, a stream without one by its id, so that an
+ * in-order stream's operation costs two bytes.  Its format:
+ *
+ *	slot index (one byte, below FBF_STREAM_LOG_FAR), zigzag(seq - high)
+ *	FBF_STREAM_LOG_FAR, slot index (varint), zigzag(seq - high)
+ *	FBF_STREAM_LOG_ID, id (8 bytes, little-endian), zigzag(seq)
+ *
+ * each zigzag a varint (fbf_le.h).
+ *
  * No PostgreSQL includes.
  *
  *-------------------------------------------------------------------------
@@ -17,6 +29,8 @@
 #include "fbf_stream.h"
 
 #include <string.h>
+
+#include "fbf_le.h"
 
 /* is `t` at least `horizon` before `now` (FBF_STREAM_ALWAYS always is)? */
 static bool
@@ -141,6 +155,23 @@ take_slot(FbfStreamPage *page, int64_t now, int64_t horizon)
 }
 
 /*
+ * The index of the slot that fbf_stream_record(page, id, _, now, horizon)
+ * would update in place: `id`'s slot if the page has one seen within
+ * `horizon`; else -1 (the record takes a slot afresh).  For a log of
+ * recordings that names a live slot by its index rather than its id.
+ */
+int
+fbf_stream_slot_index(const FbfStreamPage *page, uint64_t id, int64_t now,
+					  int64_t horizon)
+{
+	const FbfStreamSlot *slot = fbf_stream_find(page, id);
+
+	if (slot == NULL || old_enough(slot->seen, now, horizon))
+		return -1;
+	return (int) (slot - page->slots);
+}
+
+/*
  * Record operation `seq` of stream `id`, known to have happened, at `now`.
  * A seq more than FBF_STREAM_W below the highest changes nothing but the
  * slot's time: the filter holds it.
@@ -220,4 +251,120 @@ bool
 fbf_stream_page_valid(const FbfStreamPage *page, uint32_t nslots)
 {
 	return page->nslots == nslots && page->nused <= nslots;
+}
+
+/*
+ * Record operation `seq` of stream `id` at `now` as fbf_stream_record
+ * does, and write at `out` (FBF_STREAM_LOG_MAX bytes) how to replay it on
+ * the page as it was; the bytes written.
+ */
+size_t
+fbf_stream_record_logged(FbfStreamPage *page, uint64_t id, int64_t seq,
+						 int64_t now, int64_t horizon, unsigned char *out)
+{
+	int			index = fbf_stream_slot_index(page, id, now, horizon);
+	size_t		n = 0;
+
+	if (index >= 0)
+	{
+		uint64_t	up = (uint64_t) seq - (uint64_t) page->slots[index].high;
+
+		if (index < FBF_STREAM_LOG_FAR)
+			out[n++] = (unsigned char) index;
+		else
+		{
+			out[n++] = FBF_STREAM_LOG_FAR;
+			n += fbf_varint_write(out + n, (uint64_t) index);
+		}
+		n += fbf_varint_write(out + n, fbf_zigzag((int64_t) up));
+	}
+	else
+	{
+		out[n++] = FBF_STREAM_LOG_ID;
+		fbf_le64_write(out + n, id);
+		n += 8;
+		n += fbf_varint_write(out + n, fbf_zigzag(seq));
+	}
+	fbf_stream_record(page, id, seq, now, horizon);
+	return n;
+}
+
+/*
+ * Decode the logged recording at `in` (`len` bytes left) into *op; its
+ * length, or 0 if malformed.  Needs no page (for describing a log).
+ */
+size_t
+fbf_stream_log_decode(const unsigned char *in, size_t len, FbfStreamLogOp *op)
+{
+	size_t		n = 1;
+	unsigned	r;
+	uint64_t	v;
+
+	if (len < 1)
+		return 0;
+	if (in[0] < FBF_STREAM_LOG_FAR)
+	{
+		op->slot = in[0];
+		op->id = 0;
+	}
+	else if (in[0] == FBF_STREAM_LOG_FAR)
+	{
+		/* only an index that the first byte cannot hold */
+		r = fbf_varint_read(in + n, len - n, &v);
+		if (r == 0 || v < FBF_STREAM_LOG_FAR || v > INT32_MAX)
+			return 0;
+		op->slot = (int32_t) v;
+		op->id = 0;
+		n += r;
+	}
+	else
+	{
+		if (len - n < 8)
+			return 0;
+		op->slot = -1;
+		op->id = fbf_le64_read(in + n);
+		n += 8;
+	}
+	r = fbf_varint_read(in + n, len - n, &v);
+	if (r == 0)
+		return 0;
+	op->seq = fbf_unzigzag(v);
+	return n + r;
+}
+
+/*
+ * Replay at `now` the logged recording at `in` (`len` bytes left) on the
+ * page it was logged from, as it was then; its length, or 0 (nothing
+ * changed) if it is malformed or names a slot the page does not have live,
+ * or a stream it has a live slot for: the page is not the one logged.
+ */
+size_t
+fbf_stream_replay(FbfStreamPage *page, const unsigned char *in, size_t len,
+				  int64_t now, int64_t horizon)
+{
+	FbfStreamLogOp op;
+	size_t		n = fbf_stream_log_decode(in, len, &op);
+	uint64_t	id;
+	int64_t		seq;
+
+	if (n == 0)
+		return 0;
+	if (op.slot >= 0)
+	{
+		if ((uint32_t) op.slot >= page->nslots)
+			return 0;
+		id = page->slots[op.slot].id;
+		if (id == 0 || fbf_stream_slot_index(page, id, now, horizon) != op.slot)
+			return 0;
+		seq = (int64_t) ((uint64_t) page->slots[op.slot].high + (uint64_t) op.seq);
+	}
+	else
+	{
+		id = op.id;
+		if (fbf_stream_slot_index(page, id, now, horizon) >= 0)
+			return 0;
+		seq = op.seq;
+	}
+	fbf_stream_record(page, id, seq, now, horizon);
+	return n;
 }

@@ -107,8 +107,35 @@ extern const FbfStreamSlot *fbf_stream_find(const FbfStreamPage *page,
 extern FbfStreamAnswer fbf_stream_check(const FbfStreamPage *page,
 										uint64_t id, int64_t seq,
 										int64_t now, int64_t horizon);
+extern int	fbf_stream_slot_index(const FbfStreamPage *page, uint64_t id,
+								  int64_t now, int64_t horizon);
 extern void fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
 							  int64_t now, int64_t horizon);
 extern bool fbf_stream_page_valid(const FbfStreamPage *page, uint32_t nslots);
+
+/*
+ * A logged recording's first byte (fbf_stream.c has the format): below
+ * FBF_STREAM_LOG_FAR the index of a live slot, or one of these.
+ */
+#define FBF_STREAM_LOG_FAR		0xFE	/* a live slot, its index follows */
+#define FBF_STREAM_LOG_ID		0xFF	/* a stream without one, by its id */
+
+/* the longest logged recording: a tag, an index or id, a seq */
+#define FBF_STREAM_LOG_MAX		(1 + 10 + 10)
+
+typedef struct FbfStreamLogOp
+{
+	int32_t		slot;			/* the slot's index; -1: by id */
+	uint64_t	id;				/* the stream (by id) */
+	int64_t		seq;			/* by slot: seq - the slot's highest */
+} FbfStreamLogOp;
+
+extern size_t fbf_stream_record_logged(FbfStreamPage *page, uint64_t id,
+									   int64_t seq, int64_t now,
+									   int64_t horizon, unsigned char *out);
+extern size_t fbf_stream_log_decode(const unsigned char *in, size_t len,
+									FbfStreamLogOp *op);
+extern size_t fbf_stream_replay(FbfStreamPage *page, const unsigned char *in,
+								size_t len, int64_t now, int64_t horizon);
 
 #endif							/* FBF_STREAM_H */

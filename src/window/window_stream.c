@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "access/xloginsert.h"
+#include "access/xlogrecord.h"
 #include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -35,17 +36,27 @@
 #include "window/window_int.h"
 
 /*
- * XLOG_FBF_STREAMS: up to FBF_XLOG_MAX_PAGES stream pages; each block's
- * data an xl_fbf_streams, then n FbfStreamOp, recorded in that order.
+ * XLOG_FBF_STREAMS: up to FBF_STREAMS_MAX_PAGES stream pages, recorded at
+ * one time.  The main data an xl_fbf_streams; each block's data its page's
+ * operations, in the order recorded, each logged by
+ * fbf_stream_record_logged relative to the page as it was (a live slot by
+ * its index and the seq by its distance from the slot's highest, 2 bytes
+ * for an in-order stream; another stream by its id, 10 or more).  Redo replays them only
+ * on a page that needs it, which is then as the primary had it: a page
+ * restored from a full-page image carries no block data.
  */
+#define FBF_STREAMS_MAX_PAGES	32
+
+StaticAssertDecl(FBF_STREAMS_MAX_PAGES <= XLR_MAX_BLOCK_ID + 1,
+				 "a streams record names too many pages");
+
 typedef struct xl_fbf_streams
 {
 	int64		now;			/* window time of the recording */
 	int64		horizon;		/* FbfStreamHorizon then */
-	uint32		n;				/* operations of this page */
 } xl_fbf_streams;
 
-#define SizeOfFbfStreams	(offsetof(xl_fbf_streams, n) + sizeof(uint32))
+#define SizeOfFbfStreams	(offsetof(xl_fbf_streams, horizon) + sizeof(int64))
 
 /* the stream page in a page's contents */
 static inline FbfStreamPage *
@@ -202,21 +213,10 @@ stream_op_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Record n operations in a stream page (do and redo). */
-static void
-stream_page_record(FbfStreamPage *sp, const xl_fbf_streams *xl,
-				   const FbfStreamOp *ops)
-{
-	uint32		i;
-
-	for (i = 0; i < xl->n; i++)
-		fbf_stream_record(sp, ops[i].stream, ops[i].seq, xl->now, xl->horizon);
-}
-
 /*
  * Record in their stream pages the n operations `ops`, committed and
- * drained at `now` (window time): for each page at most
- * FBF_XLOG_MAX_PAGES at a time, locked exclusive in block order, changed
+ * drained at `now` (window time): their pages, at most
+ * FBF_STREAMS_MAX_PAGES at a time, locked exclusive in block order, changed
  * and logged in one XLOG_FBF_STREAMS record, then released.  Recording is
  * idempotent, so an operation recorded again (a drain redone after a
  * crash) changes nothing.  The caller holds the metapage (share) and the
@@ -228,17 +228,22 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 {
 	StreamOpAt *at;
 	FbfStreamOp *sorted;
-	xl_fbf_streams xl[FBF_XLOG_MAX_PAGES];
-	Buffer		bufs[FBF_XLOG_MAX_PAGES];
-	int			first[FBF_XLOG_MAX_PAGES];
-	int64		horizon;
+	xl_fbf_streams xl;
+	Buffer		bufs[FBF_STREAMS_MAX_PAGES];
+	int			first[FBF_STREAMS_MAX_PAGES];
+	int			count[FBF_STREAMS_MAX_PAGES];
+	unsigned char *log;
+	Size		loglen[FBF_STREAMS_MAX_PAGES];
 	int			i;
 
 	if (meta->stream_pages == 0 || n <= 0)
 		return;
-	horizon = FbfStreamHorizon(meta);
+	xl.now = now;
+	xl.horizon = FbfStreamHorizon(meta);
 	at = palloc(sizeof(StreamOpAt) * n);
 	sorted = palloc(sizeof(FbfStreamOp) * n);
+	/* the log of every operation, made in the critical section */
+	log = palloc((Size) n * FBF_STREAM_LOG_MAX);
 	for (i = 0; i < n; i++)
 	{
 		at[i].blkno = FbfStreamBlock(meta, ops[i].stream);
@@ -247,6 +252,10 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 	qsort(at, n, sizeof(StreamOpAt), stream_op_cmp);
 	for (i = 0; i < n; i++)
 		sorted[i] = ops[at[i].order];
+	/* room for a record of more pages than XLogInsert's usual */
+	if (RelationNeedsWAL(index))
+		XLogEnsureRecordSpace(FBF_STREAMS_MAX_PAGES - 1,
+							  FBF_STREAMS_MAX_PAGES + 1);
 
 	i = 0;
 	while (i < n)
@@ -255,15 +264,13 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 		int			b;
 
 		/* the next pages, up to a record's worth, locked in block order */
-		while (i < n && npages < FBF_XLOG_MAX_PAGES)
+		while (i < n && npages < FBF_STREAMS_MAX_PAGES)
 		{
 			first[npages] = i;
-			xl[npages].now = now;
-			xl[npages].horizon = horizon;
-			xl[npages].n = 0;
+			count[npages] = 0;
 			while (i < n && at[i].blkno == at[first[npages]].blkno)
 			{
-				xl[npages].n++;
+				count[npages]++;
 				i++;
 			}
 			bufs[npages] = FbfWindowReadPage(index, at[first[npages]].blkno,
@@ -276,8 +283,16 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 		START_CRIT_SECTION();
 		for (b = 0; b < npages; b++)
 		{
-			stream_page_record(stream_page_of(BufferGetPage(bufs[b])), &xl[b],
-							   &sorted[first[b]]);
+			FbfStreamPage *sp = stream_page_of(BufferGetPage(bufs[b]));
+			unsigned char *out = log + (Size) first[b] * FBF_STREAM_LOG_MAX;
+			int			k;
+
+			loglen[b] = 0;
+			for (k = first[b]; k < first[b] + count[b]; k++)
+				loglen[b] += fbf_stream_record_logged(sp, sorted[k].stream,
+													  sorted[k].seq, xl.now,
+													  xl.horizon,
+													  out + loglen[b]);
 			MarkBufferDirty(bufs[b]);
 		}
 		if (RelationNeedsWAL(index))
@@ -285,12 +300,13 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 			XLogRecPtr	lsn;
 
 			XLogBeginInsert();
+			XLogRegisterData((char *) &xl, SizeOfFbfStreams);
 			for (b = 0; b < npages; b++)
 			{
 				XLogRegisterBuffer(b, bufs[b], REGBUF_STANDARD);
-				XLogRegisterBufData(b, (char *) &xl[b], SizeOfFbfStreams);
-				XLogRegisterBufData(b, (char *) &sorted[first[b]],
-									sizeof(FbfStreamOp) * xl[b].n);
+				XLogRegisterBufData(b, (char *) log +
+									(Size) first[b] * FBF_STREAM_LOG_MAX,
+									loglen[b]);
 			}
 			lsn = XLogInsert(FBF_RMGR_ID, XLOG_FBF_STREAMS);
 			for (b = 0; b < npages; b++)
@@ -300,6 +316,7 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 		for (b = 0; b < npages; b++)
 			UnlockReleaseBuffer(bufs[b]);
 	}
+	pfree(log);
 	pfree(sorted);
 	pfree(at);
 }
@@ -379,51 +396,58 @@ FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
  * ----------------------------------------------------------------------
  */
 
-/* the header of one block's data, checked against its length */
-static const FbfStreamOp *
-streams_block_data(XLogReaderState *record, uint8 id, xl_fbf_streams *xl)
+/* the record's main data */
+static void
+streams_main_data(XLogReaderState *record, xl_fbf_streams *xl)
 {
-	Size		len;
-	char	   *data = XLogRecGetBlockData(record, id, &len);
-
-	if (data == NULL || len < SizeOfFbfStreams)
-		return NULL;
-	memcpy(xl, data, SizeOfFbfStreams);
-	if (len != SizeOfFbfStreams + sizeof(FbfStreamOp) * (Size) xl->n)
-		return NULL;
-	return (const FbfStreamOp *) (data + SizeOfFbfStreams);
+	if (XLogRecGetDataLen(record) != SizeOfFbfStreams)
+		elog(PANIC, "fbf redo: streams record of %u bytes",
+			 (unsigned) XLogRecGetDataLen(record));
+	memcpy(xl, XLogRecGetData(record), SizeOfFbfStreams);
 }
 
+/*
+ * Replay each page's operations on it, as the primary recorded them
+ * (fbf_stream_replay), unless it was restored whole.  A log that does not
+ * fit the page it replays on is a PANIC, as a malformed record is.
+ */
 static void
 streams_redo(XLogReaderState *record)
 {
-	Buffer		buffers[FBF_XLOG_MAX_PAGES];
+	Buffer		buffers[FBF_STREAMS_MAX_PAGES];
 	int			max_block = XLogRecMaxBlockId(record);
+	xl_fbf_streams xl;
 	int			id;
 
-	if (max_block >= FBF_XLOG_MAX_PAGES)
+	if (max_block >= FBF_STREAMS_MAX_PAGES)
 		elog(PANIC, "fbf redo: streams of %d pages", max_block + 1);
+	streams_main_data(record, &xl);
 	for (id = 0; id <= max_block; id++)
 	{
-		xl_fbf_streams xl;
-		const FbfStreamOp *src;
-		FbfStreamOp *ops;
 		FbfStreamPage *sp;
+		Size		len;
+		Size		off = 0;
+		const unsigned char *data;
 
 		if (XLogReadBufferForRedo(record, id, &buffers[id]) != BLK_NEEDS_REDO)
 			continue;
-		src = streams_block_data(record, id, &xl);
-		if (src == NULL)
+		data = (const unsigned char *) XLogRecGetBlockData(record, id, &len);
+		if (data == NULL || len == 0)
 			elog(PANIC, "fbf redo: malformed streams record");
 		sp = stream_page_of(BufferGetPage(buffers[id]));
 		if (!fbf_stream_page_valid(sp, stream_capacity()))
 			elog(PANIC, "fbf redo: invalid stream page at block %u",
 				 BufferGetBlockNumber(buffers[id]));
-		/* the record's data need not be aligned */
-		ops = palloc(sizeof(FbfStreamOp) * Max(xl.n, 1));
-		memcpy(ops, src, sizeof(FbfStreamOp) * xl.n);
-		stream_page_record(sp, &xl, ops);
-		pfree(ops);
+		while (off < len)
+		{
+			size_t		used = fbf_stream_replay(sp, data + off, len - off,
+												 xl.now, xl.horizon);
+
+			if (used == 0)
+				elog(PANIC, "fbf redo: streams record does not fit block %u at byte %zu",
+					 BufferGetBlockNumber(buffers[id]), off);
+			off += used;
+		}
 		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
 		MarkBufferDirty(buffers[id]);
 	}
@@ -434,22 +458,47 @@ streams_redo(XLogReaderState *record)
 	}
 }
 
+/* The time, and per page how many operations, how many by a live slot. */
 static void
 streams_desc(StringInfo buf, XLogReaderState *record)
 {
 	int			id;
 
-	for (id = 0; id <= XLogRecMaxBlockId(record); id++)
+	if (XLogRecGetDataLen(record) == SizeOfFbfStreams)
 	{
 		xl_fbf_streams xl;
 
-		if (id > 0)
-			appendStringInfoString(buf, "; ");
-		if (streams_block_data(record, id, &xl) != NULL)
-			appendStringInfo(buf, "blk %d: %u recorded at %lld", id, xl.n,
-							 (long long) xl.now);
-		else
-			appendStringInfo(buf, "blk %d: image", id);
+		memcpy(&xl, XLogRecGetData(record), SizeOfFbfStreams);
+		appendStringInfo(buf, "at %lld, horizon %lld", (long long) xl.now,
+						 (long long) xl.horizon);
+	}
+	for (id = 0; id <= XLogRecMaxBlockId(record); id++)
+	{
+		Size		len;
+		const unsigned char *data =
+			(const unsigned char *) XLogRecGetBlockData(record, id, &len);
+		Size		off = 0;
+		int			nops = 0;
+		int			by_slot = 0;
+
+		if (data == NULL)
+		{
+			appendStringInfo(buf, "; blk %d: image", id);
+			continue;
+		}
+		while (off < len)
+		{
+			FbfStreamLogOp op;
+			size_t		used = fbf_stream_log_decode(data + off, len - off, &op);
+
+			if (used == 0)
+				break;
+			by_slot += op.slot >= 0;
+			nops++;
+			off += used;
+		}
+		appendStringInfo(buf, "; blk %d: %d recorded, %d by slot%s", id, nops,
+						 by_slot, off < len ? " (malformed)" : "");
 	}
 }
 

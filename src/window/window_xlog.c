@@ -9,12 +9,12 @@
  * Records (fbf's resource manager, common/fbf_xlog.h):
  *
  *	XLOG_FBF_PENDING_ADD	block 0: the pending page; its data an
- *							xl_fbf_pending_add (the entry, and whether it
- *							lowers the chain's floor), then, for an
- *							operation numbered in a stream, an
- *							xl_fbf_pending_annex (its stream and seq: the
- *							annex appended right after the entry); redo
- *							tells the two forms by the data's length
+ *							xl_fbf_pending_add (the entry, and flags:
+ *							whether it lowers the chain's floor, whether
+ *							an annex follows), then, for an operation
+ *							numbered in a stream, the annex appended right
+ *							after the entry: its stream (8 bytes) and seq
+ *							(a zigzag varint)
  *	XLOG_FBF_DRAIN			block 0: a pending page; its data one byte per
  *							entry it had, nonzero to keep it (an annex is
  *							kept exactly when the entry before it is).
@@ -25,10 +25,10 @@
  *
  * Block data is left out of a record when the block gets a full-page
  * image, so a drain costs 16 bytes per operation and one byte per entry,
- * and an operation in flight 25 (41 with its annex: its xid and mark are
- * implied, so the record holds only its stream and seq).  Redo locks a
- * record's pages in order and releases them at the end, as the primary
- * held them.
+ * and an operation in flight 25: 34 with its annex for a seq of at most
+ * 63 in magnitude, 43 at most (its xid and mark are implied, so the record
+ * holds only its stream and seq).  Redo locks a record's pages in order
+ * and releases them at the end, as the primary held them.
  *
  *-------------------------------------------------------------------------
  */
@@ -176,15 +176,17 @@ FbfPendingLogAdd(Relation index, Buffer buf, const FbfPendingEntry *entry,
 				 const FbfPendingEntry *annex, bool set_floor)
 {
 	xl_fbf_pending_add xl;
-	xl_fbf_pending_annex xa;
+	unsigned char xa[FBF_PENDING_ANNEX_MAX];
+	unsigned	xa_len = 0;
 
 	xl.entry = *entry;
-	xl.set_floor = set_floor;
+	xl.flags = set_floor ? FBF_PENDING_ADD_FLOOR : 0;
 	if (annex != NULL)
 	{
 		Assert(FbfEntryIsAnnex(annex));
-		xa.stream = annex->h1;
-		xa.seq = (int64) annex->h2;
+		xl.flags |= FBF_PENDING_ADD_ANNEX;
+		fbf_le64_write(xa, annex->h1);
+		xa_len = 8 + fbf_varint_write(xa + 8, fbf_zigzag((int64) annex->h2));
 	}
 
 	START_CRIT_SECTION();
@@ -198,7 +200,7 @@ FbfPendingLogAdd(Relation index, Buffer buf, const FbfPendingEntry *entry,
 		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
 		XLogRegisterBufData(0, (char *) &xl, SizeOfFbfPendingAdd);
 		if (annex != NULL)
-			XLogRegisterBufData(0, (char *) &xa, SizeOfFbfPendingAnnex);
+			XLogRegisterBufData(0, (char *) xa, xa_len);
 		lsn = XLogInsert(FBF_RMGR_ID, XLOG_FBF_PENDING_ADD);
 		PageSetLSN(BufferGetPage(buf), lsn);
 	}
@@ -260,6 +262,33 @@ FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
  * ----------------------------------------------------------------------
  */
 
+/*
+ * Block 0's data of a PENDING_ADD: the entry and flags in *xl, and the
+ * annex (if the flags say one follows) in *annex; false if malformed.
+ */
+static bool
+pending_add_data(const char *data, Size len, xl_fbf_pending_add *xl,
+				 FbfPendingEntry *annex)
+{
+	uint64		zseq = 0;
+
+	if (data == NULL || len < SizeOfFbfPendingAdd)
+		return false;
+	memcpy(xl, data, SizeOfFbfPendingAdd);
+	if ((xl->flags & ~(FBF_PENDING_ADD_FLOOR | FBF_PENDING_ADD_ANNEX)) != 0)
+		return false;
+	if ((xl->flags & FBF_PENDING_ADD_ANNEX) == 0)
+		return len == SizeOfFbfPendingAdd;
+	data += SizeOfFbfPendingAdd;
+	len -= SizeOfFbfPendingAdd;
+	if (len <= 8 ||
+		fbf_varint_read((const unsigned char *) data + 8, len - 8, &zseq) != len - 8)
+		return false;
+	*annex = FbfPendingAnnex(fbf_le64_read((const unsigned char *) data),
+							 fbf_unzigzag(zseq));
+	return true;
+}
+
 static void
 pending_add_redo(XLogReaderState *record)
 {
@@ -269,22 +298,14 @@ pending_add_redo(XLogReaderState *record)
 	{
 		Size		len;
 		xl_fbf_pending_add xl;
-		xl_fbf_pending_annex xa;
 		FbfPendingEntry annex;
 		char	   *data = XLogRecGetBlockData(record, 0, &len);
 
-		if (len != SizeOfFbfPendingAdd &&
-			len != SizeOfFbfPendingAdd + SizeOfFbfPendingAnnex)
-			elog(PANIC, "fbf redo: pending entry of %zu bytes", len);
-		memcpy(&xl, data, SizeOfFbfPendingAdd);
-		if (len > SizeOfFbfPendingAdd)
-		{
-			memcpy(&xa, data + SizeOfFbfPendingAdd, SizeOfFbfPendingAnnex);
-			annex = FbfPendingAnnex(xa.stream, xa.seq);
-		}
+		if (!pending_add_data(data, len, &xl, &annex))
+			elog(PANIC, "fbf redo: malformed pending entry of %zu bytes", len);
 		FbfPendingPageAdd(BufferGetPage(buf), &xl.entry,
-						  len > SizeOfFbfPendingAdd ? &annex : NULL,
-						  xl.set_floor);
+						  (xl.flags & FBF_PENDING_ADD_ANNEX) ? &annex : NULL,
+						  (xl.flags & FBF_PENDING_ADD_FLOOR) != 0);
 		PageSetLSN(BufferGetPage(buf), record->EndRecPtr);
 		MarkBufferDirty(buf);
 	}
@@ -352,25 +373,20 @@ pending_add_desc(StringInfo buf, XLogReaderState *record)
 {
 	Size		len;
 	char	   *data = XLogRecGetBlockData(record, 0, &len);
+	xl_fbf_pending_add xl;
+	FbfPendingEntry annex;
 
-	if (data != NULL && (len == SizeOfFbfPendingAdd ||
-						 len == SizeOfFbfPendingAdd + SizeOfFbfPendingAnnex))
+	if (pending_add_data(data, len, &xl, &annex))
 	{
-		xl_fbf_pending_add xl;
-
-		memcpy(&xl, data, SizeOfFbfPendingAdd);
 		appendStringInfo(buf, "xid %u:%u, hash %016llx%s", xl.entry.epoch,
 						 xl.entry.xid, (unsigned long long) xl.entry.h1,
-						 xl.set_floor ? ", floor" : "");
-		if (len > SizeOfFbfPendingAdd)
-		{
-			xl_fbf_pending_annex xa;
-
-			memcpy(&xa, data + SizeOfFbfPendingAdd, SizeOfFbfPendingAnnex);
+						 (xl.flags & FBF_PENDING_ADD_FLOOR) ? ", floor" : "");
+		if (xl.flags & FBF_PENDING_ADD_ANNEX)
 			appendStringInfo(buf, "; annex: stream %016llx, seq " INT64_FORMAT,
-							 (unsigned long long) xa.stream, xa.seq);
-		}
+							 (unsigned long long) annex.h1, (int64) annex.h2);
 	}
+	else if (data != NULL)
+		appendStringInfo(buf, "malformed, %zu bytes", len);
 	else
 		appendStringInfoString(buf, "image");
 }

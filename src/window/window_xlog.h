@@ -13,29 +13,29 @@
 #ifndef FBF_WINDOW_XLOG_H
 #define FBF_WINDOW_XLOG_H
 
+#include "core/fbf_le.h"
 #include "window/window_int.h"
 
 /*
- * XLOG_FBF_PENDING_ADD: block 0's data, then, for an operation numbered in
- * a stream, its annex (xl_fbf_pending_annex): redo tells the two forms by
- * the data's length.
+ * XLOG_FBF_PENDING_ADD: block 0's data, then, when its flags say
+ * FBF_PENDING_ADD_ANNEX (an operation numbered in a stream), its annex's
+ * stream (8 bytes, little-endian) and seq (a zigzag varint, core/fbf_le.h),
+ * which end the data.
  */
 typedef struct xl_fbf_pending_add
 {
 	FbfPendingEntry entry;
-	uint8		set_floor;		/* the entry's xid is the chain's new floor */
+	uint8		flags;			/* FBF_PENDING_ADD_* */
 } xl_fbf_pending_add;
 
-#define SizeOfFbfPendingAdd	(offsetof(xl_fbf_pending_add, set_floor) + sizeof(uint8))
+#define SizeOfFbfPendingAdd	(offsetof(xl_fbf_pending_add, flags) + sizeof(uint8))
 
-/* the annex's own fields (its xid and epoch are always the same) */
-typedef struct xl_fbf_pending_annex
-{
-	uint64		stream;
-	int64		seq;
-} xl_fbf_pending_annex;
+#define FBF_PENDING_ADD_FLOOR	0x01	/* the entry's xid is the chain's new
+										 * floor */
+#define FBF_PENDING_ADD_ANNEX	0x02	/* an annex follows */
 
-#define SizeOfFbfPendingAnnex	sizeof(xl_fbf_pending_annex)
+/* the most an annex adds to the record: its stream and its seq */
+#define FBF_PENDING_ANNEX_MAX	(8 + FBF_VARINT_MAX)
 
 /* the annex of an operation numbered `seq` in `stream` (window_page.h) */
 static inline FbfPendingEntry

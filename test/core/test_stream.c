@@ -38,6 +38,8 @@
 
 static uint64_t seed = 20261127;
 
+#include "test_stream_log.h"
+
 /* Knobs of a random run. */
 typedef struct RunShape
 {
@@ -757,5 +759,8 @@ main(int argc, char **argv)
 			 "page: exact (no ASK) once known", test_in_order_exact);
 	run_test("in-order clients crowding a small page: invariants",
 			 test_in_order_crowded);
+	run_test("varints and zigzag", test_varint);
+	run_test("a log of recordings by slot index replays to the same page",
+			 test_log);
 	return tap_done();
 }
