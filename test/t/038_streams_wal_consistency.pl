@@ -1,4 +1,4 @@
-# wal_consistency_checking = 'fbf' with exact streams: every page the
+# wal_consistency_checking = 'all' with exact streams: every page the
 # STREAMS record and the pending add with its annex change is compared,
 # after redo, with the primary's image, on a streaming standby and in
 # crash recovery.  The workload: in-order and shuffled stream increments
@@ -17,7 +17,7 @@ use FindBin;
 use lib $FindBin::Bin;
 use FbfTest;
 
-my $conf = "wal_consistency_checking = 'fbf'\nautovacuum = off\nfbf.naptime = 200ms\nmax_prepared_transactions = 5\n";
+my $conf = "wal_consistency_checking = 'all'\nautovacuum = off\nfbf.naptime = 200ms\nmax_prepared_transactions = 5\n";
 my $primary = fbf_node('primary', $conf, allows_streaming => 1);
 $primary->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('c', retention => '10 min', expected_rate => 1000,
