@@ -323,10 +323,16 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 
 /*
  * Forget every stream: each stream page emptied, knowing operations only
- * from `now` (window time), one logged change per page.  For every path
- * that makes the window remember operations its streams never recorded
- * (a load, adopting a snapshot): the caller holds the metapage
- * exclusively, and calls this before those operations become visible.
+ * from `now` (window time), or from when the page is reached if that is
+ * later, one logged change per page.  For every path that makes the
+ * window remember operations its streams never recorded (a load,
+ * adopting a snapshot): the caller holds the metapage exclusively, and
+ * calls this before those operations become visible.  A drain that meets
+ * an operation from before the stream pages (record_streams) calls it
+ * under the metapage's share lock, while other drains record: an
+ * operation recorded in a page after `now` was read and before the page
+ * is reached is forgotten with the rest, so the page must not claim to
+ * know everything since a time before that record.
  */
 void
 FbfStreamsReset(Relation index, const FbfWindowMetaPageData *meta, int64 now)
@@ -344,7 +350,8 @@ FbfStreamsReset(Relation index, const FbfWindowMetaPageData *meta, int64 now)
 		(void) stream_page_checked(index, buf);
 		state = FbfXLogStart(index);
 		page = FbfXLogRegisterBuffer(state, buf, 0);
-		fbf_stream_page_reset(stream_page_of(page), now);
+		fbf_stream_page_reset(stream_page_of(page),
+							  Max(now, FbfWindowNow(meta)));
 		FbfXLogFinish(state);
 		UnlockReleaseBuffer(buf);
 	}
