@@ -82,7 +82,7 @@ typedef struct FbfStreamOp
 	int64		seq;
 } FbfStreamOp;
 
-extern int64 FbfStreamHorizon(const FbfWindowMetaPageData *meta);
+extern int64 FbfStreamHorizon(const FbfWindowMetaPageData *meta, int64 now);
 extern BlockNumber FbfStreamBlock(const FbfWindowMetaPageData *meta,
 								  uint64 stream);
 extern uint32 FbfStreamPagesFor(int max_streams);

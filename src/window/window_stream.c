@@ -12,8 +12,9 @@
  * over the run, as fbf_part reduces an operation's hash over the
  * partitions, so a lookup reads one page.  Every time here is window time
  * (FbfWindowNow), and a stream page's horizon is FbfStreamHorizon: the
- * retention and a period, the longest an operation can be remembered by
- * the filter after it was applied.
+ * retention and a period, or the age of the oldest live filter if more:
+ * the longest an operation can be remembered by the filter after it was
+ * applied.
  *
  * Locks (src/window/README.md, "Lock definitions"): stream pages are
  * leaves, taken after the metapage and the operation's chain, exclusive
@@ -73,15 +74,21 @@ stream_capacity(void)
 }
 
 /*
- * The longest an operation applied at some time is remembered by the
- * window after it: the retention, and the period a filter takes
- * operations before it starts aging (a shrunken period never lengthens
- * it past the planned one).
+ * How long streams remember an operation at `now`: at least as long as
+ * the filter may, so that a stream never answers "new" for a retry the
+ * filter would still dismiss.  That is the retention and the period a
+ * filter takes operations before it starts aging (a shrunken period never
+ * lengthens it past the planned one), or the age of the oldest live
+ * filter, when AIMD or a shorter retention left older filters live.
  */
 int64
-FbfStreamHorizon(const FbfWindowMetaPageData *meta)
+FbfStreamHorizon(const FbfWindowMetaPageData *meta, int64 now)
 {
-	return meta->retention + Max(meta->period, meta->base_period);
+	int64		horizon = meta->retention + Max(meta->period, meta->base_period);
+
+	if (meta->nlive > 0 && now - meta->born_at[meta->nlive - 1] > horizon)
+		horizon = now - meta->born_at[meta->nlive - 1];
+	return horizon;
 }
 
 /* The stream page of stream `stream`; meta->stream_pages > 0. */
@@ -190,7 +197,7 @@ FbfStreamCheck(Relation index, const FbfWindowMetaPageData *meta,
 	buf = FbfWindowReadPage(index, FbfStreamBlock(meta, stream),
 							BUFFER_LOCK_SHARE, FBF_PAGE_ID_STREAM);
 	answer = fbf_stream_check(stream_page_checked(index, buf), stream, seq,
-							  now, FbfStreamHorizon(meta));
+							  now, FbfStreamHorizon(meta, now));
 	UnlockReleaseBuffer(buf);
 	return answer;
 }
@@ -239,7 +246,7 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 	if (meta->stream_pages == 0 || n <= 0)
 		return;
 	xl.now = now;
-	xl.horizon = FbfStreamHorizon(meta);
+	xl.horizon = FbfStreamHorizon(meta, now);
 	at = palloc(sizeof(StreamOpAt) * n);
 	sorted = palloc(sizeof(FbfStreamOp) * n);
 	/* the log of every operation, made in the critical section */
@@ -367,9 +374,9 @@ void
 FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
 				   FbfWindowStats *stats)
 {
-	int64		horizon = FbfStreamHorizon(meta);
+	int64		now = FbfWindowNow(meta);
+	int64		horizon = FbfStreamHorizon(meta, now);
 	int64		latest = FBF_STREAM_ALWAYS;
-	int64		now;
 	uint32		p;
 
 	stats->stream_pages = meta->stream_pages;
@@ -392,7 +399,6 @@ FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
 		UnlockReleaseBuffer(buf);
 		CHECK_FOR_INTERRUPTS();
 	}
-	now = FbfWindowNow(meta);
 	if (meta->stream_pages > 0 && latest != FBF_STREAM_ALWAYS &&
 		latest > now - horizon)
 		stats->streams_exact_from = FbfWindowWallTime(meta, latest + horizon);
