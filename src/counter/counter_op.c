@@ -318,8 +318,7 @@ void
 FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 {
 	int			n = ops->n;
-	/* zeroed: an identity has no stream unless operation_stream sets one */
-	FbfBatchOp *order = palloc0(Max(n, 1) * sizeof(FbfBatchOp));
+	FbfBatchOp *order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
 	int		   *place = palloc(Max(n, 1) * sizeof(int));
 	int			i;
 
@@ -361,20 +360,10 @@ FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 			ids[i] = ops->ids[order[i].index];
 		pfree(ops->ids);
 		ops->ids = ids;
-		if (ops->seqs != NULL)
-		{
-			int64	   *seqs = palloc(Max(n, 1) * sizeof(int64));
-
-			for (i = 0; i < n; i++)
-				seqs[i] = ops->seqs[order[i].index];
-			pfree(ops->seqs);
-			ops->seqs = seqs;
-		}
 	}
 	else
 	{
 		Datum	   *client_ids = palloc(Max(n, 1) * sizeof(Datum));
-		int64	   *seqs = palloc(Max(n, 1) * sizeof(int64));
 		int64	   *deltas = palloc(Max(n, 1) * sizeof(int64));
 
 		for (i = 0; i < n; i++)
@@ -382,15 +371,22 @@ FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 			int			k = order[i].index;
 
 			client_ids[i] = ops->client_ids[k];
-			seqs[i] = ops->seqs[k];
 			deltas[i] = ops->deltas[k];
 		}
 		pfree(ops->client_ids);
-		pfree(ops->seqs);
 		pfree(ops->deltas);
 		ops->client_ids = client_ids;
-		ops->seqs = seqs;
 		ops->deltas = deltas;
+	}
+	/* operations' seqs, and (client_id, seq) claims' */
+	if (ops->seqs != NULL)
+	{
+		int64	   *seqs = palloc(Max(n, 1) * sizeof(int64));
+
+		for (i = 0; i < n; i++)
+			seqs[i] = ops->seqs[order[i].index];
+		pfree(ops->seqs);
+		ops->seqs = seqs;
 	}
 	pfree(order);
 }
