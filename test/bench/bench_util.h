@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * bench_util.h
- *	  What the pure-core benchmark programs (bench_fbf, bench_cwin,
- *	  paper_figures) share: a monotonic clock, the elements of a stream,
- *	  and a comparator for sorting rounds to take their median.  Its
- *	  includers define _POSIX_C_SOURCE (clock_gettime) before any header.
+ *	  What the benchmark programs (bench_fbf, bench_cwin, paper_figures,
+ *	  and the libpq clients retry_storm and stream_driver) share: a
+ *	  monotonic clock, a seeded random generator, the elements of a
+ *	  stream, and a comparator for sorting rounds to take their median.
+ *	  Its includers define _POSIX_C_SOURCE (clock_gettime) before any
+ *	  header.
  *
  * Elements are hashed from (stream, i) so that distinct streams never
  * share an element: members come from one stream, probes of non-members
@@ -27,6 +29,24 @@ bench_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* the next number of the splitmix64 sequence whose state is *s */
+static inline uint64_t
+bench_rand(uint64_t *s)
+{
+	uint64_t	z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1), from bench_rand */
+static inline double
+bench_uniform(uint64_t *s)
+{
+	return (bench_rand(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* element i of a stream */

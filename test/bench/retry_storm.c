@@ -50,6 +50,8 @@
 
 #include <libpq-fe.h>
 
+#include "bench_util.h"
+
 static const char *conninfo = "";
 static int	nclients = 8;
 static int	nops = 2000;
@@ -69,22 +71,6 @@ typedef struct Client
 	long		timeouts;
 	long		errors;
 } Client;
-
-static uint64_t
-next_rand(uint64_t *s)
-{
-	uint64_t	z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static double
-uniform(uint64_t *s)
-{
-	return (next_rand(s) >> 11) * (1.0 / 9007199254740992.0);
-}
 
 /* the cut-offs make the server talk a lot: keep quiet */
 static void
@@ -165,7 +151,7 @@ run_client(void *arg)
 			key[0] = '\0';
 		for (;;)
 		{
-			double		r = uniform(&c->rng);
+			double		r = bench_uniform(&c->rng);
 
 			c->attempts++;
 			snprintf(sql, sizeof(sql),
@@ -180,7 +166,7 @@ run_client(void *arg)
 				c->drops++;
 				PQsendQuery(conn, sql);
 				PQflush(conn);
-				sleep_us((long) (uniform(&c->rng) * 3000));
+				sleep_us((long) (bench_uniform(&c->rng) * 3000));
 				PQfinish(conn);
 				conn = connect_or_die();
 				continue;
@@ -194,7 +180,7 @@ run_client(void *arg)
 				c->kills++;
 				PQsendQuery(conn, sql);
 				PQflush(conn);
-				sleep_us((long) (uniform(&c->rng) * 2000));
+				sleep_us((long) (bench_uniform(&c->rng) * 2000));
 				snprintf(kill, sizeof(kill), "SELECT pg_terminate_backend(%d)", pid);
 				exec_or_die(control, kill);
 				(void) drain_results(conn);

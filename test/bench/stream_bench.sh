@@ -97,9 +97,8 @@ T_WAL=20        # WAL bytes per increment, streams on - today
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 bench_begin streams
-DRIVER="$work/stream_driver"
-cc -std=c11 -O2 -g -Wall -Wextra -Werror -I"$(pg_config --includedir)" \
-	-o "$DRIVER" test/bench/stream_driver.c -lpq -lpthread
+make -s -C test/bench stream_driver >/dev/null
+DRIVER=$FBF_ROOT/test/bench/stream_driver
 bench_cluster_start
 psqlq -c "CREATE EXTENSION fbf"
 CONNINFO="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$PGDATABASE"

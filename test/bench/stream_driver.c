@@ -68,6 +68,8 @@
 
 #include <libpq-fe.h>
 
+#include "bench_util.h"
+
 #define RING 128				/* acknowledgement times by seq mod RING */
 #define MAX_COUNTERS 8
 
@@ -130,20 +132,7 @@ static double t_start;
 static double
 now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t
-next_rand(uint64_t *s)
-{
-	uint64_t	z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return bench_now_ns() * 1e-9;
 }
 
 /* a bijection of the 63-bit numbers: distinct operations, distinct seqs */
@@ -198,7 +187,7 @@ static int
 make_batch(Worker *w, Op *ops, int *key)
 {
 	int			per_key = (nclients + nkeys - 1) / nkeys;
-	int			g = (int) (next_rand(&w->rng) % (uint64_t) nkeys);
+	int			g = (int) (bench_rand(&w->rng) % (uint64_t) nkeys);
 	int			n = 0;
 	int			tries;
 	double		t = now_s();
@@ -207,7 +196,7 @@ make_batch(Worker *w, Op *ops, int *key)
 	pthread_mutex_lock(&lock);
 	for (tries = 0; n < batch && tries < 4 * batch; tries++)
 	{
-		int			c = g + nkeys * (int) (next_rand(&w->rng) % (uint64_t) per_key);
+		int			c = g + nkeys * (int) (bench_rand(&w->rng) % (uint64_t) per_key);
 		Client	   *cl;
 
 		if (c >= nclients)
@@ -216,10 +205,10 @@ make_batch(Worker *w, Op *ops, int *key)
 			break;
 		cl = &clients[c];
 		if (cl->lo > 1 &&
-			(next_rand(&w->rng) >> 11) * (1.0 / 9007199254740992.0) < retry_frac)
+			bench_uniform(&w->rng) < retry_frac)
 		{
 			int64_t		back = cl->lo - 1 < 64 ? cl->lo - 1 : 64;
-			int64_t		rn = cl->lo - 1 - (int64_t) (next_rand(&w->rng) % (uint64_t) back);
+			int64_t		rn = cl->lo - 1 - (int64_t) (bench_rand(&w->rng) % (uint64_t) back);
 
 			if (t - cl->at[rn % RING] > retention / 2)
 				continue;
