@@ -288,7 +288,7 @@ FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	 * makes those operations visible (a crash in between leaves the old
 	 * window, with streams that merely know less).
 	 */
-	FbfStreamsReset(index, meta, t->now);
+	FbfStreamsReset(index, metabuf, meta, t->now);
 
 	/*
 	 * The pages hold the snapshot's ring as it was: turning it here is a

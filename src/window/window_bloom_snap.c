@@ -602,7 +602,7 @@ FbfBloomLoad(Relation index, const void *value, const FbfHashKey *key,
 		if (changed)
 			FbfWindowLogMeta(index, metabuf, &meta, t.now);
 		/* the streams never recorded what the merge adds (window_stream.c) */
-		FbfStreamsReset(index, &meta, t.now);
+		FbfStreamsReset(index, metabuf, &meta, t.now);
 		result.adopted = false;
 		result.filters = merge(index, metabuf, &meta, snapshot, &t);
 	}

@@ -134,7 +134,8 @@ FbfWindowInitStorage(Relation index, ForkNumber fork,
 		FbfWindowAppendPage(index, fork, &next, image.data);
 	}
 	FbfWindowAppendParts(index, fork, &next, meta.nparts, &meta);
-	FbfStreamsCreate(index, fork, &next, meta.stream_pages, FBF_STREAM_ALWAYS);
+	FbfStreamsCreate(index, InvalidBuffer, fork, &next, meta.stream_pages,
+					 FBF_STREAM_ALWAYS);
 
 	if (fork == INIT_FORKNUM)
 		FbfSyncInitFork(index);

@@ -87,16 +87,16 @@ extern BlockNumber FbfStreamBlock(const FbfWindowMetaPageData *meta,
 								  uint64 stream);
 extern uint32 FbfStreamPagesFor(int max_streams);
 extern int	FbfStreamsWanted(Relation index, uint32 have);
-extern BlockNumber FbfStreamsCreate(Relation index, ForkNumber fork,
-									BlockNumber *next, uint32 npages,
-									int64 since);
+extern BlockNumber FbfStreamsCreate(Relation index, Buffer metabuf,
+								   ForkNumber fork, BlockNumber *next,
+								   uint32 npages, int64 since);
 extern FbfStreamAnswer FbfStreamCheck(Relation index,
 									  const FbfWindowMetaPageData *meta,
 									  uint64 stream, int64 seq, int64 now);
 extern void FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 							 const FbfStreamOp *ops, int n, int64 now);
-extern void FbfStreamsReset(Relation index, const FbfWindowMetaPageData *meta,
-							int64 now);
+extern void FbfStreamsReset(Relation index, Buffer metabuf,
+							const FbfWindowMetaPageData *meta, int64 now);
 extern void FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
 							   FbfWindowStats *stats);
 extern void FbfStreamXLogInit(void);

@@ -473,7 +473,7 @@ record_streams(Relation index, const FbfWindowMetaPageData *meta,
 		nops++;
 	}
 	if (unknown)
-		FbfStreamsReset(index, meta, FbfWindowNow(meta));
+		FbfStreamsReset(index, InvalidBuffer, meta, FbfWindowNow(meta));
 	if (nops > 0)
 	{
 		FbfStreamsRecord(index, meta, ops, nops, FbfWindowNow(meta));

@@ -41,10 +41,11 @@
  * recorded in it; an old run is left unused.  A run of the right size is
  * checked to lie within the relation, and operations already in flight
  * are marked (stream_xid).  Returns true if *meta changed;
- * the caller holds the metapage exclusively and logs it.
+ * the caller holds the metapage exclusively (metabuf) and logs it.
  */
 static bool
-take_streams(Relation index, FbfWindowMetaPageData *meta, int64 now)
+take_streams(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
+			 int64 now)
 {
 	uint32		wanted = (uint32) FbfStreamsWanted(index, meta->stream_pages);
 	BlockNumber next;
@@ -68,8 +69,8 @@ take_streams(Relation index, FbfWindowMetaPageData *meta, int64 now)
 		/* no one else may extend the relation in between: the pages are a run */
 		LockRelationForExtension(index, ExclusiveLock);
 		next = RelationGetNumberOfBlocks(index);
-		meta->stream_start = FbfStreamsCreate(index, MAIN_FORKNUM, &next,
-											  wanted, now);
+		meta->stream_start = FbfStreamsCreate(index, metabuf, MAIN_FORKNUM,
+											  &next, wanted, now);
 		UnlockRelationForExtension(index, ExclusiveLock);
 		meta->stream_pages = wanted;
 
@@ -126,10 +127,10 @@ FbfWindowRefresh(Relation index)
 	if (FbfWindowKeyStep(index, &meta, now, NULL))
 		changed = true;
 	/* the streams it asks for; streams' ids are hashes under the key */
-	if (take_streams(index, &meta, now))
+	if (take_streams(index, metabuf, &meta, now))
 		changed = true;
 	else if (meta.stream_pages > 0 && !FbfWindowKeysEqual(&old_key, &meta.key))
-		FbfStreamsReset(index, &meta, now);
+		FbfStreamsReset(index, metabuf, &meta, now);
 	born = meta.born_at[0];
 
 	/*

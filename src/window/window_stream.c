@@ -66,6 +66,21 @@ stream_page_of(Page page)
 	return (FbfStreamPage *) PageGetContents(page);
 }
 
+/*
+ * Between the pages of a walk over every stream page: honour a cancel,
+ * through FbfWindowCheckCancel when the caller holds the metapage
+ * (metabuf), else as any loop does (a no-op while the caller holds other
+ * buffer locks: a drain's reset).
+ */
+static void
+stream_page_done(Buffer metabuf)
+{
+	if (BufferIsValid(metabuf))
+		FbfWindowCheckCancel(metabuf);
+	else
+		CHECK_FOR_INTERRUPTS();
+}
+
 /* slots of every stream page: what a window page's contents hold */
 static inline uint32
 stream_capacity(void)
@@ -137,13 +152,15 @@ FbfStreamsWanted(Relation index, uint32 have)
  * Append a run of npages empty stream pages that know every operation of
  * their streams since `since` (FBF_STREAM_ALWAYS for a new window, else
  * now) to `fork`, at *next, which is advanced; returns the first.  The
- * caller holds the metapage exclusively, or is building the index, and
- * for the main fork holds the relation's extension lock so that the run
- * is contiguous.  The metapage names the run afterwards.
+ * caller holds the metapage exclusively (metabuf), or is building the
+ * index (InvalidBuffer), and for the main fork holds the relation's
+ * extension lock so that the run is contiguous.  The metapage names the
+ * run afterwards, so a cancel between pages (FbfWindowCheckCancel: a run
+ * may be tens of thousands of pages) leaves pages no one names.
  */
 BlockNumber
-FbfStreamsCreate(Relation index, ForkNumber fork, BlockNumber *next,
-				 uint32 npages, int64 since)
+FbfStreamsCreate(Relation index, Buffer metabuf, ForkNumber fork,
+				 BlockNumber *next, uint32 npages, int64 since)
 {
 	BlockNumber start = *next;
 	PGAlignedBlock image;
@@ -158,7 +175,7 @@ FbfStreamsCreate(Relation index, ForkNumber fork, BlockNumber *next,
 	for (i = 0; i < npages; i++)
 	{
 		FbfWindowAppendPage(index, fork, next, image.data);
-		CHECK_FOR_INTERRUPTS();
+		stream_page_done(metabuf);
 	}
 	return start;
 }
@@ -339,10 +356,14 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
  * under the metapage's share lock, while other drains record: an
  * operation recorded in a page after `now` was read and before the page
  * is reached is forgotten with the rest, so the page must not claim to
- * know everything since a time before that record.
+ * know everything since a time before that record.  Under the metapage's
+ * exclusive lock (metabuf; else InvalidBuffer) a cancel is honoured
+ * between pages: each page is reset whole, and the streams of the pages
+ * not reached only know more than those reached, what they knew before.
  */
 void
-FbfStreamsReset(Relation index, const FbfWindowMetaPageData *meta, int64 now)
+FbfStreamsReset(Relation index, Buffer metabuf,
+				const FbfWindowMetaPageData *meta, int64 now)
 {
 	uint32		p;
 
@@ -361,6 +382,7 @@ FbfStreamsReset(Relation index, const FbfWindowMetaPageData *meta, int64 now)
 							  Max(now, FbfWindowNow(meta)));
 		FbfXLogFinish(state);
 		UnlockReleaseBuffer(buf);
+		stream_page_done(metabuf);
 	}
 }
 
