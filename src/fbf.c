@@ -61,6 +61,7 @@ _PG_init(void)
 	FbfCounterInit();
 	FbfCounterMaintainInit();
 	FbfCitusInit();
+	FbfCitusPlanInit();
 	FbfCitusTransferInit();
 	FbfWorkerInit();
 	CuckooAmInit();

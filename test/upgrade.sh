@@ -107,8 +107,9 @@ fbf_tap_ok "$(q "SELECT idempotent_increment('likes', 9, 1, 1000)")" "t" \
 fbf_tap_ok "$(grep -c 'upgraded the filter of counter' "$FBF_SCRATCH/server.log")" "2" \
 	"both counters' filters were upgraded in place, and said so"
 q "ALTER EXTENSION fbf UPDATE" >/dev/null
-fbf_tap_ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.3" \
-	"ALTER EXTENSION fbf UPDATE reaches 1.3"
+current=$(sed -n "s/^default_version = '\(.*\)'/\1/p" fbf.control)
+fbf_tap_ok "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "$current" \
+	"ALTER EXTENSION fbf UPDATE reaches $current"
 fbf_tap_ok "$(retries)" "0" "after ALTER EXTENSION fbf UPDATE, every retry is still dismissed"
 fbf_tap_ok "$(q "SELECT fbf_counter_value('likes', '') || '/' || (SELECT sum(value) FROM likes) || '/' || fbf_counter_value('views', '')")" \
 	"1300/1700/100" "the counters are exact"
@@ -152,7 +153,7 @@ describe() {
 describe upg >"$work/described.upgraded"
 describe fresh >"$work/described.fresh"
 fbf_tap_ok "$(diff "$work/described.upgraded" "$work/described.fresh" >"$work/described.diff" && echo same || cat "$work/described.diff")" \
-	"same" "the updated extension describes as a fresh 1.3 install (\\dx+ and every function's definition)"
+	"same" "the updated extension describes as a fresh $current install (\\dx+ and every function's definition)"
 fbf_tap_ok "$([ "$(wc -l <"$work/described.fresh")" -gt 150 ] && echo yes)" "yes" \
 	"(and the description is the whole extension: $(wc -l <"$work/described.fresh") lines)"
 

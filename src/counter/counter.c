@@ -49,6 +49,12 @@ PG_FUNCTION_INFO_V1(fbf_increment_uuid);
 PG_FUNCTION_INFO_V1(fbf_increment_outcome_int8);
 PG_FUNCTION_INFO_V1(fbf_increment_outcome_text);
 PG_FUNCTION_INFO_V1(fbf_increment_outcome_uuid);
+PG_FUNCTION_INFO_V1(fbf_increment_on_placement_int8);
+PG_FUNCTION_INFO_V1(fbf_increment_on_placement_text);
+PG_FUNCTION_INFO_V1(fbf_increment_on_placement_uuid);
+PG_FUNCTION_INFO_V1(fbf_increment_outcome_on_placement_int8);
+PG_FUNCTION_INFO_V1(fbf_increment_outcome_on_placement_text);
+PG_FUNCTION_INFO_V1(fbf_increment_outcome_on_placement_uuid);
 PG_FUNCTION_INFO_V1(fbf_counter_value);
 PG_FUNCTION_INFO_V1(fbf_operation_int8);
 PG_FUNCTION_INFO_V1(fbf_operation_text);
@@ -85,11 +91,16 @@ FbfCounterInit(void)
  * idempotent_increment_outcome: counter regclass, [key text,] client_id,
  * seq bigint, delta bigint), whose client id is of type `tag`: true if
  * applied, false if dismissed as a duplicate.  *value as FbfCounterApply
- * sets it, if not NULL.
+ * sets it, if not NULL.  `placed`: the call is the placement twin of
+ * `fname` (fbf_increment_on_placement and fbf_increment_outcome_on_placement,
+ * always keyed), which the fast path of a counter distributed by Citus
+ * runs on the node of the key's shard (counter_citus_plan.c): the
+ * counter is the shell, and the operation goes to the shard
+ * (FbfCitusApplyOnPlacement).
  */
 static bool
 increment_one(FunctionCallInfo fcinfo, char tag, const char *fname,
-			  int64 *value)
+			  bool placed, int64 *value)
 {
 	bool		keyed = PG_NARGS() == 5;
 	int			a_client = keyed ? 2 : 1;
@@ -116,7 +127,10 @@ increment_one(FunctionCallInfo fcinfo, char tag, const char *fname,
 	delta = PG_GETARG_INT64(a_client + 2);
 
 	ops = FbfOpsPrepare(tag, key, 1, &client_id, &seq, &delta);
-	FbfCounterApply(PG_GETARG_OID(0), ops, &applied, value);
+	if (placed)
+		FbfCitusApplyOnPlacement(PG_GETARG_OID(0), ops, &applied, value);
+	else
+		FbfCounterApply(PG_GETARG_OID(0), ops, &applied, value);
 	return applied;
 }
 
@@ -125,27 +139,28 @@ increment_one(FunctionCallInfo fcinfo, char tag, const char *fname,
  * delta bigint): true if applied, false if dismissed as a duplicate.
  */
 static Datum
-increment(FunctionCallInfo fcinfo, char tag)
+increment(FunctionCallInfo fcinfo, char tag, bool placed)
 {
-	PG_RETURN_BOOL(increment_one(fcinfo, tag, "idempotent_increment", NULL));
+	PG_RETURN_BOOL(increment_one(fcinfo, tag, "idempotent_increment", placed,
+								 NULL));
 }
 
 Datum
 fbf_increment_int8(PG_FUNCTION_ARGS)
 {
-	return increment(fcinfo, 'i');
+	return increment(fcinfo, 'i', false);
 }
 
 Datum
 fbf_increment_text(PG_FUNCTION_ARGS)
 {
-	return increment(fcinfo, 't');
+	return increment(fcinfo, 't', false);
 }
 
 Datum
 fbf_increment_uuid(PG_FUNCTION_ARGS)
 {
-	return increment(fcinfo, 'u');
+	return increment(fcinfo, 'u', false);
 }
 
 /* ----------------------------------------------------------------------
@@ -161,7 +176,7 @@ fbf_increment_uuid(PG_FUNCTION_ARGS)
  * retry learns the value in the same round trip.
  */
 static Datum
-increment_outcome(FunctionCallInfo fcinfo, char tag)
+increment_outcome(FunctionCallInfo fcinfo, char tag, bool placed)
 {
 	TupleDesc	tupdesc;
 	Datum		values[2];
@@ -174,7 +189,7 @@ increment_outcome(FunctionCallInfo fcinfo, char tag)
 
 	values[0] = BoolGetDatum(increment_one(fcinfo, tag,
 										   "idempotent_increment_outcome",
-										   &value));
+										   placed, &value));
 	values[1] = Int64GetDatum(value);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -182,19 +197,70 @@ increment_outcome(FunctionCallInfo fcinfo, char tag)
 Datum
 fbf_increment_outcome_int8(PG_FUNCTION_ARGS)
 {
-	return increment_outcome(fcinfo, 'i');
+	return increment_outcome(fcinfo, 'i', false);
 }
 
 Datum
 fbf_increment_outcome_text(PG_FUNCTION_ARGS)
 {
-	return increment_outcome(fcinfo, 't');
+	return increment_outcome(fcinfo, 't', false);
 }
 
 Datum
 fbf_increment_outcome_uuid(PG_FUNCTION_ARGS)
 {
-	return increment_outcome(fcinfo, 'u');
+	return increment_outcome(fcinfo, 'u', false);
+}
+
+/* ----------------------------------------------------------------------
+ * Their placement twins (the fast path of Citus, counter_citus_plan.c)
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * fbf_increment_on_placement(counter regclass, key text, client_id, seq
+ * bigint, delta bigint) and fbf_increment_outcome_on_placement (the same,
+ * OUT applied boolean, OUT value bigint): idempotent_increment and
+ * idempotent_increment_outcome on the shard of `key` of the distributed
+ * counter `counter`, placed on this node, with the same checks and
+ * messages; the statement the fast path hands Citus calls them there.
+ * Anyone may call them: they grant nothing that idempotent_increment on
+ * the shard table does not (counter_citus.c says why).
+ */
+Datum
+fbf_increment_on_placement_int8(PG_FUNCTION_ARGS)
+{
+	return increment(fcinfo, 'i', true);
+}
+
+Datum
+fbf_increment_on_placement_text(PG_FUNCTION_ARGS)
+{
+	return increment(fcinfo, 't', true);
+}
+
+Datum
+fbf_increment_on_placement_uuid(PG_FUNCTION_ARGS)
+{
+	return increment(fcinfo, 'u', true);
+}
+
+Datum
+fbf_increment_outcome_on_placement_int8(PG_FUNCTION_ARGS)
+{
+	return increment_outcome(fcinfo, 'i', true);
+}
+
+Datum
+fbf_increment_outcome_on_placement_text(PG_FUNCTION_ARGS)
+{
+	return increment_outcome(fcinfo, 't', true);
+}
+
+Datum
+fbf_increment_outcome_on_placement_uuid(PG_FUNCTION_ARGS)
+{
+	return increment_outcome(fcinfo, 'u', true);
 }
 
 /* ----------------------------------------------------------------------

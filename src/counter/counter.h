@@ -227,6 +227,12 @@ extern void FbfCounterInit(void);
 /* counter_citus.c */
 extern void FbfCitusInit(void);
 extern Oid	FbfCitusExtensionSchema(void);
+extern Oid	FbfCitusLocalShard(Oid table, Datum value, Oid type);
+extern void FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied,
+									 int64 *value);
+
+/* counter_citus_plan.c */
+extern void FbfCitusPlanInit(void);
 
 /* counter_citus_transfer.c */
 extern void FbfCitusTransferInit(void);

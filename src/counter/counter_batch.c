@@ -38,15 +38,23 @@
 PG_FUNCTION_INFO_V1(fbf_increment_batch_int8);
 PG_FUNCTION_INFO_V1(fbf_increment_batch_text);
 PG_FUNCTION_INFO_V1(fbf_increment_batch_uuid);
+PG_FUNCTION_INFO_V1(fbf_increment_batch_on_placement_int8);
+PG_FUNCTION_INFO_V1(fbf_increment_batch_on_placement_text);
+PG_FUNCTION_INFO_V1(fbf_increment_batch_on_placement_uuid);
 
 /*
  * idempotent_increment(counter regclass, [key text,] client_ids[],
  * seqs bigint[], deltas bigint[]) RETURNS boolean[]: operation i is
  * (client_ids[i], seqs[i]) adding deltas[i] to key; element i of the
  * result says whether it applied.  `tag` is the client ids' type.
+ * `placed`: the call is its placement twin, fbf_increment_on_placement
+ * (counter regclass, key text, client_ids[], seqs bigint[], deltas
+ * bigint[]), which the fast path of a counter distributed by Citus runs on
+ * the node of the key's shard (counter_citus_plan.c): the counter is the
+ * shell, and the batch goes to the shard (FbfCitusApplyOnPlacement).
  */
 static Datum
-increment_batch(FunctionCallInfo fcinfo, char tag)
+increment_batch(FunctionCallInfo fcinfo, char tag, bool placed)
 {
 	bool		keyed = PG_NARGS() == 5;
 	text	   *key;
@@ -68,7 +76,10 @@ increment_batch(FunctionCallInfo fcinfo, char tag)
 
 	/* answers in the arrays' order */
 	applied = palloc(Max(ops->n, 1) * sizeof(bool));
-	FbfCounterApply(PG_GETARG_OID(0), ops, applied, NULL);
+	if (placed)
+		FbfCitusApplyOnPlacement(PG_GETARG_OID(0), ops, applied, NULL);
+	else
+		FbfCounterApply(PG_GETARG_OID(0), ops, applied, NULL);
 
 	if (ops->n == 0)
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(BOOLOID));
@@ -82,17 +93,35 @@ increment_batch(FunctionCallInfo fcinfo, char tag)
 Datum
 fbf_increment_batch_int8(PG_FUNCTION_ARGS)
 {
-	return increment_batch(fcinfo, 'i');
+	return increment_batch(fcinfo, 'i', false);
 }
 
 Datum
 fbf_increment_batch_text(PG_FUNCTION_ARGS)
 {
-	return increment_batch(fcinfo, 't');
+	return increment_batch(fcinfo, 't', false);
 }
 
 Datum
 fbf_increment_batch_uuid(PG_FUNCTION_ARGS)
 {
-	return increment_batch(fcinfo, 'u');
+	return increment_batch(fcinfo, 'u', false);
+}
+
+Datum
+fbf_increment_batch_on_placement_int8(PG_FUNCTION_ARGS)
+{
+	return increment_batch(fcinfo, 'i', true);
+}
+
+Datum
+fbf_increment_batch_on_placement_text(PG_FUNCTION_ARGS)
+{
+	return increment_batch(fcinfo, 't', true);
+}
+
+Datum
+fbf_increment_batch_on_placement_uuid(PG_FUNCTION_ARGS)
+{
+	return increment_batch(fcinfo, 'u', true);
 }

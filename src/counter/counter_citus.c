@@ -40,6 +40,15 @@
  * This file is a front end of the engine: the engine never calls it by
  * name.
  *
+ * That is the function route, which every call on a shell can take.  A
+ * statement that is one call of a front end, and nothing else, takes the
+ * fast path instead (counter_citus_plan.c): the planner puts the same
+ * routed statement, calling the front end's placement twin, in the
+ * client's statement's place, and Citus sends it in one round trip.  On
+ * the placement both routes end in FbfCitusApplyOnPlacement, which finds
+ * the key's shard from Citus' metadata cache through its SQL functions,
+ * called by fmgr, not SPI (FbfCitusLocalShard).
+ *
  * What travels is what the client gave idempotent_increment: the key and
  * each operation's client id, seq and delta; fbf_apply_on_placement hashes
  * them on the placement as the front door does (FbfOpsPrepare), so a
@@ -93,12 +102,15 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/primnodes.h"
+#include "parser/parse_func.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/varlena.h"
 
 #include "counter/counter.h"
 #include "counter/counter_args.h"
@@ -378,45 +390,178 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
  */
 
 /*
- * The shard table of `shell` that holds `key`, if its placement is on
- * this node; error if it is elsewhere (the metadata changed since the
- * statement was routed: a shard move or split committed meanwhile; the
- * transaction aborts and the client's retry is routed again).
+ * The result of the Citus SQL function pg_catalog.`name`, whose argument
+ * types are `argtypes`, called with the `nargs` values `args` of the types
+ * `types` (the actual types, for a polymorphic argument): through fmgr,
+ * without SPI, with a FuncExpr that tells a polymorphic function its
+ * arguments' types (get_fn_expr_argtype).  Error if it returns NULL.
  */
-static Oid
-local_shard(Oid shell, text *key)
+static Datum
+citus_call(const char *name, int nargs, const Oid *argtypes, const Oid *types,
+		   const Datum *args)
 {
-	Oid			types[2] = {REGCLASSOID, TEXTOID};
-	Datum		args[2] = {ObjectIdGetDatum(shell), PointerGetDatum(key)};
-	bool		isnull;
-	int64		shardid;
-	bool		local;
-	Oid			shard;
-	int			rc;
+	Oid			fn = LookupFuncName(list_make2(makeString("pg_catalog"),
+											   makeString(pstrdup(name))),
+									nargs, argtypes, false);
+	FmgrInfo	flinfo;
+	List	   *exprs = NIL;
+	Datum		result;
+	int			i;
 
-	SPI_connect();
-	rc = SPI_execute_with_args("SELECT s.id, pg_catalog.shard_name($1, s.id, false)::pg_catalog.regclass, "
-							   "EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
-							   "JOIN pg_catalog.pg_dist_local_group g "
-							   "ON g.groupid OPERATOR(pg_catalog.=) p.groupid "
-							   "WHERE p.shardid OPERATOR(pg_catalog.=) s.id) "
-							   "FROM pg_catalog.get_shard_id_for_distribution_column($1, $2) AS s(id)",
-							   2, types, args, NULL, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "fbf: finding the shard of a key of \"%s\" failed: %s",
-			 get_rel_name(shell), SPI_result_code_string(rc));
-	shardid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	shard = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	local = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	SPI_finish();
-	if (!local)
+	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+
+	fmgr_info(fn, &flinfo);
+	for (i = 0; i < nargs; i++)
+		exprs = lappend(exprs, makeNullConst(types[i], -1, InvalidOid));
+	fmgr_info_set_expr((Node *) makeFuncExpr(fn, get_func_rettype(fn), exprs,
+											 InvalidOid, InvalidOid,
+											 COERCE_EXPLICIT_CALL),
+					   &flinfo);
+	InitFunctionCallInfoData(*fcinfo, &flinfo, nargs, InvalidOid, NULL, NULL);
+	for (i = 0; i < nargs; i++)
+	{
+		fcinfo->args[i].value = args[i];
+		fcinfo->args[i].isnull = false;
+	}
+	result = FunctionCallInvoke(fcinfo);
+	if (fcinfo->isnull)
+		elog(ERROR, "fbf: %s returned NULL", name);
+	return result;
+}
+
+/* the number of column `name` of the Citus catalog `catalog`, or error */
+static AttrNumber
+citus_attnum(Oid catalog, const char *name)
+{
+	AttrNumber	attno = get_attnum(catalog, name);
+
+	if (attno == InvalidAttrNumber)
+		elog(ERROR, "fbf: %s lacks the column %s of Citus' metadata",
+			 get_rel_name(catalog), name);
+	return attno;
+}
+
+/*
+ * Is shard `shardid` placed on this node?  Its rows of pg_dist_placement
+ * (through their index on shardid, if there is one) name a group, and
+ * pg_dist_local_group's one row names this node's.  Both read as catalogs
+ * with AccessShareLock.
+ */
+static bool
+placed_here(int64 shardid)
+{
+	Oid			placements = get_relname_relid("pg_dist_placement", PG_CATALOG_NAMESPACE);
+	Oid			by_shard = get_relname_relid("pg_dist_placement_shardid_index",
+											 PG_CATALOG_NAMESPACE);
+	Oid			local = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
+	AttrNumber	a_shard;
+	AttrNumber	a_group;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData skey;
+	HeapTuple	tuple;
+	bool		isnull;
+	int32		here = -1;
+	bool		found = false;
+
+	if (!OidIsValid(placements) || !OidIsValid(local))
+		elog(ERROR, "fbf: Citus' metadata lacks pg_dist_placement or pg_dist_local_group");
+
+	rel = table_open(local, AccessShareLock);
+	a_group = citus_attnum(local, "groupid");
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		here = DatumGetInt32(heap_getattr(tuple, a_group, RelationGetDescr(rel), &isnull));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	rel = table_open(placements, AccessShareLock);
+	a_shard = citus_attnum(placements, "shardid");
+	a_group = citus_attnum(placements, "groupid");
+	ScanKeyInit(&skey, a_shard, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(shardid));
+	scan = systable_beginscan(rel, by_shard, OidIsValid(by_shard), NULL, 1, &skey);
+	while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+		found = DatumGetInt32(heap_getattr(tuple, a_group, RelationGetDescr(rel),
+										   &isnull)) == here;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * The shard table of the Citus table `table` that holds the distribution
+ * value `value` (of type `type`), if its placement is on this node; error
+ * if it is elsewhere (the metadata changed since the statement was routed:
+ * a shard move or split committed meanwhile; the transaction aborts and
+ * the client's retry is routed again).  Citus finds the shard
+ * (get_shard_id_for_distribution_column, from its metadata cache) and names
+ * its table (shard_name); no SPI: this runs once per routed call.
+ */
+Oid
+FbfCitusLocalShard(Oid table, Datum value, Oid type)
+{
+	static const Oid find_types[2] = {REGCLASSOID, ANYOID};
+	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
+	Oid			types[3] = {REGCLASSOID, type, BOOLOID};
+	Datum		args[3];
+	int64		shardid;
+	text	   *name;
+	Oid			shard = InvalidOid;
+
+	args[0] = ObjectIdGetDatum(table);
+	args[1] = value;
+	shardid = DatumGetInt64(citus_call("get_shard_id_for_distribution_column",
+									   2, find_types, types, args));
+	if (placed_here(shardid))
+	{
+		types[1] = INT8OID;
+		args[1] = Int64GetDatum(shardid);
+		args[2] = BoolGetDatum(false);
+		name = DatumGetTextPP(citus_call("shard_name", 3, name_types, types, args));
+		shard = RangeVarGetRelid(makeRangeVarFromNameList(textToQualifiedNameList(name)),
+								 NoLock, true);
+	}
+	if (!OidIsValid(shard))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("shard " INT64_FORMAT " of \"%s\" is not placed on this node",
-						shardid, get_rel_name(shell)),
-				 errdetail("Its placement moved since the increment was routed here."),
+						shardid, get_rel_name(table)),
+				 errdetail("Its placement moved since the operation was routed here."),
 				 errhint("Retry the transaction.")));
 	return shard;
+}
+
+/*
+ * Apply `ops` of the counter whose shell is `shell` on the shard of their
+ * key, which must be placed on this node: the routed half of an increment
+ * (fbf_apply_on_placement, and the placement twins of the front ends,
+ * counter.c and counter_batch.c, that the fast path calls,
+ * counter_citus_plan.c).  The shell must be a counter distributed by its
+ * key that the caller may increment (FbfCounterOpenRoutable: 42501, 42809,
+ * 0A000); the shard table is then applied to by FbfCounterApply, with its
+ * privileges and row security.  Arguments and results as FbfCounterApply's.
+ */
+void
+FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied, int64 *value)
+{
+	Relation	heap;
+	Relation	index;
+
+	if (!FbfCounterOpenRoutable(shell, FBF_COUNTER_INCREMENT, AccessShareLock,
+								&heap, &index))
+	{
+		const char *name = pstrdup(RelationGetRelationName(heap));
+
+		FbfCounterClose(heap, index);
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a counter distributed by Citus", name),
+				 errhint("Apply operations to it with idempotent_increment().")));
+	}
+	FbfCounterClose(heap, NULL);
+	FbfCounterApply(FbfCitusLocalShard(shell, PointerGetDatum(ops->key), TEXTOID),
+					ops, applied, value);
 }
 
 /*
@@ -444,8 +589,6 @@ apply_on_placement(FunctionCallInfo fcinfo, char tag)
 	bool		want_value;
 	bool	   *applied;
 	int64		value = 0;
-	Relation	heap;
-	Relation	index;
 	TupleDesc	desc;
 	Datum		out[2];
 	bool		out_null[2] = {false, false};
@@ -464,23 +607,8 @@ apply_on_placement(FunctionCallInfo fcinfo, char tag)
 	want_value = PG_GETARG_BOOL(5);
 	ops = FbfOpsFromArrays(fcinfo, tag, key, 2, fname);
 
-	/* a counter distributed by its key, that the caller may increment */
-	if (!FbfCounterOpenRoutable(shell, FBF_COUNTER_INCREMENT, AccessShareLock,
-								&heap, &index))
-	{
-		const char *name = pstrdup(RelationGetRelationName(heap));
-
-		FbfCounterClose(heap, index);
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a counter distributed by Citus", name),
-				 errhint("Apply operations to it with idempotent_increment().")));
-	}
-	FbfCounterClose(heap, NULL);
-
 	applied = palloc(sizeof(bool) * Max(ops->n, 1));
-	FbfCounterApply(local_shard(shell, key), ops, applied,
-					want_value ? &value : NULL);
+	FbfCitusApplyOnPlacement(shell, ops, applied, want_value ? &value : NULL);
 
 	elems = palloc(sizeof(Datum) * Max(ops->n, 1));
 	for (i = 0; i < ops->n; i++)

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # test/bench/citus_bench.sh: idempotent_increment on a counter distributed
-# with Citus against a plain distributed UPDATE, both through the
-# coordinator, in the same run, in interleaved rounds; reports each side's
-# median transactions per second, their ratio, and the counter's dismissal
-# rate (dismissed / operations, from fbf_counter_stats: every
-# operation is new, so every dismissal is a false positive).
+# with Citus against a plain distributed UPDATE, in the same run, in
+# interleaved rounds, over the same keys and clients:
+#   coordinator  both sent to the coordinator;
+#   workers      both sent to the workers (half the clients to each; Citus
+#                routes from there, locally when the key's shard is there);
+#   batch        batches of 100 operations on one key through the
+#                coordinator, against single increments through it
+#                (operations per second).
+# Reports each side's median transactions per second, the ratios, and the
+# counter's dismissal rate (dismissed / operations, from fbf_counter_stats:
+# every operation is new, so every dismissal is a false positive).
 #
 #   bash test/bench/citus_bench.sh [rounds [seconds [clients]]]
 #
@@ -104,27 +110,52 @@ cat >"$dir/plain.sql" <<SQL
 \set k random(1, $keys)
 UPDATE bench_plain SET value = value + 1 WHERE key = 'k' || :k AND shard = 0;
 SQL
+# a batch: 100 new operations of one client on one key
+{
+	echo "\\set k random(1, $keys)"
+	echo "\\set s random(1, 4611686018427387903 - 100)"
+	printf "SELECT idempotent_increment('bench_fbf', 'k' || :k, array_fill(:client_id::bigint, ARRAY[100]), ARRAY["
+	for i in $(seq 1 100); do printf "%s:s::bigint + %d" "$([ "$i" -gt 1 ] && echo ", ")" "$i"; done
+	echo "]::bigint[], array_fill(1::bigint, ARRAY[100]));"
+} >"$dir/batch.sql"
 
+# the workers' ports, from Citus' metadata
+mapfile -t workers < <(psql -X -q -At -c "SELECT nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid <> 0 ORDER BY nodeid")
+
+# side: fbf, plain, batch through the coordinator; fbf_w, plain_w through the
+# workers (the clients split between them, the transactions summed)
 run() {
-	"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" -f "$dir/$1.sql" 2>/dev/null |
-		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+	local side=${1%_w} n
+	if [ "$side" = "$1" ]; then
+		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" -f "$dir/$side.sql" 2>/dev/null |
+			sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+		return
+	fi
+	n=$(( (clients + ${#workers[@]} - 1) / ${#workers[@]} ))
+	for p in "${workers[@]}"; do
+		PGPORT=$p "$PG_BINDIR/pgbench" -n -M prepared -c "$n" -j "$n" -T "$secs" -f "$dir/$side.sql" 2>/dev/null |
+			sed -n 's/^tps = \([0-9.]*\) .*/\1/p' &
+	done | awk '{t += $1} END {print t}'
+	wait
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-: >"$dir/fbf.tps"
-: >"$dir/plain.tps"
+sides="fbf plain fbf_w plain_w batch"
+for side in $sides; do : >"$dir/$side.tps"; done
 for r in $(seq 1 "$rounds"); do
-	if [ $((r % 2)) -eq 1 ]; then order="fbf plain"; else order="plain fbf"; fi
+	if [ $((r % 2)) -eq 1 ]; then order=$sides; else order=$(echo $sides | tr ' ' '\n' | tac | tr '\n' ' '); fi
 	for side in $order; do
 		tps=$(run "$side")
 		echo "$tps" >>"$dir/$side.tps"
 		echo "round $r $side: $tps tps"
 	done
 done
-fbf=$(median <"$dir/fbf.tps")
-plain=$(median <"$dir/plain.tps")
+for side in $sides; do eval "m_$side=\$(median <\"$dir/$side.tps\")"; done
 psql -X -q -At -c "SELECT 'dismissal rate: ' || sum(dismissed) || ' of ' || sum(applied + dismissed)
 	|| ' (' || round(100.0 * sum(dismissed) / greatest(sum(applied + dismissed), 1), 4) || '%)'
 	FROM fbf_counter_stats WHERE counter = 'bench_fbf'::regclass"
-echo "median tps: idempotent_increment $fbf, plain UPDATE $plain, ratio $(awk -v a="$fbf" -v b="$plain" 'BEGIN {printf "%.2f", a / b}')"
+echo "coordinator: median tps idempotent_increment $m_fbf, plain UPDATE $m_plain, ratio $(ratio "$m_fbf" "$m_plain")"
+echo "workers: median tps idempotent_increment $m_fbf_w, plain UPDATE $m_plain_w, ratio $(ratio "$m_fbf_w" "$m_plain_w")"
+echo "batches of 100: median tps $m_batch ($(awk -v a="$m_batch" 'BEGIN {printf "%.0f", a * 100}') operations/s), $(ratio "$(awk -v a="$m_batch" 'BEGIN {print a * 100}')" "$m_fbf")x single increments through the coordinator"
 psql -X -q -c "DROP TABLE bench_fbf, bench_plain"

@@ -13,6 +13,12 @@
 #     or record operations on the other's key (42501); the other tenant's
 #     operations then apply; non-counters, shards, local counters and
 #     callers without UPDATE are refused (42809, 42501);
+#   - the fast path: a statement that is one call of idempotent_increment
+#     (single, outcome, batch, keyless) is sent as the routed statement in
+#     one round trip, with the same answers and errors; a call with a
+#     mutable argument, among other things, or in a DO block takes the
+#     function route; both remember each other's operations; through a
+#     worker; as prepared statements;
 #   - transactions over keys of both workers commit with two-phase commit
 #     (PREPARE TRANSACTION is sent to both) and roll back as a whole;
 #   - a worker crash between PREPARE and COMMIT PREPARED: the prepared
@@ -324,6 +330,95 @@ is(incr($coord, $a, 2, 1) . incr($w2, $b, 2, 1), 'ff', 'its operations are remem
 	ROLLBACK;});
 is(incr($w1, $a, 2, 2) . incr($coord, $b, 2, 2), 'tt', 'a rolled back one forgets them on both');
 is(value($a) . value($b), '22', 'values after commit and rollback');
+
+# ---- the fast path: the client's statement is the routed statement ----
+# A statement that is one call of idempotent_increment (single, outcome or
+# batch) on a distributed counter is handed to Citus as the routed statement
+# itself: in autocommit, one statement on the placement and no transaction
+# block; the same answers as the function route, which a statement with
+# anything else in it still takes.
+sub remote
+{
+	my ($node, $sql) = @_;
+	my ($r, $o, $e) = $node->psql('postgres', qq{
+		SET citus.log_remote_commands = on;
+		SET client_min_messages = log;
+		$sql}, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	my @issued = $e =~ /issuing (.*)/g;
+	return ($r, $o, $e, \@issued);
+}
+# a key of worker2 that nothing above used
+my ($f) = grep { node_of($_) == 2 } map { "fast$_" } 1 .. 50;
+my ($issued);
+($rc, $out, $err, $issued) = remote($coord, "SELECT idempotent_increment('likes', '$f', 40, 1, 5)");
+is($out, 't', 'fast path: applied');
+is(scalar(@$issued), 1, 'fast path: one statement sent in autocommit') or diag(join "\n", @$issued);
+like($issued->[0] // '', qr/^WITH touch AS \(UPDATE public\.likes_\d+ likes .*fbf_increment_on_placement\(/,
+	'fast path: the routed statement, on the key\'s shard');
+unlike(join("\n", @$issued), qr/BEGIN|assign_distributed_transaction_id|COMMIT/,
+	'fast path: no transaction block on the placement');
+($rc, $out, $err, $issued) = remote($coord, "SELECT idempotent_increment('likes', '$f', 40, 1, 5)");
+is($out, 'f', 'fast path: its retry is dismissed');
+($rc, $out, $err, $issued) = remote($coord,
+	"SELECT idempotent_increment_outcome('likes', '$f', 40, 2, 5) AS o");
+is($out, '(t,10)', 'fast path: the outcome form, with the key\'s value');
+like($err, qr/\bAS o\b/, 'fast path: the target keeps the client\'s name');
+($rc, $out, $err, $issued) = remote($coord, qq{
+	SELECT idempotent_increment('likes', '$f', ARRAY[40, 40, 41, 41]::bigint[],
+		ARRAY[2, 3, 3, 3]::bigint[], ARRAY[5, 5, 5, 5]::bigint[])});
+is($out, '{f,t,t,f}', 'fast path: a batch, its answers in its order');
+is(scalar(@$issued), 1, 'fast path: a batch is one statement');
+($rc, $out, $err, $issued) = remote($coord,
+	"SELECT idempotent_increment('likes', 42::bigint, 1, 7)");
+is($out, 't', 'fast path: the keyless form, on the default key');
+is(value(''), '7', 'its value');
+is(value($f), '20', 'the key\'s value after the fast path\'s operations');
+($rc, $out, $err, $issued) = remote($coord,
+	"SELECT idempotent_increment('likes', NULL, 40, 9, 1)");
+like($err, qr/22004: key of idempotent_increment must not be null/, 'fast path: a NULL key is refused as the front end refuses it (22004)');
+($rc, $out, $err, $issued) = remote($coord,
+	"SELECT idempotent_increment_outcome('likes', '$f', 40, NULL, 1)");
+like($err, qr/22004: seq of idempotent_increment_outcome must not be null/, 'fast path: a NULL seq too (22004)');
+# a mutable argument would be evaluated twice, once to route: the function route
+($rc, $out, $err, $issued) = remote($coord,
+	"SELECT idempotent_increment('likes', '$f', 40, 4 + 0 * extract(epoch FROM now())::bigint, 5)");
+is($out, 't', 'with a mutable argument: applied');
+like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
+# so does a call among other things, and one in a DO block
+($rc, $out, $err, $issued) = remote($coord,
+	"SELECT idempotent_increment('likes', '$f', 40, g, 5) FROM generate_series(5, 6) g");
+is($out, "t\nt", 'a call per row: applied');
+like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
+($rc, $out, $err, $issued) = remote($coord,
+	"DO \$\$BEGIN PERFORM idempotent_increment('likes', '$f', 40, 7, 5); END\$\$");
+is($rc, 0, 'a call in a DO block applies');
+like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
+is(incr($coord, $f, 40, 4) . incr($coord, $f, 40, 6) . incr($coord, $f, 40, 7), 'fff',
+	'both routes remember each other\'s operations');
+# through a worker, to a key of the other worker and to one of its own
+($rc, $out, $err, $issued) = remote($w1, "SELECT idempotent_increment('likes', '$f', 40, 8, 5)");
+is($out, 't', 'fast path through a worker, to the other worker\'s shard');
+($rc, $out, $err, $issued) = remote($w1, "SELECT idempotent_increment('likes', '$on1[0]', 40, 8, 5)");
+is($out, 't', 'fast path through a worker, to its own shard');
+is(incr($coord, $f, 40, 8) . incr($w2, $on1[0], 40, 8), 'ff', 'remembered');
+# prepared statements (the extended protocol, pgbench -M prepared): each
+# client sends one operation 30 times, past the plan cache's fifth run
+my $script = "${PostgreSQL::Test::Utils::tmp_check}/fastpath.sql";
+open(my $fh, '>', $script) or die "$script: $!";
+print $fh "SELECT idempotent_increment('likes', 'pb' || :client_id, 100 + :client_id, 1, 1);\n";
+close $fh;
+($out, $err) = ('', '');
+my $pgbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 2, '-t', 30,
+		'-h', '127.0.0.1', '-p', $coord->port, '-f', $script, 'postgres' ],
+	'>', \$out, '2>', \$err);
+$pgbench->finish;
+is($pgbench->result(0), 0, 'prepared statements through the fast path run') or diag($err);
+is($coord->safe_psql('postgres', q{
+	SELECT fbf_counter_value('likes', 'pb0') || ' ' || fbf_counter_value('likes', 'pb1')}),
+	'1 1', 'each client\'s operation, sent 30 times as a prepared statement, applied once');
+# a caller without UPDATE keeps the front end's own error (no rewrite)
+($rc, $out, $err) = as_role($coord, 'outsider', "SELECT idempotent_increment('tenants', 'tenant-b', 9, 5, 1)");
+like($err, qr/42501: permission denied for table tenants/, 'fast path: a caller without UPDATE gets 42501');
 
 # ---- a worker crash between PREPARE and COMMIT PREPARED ----
 # The increment is prepared on worker2 as Citus' two-phase commit prepares

@@ -1,0 +1,478 @@
+/*-------------------------------------------------------------------------
+ *
+ * counter_citus_plan.c
+ *	  The fast path of counters distributed by Citus: a statement that is
+ *	  one call of idempotent_increment (or its outcome or batch form) on
+ *	  such a counter is handed to Citus as the routed statement itself.
+ *
+ * Run as a function, an increment on a distributed counter routes its
+ * operations from inside the call (citus_apply, counter_citus.c): Citus
+ * sees a statement run by a running statement, opens a transaction block
+ * on the placement for it (BEGIN and assign_distributed_transaction_id),
+ * sends it, and commits the block when the client's statement ends: three
+ * round trips where a plain single-shard UPDATE takes one, and the routed
+ * statement planned again on every call.
+ *
+ * So the planner hook rewrites the client's statement before Citus plans
+ * it.  A statement that is exactly
+ *
+ *	SELECT idempotent_increment(counter, [key,] client_id, seq, delta)
+ *
+ * (or idempotent_increment_outcome, or the batch form with arrays), with
+ * nothing else in it, whose counter is a constant naming a counter
+ * distributed by its key that the caller may update, becomes
+ *
+ *	WITH touch AS (UPDATE counter SET value = value
+ *				   WHERE key = fbf_routing_key(<key>, 'idempotent_increment')
+ *				   AND shard < 0 RETURNING 1)
+ *	SELECT fbf_increment_on_placement(counter, <key>, client_id, seq, delta)
+ *
+ * with the client's own argument expressions (its parameters, constants
+ * and immutable functions of them) in place of <key> and the rest.  This is
+ * the statement citus_apply sends, and Citus plans it as it does there: a
+ * single-shard router modification (the CTE names the shard, and makes it
+ * a modification that takes the shard's metadata lock that shard moves
+ * wait for), run on the placement with the function evaluated there.  But
+ * it is now the client's statement: in autocommit it is sent in one round
+ * trip, as a plain UPDATE is; in an explicit transaction it joins the
+ * distributed transaction, and a transaction that writes through more than
+ * one node commits with two-phase commit, as before.  A prepared statement
+ * keeps the plan, and Citus prunes the shard per execution.
+ * fbf_routing_key is the key itself, or the front end's error (22004) if
+ * it is NULL: Citus evaluates it to choose the shard, and would otherwise
+ * fail to find one for a NULL key, before the twin could say why.
+ *
+ * The routed statement is parsed and analyzed once per backend, front end
+ * and counter (routed_template), then, on every planning, given the
+ * client's expressions and put through the rewriter, as the client's
+ * statement was (row security and rules, judged for the current user).
+ *
+ * The twins (fbf_increment_on_placement and
+ * fbf_increment_outcome_on_placement, counter.c and counter_batch.c) are
+ * the front ends' own code with their checks and messages, applying on the
+ * key's shard table of this node (FbfCitusApplyOnPlacement): privileges and
+ * row security are judged there as an increment on the shard table judges
+ * them, and the result is the front end's, of its type.
+ *
+ * The rewrite is declined, leaving the call to the function route, unless
+ * all of these hold, so that the two statements mean the same:
+ *	- the statement is planned for the client (no portal is running: a
+ *	  statement planned inside a function, which may be read-only, keeps
+ *	  its call as written);
+ *	- the SELECT has one target, the call, and nothing else (no FROM,
+ *	  WHERE, CTE, sublink, grouping, ordering or locking);
+ *	- the function is one of the front ends (its C symbol, in this
+ *	  module);
+ *	- the counter is a non-NULL constant, and no argument has a mutable
+ *	  function: the key is evaluated twice (by Citus to choose the shard,
+ *	  and by the twin), and must give the same value both times;
+ *	- the caller has UPDATE on the counter (checked before the table is
+ *	  opened; a caller without it gets the front end's own error), row
+ *	  security does not apply to the caller on it (the function route first
+ *	  lets the key's policies judge the caller on this node, 42501, where
+ *	  the routed statement's CTE, under the policies, could leave Citus no
+ *	  shard to route to), and the counter is distributed by its key (the
+ *	  relation cache).
+ *
+ * Locks: RowExclusiveLock on the counter, as the rewritten statement's
+ * UPDATE takes it (privileges checked before); pg_proc through the
+ * syscache.  The cache of analyzed statements is per backend, in
+ * CacheMemoryContext, emptied by invalidations (routed_forget).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/pg_collation_d.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type_d.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "rewrite/rewriteHandler.h"
+#include "tcop/pquery.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/syscache.h"
+
+#include "counter/counter.h"
+#include "window/window.h"
+
+/* the front ends the fast path takes, by their C symbols in this module */
+typedef enum FastForm
+{
+	FAST_NONE,
+	FAST_SINGLE,				/* idempotent_increment: boolean */
+	FAST_OUTCOME,				/* idempotent_increment_outcome: record */
+	FAST_BATCH					/* idempotent_increment with arrays */
+} FastForm;
+
+static const struct
+{
+	const char *symbol;
+	FastForm	form;
+}			front_ends[] =
+{
+	{"fbf_increment_int8", FAST_SINGLE},
+	{"fbf_increment_text", FAST_SINGLE},
+	{"fbf_increment_uuid", FAST_SINGLE},
+	{"fbf_increment_outcome_int8", FAST_OUTCOME},
+	{"fbf_increment_outcome_text", FAST_OUTCOME},
+	{"fbf_increment_outcome_uuid", FAST_OUTCOME},
+	{"fbf_increment_batch_int8", FAST_BATCH},
+	{"fbf_increment_batch_text", FAST_BATCH},
+	{"fbf_increment_batch_uuid", FAST_BATCH},
+};
+
+static planner_hook_type prev_planner_hook = NULL;
+
+PG_FUNCTION_INFO_V1(fbf_routing_key);
+
+/*
+ * Which front end the function `funcid` is: one whose C symbol, in this
+ * module, is in front_ends; FAST_NONE for any other function.
+ */
+static FastForm
+front_end_form(Oid funcid)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	FastForm	form = FAST_NONE;
+	Datum		d;
+	bool		isnull;
+	char	   *symbol;
+	char	   *module;
+	int			i;
+
+	if (!HeapTupleIsValid(tuple))
+		return FAST_NONE;
+	if (((Form_pg_proc) GETSTRUCT(tuple))->prolang != ClanguageId)
+	{
+		ReleaseSysCache(tuple);
+		return FAST_NONE;
+	}
+	d = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &isnull);
+	module = isnull ? NULL : TextDatumGetCString(d);
+	d = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
+	symbol = isnull ? NULL : TextDatumGetCString(d);
+	ReleaseSysCache(tuple);
+	if (module == NULL || symbol == NULL || strcmp(module, "$libdir/fbf") != 0)
+		return FAST_NONE;
+	for (i = 0; i < (int) lengthof(front_ends); i++)
+		if (strcmp(symbol, front_ends[i].symbol) == 0)
+			form = front_ends[i].form;
+	return form;
+}
+
+/*
+ * The call of a front end that `parse` is, alone, or NULL: a SELECT with
+ * one target and nothing else, the target a call of a function taking
+ * arguments.
+ */
+static FuncExpr *
+lone_call(Query *parse)
+{
+	TargetEntry *tle;
+
+	if (parse->commandType != CMD_SELECT || parse->utilityStmt != NULL ||
+		parse->rtable != NIL || parse->cteList != NIL ||
+		parse->hasSubLinks || parse->hasAggs || parse->hasWindowFuncs ||
+		parse->hasTargetSRFs || parse->hasModifyingCTE ||
+		parse->hasForUpdate || parse->setOperations != NULL ||
+		parse->jointree == NULL || parse->jointree->quals != NULL ||
+		parse->jointree->fromlist != NIL || parse->groupClause != NIL ||
+		parse->groupingSets != NIL || parse->havingQual != NULL ||
+		parse->sortClause != NIL || parse->distinctClause != NIL ||
+		parse->limitCount != NULL || parse->limitOffset != NULL ||
+		parse->rowMarks != NIL || list_length(parse->targetList) != 1)
+		return NULL;
+	tle = linitial_node(TargetEntry, parse->targetList);
+	if (tle->resjunk || !IsA(tle->expr, FuncExpr))
+		return NULL;
+	return (FuncExpr *) tle->expr;
+}
+
+/*
+ * The counter `call` applies to, if it is a counter distributed by its key
+ * that the caller may update, without row security; InvalidOid otherwise.  Locks it with
+ * RowExclusiveLock, as the rewritten statement will, once its privilege is
+ * known.
+ */
+static Oid
+routable_counter(FuncExpr *call)
+{
+	Const	   *counter = linitial(call->args);
+	Oid			relid;
+	Relation	rel;
+	FbfCounterRel *entry;
+	bool		routable = false;
+
+	if (!IsA(counter, Const) || counter->constisnull ||
+		counter->consttype != REGCLASSOID)
+		return InvalidOid;
+	relid = DatumGetObjectId(counter->constvalue);
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK ||
+		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		return InvalidOid;
+	rel = try_relation_open(relid, RowExclusiveLock);
+	if (rel == NULL)
+		return InvalidOid;
+	if (rel->rd_rel->relkind == RELKIND_RELATION)
+	{
+		entry = FbfCounterRelGet(rel);
+		routable = OidIsValid(entry->window_index) &&
+			entry->kind == FBF_WINDOW_COUNTER &&
+			entry->citus == FBF_CITUS_BY_KEY;
+	}
+	relation_close(rel, NoLock);
+	return routable ? relid : InvalidOid;
+}
+
+/* ----------------------------------------------------------------------
+ * The routed statements analyzed in this backend
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * Each front end's routed statement on each counter, analyzed once per
+ * backend: parsing and analyzing its text is a third of the fast path's
+ * own planning, and the statement is planned on every execution (Citus'
+ * router cannot prune a SELECT whose key is an unbound parameter, so a
+ * prepared statement of the fast path never gets a generic plan).  An
+ * entry goes when its counter changes (a relcache invalidation) or any
+ * function does (pg_proc's): it names the counter's columns and the twins
+ * by OID.
+ */
+typedef struct RoutedKey
+{
+	Oid			funcid;			/* the front end */
+	Oid			counter;		/* the distributed counter */
+} RoutedKey;
+
+typedef struct RoutedEntry
+{
+	RoutedKey	key;
+	MemoryContext cxt;			/* holds query */
+	Query	   *query;			/* analyzed, with $1..$5 unreplaced */
+} RoutedEntry;
+
+static HTAB *routed_cache = NULL;
+
+/* drop the entries of `counter` (InvalidOid: every entry) */
+static void
+routed_forget(Oid counter)
+{
+	HASH_SEQ_STATUS status;
+	RoutedEntry *entry;
+
+	if (routed_cache == NULL)
+		return;
+	hash_seq_init(&status, routed_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(counter) || entry->key.counter == counter)
+		{
+			MemoryContextDelete(entry->cxt);
+			hash_search(routed_cache, &entry->key, HASH_REMOVE, NULL);
+		}
+}
+
+static void
+routed_relcache_callback(Datum arg, Oid relid)
+{
+	routed_forget(relid);
+}
+
+static void
+routed_proc_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	routed_forget(InvalidOid);
+}
+
+/*
+ * The routed statement of the front end `call` of form `form` on the
+ * distributed counter `counter`, analyzed with $1..$5 of its arguments'
+ * types (`types`), from the cache or parsed and analyzed now and kept.
+ * The caller copies it before use.
+ */
+static Query *
+routed_template(FuncExpr *call, FastForm form, Oid counter, const Oid *types)
+{
+	RoutedKey	key = {call->funcid, counter};
+	RoutedEntry *entry;
+	MemoryContext cxt;
+	MemoryContext old;
+	const char *schema;
+	char	   *sql;
+	RawStmt    *raw;
+	Query	   *query;
+	bool		found;
+
+	if (routed_cache == NULL)
+	{
+		HASHCTL		ctl = {.keysize = sizeof(RoutedKey),
+		.entrysize = sizeof(RoutedEntry),.hcxt = CacheMemoryContext};
+
+		routed_cache = hash_create("fbf routed statements", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(routed_relcache_callback, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, routed_proc_callback, (Datum) 0);
+	}
+	entry = hash_search(routed_cache, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry->query;
+
+	/* the front end lives in the extension's schema, as the twins do */
+	schema = quote_identifier(get_namespace_name(get_func_namespace(call->funcid)));
+	sql = psprintf("WITH touch AS (UPDATE %s SET value = value "
+				   "WHERE key OPERATOR(pg_catalog.=) %s.fbf_routing_key($2, '%s') "
+				   "AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
+				   "SELECT %s.%s($1, $2, $3, $4, $5)",
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(counter)),
+											  get_rel_name(counter)),
+				   schema,
+				   form == FAST_OUTCOME ? "idempotent_increment_outcome" : "idempotent_increment",
+				   schema,
+				   form == FAST_OUTCOME ? "fbf_increment_outcome_on_placement" : "fbf_increment_on_placement");
+	raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
+	query = parse_analyze_fixedparams(raw, sql, types, 5, NULL);
+
+	cxt = AllocSetContextCreate(CacheMemoryContext, "fbf routed statement",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	query = copyObject(query);
+	MemoryContextSwitchTo(old);
+	entry = hash_search(routed_cache, &key, HASH_ENTER, &found);
+	if (found)
+		MemoryContextDelete(entry->cxt);
+	entry->cxt = cxt;
+	entry->query = query;
+	return query;
+}
+
+/* put copies of the expressions `args` (a List) in place of $1, $2, ... */
+static Node *
+put_arguments(Node *node, void *args)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+		return copyObject(list_nth((List *) args, ((Param *) node)->paramid - 1));
+	if (IsA(node, Query))
+		return (Node *) query_tree_mutator((Query *) node, put_arguments,
+										   args, 0);
+	return expression_tree_mutator(node, put_arguments, args);
+}
+
+/*
+ * The routed statement (the file's header) that stands for `parse`, the
+ * lone call `call` of the front end of form `form` on the distributed
+ * counter `counter`: the analyzed template, each $n replaced by the
+ * client's expression, through the rewriter (row security, rules) as the
+ * client's statement went; NULL if that makes it more than one statement.
+ */
+static Query *
+routed_statement(Query *parse, FuncExpr *call, FastForm form, Oid counter)
+{
+	List	   *args = list_copy(call->args);
+	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
+	Oid			types[5];
+	List	   *rewritten;
+	Query	   *routed;
+	TargetEntry *tle;
+	int			i;
+
+	/* the keyless forms are on the default key */
+	if (list_length(args) == 4)
+		args = list_insert_nth(args, 1,
+							   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+										 PointerGetDatum(cstring_to_text("")),
+										 false, false));
+	Assert(list_length(args) == 5);
+	for (i = 0; i < 5; i++)
+		types[i] = exprType(list_nth(args, i));
+
+	routed = copyObject(routed_template(call, form, counter, types));
+	routed = (Query *) put_arguments((Node *) routed, args);
+	rewritten = QueryRewrite(routed);
+	if (list_length(rewritten) != 1)
+		return NULL;
+	routed = linitial_node(Query, rewritten);
+
+	/* the client's statement still: its name, place and identity */
+	tle = linitial_node(TargetEntry, routed->targetList);
+	tle->resname = was->resname;
+	routed->queryId = parse->queryId;
+	routed->stmt_location = parse->stmt_location;
+	routed->stmt_len = parse->stmt_len;
+	routed->canSetTag = parse->canSetTag;
+	return routed;
+}
+
+/*
+ * The planner hook: the routed statement in place of a lone call of a
+ * front end on a distributed counter (the file's header), then the planner
+ * before us (Citus').
+ */
+static PlannedStmt *
+fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
+				  ParamListInfo boundParams)
+{
+	FuncExpr   *call;
+	FastForm	form;
+	Oid			counter;
+	Query	   *routed;
+
+	if (ActivePortal == NULL && (call = lone_call(parse)) != NULL &&
+		(form = front_end_form(call->funcid)) != FAST_NONE &&
+		!contain_mutable_functions((Node *) call->args) &&
+		OidIsValid(counter = routable_counter(call)) &&
+		(routed = routed_statement(parse, call, form, counter)) != NULL)
+		parse = routed;
+
+	if (prev_planner_hook)
+		return prev_planner_hook(parse, query_string, cursorOptions,
+								 boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/*
+ * fbf_routing_key(key text, fname text) RETURNS text: `key`, by which
+ * Citus routes the statement of the fast path; error (22004) if it is
+ * NULL, as the front end `fname` says it.  Immutable, not strict.
+ */
+Datum
+fbf_routing_key(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("key of %s must not be null",
+						PG_ARGISNULL(1) ? "idempotent_increment" :
+						text_to_cstring(PG_GETARG_TEXT_PP(1)))));
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+/*
+ * Install the planner hook; from _PG_init.  Citus, which must come first
+ * in shared_preload_libraries, installs its planner before: so this hook
+ * runs first and hands Citus the routed statement.
+ */
+void
+FbfCitusPlanInit(void)
+{
+	prev_planner_hook = planner_hook;
+	planner_hook = fbf_citus_planner;
+}
