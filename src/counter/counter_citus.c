@@ -137,14 +137,15 @@ FbfCitusInit(void)
  */
 
 /*
- * How Citus distributes the table `heap`, whose `key` column is
+ * How Citus distributes the table `heap`, whose routing column (a
+ * counter's `key`, a dedup table's `anchor`: FbfCounterRelGet) is
  * `key_attno`: from its row in pg_dist_partition, read as a catalog (the
  * relation cache calls this; Citus invalidates a table's relcache entry
  * whenever its row changes).
  *
  *	FBF_CITUS_LOCAL		no row (or no Citus): an ordinary table
- *	FBF_CITUS_BY_KEY	hash-distributed by `key`, one placement per shard
- *						(replication model 's'): a shell, routed
+ *	FBF_CITUS_BY_KEY	hash-distributed by that column, one placement per
+ *						shard (replication model 's'): a shell, routed
  *	FBF_CITUS_OTHER		any other Citus table (reference, local or
  *						single-shard table, another distribution column,
  *						replicated shards): refused
@@ -213,6 +214,8 @@ citus_refuse(Relation heap, FbfCitusDistribution how)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("\"%s\" is distributed by Citus: its operations are remembered in its shards' windows, not in this table's",
 						RelationGetRelationName(heap)),
+				 FbfCounterRelGet(heap)->kind == FBF_WINDOW_DEDUP ?
+				 errhint("Claims are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_counter_stats on the coordinator lists every shard's window.") :
 				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_counter_stats on the coordinator lists every shard's window.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -378,16 +381,18 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
  */
 
 /*
- * The shard table of `shell` that holds `key`, if its placement is on
- * this node; error if it is elsewhere (the metadata changed since the
- * statement was routed: a shard move or split committed meanwhile; the
- * transaction aborts and the client's retry is routed again).
+ * The shard table of the distributed table `table` that holds the
+ * distribution value `value` (of type `valuetype`: a counter's key, a
+ * dedup table's anchor), if its placement is on this node; error if it is
+ * elsewhere (the metadata changed since the statement was routed: a shard
+ * move or split committed meanwhile; the transaction aborts and the
+ * client's retry is routed again).  Shared with dedup_citus.c.
  */
-static Oid
-local_shard(Oid shell, text *key)
+Oid
+FbfCitusLocalShard(Oid table, Datum value, Oid valuetype)
 {
-	Oid			types[2] = {REGCLASSOID, TEXTOID};
-	Datum		args[2] = {ObjectIdGetDatum(shell), PointerGetDatum(key)};
+	Oid			types[2] = {REGCLASSOID, valuetype};
+	Datum		args[2] = {ObjectIdGetDatum(table), value};
 	bool		isnull;
 	int64		shardid;
 	bool		local;
@@ -403,8 +408,8 @@ local_shard(Oid shell, text *key)
 							   "FROM pg_catalog.get_shard_id_for_distribution_column($1, $2) AS s(id)",
 							   2, types, args, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "fbf: finding the shard of a key of \"%s\" failed: %s",
-			 get_rel_name(shell), SPI_result_code_string(rc));
+		elog(ERROR, "fbf: finding the shard of a value of \"%s\" failed: %s",
+			 get_rel_name(table), SPI_result_code_string(rc));
 	shardid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	shard = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	local = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
@@ -413,8 +418,8 @@ local_shard(Oid shell, text *key)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("shard " INT64_FORMAT " of \"%s\" is not placed on this node",
-						shardid, get_rel_name(shell)),
-				 errdetail("Its placement moved since the increment was routed here."),
+						shardid, get_rel_name(table)),
+				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
 	return shard;
 }
@@ -479,7 +484,8 @@ apply_on_placement(FunctionCallInfo fcinfo, char tag)
 	FbfCounterClose(heap, NULL);
 
 	applied = palloc(sizeof(bool) * Max(ops->n, 1));
-	FbfCounterApply(local_shard(shell, key), ops, applied,
+	FbfCounterApply(FbfCitusLocalShard(shell, PointerGetDatum(key), TEXTOID),
+					ops, applied,
 					want_value ? &value : NULL);
 
 	elems = palloc(sizeof(Datum) * Max(ops->n, 1));
