@@ -11,8 +11,10 @@
 #   - a rolled-back claim is forgotten;
 #   - a claim through a worker (Citus MX) gets the same answer as through
 #     the coordinator;
-#   - a shard move (block_writes, and logical replication) carries the
-#     shard's window: every claimed id is still a duplicate after it;
+#   - shard transfers carry the shards' windows: every claimed id is still
+#     a duplicate after citus_move_shard_placement (block_writes, and
+#     logical replication), citus_split_shard_by_split_points,
+#     citus_drain_node and the rebalancer's background moves;
 #   - the shell's window is refused (0A000); a role without INSERT cannot
 #     claim (42501), a role with INSERT alone can; fbf_claim_on_placement
 #     refuses ids outside the shard it was routed to (22023);
@@ -187,6 +189,51 @@ $coord->safe_psql('postgres', qq{
 is(claim_range($coord, 1, 500) + claim_range($coord, 8001, 8300), 0,
 	'after citus_move_shard_placement (auto: logical replication) every claimed id is a duplicate');
 is(claim_range($w2, 1, 500), 0, '... through a worker too');
+
+# every claimed id so far (1..500, 2001..3000, 7001..7100, 8001..8300):
+# how many a claim through the coordinator finds new
+sub reclaim_all
+{
+	return claim_range($coord, 1, 500) + claim_range($coord, 2001, 3000) +
+	  claim_range($coord, 7001, 7100) + claim_range($coord, 8001, 8300);
+}
+
+# a split: the shard's window goes to both halves
+($shard, $from, $to) = shard_of();
+my $nshards = $coord->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'inbox'::regclass");
+$coord->safe_psql('postgres', qq{
+	SELECT citus_split_shard_by_split_points($shard,
+		ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
+				 FROM pg_dist_shard WHERE shardid = $shard)],
+		ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $from),
+			  (SELECT nodeid FROM pg_dist_node WHERE nodeport = $to)],
+		shard_transfer_mode => 'block_writes')});
+is($coord->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'inbox'::regclass"),
+	$nshards + 1, 'a shard is split in two');
+is(reclaim_all(), 0, 'after citus_split_shard_by_split_points every claimed id is a duplicate');
+
+# the rebalancer: drain worker 1, then rebalance in background tasks
+sub shards_on
+{
+	my ($node) = @_;
+	return $coord->safe_psql('postgres', sprintf(q{
+		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 JOIN pg_dist_shard s USING (shardid)
+		 WHERE n.nodeport = %d AND s.logicalrelid = 'inbox'::regclass}, $node->port));
+}
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_drain_node('127.0.0.1', %d, shard_transfer_mode => 'block_writes')}, $w1->port));
+is(shards_on($w1), '0', 'citus_drain_node moved every shard off worker 1');
+is(reclaim_all(), 0, 'after citus_drain_node every claimed id is a duplicate');
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_set_node_property('127.0.0.1', %d, 'shouldhaveshards', true)}, $w1->port));
+$coord->safe_psql('postgres', q{SELECT citus_rebalance_start()});
+$coord->safe_psql('postgres', q{SELECT citus_rebalance_wait()});
+cmp_ok(shards_on($w1), '>', 0, 'citus_rebalance_start (auto) moved shards back to worker 1');
+is(reclaim_all(), 0, 'after the rebalancer\'s background moves every claimed id is a duplicate');
+is(claim_range($w1, 1, 500) + claim_range($w2, 8001, 8300), 0, '... through the workers too');
 
 # ---- privileges ----
 $coord->safe_psql('postgres', q{
