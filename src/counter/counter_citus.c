@@ -215,7 +215,7 @@ citus_refuse(Relation heap, FbfCitusDistribution how)
 				 errmsg("\"%s\" is distributed by Citus: its operations are remembered in its shards' windows, not in this table's",
 						RelationGetRelationName(heap)),
 				 FbfCounterRelGet(heap)->kind == FBF_WINDOW_DEDUP ?
-				 errhint("Claims are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_counter_stats on the coordinator lists every shard's window.") :
+				 errhint("Claims are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_dedup_stats on the coordinator lists every shard's window.") :
 				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_counter_stats on the coordinator lists every shard's window.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
