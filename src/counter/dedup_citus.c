@@ -222,6 +222,7 @@ route_group(Relation shell, const char *sql, Oid typid, int32 anchor,
 		group_ids[i] = ids[order[i].place];
 		if (seqs != NULL)
 			group_seqs[i] = Int64GetDatum(seqs[order[i].place]);
+		CHECK_FOR_INTERRUPTS();
 	}
 	args[0] = ObjectIdGetDatum(RelationGetRelid(shell));
 	args[1] = Int32GetDatum(anchor);
@@ -430,7 +431,10 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 							fname)));
 		seqs = palloc(sizeof(int64) * Max(n, 1));
 		for (i = 0; i < n; i++)
+		{
 			seqs[i] = DatumGetInt64(seq_elems[i]);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
 
 	/* every id's anchor, from its identity computed here */

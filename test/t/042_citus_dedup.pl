@@ -16,7 +16,9 @@
 #     logical replication), citus_split_shard_by_split_points,
 #     citus_drain_node and the rebalancer's background moves;
 #   - the shell's window is refused (0A000); a role without INSERT cannot
-#     claim (42501), a role with INSERT alone can; fbf_claim_on_placement
+#     claim (42501), a role with INSERT alone can (thanks to the grants on
+#     the empty table's anchor column fbf_distribute_dedup makes, without
+#     which it cannot: 42501); fbf_claim_on_placement
 #     refuses ids outside the shard it was routed to (22023);
 #   - fbf_distribute_dedup refuses a dedup table that has claimed ids
 #     (55000) and a counter or a plain table (42809).
@@ -250,6 +252,15 @@ is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', 9001::bigint)",
 is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', ARRAY[9001, 9002, 9003]::bigint[])",
 		extra_params => [ '-U', 'claimer' ]),
 	'{f,t,t}', '... batches too');
+# what fbf_distribute_dedup's column grants are for: the routed statement's
+# CTE reads and updates the anchor column
+$coord->safe_psql('postgres', 'REVOKE SELECT (anchor), UPDATE (anchor) ON inbox FROM PUBLIC');
+($rc, $out, $err) = try_sql($coord, "SELECT fbf_claim('inbox', 9004::bigint)", 'claimer');
+like($err, qr/42501/, 'without the grants on anchor, a role with INSERT alone cannot claim');
+$coord->safe_psql('postgres', 'GRANT SELECT (anchor), UPDATE (anchor) ON inbox TO PUBLIC');
+is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', 9004::bigint)",
+		extra_params => [ '-U', 'claimer' ]),
+	't', 'with them back, it claims');
 
 # the placement recomputes anchors: ids routed to the wrong shard are refused
 my ($ashard, $aport) = split /\|/, $coord->safe_psql('postgres', q{
