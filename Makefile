@@ -43,6 +43,7 @@ OBJS        = src/fbf.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
               src/counter/counter_batch.o src/counter/counter_save.o src/counter/dedup.o \
               src/counter/counter_citus.o src/counter/counter_citus_plan.o src/counter/counter_citus_transfer.o \
+              src/counter/dedup_citus.o \
               src/counter/counter_op.o src/counter/counter_rel.o src/counter/counter_engine.o \
               src/worker/worker.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \

@@ -364,10 +364,20 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_increment_outcome_on_placement(regclass,text,uuid,bigint,bigint)',
 	 'SELECT fbf_increment_outcome_on_placement(''likes'', ''k'', ''a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11''::uuid, 9, 1)'),
 	('fbf_routing_key(text,text)', 'SELECT fbf_routing_key(''k'', ''idempotent_increment'')'),
+	('fbf_claim_anchor(anyelement)', 'SELECT fbf_claim_anchor(''m-1''::text)'),
+	('fbf_claim_anchor(anyelement,bigint)', 'SELECT fbf_claim_anchor(7::bigint, 1)'),
 	('fbf_distribute_counter(regclass,integer,text)', 'SELECT fbf_distribute_counter(''likes'', 4, ''cuckoo_likes'')'),
 	('fbf_distribute_window(regclass,integer,text)', 'SELECT fbf_distribute_window(''likes'', 4, ''default'')'),
 	('fbf_copy_shard_window(text,integer,text,text,integer,text)',
-	 'SELECT fbf_copy_shard_window(''localhost'', 1, ''likes'', ''localhost'', 1, ''likes'')');
+	 'SELECT fbf_copy_shard_window(''localhost'', 1, ''likes'', ''localhost'', 1, ''likes'')'),
+	-- distributed dedup tables (not installed: each refuses, after its checks)
+	('fbf_local_dedup_stats()', 'SELECT count(*) FROM fbf_local_dedup_stats()'),
+	('fbf_claim_on_placement(regclass,integer,anyarray,bigint[])',
+	 'SELECT fbf_claim_on_placement(''inbox'', 0, ARRAY[1]::bigint[], NULL)'),
+	('fbf_claim_on_placement(regclass,integer,anyarray,bigint[])',
+	 'SELECT fbf_claim_on_placement(''inbox'', 0, ARRAY[''c'']::text[], ARRAY[1]::bigint[])'),
+	('fbf_distribute_dedup(regclass,integer,text)', 'SELECT fbf_distribute_dedup(''inbox'', 4, ''cuckoo_likes'')'),
+	('fbf_distribute_dedup_window(regclass,integer,text)', 'SELECT fbf_distribute_dedup_window(''inbox'', 4, ''default'')');
 
 -- every function of the extension is called above
 SELECT fn AS not_called FROM sp_functions

@@ -12,7 +12,8 @@
  *				(and the window index's reloptions)
  *	counter		fbf.default_retention, fbf.default_target_fpp (FbfCounterInit);
  *				fbf.aimd_*, fbf.period_min (FbfCounterMaintainInit); the
- *				route to counters distributed by Citus (FbfCitusInit) and
+ *				route to counters distributed by Citus (FbfCitusInit), to
+ *				dedup tables distributed by Citus (FbfDedupCitusInit) and
  *				the hooks around Citus' shard transfers
  *				(FbfCitusTransferInit)
  *	worker		fbf.worker_enabled, fbf.naptime
@@ -62,6 +63,7 @@ _PG_init(void)
 	FbfCounterMaintainInit();
 	FbfCitusInit();
 	FbfCitusPlanInit();
+	FbfDedupCitusInit();
 	FbfCitusTransferInit();
 	FbfWorkerInit();
 	CuckooAmInit();

@@ -13,7 +13,7 @@
 #      filters log their upgrade, and new operations count as usual; fbf
 #      values stored in a table by 1.0 read back as 1.0 wrote them;
 #   4. the updated extension describes (\dx+, every function's definition)
-#      as a fresh 1.3 install; 1.1's dedup tables, batches and outcomes
+#      as a fresh 1.4 install; 1.1's dedup tables, batches and outcomes
 #      work on it, and claims and operations survive a crash;
 #   5. fbf 1.1 built from git history (FBF_1_1_COMMIT): its windows, which
 #      hashed under the public seed, get a secret key of their own and
@@ -265,8 +265,8 @@ fbf_tap_ok "$(q11 "SELECT fbf_counter_load('copy11', s) FROM snap11")" \
 fbf_tap_ok "$(q11 "SELECT count(*) FROM generate_series(1, 350) g WHERE idempotent_increment('copy11', 1, g, 1)")" "0" \
 	"which dismisses every retry it remembers"
 q11 "ALTER EXTENSION fbf UPDATE" >/dev/null
-fbf_tap_ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.3" \
-	"ALTER EXTENSION fbf UPDATE reaches 1.3 from 1.1"
+fbf_tap_ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.4" \
+	"ALTER EXTENSION fbf UPDATE reaches 1.4 from 1.1"
 fbf_tap_ok "$(retries11)" "0" "and every retry is still dismissed"
 # short11 (retention 3 s): once its public operations have all aged out,
 # its window asks the public hash no more

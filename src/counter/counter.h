@@ -110,8 +110,8 @@ typedef enum FbfCounterAccess
 
 /*
  * How Citus distributes a table (the route's lookup, citus_lookup): not
- * at all, by `key` (a shell whose operations are routed to its shards), or
- * otherwise (refused).
+ * at all, by `key` (a counter's; a dedup table's `anchor`: a shell whose
+ * operations are routed to its shards), or otherwise (refused).
  */
 typedef enum FbfCitusDistribution
 {
@@ -127,7 +127,10 @@ typedef enum FbfCitusDistribution
  */
 typedef struct FbfCounterRoute
 {
-	/* how Citus distributes `heap`, whose `key` column is key_attno */
+	/*
+	 * how Citus distributes `heap`, whose routing column (a counter's `key`,
+	 * a dedup table's `anchor`) is key_attno
+	 */
 	FbfCitusDistribution (*lookup) (Relation heap, AttrNumber key_attno);
 	/* error: the own window of the Citus table `heap` would be used */
 	void		(*refuse) (Relation heap, FbfCitusDistribution how);
@@ -216,13 +219,31 @@ extern void FbfCounterApply(Oid relid, FbfOps *ops, bool *applied,
 
 /* ----------------------------------------------------------------------
  * The front ends: counter.c (FbfCounterInit), counter_batch.c, dedup.c,
- * counter_citus.c, counter_citus_transfer.c, counter_stats.c,
- * counter_save.c
+ * counter_citus.c, dedup_citus.c, counter_citus_transfer.c,
+ * counter_stats.c, counter_save.c
  * ----------------------------------------------------------------------
  */
 
 /* counter.c */
 extern void FbfCounterInit(void);
+
+/* dedup.c */
+
+/*
+ * The route to dedup tables distributed by Citus, as dedup_citus.c
+ * registers it at init (FbfDedupSetRoute): claim the n ids of type `typid`
+ * (with `seqs`: the client ids of (client_id, seq) claims), whose identity
+ * bytes are identities[i], on the shards of the shell `shell`; claimed[i]
+ * gets the answer for ids[i].  FbfClaim's arguments.
+ */
+typedef void (*FbfClaimRoute) (Relation shell, Oid typid, int n,
+							   const Datum *ids, const int64 *seqs,
+							   bytea *const *identities, bool *claimed);
+
+extern bytea *FbfClaimIdentity(Oid typid, Datum id, const int64 *seq);
+extern void FbfDedupSetRoute(FbfClaimRoute route);
+extern void FbfClaim(Oid relid, Oid typid, int n, const Datum *ids,
+					 const int64 *seqs, bool *claimed);
 
 /* counter_citus.c */
 extern void FbfCitusInit(void);
@@ -233,6 +254,9 @@ extern void FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied,
 
 /* counter_citus_plan.c */
 extern void FbfCitusPlanInit(void);
+
+/* dedup_citus.c */
+extern void FbfDedupCitusInit(void);
 
 /* counter_citus_transfer.c */
 extern void FbfCitusTransferInit(void);

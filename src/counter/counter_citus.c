@@ -149,14 +149,15 @@ FbfCitusInit(void)
  */
 
 /*
- * How Citus distributes the table `heap`, whose `key` column is
+ * How Citus distributes the table `heap`, whose routing column (a
+ * counter's `key`, a dedup table's `anchor`: FbfCounterRelGet) is
  * `key_attno`: from its row in pg_dist_partition, read as a catalog (the
  * relation cache calls this; Citus invalidates a table's relcache entry
  * whenever its row changes).
  *
  *	FBF_CITUS_LOCAL		no row (or no Citus): an ordinary table
- *	FBF_CITUS_BY_KEY	hash-distributed by `key`, one placement per shard
- *						(replication model 's'): a shell, routed
+ *	FBF_CITUS_BY_KEY	hash-distributed by that column, one placement per
+ *						shard (replication model 's'): a shell, routed
  *	FBF_CITUS_OTHER		any other Citus table (reference, local or
  *						single-shard table, another distribution column,
  *						replicated shards): refused
@@ -225,6 +226,8 @@ citus_refuse(Relation heap, FbfCitusDistribution how)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("\"%s\" is distributed by Citus: its operations are remembered in its shards' windows, not in this table's",
 						RelationGetRelationName(heap)),
+				 FbfCounterRelGet(heap)->kind == FBF_WINDOW_DEDUP ?
+				 errhint("Claims are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_dedup_stats on the coordinator lists every shard's window.") :
 				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_counter_stats on the coordinator lists every shard's window.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -490,13 +493,15 @@ placed_here(int64 shardid)
 }
 
 /*
- * The shard table of the Citus table `table` that holds the distribution
- * value `value` (of type `type`), if its placement is on this node; error
- * if it is elsewhere (the metadata changed since the statement was routed:
+ * The shard table of the distributed table `table` that holds the
+ * distribution value `value` (of type `type`: a counter's key, a dedup
+ * table's anchor), if its placement is on this node; error if it is
+ * elsewhere (the metadata changed since the statement was routed:
  * a shard move or split committed meanwhile; the transaction aborts and
  * the client's retry is routed again).  Citus finds the shard
  * (get_shard_id_for_distribution_column, from its metadata cache) and names
- * its table (shard_name); no SPI: this runs once per routed call.
+ * its table (shard_name); no SPI: this runs once per routed call.  Shared
+ * with dedup_citus.c.
  */
 Oid
 FbfCitusLocalShard(Oid table, Datum value, Oid type)
@@ -527,7 +532,7 @@ FbfCitusLocalShard(Oid table, Datum value, Oid type)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("shard " INT64_FORMAT " of \"%s\" is not placed on this node",
 						shardid, get_rel_name(table)),
-				 errdetail("Its placement moved since the operation was routed here."),
+				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
 	return shard;
 }

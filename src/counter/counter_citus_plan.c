@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * counter_citus_plan.c
- *	  The fast path of counters distributed by Citus: a statement that is
+ *	  The fast path of tables distributed by Citus: a statement that is
  *	  one call of idempotent_increment (or its outcome or batch form) on
- *	  such a counter is handed to Citus as the routed statement itself.
+ *	  such a counter, or of fbf_claim of one id on such a dedup table, is
+ *	  handed to Citus as the routed statement itself.
  *
  * Run as a function, an increment on a distributed counter routes its
  * operations from inside the call (citus_apply, counter_citus.c): Citus
@@ -42,6 +43,21 @@
  * it is NULL: Citus evaluates it to choose the shard, and would otherwise
  * fail to find one for a NULL key, before the twin could say why.
  *
+ * A claim of one id on a dedup table distributed by its anchor
+ * (dedup_citus.c) takes the same path: SELECT fbf_claim(dedup, id), or
+ * (dedup, client_id, seq), becomes
+ *
+ *	WITH touch AS (UPDATE dedup SET anchor = anchor
+ *				   WHERE anchor = fbf_claim_anchor(id) RETURNING 1)
+ *	SELECT (fbf_claim_on_placement(dedup, fbf_claim_anchor(id),
+ *								   ARRAY[id], NULL))[1]
+ *
+ * Citus evaluates the anchor to route, and the placement computes it again
+ * from the id and checks it; the privilege of a claim is INSERT.  A batch
+ * of claims spans shards, so it keeps its route (one statement per shard).
+ * The forms, their privileges and their routed statements are the table
+ * routed_forms.
+ *
  * The routed statement is parsed and analyzed once per backend, front end
  * and counter (routed_template), then, on every planning, given the
  * client's expressions and put through the rewriter, as the client's
@@ -63,18 +79,20 @@
  *	  WHERE, CTE, sublink, grouping, ordering or locking);
  *	- the function is one of the front ends (its C symbol, in this
  *	  module);
- *	- the counter is a non-NULL constant, and no argument has a mutable
+ *	- the table is a non-NULL constant, and no argument has a mutable
  *	  function: the key is evaluated twice (by Citus to choose the shard,
  *	  and by the twin), and must give the same value both times;
- *	- the caller has UPDATE on the counter (checked before the table is
- *	  opened; a caller without it gets the front end's own error), row
+ *	- the caller has UPDATE on the counter, INSERT on the dedup table
+ *	  (checked before the table is opened; a caller without it gets the
+ *	  front end's own error), row
  *	  security does not apply to the caller on it (the function route first
  *	  lets the key's policies judge the caller on this node, 42501, where
  *	  the routed statement's CTE, under the policies, could leave Citus no
- *	  shard to route to), and the counter is distributed by its key (the
- *	  relation cache).
+ *	  shard to route to; a claim is refused under row security), and the
+ *	  table is of the form's kind, distributed by Citus (the relation
+ *	  cache).
  *
- * Locks: RowExclusiveLock on the counter, as the rewritten statement's
+ * Locks: RowExclusiveLock on the table, as the rewritten statement's
  * UPDATE takes it (privileges checked before); pg_proc through the
  * syscache.  The cache of analyzed statements is per backend, in
  * CacheMemoryContext, emptied by invalidations (routed_forget).
@@ -112,15 +130,18 @@
 #include "counter/counter.h"
 #include "window/window.h"
 
-/* the front ends the fast path takes, by their C symbols in this module */
+/* the front ends the fast path takes */
 typedef enum FastForm
 {
 	FAST_NONE,
 	FAST_SINGLE,				/* idempotent_increment: boolean */
 	FAST_OUTCOME,				/* idempotent_increment_outcome: record */
-	FAST_BATCH					/* idempotent_increment with arrays */
+	FAST_BATCH,					/* idempotent_increment with arrays */
+	FAST_CLAIM,					/* fbf_claim(dedup, id): boolean */
+	FAST_CLAIM_OP				/* fbf_claim(dedup, client_id, seq) */
 } FastForm;
 
+/* the front ends, by their C symbols in this module */
 static const struct
 {
 	const char *symbol;
@@ -136,7 +157,68 @@ static const struct
 	{"fbf_increment_batch_int8", FAST_BATCH},
 	{"fbf_increment_batch_text", FAST_BATCH},
 	{"fbf_increment_batch_uuid", FAST_BATCH},
+	{"fbf_claim_int8", FAST_CLAIM},
+	{"fbf_claim_text", FAST_CLAIM},
+	{"fbf_claim_bytea", FAST_CLAIM},
+	{"fbf_claim_uuid", FAST_CLAIM},
+	{"fbf_claim_op", FAST_CLAIM_OP},
 };
+
+/*
+ * What each form is routed as: the kind of window table it takes, the
+ * privilege that lets the caller call it (a caller without it keeps the
+ * front end's own error), and the routed statement, with %1$s the table
+ * (qualified, quoted) and %2$s the extension's schema (quoted), $1 the
+ * table and $2... the front end's other arguments (a counter's key always
+ * $2: the keyless forms get the default key).
+ */
+static const struct
+{
+	FastForm	form;
+	int			kind;			/* FBF_WINDOW_COUNTER or FBF_WINDOW_DEDUP */
+	AclMode		privilege;
+	const char *sql;
+}			routed_forms[] =
+{
+	{FAST_SINGLE, FBF_WINDOW_COUNTER, ACL_UPDATE,
+		"WITH touch AS (UPDATE %1$s SET value = value "
+		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment') "
+		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
+	"SELECT %2$s.fbf_increment_on_placement($1, $2, $3, $4, $5)"},
+	{FAST_OUTCOME, FBF_WINDOW_COUNTER, ACL_UPDATE,
+		"WITH touch AS (UPDATE %1$s SET value = value "
+		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment_outcome') "
+		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
+	"SELECT %2$s.fbf_increment_outcome_on_placement($1, $2, $3, $4, $5)"},
+	{FAST_BATCH, FBF_WINDOW_COUNTER, ACL_UPDATE,
+		"WITH touch AS (UPDATE %1$s SET value = value "
+		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment') "
+		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
+	"SELECT %2$s.fbf_increment_on_placement($1, $2, $3, $4, $5)"},
+	{FAST_CLAIM, FBF_WINDOW_DEDUP, ACL_INSERT,
+		"WITH touch AS (UPDATE %1$s SET anchor = anchor "
+		"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor($2) RETURNING 1) "
+		"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor($2), "
+	"ARRAY[$2], NULL::pg_catalog.int8[]))[1]"},
+	{FAST_CLAIM_OP, FBF_WINDOW_DEDUP, ACL_INSERT,
+		"WITH touch AS (UPDATE %1$s SET anchor = anchor "
+		"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor($2, $3) RETURNING 1) "
+		"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor($2, $3), "
+	"ARRAY[$2], ARRAY[$3]))[1]"},
+};
+
+/* the entry of routed_forms for `form` */
+static int
+routed_form(FastForm form)
+{
+	int			i;
+
+	for (i = 0; i < (int) lengthof(routed_forms); i++)
+		if (routed_forms[i].form == form)
+			return i;
+	elog(ERROR, "fbf: no routed statement for form %d", (int) form);
+	return -1;					/* keep compiler quiet */
+}
 
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -206,25 +288,27 @@ lone_call(Query *parse)
 }
 
 /*
- * The counter `call` applies to, if it is a counter distributed by its key
- * that the caller may update, without row security; InvalidOid otherwise.  Locks it with
- * RowExclusiveLock, as the rewritten statement will, once its privilege is
- * known.
+ * The table `call` applies to, if it is a window table of the form's kind
+ * distributed by Citus (a counter by its key, a dedup table by its anchor)
+ * that the caller may use as `form` does, without row security;
+ * InvalidOid otherwise.  Locks it with RowExclusiveLock, as the routed
+ * statement will, once its privilege is known.
  */
 static Oid
-routable_counter(FuncExpr *call)
+routable_table(FuncExpr *call, FastForm form)
 {
-	Const	   *counter = linitial(call->args);
+	Const	   *table = linitial(call->args);
+	int			r = routed_form(form);
 	Oid			relid;
 	Relation	rel;
 	FbfCounterRel *entry;
 	bool		routable = false;
 
-	if (!IsA(counter, Const) || counter->constisnull ||
-		counter->consttype != REGCLASSOID)
+	if (!IsA(table, Const) || table->constisnull ||
+		table->consttype != REGCLASSOID)
 		return InvalidOid;
-	relid = DatumGetObjectId(counter->constvalue);
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK ||
+	relid = DatumGetObjectId(table->constvalue);
+	if (pg_class_aclcheck(relid, GetUserId(), routed_forms[r].privilege) != ACLCHECK_OK ||
 		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		return InvalidOid;
 	rel = try_relation_open(relid, RowExclusiveLock);
@@ -234,7 +318,7 @@ routable_counter(FuncExpr *call)
 	{
 		entry = FbfCounterRelGet(rel);
 		routable = OidIsValid(entry->window_index) &&
-			entry->kind == FBF_WINDOW_COUNTER &&
+			entry->kind == routed_forms[r].kind &&
 			entry->citus == FBF_CITUS_BY_KEY;
 	}
 	relation_close(rel, NoLock);
@@ -247,33 +331,33 @@ routable_counter(FuncExpr *call)
  */
 
 /*
- * Each front end's routed statement on each counter, analyzed once per
+ * Each front end's routed statement on each table, analyzed once per
  * backend: parsing and analyzing its text is a third of the fast path's
  * own planning, and the statement is planned on every execution (Citus'
  * router cannot prune a SELECT whose key is an unbound parameter, so a
  * prepared statement of the fast path never gets a generic plan).  An
- * entry goes when its counter changes (a relcache invalidation) or any
- * function does (pg_proc's): it names the counter's columns and the twins
+ * entry goes when its table changes (a relcache invalidation) or any
+ * function does (pg_proc's): it names the table's columns and the twins
  * by OID.
  */
 typedef struct RoutedKey
 {
 	Oid			funcid;			/* the front end */
-	Oid			counter;		/* the distributed counter */
+	Oid			table;			/* the distributed counter or dedup table */
 } RoutedKey;
 
 typedef struct RoutedEntry
 {
 	RoutedKey	key;
 	MemoryContext cxt;			/* holds query */
-	Query	   *query;			/* analyzed, with $1..$5 unreplaced */
+	Query	   *query;			/* analyzed, with $1, $2... unreplaced */
 } RoutedEntry;
 
 static HTAB *routed_cache = NULL;
 
-/* drop the entries of `counter` (InvalidOid: every entry) */
+/* drop the entries of `table` (InvalidOid: every entry) */
 static void
-routed_forget(Oid counter)
+routed_forget(Oid table)
 {
 	HASH_SEQ_STATUS status;
 	RoutedEntry *entry;
@@ -282,7 +366,7 @@ routed_forget(Oid counter)
 		return;
 	hash_seq_init(&status, routed_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
-		if (!OidIsValid(counter) || entry->key.counter == counter)
+		if (!OidIsValid(table) || entry->key.table == table)
 		{
 			MemoryContextDelete(entry->cxt);
 			hash_search(routed_cache, &entry->key, HASH_REMOVE, NULL);
@@ -303,14 +387,15 @@ routed_proc_callback(Datum arg, int cacheid, uint32 hashvalue)
 
 /*
  * The routed statement of the front end `call` of form `form` on the
- * distributed counter `counter`, analyzed with $1..$5 of its arguments'
- * types (`types`), from the cache or parsed and analyzed now and kept.
- * The caller copies it before use.
+ * distributed table `table`, analyzed with $1, $2... of its arguments'
+ * `nparams` types (`types`), from the cache or parsed and analyzed now and
+ * kept.  The caller copies it before use.
  */
 static Query *
-routed_template(FuncExpr *call, FastForm form, Oid counter, const Oid *types)
+routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
+				int nparams)
 {
-	RoutedKey	key = {call->funcid, counter};
+	RoutedKey	key = {call->funcid, table};
 	RoutedEntry *entry;
 	MemoryContext cxt;
 	MemoryContext old;
@@ -336,18 +421,12 @@ routed_template(FuncExpr *call, FastForm form, Oid counter, const Oid *types)
 
 	/* the front end lives in the extension's schema, as the twins do */
 	schema = quote_identifier(get_namespace_name(get_func_namespace(call->funcid)));
-	sql = psprintf("WITH touch AS (UPDATE %s SET value = value "
-				   "WHERE key OPERATOR(pg_catalog.=) %s.fbf_routing_key($2, '%s') "
-				   "AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
-				   "SELECT %s.%s($1, $2, $3, $4, $5)",
-				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(counter)),
-											  get_rel_name(counter)),
-				   schema,
-				   form == FAST_OUTCOME ? "idempotent_increment_outcome" : "idempotent_increment",
-				   schema,
-				   form == FAST_OUTCOME ? "fbf_increment_outcome_on_placement" : "fbf_increment_on_placement");
+	sql = psprintf(routed_forms[routed_form(form)].sql,
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
+											  get_rel_name(table)),
+				   schema);
 	raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
-	query = parse_analyze_fixedparams(raw, sql, types, 5, NULL);
+	query = parse_analyze_fixedparams(raw, sql, types, nparams, NULL);
 
 	cxt = AllocSetContextCreate(CacheMemoryContext, "fbf routed statement",
 								ALLOCSET_SMALL_SIZES);
@@ -379,32 +458,36 @@ put_arguments(Node *node, void *args)
 /*
  * The routed statement (the file's header) that stands for `parse`, the
  * lone call `call` of the front end of form `form` on the distributed
- * counter `counter`: the analyzed template, each $n replaced by the
- * client's expression, through the rewriter (row security, rules) as the
- * client's statement went; NULL if that makes it more than one statement.
+ * table `table`: the analyzed template, each $n replaced by the client's
+ * expression, through the rewriter (row security, rules) as the client's
+ * statement went; NULL if that makes it more than one statement.
  */
 static Query *
-routed_statement(Query *parse, FuncExpr *call, FastForm form, Oid counter)
+routed_statement(Query *parse, FuncExpr *call, FastForm form, Oid table)
 {
 	List	   *args = list_copy(call->args);
 	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
 	Oid			types[5];
+	int			nparams;
 	List	   *rewritten;
 	Query	   *routed;
 	TargetEntry *tle;
 	int			i;
 
-	/* the keyless forms are on the default key */
-	if (list_length(args) == 4)
+	/* a counter's keyless forms are on the default key */
+	if (routed_forms[routed_form(form)].kind == FBF_WINDOW_COUNTER &&
+		list_length(args) == 4)
 		args = list_insert_nth(args, 1,
 							   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
 										 PointerGetDatum(cstring_to_text("")),
 										 false, false));
-	Assert(list_length(args) == 5);
-	for (i = 0; i < 5; i++)
+	nparams = list_length(args);
+	if (nparams > (int) lengthof(types))
+		return NULL;
+	for (i = 0; i < nparams; i++)
 		types[i] = exprType(list_nth(args, i));
 
-	routed = copyObject(routed_template(call, form, counter, types));
+	routed = copyObject(routed_template(call, form, table, types, nparams));
 	routed = (Query *) put_arguments((Node *) routed, args);
 	rewritten = QueryRewrite(routed);
 	if (list_length(rewritten) != 1)
@@ -423,7 +506,7 @@ routed_statement(Query *parse, FuncExpr *call, FastForm form, Oid counter)
 
 /*
  * The planner hook: the routed statement in place of a lone call of a
- * front end on a distributed counter (the file's header), then the planner
+ * front end on a distributed table (the file's header), then the planner
  * before us (Citus').
  */
 static PlannedStmt *
@@ -432,14 +515,14 @@ fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	FuncExpr   *call;
 	FastForm	form;
-	Oid			counter;
+	Oid			table;
 	Query	   *routed;
 
 	if (ActivePortal == NULL && (call = lone_call(parse)) != NULL &&
 		(form = front_end_form(call->funcid)) != FAST_NONE &&
 		!contain_mutable_functions((Node *) call->args) &&
-		OidIsValid(counter = routable_counter(call)) &&
-		(routed = routed_statement(parse, call, form, counter)) != NULL)
+		OidIsValid(table = routable_table(call, form)) &&
+		(routed = routed_statement(parse, call, form, table)) != NULL)
 		parse = routed;
 
 	if (prev_planner_hook)

@@ -252,8 +252,6 @@ FbfCounterRelGet(Relation heap)
 		MemoryContextStrdup(TopMemoryContext,
 							quote_qualified_identifier(get_namespace_name(RelationGetNamespace(heap)),
 													   RelationGetRelationName(heap)));
-	entry->citus = counter_route == NULL ? FBF_CITUS_LOCAL :
-		counter_route->lookup(heap, get_attnum(relid, "key"));
 	if (FbfIsCounterTable(heap, &indexoid))
 	{
 		entry->window_index = indexoid;
@@ -261,6 +259,13 @@ FbfCounterRelGet(Relation heap)
 		entry->direct = entry->kind == FBF_WINDOW_COUNTER &&
 			direct_shape(heap, entry);
 	}
+	/* routed by a counter's key, a dedup table's anchor (dedup_citus.c) */
+	entry->citus = counter_route == NULL ? FBF_CITUS_LOCAL :
+		counter_route->lookup(heap,
+							  get_attnum(relid,
+										 OidIsValid(entry->window_index) &&
+										 entry->kind == FBF_WINDOW_DEDUP ?
+										 "anchor" : "key"));
 	entry->valid = rel_cache_invals == invals;
 	return entry;
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * dedup.c
- *	  Dedup tables: fbf_claim, its batch form, and fbf_claim_id.
+ *	  Dedup tables: fbf_claim, its batch form, and fbf_claim_id; the claim
+ *	  path (FbfClaim) that the Citus route's placement half shares.
  *
  * A dedup table (fbf_create_dedup, sql/fbf.sql) is a window without a
  * counter: the "process this message once" of an inbox.  fbf_claim(t, id)
@@ -37,9 +38,14 @@
  * one order and cannot deadlock, an id repeated within it is claimed by
  * its first occurrence only, and the answers come back in the ids' order.
  *
+ * A dedup table distributed by Citus by its anchor (fbf_distribute_dedup)
+ * is a shell: FbfClaim hands its claims to the route dedup_citus.c
+ * registers at init (FbfDedupSetRoute), which claims them on the shards
+ * (dedup_citus.c's header); this file never calls it by name.
+ *
  * Locks: RowExclusiveLock on the dedup table and its window index
- * (FbfCounterOpen, privileges checked before); the window's buffer locks
- * in the order of src/window/README.md ("Lock definitions").
+ * (FbfCounterOpenRoutable, privileges checked before); the window's buffer
+ * locks in the order of src/window/README.md ("Lock definitions").
  *
  *-------------------------------------------------------------------------
  */
@@ -114,29 +120,75 @@ op_tag(Oid typid)
 	}
 }
 
+/*
+ * The identity bytes of a claim of `id`, of type `typid`: a plain id
+ * (`seq` NULL; FbfClaimBytes) or the client id of the (client_id, *seq)
+ * claim (FbfOperationBytes on the default key).  Error for other types.
+ */
+bytea *
+FbfClaimIdentity(Oid typid, Datum id, const int64 *seq)
+{
+	if (seq != NULL)
+		return FbfOperationBytes(op_tag(typid), NULL, id, *seq);
+	return FbfClaimBytes(id_tag(typid), id);
+}
+
 /* ----------------------------------------------------------------------
  * Claiming
  * ----------------------------------------------------------------------
  */
 
+/* the route to dedup tables distributed by Citus (dedup_citus.c), or NULL */
+static FbfClaimRoute claim_route = NULL;
+
 /*
- * Claim n ids, given by their identities' bytes, in dedup table `relid`,
- * through the apply engine (FbfEngineApply: hashed under the window's key,
- * asked in the canonical order; see the file header); claimed[i] gets the
- * answer for ids[i].  `seqs` is NULL for plain ids, else seqs[i] is the seq
- * of the (client_id, seq) claim ids[i].  Locks: RowExclusiveLock on the
- * table and its window index (FbfCounterOpen, privileges checked before).
+ * Register the route to dedup tables distributed by Citus (dedup_citus.c,
+ * from _PG_init): FbfClaim hands it the claims on a shell.
  */
-static void
-claim_all(Oid relid, bytea **ids, const int64 *seqs, int n, bool *claimed)
+void
+FbfDedupSetRoute(FbfClaimRoute route)
+{
+	claim_route = route;
+}
+
+/*
+ * Claim n ids of type `typid` in dedup table `relid` (plain ids, or with
+ * `seqs` the client ids of (client_id, seqs[i]) claims), through the apply
+ * engine (FbfEngineApply: hashed under the window's key, asked in the
+ * canonical order; see the file header); claimed[i] gets the answer for
+ * ids[i].  A dedup table distributed by Citus by its anchor (a shell) is
+ * handed to the route registered at init (dedup_citus.c), which claims the
+ * ids on the nodes of their anchors' shards, where this same function
+ * runs on the shard tables.  Locks: RowExclusiveLock on the table and its
+ * window index (a shell: the table only), privileges checked before
+ * (FbfCounterOpenRoutable).
+ */
+void
+FbfClaim(Oid relid, Oid typid, int n, const Datum *ids, const int64 *seqs,
+		 bool *claimed)
 {
 	Relation	heap;
 	Relation	index;
+	bytea	  **identities;
+	bool		routed;
+	int			i;
 
 	PreventCommandIfReadOnly("fbf_claim()");
 	PreventCommandDuringRecovery("fbf_claim()");
+	if (n > FBF_OPS_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many ids in one call of fbf_claim: %d", n)));
 
-	FbfCounterOpen(relid, FBF_DEDUP_CLAIM, RowExclusiveLock, &heap, &index);
+	identities = palloc(sizeof(bytea *) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		identities[i] = FbfClaimIdentity(typid, ids[i], seqs ? &seqs[i] : NULL);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	routed = FbfCounterOpenRoutable(relid, FBF_DEDUP_CLAIM, RowExclusiveLock,
+									&heap, &index);
 	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -144,7 +196,16 @@ claim_all(Oid relid, bytea **ids, const int64 *seqs, int n, bool *claimed)
 						RelationGetRelationName(heap)),
 				 errdetail("Row-level security is enabled for the table; policies judge rows, and a claim writes none, so none of them could judge it."),
 				 errhint("Grant INSERT on the dedup table only to the roles that may claim in it, or use a dedup table for each group of roles.")));
-	FbfEngineApply(heap, index, FbfOpsFromIds(n, ids, seqs), NULL, NULL,
+	if (routed)
+	{
+		if (claim_route == NULL)
+			elog(ERROR, "fbf: \"%s\" is routed, but no route for claims is registered",
+				 RelationGetRelationName(heap));
+		claim_route(heap, typid, n, ids, seqs, identities, claimed);
+		FbfCounterClose(heap, NULL);
+		return;
+	}
+	FbfEngineApply(heap, index, FbfOpsFromIds(n, identities, seqs), NULL, NULL,
 				   claimed);
 	FbfCounterClose(heap, index);
 }
@@ -153,13 +214,13 @@ claim_all(Oid relid, bytea **ids, const int64 *seqs, int n, bool *claimed)
 static Datum
 claim_one(FunctionCallInfo fcinfo, Oid typid)
 {
-	bytea	   *id;
+	Datum		id;
 	bool		claimed;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	FbfRequireArg(fcinfo, 1, "fbf_claim", "id");
-	id = FbfClaimBytes(id_tag(typid), PG_GETARG_DATUM(1));
-	claim_all(PG_GETARG_OID(0), &id, NULL, 1, &claimed);
+	id = PG_GETARG_DATUM(1);
+	FbfClaim(PG_GETARG_OID(0), typid, 1, &id, NULL, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
 
@@ -191,17 +252,17 @@ fbf_claim_uuid(PG_FUNCTION_ARGS)
 Datum
 fbf_claim_op(PG_FUNCTION_ARGS)
 {
-	bytea	   *id;
+	Datum		client;
 	int64		seq;
 	bool		claimed;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	FbfRequireArg(fcinfo, 1, "fbf_claim", "client_id");
 	FbfRequireArg(fcinfo, 2, "fbf_claim", "seq");
+	client = PG_GETARG_DATUM(1);
 	seq = PG_GETARG_INT64(2);
-	id = FbfOperationBytes(op_tag(get_fn_expr_argtype(fcinfo->flinfo, 1)),
-						   NULL, PG_GETARG_DATUM(1), seq);
-	claim_all(PG_GETARG_OID(0), &id, &seq, 1, &claimed);
+	FbfClaim(PG_GETARG_OID(0), get_fn_expr_argtype(fcinfo->flinfo, 1), 1,
+			 &client, &seq, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
 
@@ -223,20 +284,6 @@ array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 				 errmsg("%s of fbf_claim must be a one-dimensional array", name)));
 	*elemtype = ARR_ELEMTYPE(a);
 	return FbfArrayElements(a, "fbf_claim", name, elems);
-}
-
-/*
- * Room for the identities of a batch of n claims; 54000 past what
- * claim_all can hash and sort in one allocation.
- */
-static bytea **
-batch_claims(int n)
-{
-	if (n > FBF_OPS_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many ids in one call of fbf_claim: %d", n)));
-	return palloc(sizeof(bytea *) * Max(n, 1));
 }
 
 /* the answers of a batch, in the ids' order, as a boolean[] */
@@ -263,22 +310,12 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 	Datum	   *ids;
 	Oid			typid;
 	int			n;
-	bytea	  **claims;
 	bool	   *claimed;
-	int			i;
-	char		tag;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	n = array_arg(fcinfo, 1, "ids", &ids, &typid);
-	tag = id_tag(typid);
-	claims = batch_claims(n);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		claims[i] = FbfClaimBytes(tag, ids[i]);
-		CHECK_FOR_INTERRUPTS();
-	}
-	claim_all(PG_GETARG_OID(0), claims, NULL, n, claimed);
+	FbfClaim(PG_GETARG_OID(0), typid, n, ids, NULL, claimed);
 	PG_RETURN_DATUM(claims_result(claimed, n));
 }
 
@@ -294,11 +331,9 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 	Oid			client_type;
 	Oid			seq_type;
 	int			n;
-	bytea	  **claims;
 	int64	   *claim_seqs;
 	bool	   *claimed;
 	int			i;
-	char		tag;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
 	n = array_arg(fcinfo, 1, "client_ids", &clients, &client_type);
@@ -307,17 +342,14 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("client_ids and seqs of fbf_claim must have the same length")));
 	Assert(seq_type == INT8OID);
-	tag = op_tag(client_type);
-	claims = batch_claims(n);
 	claim_seqs = palloc(sizeof(int64) * Max(n, 1));
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
 		claim_seqs[i] = DatumGetInt64(seqs[i]);
-		claims[i] = FbfOperationBytes(tag, NULL, clients[i], claim_seqs[i]);
 		CHECK_FOR_INTERRUPTS();
 	}
-	claim_all(PG_GETARG_OID(0), claims, claim_seqs, n, claimed);
+	FbfClaim(PG_GETARG_OID(0), client_type, n, clients, claim_seqs, claimed);
 	PG_RETURN_DATUM(claims_result(claimed, n));
 }
 

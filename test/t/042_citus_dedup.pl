@@ -1,0 +1,339 @@
+# Dedup tables distributed by Citus: each id claimed once across a cluster.
+#
+# A coordinator and two workers on loopback ports, with Citus (skipped
+# when it is not installed), as in 022_citus.pl.  A dedup table
+# distributed with fbf_distribute_dedup:
+#   - claims of many ids through the coordinator are true once, then
+#     false, and land in the windows of both workers' shards; ids of each
+#     type (bigint, text, bytea, uuid, (client_id, seq)) likewise;
+#   - a batch spanning shards answers in the ids' order, an id repeated
+#     within it false after its first occurrence, and in one transaction;
+#   - a rolled-back claim is forgotten;
+#   - a claim through a worker (Citus MX) gets the same answer as through
+#     the coordinator;
+#   - the fast path: a statement that is one claim of one id (each type,
+#     and (client_id, seq)) is sent as the routed statement in one round
+#     trip; it and the function route remember each other's claims; NULL
+#     arguments get fbf_claim's own errors;
+#   - shard transfers carry the shards' windows: every claimed id is still
+#     a duplicate after citus_move_shard_placement (block_writes, and
+#     logical replication), citus_split_shard_by_split_points,
+#     citus_drain_node and the rebalancer's background moves;
+#   - the shell's window is refused (0A000); a role without INSERT cannot
+#     claim (42501), a role with INSERT alone can (thanks to the grants on
+#     the empty table's anchor column fbf_distribute_dedup makes, without
+#     which it cannot: 42501); fbf_claim_on_placement
+#     refuses ids outside the shard it was routed to (22023);
+#   - fbf_distribute_dedup refuses a dedup table that has claimed ids
+#     (55000) and a counter or a plain table (42809).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my ($pg_major) = `pg_config --version` =~ /PostgreSQL (\d+)/;
+plan skip_all => "Citus 13.2 supports PostgreSQL 15 to 17, not $pg_major; "
+  . "the Citus tests run on PostgreSQL 15"
+  if $pg_major >= 18;
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it from "
+  . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
+  unless -f "$pkglibdir/citus.so";
+
+my @nodes;
+for my $name (qw(coordinator worker1 worker2))
+{
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'citus,fbf'
+fbf.fixed_window_keys = on
+listen_addresses = '127.0.0.1'
+max_prepared_transactions = 20
+wal_level = logical
+max_wal_senders = 10
+max_replication_slots = 10
+citus.recover_2pc_interval = -1
+fbf.naptime = 500ms
+});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
+	push @nodes, $node;
+}
+my ($coord, $w1, $w2) = @nodes;
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_set_coordinator_host('127.0.0.1', %d);
+	SELECT citus_add_node('127.0.0.1', %d);
+	SELECT citus_add_node('127.0.0.1', %d);
+	CREATE EXTENSION fbf;
+	SELECT fbf_create_dedup('inbox', retention => '10 min', target_fpp => 1e-9);
+	SELECT fbf_distribute_dedup('inbox');
+}, $coord->port, $w1->port, $w2->port));
+
+# (rc, stdout, stderr with SQLSTATEs) of `sql` on `node`, as `role`
+sub try_sql
+{
+	my ($node, $sql, $role) = @_;
+	return $node->psql('postgres', $sql,
+		extra_params => [ ($role ? ('-U', $role) : ()), '-v', 'VERBOSITY=verbose' ]);
+}
+
+# how many of the bigint ids from..to a claim through `node` finds new
+sub claim_range
+{
+	my ($node, $from, $to) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT count(*) FILTER (WHERE fbf_claim('inbox', g::bigint))
+		  FROM generate_series($from, $to) g});
+}
+
+# ---- the shell ----
+my ($rc, $out, $err) = try_sql($coord, "SELECT fbf_snapshot('inbox')");
+like($err, qr/0A000: "inbox" is distributed by Citus/, 'the shell\'s window is refused (0A000)');
+is($coord->safe_psql('postgres', q{
+	SELECT partmethod::text || ':' || (SELECT attname FROM pg_attribute
+								  WHERE attrelid = 'inbox'::regclass AND attnum = 1)
+	  FROM pg_dist_partition WHERE logicalrelid = 'inbox'::regclass}),
+	'h:anchor', 'distributed by hash of its anchor');
+
+# ---- claims through the coordinator ----
+is(claim_range($coord, 1, 500), 500, '500 ids claimed through the coordinator');
+is(claim_range($coord, 1, 500), 0, 'claimed again: all 500 are duplicates');
+my %per_node = map { split /\|/ } split /\n/, $coord->safe_psql('postgres', q{
+	SELECT node_port, sum(claimed) FROM fbf_dedup_stats
+	 WHERE dedup = 'inbox'::regclass GROUP BY 1});
+ok(($per_node{ $w1->port } // 0) > 50 && ($per_node{ $w2->port } // 0) > 50,
+	'the claims landed in shards of both workers (fbf_dedup_stats on the coordinator)');
+is(($per_node{ $w1->port } // 0) + ($per_node{ $w2->port } // 0), 500,
+	'each claimed id counted in one shard');
+
+is($coord->safe_psql('postgres', "SELECT count(*) FROM fbf_counter_stats WHERE counter = 'inbox'::regclass"),
+	0, 'fbf_counter_stats leaves the dedup table\'s shards to fbf_dedup_stats');
+
+my $types = q{
+	SELECT fbf_claim('inbox', 'msg-' || g), fbf_claim('inbox', ('\x' || lpad(to_hex(g), 8, '0'))::bytea),
+		   fbf_claim('inbox', md5(g::text)::uuid), fbf_claim('inbox', 77::bigint, g::bigint),
+		   fbf_claim('inbox', 'client'::text, g::bigint),
+		   fbf_claim('inbox', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, g::bigint)
+	  FROM generate_series(1, 40) g};
+my $first = $coord->safe_psql('postgres', $types);
+is(scalar(() = $first =~ /t/g), 240, 'text, bytea, uuid and (client_id, seq) ids claimed once each');
+my $again = $coord->safe_psql('postgres', $types);
+is(scalar(() = $again =~ /t/g), 0, 'and all of them duplicates the second time');
+is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', '1'::text), fbf_claim('inbox', '1'::text)"),
+	't|f', 'the text id \'1\' is not the bigint id 1: claimed once');
+
+# ---- batches spanning shards ----
+is($coord->safe_psql('postgres',
+		"SELECT fbf_claim('inbox', ARRAY[1001, 1002, 1001, 3, 1003, 1004, 1005, 1002]::bigint[])"),
+	'{t,t,f,f,t,t,t,f}',
+	'a batch over several shards answers in order, repeats within it false');
+is($coord->safe_psql('postgres',
+		"SELECT fbf_claim('inbox', ARRAY[1001, 1002, 1003, 1006]::bigint[])"),
+	'{f,f,f,t}', 'the batch\'s claims are remembered');
+is($coord->safe_psql('postgres',
+		"SELECT fbf_claim('inbox', ARRAY['x', 'y', 'x', 'z']::text[])"),
+	'{t,t,f,t}', 'text batches too');
+is($coord->safe_psql('postgres',
+		"SELECT fbf_claim('inbox', ARRAY[5, 5, 6, 5]::bigint[], ARRAY[1, 1, 1, 2]::bigint[])"),
+	'{t,f,t,t}', '(client_id, seq) batches too');
+my $big = $coord->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FROM unnest(fbf_claim('inbox', array_agg(g::bigint))) a WHERE a)
+	  FROM generate_series(2001, 3000) g});
+is($big, 1000, 'a batch of 1000 ids over every shard');
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE a) FROM unnest(fbf_claim('inbox',
+		(SELECT array_agg(g::bigint ORDER BY g DESC) FROM generate_series(1501, 3000) g))) a}),
+	500, 'then a batch overlapping it: only the 500 new ids are claimed');
+
+# ---- rolled back ----
+$coord->safe_psql('postgres', q{
+	BEGIN;
+	SELECT fbf_claim('inbox', ARRAY[5001, 5002, 5003, 5004]::bigint[]);
+	SELECT fbf_claim('inbox', 5005::bigint);
+	ROLLBACK;});
+is(claim_range($coord, 5001, 5005), 5, 'claims rolled back are forgotten');
+is($coord->safe_psql('postgres', q{
+	BEGIN;
+	SELECT fbf_claim('inbox', ARRAY[6001, 6002, 6003, 6004, 6005, 6006]::bigint[]);
+	COMMIT;
+	SELECT count(*) FILTER (WHERE fbf_claim('inbox', g::bigint)) FROM generate_series(6001, 6006) g}),
+	"{t,t,t,t,t,t}\n0", 'claims of an explicit transaction over both workers commit together');
+
+# ---- through the workers (MX) ----
+is(claim_range($w1, 1, 500), 0, 'claimed through the coordinator, duplicates through worker 1');
+is(claim_range($w2, 1, 500), 0, '... and through worker 2');
+is(claim_range($w1, 7001, 7100), 100, 'new ids claimed through worker 1');
+is(claim_range($w2, 7001, 7100), 0, '... are duplicates through worker 2');
+is(claim_range($coord, 7001, 7100), 0, '... and through the coordinator');
+
+# ---- the fast path: a claim of one id is the routed statement ----
+# (rc, stdout, stderr, statements sent to the workers) of `sql` on `node`
+sub remote
+{
+	my ($node, $sql) = @_;
+	my ($r, $o, $e) = $node->psql('postgres', qq{
+		SET citus.log_remote_commands = on;
+		SET client_min_messages = log;
+		$sql}, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	my @issued = $e =~ /issuing (.*)/g;
+	return ($r, $o, $e, \@issued);
+}
+my $issued;
+($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 8001::bigint) AS c");
+is($out, 't', 'fast path: a claim of one id');
+is(scalar(@$issued), 1, 'fast path: one statement sent in autocommit') or diag(join "\n", @$issued);
+like($issued->[0] // '', qr/^WITH touch AS \(UPDATE public\.inbox_\d+ inbox .*fbf_claim_on_placement\(.* AS c$/,
+	'fast path: the routed statement, on the anchor\'s shard, keeping the client\'s column name');
+unlike(join("\n", @$issued), qr/BEGIN|assign_distributed_transaction_id|COMMIT/,
+	'fast path: no transaction block on the placement');
+($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 8001::bigint)");
+is($out, 'f', 'fast path: claimed again, a duplicate');
+is(join('', map { $coord->safe_psql('postgres', "SELECT fbf_claim('inbox', $_)") }
+		("'fp-1'::text", "'\\x0102'::bytea", "'b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid",
+		 "'fp-client'::text, 1::bigint", "'fp-1'::text", "'fp-client'::text, 1::bigint")),
+	'ttttff', 'fast path: each claimable type, and (client_id, seq)');
+is(join('', map { $coord->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bigint)") } 8002 .. 8006),
+	'ttttt', 'fast path: five more ids');
+is(claim_range($coord, 8001, 8010), 4, 'the function route remembers the fast path\'s claims');
+is(join('', map { $w1->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bigint)") } 8005 .. 8012),
+	'ffffffff', 'and the fast path, through a worker, the function route\'s');
+($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', NULL::bigint)");
+like($err, qr/22004: id of fbf_claim must not be null/, 'fast path: a NULL id is refused as fbf_claim refuses it (22004)');
+($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 'fp-client'::text, NULL)");
+like($err, qr/22004: seq of fbf_claim must not be null/, 'fast path: a NULL seq too (22004)');
+
+# ---- shard moves carry the windows ----
+sub shard_of
+{
+	my ($anchor_of_id) = @_;
+	my ($shard, $port) = split /\|/, $coord->safe_psql('postgres', q{
+		SELECT p.shardid, n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		  JOIN pg_dist_shard s USING (shardid)
+		 WHERE s.logicalrelid = 'inbox'::regclass ORDER BY p.shardid LIMIT 1});
+	my $other = $port == $w1->port ? $w2->port : $w1->port;
+	return ($shard, $port, $other);
+}
+my ($shard, $from, $to) = shard_of();
+$coord->safe_psql('postgres', qq{
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to,
+									  shard_transfer_mode => 'block_writes')});
+is(claim_range($coord, 1, 500) + claim_range($coord, 2001, 3000), 0,
+	'after citus_move_shard_placement (block_writes) every claimed id is a duplicate');
+is(claim_range($coord, 8001, 8300), 300, 'new ids claimed after the move');
+($shard, $from, $to) = shard_of();
+$coord->safe_psql('postgres', qq{
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to)});
+is(claim_range($coord, 1, 500) + claim_range($coord, 8001, 8300), 0,
+	'after citus_move_shard_placement (auto: logical replication) every claimed id is a duplicate');
+is(claim_range($w2, 1, 500), 0, '... through a worker too');
+
+# every claimed id so far (1..500, 2001..3000, 7001..7100, 8001..8300):
+# how many a claim through the coordinator finds new
+sub reclaim_all
+{
+	return claim_range($coord, 1, 500) + claim_range($coord, 2001, 3000) +
+	  claim_range($coord, 7001, 7100) + claim_range($coord, 8001, 8300);
+}
+
+# a split: the shard's window goes to both halves
+($shard, $from, $to) = shard_of();
+my $nshards = $coord->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'inbox'::regclass");
+$coord->safe_psql('postgres', qq{
+	SELECT citus_split_shard_by_split_points($shard,
+		ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
+				 FROM pg_dist_shard WHERE shardid = $shard)],
+		ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $from),
+			  (SELECT nodeid FROM pg_dist_node WHERE nodeport = $to)],
+		shard_transfer_mode => 'block_writes')});
+is($coord->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'inbox'::regclass"),
+	$nshards + 1, 'a shard is split in two');
+is(reclaim_all(), 0, 'after citus_split_shard_by_split_points every claimed id is a duplicate');
+
+# the rebalancer: drain worker 1, then rebalance in background tasks
+sub shards_on
+{
+	my ($node) = @_;
+	return $coord->safe_psql('postgres', sprintf(q{
+		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 JOIN pg_dist_shard s USING (shardid)
+		 WHERE n.nodeport = %d AND s.logicalrelid = 'inbox'::regclass}, $node->port));
+}
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_drain_node('127.0.0.1', %d, shard_transfer_mode => 'block_writes')}, $w1->port));
+is(shards_on($w1), '0', 'citus_drain_node moved every shard off worker 1');
+is(reclaim_all(), 0, 'after citus_drain_node every claimed id is a duplicate');
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_set_node_property('127.0.0.1', %d, 'shouldhaveshards', true)}, $w1->port));
+$coord->safe_psql('postgres', q{SELECT citus_rebalance_start()});
+$coord->safe_psql('postgres', q{SELECT citus_rebalance_wait()});
+cmp_ok(shards_on($w1), '>', 0, 'citus_rebalance_start (auto) moved shards back to worker 1');
+is(reclaim_all(), 0, 'after the rebalancer\'s background moves every claimed id is a duplicate');
+is(claim_range($w1, 1, 500) + claim_range($w2, 8001, 8300), 0, '... through the workers too');
+
+# ---- privileges ----
+$coord->safe_psql('postgres', q{
+	CREATE ROLE outsider LOGIN;
+	CREATE ROLE claimer LOGIN;
+	GRANT INSERT ON inbox TO claimer;});
+($rc, $out, $err) = try_sql($coord, "SELECT fbf_claim('inbox', 9001::bigint)", 'outsider');
+like($err, qr/42501/, 'a role without INSERT cannot claim (42501)');
+($rc, $out, $err) = try_sql($w1, "SELECT fbf_claim('inbox', 9001::bigint)", 'outsider');
+like($err, qr/42501/, '... nor through a worker');
+is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', 9001::bigint)",
+		extra_params => [ '-U', 'claimer' ]),
+	't', 'a role with INSERT alone claims');
+is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', ARRAY[9001, 9002, 9003]::bigint[])",
+		extra_params => [ '-U', 'claimer' ]),
+	'{f,t,t}', '... batches too');
+# what fbf_distribute_dedup's column grants are for: the routed statement's
+# CTE reads and updates the anchor column
+$coord->safe_psql('postgres', 'REVOKE SELECT (anchor), UPDATE (anchor) ON inbox FROM PUBLIC');
+($rc, $out, $err) = try_sql($coord, "SELECT fbf_claim('inbox', 9004::bigint)", 'claimer');
+like($err, qr/42501/, 'without the grants on anchor, a role with INSERT alone cannot claim');
+$coord->safe_psql('postgres', 'GRANT SELECT (anchor), UPDATE (anchor) ON inbox TO PUBLIC');
+is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', 9004::bigint)",
+		extra_params => [ '-U', 'claimer' ]),
+	't', 'with them back, it claims');
+
+# the placement recomputes anchors: ids routed to the wrong shard are refused
+my ($ashard, $aport) = split /\|/, $coord->safe_psql('postgres', q{
+	SELECT p.shardid, n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+	  JOIN pg_dist_shard s USING (shardid)
+	 WHERE s.logicalrelid = 'inbox'::regclass AND s.shardminvalue::int <= 0
+	   AND s.shardmaxvalue::int >= 0});
+my $anode = $aport == $w1->port ? $w1 : $w2;
+# the anchor whose shard is $ashard: 0's, and ids of many shards
+($rc, $out, $err) = try_sql($anode, q{
+	SELECT fbf_claim_on_placement('inbox', a, ARRAY[1, 2, 3, 4, 5, 6, 7, 8]::bigint[], NULL)
+	  FROM generate_series(-100000, 100000) a
+	 WHERE get_shard_id_for_distribution_column('inbox', a) = } . $ashard . q{ LIMIT 1});
+like($err, qr/22023: \d+ ids do not belong to the shard/,
+	'fbf_claim_on_placement refuses ids outside the shard it is called for (22023)');
+
+# ---- fbf_distribute_dedup refuses ----
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_dedup('used', retention => '10 min');
+	SELECT fbf_claim('used', 1::bigint);
+	SELECT fbf_create_counter_table('ctr', retention => '10 min');
+	CREATE TABLE plain (anchor integer);});
+($rc, $out, $err) = try_sql($coord, "SELECT fbf_distribute_dedup('used')");
+like($err, qr/55000: dedup table "used" has already claimed ids/,
+	'a dedup table that has claimed ids is refused (55000)');
+($rc, $out, $err) = try_sql($coord, "SELECT fbf_distribute_dedup('ctr')");
+like($err, qr/42809: "ctr" is not a dedup table/, 'a counter table is refused (42809)');
+($rc, $out, $err) = try_sql($coord, "SELECT fbf_distribute_dedup('plain')");
+like($err, qr/42809: "plain" is not a dedup table/, 'a plain table is refused (42809)');
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_dedup('fresh', retention => '10 min');
+	GRANT INSERT ON fresh TO claimer;});
+($rc, $out, $err) = try_sql($coord, "SELECT fbf_distribute_dedup('fresh')", 'claimer');
+like($err, qr/42501: must be owner of table fresh/, 'only the owner distributes (42501)');
+
+done_testing();
