@@ -18,74 +18,18 @@
 #   fbf (and Citus from the vendored tarball, test/lib.sh), starts a
 #   coordinator and two workers on loopback ports as the postgres user
 #   (shared_preload_libraries = 'citus,fbf', fsync on), and stops them on
-#   exit.  With PGHOST and PGPORT naming the coordinator of a Citus cluster
-#   that has fbf (docs/user-guide.md, "Scaling out with Citus"), runs there
-#   instead.
+#   exit (test/bench/citus_cluster.sh).  With PGHOST and PGPORT naming the
+#   coordinator of a Citus cluster that has fbf (docs/user-guide.md,
+#   "Scaling out with Citus"), runs there instead.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/citus_cluster.sh"
 rounds=${1:-5}
 secs=${2:-10}
 clients=${3:-4}
 keys=10000
-dir=$(mktemp -d /tmp/fbf-citus-bench.XXXXXX)
-chown postgres: "$dir"
-chmod 755 "$dir"
-nodes=()
 
-stop_nodes() {
-	local n
-	for n in "${nodes[@]}"; do
-		as_postgres "$PG_BINDIR/pg_ctl" -D "$n" -m fast -w stop >/dev/null 2>&1 || true
-	done
-	rm -rf "$dir"
-}
-trap stop_nodes EXIT
-
-# a node of the scratch cluster: its data directory under $dir, on `port`
-start_node() {
-	local name=$1 port=$2
-	as_postgres "$PG_BINDIR/initdb" -D "$dir/$name" -A trust -E UTF8 --locale=C.UTF-8 \
-		>"$dir/$name.initdb.log" 2>&1
-	cat >>"$dir/$name/postgresql.conf" <<CONF
-shared_preload_libraries = 'citus,fbf'
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = '$dir'
-max_connections = 200
-max_prepared_transactions = 50
-shared_buffers = '256MB'
-fsync = on
-checkpoint_timeout = '30min'
-max_wal_size = '4GB'
-fbf.naptime = '1s'
-CONF
-	as_postgres "$PG_BINDIR/pg_ctl" -D "$dir/$name" -l "$dir/$name.log" -w start >/dev/null
-	nodes+=("$dir/$name")
-	psql -X -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c 'CREATE EXTENSION citus'
-}
-
-if [ -z "${PGPORT:-}" ]; then
-	fbf_install_deps
-	fbf_citus_install
-	if [ ! -f "$(pg_config --pkglibdir)/citus.so" ]; then
-		echo "citus_bench.sh: Citus is not installed and cannot be built here" >&2
-		exit 1
-	fi
-	fbf_build_install
-	ports=()
-	for name in coordinator worker1 worker2; do
-		port=$(fbf_free_port)
-		start_node "$name" "$port"
-		ports+=("$port")
-	done
-	export PGHOST=127.0.0.1 PGPORT=${ports[0]} PGUSER=postgres PGDATABASE=postgres
-	psql -X -q -v ON_ERROR_STOP=1 <<SQL
-SELECT citus_set_coordinator_host('127.0.0.1', ${ports[0]});
-SELECT citus_add_node('127.0.0.1', ${ports[1]});
-SELECT citus_add_node('127.0.0.1', ${ports[2]});
-CREATE EXTENSION fbf;
-SQL
-fi
+citus_cluster_start
 
 psql -X -q -v ON_ERROR_STOP=1 <<SQL
 DROP TABLE IF EXISTS bench_fbf, bench_plain;
@@ -138,7 +82,6 @@ run() {
 	done | awk '{t += $1} END {print t}'
 	wait
 }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 sides="fbf plain fbf_w plain_w batch"

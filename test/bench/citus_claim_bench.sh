@@ -45,7 +45,6 @@ run() {
 		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" -f "$dir/$1.sql" 2>/dev/null |
 		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 : >"$dir/fbf.tps"
 : >"$dir/plain.tps"

@@ -7,6 +7,7 @@
 # extensions created; with PGPORT already set (an existing cluster that
 # has fbf: docs/user-guide.md, "Scaling out with Citus") it does nothing.
 # $dir is the scratch directory (the benchmark's scripts go there too).
+# median: the median of the numbers on standard input, one per line.
 
 dir=$(mktemp -d /tmp/fbf-citus-bench.XXXXXX)
 chown postgres: "$dir"
@@ -70,3 +71,5 @@ SELECT citus_add_node('127.0.0.1', ${ports[2]});
 CREATE EXTENSION fbf;
 SQL
 }
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }

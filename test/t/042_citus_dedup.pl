@@ -184,24 +184,24 @@ sub remote
 	return ($r, $o, $e, \@issued);
 }
 my $issued;
-($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 8001::bigint) AS c");
+($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 9501::bigint) AS c");
 is($out, 't', 'fast path: a claim of one id');
 is(scalar(@$issued), 1, 'fast path: one statement sent in autocommit') or diag(join "\n", @$issued);
 like($issued->[0] // '', qr/^WITH touch AS \(UPDATE public\.inbox_\d+ inbox .*fbf_claim_on_placement\(.* AS c$/,
 	'fast path: the routed statement, on the anchor\'s shard, keeping the client\'s column name');
 unlike(join("\n", @$issued), qr/BEGIN|assign_distributed_transaction_id|COMMIT/,
 	'fast path: no transaction block on the placement');
-($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 8001::bigint)");
+($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 9501::bigint)");
 is($out, 'f', 'fast path: claimed again, a duplicate');
 is(join('', map { $coord->safe_psql('postgres', "SELECT fbf_claim('inbox', $_)") }
 		("'fp-1'::text", "'\\x0102'::bytea", "'b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid",
 		 "'fp-client'::text, 1::bigint", "'fp-1'::text", "'fp-client'::text, 1::bigint")),
 	'ttttff', 'fast path: each claimable type, and (client_id, seq)');
-is(join('', map { $coord->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bigint)") } 8002 .. 8006),
+is(join('', map { $coord->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bigint)") } 9502 .. 9506),
 	'ttttt', 'fast path: five more ids');
-is(claim_range($coord, 8001, 8010), 4, 'the function route remembers the fast path\'s claims');
-is(join('', map { $w1->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bigint)") } 8005 .. 8012),
-	'ffffffff', 'and the fast path, through a worker, the function route\'s');
+is(claim_range($coord, 9501, 9510), 4, 'the function route remembers the fast path\'s claims');
+is(join('', map { $w1->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bigint)") } 9505 .. 9510),
+	'ffffff', 'and the fast path, through a worker, the function route\'s');
 ($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', NULL::bigint)");
 like($err, qr/22004: id of fbf_claim must not be null/, 'fast path: a NULL id is refused as fbf_claim refuses it (22004)');
 ($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 'fp-client'::text, NULL)");
