@@ -320,6 +320,24 @@ routed_proc_callback(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 /*
+ * An error analyzing the routed statement `arg` (a counter whose columns
+ * were renamed) points into that statement, as SPI's do, not into the
+ * client's.
+ */
+static void
+routed_error_callback(void *arg)
+{
+	int			position = geterrposition();
+
+	if (position > 0)
+	{
+		errposition(0);
+		internalerrposition(position);
+		internalerrquery((const char *) arg);
+	}
+}
+
+/*
  * The routed statement of the front end `call` of form `form` on the
  * distributed counter `counter`, analyzed with $1..$5 of its arguments'
  * types (`types`), from the cache or parsed and analyzed now and kept;
@@ -341,6 +359,7 @@ routed_template(FuncExpr *call, FastForm form, Oid counter, const Oid *types)
 	char	   *sql;
 	RawStmt    *raw;
 	Query	   *query;
+	ErrorContextCallback errcallback;
 	bool		found;
 
 	if (routed_cache == NULL)
@@ -380,8 +399,13 @@ routed_template(FuncExpr *call, FastForm form, Oid counter, const Oid *types)
 				   schema,
 				   form == FAST_OUTCOME ? "idempotent_increment_outcome" : "idempotent_increment",
 				   schema, twin);
+	errcallback.callback = routed_error_callback;
+	errcallback.arg = sql;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
 	raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
 	query = parse_analyze_fixedparams(raw, sql, types, 5, NULL);
+	error_context_stack = errcallback.previous;
 
 	cxt = AllocSetContextCreate(CacheMemoryContext, "fbf routed statement",
 								ALLOCSET_SMALL_SIZES);
