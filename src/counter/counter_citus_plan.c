@@ -28,8 +28,9 @@
  *				   AND shard < 0 RETURNING 1)
  *	SELECT fbf_increment_on_placement(counter, <key>, client_id, seq, delta)
  *
- * with the client's own argument expressions (its parameters, constants
- * and immutable functions of them) in place of <key> and the rest.  This is
+ * with the client's own arguments (its parameters, constants and
+ * immutable functions of them, folded to constants in its session when a
+ * custom plan binds the parameters) in place of <key> and the rest.  This is
  * the statement citus_apply sends, and Citus plans it as it does there: a
  * single-shard router modification (the CTE names the shard, and makes it
  * a modification that takes the shard's metadata lock that shard moves
@@ -74,14 +75,28 @@
  * all of these hold, so that the two statements mean the same:
  *	- the statement is planned for the client (no portal is running: a
  *	  statement planned inside a function, which may be read-only, keeps
- *	  its call as written);
+ *	  its call as written), in a transaction that may write (a read-only
+ *	  one gets the front end's own error, 25006);
+ *	- the extension has the functions the routed statement calls (a 1.4
+ *	  library on an extension not yet updated keeps the function route);
  *	- the SELECT has one target, the call, and nothing else (no FROM,
  *	  WHERE, CTE, sublink, grouping, ordering or locking);
  *	- the function is one of the front ends (its C symbol, in this
  *	  module);
  *	- the table is a non-NULL constant, and no argument has a mutable
  *	  function: the key is evaluated twice (by Citus to choose the shard,
- *	  and by the twin), and must give the same value both times;
+ *	  and by the twin), and must give the same value both times.  So the
+ *	  arguments are folded here, in the client's session, with the values
+ *	  of a custom plan's parameters (coordinator_arguments): the placement
+ *	  receives constants, never an expression its own session would
+ *	  evaluate with its own settings (an "immutable" cast to text of a
+ *	  float8 or a bytea reads extra_float_digits or bytea_output) or could
+ *	  not evaluate at all (a function that exists only here);
+ *	- a generic plan that would run (plan_cache_mode =
+ *	  force_generic_plan, or a cursor asking for one) has no parameter
+ *	  left in the arguments: Citus cannot route a SELECT by an unbound
+ *	  parameter, and would fail at execution (0A000).  Under the default
+ *	  mode Citus prices such a generic plan out, so custom plans are made;
  *	- the caller has UPDATE on the counter, INSERT on the dedup table
  *	  (checked before the table is opened; a caller without it gets the
  *	  front end's own error), row
@@ -112,8 +127,10 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "parser/analyze.h"
+#include "parser/parse_func.h"
 #include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/pquery.h"
@@ -123,6 +140,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
@@ -177,30 +195,33 @@ static const struct
 	FastForm	form;
 	int			kind;			/* FBF_WINDOW_COUNTER or FBF_WINDOW_DEDUP */
 	AclMode		privilege;
+	const char *needs;			/* a function of 1.4 it calls, taking */
+	int			needs_nargs;	/* this many arguments: text, text (the
+								 * routing key) or anyelement (the anchor) */
 	const char *sql;
 }			routed_forms[] =
 {
-	{FAST_SINGLE, FBF_WINDOW_COUNTER, ACL_UPDATE,
+	{FAST_SINGLE, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
 		"WITH touch AS (UPDATE %1$s SET value = value "
-		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment') "
+		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment'::pg_catalog.text) "
 		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
 	"SELECT %2$s.fbf_increment_on_placement($1, $2, $3, $4, $5)"},
-	{FAST_OUTCOME, FBF_WINDOW_COUNTER, ACL_UPDATE,
+	{FAST_OUTCOME, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
 		"WITH touch AS (UPDATE %1$s SET value = value "
-		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment_outcome') "
+		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment_outcome'::pg_catalog.text) "
 		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
 	"SELECT %2$s.fbf_increment_outcome_on_placement($1, $2, $3, $4, $5)"},
-	{FAST_BATCH, FBF_WINDOW_COUNTER, ACL_UPDATE,
+	{FAST_BATCH, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
 		"WITH touch AS (UPDATE %1$s SET value = value "
-		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment') "
+		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment'::pg_catalog.text) "
 		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
 	"SELECT %2$s.fbf_increment_on_placement($1, $2, $3, $4, $5)"},
-	{FAST_CLAIM, FBF_WINDOW_DEDUP, ACL_INSERT,
+	{FAST_CLAIM, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
 		"WITH touch AS (UPDATE %1$s SET anchor = anchor "
 		"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor($2) RETURNING 1) "
 		"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor($2), "
 	"ARRAY[$2], NULL::pg_catalog.int8[]))[1]"},
-	{FAST_CLAIM_OP, FBF_WINDOW_DEDUP, ACL_INSERT,
+	{FAST_CLAIM_OP, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
 		"WITH touch AS (UPDATE %1$s SET anchor = anchor "
 		"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor($2, $3) RETURNING 1) "
 		"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor($2, $3), "
@@ -386,23 +407,46 @@ routed_proc_callback(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 /*
+ * An error analyzing the routed statement `arg` (a table whose columns
+ * were renamed) points into that statement, as SPI's do, not into the
+ * client's.
+ */
+static void
+routed_error_callback(void *arg)
+{
+	int			position = geterrposition();
+
+	if (position > 0)
+	{
+		errposition(0);
+		internalerrposition(position);
+		internalerrquery((const char *) arg);
+	}
+}
+
+/*
  * The routed statement of the front end `call` of form `form` on the
  * distributed table `table`, analyzed with $1, $2... of its arguments'
  * `nparams` types (`types`), from the cache or parsed and analyzed now and
- * kept.  The caller copies it before use.
+ * kept; NULL if the extension lacks the functions it calls.  The caller
+ * copies it before use.
  */
 static Query *
 routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 				int nparams)
 {
+	static const Oid needs_types[2][2] = {{ANYELEMENTOID}, {TEXTOID, TEXTOID}};
+	int			r = routed_form(form);
 	RoutedKey	key = {call->funcid, table};
 	RoutedEntry *entry;
 	MemoryContext cxt;
 	MemoryContext old;
+	char	   *nspname;
 	const char *schema;
 	char	   *sql;
 	RawStmt    *raw;
 	Query	   *query;
+	ErrorContextCallback errcallback;
 	bool		found;
 
 	if (routed_cache == NULL)
@@ -419,14 +463,30 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 	if (entry != NULL)
 		return entry->query;
 
-	/* the front end lives in the extension's schema, as the twins do */
-	schema = quote_identifier(get_namespace_name(get_func_namespace(call->funcid)));
-	sql = psprintf(routed_forms[routed_form(form)].sql,
+	/*
+	 * The front end lives in the extension's schema, as the twins do; they
+	 * are missing there while an older version of the extension is
+	 * installed under this library (until ALTER EXTENSION fbf UPDATE).
+	 */
+	nspname = get_namespace_name(get_func_namespace(call->funcid));
+	if (!OidIsValid(LookupFuncName(list_make2(makeString(nspname),
+											  makeString(pstrdup(routed_forms[r].needs))),
+								   routed_forms[r].needs_nargs,
+								   needs_types[routed_forms[r].needs_nargs - 1],
+								   true)))
+		return NULL;
+	schema = quote_identifier(nspname);
+	sql = psprintf(routed_forms[r].sql,
 				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
 											  get_rel_name(table)),
 				   schema);
+	errcallback.callback = routed_error_callback;
+	errcallback.arg = sql;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
 	raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
 	query = parse_analyze_fixedparams(raw, sql, types, nparams, NULL);
+	error_context_stack = errcallback.previous;
 
 	cxt = AllocSetContextCreate(CacheMemoryContext, "fbf routed statement",
 								ALLOCSET_SMALL_SIZES);
@@ -458,36 +518,34 @@ put_arguments(Node *node, void *args)
 /*
  * The routed statement (the file's header) that stands for `parse`, the
  * lone call `call` of the front end of form `form` on the distributed
- * table `table`: the analyzed template, each $n replaced by the client's
- * expression, through the rewriter (row security, rules) as the client's
- * statement went; NULL if that makes it more than one statement.
+ * table `table`, whose arguments are `args` (coordinator_arguments): the
+ * analyzed template, each $n replaced by the argument, through the
+ * rewriter (row security, rules) as the client's statement went; NULL if
+ * that makes it more than one statement, or the extension lacks the
+ * functions it calls.
  */
 static Query *
-routed_statement(Query *parse, FuncExpr *call, FastForm form, Oid table)
+routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
+				 Oid table)
 {
-	List	   *args = list_copy(call->args);
 	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
 	Oid			types[5];
-	int			nparams;
+	int			nparams = list_length(args);
+	Query	   *template;
 	List	   *rewritten;
 	Query	   *routed;
 	TargetEntry *tle;
 	int			i;
 
-	/* a counter's keyless forms are on the default key */
-	if (routed_forms[routed_form(form)].kind == FBF_WINDOW_COUNTER &&
-		list_length(args) == 4)
-		args = list_insert_nth(args, 1,
-							   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
-										 PointerGetDatum(cstring_to_text("")),
-										 false, false));
-	nparams = list_length(args);
 	if (nparams > (int) lengthof(types))
 		return NULL;
 	for (i = 0; i < nparams; i++)
 		types[i] = exprType(list_nth(args, i));
 
-	routed = copyObject(routed_template(call, form, table, types, nparams));
+	template = routed_template(call, form, table, types, nparams);
+	if (template == NULL)
+		return NULL;
+	routed = copyObject(template);
 	routed = (Query *) put_arguments((Node *) routed, args);
 	rewritten = QueryRewrite(routed);
 	if (list_length(rewritten) != 1)
@@ -504,6 +562,53 @@ routed_statement(Query *parse, FuncExpr *call, FastForm form, Oid table)
 	return routed;
 }
 
+/* does `node` hold a parameter of the client's (PARAM_EXTERN)? */
+static bool
+has_extern_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+		return true;
+	return expression_tree_walker(node, has_extern_param, context);
+}
+
+/*
+ * The arguments of the lone call `call` of form `form` as the routed
+ * statement carries them (the file's header): folded here, in the client's
+ * session, with the values of the bound parameters `boundParams` of a
+ * custom plan, and a counter's keyless forms' default key put in.  The
+ * functions inlined meanwhile go to *inval_items, for the plan's
+ * dependencies.  NIL if a parameter is left and the plan being made is a
+ * generic one that will run (`cursorOptions`, plan_cache_mode).
+ */
+static List *
+coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
+					  int cursorOptions, List **inval_items)
+{
+	PlannerGlobal *glob = makeNode(PlannerGlobal);
+	PlannerInfo *root = makeNode(PlannerInfo);
+	List	   *args;
+
+	glob->boundParams = boundParams;
+	root->glob = glob;
+	args = (List *) eval_const_expressions(root, (Node *) call->args);
+	*inval_items = glob->invalItems;
+	if ((plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN ||
+		 (cursorOptions & CURSOR_OPT_GENERIC_PLAN) != 0) &&
+		has_extern_param((Node *) args, NULL))
+		return NIL;
+
+	/* a counter's keyless forms are on the default key */
+	if (routed_forms[routed_form(form)].kind == FBF_WINDOW_COUNTER &&
+		list_length(args) == 4)
+		args = list_insert_nth(args, 1,
+							   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+										 PointerGetDatum(cstring_to_text("")),
+										 false, false));
+	return args;
+}
+
 /*
  * The planner hook: the routed statement in place of a lone call of a
  * front end on a distributed table (the file's header), then the planner
@@ -516,19 +621,30 @@ fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 	FuncExpr   *call;
 	FastForm	form;
 	Oid			table;
-	Query	   *routed;
+	List	   *args;
+	List	   *inval_items = NIL;
+	Query	   *routed = NULL;
+	PlannedStmt *result;
 
-	if (ActivePortal == NULL && (call = lone_call(parse)) != NULL &&
+	if (ActivePortal == NULL && !XactReadOnly &&
+		(call = lone_call(parse)) != NULL &&
 		(form = front_end_form(call->funcid)) != FAST_NONE &&
 		!contain_mutable_functions((Node *) call->args) &&
 		OidIsValid(table = routable_table(call, form)) &&
-		(routed = routed_statement(parse, call, form, table)) != NULL)
+		(args = coordinator_arguments(call, form, boundParams, cursorOptions,
+									  &inval_items)) != NIL &&
+		(routed = routed_statement(parse, call, args, form, table)) != NULL)
 		parse = routed;
 
 	if (prev_planner_hook)
-		return prev_planner_hook(parse, query_string, cursorOptions,
-								 boundParams);
-	return standard_planner(parse, query_string, cursorOptions, boundParams);
+		result = prev_planner_hook(parse, query_string, cursorOptions,
+								   boundParams);
+	else
+		result = standard_planner(parse, query_string, cursorOptions,
+								  boundParams);
+	if (routed != NULL)
+		result->invalItems = list_concat(result->invalItems, inval_items);
+	return result;
 }
 
 /*

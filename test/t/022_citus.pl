@@ -419,6 +419,45 @@ is($coord->safe_psql('postgres', q{
 # a caller without UPDATE keeps the front end's own error (no rewrite)
 ($rc, $out, $err) = as_role($coord, 'outsider', "SELECT idempotent_increment('tenants', 'tenant-b', 9, 5, 1)");
 like($err, qr/42501: permission denied for table tenants/, 'fast path: a caller without UPDATE gets 42501');
+# the arguments reach the placement as the client's session evaluates them:
+# an immutable cast that reads a setting of the session (bytea_output) is
+# folded on the node that plans the statement, not evaluated again on the
+# placement with its own settings (which would route by one key and apply
+# to another, or to none: "not placed on this node")
+($rc, $out, $err, $issued) = remote($coord, q{
+	SET bytea_output = escape;
+	SELECT idempotent_increment('likes', 'gucbytea'::bytea::text, 50, 1, 1)});
+is($out, 't', 'fast path: a key cast with the session\'s bytea_output, applied') or diag($err);
+like(join("\n", @$issued), qr/fbf_increment_on_placement\('public\.likes'::regclass, 'gucbytea'::text,/,
+	'the placement receives the key the coordinator evaluated');
+is(value('gucbytea'), '1', 'on the key the client named');
+# a generic plan that runs (plan_cache_mode = force_generic_plan) cannot be
+# routed by Citus while a parameter is unbound: the function route
+{
+	local $ENV{PGOPTIONS} = '-c plan_cache_mode=force_generic_plan';
+	($out, $err) = ('', '');
+	$pgbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 2, '-t', 10,
+			'-h', '127.0.0.1', '-p', $coord->port, '-f', $script, 'postgres' ],
+		'>', \$out, '2>', \$err);
+	$pgbench->finish;
+}
+is($pgbench->result(0), 0, 'prepared statements with force_generic_plan run') or diag($err);
+is($coord->safe_psql('postgres', q{
+	SELECT fbf_counter_value('likes', 'pb0') || ' ' || fbf_counter_value('likes', 'pb1')}),
+	'1 1', 'and their operations stay applied once');
+# a read-only transaction gets the front end's own error
+($rc, $out, $err) = $coord->psql('postgres', qq{
+	SET default_transaction_read_only = on;
+	SELECT idempotent_increment('likes', '$f', 40, 99, 1)});
+like($err, qr/cannot execute idempotent_increment\(\) in a read-only transaction/,
+	'fast path: a read-only transaction gets the front end\'s error');
+# a 1.4 library on an extension not yet updated (no twins, no
+# fbf_routing_key): the function route, not an error
+$coord->safe_psql('postgres', 'ALTER FUNCTION fbf_routing_key(text, text) RENAME TO fbf_routing_key_away');
+($rc, $out, $err, $issued) = remote($coord, "SELECT idempotent_increment('likes', '$f', 40, 99, 1)");
+$coord->safe_psql('postgres', 'ALTER FUNCTION fbf_routing_key_away(text, text) RENAME TO fbf_routing_key');
+is($out, 't', 'without the 1.4 functions: applied') or diag($err);
+like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
 
 # ---- a worker crash between PREPARE and COMMIT PREPARED ----
 # The increment is prepared on worker2 as Citus' two-phase commit prepares
