@@ -43,19 +43,11 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 use Time::HiRes qw(usleep);
-
-# Citus 13.2 supports PostgreSQL 15 to 17: on 18 these tests do not run
-my ($pg_major) = `pg_config --version` =~ /PostgreSQL (\d+)/;
-plan skip_all => "Citus 13.2 supports PostgreSQL 15 to 17, not $pg_major; "
-  . "the Citus tests run on PostgreSQL 15"
-  if $pg_major >= 18;
-
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it from "
-  . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
-  unless -f "$pkglibdir/citus.so";
 
 # Debian's PostgreSQL 15.20 lists the libraries allowed as logical decoding
 # output plugins; Citus' logical shard splits decode with its own (`citus`;
@@ -67,15 +59,7 @@ my $output_plugins =
   ? "output_plugin_libraries = 'pgoutput, test_decoding, citus'\n"
   : '';
 
-my @nodes;
-for my $name (qw(coordinator worker1 worker2))
-{
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'citus,fbf'
-fbf.fixed_window_keys = on
-listen_addresses = '127.0.0.1'
+my @nodes = fbf_citus_cluster(qq{
 max_prepared_transactions = 20
 wal_level = logical
 max_wal_senders = 10
@@ -83,21 +67,13 @@ max_replication_slots = 10
 citus.recover_2pc_interval = -1
 fbf.naptime = 500ms
 $output_plugins});
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
-	push @nodes, $node;
-}
 my ($coord, $w1, $w2) = @nodes;
-$coord->safe_psql('postgres', sprintf(q{
-	SELECT citus_set_coordinator_host('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	CREATE EXTENSION fbf;
+$coord->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('likes', retention => '10 min', target_fpp => 1e-9);
 	SELECT fbf_distribute_counter('likes');
 	SELECT fbf_create_counter_table('clikes', retention => '10 min', filter => 'cuckoo');
 	SELECT fbf_distribute_counter('clikes');
-}, $coord->port, $w1->port, $w2->port));
+});
 
 # the worker node (1 or 2) of a key's shard
 sub node_of
@@ -337,68 +313,58 @@ is(value($a) . value($b), '22', 'values after commit and rollback');
 # itself: in autocommit, one statement on the placement and no transaction
 # block; the same answers as the function route, which a statement with
 # anything else in it still takes.
-sub remote
-{
-	my ($node, $sql) = @_;
-	my ($r, $o, $e) = $node->psql('postgres', qq{
-		SET citus.log_remote_commands = on;
-		SET client_min_messages = log;
-		$sql}, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	my @issued = $e =~ /issuing (.*)/g;
-	return ($r, $o, $e, \@issued);
-}
 # a key of worker2 that nothing above used
 my ($f) = grep { node_of($_) == 2 } map { "fast$_" } 1 .. 50;
 my ($issued);
-($rc, $out, $err, $issued) = remote($coord, "SELECT idempotent_increment('likes', '$f', 40, 1, 5)");
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT idempotent_increment('likes', '$f', 40, 1, 5)");
 is($out, 't', 'fast path: applied');
 is(scalar(@$issued), 1, 'fast path: one statement sent in autocommit') or diag(join "\n", @$issued);
 like($issued->[0] // '', qr/^WITH touch AS \(UPDATE public\.likes_\d+ likes .*fbf_increment_on_placement\(/,
 	'fast path: the routed statement, on the key\'s shard');
 unlike(join("\n", @$issued), qr/BEGIN|assign_distributed_transaction_id|COMMIT/,
 	'fast path: no transaction block on the placement');
-($rc, $out, $err, $issued) = remote($coord, "SELECT idempotent_increment('likes', '$f', 40, 1, 5)");
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT idempotent_increment('likes', '$f', 40, 1, 5)");
 is($out, 'f', 'fast path: its retry is dismissed');
-($rc, $out, $err, $issued) = remote($coord,
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment_outcome('likes', '$f', 40, 2, 5) AS o");
 is($out, '(t,10)', 'fast path: the outcome form, with the key\'s value');
 like($err, qr/\bAS o\b/, 'fast path: the target keeps the client\'s name');
-($rc, $out, $err, $issued) = remote($coord, qq{
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, qq{
 	SELECT idempotent_increment('likes', '$f', ARRAY[40, 40, 41, 41]::bigint[],
 		ARRAY[2, 3, 3, 3]::bigint[], ARRAY[5, 5, 5, 5]::bigint[])});
 is($out, '{f,t,t,f}', 'fast path: a batch, its answers in its order');
 is(scalar(@$issued), 1, 'fast path: a batch is one statement');
-($rc, $out, $err, $issued) = remote($coord,
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', 42::bigint, 1, 7)");
 is($out, 't', 'fast path: the keyless form, on the default key');
 is(value(''), '7', 'its value');
 is(value($f), '20', 'the key\'s value after the fast path\'s operations');
-($rc, $out, $err, $issued) = remote($coord,
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', NULL, 40, 9, 1)");
 like($err, qr/22004: key of idempotent_increment must not be null/, 'fast path: a NULL key is refused as the front end refuses it (22004)');
-($rc, $out, $err, $issued) = remote($coord,
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment_outcome('likes', '$f', 40, NULL, 1)");
 like($err, qr/22004: seq of idempotent_increment_outcome must not be null/, 'fast path: a NULL seq too (22004)');
 # a mutable argument would be evaluated twice, once to route: the function route
-($rc, $out, $err, $issued) = remote($coord,
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', '$f', 40, 4 + 0 * extract(epoch FROM now())::bigint, 5)");
 is($out, 't', 'with a mutable argument: applied');
 like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
 # so does a call among other things, and one in a DO block
-($rc, $out, $err, $issued) = remote($coord,
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', '$f', 40, g, 5) FROM generate_series(5, 6) g");
 is($out, "t\nt", 'a call per row: applied');
 like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
-($rc, $out, $err, $issued) = remote($coord,
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"DO \$\$BEGIN PERFORM idempotent_increment('likes', '$f', 40, 7, 5); END\$\$");
 is($rc, 0, 'a call in a DO block applies');
 like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
 is(incr($coord, $f, 40, 4) . incr($coord, $f, 40, 6) . incr($coord, $f, 40, 7), 'fff',
 	'both routes remember each other\'s operations');
 # through a worker, to a key of the other worker and to one of its own
-($rc, $out, $err, $issued) = remote($w1, "SELECT idempotent_increment('likes', '$f', 40, 8, 5)");
+($rc, $out, $err, $issued) = fbf_citus_sent($w1, "SELECT idempotent_increment('likes', '$f', 40, 8, 5)");
 is($out, 't', 'fast path through a worker, to the other worker\'s shard');
-($rc, $out, $err, $issued) = remote($w1, "SELECT idempotent_increment('likes', '$on1[0]', 40, 8, 5)");
+($rc, $out, $err, $issued) = fbf_citus_sent($w1, "SELECT idempotent_increment('likes', '$on1[0]', 40, 8, 5)");
 is($out, 't', 'fast path through a worker, to its own shard');
 is(incr($coord, $f, 40, 8) . incr($w2, $on1[0], 40, 8), 'ff', 'remembered');
 # prepared statements (the extended protocol, pgbench -M prepared): each
@@ -424,7 +390,7 @@ like($err, qr/42501: permission denied for table tenants/, 'fast path: a caller 
 # folded on the node that plans the statement, not evaluated again on the
 # placement with its own settings (which would route by one key and apply
 # to another, or to none: "not placed on this node")
-($rc, $out, $err, $issued) = remote($coord, q{
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, q{
 	SET bytea_output = escape;
 	SELECT idempotent_increment('likes', 'gucbytea'::bytea::text, 50, 1, 1)});
 is($out, 't', 'fast path: a key cast with the session\'s bytea_output, applied') or diag($err);
@@ -454,7 +420,7 @@ like($err, qr/cannot execute idempotent_increment\(\) in a read-only transaction
 # a 1.4 library on an extension not yet updated (no twins, no
 # fbf_routing_key): the function route, not an error
 $coord->safe_psql('postgres', 'ALTER FUNCTION fbf_routing_key(text, text) RENAME TO fbf_routing_key_away');
-($rc, $out, $err, $issued) = remote($coord, "SELECT idempotent_increment('likes', '$f', 40, 99, 1)");
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT idempotent_increment('likes', '$f', 40, 99, 1)");
 $coord->safe_psql('postgres', 'ALTER FUNCTION fbf_routing_key_away(text, text) RENAME TO fbf_routing_key');
 is($out, 't', 'without the 1.4 functions: applied') or diag($err);
 like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');

@@ -21,28 +21,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 use Time::HiRes qw(usleep);
 
-my ($pg_major) = `pg_config --version` =~ /PostgreSQL (\d+)/;
-plan skip_all => "Citus 13.2 supports PostgreSQL 15 to 17, not $pg_major; "
-  . "the Citus tests run on PostgreSQL 15"
-  if $pg_major >= 18;
-
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it from "
-  . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
-  unless -f "$pkglibdir/citus.so";
-
-my @nodes;
-for my $name (qw(coordinator worker1 worker2))
-{
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'citus,fbf'
-fbf.fixed_window_keys = on
-listen_addresses = '127.0.0.1'
+my @nodes = fbf_citus_cluster(q{
 max_prepared_transactions = 20
 wal_level = logical
 max_wal_senders = 10
@@ -52,22 +37,14 @@ citus.max_background_task_executors = 4
 citus.max_background_task_executors_per_node = 2
 citus.background_task_queue_interval = 200ms
 });
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
-	push @nodes, $node;
-}
 my ($coord, $w1, $w2) = @nodes;
-$coord->safe_psql('postgres', sprintf(q{
-	SELECT citus_set_coordinator_host('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	CREATE EXTENSION fbf;
+$coord->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('likes', retention => '10 min', target_fpp => 1e-9);
 	SELECT fbf_distribute_counter('likes', shard_count => 4, colocate_with => 'none');
 	CREATE TABLE plain (id bigint PRIMARY KEY, v text);
 	SELECT create_distributed_table('plain', 'id', shard_count => 4, colocate_with => 'none');
 	INSERT INTO plain SELECT g, 'row ' || g FROM generate_series(1, 1000) g;
-}, $coord->port, $w1->port, $w2->port));
+});
 
 # operations of `client` on `nkeys` keys of `counter`: how many applied
 sub apply_all

@@ -39,29 +39,13 @@ use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 use Time::HiRes qw(usleep time);
 
-# Citus 13.2 supports PostgreSQL 15 to 17: on 18 these tests do not run
-my ($pg_major) = `pg_config --version` =~ /PostgreSQL (\d+)/;
-plan skip_all => "Citus 13.2 supports PostgreSQL 15 to 17, not $pg_major; "
-  . "the Citus tests run on PostgreSQL 15"
-  if $pg_major >= 18;
-
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it from "
-  . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
-  unless -f "$pkglibdir/citus.so";
-
-my @nodes;
-for my $name (qw(coordinator worker1 worker2))
-{
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'citus,fbf'
-fbf.fixed_window_keys = on
-listen_addresses = '127.0.0.1'
+my @nodes = fbf_citus_cluster(q{
 max_connections = 100
 wal_level = replica
 max_wal_senders = 2
@@ -69,19 +53,11 @@ max_prepared_transactions = 50
 citus.recover_2pc_interval = '1s'
 fbf.naptime = 500ms
 });
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
-	push @nodes, $node;
-}
 my ($coord, $w1, $w2) = @nodes;
-$coord->safe_psql('postgres', sprintf(q{
-	SELECT citus_set_coordinator_host('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	CREATE EXTENSION fbf;
+$coord->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('likes', retention => '10 min', target_fpp => 1e-9);
 	SELECT fbf_distribute_counter('likes', shard_count => 8);
-}, $coord->port, $w1->port, $w2->port));
+});
 is($coord->safe_psql('postgres', q{
 	SELECT count(DISTINCT p.groupid) FROM pg_dist_placement p
 	  JOIN pg_dist_shard s USING (shardid) WHERE s.logicalrelid = 'likes'::regclass}),

@@ -33,26 +33,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my ($pg_major) = `pg_config --version` =~ /PostgreSQL (\d+)/;
-plan skip_all => "Citus 13.2 supports PostgreSQL 15 to 17, not $pg_major; "
-  . "the Citus tests run on PostgreSQL 15"
-  if $pg_major >= 18;
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it from "
-  . "../shared/vendor/citus-13.2.2.tar.gz when that file exists)"
-  unless -f "$pkglibdir/citus.so";
-
-my @nodes;
-for my $name (qw(coordinator worker1 worker2))
-{
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'citus,fbf'
-fbf.fixed_window_keys = on
-listen_addresses = '127.0.0.1'
+my ($coord, $w1, $w2) = fbf_citus_cluster(qq{
 max_prepared_transactions = 20
 wal_level = logical
 max_wal_senders = 10
@@ -60,19 +45,10 @@ max_replication_slots = 10
 citus.recover_2pc_interval = -1
 fbf.naptime = 500ms
 });
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
-	push @nodes, $node;
-}
-my ($coord, $w1, $w2) = @nodes;
-$coord->safe_psql('postgres', sprintf(q{
-	SELECT citus_set_coordinator_host('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	SELECT citus_add_node('127.0.0.1', %d);
-	CREATE EXTENSION fbf;
+$coord->safe_psql('postgres', q{
 	SELECT fbf_create_dedup('inbox', retention => '10 min', target_fpp => 1e-9);
 	SELECT fbf_distribute_dedup('inbox');
-}, $coord->port, $w1->port, $w2->port));
+});
 
 # (rc, stdout, stderr with SQLSTATEs) of `sql` on `node`, as `role`
 sub try_sql
@@ -172,26 +148,15 @@ is(claim_range($w2, 7001, 7100), 0, '... are duplicates through worker 2');
 is(claim_range($coord, 7001, 7100), 0, '... and through the coordinator');
 
 # ---- the fast path: a claim of one id is the routed statement ----
-# (rc, stdout, stderr, statements sent to the workers) of `sql` on `node`
-sub remote
-{
-	my ($node, $sql) = @_;
-	my ($r, $o, $e) = $node->psql('postgres', qq{
-		SET citus.log_remote_commands = on;
-		SET client_min_messages = log;
-		$sql}, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	my @issued = $e =~ /issuing (.*)/g;
-	return ($r, $o, $e, \@issued);
-}
 my $issued;
-($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 9501::bigint) AS c");
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT fbf_claim('inbox', 9501::bigint) AS c");
 is($out, 't', 'fast path: a claim of one id');
 is(scalar(@$issued), 1, 'fast path: one statement sent in autocommit') or diag(join "\n", @$issued);
 like($issued->[0] // '', qr/^WITH touch AS \(UPDATE public\.inbox_\d+ inbox .*fbf_claim_on_placement\(.* AS c$/,
 	'fast path: the routed statement, on the anchor\'s shard, keeping the client\'s column name');
 unlike(join("\n", @$issued), qr/BEGIN|assign_distributed_transaction_id|COMMIT/,
 	'fast path: no transaction block on the placement');
-($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 9501::bigint)");
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT fbf_claim('inbox', 9501::bigint)");
 is($out, 'f', 'fast path: claimed again, a duplicate');
 is(join('', map { $coord->safe_psql('postgres', "SELECT fbf_claim('inbox', $_)") }
 		("'fp-1'::text", "'\\x0102'::bytea", "'b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid",
@@ -202,9 +167,9 @@ is(join('', map { $coord->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}:
 is(claim_range($coord, 9501, 9510), 4, 'the function route remembers the fast path\'s claims');
 is(join('', map { $w1->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bigint)") } 9505 .. 9510),
 	'ffffff', 'and the fast path, through a worker, the function route\'s');
-($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', NULL::bigint)");
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT fbf_claim('inbox', NULL::bigint)");
 like($err, qr/22004: id of fbf_claim must not be null/, 'fast path: a NULL id is refused as fbf_claim refuses it (22004)');
-($rc, $out, $err, $issued) = remote($coord, "SELECT fbf_claim('inbox', 'fp-client'::text, NULL)");
+($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT fbf_claim('inbox', 'fp-client'::text, NULL)");
 like($err, qr/22004: seq of fbf_claim must not be null/, 'fast path: a NULL seq too (22004)');
 
 # ---- shard moves carry the windows ----
