@@ -8,9 +8,11 @@
 #   batch        batches of 100 operations on one key through the
 #                coordinator, against single increments through it
 #                (operations per second).
-# Reports each side's median transactions per second, the ratios, and the
-# counter's dismissal rate (dismissed / operations, from fbf_counter_stats:
-# every operation is new, so every dismissal is a false positive).
+# Clients number their operations in order (each its own seqs, per key:
+# its streams), as idempotent clients do.  Reports each side's median
+# transactions per second, the ratios, and the counter's dismissal rate
+# (dismissed / operations, from fbf_counter_stats: every operation is new,
+# so every dismissal is a false one).
 #
 #   bash test/bench/citus_bench.sh [rounds [seconds [clients]]]
 #
@@ -44,11 +46,14 @@ SELECT count(*) FROM (SELECT idempotent_increment('bench_fbf', 'k' || i, -1, i, 
 						FROM generate_series(1, $keys) i) s;
 SQL
 
-# each transaction a new operation: a random 62-bit seq per client
+# each transaction a new operation, numbered in order by its client as
+# idempotent clients do: client :base + :client_id (base apart for each
+# side and pgbench), seqs from :seq (apart for each round) up
 cat >"$dir/fbf.sql" <<SQL
 \set k random(1, $keys)
-\set seq random(1, 4611686018427387903)
-SELECT idempotent_increment('bench_fbf', 'k' || :k, :client_id, :seq, 1);
+\set seq :seq + 1
+\set cid :base + :client_id
+SELECT idempotent_increment('bench_fbf', 'k' || :k, :cid, :seq, 1);
 SQL
 cat >"$dir/plain.sql" <<SQL
 \set k random(1, $keys)
@@ -57,27 +62,35 @@ SQL
 # a batch: 100 new operations of one client on one key
 {
 	echo "\\set k random(1, $keys)"
-	echo "\\set s random(1, 4611686018427387903 - 100)"
-	printf "SELECT idempotent_increment('bench_fbf', 'k' || :k, array_fill(:client_id::bigint, ARRAY[100]), ARRAY["
-	for i in $(seq 1 100); do printf "%s:s::bigint + %d" "$([ "$i" -gt 1 ] && echo ", ")" "$i"; done
+	echo "\\set seq :seq + 100"
+	echo "\\set cid :base + :client_id"
+	printf "SELECT idempotent_increment('bench_fbf', 'k' || :k, array_fill(:cid::bigint, ARRAY[100]), ARRAY["
+	for i in $(seq 1 100); do printf "%s:seq::bigint - %d" "$([ "$i" -gt 1 ] && echo ", ")" "$((100 - i))"; done
 	echo "]::bigint[], array_fill(1::bigint, ARRAY[100]));"
 } >"$dir/batch.sql"
 
 # the workers' ports, from Citus' metadata
 mapfile -t workers < <(psql -X -q -At -c "SELECT nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid <> 0 ORDER BY nodeid")
 
-# side: fbf, plain, batch through the coordinator; fbf_w, plain_w through the
-# workers (the clients split between them, the transactions summed)
+# side round: fbf, plain, batch through the coordinator; fbf_w, plain_w
+# through the workers (the clients split between them, the transactions
+# summed).  Client ids: 0.. through the coordinator, 100.. and 200..
+# through the workers, 1000.. in batches; each round's seqs start at
+# round * 10^9.
 run() {
-	local side=${1%_w} n
+	local side=${1%_w} seq0=$(($2 * 1000000000)) base=0 n i=0
+	[ "$side" != batch ] || base=1000
 	if [ "$side" = "$1" ]; then
-		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" -f "$dir/$side.sql" 2>/dev/null |
+		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" \
+			-D base=$base -D seq=$seq0 -f "$dir/$side.sql" 2>/dev/null |
 			sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 		return
 	fi
 	n=$(( (clients + ${#workers[@]} - 1) / ${#workers[@]} ))
 	for p in "${workers[@]}"; do
-		PGPORT=$p "$PG_BINDIR/pgbench" -n -M prepared -c "$n" -j "$n" -T "$secs" -f "$dir/$side.sql" 2>/dev/null |
+		i=$((i + 1))
+		PGPORT=$p "$PG_BINDIR/pgbench" -n -M prepared -c "$n" -j "$n" -T "$secs" \
+			-D base=$((i * 100)) -D seq=$seq0 -f "$dir/$side.sql" 2>/dev/null |
 			sed -n 's/^tps = \([0-9.]*\) .*/\1/p' &
 	done | awk '{t += $1} END {print t}'
 	wait
@@ -89,7 +102,7 @@ for side in $sides; do : >"$dir/$side.tps"; done
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) -eq 1 ]; then order=$sides; else order=$(echo $sides | tr ' ' '\n' | tac | tr '\n' ' '); fi
 	for side in $order; do
-		tps=$(run "$side")
+		tps=$(run "$side" "$r")
 		echo "$tps" >>"$dir/$side.tps"
 		echo "round $r $side: $tps tps"
 	done
