@@ -428,7 +428,8 @@ FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due)
 
 /*
  * dbid has counters (one was just created, or incremented): its next pass
- * is due now.
+ * is due now.  A counter being created is not yet visible to a pass: the
+ * creator calls FbfDatabaseHasCountersAtCommit too.
  */
 void
 FbfDatabaseHasCounters(Oid dbid)
@@ -447,4 +448,38 @@ FbfDatabaseHasCounters(Oid dbid)
 		}
 	}
 	LWLockRelease(FbfShared->lock);
+}
+
+/* this transaction created a counter: note it again at commit */
+static bool note_at_commit = false;
+
+static void
+note_at_commit_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && note_at_commit)
+		FbfDatabaseHasCounters(MyDatabaseId);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		note_at_commit = false;
+}
+
+/*
+ * The current transaction creates a counter in this database: when it
+ * commits, its database's next pass is due at once (FbfDatabaseHasCounters).
+ * Noting it at creation alone is not enough: a pass that the note starts
+ * before the creator commits lists the counters without it, and would set
+ * the database's next pass as an idle database's (a minute later).
+ */
+void
+FbfDatabaseHasCountersAtCommit(void)
+{
+	static bool registered = false;
+
+	if (!registered)
+	{
+		RegisterXactCallback(note_at_commit_callback, NULL);
+		registered = true;
+	}
+	note_at_commit = true;
 }

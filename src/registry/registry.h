@@ -57,5 +57,6 @@ extern void FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms);
 extern void FbfDatabasePassDone(Oid dbid, bool has_extension,
 								TimestampTz next_due);
 extern void FbfDatabaseHasCounters(Oid dbid);
+extern void FbfDatabaseHasCountersAtCommit(void);
 
 #endif							/* FBF_REGISTRY_H */

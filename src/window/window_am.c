@@ -134,7 +134,10 @@ fbf_filter_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	/* a new counter: the launcher should visit this database from now on */
 	if (FbfWindowBuildPages(heap, index))
+	{
 		FbfDatabaseHasCounters(MyDatabaseId);
+		FbfDatabaseHasCountersAtCommit();
+	}
 
 	/* report the heap's size, as index_build stores it in pg_class */
 	table_index_build_scan(heap, index, indexInfo, false, false, count_tuple,

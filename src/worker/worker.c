@@ -22,7 +22,9 @@
  * (at most FBF_IDLE_MAX_MS later).  An idle database thus costs a pass per
  * refresh period, one without the extension a pass per server start (and
  * per FBF_NO_EXTENSION_MS): creating a counter or incrementing one tells
- * the registry at once.  Passes are short on purpose: a worker that stayed
+ * the registry at once, and a creation again when it commits (a pass
+ * started by the first note may have listed the counters before the
+ * creator committed).  Passes are short on purpose: a worker that stayed
  * connected would make DROP DATABASE fail.
  *
  * Correctness never depends on the worker: a backend that finds a refresh
