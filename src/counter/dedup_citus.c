@@ -152,6 +152,18 @@ make_array(const Datum *values, int n, Oid type)
 	return construct_array((Datum *) values, n, type, len, byval, align);
 }
 
+/* the n anchors as an int4[] Datum */
+static Datum
+anchors_array(const int32 *anchors, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		elems[i] = Int32GetDatum(anchors[i]);
+	return PointerGetDatum(make_array(elems, n, INT4OID));
+}
+
 /*
  * The claims `order` (sorted by routed_claim_cmp), with the shard of each
  * of their n anchors, read from Citus' metadata in one statement
@@ -162,14 +174,11 @@ shards_of(Oid shell, const int32 *anchors, int n, RoutedClaim *order)
 {
 	Oid			types[2] = {REGCLASSOID, INT4ARRAYOID};
 	Datum		args[2];
-	Datum	   *elems = palloc(sizeof(Datum) * n);
 	int			rc;
 	int			i;
 
-	for (i = 0; i < n; i++)
-		elems[i] = Int32GetDatum(anchors[i]);
 	args[0] = ObjectIdGetDatum(shell);
-	args[1] = PointerGetDatum(make_array(elems, n, INT4OID));
+	args[1] = anchors_array(anchors, n);
 	SPI_connect();
 	rc = SPI_execute_with_args("SELECT pg_catalog.get_shard_id_for_distribution_column($1, u.a) "
 							   "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(a, i) "
@@ -319,16 +328,12 @@ check_same_shard(Oid shell, int32 anchor, const int32 *anchors, int n)
 {
 	Oid			types[3] = {REGCLASSOID, INT4ARRAYOID, INT4OID};
 	Datum		args[3];
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
 	bool		isnull;
 	int64		strays;
 	int			rc;
-	int			i;
 
-	for (i = 0; i < n; i++)
-		elems[i] = Int32GetDatum(anchors[i]);
 	args[0] = ObjectIdGetDatum(shell);
-	args[1] = PointerGetDatum(make_array(elems, n, INT4OID));
+	args[1] = anchors_array(anchors, n);
 	args[2] = Int32GetDatum(anchor);
 	SPI_connect();
 	rc = SPI_execute_with_args("SELECT pg_catalog.count(*) FROM pg_catalog.unnest($2) AS u(a) "
