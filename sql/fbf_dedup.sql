@@ -136,6 +136,16 @@ SELECT count(*) AS claimer_stats_rows FROM fbf_dedup_stats;
 RESET ROLE;
 SELECT fbf_claim('inbox', 'priv-1') AS owner_sees_the_claim;
 
+-- the anchor by which a distributed dedup table routes a claim: the same
+-- for the same id, fbf_claim's errors for what it cannot claim
+SELECT fbf_claim_anchor('m'::text) = fbf_claim_anchor('m'::text) AS anchor_is_stable,
+	   fbf_claim_anchor(7::bigint, 1) = fbf_claim_anchor(7::bigint, 2) AS a_streams_claims_share_it;
+SELECT sqlstate_of($$SELECT fbf_claim_anchor(1.5::numeric)$$) AS numeric_id,
+	   sqlstate_of($$SELECT fbf_claim_anchor(ROW(1, 2))$$) AS record_id,
+	   sqlstate_of($$SELECT fbf_claim_anchor('\x01'::bytea, 1)$$) AS bytea_client_id,
+	   sqlstate_of($$SELECT fbf_claim_anchor(NULL::bigint)$$) AS null_id,
+	   sqlstate_of($$SELECT fbf_claim_anchor(7::bigint, NULL)$$) AS null_seq;
+
 DROP TABLE inbox, "Odd Schema-less", dc, dplain;
 DROP ROLE fbf_dedup_reader, fbf_dedup_claimer;
 DROP FUNCTION sqlstate_of(text);

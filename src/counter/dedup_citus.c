@@ -484,6 +484,13 @@ fbf_claim_anchor(PG_FUNCTION_ARGS)
 	int64		seq = 0;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", op ? "client_id" : "id");
+	if (op ?
+		!(typid == INT8OID || typid == TEXTOID || typid == UUIDOID) :
+		!(typid == INT8OID || typid == TEXTOID || typid == BYTEAOID || typid == UUIDOID))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s of type %s cannot be claimed", op ? "client ids" : "ids",
+						format_type_be(typid))));
 	if (op)
 	{
 		FbfRequireArg(fcinfo, 1, "fbf_claim", "seq");
