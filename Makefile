@@ -26,7 +26,7 @@ OBJS        = src/fbf.o \
               src/common/fbf_page.o src/common/fbf_xlog.o \
               src/type/fbf_type.o src/type/fbf_kind.o src/type/fbf_value_bloom.o \
               src/type/fbf_value_cuckoo.o src/type/fbf_value_key.o \
-              src/registry/registry.o \
+              src/registry/registry.o src/registry/share.o \
               src/window/window_am.o src/window/window_rebuild.o \
               src/window/window_page.o src/window/window_build.o \
               src/window/window_apply.o src/window/window_pending.o \

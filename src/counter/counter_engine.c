@@ -34,8 +34,11 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "common/hashfn.h"
 #include "common/int128.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 
@@ -93,6 +96,113 @@ rekeyed_error(Relation index, bool claims)
 }
 
 /*
+ * Who pays for a call's new operations against the shares of its window's
+ * capacity (src/counter/README.md, "Shares"), as the window's option
+ * share_by says: the current role, the operations' key (a claim has none:
+ * the options refuse share_by = key on a dedup window), or one pool.
+ * Never 0 (FbfShareDemand).
+ */
+#define SHARE_POOL_UNIT		UINT64CONST(1)
+
+static uint64
+share_unit(const FbfOps *ops, int share_by)
+{
+	uint64		unit;
+
+	switch (share_by)
+	{
+		case FBF_SHARE_BY_KEY:
+			if (ops->key != NULL)
+			{
+				unit = hash_bytes_extended((const unsigned char *) VARDATA_ANY(ops->key),
+										   VARSIZE_ANY_EXHDR(ops->key), 0);
+				return unit != 0 ? unit : SHARE_POOL_UNIT + 1;
+			}
+			/* FALLTHROUGH */
+		case FBF_SHARE_BY_ROLE:
+			/* above the pool's unit: role OIDs are never 0 or 1 */
+			return (uint64) GetUserId();
+		default:
+			return SHARE_POOL_UNIT;
+	}
+}
+
+/*
+ * Charge a new operation the window recorded (FbfApplyInfo) to its unit
+ * (FbfShareCharge).  A unit over its share of the period while the window
+ * can still grow grows it (FbfCounterGrow, as an overfull page would) and
+ * asks again at the window's new size; refused, the operation fails with
+ * 53400 (the transaction aborts, and with it the entry).  A counter whose
+ * option at_capacity is "dismiss" does not share: its window takes
+ * everything, and dismisses new operations beyond its target.
+ */
+static void
+charge_share(Relation heap, Relation index, const FbfOps *ops,
+			 const FbfApplyInfo *info)
+{
+	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
+	FbfWindowCapacity capacity = info->capacity;
+	FbfShareDemand demand;
+	FbfShareStanding standing;
+	FbfShareVerdict verdict;
+	char	   *who;
+
+	if (opts->at_capacity != FBF_AT_CAPACITY_REFUSE || info->entries == 0)
+		return;
+	demand.unit = share_unit(ops, opts->share_by);
+	demand.pooled = demand.unit == SHARE_POOL_UNIT;
+	demand.entries = info->entries;
+	for (;;)
+	{
+		demand.epoch = capacity.epoch;
+		demand.per_period = capacity.per_period;
+		demand.spreads = capacity.split_spreads;
+		demand.in_flight = capacity.in_flight;
+		verdict = FbfShareCharge(MyDatabaseId, RelationGetRelid(heap),
+								 &demand, &standing);
+		if (verdict != FBF_SHARE_OVER_RATE || !capacity.can_grow ||
+			FbfCounterGrow(index) != FBF_GROWTH_SPLIT)
+			break;
+		FbfWindowGetCapacity(index, &capacity);
+	}
+	if (verdict == FBF_SHARE_ADMITTED)
+		return;
+
+	if (demand.pooled)
+		who = NULL;
+	else if (opts->share_by == FBF_SHARE_BY_KEY && ops->key != NULL)
+		who = psprintf("key \"%s\"", text_to_cstring(ops->key));
+	else
+		who = psprintf("role \"%s\"", GetUserNameFromId(GetUserId(), false));
+
+	if (verdict == FBF_SHARE_OVER_IN_FLIGHT)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 who ?
+				 errmsg("%s holds its share of the operations in flight on counter filter \"%s\"",
+						who, RelationGetRelationName(index)) :
+				 errmsg("counter filter \"%s\" holds all the operations in flight it can",
+						RelationGetRelationName(index)),
+				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %d.",
+						   standing.used, standing.share, standing.capacity,
+						   standing.sharers),
+				 errhint("Commit or roll back open transactions that use this counter, or split large batches into several transactions.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 who ?
+			 errmsg("%s is over its share of the capacity of counter filter \"%s\"",
+					who, RelationGetRelationName(index)) :
+			 errmsg("counter filter \"%s\" is at its capacity",
+					RelationGetRelationName(index)),
+			 errdetail("Its new operations took %.0f%% of this period's capacity (%.0f operations under the target false-positive rate); its share is %.0f%%, shared by %d.",
+					   100 * standing.used, standing.capacity,
+					   100 * standing.share, standing.sharers),
+			 capacity.can_grow ?
+			 errhint("Retry the operation later: the filter grows for the load.") :
+			 errhint("Retry the operation later, or raise fbf.max_filter_size; the counter's option at_capacity = 'dismiss' takes every operation and dismisses new ones beyond the target instead.")));
+}
+
+/*
  * Count who answered an operation (FbfApplyInfo.answer) in *tally: the
  * pending chain or a stream exactly, a stream's "new" over the filter's
  * "seen" exactly and as a false dismissal averted, else the filter.
@@ -129,8 +239,9 @@ count_answer(FbfAnswer answer, FbfApplyTally *tally)
  * calls again.
  */
 static bool
-apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
-		  bool track_mismatch, bool *applied, FbfApplyTally *tally)
+apply_ops(Relation heap, Relation index, const FbfOps *ops,
+		  const FbfWindowKeying *keying, bool track_mismatch, bool *applied,
+		  FbfApplyTally *tally)
 {
 	static const FbfHashKey no_key = {0, 0};
 	const FbfWindowOp *hashed = ops->hashed;
@@ -167,6 +278,7 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
 		tally->overfull |= info.overfull;
 		if (r == FBF_OP_APPLIED)
 		{
+			charge_share(heap, index, ops, &info);
 			recorded = true;
 			if (ops->deltas != NULL)
 				int128_add_int64(&tally->sum, ops->deltas[i]);
@@ -190,6 +302,7 @@ apply_ops(Relation index, const FbfOps *ops, const FbfWindowKeying *keying,
 
 				if (FbfWindowApply(index, keying, &delta_op, &delta_info) == FBF_OP_REKEYED)
 					rekeyed_error(index, false);
+				charge_share(heap, index, ops, &delta_info);
 				tally->overfull |= delta_info.overfull;
 			}
 			else if (!FbfWindowContains(index, &delta_op.hash) &&
@@ -249,7 +362,8 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 	{
 		FbfWindowGetKeying(index, &keying);
 		FbfOpsHash(ops, &keying);
-	} while (!apply_ops(index, ops, &keying, track_mismatch, applied, &tally));
+	} while (!apply_ops(heap, index, ops, &keying, track_mismatch, applied,
+						&tally));
 
 	if (tally.napplied > 0 && add_delta != NULL)
 	{

@@ -76,16 +76,17 @@ FbfCounterMaintainInit(void)
 
 /*
  * Grow an open counter's filter now (FbfWindowGrow): an increment saw it
- * fill faster than its bits are for.  The caller holds RowExclusiveLock
- * on the table.
+ * fill faster than its bits are for, or a unit over its share while it can
+ * grow.  Returns what was done.  The caller holds RowExclusiveLock on the
+ * table.
  */
-void
+FbfGrowth
 FbfCounterGrow(Relation index)
 {
 	FbfAimdPolicy policy;
 
 	aimd_policy(&policy);
-	FbfWindowGrow(index, &policy);
+	return FbfWindowGrow(index, &policy);
 }
 
 /*

@@ -96,9 +96,10 @@ static void fbf_object_access(ObjectAccessType access, Oid classId,
 static Size
 fbf_shmem_size(void)
 {
-	return add_size(add_size(MAXALIGN(sizeof(FbfSharedState)),
-							 hash_estimate_size(FBF_MAX_COUNTERS, sizeof(FbfStatsEntry))),
-					hash_estimate_size(FBF_MAX_DATABASES, sizeof(FbfDatabaseEntry)));
+	return add_size(add_size(add_size(MAXALIGN(sizeof(FbfSharedState)),
+									  hash_estimate_size(FBF_MAX_COUNTERS, sizeof(FbfStatsEntry))),
+							 hash_estimate_size(FBF_MAX_DATABASES, sizeof(FbfDatabaseEntry))),
+					FbfShareShmemSize());
 }
 
 static void
@@ -108,6 +109,7 @@ fbf_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(fbf_shmem_size());
 	RequestNamedLWLockTranche("fbf", 1);
+	FbfShareShmemRequest();
 }
 
 static void
@@ -134,6 +136,7 @@ fbf_shmem_startup(void)
 	database_hash = ShmemInitHash("fbf databases", FBF_MAX_DATABASES,
 								  FBF_MAX_DATABASES, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+	FbfShareShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -235,6 +238,7 @@ fbf_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
 		hash_search(stats_hash, &key, HASH_REMOVE, NULL);
 		LWLockRelease(FbfShared->lock);
+		FbfShareForget(MyDatabaseId, objectId);
 	}
 	else if (classId == DatabaseRelationId)
 	{
@@ -250,6 +254,7 @@ fbf_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		}
 		hash_search(database_hash, &objectId, HASH_REMOVE, NULL);
 		LWLockRelease(FbfShared->lock);
+		FbfShareForget(objectId, InvalidOid);
 	}
 }
 

@@ -59,4 +59,58 @@ extern void FbfDatabasePassDone(Oid dbid, bool has_extension,
 extern void FbfDatabaseHasCounters(Oid dbid);
 extern void FbfDatabaseHasCountersAtCommit(void);
 
+/* ----------------------------------------------------------------------
+ * share.c: shares of a window's capacity
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * One operation a window has just recorded, to charge to whoever pays for
+ * it (FbfShareCharge), with what the window can take
+ * (window/window.h, FbfWindowCapacity).
+ */
+typedef struct FbfShareDemand
+{
+	uint64		unit;			/* who pays: a role, a key, or the pool;
+								 * never 0 */
+	bool		pooled;			/* one pool: no unit has a share */
+	int64		epoch;			/* the window's period */
+	double		per_period;		/* new operations it takes per period, as
+								 * it is now */
+	bool		spreads;		/* when per_period grows within a period,
+								 * what the period took is spread over it */
+	double		in_flight;		/* entries its chains hold */
+	int			entries;		/* the entries this operation took */
+} FbfShareDemand;
+
+typedef enum FbfShareVerdict
+{
+	FBF_SHARE_ADMITTED,
+	FBF_SHARE_OVER_RATE,		/* the unit is over its share of the
+								 * period's new operations */
+	FBF_SHARE_OVER_IN_FLIGHT	/* its transactions hold their share of the
+								 * entries in flight */
+} FbfShareVerdict;
+
+/* What a verdict was judged by, for the refusal's message. */
+typedef struct FbfShareStanding
+{
+	FbfShareVerdict verdict;
+	double		used;			/* OVER_RATE: the part of the period's
+								 * capacity the unit took; OVER_IN_FLIGHT:
+								 * its entries in flight */
+	double		share;			/* its share of either */
+	double		capacity;		/* the period's new operations, or the
+								 * chains' entries */
+	int			sharers;		/* units sharing */
+} FbfShareStanding;
+
+extern Size FbfShareShmemSize(void);
+extern void FbfShareShmemRequest(void);
+extern void FbfShareShmemInit(void);
+extern FbfShareVerdict FbfShareCharge(Oid dbid, Oid relid,
+									  const FbfShareDemand *demand,
+									  FbfShareStanding *standing);
+extern void FbfShareForget(Oid dbid, Oid relid);
+
 #endif							/* FBF_REGISTRY_H */

@@ -53,6 +53,7 @@ typedef struct FbfWindowOptions
 								 * delta differs (src/counter) */
 	int			max_streams;	/* exact streams kept at most (0: none;
 								 * -1: fbf.max_streams) */
+	int			share_by;		/* FBF_SHARE_BY_*: who shares its capacity */
 } FbfWindowOptions;
 
 /*
@@ -73,6 +74,15 @@ typedef struct FbfWindowOptions
  */
 #define FBF_AT_CAPACITY_DISMISS		0
 #define FBF_AT_CAPACITY_REFUSE		1
+
+/*
+ * Who shares a window's capacity while it refuses at capacity
+ * (src/counter/README.md, "Shares"): each role, each key of a counter, or
+ * nobody (one pool for all).
+ */
+#define FBF_SHARE_BY_ROLE			0
+#define FBF_SHARE_BY_KEY			1
+#define FBF_SHARE_BY_NONE			2
 
 /* the "at its cap" WARNING repeats at most this often while it lasts */
 #define FBF_CAPPED_WARN_INTERVAL	(60 * USECS_PER_SEC)
@@ -146,11 +156,31 @@ typedef enum FbfAnswer
 	FBF_ANSWER_FILTER
 } FbfAnswer;
 
+/*
+ * What a window can take, as FbfWindowApply reads it from the metapage
+ * when it records an operation: what the shares of a window's capacity
+ * divide (src/counter/README.md, "Shares").
+ */
+typedef struct FbfWindowCapacity
+{
+	int64		epoch;			/* refreshes so far: the operation's period */
+	double		per_period;		/* new operations one period takes under
+								 * the target, with the partitions it has */
+	bool		can_grow;		/* fbf.max_filter_size lets it grow more */
+	bool		split_spreads;	/* growing spreads what the period took
+								 * over the new pages (FbfFilterRoutine) */
+	double		in_flight;		/* pending entries the chains hold at most */
+} FbfWindowCapacity;
+
 /* What FbfWindowApply tells its caller beside its result. */
 typedef struct FbfApplyInfo
 {
 	bool		overfull;		/* grow the window at once (FbfWindowGrow) */
 	FbfAnswer	answer;
+	/* FBF_OP_APPLIED: the entries it took (2 with its annex), and the
+	 * capacity they count against */
+	int			entries;
+	FbfWindowCapacity capacity;
 } FbfApplyInfo;
 
 /* ---- window_am.c: the access method ---- */
@@ -218,6 +248,7 @@ extern FbfAimdDecision FbfWindowMaintain(Relation index,
 										 const FbfAimdPolicy *policy);
 
 /* ---- window_read.c: reading the whole window ---- */
+extern void FbfWindowGetCapacity(Relation index, FbfWindowCapacity *cap);
 
 /*
  * What fbf_counter_stats shows of a window (FbfWindowGetStats), filled by

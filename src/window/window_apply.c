@@ -229,6 +229,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	bool		grow = false;
 
 	info->overfull = false;
+	info->entries = 0;
 	for (;;)
 	{
 		Buffer		metabuf;
@@ -492,6 +493,8 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		FbfPendingPageNoteAdd(room, room_lsn);
 
 		FbfChainRelease(&chain);
+		info->entries = need;
+		FbfWindowCapacityOf(&meta, &info->capacity);
 		UnlockReleaseBuffer(metabuf);
 		/* a new operation: does the window need more bits for its rate? */
 		info->overfull = lane_full || grow;

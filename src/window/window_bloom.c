@@ -257,7 +257,7 @@ bloom_split_factor(const FbfWindowMetaPageData *meta, double rate,
 				   double increase_at, bool *capped)
 {
 	double		threshold = increase_at * meta->target_fpp;
-	uint64		cap_pages = (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
+	uint64		cap_pages = FbfWindowCapPages();
 	uint32		factor;
 
 	/*
@@ -599,6 +599,33 @@ bloom_merge_pages(Relation index, const FbfWindowMetaPageData *meta,
 		UnlockReleaseBuffer(src[f]);
 }
 
+/*
+ * The partitions a Bloom window has once grown to `max_pages`: its own
+ * times the largest power of two whose pages (the metapage, the chains,
+ * the partitions) fit, as bloom_split_factor grows it.
+ */
+static uint32
+bloom_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
+{
+	uint64		parts = meta->nparts;
+
+	while (1 + (uint64) meta->nchains + parts * 2 <= max_pages &&
+		   parts * 2 <= PG_UINT32_MAX / 2)
+		parts *= 2;
+	return (uint32) parts;
+}
+
+/*
+ * New operations one Bloom partition page takes in a period at the
+ * target: the count past which its future lane is overfull
+ * (bloom_derive_meta).
+ */
+static double
+bloom_page_capacity(const FbfWindowMetaPageData *meta)
+{
+	return meta->overfull;
+}
+
 /* fbf_counter_stats of a Bloom window: its bits and hash functions */
 static void
 bloom_stats(const FbfWindowMetaPageData *meta, const uint64 *counts,
@@ -623,6 +650,7 @@ FbfBloomPageRoutine(FbfFilterRoutine *routine)
 	routine->can_resize = true;
 	routine->resize_detail = NULL;
 	routine->split_load = 0;
+	routine->split_spreads = false;
 	routine->plan = bloom_plan;
 	routine->spread = bloom_spread;
 	routine->validate_meta = bloom_validate_meta;
@@ -637,5 +665,7 @@ FbfBloomPageRoutine(FbfFilterRoutine *routine)
 	routine->estimate_fpp = bloom_estimate_fpp;
 	routine->split_factor = bloom_split_factor;
 	routine->merge_factor = bloom_merge_factor;
+	routine->parts_at_cap = bloom_parts_at_cap;
+	routine->page_capacity = bloom_page_capacity;
 	routine->stats = bloom_stats;
 }

@@ -399,7 +399,7 @@ cuckoo_split_factor(const FbfWindowMetaPageData *meta, double rate,
 {
 	CwinLayout	layout;
 	double		peak = rate > 0 ? rate * meta->period * meta->nlive : 0;
-	uint64		max_pages = (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
+	uint64		max_pages = FbfWindowCapPages();
 	uint32		factor = 2;
 
 	FbfCuckooLayout(meta, &layout);
@@ -417,6 +417,40 @@ cuckoo_split_factor(const FbfWindowMetaPageData *meta, double rate,
 		factor /= 2;
 	*capped = factor < 2;
 	return factor;
+}
+
+/*
+ * The partitions a cuckoo window has once grown to `max_pages`: its own
+ * times the largest power of two whose split fits, the old partitions
+ * beside the new ones, as cuckoo_split_factor grows it.
+ */
+static uint32
+cuckoo_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
+{
+	uint64		parts = meta->nparts;
+
+	while (1 + (uint64) meta->nchains + parts * 3 <= max_pages &&
+		   parts * 2 <= PG_UINT32_MAX / 2)
+		parts *= 2;
+	return (uint32) parts;
+}
+
+/*
+ * New operations one cuckoo block takes in a period: the live entries it
+ * holds under the target (a lookup's false positives grow with them, the
+ * same for every epoch's: cwin_fpp), within a plan's load of its slots,
+ * over the live epochs its entries stay for.
+ */
+static double
+cuckoo_page_capacity(const FbfWindowMetaPageData *meta)
+{
+	CwinLayout	layout;
+	double		live;
+
+	FbfCuckooLayout(meta, &layout);
+	live = Min(CWIN_PLAN_LOAD * cwin_nslots(&layout),
+			   meta->target_fpp / cwin_fpp(&layout, 1.0, 0));
+	return live / Max(meta->nlive, 1);
 }
 
 /*
@@ -549,6 +583,7 @@ FbfCuckooPageRoutine(FbfFilterRoutine *routine)
 	routine->can_resize = false;
 	routine->resize_detail = "A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.";
 	routine->split_load = CWIN_SPLIT_LOAD;
+	routine->split_spreads = true;
 	routine->plan = cuckoo_plan;
 	routine->spread = cuckoo_spread;
 	routine->validate_meta = cuckoo_validate_meta;
@@ -563,5 +598,7 @@ FbfCuckooPageRoutine(FbfFilterRoutine *routine)
 	routine->estimate_fpp = cuckoo_estimate_fpp;
 	routine->split_factor = cuckoo_split_factor;
 	routine->merge_factor = NULL;
+	routine->parts_at_cap = cuckoo_parts_at_cap;
+	routine->page_capacity = cuckoo_page_capacity;
 	routine->stats = cuckoo_stats;
 }

@@ -36,6 +36,7 @@
 
 #include "window/window.h"
 #include "window/window_page.h"
+#include "window/window_int.h"
 
 struct FbfSnapshotRead;
 
@@ -52,6 +53,9 @@ typedef struct FbfFilterRoutine
 	double		split_load;		/* > 0: a maintenance pass splits only once
 								 * the fullest page's live load passes it;
 								 * 0: by the arrival rate alone */
+	bool		split_spreads;	/* a split spreads each page's entries over
+								 * the pages it makes (a Bloom split copies
+								 * the bits: each page stays as full) */
 
 	/* ---- a new window ---- */
 
@@ -150,6 +154,17 @@ typedef struct FbfFilterRoutine
 								 const uint64 *counts, double rate,
 								 double decrease_at);
 
+	/*
+	 * What the window can take, the basis of the shares of its capacity
+	 * (src/counter/README.md, "Shares"): the partitions it has once grown
+	 * as far as `max_pages` pages let it (meta->nparts if it cannot grow),
+	 * and the new operations one partition page takes in one period at
+	 * the target.
+	 */
+	uint32		(*parts_at_cap) (const FbfWindowMetaPageData *meta,
+								 uint64 max_pages);
+	double		(*page_capacity) (const FbfWindowMetaPageData *meta);
+
 	/* The format's part of fbf_counter_stats (bits, hashes, load...). */
 	void		(*stats) (const FbfWindowMetaPageData *meta,
 						  const uint64 *counts, FbfWindowStats *stats);
@@ -192,6 +207,16 @@ static inline const FbfFilterRoutine *
 FbfFilterRoutineOf(const FbfWindowMetaPageData *meta)
 {
 	return fbf_filter_routines[meta->filter];
+}
+
+/*
+ * The partitions the window `meta` has once grown as far as
+ * fbf.max_filter_size lets it; meta->nparts: it is at its cap.
+ */
+static inline uint32
+FbfWindowPartsAtCap(const FbfWindowMetaPageData *meta)
+{
+	return FbfFilterRoutineOf(meta)->parts_at_cap(meta, FbfWindowCapPages());
 }
 
 /* ---- window_bloom_snap.c, window_cuckoo_snap.c: registration ---- */

@@ -36,6 +36,13 @@
 /* fbf.max_filter_size, in kB: the memory cap of one window */
 extern int	fbf_max_filter_size_kb;
 
+/* fbf.max_filter_size in pages */
+static inline uint64
+FbfWindowCapPages(void)
+{
+	return (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
+}
+
 /* fbf.split_batch: partitions a maintenance pass splits or merges, 0: all */
 extern int	fbf_split_batch;
 
@@ -188,6 +195,8 @@ extern void FbfWindowCounts(Relation index, const FbfWindowMetaPageData *meta,
 							uint64 *counts, uint64 *distinct, double *max_load);
 extern double FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta,
 								   const uint64 *counts);
+extern void FbfWindowCapacityOf(const FbfWindowMetaPageData *meta,
+								FbfWindowCapacity *cap);
 extern bool FbfSnapshotLockChain(FbfSnapshotRead *read, uint32 chainno);
 extern bool FbfSnapshotReleaseChain(FbfSnapshotRead *read, bool last);
 extern void FbfSnapshotCheckCancel(FbfSnapshotRead *read);
@@ -283,7 +292,9 @@ extern int	FbfWindowSplitStep(Relation index, int max_parts);
 extern FbfGrowth FbfWindowGrowNow(Relation index);
 
 /* ---- window_ring.c: refresh, resize, the capped flag ---- */
-extern void FbfWindowNoteCapped(Relation index, bool capped,
+extern bool FbfWindowCapped(const FbfWindowMetaPageData *meta, double fpp,
+							const FbfAimdPolicy *policy);
+extern void FbfWindowNoteCapped(Relation index, bool capped, double fpp,
 								const FbfAimdPolicy *policy);
 extern FbfAimdDecision FbfWindowAimdStep(Relation index,
 										 const FbfWindowMetaPageData *meta,

@@ -206,10 +206,10 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		d.action = FBF_AIMD_GROW;
 		d.nfilters = meta.nfilters;
 		d.period = meta.period;
-		d.capped = capped_bits;
+		d.capped = FbfWindowCapped(&meta, fpp, policy);
 		d.reason = "split";
 		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-			FbfWindowNoteCapped(index, d.capped, policy);
+			FbfWindowNoteCapped(index, d.capped, fpp, policy);
 		pfree(counts);
 		return d;
 	}
@@ -222,9 +222,9 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		d.nfilters = meta.nfilters;
 		d.period = meta.period;
 		d.reason = "load";
-		d.capped = capped_bits;
+		d.capped = FbfWindowCapped(&meta, fpp, policy);
 		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-			FbfWindowNoteCapped(index, d.capped, policy);
+			FbfWindowNoteCapped(index, d.capped, fpp, policy);
 		return d;
 	}
 
@@ -244,18 +244,8 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 
 	d = FbfWindowAimdStep(index, &meta, policy, fpp, rate);
 
-	/*
-	 * Capped: only when the bits cannot grow enough.  (AIMD's own cap, on
-	 * the filters, is what splitting is for.)  Without a rate to judge by,
-	 * a capped window stays capped while its estimate is over the
-	 * threshold.
-	 */
-	if (rate >= 0)
-		d.capped = capped_bits;
-	else
-		d.capped = (meta.flags & FBF_META_CAPPED) != 0 &&
-			fpp >= policy->increase_at * meta.target_fpp;
+	d.capped = FbfWindowCapped(&meta, fpp, policy);
 	if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-		FbfWindowNoteCapped(index, d.capped, policy);
+		FbfWindowNoteCapped(index, d.capped, fpp, policy);
 	return d;
 }

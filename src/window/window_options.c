@@ -40,6 +40,13 @@ static relopt_enum_elt_def at_capacity_values[] = {
 	{NULL}
 };
 
+static relopt_enum_elt_def share_by_values[] = {
+	{"role", FBF_SHARE_BY_ROLE},
+	{"key", FBF_SHARE_BY_KEY},
+	{"none", FBF_SHARE_BY_NONE},
+	{NULL}
+};
+
 static relopt_enum_elt_def kind_values[] = {
 	{"counter", FBF_WINDOW_COUNTER},
 	{"dedup", FBF_WINDOW_DEDUP},
@@ -99,10 +106,10 @@ FbfWindowOptionsInit(void)
 					  "Explicit shape: past filters",
 					  0, 0, FBF_MAX_FILTERS - 2, AccessExclusiveLock);
 	add_enum_reloption(fbf_relopt_kind, "at_capacity",
-					   "What new operations get while the filter is at its cap and cannot meet its target",
-					   at_capacity_values, FBF_AT_CAPACITY_DISMISS,
+					   "What new operations get when the filter cannot take them at its target: refused (over their share), or dismissed",
+					   at_capacity_values, FBF_AT_CAPACITY_REFUSE,
 					   "Valid values are \"dismiss\" and \"refuse\".",
-					   AccessExclusiveLock);
+					   ShareUpdateExclusiveLock);
 	add_enum_reloption(fbf_relopt_kind, "kind",
 					   "What the window remembers: a counter table's increments or a dedup table's claims",
 					   kind_values, FBF_WINDOW_COUNTER,
@@ -138,6 +145,13 @@ FbfWindowOptionsInit(void)
 					   "Count retries whose delta differs from the applied operation's (costs a second window entry per applied operation)",
 					   false, ShareUpdateExclusiveLock);
 
+	/* read by every increment, as track_mismatch */
+	add_enum_reloption(fbf_relopt_kind, "share_by",
+					   "Who shares the filter's capacity: each role, each key, or nobody (one pool)",
+					   share_by_values, FBF_SHARE_BY_ROLE,
+					   "Valid values are \"role\", \"key\" and \"none\".",
+					   ShareUpdateExclusiveLock);
+
 	/* read at a refresh, which makes the stream pages it asks for */
 	add_int_reloption(fbf_relopt_kind, "max_streams",
 					  "Exact streams the filter keeps (0: none; -1: fbf.max_streams)",
@@ -161,6 +175,7 @@ FbfWindowParseOptions(Datum reloptions, bool validate)
 		{"filter", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, filter)},
 		{"track_mismatch", RELOPT_TYPE_BOOL, offsetof(FbfWindowOptions, track_mismatch)},
 		{"max_streams", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, max_streams)},
+		{"share_by", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, share_by)},
 	};
 	FbfWindowOptions *opts;
 
@@ -177,6 +192,15 @@ FbfWindowParseOptions(Datum reloptions, bool validate)
 				 errmsg("track_mismatch cannot be set on a dedup table's window"),
 				 errdetail("Claims have no delta to compare."),
 				 errhint("Set track_mismatch on the window of a counter table.")));
+
+	/* a claim has no key to share by */
+	if (validate && opts != NULL && opts->kind == FBF_WINDOW_DEDUP &&
+		opts->share_by == FBF_SHARE_BY_KEY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("share_by cannot be \"key\" on a dedup table's window"),
+				 errdetail("Claims have no key."),
+				 errhint("Share a dedup table's capacity by \"role\", or set share_by to \"none\".")));
 
 	return (bytea *) opts;
 }

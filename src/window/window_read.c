@@ -82,6 +82,42 @@ FbfWindowCounts(Relation index, const FbfWindowMetaPageData *meta,
 	FbfFilterRoutineOf(meta)->counts(index, meta, counts, distinct, max_load);
 }
 
+/*
+ * A window's capacity per period is this part of what its pages take at
+ * the target: filled to it period after period, its estimate stays well
+ * under the target (a tenth fewer elements per filter is a third of the
+ * false positives with ten hashes), so that sharing it never makes the
+ * window capped.
+ */
+#define FBF_CAPACITY_HEADROOM	0.9
+
+/*
+ * What the window `meta` can take (FbfWindowCapacity): its period's new
+ * operations under the target with the partitions it has, whether it can
+ * grow more, and the entries its chains hold.
+ */
+void
+FbfWindowCapacityOf(const FbfWindowMetaPageData *meta, FbfWindowCapacity *cap)
+{
+	cap->epoch = meta->epoch;
+	cap->per_period = FBF_CAPACITY_HEADROOM *
+		FbfFilterRoutineOf(meta)->page_capacity(meta) * meta->nparts;
+	cap->can_grow = FbfWindowPartsAtCap(meta) > meta->nparts;
+	cap->split_spreads = FbfFilterRoutineOf(meta)->split_spreads;
+	cap->in_flight = (double) meta->nchains * FBF_MAX_PENDING_PAGES *
+		FBF_PENDING_CAPACITY;
+}
+
+/* What the window can take now (FbfWindowCapacityOf). */
+void
+FbfWindowGetCapacity(Relation index, FbfWindowCapacity *cap)
+{
+	FbfWindowMetaPageData meta;
+
+	FbfWindowReadMeta(index, &meta);
+	FbfWindowCapacityOf(&meta, cap);
+}
+
 /* The estimated false-positive rate of a check, from FbfWindowCounts. */
 double
 FbfWindowEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)

@@ -315,11 +315,30 @@ FbfWindowResize(Relation index, int nfilters)
 }
 
 /*
+ * Is the window capped: does it dismiss new operations beyond its target
+ * (its estimate `fpp`) with no room left to grow, its partitions at
+ * fbf.max_filter_size?  A window that can still grow is not: its drains
+ * wait for the growth (FbfChainDrain) rather than saturate its pages.
+ * Follows the estimate with hysteresis: set once the estimate reaches the
+ * target, cleared once it falls under fbf.aimd_increase_at times the
+ * target.  (AIMD's own cap, on the filters, is what splitting is for.)
+ */
+bool
+FbfWindowCapped(const FbfWindowMetaPageData *meta, double fpp,
+				const FbfAimdPolicy *policy)
+{
+	if ((meta->flags & FBF_META_CAPPED) != 0)
+		return fpp >= policy->increase_at * meta->target_fpp;
+	return fpp >= meta->target_fpp && FbfWindowPartsAtCap(meta) <= meta->nparts;
+}
+
+/*
  * Set or clear the "capped" flag; while it is set, warn when it becomes
  * set and again every FBF_CAPPED_WARN_INTERVAL.
  */
 void
-FbfWindowNoteCapped(Relation index, bool capped, const FbfAimdPolicy *policy)
+FbfWindowNoteCapped(Relation index, bool capped, double fpp,
+					const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
@@ -343,8 +362,8 @@ FbfWindowNoteCapped(Relation index, bool capped, const FbfAimdPolicy *policy)
 		ereport(WARNING,
 				(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
 						RelationGetRelationName(index)),
-				 errdetail("Its estimated false-positive rate has reached fbf.aimd_increase_at (%g) times its target; %s.",
-						   policy->increase_at,
+				 errdetail("Its estimated false-positive rate %.3g has reached its target %.3g; %s.",
+						   fpp, meta.target_fpp,
 						   FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE ?
 						   "new operations are refused until it recovers" :
 						   "new operations are dismissed at that rate"),

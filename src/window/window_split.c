@@ -285,6 +285,7 @@ grow(Relation index, const FbfAimdPolicy *policy)
 	uint64		distinct[FBF_MAX_FILTERS];
 	uint64	   *counts;
 	double		rate;
+	double		fpp;
 	int64		now;
 	int64		elapsed;
 	uint64		count;
@@ -292,8 +293,9 @@ grow(Relation index, const FbfAimdPolicy *policy)
 	bool		capped;
 
 	FbfWindowReadMeta(index, &meta);
-	counts = palloc0(sizeof(uint64) * meta.nlive * meta.nparts);
+	counts = palloc0(sizeof(uint64) * meta.nlive * FbfWindowViewParts(&meta));
 	FbfWindowCounts(index, &meta, counts, distinct, NULL);
+	fpp = FbfWindowEstimateFpp(&meta, counts);
 	pfree(counts);
 
 	/*
@@ -323,11 +325,12 @@ grow(Relation index, const FbfAimdPolicy *policy)
 													  &capped);
 
 	/*
-	 * At the cap, say so: drains stop waiting for growth (FbfChainDrain)
-	 * and the counter's at_capacity applies.
+	 * At the cap with its estimate at the target, say so: drains stop
+	 * waiting for growth (FbfChainDrain) and the counter's at_capacity
+	 * applies.
 	 */
-	if (capped && (meta.flags & FBF_META_CAPPED) == 0)
-		FbfWindowNoteCapped(index, true, policy);
+	if ((meta.flags & FBF_META_CAPPED) == 0 && FbfWindowCapped(&meta, fpp, policy))
+		FbfWindowNoteCapped(index, true, fpp, policy);
 	if (factor <= 1)
 		return FBF_GROWTH_NONE;
 	if (!FbfWindowSplitStart(index, factor, 0))

@@ -1,0 +1,689 @@
+/*-------------------------------------------------------------------------
+ *
+ * share.c
+ *	  Shares of a window's capacity: who took how much of what a counter's
+ *	  window can hold at its target, in shared memory, so that no one's
+ *	  load can make the window dismiss or refuse anyone else's operations.
+ *
+ * A window can take so many new operations per period under its target
+ * false-positive rate, and its pending chains hold so many entries of
+ * open transactions (window/window.h, FbfWindowCapacity).  Both are
+ * divided among the *units* that use the window: roles or keys, as the
+ * counter's option share_by says (the caller chooses the unit; this file
+ * only counts); or not divided at all (`pooled`: the period's new
+ * operations are limited to what the window can take, and the chains hold
+ * what they hold).  Per counter, a share table counts for each unit what
+ * its new operations took of the window's current period and of the one
+ * before, and the entries its open and prepared transactions hold in
+ * flight.
+ *
+ * FbfShareCharge admits one recorded operation or refuses it:
+ *
+ *	- rate: an operation takes 1 / per_period of its period's capacity
+ *	  (per_period: what the window takes per period with the partitions it
+ *	  has when the operation comes; a window that grows in the period makes
+ *	  the later ones cheaper, but what a split copies stays as full as it
+ *	  was).  The `n` units active in this period or the one before (or
+ *	  holding entries in flight) each have a share of 1 / n of it.  Within
+ *	  its share a unit is always admitted.  Beyond it, only while the
+ *	  shares everyone holds (what each took, at least its share) leave
+ *	  room: so the period takes no more than the window's capacity while the
+ *	  units stay the same, and no unit within its share is refused.  A unit
+ *	  that first appears during a period while the others hold everything
+ *	  takes its share beyond the capacity for that period only (the others'
+ *	  shares shrink from the next operation on).
+ *	- in flight: a unit's open and prepared transactions hold at most
+ *	  FBF_SHARE_IN_FLIGHT of the chains' entries over n: even a unit alone
+ *	  leaves room for the next ones.  Charged when an entry is
+ *	  recorded, released when its transaction ends (the transaction
+ *	  callback below); a prepared transaction's charge moves to the table
+ *	  with its xid and is released once the xid is no longer in progress,
+ *	  looked at when the unit would be refused.
+ *
+ * Nothing here is durable: a restart starts every count at zero, and the
+ * entries of transactions prepared before it are charged to no one.  A
+ * counter without a table (FBF_SHARE_TABLES counters are charging and
+ * none can be evicted: each has entries in flight) is admitted unshared.
+ *
+ * Locks: the first lock of the tranche "fbf shares" guards which counter
+ * holds which table (exclusive to give or take one; a backend caches the
+ * answer with the table's generation and checks it under the table's
+ * lock); each table's own lock guards its contents.  Never held together,
+ * and nothing else is taken under them but ProcArrayLock (share), by
+ * TransactionIdIsInProgress.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/twophase.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/lwlock.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "registry/registry.h"
+
+/* counters with a share table at once */
+#define FBF_SHARE_TABLES		512
+/* units one table tells apart; the rest share its last slot */
+#define FBF_SHARE_UNITS			64
+/* prepared transactions whose in-flight charge a table keeps */
+#define FBF_SHARE_PREPARED		32
+
+/* the part of the chains' entries the units may hold in flight at all */
+#define FBF_SHARE_IN_FLIGHT		0.8
+
+/* the slot of the units the table cannot tell apart */
+#define OTHERS_SLOT				FBF_SHARE_UNITS
+
+typedef struct FbfShareUnit
+{
+	uint64		unit;			/* who (FbfShareDemand.unit); 0: free */
+	double		fill;			/* of the period's capacity, what its new
+								 * operations took this period */
+	double		prev;			/* in the period before */
+	int64		in_flight;		/* entries of its open and prepared
+								 * transactions */
+} FbfShareUnit;
+
+typedef struct FbfSharePrepared
+{
+	TransactionId xid;			/* InvalidTransactionId: free */
+	int			slot;
+	int64		entries;
+} FbfSharePrepared;
+
+typedef struct FbfShareTable
+{
+	LWLock	   *lock;
+	Oid			dbid;			/* InvalidOid: free */
+	Oid			relid;
+	uint64		generation;		/* bumped when given to another counter */
+	int64		epoch;			/* the window's period the counts are for */
+	int			nactive;		/* active units (unit_active) */
+	double		fill;			/* everyone's this period */
+	double		per_period;		/* the window's capacity it is a part of */
+	TimestampTz last_used;
+	int64		in_flight;		/* all units' */
+	FbfShareUnit units[FBF_SHARE_UNITS + 1];
+	FbfSharePrepared prepared[FBF_SHARE_PREPARED];
+} FbfShareTable;
+
+typedef struct FbfShareShared
+{
+	LWLock	   *lock;			/* which counter holds which table */
+	FbfShareTable tables[FBF_SHARE_TABLES];
+} FbfShareShared;
+
+static FbfShareShared *Shares = NULL;
+
+/* this backend's map of counters to tables, checked before use */
+typedef struct ShareCacheEntry
+{
+	Oid			relid;			/* hash key (this database's) */
+	int			table;
+	uint64		generation;
+} ShareCacheEntry;
+
+static HTAB *share_cache = NULL;
+
+/* what the current transaction holds in flight, released at its end */
+typedef struct ShareHeld
+{
+	int			table;
+	uint64		generation;
+	int			slot;
+	int64		entries;
+} ShareHeld;
+
+static ShareHeld *held = NULL;
+static int	nheld = 0;
+static int	maxheld = 0;
+static TransactionId preparing_xid = InvalidTransactionId;
+static bool callback_registered = false;
+
+Size
+FbfShareShmemSize(void)
+{
+	return MAXALIGN(sizeof(FbfShareShared));
+}
+
+void
+FbfShareShmemRequest(void)
+{
+	RequestNamedLWLockTranche("fbf shares", FBF_SHARE_TABLES + 1);
+}
+
+/* from the shmem startup hook, under AddinShmemInitLock */
+void
+FbfShareShmemInit(void)
+{
+	bool		found;
+	int			t;
+
+	Shares = ShmemInitStruct("fbf shares", sizeof(FbfShareShared), &found);
+	if (found)
+		return;
+	memset(Shares, 0, sizeof(FbfShareShared));
+	Shares->lock = &(GetNamedLWLockTranche("fbf shares"))[0].lock;
+	for (t = 0; t < FBF_SHARE_TABLES; t++)
+		Shares->tables[t].lock = &(GetNamedLWLockTranche("fbf shares"))[t + 1].lock;
+}
+
+/* does a unit count among those sharing the table's capacity? */
+static inline bool
+unit_active(const FbfShareUnit *u)
+{
+	return u->fill > 0 || u->prev > 0 || u->in_flight > 0;
+}
+
+/* count the active units again (the table's lock held exclusively) */
+static void
+count_active(FbfShareTable *t)
+{
+	int			s;
+
+	t->nactive = 0;
+	for (s = 0; s <= OTHERS_SLOT; s++)
+	{
+		if (unit_active(&t->units[s]))
+			t->nactive++;
+		else if (s < OTHERS_SLOT)
+			t->units[s].unit = 0;
+	}
+}
+
+/*
+ * Move the table to the window's period `epoch`: the counts of the period
+ * before become `prev` if it is the next one, else everything is
+ * forgotten but what is in flight.
+ */
+static void
+roll(FbfShareTable *t, int64 epoch)
+{
+	bool		next = epoch == t->epoch + 1;
+	int			s;
+
+	for (s = 0; s <= OTHERS_SLOT; s++)
+	{
+		t->units[s].prev = next ? t->units[s].fill : 0;
+		t->units[s].fill = 0;
+	}
+	t->fill = 0;
+	t->per_period = 0;
+	t->epoch = epoch;
+	count_active(t);
+}
+
+/* the slot of `unit`, claiming a free one, else the others' slot */
+static int
+unit_slot(FbfShareTable *t, uint64 unit)
+{
+	int			start = (int) (unit % FBF_SHARE_UNITS);
+	int			free_slot = -1;
+	int			i;
+
+	for (i = 0; i < FBF_SHARE_UNITS; i++)
+	{
+		int			s = (start + i) % FBF_SHARE_UNITS;
+
+		if (t->units[s].unit == unit)
+			return s;
+		if (free_slot < 0 && t->units[s].unit == 0)
+			free_slot = s;
+	}
+	if (free_slot < 0)
+		return OTHERS_SLOT;
+	t->units[free_slot].unit = unit;
+	t->units[free_slot].fill = 0;
+	t->units[free_slot].prev = 0;
+	t->units[free_slot].in_flight = 0;
+	return free_slot;
+}
+
+/* give back `entries` of a slot's in-flight charge (the table's lock held) */
+static void
+release(FbfShareTable *t, int slot, int64 entries)
+{
+	FbfShareUnit *u = &t->units[slot];
+	bool		was = unit_active(u);
+
+	u->in_flight -= Min(entries, u->in_flight);
+	t->in_flight -= Min(entries, t->in_flight);
+	if (was && !unit_active(u))
+	{
+		t->nactive--;
+		if (slot < OTHERS_SLOT)
+			u->unit = 0;
+	}
+}
+
+/*
+ * Release the charges of prepared transactions that have ended (the
+ * table's lock held exclusively).
+ */
+static void
+sweep_prepared(FbfShareTable *t)
+{
+	int			p;
+
+	for (p = 0; p < FBF_SHARE_PREPARED; p++)
+	{
+		FbfSharePrepared *row = &t->prepared[p];
+
+		if (TransactionIdIsValid(row->xid) &&
+			!TransactionIdIsInProgress(row->xid))
+		{
+			release(t, row->slot, row->entries);
+			row->xid = InvalidTransactionId;
+		}
+	}
+}
+
+/*
+ * The window grew within the period (a split) to `per_period`: where its
+ * format spreads what the period took over the new pages, each unit's part
+ * of the period shrinks with it.  (A Bloom split copies the bits: every
+ * page stays as full as it was, and so do the parts.)
+ */
+static void
+grown(FbfShareTable *t, double per_period, bool spreads)
+{
+	int			s;
+
+	if (spreads && t->per_period > 0 && per_period > t->per_period)
+	{
+		double		f = t->per_period / per_period;
+
+		for (s = 0; s <= OTHERS_SLOT; s++)
+			t->units[s].fill *= f;
+		t->fill *= f;
+	}
+	t->per_period = per_period;
+}
+
+/*
+ * The table of counter (dbid, relid), given to it if it has none; -1 if
+ * none can be had.  *generation gets the table's generation, to check
+ * under its lock.
+ */
+static int
+find_table(Oid dbid, Oid relid, uint64 *generation)
+{
+	ShareCacheEntry *entry;
+	bool		found;
+	int			t;
+	int			pick = -1;
+	TimestampTz oldest = PG_INT64_MAX;
+
+	if (share_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ShareCacheEntry);
+		ctl.hcxt = TopMemoryContext;
+		share_cache = hash_create("fbf share tables", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(share_cache, &relid, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		*generation = entry->generation;
+		return entry->table;
+	}
+
+	LWLockAcquire(Shares->lock, LW_EXCLUSIVE);
+	for (t = 0; t < FBF_SHARE_TABLES; t++)
+	{
+		FbfShareTable *table = &Shares->tables[t];
+
+		if (table->dbid == dbid && table->relid == relid)
+		{
+			pick = t;
+			break;
+		}
+		/* free, or the least recently used with nothing in flight */
+		if (table->dbid == InvalidOid)
+		{
+			if (oldest > PG_INT64_MIN)
+			{
+				oldest = PG_INT64_MIN;
+				pick = t;
+			}
+		}
+		else if (table->in_flight == 0 && table->last_used < oldest)
+		{
+			oldest = table->last_used;
+			pick = t;
+		}
+	}
+	if (pick >= 0 && (Shares->tables[pick].dbid != dbid ||
+					  Shares->tables[pick].relid != relid))
+	{
+		FbfShareTable *table = &Shares->tables[pick];
+
+		/* given to this counter: nothing of the one before is kept */
+		LWLockAcquire(table->lock, LW_EXCLUSIVE);
+		if (table->in_flight == 0)
+		{
+			LWLock	   *lock = table->lock;
+			uint64		gen = table->generation + 1;
+
+			memset(table, 0, sizeof(FbfShareTable));
+			table->lock = lock;
+			table->generation = gen;
+			table->dbid = dbid;
+			table->relid = relid;
+			table->epoch = -1;
+			table->last_used = GetCurrentTimestamp();
+		}
+		else
+			pick = -1;
+		LWLockRelease(table->lock);
+	}
+	if (pick >= 0)
+		*generation = Shares->tables[pick].generation;
+	LWLockRelease(Shares->lock);
+	if (pick < 0)
+		return -1;
+
+	entry = hash_search(share_cache, &relid, HASH_ENTER, &found);
+	entry->table = pick;
+	entry->generation = *generation;
+	return pick;
+}
+
+/* end of transaction: give back what it held, or keep it for its xid */
+static void
+share_xact_callback(XactEvent event, void *arg)
+{
+	int			h;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			preparing_xid = GetTopTransactionIdIfAny();
+			return;
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			break;
+		default:
+			return;
+	}
+	for (h = 0; h < nheld; h++)
+	{
+		FbfShareTable *t = &Shares->tables[held[h].table];
+		bool		kept = false;
+
+		LWLockAcquire(t->lock, LW_EXCLUSIVE);
+		if (t->generation != held[h].generation)
+		{
+			LWLockRelease(t->lock);
+			continue;
+		}
+		if (event == XACT_EVENT_PREPARE && TransactionIdIsValid(preparing_xid))
+		{
+			int			p;
+
+			for (p = 0; p < FBF_SHARE_PREPARED && !kept; p++)
+			{
+				FbfSharePrepared *row = &t->prepared[p];
+
+				if (!TransactionIdIsValid(row->xid))
+				{
+					row->xid = preparing_xid;
+					row->slot = held[h].slot;
+					row->entries = held[h].entries;
+					kept = true;
+				}
+			}
+		}
+		if (!kept)
+			release(t, held[h].slot, held[h].entries);
+		LWLockRelease(t->lock);
+	}
+	nheld = 0;
+	preparing_xid = InvalidTransactionId;
+}
+
+/* room for one more held charge, made before a charge can be taken */
+static void
+reserve_held(void)
+{
+	if (nheld == maxheld)
+	{
+		int			newmax = Max(8, maxheld * 2);
+
+		held = held == NULL ?
+			MemoryContextAlloc(TopMemoryContext, sizeof(ShareHeld) * newmax) :
+			repalloc(held, sizeof(ShareHeld) * newmax);
+		maxheld = newmax;
+	}
+}
+
+/* remember that this transaction holds `entries` more of a slot */
+static void
+hold(int table, uint64 generation, int slot, int64 entries)
+{
+	int			h;
+
+	for (h = 0; h < nheld; h++)
+	{
+		if (held[h].table == table && held[h].slot == slot &&
+			held[h].generation == generation)
+		{
+			held[h].entries += entries;
+			return;
+		}
+	}
+	Assert(nheld < maxheld);
+	held[nheld].table = table;
+	held[nheld].generation = generation;
+	held[nheld].slot = slot;
+	held[nheld].entries = entries;
+	nheld++;
+}
+
+/* a refusal: what it was judged by */
+static void
+refuse(FbfShareStanding *standing, FbfShareVerdict verdict, double used,
+	   double share, double capacity)
+{
+	standing->verdict = verdict;
+	standing->used = used;
+	standing->share = share;
+	standing->capacity = capacity;
+}
+
+/*
+ * One pool: the period takes what the window can take (the chains refuse
+ * what they cannot hold themselves).
+ */
+static void
+judge_pool(const FbfShareTable *t, const FbfShareDemand *demand,
+		   FbfShareStanding *standing)
+{
+	standing->sharers = 1;
+	if (t->fill + 1.0 / demand->per_period > 1.0)
+		refuse(standing, FBF_SHARE_OVER_RATE, t->fill, 1.0, demand->per_period);
+}
+
+/*
+ * In flight: may the unit's transactions hold the operation's entries
+ * too?  At most its share of FBF_SHARE_IN_FLIGHT of the chains; before
+ * refusing, the charges of prepared transactions that ended are let go.
+ * Returns true if refused.
+ */
+static bool
+judge_in_flight(FbfShareTable *t, int slot, const FbfShareDemand *demand,
+				FbfShareStanding *standing)
+{
+	const FbfShareUnit *u = &t->units[slot];
+	double		share = FBF_SHARE_IN_FLIGHT * demand->in_flight / standing->sharers;
+
+	if (u->in_flight + demand->entries <= share)
+		return false;
+	sweep_prepared(t);
+	if (u->in_flight + demand->entries <= share)
+		return false;
+	refuse(standing, FBF_SHARE_OVER_IN_FLIGHT, (double) u->in_flight, share,
+		   demand->in_flight);
+	return true;
+}
+
+/*
+ * The period's new operations: within its share of the period's capacity,
+ * or beyond it into room that no unit's share needs (each unit holds what
+ * it took, at least its share).
+ */
+static void
+judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
+		   FbfShareStanding *standing)
+{
+	const FbfShareUnit *u = &t->units[slot];
+	double		share = 1.0 / standing->sharers;
+	double		cost = 1.0 / demand->per_period;
+	double		reserved = 0;
+	int			s;
+
+	if (u->fill + cost <= share)
+		return;
+	for (s = 0; s <= OTHERS_SLOT; s++)
+	{
+		if (s != slot && unit_active(&t->units[s]))
+			reserved += Max(t->units[s].fill, share);
+	}
+	if (reserved + u->fill + cost > 1.0)
+		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, share,
+			   demand->per_period);
+}
+
+/*
+ * Charge one operation the window of counter (dbid, relid) has just
+ * recorded, of the unit `demand->unit`, against its shares of the
+ * window's capacity: admitted (counted, and its entries held until the
+ * transaction ends), or refused, and why.  *standing gets what the
+ * verdict was judged by, for the caller's message.
+ */
+FbfShareVerdict
+FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
+			   FbfShareStanding *standing)
+{
+	FbfShareTable *t;
+	FbfShareUnit *u;
+	uint64		generation;
+	int			table;
+	int			slot;
+
+	memset(standing, 0, sizeof(*standing));
+	standing->verdict = FBF_SHARE_ADMITTED;
+	Assert(demand->unit != 0);
+	reserve_held();
+	if (!callback_registered)
+	{
+		RegisterXactCallback(share_xact_callback, NULL);
+		callback_registered = true;
+	}
+
+	for (;;)
+	{
+		table = find_table(dbid, relid, &generation);
+		if (table < 0)
+			return FBF_SHARE_ADMITTED;	/* no table: unshared */
+		t = &Shares->tables[table];
+		LWLockAcquire(t->lock, LW_EXCLUSIVE);
+		if (t->generation == generation && t->dbid == dbid && t->relid == relid)
+			break;
+		/* given to another counter since this backend looked: again */
+		LWLockRelease(t->lock);
+		hash_search(share_cache, &relid, HASH_REMOVE, NULL);
+	}
+	if (demand->epoch > t->epoch || demand->epoch < t->epoch - 1)
+		roll(t, demand->epoch);
+	if (demand->per_period != t->per_period)
+		grown(t, demand->per_period, demand->spreads);
+	t->last_used = GetCurrentTransactionStartTimestamp();
+	slot = unit_slot(t, demand->unit);
+	u = &t->units[slot];
+	if (!unit_active(u))
+		t->nactive++;
+	standing->sharers = Max(t->nactive, 1);
+
+	if (demand->pooled)
+		judge_pool(t, demand, standing);
+	else if (!judge_in_flight(t, slot, demand, standing))
+		judge_rate(t, slot, demand, standing);
+
+	if (standing->verdict == FBF_SHARE_ADMITTED)
+	{
+		double		cost = 1.0 / demand->per_period;
+
+		t->fill += cost;
+		u->fill += cost;
+		u->in_flight += demand->entries;
+		t->in_flight += demand->entries;
+	}
+	else if (!unit_active(u))
+	{
+		/* refused on its first: it holds nothing */
+		t->nactive--;
+		if (slot < OTHERS_SLOT)
+			u->unit = 0;
+	}
+	LWLockRelease(t->lock);
+
+	if (standing->verdict == FBF_SHARE_ADMITTED && demand->entries > 0)
+		hold(table, generation, slot, demand->entries);
+	return standing->verdict;
+}
+
+/*
+ * Forget the share tables of a dropped counter (relid valid) or of every
+ * counter of a dropped database, in this backend's cache too.  What a
+ * transaction of this backend holds in them is let go with its table.
+ */
+void
+FbfShareForget(Oid dbid, Oid relid)
+{
+	int			t;
+
+	if (Shares == NULL)
+		return;
+	LWLockAcquire(Shares->lock, LW_EXCLUSIVE);
+	for (t = 0; t < FBF_SHARE_TABLES; t++)
+	{
+		FbfShareTable *table = &Shares->tables[t];
+
+		if (table->dbid == dbid &&
+			(!OidIsValid(relid) || table->relid == relid))
+		{
+			LWLockAcquire(table->lock, LW_EXCLUSIVE);
+			table->dbid = InvalidOid;
+			table->relid = InvalidOid;
+			table->in_flight = 0;
+			table->generation++;
+			LWLockRelease(table->lock);
+		}
+	}
+	LWLockRelease(Shares->lock);
+	if (share_cache != NULL && dbid == MyDatabaseId)
+	{
+		if (OidIsValid(relid))
+			hash_search(share_cache, &relid, HASH_REMOVE, NULL);
+		else
+		{
+			hash_destroy(share_cache);
+			share_cache = NULL;
+		}
+	}
+}
