@@ -104,6 +104,14 @@ rekeyed_error(Relation index, bool claims)
  */
 #define SHARE_POOL_UNIT		UINT64CONST(1)
 
+/*
+ * A window that can grow does once its period has taken this part of its
+ * capacity, for this many times the rate: every unit's share is there when
+ * it comes.
+ */
+#define SHARE_GROWTH_AT			0.5
+#define SHARE_GROWTH_HEADROOM	2.0
+
 static uint64
 share_unit(const FbfOps *ops, int share_by)
 {
@@ -161,12 +169,23 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 		verdict = FbfShareCharge(MyDatabaseId, RelationGetRelid(heap),
 								 &demand, &standing);
 		if (verdict != FBF_SHARE_OVER_RATE || !capacity.can_grow ||
-			FbfCounterGrow(index) != FBF_GROWTH_SPLIT)
+			FbfCounterGrow(index, SHARE_GROWTH_HEADROOM) != FBF_GROWTH_SPLIT)
 			break;
 		FbfWindowGetCapacity(index, &capacity);
 	}
+
+	/*
+	 * Half the period taken: grow while it can, so that a unit that comes
+	 * finds its share (a Bloom split copies what the period took: each
+	 * new page is as full, so room is made before it is needed).  Once
+	 * per period in a backend (FbfWindowGrow).
+	 */
 	if (verdict == FBF_SHARE_ADMITTED)
+	{
+		if (standing.period_fill >= SHARE_GROWTH_AT && capacity.can_grow)
+			FbfCounterGrow(index, SHARE_GROWTH_HEADROOM);
 		return;
+	}
 
 	if (demand.pooled)
 		who = NULL;
@@ -386,7 +405,7 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 
 	/* more operations than the filter's bits are for: grow it now */
 	if (tally.overfull)
-		FbfCounterGrow(index);
+		FbfCounterGrow(index, 1.0);
 }
 
 /*

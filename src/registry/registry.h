@@ -103,6 +103,8 @@ typedef struct FbfShareStanding
 	double		capacity;		/* the period's new operations, or the
 								 * chains' entries */
 	int			sharers;		/* units sharing */
+	double		period_fill;	/* the part of the period's capacity taken,
+								 * everyone's */
 } FbfShareStanding;
 
 extern Size FbfShareShmemSize(void);

@@ -630,6 +630,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 
 		t->fill += cost;
 		u->fill += cost;
+		standing->period_fill = t->fill;
 		u->in_flight += demand->entries;
 		t->in_flight += demand->entries;
 	}

@@ -228,7 +228,8 @@ typedef enum FbfGrowth
 								 * window is at its cap */
 } FbfGrowth;
 
-extern FbfGrowth FbfWindowGrow(Relation index, const FbfAimdPolicy *policy);
+extern FbfGrowth FbfWindowGrow(Relation index, const FbfAimdPolicy *policy,
+							   double headroom);
 
 /*
  * Where the window's own growth takes its policy from: an operation whose
