@@ -195,7 +195,7 @@ typedef struct FbfCounterSchedule
 } FbfCounterSchedule;
 
 extern void FbfCounterMaintainInit(void);
-extern FbfGrowth FbfCounterGrow(Relation index, double headroom);
+extern void FbfCounterGrow(Relation index);
 extern FbfAimdDecision FbfCounterMaintain(Relation heap, Relation index,
 										  FbfCounterSchedule *schedule);
 

@@ -104,14 +104,6 @@ rekeyed_error(Relation index, bool claims)
  */
 #define SHARE_POOL_UNIT		UINT64CONST(1)
 
-/*
- * A window that can grow does once its period has taken this part of its
- * capacity, for this many times the rate: every unit's share is there when
- * it comes.
- */
-#define SHARE_GROWTH_AT			0.5
-#define SHARE_GROWTH_HEADROOM	2.0
-
 static uint64
 share_unit(const FbfOps *ops, int share_by)
 {
@@ -137,19 +129,16 @@ share_unit(const FbfOps *ops, int share_by)
 
 /*
  * Charge a new operation the window recorded (FbfApplyInfo) to its unit
- * (FbfShareCharge).  A unit over its share of the period while the window
- * can still grow grows it (FbfCounterGrow, as an overfull page would) and
- * asks again at the window's new size; refused, the operation fails with
- * 53400 (the transaction aborts, and with it the entry).  A counter whose
- * option at_capacity is "dismiss" does not share: its window takes
- * everything, and dismisses new operations beyond its target.
+ * (FbfShareCharge); refused, the operation fails with 53400 (the
+ * transaction aborts, and with it the entry).  A counter whose option
+ * at_capacity is "dismiss" does not share: its window takes everything,
+ * and dismisses new operations beyond its target.
  */
 static void
 charge_share(Relation heap, Relation index, const FbfOps *ops,
 			 const FbfApplyInfo *info)
 {
 	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
-	FbfWindowCapacity capacity = info->capacity;
 	FbfShareDemand demand;
 	FbfShareStanding standing;
 	FbfShareVerdict verdict;
@@ -160,32 +149,13 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	demand.unit = share_unit(ops, opts->share_by);
 	demand.pooled = demand.unit == SHARE_POOL_UNIT;
 	demand.entries = info->entries;
-	for (;;)
-	{
-		demand.epoch = capacity.epoch;
-		demand.per_period = capacity.per_period;
-		demand.spreads = capacity.split_spreads;
-		demand.in_flight = capacity.in_flight;
-		verdict = FbfShareCharge(MyDatabaseId, RelationGetRelid(heap),
-								 &demand, &standing);
-		if (verdict != FBF_SHARE_OVER_RATE || !capacity.can_grow ||
-			FbfCounterGrow(index, SHARE_GROWTH_HEADROOM) != FBF_GROWTH_SPLIT)
-			break;
-		FbfWindowGetCapacity(index, &capacity);
-	}
-
-	/*
-	 * Half the period taken: grow while it can, so that a unit that comes
-	 * finds its share (a Bloom split copies what the period took: each
-	 * new page is as full, so room is made before it is needed).  Once
-	 * per period in a backend (FbfWindowGrow).
-	 */
+	demand.epoch = info->capacity.epoch;
+	demand.per_period = info->capacity.per_period;
+	demand.in_flight = info->capacity.in_flight;
+	verdict = FbfShareCharge(MyDatabaseId, RelationGetRelid(heap), &demand,
+							 &standing);
 	if (verdict == FBF_SHARE_ADMITTED)
-	{
-		if (standing.period_fill >= SHARE_GROWTH_AT && capacity.can_grow)
-			FbfCounterGrow(index, SHARE_GROWTH_HEADROOM);
 		return;
-	}
 
 	if (demand.pooled)
 		who = NULL;
@@ -213,12 +183,10 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 					who, RelationGetRelationName(index)) :
 			 errmsg("counter filter \"%s\" is at its capacity",
 					RelationGetRelationName(index)),
-			 errdetail("Its new operations took %.0f%% of this period's capacity (%.0f operations under the target false-positive rate); its share is %.0f%%, shared by %d.",
+			 errdetail("Its new operations took %.0f%% of what the filter takes this period under its target within fbf.max_filter_size (%.0f operations); its share is %.0f%%, shared by %d.",
 					   100 * standing.used, standing.capacity,
 					   100 * standing.share, standing.sharers),
-			 capacity.can_grow ?
-			 errhint("Retry the operation later: the filter grows for the load.") :
-			 errhint("Retry the operation later, or raise fbf.max_filter_size; the counter's option at_capacity = 'dismiss' takes every operation and dismisses new ones beyond the target instead.")));
+			 errhint("Retry the operation in a later period, or raise fbf.max_filter_size; the counter's option at_capacity = 'dismiss' takes every operation and dismisses new ones beyond the target instead.")));
 }
 
 /*
@@ -405,7 +373,7 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 
 	/* more operations than the filter's bits are for: grow it now */
 	if (tally.overfull)
-		FbfCounterGrow(index, 1.0);
+		FbfCounterGrow(index);
 }
 
 /*

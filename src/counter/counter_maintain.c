@@ -76,18 +76,16 @@ FbfCounterMaintainInit(void)
 
 /*
  * Grow an open counter's filter now (FbfWindowGrow): an increment saw it
- * fill faster than its bits are for (headroom 1), or a period taking half
- * its capacity or a unit over its share while it can grow (headroom 2:
- * room for a newcomer's share).  Returns what was done.  The caller holds
- * RowExclusiveLock on the table.
+ * fill faster than its bits are for.  The caller holds RowExclusiveLock
+ * on the table.
  */
-FbfGrowth
-FbfCounterGrow(Relation index, double headroom)
+void
+FbfCounterGrow(Relation index)
 {
 	FbfAimdPolicy policy;
 
 	aimd_policy(&policy);
-	return FbfWindowGrow(index, &policy, headroom);
+	FbfWindowGrow(index, &policy);
 }
 
 /*

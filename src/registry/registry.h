@@ -75,10 +75,7 @@ typedef struct FbfShareDemand
 								 * never 0 */
 	bool		pooled;			/* one pool: no unit has a share */
 	int64		epoch;			/* the window's period */
-	double		per_period;		/* new operations it takes per period, as
-								 * it is now */
-	bool		spreads;		/* when per_period grows within a period,
-								 * what the period took is spread over it */
+	double		per_period;		/* new operations it takes per period */
 	double		in_flight;		/* entries its chains hold */
 	int			entries;		/* the entries this operation took */
 } FbfShareDemand;
@@ -103,8 +100,6 @@ typedef struct FbfShareStanding
 	double		capacity;		/* the period's new operations, or the
 								 * chains' entries */
 	int			sharers;		/* units sharing */
-	double		period_fill;	/* the part of the period's capacity taken,
-								 * everyone's */
 } FbfShareStanding;
 
 extern Size FbfShareShmemSize(void);

@@ -20,10 +20,10 @@
  * FbfShareCharge admits one recorded operation or refuses it:
  *
  *	- rate: an operation takes 1 / per_period of its period's capacity
- *	  (per_period: what the window takes per period with the partitions it
- *	  has when the operation comes; a window that grows in the period makes
- *	  the later ones cheaper, but what a split copies stays as full as it
- *	  was).  The `n` units active in this period or the one before (or
+ *	  (per_period: what the window takes per period under its target once
+ *	  grown as far as fbf.max_filter_size lets it; a window below its cap
+ *	  grows for the load, its drains waiting for the bits rather than
+ *	  saturating them, window/window_pending.c).  The `n` units active in this period or the one before (or
  *	  holding entries in flight) each have a share of 1 / n of it.  Within
  *	  its share a unit is always admitted.  Beyond it, only while the
  *	  shares everyone holds (what each took, at least its share) leave
@@ -108,7 +108,6 @@ typedef struct FbfShareTable
 	int64		epoch;			/* the window's period the counts are for */
 	int			nactive;		/* active units (unit_active) */
 	double		fill;			/* everyone's this period */
-	double		per_period;		/* the window's capacity it is a part of */
 	TimestampTz last_used;
 	int64		in_flight;		/* all units' */
 	FbfShareUnit units[FBF_SHARE_UNITS + 1];
@@ -216,7 +215,6 @@ roll(FbfShareTable *t, int64 epoch)
 		t->units[s].fill = 0;
 	}
 	t->fill = 0;
-	t->per_period = 0;
 	t->epoch = epoch;
 	count_active(t);
 }
@@ -284,28 +282,6 @@ sweep_prepared(FbfShareTable *t)
 			row->xid = InvalidTransactionId;
 		}
 	}
-}
-
-/*
- * The window grew within the period (a split) to `per_period`: where its
- * format spreads what the period took over the new pages, each unit's part
- * of the period shrinks with it.  (A Bloom split copies the bits: every
- * page stays as full as it was, and so do the parts.)
- */
-static void
-grown(FbfShareTable *t, double per_period, bool spreads)
-{
-	int			s;
-
-	if (spreads && t->per_period > 0 && per_period > t->per_period)
-	{
-		double		f = t->per_period / per_period;
-
-		for (s = 0; s <= OTHERS_SLOT; s++)
-			t->units[s].fill *= f;
-		t->fill *= f;
-	}
-	t->per_period = per_period;
 }
 
 /*
@@ -610,8 +586,6 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	}
 	if (demand->epoch > t->epoch || demand->epoch < t->epoch - 1)
 		roll(t, demand->epoch);
-	if (demand->per_period != t->per_period)
-		grown(t, demand->per_period, demand->spreads);
 	t->last_used = GetCurrentTransactionStartTimestamp();
 	slot = unit_slot(t, demand->unit);
 	u = &t->units[slot];
@@ -630,7 +604,6 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 
 		t->fill += cost;
 		u->fill += cost;
-		standing->period_fill = t->fill;
 		u->in_flight += demand->entries;
 		t->in_flight += demand->entries;
 	}

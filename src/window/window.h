@@ -165,10 +165,8 @@ typedef struct FbfWindowCapacity
 {
 	int64		epoch;			/* refreshes so far: the operation's period */
 	double		per_period;		/* new operations one period takes under
-								 * the target, with the partitions it has */
-	bool		can_grow;		/* fbf.max_filter_size lets it grow more */
-	bool		split_spreads;	/* growing spreads what the period took
-								 * over the new pages (FbfFilterRoutine) */
+								 * the target, the window grown as far as
+								 * fbf.max_filter_size lets it */
 	double		in_flight;		/* pending entries the chains hold at most */
 } FbfWindowCapacity;
 
@@ -228,8 +226,7 @@ typedef enum FbfGrowth
 								 * window is at its cap */
 } FbfGrowth;
 
-extern FbfGrowth FbfWindowGrow(Relation index, const FbfAimdPolicy *policy,
-							   double headroom);
+extern FbfGrowth FbfWindowGrow(Relation index, const FbfAimdPolicy *policy);
 
 /*
  * Where the window's own growth takes its policy from: an operation whose

@@ -650,7 +650,6 @@ FbfBloomPageRoutine(FbfFilterRoutine *routine)
 	routine->can_resize = true;
 	routine->resize_detail = NULL;
 	routine->split_load = 0;
-	routine->split_spreads = false;
 	routine->plan = bloom_plan;
 	routine->spread = bloom_spread;
 	routine->validate_meta = bloom_validate_meta;

@@ -583,7 +583,6 @@ FbfCuckooPageRoutine(FbfFilterRoutine *routine)
 	routine->can_resize = false;
 	routine->resize_detail = "A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.";
 	routine->split_load = CWIN_SPLIT_LOAD;
-	routine->split_spreads = true;
 	routine->plan = cuckoo_plan;
 	routine->spread = cuckoo_spread;
 	routine->validate_meta = cuckoo_validate_meta;

@@ -53,9 +53,6 @@ typedef struct FbfFilterRoutine
 	double		split_load;		/* > 0: a maintenance pass splits only once
 								 * the fullest page's live load passes it;
 								 * 0: by the arrival rate alone */
-	bool		split_spreads;	/* a split spreads each page's entries over
-								 * the pages it makes (a Bloom split copies
-								 * the bits: each page stays as full) */
 
 	/* ---- a new window ---- */
 

@@ -158,7 +158,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		 * not grow (its cap, or the rate does not call for it) do they
 		 * wait no longer.
 		 */
-		FbfGrowth	growth = FbfWindowGrow(index, policy, 1.0);
+		FbfGrowth	growth = FbfWindowGrow(index, policy);
 
 		if (growth == FBF_GROWTH_LATER)
 			FbfWindowSplitStep(index, split_batch());

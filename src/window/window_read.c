@@ -93,17 +93,15 @@ FbfWindowCounts(Relation index, const FbfWindowMetaPageData *meta,
 
 /*
  * What the window `meta` can take (FbfWindowCapacity): its period's new
- * operations under the target with the partitions it has, whether it can
- * grow more, and the entries its chains hold.
+ * operations under the target once grown as far as fbf.max_filter_size
+ * lets it, and the entries its chains hold.
  */
 void
 FbfWindowCapacityOf(const FbfWindowMetaPageData *meta, FbfWindowCapacity *cap)
 {
 	cap->epoch = meta->epoch;
 	cap->per_period = FBF_CAPACITY_HEADROOM *
-		FbfFilterRoutineOf(meta)->page_capacity(meta) * meta->nparts;
-	cap->can_grow = FbfWindowPartsAtCap(meta) > meta->nparts;
-	cap->split_spreads = FbfFilterRoutineOf(meta)->split_spreads;
+		FbfFilterRoutineOf(meta)->page_capacity(meta) * FbfWindowPartsAtCap(meta);
 	cap->in_flight = (double) meta->nchains * FBF_MAX_PENDING_PAGES *
 		FBF_PENDING_CAPACITY;
 }

@@ -206,8 +206,7 @@ static struct
 }			grow_tried[GROW_TRIED];
 static int	grow_tried_next = 0;
 
-static FbfGrowth grow(Relation index, const FbfAimdPolicy *policy,
-					  double headroom);
+static FbfGrowth grow(Relation index, const FbfAimdPolicy *policy);
 
 /*
  * Grow the window now, from a backend that saw an overfull future lane or
@@ -222,12 +221,9 @@ static FbfGrowth grow(Relation index, const FbfAimdPolicy *policy,
  * are) only on FBF_GROWTH_NONE; on FBF_GROWTH_LATER they must keep
  * waiting, or the pages a split has not reached yet would saturate and
  * the split would copy their saturated bits into every new page.
- * `headroom` > 1 grows for that many times the rate: room for more than
- * the load so far (the shares of the window's capacity ask for it when a
- * period has taken half, src/counter/counter_engine.c).
  */
 FbfGrowth
-FbfWindowGrow(Relation index, const FbfAimdPolicy *policy, double headroom)
+FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
 	int			i;
@@ -252,7 +248,7 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy, double headroom)
 	grow_tried[grow_tried_next].index = RelationGetRelid(index);
 	grow_tried[grow_tried_next].epoch = meta.epoch;
 	grow_tried_next = (grow_tried_next + 1) % GROW_TRIED;
-	return grow(index, policy, headroom);
+	return grow(index, policy);
 }
 
 /*
@@ -278,12 +274,12 @@ FbfWindowGrowNow(Relation index)
 		FbfWindowSplitStep(index, INT_MAX);
 		return FBF_GROWTH_LATER;
 	}
-	return grow(index, &policy, 1.0);
+	return grow(index, &policy);
 }
 
 /* FbfWindowGrow's measure and split, for a window with no split under way */
 static FbfGrowth
-grow(Relation index, const FbfAimdPolicy *policy, double headroom)
+grow(Relation index, const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
 	uint64		distinct[FBF_MAX_FILTERS];
@@ -321,7 +317,7 @@ grow(Relation index, const FbfAimdPolicy *policy, double headroom)
 		elapsed = Max(now - meta.born_at[0], meta.period / 4);
 		count = distinct[0];
 	}
-	rate = headroom * (count + FbfWindowPendingCount(index, &meta)) / Max(elapsed, 1);
+	rate = (double) (count + FbfWindowPendingCount(index, &meta)) / Max(elapsed, 1);
 	if (rate <= 0)
 		return FBF_GROWTH_NONE;
 	factor = FbfFilterRoutineOf(&meta)->split_factor(&meta, rate,
