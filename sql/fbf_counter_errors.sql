@@ -125,11 +125,14 @@ CREATE TABLE no_cleanup (key text, shard int, value bigint, PRIMARY KEY (key, sh
 SELECT sqlstate_of($q$CREATE INDEX ON no_cleanup USING fbf_filter (shard)$q$) AS new_counter_without_cleanup;
 DROP TABLE no_cleanup;
 
--- at its cap: a filter that cannot grow past fbf.max_filter_size and is
--- over its target dismisses new operations at its false-positive rate
--- (at_capacity = dismiss, the default) or refuses them (refuse, 53400)
+-- at its cap: a filter that cannot grow past fbf.max_filter_size takes so
+-- many new operations a period under its target.  With at_capacity =
+-- dismiss it takes everything, and dismisses new operations at its
+-- false-positive rate once over its target (capped); with refuse (the
+-- default) it refuses what only the filter can answer while capped (53400)
 SET fbf.max_filter_size = '64kB';
 SELECT fbf_create_counter_table('capme', retention => '10 min', nbits => 1024, nhashes => 3, npast => 1);
+ALTER INDEX capme_fbf SET (at_capacity = 'dismiss');
 SELECT count(*) > 0 AS some_applied FROM generate_series(1, 3000) g WHERE idempotent_increment('capme', 1, g, 1);
 SELECT count(fbf_counter_maintain('capme')) AS passes FROM generate_series(1, 3);
 SELECT capped, filters, estimated_fpp > target_fpp AS over_target
@@ -146,14 +149,61 @@ ALTER INDEX capme_fbf SET (at_capacity = 'dismiss');
 SELECT sqlstate_of($q$SELECT idempotent_increment('capme', 1, -100, 1)$q$) AS new_op_answered;
 SELECT sqlstate_of($q$ALTER INDEX capme_fbf SET (at_capacity = 'sometimes')$q$) AS bad_value;
 DROP TABLE capme, capme_before;
-RESET fbf.max_filter_size;
 
--- too many operations in flight: one transaction, one small filter
+-- shares of the capacity: by default (at_capacity = refuse, share_by =
+-- role) each role may take its share of what the filter takes a period;
+-- beyond it its operations are refused (53400) and nothing is applied,
+-- while the filter stays under its target
+CREATE ROLE regress_fbf_tenant;
+SELECT fbf_create_counter_table('shareme', retention => '10 min', nbits => 1024, nhashes => 3, npast => 1);
+GRANT SELECT, INSERT, UPDATE ON shareme TO regress_fbf_tenant;
+SELECT reloptions FROM pg_class WHERE relname = 'shareme_fbf';
+SET ROLE regress_fbf_tenant;
+\set VERBOSITY terse
+SELECT count(*) FROM generate_series(1, 3000) g WHERE idempotent_increment('shareme', 'k1', 1, g, 1);
+-- the role's share of this period is taken: a single new operation too
+SELECT idempotent_increment('shareme', 'k1', 9, 1, 1);
+RESET ROLE;
+SELECT fbf_counter_value('shareme', 'k1') AS nothing_applied;
+SELECT capped, estimated_fpp <= target_fpp AS within_target
+FROM fbf_counter_stats WHERE counter = 'shareme'::regclass;
+-- shared by key: the message names the key, and another key has its own share
+ALTER INDEX shareme_fbf SET (share_by = 'key');
+SELECT count(*) FROM generate_series(1, 3000) g WHERE idempotent_increment('shareme', 'k2', 1, g, 1);
+SELECT idempotent_increment('shareme', 'k3', 1, 1, 1) AS other_key_applied;
+-- nobody's share: one pool, the filter's capacity
+ALTER INDEX shareme_fbf SET (share_by = 'none');
+SELECT count(*) FROM generate_series(1, 3000) g WHERE idempotent_increment('shareme', 'k4', 1, g, 1);
+\set VERBOSITY default
+SELECT sqlstate_of($q$ALTER INDEX shareme_fbf SET (share_by = 'everyone')$q$) AS bad_value;
+DROP TABLE shareme;
+RESET fbf.max_filter_size;
+-- a dedup table has no key to share by
+SELECT fbf_create_dedup('shared_claims') IS NOT NULL AS created;
+ALTER INDEX shared_claims_fbf SET (share_by = 'key');
+ALTER INDEX shared_claims_fbf SET (share_by = 'none');
+DROP TABLE shared_claims;
+
+-- too many operations in flight: one transaction, one small filter.  A
+-- role's open and prepared transactions hold at most its share of the
+-- entries its pending pages hold (53400; alone, 80% of them)
 SELECT fbf_create_counter_table('tiny', retention => '1 min', nbits => 1024, nhashes => 3, npast => 1);
+GRANT SELECT, INSERT, UPDATE ON tiny TO regress_fbf_tenant;
+BEGIN;
+SET LOCAL ROLE regress_fbf_tenant;
+\set VERBOSITY terse
+SELECT count(*) FROM generate_series(1, 21632) g WHERE idempotent_increment('tiny', 1, g, 1);
+\set VERBOSITY default
+ROLLBACK;
+REVOKE ALL ON tiny FROM regress_fbf_tenant;
+DROP ROLE regress_fbf_tenant;
+-- without shares, the pending chain itself is full (53000)
+ALTER INDEX tiny_fbf SET (share_by = 'none');
 BEGIN;
 SELECT count(*) FROM generate_series(1, 21632) g WHERE idempotent_increment('tiny', 1, g, 1);
 SELECT idempotent_increment('tiny', 1, 21633, 1);
 ROLLBACK;
+ALTER INDEX tiny_fbf RESET (share_by);
 SELECT fbf_counter_value('tiny') AS nothing_applied;
 -- the same batch in smaller transactions is fine, and reuses the overflow
 -- pages the big one left (the filter does not grow)

@@ -294,7 +294,7 @@ extern FbfGrowth FbfWindowGrowNow(Relation index);
 /* ---- window_ring.c: refresh, resize, the capped flag ---- */
 extern bool FbfWindowCapped(const FbfWindowMetaPageData *meta, double fpp,
 							const FbfAimdPolicy *policy);
-extern void FbfWindowNoteCapped(Relation index, bool capped, double fpp,
+extern void FbfWindowNoteCapped(Relation index, bool capped,
 								const FbfAimdPolicy *policy);
 extern FbfAimdDecision FbfWindowAimdStep(Relation index,
 										 const FbfWindowMetaPageData *meta,

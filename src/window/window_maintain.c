@@ -209,7 +209,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		d.capped = FbfWindowCapped(&meta, fpp, policy);
 		d.reason = "split";
 		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-			FbfWindowNoteCapped(index, d.capped, fpp, policy);
+			FbfWindowNoteCapped(index, d.capped, policy);
 		pfree(counts);
 		return d;
 	}
@@ -224,7 +224,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		d.reason = "load";
 		d.capped = FbfWindowCapped(&meta, fpp, policy);
 		if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-			FbfWindowNoteCapped(index, d.capped, fpp, policy);
+			FbfWindowNoteCapped(index, d.capped, policy);
 		return d;
 	}
 
@@ -246,6 +246,6 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 
 	d.capped = FbfWindowCapped(&meta, fpp, policy);
 	if (d.capped || (meta.flags & FBF_META_CAPPED) != 0)
-		FbfWindowNoteCapped(index, d.capped, fpp, policy);
+		FbfWindowNoteCapped(index, d.capped, policy);
 	return d;
 }

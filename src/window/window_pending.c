@@ -709,7 +709,8 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 		grow = &grow_dummy;
 
 	/*
-	 * Only while the window can grow and the entries are young: half the
+	 * Only while the window can grow (it is not at fbf.max_filter_size)
+	 * and the entries are young: half the
 	 * age at which they must leave the chain before the commit log forgets
 	 * them (FbfWindowApply drains such a chain at once), so that a window
 	 * that never grows still gets its entries drained, by VACUUM if by
@@ -723,7 +724,7 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 	{
 		FullTransactionId floor = FbfChainFloor(chain);
 
-		may_defer = (meta->flags & FBF_META_CAPPED) == 0 &&
+		may_defer = FbfWindowPartsAtCap(meta) > meta->nparts &&
 			(!FullTransactionIdIsValid(floor) ||
 			 U64FromFullTransactionId(ReadNextFullTransactionId()) -
 			 U64FromFullTransactionId(floor) < FBF_PENDING_DRAIN_AGE / 2);

@@ -337,8 +337,7 @@ FbfWindowCapped(const FbfWindowMetaPageData *meta, double fpp,
  * set and again every FBF_CAPPED_WARN_INTERVAL.
  */
 void
-FbfWindowNoteCapped(Relation index, bool capped, double fpp,
-					const FbfAimdPolicy *policy)
+FbfWindowNoteCapped(Relation index, bool capped, const FbfAimdPolicy *policy)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
@@ -362,8 +361,7 @@ FbfWindowNoteCapped(Relation index, bool capped, double fpp,
 		ereport(WARNING,
 				(errmsg("fbf: the filter \"%s\" is at its cap and cannot grow",
 						RelationGetRelationName(index)),
-				 errdetail("Its estimated false-positive rate %.3g has reached its target %.3g; %s.",
-						   fpp, meta.target_fpp,
+				 errdetail("Its estimated false-positive rate has reached its target; %s.",
 						   FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE ?
 						   "new operations are refused until it recovers" :
 						   "new operations are dismissed at that rate"),

@@ -325,12 +325,11 @@ grow(Relation index, const FbfAimdPolicy *policy)
 													  &capped);
 
 	/*
-	 * At the cap with its estimate at the target, say so: drains stop
-	 * waiting for growth (FbfChainDrain) and the counter's at_capacity
-	 * applies.
+	 * At the cap with its estimate at the target, say so: the counter's
+	 * at_capacity applies.
 	 */
 	if ((meta.flags & FBF_META_CAPPED) == 0 && FbfWindowCapped(&meta, fpp, policy))
-		FbfWindowNoteCapped(index, true, fpp, policy);
+		FbfWindowNoteCapped(index, true, policy);
 	if (factor <= 1)
 		return FBF_GROWTH_NONE;
 	if (!FbfWindowSplitStart(index, factor, 0))
