@@ -128,6 +128,12 @@ SELECT batch_error($q$SELECT idempotent_increment('b', NULL, ARRAY[1], ARRAY[1],
 SELECT batch_error($q$SELECT idempotent_increment(NULL, 'e', ARRAY[1], ARRAY[1], ARRAY[1])$q$) AS null_counter;
 SELECT batch_error($q$SELECT idempotent_increment('pg_class', 'e', ARRAY[1], ARRAY[1], ARRAY[1])$q$) AS not_a_counter;
 SELECT batch_error($q$SELECT idempotent_increment('pg_class', 'e', '{}'::bigint[], '{}', '{}')$q$) AS empty_not_a_counter;
+-- more than the 4,194,304 operations a batch may have: refused from the
+-- arrays' dimensions, before anything is read or allocated per operation
+SELECT batch_error($q$SELECT idempotent_increment('b', 'e', a, a, a)
+					 FROM (SELECT array_fill(1::bigint, ARRAY[4194305]) OFFSET 0) x(a)$q$) AS over_limit;
+SELECT batch_error($q$SELECT idempotent_increment('b', a, a, a)
+					 FROM (SELECT array_fill(1::bigint, ARRAY[4194305]) OFFSET 0) x(a)$q$) AS over_limit_default_key;
 -- the sum of the applied deltas overflows: nothing applied, not remembered
 SELECT batch_error($q$SELECT idempotent_increment('b', 'e', ARRAY[1, 2], ARRAY[1, 1],
 												   ARRAY[9223372036854775807, 1])$q$) AS sum_overflow;

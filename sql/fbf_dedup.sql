@@ -101,6 +101,11 @@ SELECT fbf_claim('inbox', ARRAY[[1, 2], [3, 4]]::bigint[]);
 SELECT sqlstate_of($q$SELECT fbf_claim('inbox', ARRAY[[1, 2], [3, 4]]::bigint[])$q$);
 SELECT fbf_claim('inbox', ARRAY[1, 2]::bigint[], ARRAY[1]::bigint[]);
 SELECT sqlstate_of($q$SELECT fbf_claim('inbox', ARRAY[1, 2]::bigint[], ARRAY[1]::bigint[])$q$);
+-- more than the 4,194,304 ids a batch may have: refused from the array's
+-- dimensions, before anything is read or allocated per id
+SELECT fbf_claim('inbox', a) FROM (SELECT array_fill(1::bigint, ARRAY[4194305]) OFFSET 0) x(a);
+SELECT sqlstate_of($q$SELECT fbf_claim('inbox', a, a)
+					  FROM (SELECT array_fill(1::bigint, ARRAY[4194305]) OFFSET 0) x(a)$q$) AS over_limit_op_claims;
 SELECT fbf_claim('inbox', ARRAY['x', 'y', 'z']) AS none_of_them_was_claimed;
 BEGIN READ ONLY;
 SELECT sqlstate_of($q$SELECT fbf_claim('inbox', 'ro')$q$);

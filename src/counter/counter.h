@@ -61,15 +61,22 @@ typedef struct FbfOps
 								 * (FbfOperationIdentity), by FbfOpsHash */
 } FbfOps;
 
-/* one operation of a call: its identity and its place in the arrays */
-typedef struct FbfBatchOp
-{
-	FbfWindowOp op;
-	int			index;
-} FbfBatchOp;
-
-/* the most operations one call may have (FbfOpsHash sorts them in one piece) */
-#define FBF_OPS_MAX		((int) (MaxAllocSize / sizeof(FbfBatchOp)))
+/*
+ * The most operations (or ids) one call takes, refused beyond it (54000)
+ * from the arrays' dimensions, before anything is read or allocated per
+ * element (FbfBatchLength).  Besides its arguments, a call holds per
+ * operation: its hashes as the window is asked (FbfWindowOp, 72 bytes),
+ * its place (4), its index while the call is sorted (4), its answer and
+ * the result's element (2); and an operation's client id, seq and delta
+ * (24), or a claim's id as read (8), its identity's pointer (8) and bytes
+ * (packed: 16 for a bigint id, 5 and its length for a text id), and a
+ * (client_id, seq) claim's seq and its copy (16).  Measured with a batch
+ * of a million (the backend's peak RSS less the arguments): 110 bytes per
+ * operation, 116 per claim of a bigint id, 141 per (client_id, seq) claim;
+ * so a maximal batch of fixed-size ids takes at most about 600 MB, its
+ * largest allocation (the hashes) 300 MB: well under 1 GB.
+ */
+#define FBF_OPS_MAX		4194304
 
 extern bytea *FbfOperationBytes(char tag, text *key, Datum client_id,
 								int64 seq);
@@ -83,11 +90,16 @@ extern FbfOps *FbfOpsPrepare(char tag, text *key, int n,
 							 const Datum *client_ids, const int64 *seqs,
 							 const int64 *deltas);
 extern FbfOps *FbfOpsFromIds(int n, bytea **ids, const int64 *seqs);
+extern int	FbfBatchLength(ArrayType *array, const char *fname,
+						   const char *name);
 extern int	FbfArrayElements(ArrayType *array, const char *fname,
 							 const char *name, Datum **elems);
+extern int	FbfArrayInt64s(ArrayType *array, const char *fname,
+						   const char *name, int64 **values);
 extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
 								int a_clients, const char *fname);
 extern void FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying);
+extern ArrayType *FbfAnswersArray(const bool *answers, int n);
 
 /* ----------------------------------------------------------------------
  * counter_rel.c: opening a counter, the relation cache, the route

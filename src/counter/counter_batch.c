@@ -9,7 +9,8 @@
  * idempotent_increment calls mean: the same privileges, row security,
  * window, transactions and waits.  It is checked whole before anything is
  * done (FbfOpsFromArrays: arrays of one dimension and equal lengths, no
- * NULLs), its operations hashed and asked in the canonical order
+ * NULLs, at most FBF_OPS_MAX operations, refused before anything is read),
+ * its operations hashed and asked in the canonical order
  * (counter_op.c), so that two transactions whose batches share operations
  * never deadlock; operations repeated within the batch are one operation
  * (the first occurrence in the arrays is the one asked, the others are
@@ -60,8 +61,6 @@ increment_batch(FunctionCallInfo fcinfo, char tag, bool placed)
 	text	   *key;
 	FbfOps	   *ops;
 	bool	   *applied;
-	Datum	   *answers;
-	int			i;
 
 	FbfRequireArg(fcinfo, 0, "idempotent_increment", "counter");
 	if (keyed)
@@ -81,13 +80,7 @@ increment_batch(FunctionCallInfo fcinfo, char tag, bool placed)
 	else
 		FbfCounterApply(PG_GETARG_OID(0), ops, applied, NULL);
 
-	if (ops->n == 0)
-		PG_RETURN_ARRAYTYPE_P(construct_empty_array(BOOLOID));
-	answers = palloc(ops->n * sizeof(Datum));
-	for (i = 0; i < ops->n; i++)
-		answers[i] = BoolGetDatum(applied[i]);
-	PG_RETURN_ARRAYTYPE_P(construct_array(answers, ops->n, BOOLOID, 1, true,
-										  TYPALIGN_CHAR));
+	PG_RETURN_ARRAYTYPE_P(FbfAnswersArray(applied, ops->n));
 }
 
 Datum

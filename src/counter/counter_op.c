@@ -5,8 +5,11 @@
  *	  FbfClaimBytes), their hashes and streams under a window's keying,
  *	  the delta identities of track_mismatch, and the operations of one
  *	  call as the apply engine takes them (FbfOps): prepared from the
- *	  caller's values, claims or array arguments (checked whole first),
- *	  then hashed and put in the canonical order once the window is open.
+ *	  caller's values, claims or array arguments (checked whole first,
+ *	  their size before anything is read: FbfBatchLength), then hashed and
+ *	  put in the canonical order once the window is open; a batch's
+ *	  answers as its boolean[].  Memory per operation is bounded: see
+ *	  FBF_OPS_MAX (counter.h).
  *
  * The bottom layer of src/counter: it calls the window's hashing
  * (FbfWindowHashIdentity, and FbfWindowHashStream for the stream of an
@@ -221,57 +224,47 @@ FbfDeltaHash(const FbfHashKey *key, const FbfHash *op, int64 delta)
  */
 
 /*
- * The canonical order of a call's operations, for qsort on FbfBatchOp: by
- * hash, then by place (first occurrence first).
+ * The operations of one call on `key`, taking the arrays given as theirs:
+ * operation k is (client_ids[k], seqs[k]) adding deltas[k], its client id
+ * of type `tag`, in the caller's order until FbfOpsHash orders them.
  */
-static int
-batch_op_cmp(const void *a, const void *b)
+static FbfOps *
+ops_adopt(char tag, text *key, int n, Datum *client_ids, int64 *seqs,
+		  int64 *deltas)
 {
-	const FbfBatchOp *x = (const FbfBatchOp *) a;
-	const FbfBatchOp *y = (const FbfBatchOp *) b;
+	FbfOps	   *ops = palloc0(sizeof(FbfOps));
+	int			i;
 
-	if (x->op.hash.h1 != y->op.hash.h1)
-		return x->op.hash.h1 < y->op.hash.h1 ? -1 : 1;
-	if (x->op.hash.h2 != y->op.hash.h2)
-		return x->op.hash.h2 < y->op.hash.h2 ? -1 : 1;
-	return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
+	Assert(n <= FBF_OPS_MAX);
+	ops->key = key;
+	ops->tag = tag;
+	ops->n = n;
+	ops->client_ids = client_ids;
+	ops->seqs = seqs;
+	ops->deltas = deltas;
+	ops->place = palloc(Max(n, 1) * sizeof(int));
+	for (i = 0; i < n; i++)
+		ops->place[i] = i;
+	return ops;
 }
 
 /*
  * The operations of one call on `key`: operation k is (client_ids[k],
  * seqs[k]) adding deltas[k], its client id of type `tag`, in the caller's
- * order until FbfOpsHash orders them.
+ * order until FbfOpsHash orders them.  The arrays are copied.
  */
 FbfOps *
 FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 			  const int64 *seqs, const int64 *deltas)
 {
-	FbfOps	   *ops;
-	int			i;
+	Datum	   *my_clients = palloc(Max(n, 1) * sizeof(Datum));
+	int64	   *my_seqs = palloc(Max(n, 1) * sizeof(int64));
+	int64	   *my_deltas = palloc(Max(n, 1) * sizeof(int64));
 
-	if (n > FBF_OPS_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many operations in one call: %d", n)));
-
-	ops = palloc(sizeof(FbfOps));
-	ops->key = key;
-	ops->tag = tag;
-	ops->n = n;
-	ops->client_ids = palloc(Max(n, 1) * sizeof(Datum));
-	ops->seqs = palloc(Max(n, 1) * sizeof(int64));
-	ops->deltas = palloc(Max(n, 1) * sizeof(int64));
-	ops->place = palloc(Max(n, 1) * sizeof(int));
-	ops->ids = NULL;
-	ops->hashed = NULL;
-	for (i = 0; i < n; i++)
-	{
-		ops->client_ids[i] = client_ids[i];
-		ops->seqs[i] = seqs[i];
-		ops->deltas[i] = deltas[i];
-		ops->place[i] = i;
-	}
-	return ops;
+	memcpy(my_clients, client_ids, n * sizeof(Datum));
+	memcpy(my_seqs, seqs, n * sizeof(int64));
+	memcpy(my_deltas, deltas, n * sizeof(int64));
+	return ops_adopt(tag, key, n, my_clients, my_seqs, my_deltas);
 }
 
 /*
@@ -279,9 +272,9 @@ FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
  * with no delta, in the caller's order until FbfOpsHash orders them.
  * `seqs` is NULL for claims of plain ids; for (client_id, seq) claims,
  * whose identity bytes are FbfOperationBytes', seqs[k] is claim k's seq,
- * which numbers it in its client's stream.  The caller has checked n
- * against FBF_OPS_MAX (its own message names the function); neither `ids`
- * nor `seqs` is kept.
+ * which numbers it in its client's stream.  The array `ids` becomes the
+ * result's (FbfOpsHash reorders it); `seqs` is copied.  The caller's n
+ * comes from FbfBatchLength (or is 1).
  */
 FbfOps *
 FbfOpsFromIds(int n, bytea **ids, const int64 *seqs)
@@ -292,195 +285,330 @@ FbfOpsFromIds(int n, bytea **ids, const int64 *seqs)
 	Assert(n <= FBF_OPS_MAX);
 	ops = palloc0(sizeof(FbfOps));
 	ops->n = n;
-	ops->ids = palloc(Max(n, 1) * sizeof(bytea *));
+	ops->ids = ids;
 	ops->place = palloc(Max(n, 1) * sizeof(int));
 	if (seqs != NULL)
-		ops->seqs = palloc(Max(n, 1) * sizeof(int64));
-	for (i = 0; i < n; i++)
 	{
-		ops->ids[i] = ids[i];
-		if (seqs != NULL)
-			ops->seqs[i] = seqs[i];
-		ops->place[i] = i;
+		ops->seqs = palloc(Max(n, 1) * sizeof(int64));
+		memcpy(ops->seqs, seqs, n * sizeof(int64));
 	}
+	for (i = 0; i < n; i++)
+		ops->place[i] = i;
 	return ops;
+}
+
+/*
+ * The canonical order of a call's operations, for qsort_arg on their
+ * indexes into `arg`, their hashes (FbfWindowOp): by hash, then by index
+ * (first occurrence first).
+ */
+static int
+hashed_cmp(const void *a, const void *b, void *arg)
+{
+	const FbfWindowOp *hashed = (const FbfWindowOp *) arg;
+	int			i = *(const int *) a;
+	int			j = *(const int *) b;
+	const FbfHash *x = &hashed[i].hash;
+	const FbfHash *y = &hashed[j].hash;
+
+	if (x->h1 != y->h1)
+		return x->h1 < y->h1 ? -1 : 1;
+	if (x->h2 != y->h2)
+		return x->h2 < y->h2 ? -1 : 1;
+	return i < j ? -1 : i > j ? 1 : 0;
+}
+
+/* everything FbfOps holds of one operation, to move it within the arrays */
+typedef struct FbfOpSlot
+{
+	FbfWindowOp hashed;
+	int			place;
+	Datum		client_id;
+	int64		seq;
+	int64		delta;
+	bytea	   *id;
+} FbfOpSlot;
+
+static void
+slot_get(const FbfOps *ops, int i, FbfOpSlot *slot)
+{
+	slot->hashed = ops->hashed[i];
+	slot->place = ops->place[i];
+	if (ops->client_ids != NULL)
+		slot->client_id = ops->client_ids[i];
+	if (ops->seqs != NULL)
+		slot->seq = ops->seqs[i];
+	if (ops->deltas != NULL)
+		slot->delta = ops->deltas[i];
+	if (ops->ids != NULL)
+		slot->id = ops->ids[i];
+}
+
+static void
+slot_put(FbfOps *ops, int i, const FbfOpSlot *slot)
+{
+	ops->hashed[i] = slot->hashed;
+	ops->place[i] = slot->place;
+	if (ops->client_ids != NULL)
+		ops->client_ids[i] = slot->client_id;
+	if (ops->seqs != NULL)
+		ops->seqs[i] = slot->seq;
+	if (ops->deltas != NULL)
+		ops->deltas[i] = slot->delta;
+	if (ops->ids != NULL)
+		ops->ids[i] = slot->id;
+}
+
+/*
+ * Put the operations in the order `order` gives (operation order[i]
+ * becomes operation i), every array of `ops` in place: cycle by cycle,
+ * one operation held aside, so that reordering takes no memory per
+ * operation.  `order` is used up (each entry done becomes its own index).
+ */
+static void
+ops_permute(FbfOps *ops, int *order)
+{
+	int			start;
+
+	for (start = 0; start < ops->n; start++)
+	{
+		FbfOpSlot held;
+		FbfOpSlot moved;
+		int			i = start;
+
+		if (order[start] == start)
+			continue;
+		slot_get(ops, start, &held);
+		while (order[i] != start)
+		{
+			int			from = order[i];
+
+			slot_get(ops, from, &moved);
+			slot_put(ops, i, &moved);
+			order[i] = i;
+			i = from;
+		}
+		slot_put(ops, i, &held);
+		order[i] = i;
+	}
 }
 
 /*
  * Hash the operations as the window whose keying is `keying` is asked
  * about them (FbfOperationIdentity; a claim's identity bytes as they are,
  * and a (client_id, seq) claim's stream as an operation's), and put them
- * in the canonical order (batch_op_cmp), their arrays with them; `place`
+ * in the canonical order (hashed_cmp), their arrays with them; `place`
  * keeps where each came from, for the answers.  Called again if the
  * window's key changed before anything was recorded (FBF_OP_REKEYED).
+ * Memory beyond the operations' hashes: an int per operation while they
+ * are sorted.
  */
 void
 FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 {
 	int			n = ops->n;
-	FbfBatchOp *order = palloc(Max(n, 1) * sizeof(FbfBatchOp));
-	int		   *place = palloc(Max(n, 1) * sizeof(int));
+	int		   *order;
 	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		if (ops->ids != NULL)
-		{
-			FbfWindowHashIdentity(keying, VARDATA(ops->ids[i]),
-								  VARSIZE(ops->ids[i]) - VARHDRSZ, NULL, 0,
-								  &order[i].op);
-			if (ops->seqs != NULL)
-				operation_stream(keying, ops->ids[i], ops->seqs[i],
-								 &order[i].op);
-		}
-		else
-			FbfOperationIdentity(ops->tag, ops->key, ops->client_ids[i],
-								 ops->seqs[i], keying, &order[i].op);
-		order[i].index = i;
-		CHECK_FOR_INTERRUPTS();
-	}
-	if (n > 1)
-		qsort(order, n, sizeof(FbfBatchOp), batch_op_cmp);
 
 	if (ops->hashed == NULL)
 		ops->hashed = palloc(Max(n, 1) * sizeof(FbfWindowOp));
 	for (i = 0; i < n; i++)
 	{
-		ops->hashed[i] = order[i].op;
-		place[i] = ops->place[order[i].index];
-	}
-	pfree(ops->place);
-	ops->place = place;
+		FbfWindowOp *op = &ops->hashed[i];
 
-	if (ops->ids != NULL)
-	{
-		bytea	  **ids = palloc(Max(n, 1) * sizeof(bytea *));
-
-		for (i = 0; i < n; i++)
-			ids[i] = ops->ids[order[i].index];
-		pfree(ops->ids);
-		ops->ids = ids;
-	}
-	else
-	{
-		Datum	   *client_ids = palloc(Max(n, 1) * sizeof(Datum));
-		int64	   *deltas = palloc(Max(n, 1) * sizeof(int64));
-
-		for (i = 0; i < n; i++)
+		if (ops->ids != NULL)
 		{
-			int			k = order[i].index;
-
-			client_ids[i] = ops->client_ids[k];
-			deltas[i] = ops->deltas[k];
+			FbfWindowHashIdentity(keying, VARDATA(ops->ids[i]),
+								  VARSIZE(ops->ids[i]) - VARHDRSZ, NULL, 0,
+								  op);
+			if (ops->seqs != NULL)
+				operation_stream(keying, ops->ids[i], ops->seqs[i], op);
 		}
-		pfree(ops->client_ids);
-		pfree(ops->deltas);
-		ops->client_ids = client_ids;
-		ops->deltas = deltas;
+		else
+			FbfOperationIdentity(ops->tag, ops->key, ops->client_ids[i],
+								 ops->seqs[i], keying, op);
+		CHECK_FOR_INTERRUPTS();
 	}
-	/* operations' seqs, and (client_id, seq) claims' */
-	if (ops->seqs != NULL)
-	{
-		int64	   *seqs = palloc(Max(n, 1) * sizeof(int64));
+	if (n < 2)
+		return;
 
-		for (i = 0; i < n; i++)
-			seqs[i] = ops->seqs[order[i].index];
-		pfree(ops->seqs);
-		ops->seqs = seqs;
-	}
+	order = palloc(n * sizeof(int));
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	qsort_arg(order, n, sizeof(int), hashed_cmp, ops->hashed);
+	ops_permute(ops, order);
 	pfree(order);
+}
+
+/* ----------------------------------------------------------------------
+ * Batches: array arguments and answers
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * The number of elements of `array` (the argument `name` of the SQL
+ * function `fname`): the one check of a batch's size, 54000 beyond
+ * FBF_OPS_MAX, made from the array's dimensions before anything is read
+ * or allocated per element.
+ */
+int
+FbfBatchLength(ArrayType *array, const char *fname, const char *name)
+{
+	int			n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+
+	if (n > FBF_OPS_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s of %s has %d elements, more than the %d a batch may have",
+						name, fname, n, FBF_OPS_MAX),
+				 errhint("Send the batch in calls of at most %d operations.",
+						 FBF_OPS_MAX)));
+	return n;
+}
+
+/*
+ * Read the elements of `array` (the argument `name` of `fname`, its
+ * dimensions checked by the caller) into a new array, *datums or, for an
+ * array of bigint, *ints; error (22004) if one is NULL.  Elements of a
+ * type passed by reference point into `array`.  Returns their number.
+ */
+static int
+array_read(ArrayType *array, const char *fname, const char *name,
+		   Datum **datums, int64 **ints)
+{
+	int			n = FbfBatchLength(array, fname, name);
+	ArrayIterator it;
+	Datum		d;
+	bool		isnull;
+	int			i;
+
+	if (datums != NULL)
+		*datums = palloc(Max(n, 1) * sizeof(Datum));
+	else
+		*ints = palloc(Max(n, 1) * sizeof(int64));
+	it = array_create_iterator(array, 0, NULL);
+	for (i = 0; array_iterate(it, &d, &isnull); i++)
+	{
+		Assert(i < n);
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s of %s must not contain nulls", name, fname),
+					 errdetail("Element %d is null.", i + 1)));
+		if (datums != NULL)
+			(*datums)[i] = d;
+		else
+			(*ints)[i] = DatumGetInt64(d);
+	}
+	array_free_iterator(it);
+	Assert(i == n);
+	return n;
 }
 
 /*
  * The elements of `array` (the argument `name` of the SQL function
- * `fname`, its dimensions checked by the caller) into *elems; error
- * (22004) if one is NULL.  Returns their number.  Batches of operations
- * and of claims (dedup.c) share it.
+ * `fname`, its dimensions checked by the caller) into *elems, after its
+ * size (FbfBatchLength); error (22004) if one is NULL.  Returns their
+ * number.  Batches of operations and of claims (dedup.c) share it.
  */
 int
 FbfArrayElements(ArrayType *array, const char *fname, const char *name,
 				 Datum **elems)
 {
-	Oid			elemtype = ARR_ELEMTYPE(array);
-	int16		elmlen;
-	bool		elmbyval;
-	char		elmalign;
-	bool	   *nulls;
-	int			n;
-	int			i;
+	return array_read(array, fname, name, elems, NULL);
+}
 
-	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
-	deconstruct_array(array, elemtype, elmlen, elmbyval, elmalign,
-					  elems, &nulls, &n);
-	for (i = 0; i < n; i++)
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s of %s must not contain nulls", name, fname),
-					 errdetail("Element %d is null.", i + 1)));
-	return n;
+/* FbfArrayElements of a bigint array, as int64 values */
+int
+FbfArrayInt64s(ArrayType *array, const char *fname, const char *name,
+			   int64 **values)
+{
+	Assert(ARR_ELEMTYPE(array) == INT8OID);
+	return array_read(array, fname, name, NULL, values);
 }
 
 /*
- * The elements of the array argument `argno` (`name` of `fname`), of type
- * `elemtype`: one dimension (or none, empty), no NULLs.  Returns their
- * number.
+ * The array argument `argno` (`name` of `fname`), of type `elemtype`: one
+ * dimension (or none, empty).  Returns its number of elements
+ * (FbfBatchLength).
  */
 static int
-batch_elements(FunctionCallInfo fcinfo, int argno, const char *fname,
-			   const char *name, Oid elemtype, Datum **elems)
+batch_array(FunctionCallInfo fcinfo, int argno, const char *fname,
+			const char *name, Oid elemtype, ArrayType **array)
 {
-	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
-
-	if (ARR_NDIM(array) > 1)
+	*array = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(*array) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("%s of %s must have one dimension", name, fname),
-				 errdetail("It has %d.", ARR_NDIM(array))));
-	if (ARR_ELEMTYPE(array) != elemtype)
+				 errdetail("It has %d.", ARR_NDIM(*array))));
+	if (ARR_ELEMTYPE(*array) != elemtype)
 		elog(ERROR, "fbf: %s has element type %u, not %u", name,
-			 ARR_ELEMTYPE(array), elemtype);
-	return FbfArrayElements(array, fname, name, elems);
+			 ARR_ELEMTYPE(*array), elemtype);
+	return FbfBatchLength(*array, fname, name);
 }
 
 /*
  * The operations of a call of `fname` on `key` given as the array
  * arguments a_clients (client ids, of type `tag`), a_clients + 1 (seqs)
- * and a_clients + 2 (deltas): checked whole (22004 for NULLs, 2202E for
- * shapes) before anything is done, then prepared (FbfOpsPrepare).
+ * and a_clients + 2 (deltas): checked whole before anything is read (22004
+ * for NULLs, 2202E for shapes, 54000 for sizes: FbfBatchLength), then read
+ * into the operations' own arrays.
  */
 FbfOps *
 FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key, int a_clients,
 				 const char *fname)
 {
 	Oid			client_type = tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
-	Datum	   *clients;
-	Datum	   *seq_elems;
-	Datum	   *delta_elems;
-	int64	   *seqs;
-	int64	   *deltas;
+	ArrayType  *clients;
+	ArrayType  *seqs;
+	ArrayType  *deltas;
+	Datum	   *client_ids;
+	int64	   *seq_values;
+	int64	   *delta_values;
 	int			n;
-	int			i;
 
 	FbfRequireArg(fcinfo, a_clients, fname, "client_ids");
 	FbfRequireArg(fcinfo, a_clients + 1, fname, "seqs");
 	FbfRequireArg(fcinfo, a_clients + 2, fname, "deltas");
-	n = batch_elements(fcinfo, a_clients, fname, "client_ids", client_type,
-					   &clients);
-	if (batch_elements(fcinfo, a_clients + 1, fname, "seqs", INT8OID,
-					   &seq_elems) != n ||
-		batch_elements(fcinfo, a_clients + 2, fname, "deltas", INT8OID,
-					   &delta_elems) != n)
+	n = batch_array(fcinfo, a_clients, fname, "client_ids", client_type,
+					&clients);
+	if (batch_array(fcinfo, a_clients + 1, fname, "seqs", INT8OID, &seqs) != n ||
+		batch_array(fcinfo, a_clients + 2, fname, "deltas", INT8OID, &deltas) != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("client_ids, seqs and deltas of %s must have the same length",
 						fname)));
-	seqs = palloc(Max(n, 1) * sizeof(int64));
-	deltas = palloc(Max(n, 1) * sizeof(int64));
+	FbfArrayElements(clients, fname, "client_ids", &client_ids);
+	FbfArrayInt64s(seqs, fname, "seqs", &seq_values);
+	FbfArrayInt64s(deltas, fname, "deltas", &delta_values);
+	return ops_adopt(tag, key, n, client_ids, seq_values, delta_values);
+}
+
+/*
+ * A call's answers (answers[k] for the caller's operation k) as the
+ * boolean[] it returns, built in place: a byte per answer.
+ */
+ArrayType *
+FbfAnswersArray(const bool *answers, int n)
+{
+	ArrayType  *result;
+	Size		nbytes;
+	char	   *data;
+	int			i;
+
+	if (n == 0)
+		return construct_empty_array(BOOLOID);
+	nbytes = ARR_OVERHEAD_NONULLS(1) + n;
+	result = palloc0(nbytes);
+	SET_VARSIZE(result, nbytes);
+	result->ndim = 1;
+	result->dataoffset = 0;
+	result->elemtype = BOOLOID;
+	ARR_DIMS(result)[0] = n;
+	ARR_LBOUND(result)[0] = 1;
+	data = (char *) result + ARR_OVERHEAD_NONULLS(1);
 	for (i = 0; i < n; i++)
-	{
-		seqs[i] = DatumGetInt64(seq_elems[i]);
-		deltas[i] = DatumGetInt64(delta_elems[i]);
-	}
-	return FbfOpsPrepare(tag, key, n, clients, seqs, deltas);
+		data[i] = answers[i] ? 1 : 0;
+	return result;
 }

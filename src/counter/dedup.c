@@ -133,6 +133,50 @@ FbfClaimIdentity(Oid typid, Datum id, const int64 *seq)
 	return FbfClaimBytes(id_tag(typid), id);
 }
 
+/* the blocks a batch's identities are packed in, and the longest packed */
+#define IDENTITY_BLOCK		(64 * 1024)
+#define IDENTITY_PACKED_MAX	(IDENTITY_BLOCK / 8)
+
+/*
+ * The identity bytes of the n claims of ids[] (FbfClaimIdentity, with
+ * seqs[i] if `seqs`) into identities[]: packed one after another, int
+ * aligned, in blocks of IDENTITY_BLOCK bytes, so that each holds its bytes
+ * without an allocation's header and rounding (a bigint id's 13 bytes take
+ * 16, not 32); a longer one keeps its own allocation.
+ */
+static void
+claim_identities(Oid typid, int n, const Datum *ids, const int64 *seqs,
+				 bytea **identities)
+{
+	char	   *block = NULL;
+	Size		left = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		bytea	   *identity = FbfClaimIdentity(typid, ids[i],
+												seqs ? &seqs[i] : NULL);
+		Size		size = INTALIGN(VARSIZE(identity));
+
+		if (size > IDENTITY_PACKED_MAX)
+			identities[i] = identity;
+		else
+		{
+			if (size > left)
+			{
+				block = palloc(IDENTITY_BLOCK);
+				left = IDENTITY_BLOCK;
+			}
+			memcpy(block, identity, VARSIZE(identity));
+			identities[i] = (bytea *) block;
+			block += size;
+			left -= size;
+			pfree(identity);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 /* ----------------------------------------------------------------------
  * Claiming
  * ----------------------------------------------------------------------
@@ -159,9 +203,10 @@ FbfDedupSetRoute(FbfClaimRoute route)
  * ids[i].  A dedup table distributed by Citus by its anchor (a shell) is
  * handed to the route registered at init (dedup_citus.c), which claims the
  * ids on the nodes of their anchors' shards, where this same function
- * runs on the shard tables.  Locks: RowExclusiveLock on the table and its
- * window index (a shell: the table only), privileges checked before
- * (FbfCounterOpenRoutable).
+ * runs on the shard tables.  n is at most FBF_OPS_MAX: callers take it
+ * from FbfBatchLength, or claim one id.  Locks: RowExclusiveLock on the
+ * table and its window index (a shell: the table only), privileges checked
+ * before (FbfCounterOpenRoutable).
  */
 void
 FbfClaim(Oid relid, Oid typid, int n, const Datum *ids, const int64 *seqs,
@@ -171,21 +216,13 @@ FbfClaim(Oid relid, Oid typid, int n, const Datum *ids, const int64 *seqs,
 	Relation	index;
 	bytea	  **identities;
 	bool		routed;
-	int			i;
 
 	PreventCommandIfReadOnly("fbf_claim()");
 	PreventCommandDuringRecovery("fbf_claim()");
-	if (n > FBF_OPS_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many ids in one call of fbf_claim: %d", n)));
+	Assert(n <= FBF_OPS_MAX);
 
 	identities = palloc(sizeof(bytea *) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		identities[i] = FbfClaimIdentity(typid, ids[i], seqs ? &seqs[i] : NULL);
-		CHECK_FOR_INTERRUPTS();
-	}
+	claim_identities(typid, n, ids, seqs, identities);
 
 	routed = FbfCounterOpenRoutable(relid, FBF_DEDUP_CLAIM, RowExclusiveLock,
 									&heap, &index);
@@ -267,35 +304,23 @@ fbf_claim_op(PG_FUNCTION_ARGS)
 }
 
 /*
- * Deconstruct a one-dimensional array argument without NULLs; error
- * (nothing claimed) otherwise.
+ * The one-dimensional array argument `argno` (`name` of fbf_claim), its
+ * element type in *elemtype; error (nothing claimed) for a NULL or an
+ * array of more dimensions.  Returns its number of elements, refused
+ * beyond a batch's limit (FbfBatchLength) before anything is read.
  */
 static int
 array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
-		  Datum **elems, Oid *elemtype)
+		  ArrayType **array, Oid *elemtype)
 {
-	ArrayType  *a;
-
 	FbfRequireArg(fcinfo, argno, "fbf_claim", name);
-	a = PG_GETARG_ARRAYTYPE_P(argno);
-	if (ARR_NDIM(a) > 1)
+	*array = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(*array) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("%s of fbf_claim must be a one-dimensional array", name)));
-	*elemtype = ARR_ELEMTYPE(a);
-	return FbfArrayElements(a, "fbf_claim", name, elems);
-}
-
-/* the answers of a batch, in the ids' order, as a boolean[] */
-static Datum
-claims_result(const bool *claimed, int n)
-{
-	Datum	   *answers = palloc(sizeof(Datum) * Max(n, 1));
-	int			i;
-
-	for (i = 0; i < n; i++)
-		answers[i] = BoolGetDatum(claimed[i]);
-	return PointerGetDatum(construct_array(answers, n, BOOLOID, 1, true, TYPALIGN_CHAR));
+	*elemtype = ARR_ELEMTYPE(*array);
+	return FbfBatchLength(*array, "fbf_claim", name);
 }
 
 /*
@@ -307,16 +332,18 @@ claims_result(const bool *claimed, int n)
 Datum
 fbf_claim_array(PG_FUNCTION_ARGS)
 {
+	ArrayType  *array;
 	Datum	   *ids;
 	Oid			typid;
 	int			n;
 	bool	   *claimed;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
-	n = array_arg(fcinfo, 1, "ids", &ids, &typid);
+	array_arg(fcinfo, 1, "ids", &array, &typid);
+	n = FbfArrayElements(array, "fbf_claim", "ids", &ids);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
 	FbfClaim(PG_GETARG_OID(0), typid, n, ids, NULL, claimed);
-	PG_RETURN_DATUM(claims_result(claimed, n));
+	PG_RETURN_ARRAYTYPE_P(FbfAnswersArray(claimed, n));
 }
 
 /*
@@ -326,31 +353,27 @@ fbf_claim_array(PG_FUNCTION_ARGS)
 Datum
 fbf_claim_op_array(PG_FUNCTION_ARGS)
 {
+	ArrayType  *client_array;
+	ArrayType  *seq_array;
 	Datum	   *clients;
-	Datum	   *seqs;
+	int64	   *seqs;
 	Oid			client_type;
 	Oid			seq_type;
 	int			n;
-	int64	   *claim_seqs;
 	bool	   *claimed;
-	int			i;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", "dedup");
-	n = array_arg(fcinfo, 1, "client_ids", &clients, &client_type);
-	if (array_arg(fcinfo, 2, "seqs", &seqs, &seq_type) != n)
+	n = array_arg(fcinfo, 1, "client_ids", &client_array, &client_type);
+	if (array_arg(fcinfo, 2, "seqs", &seq_array, &seq_type) != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("client_ids and seqs of fbf_claim must have the same length")));
 	Assert(seq_type == INT8OID);
-	claim_seqs = palloc(sizeof(int64) * Max(n, 1));
+	FbfArrayElements(client_array, "fbf_claim", "client_ids", &clients);
+	FbfArrayInt64s(seq_array, "fbf_claim", "seqs", &seqs);
 	claimed = palloc(sizeof(bool) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		claim_seqs[i] = DatumGetInt64(seqs[i]);
-		CHECK_FOR_INTERRUPTS();
-	}
-	FbfClaim(PG_GETARG_OID(0), client_type, n, clients, claim_seqs, claimed);
-	PG_RETURN_DATUM(claims_result(claimed, n));
+	FbfClaim(PG_GETARG_OID(0), client_type, n, clients, seqs, claimed);
+	PG_RETURN_ARRAYTYPE_P(FbfAnswersArray(claimed, n));
 }
 
 /* ----------------------------------------------------------------------

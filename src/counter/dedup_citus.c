@@ -375,12 +375,10 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 	ArrayType  *a;
 	Oid			typid;
 	Datum	   *ids;
-	Datum	   *seq_elems;
 	int64	   *seqs = NULL;
 	int32	   *anchors;
 	bool		one_anchor = true;
 	bool	   *claimed;
-	Datum	   *answers;
 	Relation	heap;
 	Relation	index;
 	int			n;
@@ -420,28 +418,20 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("ids of type %s cannot be claimed", format_type_be(typid))));
-	n = FbfArrayElements(a, fname, "ids", &ids);
-	if (n > FBF_OPS_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many ids in one call of %s: %d", fname, n)));
+	n = FbfBatchLength(a, fname, "ids");
 	if (!PG_ARGISNULL(3))
 	{
 		ArrayType  *s = PG_GETARG_ARRAYTYPE_P(3);
 
-		if (ARR_NDIM(s) > 1 ||
-			FbfArrayElements(s, fname, "seqs", &seq_elems) != n)
+		if (ARR_NDIM(s) > 1 || ARR_ELEMTYPE(s) != INT8OID ||
+			FbfBatchLength(s, fname, "seqs") != n)
 			ereport(ERROR,
 					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 					 errmsg("ids and seqs of %s must be one-dimensional arrays of the same length",
 							fname)));
-		seqs = palloc(sizeof(int64) * Max(n, 1));
-		for (i = 0; i < n; i++)
-		{
-			seqs[i] = DatumGetInt64(seq_elems[i]);
-			CHECK_FOR_INTERRUPTS();
-		}
+		FbfArrayInt64s(s, fname, "seqs", &seqs);
 	}
+	FbfArrayElements(a, fname, "ids", &ids);
 
 	/* every id's anchor, from its identity computed here */
 	anchors = palloc(sizeof(int32) * Max(n, 1));
@@ -462,10 +452,7 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 	FbfClaim(FbfCitusLocalShard(shell, Int32GetDatum(anchor), INT4OID),
 			 typid, n, ids, seqs, claimed);
 
-	answers = palloc(sizeof(Datum) * Max(n, 1));
-	for (i = 0; i < n; i++)
-		answers[i] = BoolGetDatum(claimed[i]);
-	PG_RETURN_ARRAYTYPE_P(make_array(answers, n, BOOLOID));
+	PG_RETURN_ARRAYTYPE_P(FbfAnswersArray(claimed, n));
 }
 
 /*

@@ -132,14 +132,14 @@ is($node->safe_psql('postgres', q{
 	SELECT fbf_counter_value('c', 'k')}),
 	"1|f|t|t\n2", 'nothing of the signalled batches applied');
 
-# the largest batch of claims: one allocation of its sorted claims (1 GB),
-# refused as such (54000), not as an internal error (the ids take 128 MB)
+# a batch of claims over the limit (4,194,304 ids) is refused (54000)
+# from its array's dimensions, before its ids are read
 my ($cap_out, $cap_err) = ('', '');
 $node->psql('postgres', q{
-	SELECT fbf_claim('d', array_fill(1::bigint, ARRAY[16777216]))},
+	SELECT fbf_claim('d', array_fill(1::bigint, ARRAY[4194305]))},
 	stdout => \$cap_out, stderr => \$cap_err);
-like($cap_err, qr/too many ids in one call of fbf_claim: 16777216/,
-	'a batch of claims past 1 GB is refused');
+like($cap_err, qr/ids of fbf_claim has 4194305 elements, more than the 4194304 a batch may have/,
+	'a batch of claims over the limit is refused');
 
 $node->stop;
 done_testing();
