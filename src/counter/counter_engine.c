@@ -230,7 +230,6 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		  const FbfWindowKeying *keying, bool track_mismatch, bool *applied,
 		  FbfApplyTally *tally)
 {
-	static const FbfHashKey no_key = {0, 0};
 	const FbfWindowOp *hashed = ops->hashed;
 	bool		recorded = false;
 	int			i;
@@ -279,7 +278,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 										 ops->deltas[i]);
 			delta_op.has_public = hashed[i].has_public;
 			if (delta_op.has_public)
-				delta_op.public_hash = FbfDeltaHash(&no_key,
+				delta_op.public_hash = FbfDeltaHash(&keying->public_key,
 													&hashed[i].public_hash,
 													ops->deltas[i]);
 			if (r == FBF_OP_APPLIED)

@@ -113,7 +113,8 @@ typedef enum FbfOpResult
 /*
  * How a window hashes identities (window_key.c, FbfWindowGetKeying): under
  * its secret key, and, while it may still hold operations recorded before
- * it had one, under the public hash as well.  A caller reads it once per
+ * it had one (or before it gave up the fixed key of fbf.fixed_window_keys),
+ * under the public hash (or that key) as well.  A caller reads it once per
  * call, with RowExclusiveLock on the table, hashes its identities with
  * FbfWindowHashIdentity and passes it to FbfWindowApply, which refuses
  * (FBF_OP_REKEYED) if the key changed meanwhile.
@@ -123,6 +124,9 @@ typedef struct FbfWindowKeying
 	FbfHashKey	key;			/* zero: the public hash */
 	bool		public_too;		/* also look identities up under the public
 								 * hash */
+	FbfHashKey	public_key;		/* with public_too, the key those lookups
+								 * hash under: zero (the public hash), or
+								 * the fixed key the window gave up */
 	bool		keyless_too;	/* also look up the identity 1.0 gave keyed
 								 * operations (window_legacy.c) */
 } FbfWindowKeying;

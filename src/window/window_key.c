@@ -45,6 +45,21 @@
  *	   and two periods later (no earlier than a 1.0 window's frozen filters
  *	   are checked), after which the public hash is not asked any more.
  *
+ * The fixed key.  A window keyed while fbf.fixed_window_keys is on takes
+ * a key this file spells out: as public as the public hash.  Once the
+ * setting is off, its refresh gives it up in the same two steps, the
+ * fixed key standing for the public hash: step 1 takes a random key, notes
+ * keyed_at and sets FBF_META_FIXED_PUBLIC in the metapage's flags, which
+ * makes the public lookups hash under the fixed key (FbfWindowKeyingOf:
+ * keying->public_key); step 2 ends them as above.  The flag is cleared by
+ * a later refresh once public_until has passed.  The step waits while the
+ * window still asks the public hash or a 1.0 window's frozen filters
+ * (both take the public hash): the window asks one other hashing at a
+ * time.  A window is recognised by its key alone, which a random key
+ * equals with probability 2^-128; with the setting on, nothing is changed.
+ * Everything is in the metapage, logged whole by FbfWindowLogMeta, so
+ * replay and standbys need nothing more.
+ *
  * Streams.  An operation numbered in a stream (a client's seq) also gets
  * its stream's id under the key (FbfWindowHashStream); a window without a
  * key of its own keeps no streams, and one still asking the public hash
@@ -77,6 +92,10 @@ static bool fbf_fixed_window_keys = false;
 #define FBF_FIXED_WINDOW_KEY0	UINT64CONST(0x7473657466626600)	/* "\0fbftest" */
 #define FBF_FIXED_WINDOW_KEY1	UINT64CONST(0x79656b6465786966)	/* "fixedkey" */
 
+static const FbfHashKey fixed_window_key = {
+	FBF_FIXED_WINDOW_KEY0, FBF_FIXED_WINDOW_KEY1
+};
+
 void
 FbfWindowKeyInit(void)
 {
@@ -95,8 +114,7 @@ FbfWindowNewKey(FbfHashKey *key)
 
 	if (fbf_fixed_window_keys)
 	{
-		key->k0 = FBF_FIXED_WINDOW_KEY0;
-		key->k1 = FBF_FIXED_WINDOW_KEY1;
+		*key = fixed_window_key;
 		return;
 	}
 	do
@@ -121,9 +139,13 @@ void
 FbfWindowKeyingOf(const FbfWindowMetaPageData *meta, int64 now,
 				  FbfWindowKeying *keying)
 {
+	static const FbfHashKey public_hash = {0, 0};
+
 	keying->key = meta->key;
 	keying->public_too = fbf_hash_key_is_set(&meta->key) &&
 		now < meta->public_until;
+	keying->public_key = (meta->flags & FBF_META_FIXED_PUBLIC) != 0 ?
+		fixed_window_key : public_hash;
 	keying->keyless_too = meta->legacy.keyless && now < meta->legacy.until;
 }
 
@@ -143,7 +165,8 @@ FbfWindowGetKeying(Relation index, FbfWindowKeying *keying)
 
 /*
  * An identity's bytes as the window is asked about them: hashed under the
- * key, and as `keying` says under the public hash too.  `keyless` (may be
+ * key, and as `keying` says under the public hash (or the fixed key the
+ * window gave up) too.  `keyless` (may be
  * NULL) is the identity 1.0 gave the same operation, looked up while a 1.0
  * window's operations may still be held.
  */
@@ -155,7 +178,7 @@ FbfWindowHashIdentity(const FbfWindowKeying *keying, const void *bytes,
 	op->hash = fbf_hash_keyed(&keying->key, bytes, len);
 	op->has_public = keying->public_too;
 	if (op->has_public)
-		op->public_hash = fbf_hash_bytes(bytes, len);
+		op->public_hash = fbf_hash_keyed(&keying->public_key, bytes, len);
 	op->has_keyless = keying->keyless_too && keyless != NULL;
 	if (op->has_keyless)
 		op->keyless = fbf_hash_bytes(keyless, keyless_len);
@@ -239,12 +262,23 @@ public_entries_left(Relation index, const FbfWindowMetaPageData *meta)
 }
 
 /*
+ * Does the window still ask a hashing other than its key's: the public
+ * hash (or the fixed key it gave up), or a 1.0 window's frozen filters?
+ */
+static bool
+asks_other_hashing(const FbfWindowMetaPageData *meta, int64 now)
+{
+	return now < meta->public_until || now < meta->legacy.until;
+}
+
+/*
  * Take the window a step towards having a key of its own (see the file
  * header), at window time `now`: `key` (NULL: a random one) if it has
- * none; an end to the public lookups once no public entry is left on a
- * chain.  Returns true if *meta changed; the caller logs it.  The caller
- * holds the metapage exclusively, on a window of the current storage
- * version.
+ * none, or, with fbf.fixed_window_keys off, a random one for the fixed key
+ * once it asks no other hashing; an end to the public lookups once no
+ * public entry is left on a chain.  Returns true if *meta changed; the
+ * caller logs it.  The caller holds the metapage exclusively, on a window
+ * of the current storage version.
  */
 bool
 FbfWindowKeyStep(Relation index, FbfWindowMetaPageData *meta, int64 now,
@@ -252,8 +286,20 @@ FbfWindowKeyStep(Relation index, FbfWindowMetaPageData *meta, int64 now,
 {
 	bool		changed = false;
 
-	if (!fbf_hash_key_is_set(&meta->key))
+	/* the fixed key's lookups are over: the public hash is the core's */
+	if ((meta->flags & FBF_META_FIXED_PUBLIC) != 0 &&
+		now >= meta->public_until)
 	{
+		meta->flags &= ~FBF_META_FIXED_PUBLIC;
+		changed = true;
+	}
+	if (!fbf_hash_key_is_set(&meta->key) ||
+		(key == NULL && !fbf_fixed_window_keys &&
+		 FbfWindowKeysEqual(&meta->key, &fixed_window_key) &&
+		 !asks_other_hashing(meta, now)))
+	{
+		if (fbf_hash_key_is_set(&meta->key))
+			meta->flags |= FBF_META_FIXED_PUBLIC;
 		if (key != NULL)
 			meta->key = *key;
 		else
@@ -308,6 +354,7 @@ FbfWindowAdoptKey(FbfWindowMetaPageData *new, const FbfHashKey *key,
 		FbfWindowNewKey(&new->key);
 	new->keyed_at = 0;
 	new->public_until = 0;
+	new->flags &= ~FBF_META_FIXED_PUBLIC;
 	if (!fbf_hash_key_is_set(key) || public_too)
 		FbfWindowKeepPublic(new, now);
 }
@@ -318,7 +365,10 @@ FbfWindowAdoptKey(FbfWindowMetaPageData *new, const FbfHashKey *key,
  * window without a key takes the snapshot's (FbfWindowKeyStep), and the
  * public hash is asked for as long as public operations the snapshot
  * brings may be held.  Returns false, changing nothing, if both have keys
- * and they differ: their bits cannot be told apart once merged.  *changed
+ * and they differ: their bits cannot be told apart once merged; likewise
+ * for a snapshot under the public hash while the window still asks the
+ * fixed key it gave up, not the public hash (a keyed snapshot's public
+ * operations are then that window's own, under the fixed key).  *changed
  * says whether *meta changed; the caller logs it before merging.  The
  * caller holds the metapage exclusively.
  */
@@ -341,6 +391,14 @@ FbfWindowMergeKey(Relation index, FbfWindowMetaPageData *meta,
 	}
 	else if (!fbf_hash_key_is_set(&meta->key))
 		return true;			/* both under the public hash */
+	else if ((meta->flags & FBF_META_FIXED_PUBLIC) != 0 &&
+			 now < meta->public_until)
+		return false;
+	if ((meta->flags & FBF_META_FIXED_PUBLIC) != 0 && now >= meta->public_until)
+	{
+		meta->flags &= ~FBF_META_FIXED_PUBLIC;
+		*changed = true;
+	}
 	FbfWindowKeepPublic(meta, now);
 	*changed |= meta->public_until != before;
 	return true;

@@ -221,6 +221,11 @@ typedef struct FbfWindowMetaPageData
 typedef FbfWindowMetaPageData *FbfWindowMetaPage;
 
 #define FBF_META_CAPPED			0x0001	/* AIMD wanted to grow but a cap bit */
+#define FBF_META_FIXED_PUBLIC	0x0002	/* the operations recorded before
+										 * keyed_at (looked up until
+										 * public_until) are hashed under
+										 * fbf.fixed_window_keys' key, not
+										 * the public hash (window_key.c) */
 
 /*
  * What a window's pages carry, beyond the 1.0 format.  A window written by
