@@ -134,7 +134,10 @@ $node->safe_psql('postgres', q{
 	ALTER SYSTEM SET fbf.max_filter_size = '64kB';
 	SELECT pg_reload_conf();
 	SELECT fbf_create_counter_table('sat', retention => '10 min', nbits => 1024, nhashes => 3,
-									npast => 1, shards => 1)});
+									npast => 1, shards => 1);
+	-- a filter that takes everything, saturated: only at_capacity = dismiss
+	-- lets it (the default refuses what is over the role's share)
+	ALTER INDEX sat_fbf SET (at_capacity = 'dismiss')});
 my $s = stats('sat');
 is($s->{learning}, 'f', 'a new counter\'s streams are exact from the start');
 cmp_ok($s->{capacity}, '>=', 16384, "stream capacity from fbf.max_streams ($s->{capacity})");
