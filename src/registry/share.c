@@ -198,53 +198,6 @@ count_active(FbfShareTable *t)
 	}
 }
 
-/*
- * Move the table to the window's period `epoch`: the counts of the period
- * before become `prev` if it is the next one, else everything is
- * forgotten but what is in flight.
- */
-static void
-roll(FbfShareTable *t, int64 epoch)
-{
-	bool		next = epoch == t->epoch + 1;
-	int			s;
-
-	for (s = 0; s <= OTHERS_SLOT; s++)
-	{
-		t->units[s].prev = next ? t->units[s].fill : 0;
-		t->units[s].fill = 0;
-	}
-	t->fill = 0;
-	t->epoch = epoch;
-	count_active(t);
-}
-
-/* the slot of `unit`, claiming a free one, else the others' slot */
-static int
-unit_slot(FbfShareTable *t, uint64 unit)
-{
-	int			start = (int) (unit % FBF_SHARE_UNITS);
-	int			free_slot = -1;
-	int			i;
-
-	for (i = 0; i < FBF_SHARE_UNITS; i++)
-	{
-		int			s = (start + i) % FBF_SHARE_UNITS;
-
-		if (t->units[s].unit == unit)
-			return s;
-		if (free_slot < 0 && t->units[s].unit == 0)
-			free_slot = s;
-	}
-	if (free_slot < 0)
-		return OTHERS_SLOT;
-	t->units[free_slot].unit = unit;
-	t->units[free_slot].fill = 0;
-	t->units[free_slot].prev = 0;
-	t->units[free_slot].in_flight = 0;
-	return free_slot;
-}
-
 /* give back `entries` of a slot's in-flight charge (the table's lock held) */
 static void
 release(FbfShareTable *t, int slot, int64 entries)
@@ -282,6 +235,55 @@ sweep_prepared(FbfShareTable *t)
 			row->xid = InvalidTransactionId;
 		}
 	}
+}
+
+/*
+ * Move the table to the window's period `epoch`: the counts of the period
+ * before become `prev` if it is the next one, else everything is
+ * forgotten but what is in flight; prepared transactions that ended give
+ * back their charge, so that none keeps its unit counted for long.
+ */
+static void
+roll(FbfShareTable *t, int64 epoch)
+{
+	bool		next = epoch == t->epoch + 1;
+	int			s;
+
+	for (s = 0; s <= OTHERS_SLOT; s++)
+	{
+		t->units[s].prev = next ? t->units[s].fill : 0;
+		t->units[s].fill = 0;
+	}
+	t->fill = 0;
+	t->epoch = epoch;
+	sweep_prepared(t);
+	count_active(t);
+}
+
+/* the slot of `unit`, claiming a free one, else the others' slot */
+static int
+unit_slot(FbfShareTable *t, uint64 unit)
+{
+	int			start = (int) (unit % FBF_SHARE_UNITS);
+	int			free_slot = -1;
+	int			i;
+
+	for (i = 0; i < FBF_SHARE_UNITS; i++)
+	{
+		int			s = (start + i) % FBF_SHARE_UNITS;
+
+		if (t->units[s].unit == unit)
+			return s;
+		if (free_slot < 0 && t->units[s].unit == 0)
+			free_slot = s;
+	}
+	if (free_slot < 0)
+		return OTHERS_SLOT;
+	t->units[free_slot].unit = unit;
+	t->units[free_slot].fill = 0;
+	t->units[free_slot].prev = 0;
+	t->units[free_slot].in_flight = 0;
+	return free_slot;
 }
 
 /*
