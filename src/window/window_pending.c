@@ -709,8 +709,12 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 		grow = &grow_dummy;
 
 	/*
-	 * Only while the window can grow (it is not at fbf.max_filter_size)
-	 * and the entries are young: half the
+	 * Only while the window can grow (it is not at fbf.max_filter_size),
+	 * or, at its cap, while it refuses what it cannot take (at_capacity =
+	 * refuse: the shares of its capacity keep a period's operations within
+	 * what its bits hold, so entries put off wait at most for the next
+	 * refresh's empty future filter), and only while the entries are
+	 * young: half the
 	 * age at which they must leave the chain before the commit log forgets
 	 * them (FbfWindowApply drains such a chain at once), so that a window
 	 * that never grows still gets its entries drained, by VACUUM if by
@@ -724,7 +728,8 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 	{
 		FullTransactionId floor = FbfChainFloor(chain);
 
-		may_defer = FbfWindowPartsAtCap(meta) > meta->nparts &&
+		may_defer = (FbfWindowPartsAtCap(meta) > meta->nparts ||
+					 FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE) &&
 			(!FullTransactionIdIsValid(floor) ||
 			 U64FromFullTransactionId(ReadNextFullTransactionId()) -
 			 U64FromFullTransactionId(floor) < FBF_PENDING_DRAIN_AGE / 2);
