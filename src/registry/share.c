@@ -23,23 +23,28 @@
  *	  (per_period: what the window takes per period under its target once
  *	  grown as far as fbf.max_filter_size lets it; a window below its cap
  *	  grows for the load, its drains waiting for the bits rather than
- *	  saturating them, window/window_pending.c).  The `n` units active in this period or the one before (or
- *	  holding entries in flight) each have a share of 1 / n of it.  Within
- *	  its share a unit is always admitted.  Beyond it, only while the
- *	  shares everyone holds (what each took, at least its share) leave
- *	  room: so the period takes no more than the window's capacity while the
- *	  units stay the same, and no unit within its share is refused.  A unit
- *	  that first appears during a period while the others hold everything
- *	  takes its share beyond the capacity for that period only (the others'
- *	  shares shrink from the next operation on).
+ *	  saturating them, window/window_pending.c).  The `n` units active in
+ *	  this period or the one before (or holding entries in flight) each
+ *	  have a share of 1 / n of it.  Within its share a unit is always
+ *	  admitted.  Beyond it, only into room no other unit needs: each holds
+ *	  what it took this period, and up to its share what it took the
+ *	  period before (what it will likely take again).  So a unit alone, or
+ *	  beside light ones, may use what they leave, and no unit within its
+ *	  share is refused; the period takes more than its capacity only by
+ *	  what units take beyond their last period's within their shares (a
+ *	  newcomer, or one whose load grows), for that period.
  *	- in flight: a unit's open and prepared transactions hold at most
  *	  FBF_SHARE_IN_FLIGHT of the chains' entries over n: even a unit alone
- *	  leaves room for the next ones.  Charged when an entry is
- *	  recorded, released when its transaction ends (the transaction
- *	  callback below); a prepared transaction's charge moves to the table
- *	  with its xid and is released once the xid is no longer in progress,
- *	  looked at when the unit would be refused.
- *
+ *	  leaves room for the next ones.  Charged when an entry is recorded,
+ *	  released when its transaction ends (the transaction callback below);
+ *	  a prepared transaction's charge moves to the table with its xid and
+ *	  is released once the xid is no longer in progress, looked at when the
+ *	  unit would be refused and when the period rolls.
+ *	- a transaction that aborts gives back what its operations took of the
+ *	  period, if the period is still the same: they never reach the bits.
+ *	  (A rolled back subtransaction's operations stay charged until the
+ *	  transaction ends.)
+
  * Nothing here is durable: a restart starts every count at zero, and the
  * entries of transactions prepared before it are charged to no one.  A
  * counter without a table (FBF_SHARE_TABLES counters are charging and
@@ -48,9 +53,10 @@
  * Locks: the first lock of the tranche "fbf shares" guards which counter
  * holds which table (exclusive to give or take one; a backend caches the
  * answer with the table's generation and checks it under the table's
- * lock); each table's own lock guards its contents.  Never held together,
- * and nothing else is taken under them but ProcArrayLock (share), by
- * TransactionIdIsInProgress.
+ * lock); each table's own lock guards its contents.  A table's lock may
+ * be taken under the first (to give the table to a counter, or take it
+ * back), never the other way round; nothing else is taken under them but
+ * ProcArrayLock (share), by TransactionIdIsInProgress.
  *
  *-------------------------------------------------------------------------
  */
@@ -132,13 +138,19 @@ typedef struct ShareCacheEntry
 
 static HTAB *share_cache = NULL;
 
-/* what the current transaction holds in flight, released at its end */
+/*
+ * What the current transaction holds in flight, released at its end, and
+ * what its operations took of their period, given back if it aborts (its
+ * operations never reach the bits) and the period is still the same.
+ */
 typedef struct ShareHeld
 {
 	int			table;
 	uint64		generation;
 	int			slot;
 	int64		entries;
+	int64		epoch;			/* the period of `fill` */
+	double		fill;
 } ShareHeld;
 
 static ShareHeld *held = NULL;
@@ -198,15 +210,24 @@ count_active(FbfShareTable *t)
 	}
 }
 
-/* give back `entries` of a slot's in-flight charge (the table's lock held) */
+/*
+ * Give back `entries` of a slot's in-flight charge, and `fill` of what it
+ * took of the period `epoch` if that is still the table's (the table's lock
+ * held).
+ */
 static void
-release(FbfShareTable *t, int slot, int64 entries)
+release(FbfShareTable *t, int slot, int64 entries, int64 epoch, double fill)
 {
 	FbfShareUnit *u = &t->units[slot];
 	bool		was = unit_active(u);
 
 	u->in_flight -= Min(entries, u->in_flight);
 	t->in_flight -= Min(entries, t->in_flight);
+	if (epoch == t->epoch)
+	{
+		u->fill -= Min(fill, u->fill);
+		t->fill -= Min(fill, t->fill);
+	}
 	if (was && !unit_active(u))
 	{
 		t->nactive--;
@@ -231,7 +252,7 @@ sweep_prepared(FbfShareTable *t)
 		if (TransactionIdIsValid(row->xid) &&
 			!TransactionIdIsInProgress(row->xid))
 		{
-			release(t, row->slot, row->entries);
+			release(t, row->slot, row->entries, 0, 0);
 			row->xid = InvalidTransactionId;
 		}
 	}
@@ -427,7 +448,8 @@ share_xact_callback(XactEvent event, void *arg)
 			}
 		}
 		if (!kept)
-			release(t, held[h].slot, held[h].entries);
+			release(t, held[h].slot, held[h].entries, held[h].epoch,
+					event == XACT_EVENT_ABORT ? held[h].fill : 0);
 		LWLockRelease(t->lock);
 	}
 	nheld = 0;
@@ -449,9 +471,14 @@ reserve_held(void)
 	}
 }
 
-/* remember that this transaction holds `entries` more of a slot */
+/*
+ * Remember that this transaction holds `entries` more of a slot, and took
+ * `fill` more of the period `epoch` (only the latest period's is kept: an
+ * earlier one's has rolled into the slot's `prev`).
+ */
 static void
-hold(int table, uint64 generation, int slot, int64 entries)
+hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
+	 double fill)
 {
 	int			h;
 
@@ -459,17 +486,26 @@ hold(int table, uint64 generation, int slot, int64 entries)
 	{
 		if (held[h].table == table && held[h].slot == slot &&
 			held[h].generation == generation)
-		{
-			held[h].entries += entries;
-			return;
-		}
+			break;
 	}
-	Assert(nheld < maxheld);
-	held[nheld].table = table;
-	held[nheld].generation = generation;
-	held[nheld].slot = slot;
-	held[nheld].entries = entries;
-	nheld++;
+	if (h == nheld)
+	{
+		Assert(nheld < maxheld);
+		held[h].table = table;
+		held[h].generation = generation;
+		held[h].slot = slot;
+		held[h].entries = 0;
+		held[h].epoch = epoch;
+		held[h].fill = 0;
+		nheld++;
+	}
+	held[h].entries += entries;
+	if (held[h].epoch != epoch)
+	{
+		held[h].epoch = epoch;
+		held[h].fill = 0;
+	}
+	held[h].fill += fill;
 }
 
 /* a refusal: what it was judged by */
@@ -521,8 +557,9 @@ judge_in_flight(FbfShareTable *t, int slot, const FbfShareDemand *demand,
 
 /*
  * The period's new operations: within its share of the period's capacity,
- * or beyond it into room that no unit's share needs (each unit holds what
- * it took, at least its share).
+ * or beyond it into room no other unit needs: each holds what it took this
+ * period, and what it took the period before up to its share (what it
+ * will likely take again).
  */
 static void
 judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
@@ -538,8 +575,10 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 		return;
 	for (s = 0; s <= OTHERS_SLOT; s++)
 	{
-		if (s != slot && unit_active(&t->units[s]))
-			reserved += Max(t->units[s].fill, share);
+		const FbfShareUnit *v = &t->units[s];
+
+		if (s != slot && unit_active(v))
+			reserved += Max(v->fill, Min(v->prev, share));
 	}
 	if (reserved + u->fill + cost > 1.0)
 		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, share,
@@ -562,6 +601,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	uint64		generation;
 	int			table;
 	int			slot;
+	int64		epoch;
+	double		cost = 1.0 / demand->per_period;
 
 	memset(standing, 0, sizeof(*standing));
 	standing->verdict = FBF_SHARE_ADMITTED;
@@ -602,8 +643,6 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
 	{
-		double		cost = 1.0 / demand->per_period;
-
 		t->fill += cost;
 		u->fill += cost;
 		u->in_flight += demand->entries;
@@ -616,10 +655,11 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		if (slot < OTHERS_SLOT)
 			u->unit = 0;
 	}
+	epoch = t->epoch;
 	LWLockRelease(t->lock);
 
-	if (standing->verdict == FBF_SHARE_ADMITTED && demand->entries > 0)
-		hold(table, generation, slot, demand->entries);
+	if (standing->verdict == FBF_SHARE_ADMITTED)
+		hold(table, generation, slot, demand->entries, epoch, cost);
 	return standing->verdict;
 }
 

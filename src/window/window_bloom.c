@@ -616,14 +616,18 @@ bloom_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 }
 
 /*
- * New operations one Bloom partition page takes in a period at the
- * target: the count past which its future lane is overfull
- * (bloom_derive_meta).
+ * A Bloom page's capacity per period is this part of the count past which
+ * its future lane is overfull (bloom_derive_meta, where the steady state
+ * reaches the target): a tenth fewer elements per filter is a third of
+ * the false positives with ten hashes.
  */
+#define BLOOM_CAPACITY_PART		0.9
+
+/* New operations one Bloom partition page takes in a period (above). */
 static double
 bloom_page_capacity(const FbfWindowMetaPageData *meta)
 {
-	return meta->overfull;
+	return BLOOM_CAPACITY_PART * meta->overfull;
 }
 
 /* fbf_counter_stats of a Bloom window: its bits and hash functions */

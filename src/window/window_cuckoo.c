@@ -248,7 +248,8 @@ cuckoo_contains(Relation index, const FbfWindowMetaPageData *meta,
 /*
  * The cuckoo store of a drain round (FbfFilterRoutine.store): each
  * committed entry targeted this round is stored with cwin_block_insert, as
- * of the current epoch, in the page's copy; an entry its block refuses
+ * of the current epoch, in the page's copy; an entry its block refuses,
+ * or, with may_defer, one its block has no room for under the target,
  * stays on the pending page (never dropped, whether or not the drain may
  * put entries off) and makes this return true: the window must grow.  An
  * annex (never targeted) goes with its entry (FbfPendingKeepAnnexes).  One
@@ -268,6 +269,8 @@ cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 	Buffer		bufs[FBF_DRAIN_MAX_PAGES];
 	Page		copies[FBF_DRAIN_MAX_PAGES];
 	bool		full = false;
+	uint32		live[FBF_DRAIN_MAX_PAGES];
+	double		limit;
 	FbfXLogState *state;
 	Page		pcopy;
 	FbfPendingEntry *out;
@@ -288,7 +291,19 @@ cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 										  FBF_XLOG_FULL_IMAGE : 0);
 	}
 
-	/* store them (in the copies, applied and logged at once) */
+	/* what each block holds, against what it holds under the target */
+	limit = meta->target_fpp / cwin_fpp(&layout, 1.0, 0);
+	for (b = 0; b < nblocks; b++)
+		live[b] = cwin_block_live(block_of(copies[b]), &epochs);
+
+	/*
+	 * Store them (in the copies, applied and logged at once).  With
+	 * may_defer, a block holding what it may under the target takes no
+	 * more: the entry waits, as a refused one does, for the window to grow
+	 * (or, at its cap, for room), rather than raise the block's false
+	 * positives past the target for as long as its entries live (a split
+	 * spreads the entries, but what they cost in fingerprint bits stays).
+	 */
 	for (i = 0; i < n; i++)
 	{
 		FbfHash		h;
@@ -298,11 +313,19 @@ cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			continue;
 		for (b = 0; blocks[b] != target[i]; b++)
 			;
+		if (may_defer && live[b] + 1 > limit)
+		{
+			full = true;		/* stays pending, as below */
+			continue;
+		}
 		h.h1 = entries[i].h1;
 		h.h2 = entries[i].h2;
 		cwin_key(&layout, &epochs, &h, &key);
 		if (cwin_block_insert(&layout, block_of(copies[b]), &epochs, &key) >= 0)
+		{
 			keep[i] = 0;
+			live[b]++;
+		}
 		else
 			full = true;		/* stays pending; the window must grow */
 	}
@@ -436,10 +459,17 @@ cuckoo_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 }
 
 /*
- * New operations one cuckoo block takes in a period: the live entries it
- * holds under the target (a lookup's false positives grow with them, the
- * same for every epoch's: cwin_fpp), within a plan's load of its slots,
- * over the live epochs its entries stay for.
+ * A cuckoo block's capacity is this part of the live entries it holds at
+ * the target: its false positives grow in proportion to them (cwin_fpp),
+ * not as a power, so the margin a Bloom page has at nine tenths of its
+ * count takes half here.
+ */
+#define CUCKOO_CAPACITY_PART	0.5
+
+/*
+ * New operations one cuckoo block takes in a period: its part (above) of
+ * the live entries it holds under the target, within a plan's load of its
+ * slots, over the live epochs its entries stay for.
  */
 static double
 cuckoo_page_capacity(const FbfWindowMetaPageData *meta)
@@ -450,7 +480,7 @@ cuckoo_page_capacity(const FbfWindowMetaPageData *meta)
 	FbfCuckooLayout(meta, &layout);
 	live = Min(CWIN_PLAN_LOAD * cwin_nslots(&layout),
 			   meta->target_fpp / cwin_fpp(&layout, 1.0, 0));
-	return live / Max(meta->nlive, 1);
+	return CUCKOO_CAPACITY_PART * live / Max(meta->nlive, 1);
 }
 
 /*

@@ -155,8 +155,10 @@ typedef struct FbfFilterRoutine
 	 * What the window can take, the basis of the shares of its capacity
 	 * (src/counter/README.md, "Shares"): the partitions it has once grown
 	 * as far as `max_pages` pages let it (meta->nparts if it cannot grow),
-	 * and the new operations one partition page takes in one period at
-	 * the target.
+	 * and the new operations one partition page takes in one period under
+	 * the target, with a margin: filled to it period after period, the
+	 * window's estimate stays near a third to a half of its target, so
+	 * that sharing it never makes it capped.
 	 */
 	uint32		(*parts_at_cap) (const FbfWindowMetaPageData *meta,
 								 uint64 max_pages);

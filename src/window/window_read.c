@@ -83,15 +83,6 @@ FbfWindowCounts(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /*
- * A window's capacity per period is this part of what its pages take at
- * the target: filled to it period after period, its estimate stays well
- * under the target (a tenth fewer elements per filter is a third of the
- * false positives with ten hashes), so that sharing it never makes the
- * window capped.
- */
-#define FBF_CAPACITY_HEADROOM	0.9
-
-/*
  * What the window `meta` can take (FbfWindowCapacity): its period's new
  * operations under the target once grown as far as fbf.max_filter_size
  * lets it, and the entries its chains hold.
@@ -100,8 +91,8 @@ void
 FbfWindowCapacityOf(const FbfWindowMetaPageData *meta, FbfWindowCapacity *cap)
 {
 	cap->epoch = meta->epoch;
-	cap->per_period = FBF_CAPACITY_HEADROOM *
-		FbfFilterRoutineOf(meta)->page_capacity(meta) * FbfWindowPartsAtCap(meta);
+	cap->per_period = FbfFilterRoutineOf(meta)->page_capacity(meta) *
+		FbfWindowPartsAtCap(meta);
 	cap->in_flight = (double) meta->nchains * FBF_MAX_PENDING_PAGES *
 		FBF_PENDING_CAPACITY;
 }
