@@ -156,6 +156,13 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 							 &standing);
 	if (verdict == FBF_SHARE_ADMITTED)
 		return;
+	if (verdict == FBF_SHARE_NO_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no share of counter filter \"%s\"'s capacity can be counted now",
+						RelationGetRelationName(index)),
+				 errdetail("Every share table of the server is held by counters with operations in flight."),
+				 errhint("Retry the operation; commit or roll back transactions left open on other counters.")));
 
 	if (demand.pooled)
 		who = NULL;

@@ -85,7 +85,9 @@ typedef enum FbfShareVerdict
 	FBF_SHARE_ADMITTED,
 	FBF_SHARE_OVER_RATE,		/* the unit is over its share of the
 								 * period's new operations */
-	FBF_SHARE_OVER_IN_FLIGHT	/* its transactions hold their share of the
+	FBF_SHARE_OVER_IN_FLIGHT,	/* its transactions hold their share of the
+								 * entries in flight */
+	FBF_SHARE_NO_TABLE			/* every share table is held by counters with
 								 * entries in flight */
 } FbfShareVerdict;
 

@@ -26,11 +26,13 @@
  *	  saturating them, window/window_pending.c).  The `n` units active in
  *	  this period or the one before (or holding entries in flight) each
  *	  have a share of 1 / n of it.  Within its share a unit is always
- *	  admitted.  Beyond it, only into room no other unit needs: each holds
+ *	  admitted.  Beyond it, only into room no other unit needs (each holds
  *	  what it took this period, and up to its share what it took the
- *	  period before (what it will likely take again).  So a unit alone, or
- *	  beside light ones, may use what they leave, and no unit within its
- *	  share is refused; the period takes more than its capacity only by
+ *	  period before: what it will likely take again) while the period
+ *	  stays under FBF_SHARE_BEYOND of its capacity.  So a unit alone, or
+ *	  beside light ones, may use much of what they leave, and no unit
+ *	  within its share is refused; the period takes more than its capacity
+ *	  only by
  *	  what units take beyond their last period's within their shares (a
  *	  newcomer, or one whose load grows), for that period.
  *	- in flight: a unit's open and prepared transactions hold at most
@@ -47,8 +49,9 @@
 
  * Nothing here is durable: a restart starts every count at zero, and the
  * entries of transactions prepared before it are charged to no one.  A
- * counter without a table (FBF_SHARE_TABLES counters are charging and
- * none can be evicted: each has entries in flight) is admitted unshared.
+ * counter that cannot have a table (FBF_SHARE_TABLES counters are charging
+ * and none can be given up: each has entries in flight) is refused
+ * (FBF_SHARE_NO_TABLE), never admitted unshared.
  *
  * Locks: the first lock of the tranche "fbf shares" guards which counter
  * holds which table (exclusive to give or take one; a backend caches the
@@ -78,12 +81,21 @@
 /* counters with a share table at once */
 #define FBF_SHARE_TABLES		512
 /* units one table tells apart; the rest share its last slot */
-#define FBF_SHARE_UNITS			64
+#define FBF_SHARE_UNITS			128
 /* prepared transactions whose in-flight charge a table keeps */
-#define FBF_SHARE_PREPARED		32
+#define FBF_SHARE_PREPARED		64
 
 /* the part of the chains' entries the units may hold in flight at all */
 #define FBF_SHARE_IN_FLIGHT		0.8
+
+/*
+ * A unit beyond its share takes what the others leave only while the
+ * period stays under this part of its capacity: a window kept full period
+ * after period by one unit's excess strays over its target (pages fuller
+ * than the mean, late drains), where units within their shares may still
+ * fill it.
+ */
+#define FBF_SHARE_BEYOND		0.75
 
 /* the slot of the units the table cannot tell apart */
 #define OTHERS_SLOT				FBF_SHARE_UNITS
@@ -430,11 +442,19 @@ share_xact_callback(XactEvent event, void *arg)
 			LWLockRelease(t->lock);
 			continue;
 		}
-		if (event == XACT_EVENT_PREPARE && TransactionIdIsValid(preparing_xid))
+		if (event == XACT_EVENT_PREPARE)
 		{
 			int			p;
 
-			for (p = 0; p < FBF_SHARE_PREPARED && !kept; p++)
+			/*
+			 * The charge stays with the prepared transaction: in a row of
+			 * its xid, made free of ended ones first, or, if every row is
+			 * held by one in progress, on its unit for good (until the
+			 * table is given up): never given back at PREPARE.
+			 */
+			sweep_prepared(t);
+			kept = true;
+			for (p = 0; p < FBF_SHARE_PREPARED && TransactionIdIsValid(preparing_xid); p++)
 			{
 				FbfSharePrepared *row = &t->prepared[p];
 
@@ -443,7 +463,7 @@ share_xact_callback(XactEvent event, void *arg)
 					row->xid = preparing_xid;
 					row->slot = held[h].slot;
 					row->entries = held[h].entries;
-					kept = true;
+					break;
 				}
 			}
 		}
@@ -580,7 +600,7 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 		if (s != slot && unit_active(v))
 			reserved += Max(v->fill, Min(v->prev, share));
 	}
-	if (reserved + u->fill + cost > 1.0)
+	if (reserved + u->fill + cost > 1.0 || t->fill + cost > FBF_SHARE_BEYOND)
 		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, share,
 			   demand->per_period);
 }
@@ -618,7 +638,11 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	{
 		table = find_table(dbid, relid, &generation);
 		if (table < 0)
-			return FBF_SHARE_ADMITTED;	/* no table: unshared */
+		{
+			/* none free: refused, never admitted unshared */
+			standing->verdict = FBF_SHARE_NO_TABLE;
+			return standing->verdict;
+		}
 		t = &Shares->tables[table];
 		LWLockAcquire(t->lock, LW_EXCLUSIVE);
 		if (t->generation == generation && t->dbid == dbid && t->relid == relid)
