@@ -161,10 +161,11 @@ SELECT reloptions FROM pg_class WHERE relname = 'shareme_fbf';
 SET ROLE regress_fbf_tenant;
 \set VERBOSITY terse
 SELECT count(*) FROM generate_series(1, 3000) g WHERE idempotent_increment('shareme', 'k1', 1, g, 1);
--- the role's share of this period is taken: a single new operation too
+-- the refused statement aborted: what it took of the period is given
+-- back, and one new operation applies
 SELECT idempotent_increment('shareme', 'k1', 9, 1, 1);
 RESET ROLE;
-SELECT fbf_counter_value('shareme', 'k1') AS nothing_applied;
+SELECT fbf_counter_value('shareme', 'k1') AS only_that_one;
 SELECT capped, estimated_fpp <= target_fpp AS within_target
 FROM fbf_counter_stats WHERE counter = 'shareme'::regclass;
 -- shared by key: the message names the key, and another key has its own share
