@@ -287,7 +287,8 @@ extern bool FbfLegacyContains(Relation index, const FbfWindowMetaPageData *meta,
 							  const FbfHash *hash);
 
 /* ---- window_split.c: splits and merges, growth at once ---- */
-extern bool FbfWindowSplitStart(Relation index, uint32 split, uint32 merge);
+extern bool FbfWindowSplitStart(Relation index, uint32 from, uint32 split,
+								uint32 merge);
 extern int	FbfWindowSplitStep(Relation index, int max_parts);
 extern FbfGrowth FbfWindowGrowNow(Relation index);
 

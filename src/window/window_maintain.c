@@ -188,7 +188,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	if (routine->split_load <= 0 || max_load > routine->split_load)
 		factor = routine->split_factor(&meta, rate, policy->increase_at,
 									   &capped_bits);
-	if (factor > 1 && FbfWindowSplitStart(index, factor, 0))
+	if (factor > 1 && FbfWindowSplitStart(index, meta.nparts, factor, 0))
 	{
 		FbfWindowSplitStep(index, split_batch());
 		if (routine->split_load > 0)
@@ -231,7 +231,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	/* fewer operations than the bits are for: merge back towards the plan */
 	if (factor <= 1 && routine->can_merge &&
 		routine->merge_factor(&meta, counts, rate, policy->decrease_at) > 1 &&
-		FbfWindowSplitStart(index, 0, 2))
+		FbfWindowSplitStart(index, meta.nparts, 0, 2))
 	{
 		FbfWindowSplitStep(index, split_batch());
 		ereport(LOG,

@@ -65,11 +65,14 @@
  * `merge`; the other is 0): take the pages for the new partitions from the
  * free run a previous split or merge left, else append them (with no
  * metapage lock held while they are written), and publish them in the
- * metapage.  Returns false if a split or merge is already under way (pages
- * appended are then left unused).
+ * metapage.  Returns false if a split or merge is already under way, or
+ * the window no longer has the `from` partitions the factor was chosen
+ * for (another backend grew it meanwhile: a second split by the same
+ * factor would take it past fbf.max_filter_size); pages appended are then
+ * left unused.
  */
 bool
-FbfWindowSplitStart(Relation index, uint32 split, uint32 merge)
+FbfWindowSplitStart(Relation index, uint32 from, uint32 split, uint32 merge)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
@@ -78,7 +81,8 @@ FbfWindowSplitStart(Relation index, uint32 split, uint32 merge)
 	uint32		need;
 
 	FbfWindowReadMeta(index, &meta);
-	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber)
+	if (meta.version != FBF_STORAGE_VERSION || meta.split_start != InvalidBlockNumber ||
+		meta.nparts != from)
 		return false;
 	/* a format that cannot merge (window_format.h: a cuckoo window) */
 	if (merge > 0 && !FbfFilterRoutineOf(&meta)->can_merge)
@@ -332,7 +336,7 @@ grow(Relation index, const FbfAimdPolicy *policy)
 		FbfWindowNoteCapped(index, true, policy);
 	if (factor <= 1)
 		return FBF_GROWTH_NONE;
-	if (!FbfWindowSplitStart(index, factor, 0))
+	if (!FbfWindowSplitStart(index, meta.nparts, factor, 0))
 		return FBF_GROWTH_LATER;
 	FbfWindowSplitStep(index, fbf_split_batch > 0 ? fbf_split_batch : INT_MAX);
 	ereport(LOG,
