@@ -607,12 +607,7 @@ bloom_merge_pages(Relation index, const FbfWindowMetaPageData *meta,
 static uint32
 bloom_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 {
-	uint64		parts = meta->nparts;
-
-	while (1 + (uint64) meta->nchains + parts * 2 <= max_pages &&
-		   parts * 2 <= PG_UINT32_MAX / 2)
-		parts *= 2;
-	return (uint32) parts;
+	return FbfWindowPartsWithin(meta->nparts, meta->nchains, max_pages, 2);
 }
 
 /*

@@ -450,18 +450,13 @@ cuckoo_split_factor(const FbfWindowMetaPageData *meta, double rate,
 static uint32
 cuckoo_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 {
-	uint64		parts = meta->nparts;
-
-	while (1 + (uint64) meta->nchains + parts * 3 <= max_pages &&
-		   parts * 2 <= PG_UINT32_MAX / 2)
-		parts *= 2;
-	return (uint32) parts;
+	return FbfWindowPartsWithin(meta->nparts, meta->nchains, max_pages, 3);
 }
 
 /*
  * A cuckoo block's capacity is this part of the live entries it holds at
  * the target: its false positives grow in proportion to them (cwin_fpp),
- * not as a power, so the margin a Bloom page has at nine tenths of its
+ * not as a power, so the margin a Bloom page has at three quarters of its
  * count takes half here.
  */
 #define CUCKOO_CAPACITY_PART	0.5

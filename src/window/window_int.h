@@ -43,6 +43,24 @@ FbfWindowCapPages(void)
 	return (uint64) fbf_max_filter_size_kb * 1024 / BLCKSZ;
 }
 
+/*
+ * The partitions `nparts` doubles to within `max_pages`, the metapage and
+ * `nchains` chains beside them, when a doubling needs `split_pages` times
+ * the partitions it starts from (2: the new ones; 3: the old ones beside
+ * the new): a format's FbfFilterRoutine.parts_at_cap.
+ */
+static inline uint32
+FbfWindowPartsWithin(uint32 nparts, uint32 nchains, uint64 max_pages,
+					 int split_pages)
+{
+	uint64		parts = nparts;
+
+	while (1 + (uint64) nchains + parts * split_pages <= max_pages &&
+		   parts * 2 <= PG_UINT32_MAX / 2)
+		parts *= 2;
+	return (uint32) parts;
+}
+
 /* fbf.split_batch: partitions a maintenance pass splits or merges, 0: all */
 extern int	fbf_split_batch;
 
