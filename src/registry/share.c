@@ -26,15 +26,13 @@
  *	  saturating them, window/window_pending.c).  The `n` units active in
  *	  this period or the one before (or holding entries in flight) each
  *	  have a share of 1 / n of it.  Within its share a unit is always
- *	  admitted.  Beyond it, only into room no other unit needs (each holds
- *	  what it took this period, and up to its share what it took the
- *	  period before: what it will likely take again) while the period
- *	  stays under FBF_SHARE_BEYOND of its capacity.  So a unit alone, or
- *	  beside light ones, may use much of what they leave, and no unit
- *	  within its share is refused; the period takes more than its capacity
- *	  only by
- *	  what units take beyond their last period's within their shares (a
- *	  newcomer, or one whose load grows), for that period.
+ *	  admitted.  Beyond it, up to the water level of max-min fairness
+ *	  over FBF_SHARE_BEYOND of the capacity, each other unit demanding what
+ *	  it took this period or the one before (judge_rate): light units may
+ *	  burst past 1/n, a heavy one takes what they leave.  So no unit within
+ *	  its share is refused, and the period takes more than its capacity
+ *	  only by what units take beyond their last period's within their
+ *	  shares (a newcomer, or one whose load grows), for that period.
  *	- in flight: a unit's open and prepared transactions hold at most
  *	  FBF_SHARE_IN_FLIGHT of the chains' entries over n: even a unit alone
  *	  leaves room for the next ones.  Charged when an entry is recorded,
@@ -89,11 +87,10 @@
 #define FBF_SHARE_IN_FLIGHT		0.8
 
 /*
- * A unit beyond its share takes what the others leave only while the
- * period stays under this part of its capacity: a window kept full period
- * after period by one unit's excess strays over its target (pages fuller
- * than the mean, late drains), where units within their shares may still
- * fill it.
+ * Beyond its share, a unit takes what the others leave of this part of the
+ * period's capacity (judge_rate): a window kept full period after period
+ * by one unit's excess strays over its target (pages fuller than the mean,
+ * late drains), where units within their shares may still fill it.
  */
 #define FBF_SHARE_BEYOND		0.75
 
@@ -575,11 +572,44 @@ judge_in_flight(FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	return true;
 }
 
+/* qsort comparator of doubles, ascending */
+static int
+double_cmp(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /*
- * The period's new operations: within its share of the period's capacity,
- * or beyond it into room no other unit needs: each holds what it took this
- * period, and what it took the period before up to its share (what it
- * will likely take again).
+ * The level at which `m` demands (sorted ascending), each cut at it, fill
+ * `room`: max-min fairness' water level.  Demands that all fit leave no
+ * level to cut at: 1.
+ */
+static double
+water_level(const double *demand, int m, double room)
+{
+	int			i;
+
+	for (i = 0; i < m; i++)
+	{
+		double		level = room / (m - i);
+
+		if (demand[i] >= level)
+			return level;
+		room -= demand[i];
+	}
+	return 1.0;
+}
+
+/*
+ * The period's new operations.  Within its share (1/n of the period's
+ * capacity) a unit is always admitted.  Beyond it, up to the water level
+ * of max-min fairness over FBF_SHARE_BEYOND of the capacity: each other
+ * unit demands what it took this period or the period before, whichever
+ * is more, and this one all it can get; so light units may burst far past
+ * 1/n while a heavy one takes only what they leave.
  */
 static void
 judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
@@ -588,7 +618,9 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	const FbfShareUnit *u = &t->units[slot];
 	double		share = 1.0 / standing->sharers;
 	double		cost = 1.0 / demand->per_period;
-	double		reserved = 0;
+	double		demands[FBF_SHARE_UNITS + 1];
+	double		level;
+	int			m = 0;
 	int			s;
 
 	if (u->fill + cost <= share)
@@ -598,10 +630,13 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 		const FbfShareUnit *v = &t->units[s];
 
 		if (s != slot && unit_active(v))
-			reserved += Max(v->fill, Min(v->prev, share));
+			demands[m++] = Max(v->fill, v->prev);
 	}
-	if (reserved + u->fill + cost > 1.0 || t->fill + cost > FBF_SHARE_BEYOND)
-		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, share,
+	demands[m++] = 2.0;			/* this unit: more than all there is */
+	qsort(demands, m, sizeof(double), double_cmp);
+	level = water_level(demands, m, FBF_SHARE_BEYOND);
+	if (u->fill + cost > level)
+		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, Max(share, level),
 			   demand->per_period);
 }
 

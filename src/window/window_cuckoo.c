@@ -246,6 +246,29 @@ cuckoo_contains(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /*
+ * A cuckoo block's capacity is this part of the live entries it holds at
+ * the target: its false positives grow in proportion to them (cwin_fpp),
+ * not as a power, so the margin a Bloom page has at three quarters of its
+ * count takes half here.
+ */
+#define CUCKOO_CAPACITY_PART	0.5
+
+/*
+ * The live entries a cuckoo block holds: its part (above) of those it
+ * holds at the target, within a plan's load of its slots.  Shares judge
+ * against it (cuckoo_page_capacity), and a drain that may put entries off
+ * stores no more in a block (cuckoo_store), so that a window growing for
+ * a load never holds, in the blocks it splits, more than it may keep.
+ */
+static double
+cuckoo_live_capacity(const FbfWindowMetaPageData *meta, const CwinLayout *layout)
+{
+	return CUCKOO_CAPACITY_PART *
+		Min(CWIN_PLAN_LOAD * cwin_nslots(layout),
+			meta->target_fpp / cwin_fpp(layout, 1.0, 0));
+}
+
+/*
  * The cuckoo store of a drain round (FbfFilterRoutine.store): each
  * committed entry targeted this round is stored with cwin_block_insert, as
  * of the current epoch, in the page's copy; an entry its block refuses,
@@ -291,18 +314,18 @@ cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 										  FBF_XLOG_FULL_IMAGE : 0);
 	}
 
-	/* what each block holds, against what it holds under the target */
-	limit = meta->target_fpp / cwin_fpp(&layout, 1.0, 0);
+	/* what each block holds, against what it may */
+	limit = cuckoo_live_capacity(meta, &layout);
 	for (b = 0; b < nblocks; b++)
 		live[b] = cwin_block_live(block_of(copies[b]), &epochs);
 
 	/*
 	 * Store them (in the copies, applied and logged at once).  With
-	 * may_defer, a block holding what it may under the target takes no
-	 * more: the entry waits, as a refused one does, for the window to grow
-	 * (or, at its cap, for room), rather than raise the block's false
-	 * positives past the target for as long as its entries live (a split
-	 * spreads the entries, but what they cost in fingerprint bits stays).
+	 * may_defer, a block holding what it may (cuckoo_live_capacity) takes
+	 * no more: the entry waits, as a refused one does, for the window to
+	 * grow (or, at its cap, for room), rather than raise the block's false
+	 * positives for as long as its entries live (a split spreads the
+	 * entries, but what they cost in fingerprint bits stays).
 	 */
 	for (i = 0; i < n; i++)
 	{
@@ -454,28 +477,16 @@ cuckoo_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 }
 
 /*
- * A cuckoo block's capacity is this part of the live entries it holds at
- * the target: its false positives grow in proportion to them (cwin_fpp),
- * not as a power, so the margin a Bloom page has at three quarters of its
- * count takes half here.
- */
-#define CUCKOO_CAPACITY_PART	0.5
-
-/*
- * New operations one cuckoo block takes in a period: its part (above) of
- * the live entries it holds under the target, within a plan's load of its
- * slots, over the live epochs its entries stay for.
+ * New operations one cuckoo block takes in a period: what it holds
+ * (cuckoo_live_capacity) over the live epochs its entries stay for.
  */
 static double
 cuckoo_page_capacity(const FbfWindowMetaPageData *meta)
 {
 	CwinLayout	layout;
-	double		live;
 
 	FbfCuckooLayout(meta, &layout);
-	live = Min(CWIN_PLAN_LOAD * cwin_nslots(&layout),
-			   meta->target_fpp / cwin_fpp(&layout, 1.0, 0));
-	return CUCKOO_CAPACITY_PART * live / Max(meta->nlive, 1);
+	return cuckoo_live_capacity(meta, &layout) / Max(meta->nlive, 1);
 }
 
 /*
