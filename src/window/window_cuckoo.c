@@ -249,9 +249,13 @@ cuckoo_contains(Relation index, const FbfWindowMetaPageData *meta,
  * A cuckoo block's capacity is this part of the live entries it holds at
  * the target: its false positives grow in proportion to them (cwin_fpp),
  * not as a power, so the margin a Bloom page has at three quarters of its
- * count takes half here.
+ * count takes a half here, and the window's growth another half: an epoch
+ * that began before a split counts twice its entries in the estimate for
+ * every doubling since (its fingerprints spent routing bits), and a window
+ * growing for a flood holds such epochs for a retention (at a half, test/t/
+ * 044_fair_shares.pl saw the estimate reach the target while it grew).
  */
-#define CUCKOO_CAPACITY_PART	0.5
+#define CUCKOO_CAPACITY_PART	0.3
 
 /*
  * The live entries a cuckoo block holds: its part (above) of those it
