@@ -171,14 +171,12 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	else
 		who = psprintf("role \"%s\"", GetUserNameFromId(GetUserId(), false));
 
+	/* (one pool has no share of the entries in flight: never pooled here) */
 	if (verdict == FBF_SHARE_OVER_IN_FLIGHT)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 who ?
 				 errmsg("%s holds its share of the operations in flight on counter filter \"%s\"",
-						who, RelationGetRelationName(index)) :
-				 errmsg("counter filter \"%s\" holds all the operations in flight it can",
-						RelationGetRelationName(index)),
+						who, RelationGetRelationName(index)),
 				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %d.",
 						   standing.used, standing.share, standing.capacity,
 						   standing.sharers),
