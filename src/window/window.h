@@ -54,6 +54,8 @@ typedef struct FbfWindowOptions
 	int			max_streams;	/* exact streams kept at most (0: none;
 								 * -1: fbf.max_streams) */
 	int			share_by;		/* FBF_SHARE_BY_*: who shares its capacity */
+	bool		worker_maintenance; /* the background worker's passes
+									 * maintain it (src/worker) */
 } FbfWindowOptions;
 
 /*

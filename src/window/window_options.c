@@ -156,6 +156,16 @@ FbfWindowOptionsInit(void)
 	add_int_reloption(fbf_relopt_kind, "max_streams",
 					  "Exact streams the filter keeps (0: none; -1: fbf.max_streams)",
 					  -1, -1, FBF_MAX_STREAMS_LIMIT, ShareUpdateExclusiveLock);
+
+	/*
+	 * Read by each pass of the worker when it opens the window: off, the
+	 * worker leaves this window alone (as autovacuum_enabled = off does
+	 * VACUUM); backends still refresh it when a refresh is overdue and
+	 * drain a full pending chain, and fbf_counter_maintain() runs a pass.
+	 */
+	add_bool_reloption(fbf_relopt_kind, "worker_maintenance",
+					   "Let the background worker maintain the filter (refresh on time, drain, resize)",
+					   true, ShareUpdateExclusiveLock);
 }
 
 /* amoptions: parse (and with validate, check) a window index's reloptions */
@@ -176,6 +186,7 @@ FbfWindowParseOptions(Datum reloptions, bool validate)
 		{"track_mismatch", RELOPT_TYPE_BOOL, offsetof(FbfWindowOptions, track_mismatch)},
 		{"max_streams", RELOPT_TYPE_INT, offsetof(FbfWindowOptions, max_streams)},
 		{"share_by", RELOPT_TYPE_ENUM, offsetof(FbfWindowOptions, share_by)},
+		{"worker_maintenance", RELOPT_TYPE_BOOL, offsetof(FbfWindowOptions, worker_maintenance)},
 	};
 	FbfWindowOptions *opts;
 

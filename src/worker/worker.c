@@ -37,6 +37,16 @@
  * error in the launcher makes the postmaster restart it after 10 seconds.
  * Neither holds a lock while sleeping.
  *
+ * Databases come and go.  The launcher looks a database up again just
+ * before it starts a pass there, and skips it if it was dropped (or no
+ * longer accepts connections, or is left invalid by an interrupted DROP
+ * DATABASE) since it listed the databases.  A database dropped in the
+ * moment between that look and the pass's connection makes PostgreSQL
+ * refuse the connection (a FATAL in InitPostgres, which nothing can
+ * catch): the pass recognises that refusal while it connects, logs it at
+ * DEBUG1 instead, and exits normally (exit code 0), as a pass that found
+ * nothing to do would.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -49,6 +59,7 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
+#include "catalog/indexing.h"
 #include "catalog/pg_database.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
@@ -62,6 +73,8 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/elog.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -131,6 +144,50 @@ FbfWorkerInit(void)
 	RegisterBackgroundWorker(&worker);
 }
 
+/*
+ * Does a pass go into this database?  Not a template, nor one that refuses
+ * connections, nor one an interrupted DROP DATABASE left invalid (a
+ * connection to it would be refused).
+ */
+static bool
+database_connectable(Form_pg_database db)
+{
+	if (!db->datallowconn || db->datistemplate)
+		return false;
+#ifdef DATCONNLIMIT_INVALID_DB
+	if (db->datconnlimit == DATCONNLIMIT_INVALID_DB)
+		return false;
+#endif
+	return true;
+}
+
+/*
+ * Is database dbid still there and connectable?  Looked up afresh in its
+ * own transaction: the launcher's list is up to a naptime old.
+ */
+static bool
+database_still_connectable(Oid dbid)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	bool		result;
+
+	StartTransactionCommand();
+	ScanKeyInit(&key, Anum_pg_database_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(dbid));
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, DatabaseOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	result = HeapTupleIsValid(tup) &&
+		database_connectable((Form_pg_database) GETSTRUCT(tup));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return result;
+}
+
 /* databases that accept connections, allocated in `cxt` */
 static List *
 connectable_databases(MemoryContext cxt)
@@ -148,7 +205,7 @@ connectable_databases(MemoryContext cxt)
 	{
 		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
 
-		if (db->datallowconn && !db->datistemplate)
+		if (database_connectable(db))
 		{
 			MemoryContext old = MemoryContextSwitchTo(caller);
 
@@ -298,8 +355,12 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 	qsort(due, ndue, sizeof(DueDatabase), due_cmp);
 	for (int i = 0; i < ndue; i++)
 	{
-		if (passes_running(slots) >= fbf_max_workers ||
-			!start_pass(slots, due[i].dbid))
+		if (passes_running(slots) >= fbf_max_workers)
+			break;
+		/* dropped (or closed) since the list was made: nothing to serve */
+		if (!database_still_connectable(due[i].dbid))
+			continue;
+		if (!start_pass(slots, due[i].dbid))
 			break;
 		FbfDatabasePassStarted(due[i].dbid, now, Max(fbf_naptime_ms, 1000));
 	}
@@ -397,7 +458,9 @@ counter_tables(void)
 /*
  * Maintain one counter in its own transaction, filling *schedule.  Skips
  * it, without waiting, if its table is locked against us (DDL in
- * progress), or was dropped; the counter then counts as busy.
+ * progress), or was dropped; the counter then counts as busy.  Skips it
+ * too if its owner set the option worker_maintenance off; that one counts
+ * as idle, and asks for no early pass.
  */
 static void
 maintain_one(Oid heapoid, Oid indexoid, FbfCounterSchedule *schedule)
@@ -417,8 +480,50 @@ maintain_one(Oid heapoid, Oid indexoid, FbfCounterSchedule *schedule)
 	}
 	heap = table_open(heapoid, NoLock);
 	index = index_open(indexoid, RowExclusiveLock);
-	FbfCounterMaintain(heap, index, schedule);
+	if (!FbfWindowGetOptions(index)->worker_maintenance)
+	{
+		schedule->busy = false;
+		schedule->refresh_in = (int64) FBF_IDLE_MAX_MS * 1000;
+	}
+	else
+		FbfCounterMaintain(heap, index, schedule);
 	FbfCounterClose(heap, index);
+}
+
+/* the database a pass is connecting to; InvalidOid once it is connected */
+static Oid	pass_connecting = InvalidOid;
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+/*
+ * emit_log_hook of a pass while it connects.  PostgreSQL refuses the
+ * connection with a FATAL if the database was dropped, or stopped
+ * accepting connections, after the launcher looked (the file header): that
+ * is no failure of the pass, which has nothing left to do.  Say so at
+ * DEBUG1 instead, and exit as a pass that ends does (exit code 0), here
+ * rather than in errfinish, which would exit with 1 and make the
+ * postmaster log it.  Nothing is held but what any FATAL during
+ * InitPostgres leaves to proc_exit's callbacks.
+ */
+static void
+pass_connect_log_hook(ErrorData *edata)
+{
+	Oid			dbid = pass_connecting;
+
+	if (OidIsValid(dbid) && edata->elevel == FATAL &&
+		(edata->sqlerrcode == ERRCODE_UNDEFINED_DATABASE ||
+		 edata->sqlerrcode == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE))
+	{
+		pass_connecting = InvalidOid;
+		emit_log_hook = prev_emit_log_hook;
+		edata->output_to_server = false;
+		edata->output_to_client = false;
+		FlushErrorState();
+		elog(DEBUG1, "fbf: no maintenance pass in database %u: it was dropped or closed to connections",
+			 dbid);
+		proc_exit(0);
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
 }
 
 void
@@ -433,7 +538,12 @@ fbf_pass_main(Datum main_arg)
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = pass_connect_log_hook;
+	pass_connecting = dbid;
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	pass_connecting = InvalidOid;
+	emit_log_hook = prev_emit_log_hook;
 	pgstat_report_appname("fbf maintenance pass");
 
 	pass_context = AllocSetContextCreate(TopMemoryContext, "fbf pass",
