@@ -63,7 +63,7 @@ DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_type_forged fbf_counter fbf_counter_errors \
                fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load fbf_counter_mismatch \
                fbf_streams fbf_prepared fbf_filters fbf_edges fbf_window_tables \
-               cuckoo cuckoo_duplicates fbf_search_path fbf_upgrade
+               cuckoo cuckoo_duplicates cuckoo_hash fbf_search_path fbf_upgrade
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \

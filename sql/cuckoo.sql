@@ -220,14 +220,14 @@ CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (bucket_size = 1);
 CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (bucket_size = 9);
 CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (max_kicks = 0);
 CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (max_kicks = 5000);
-CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (fillfactor = 50);
+CREATE INDEX ck_bad ON ck USING cuckoo (id) WITH (fillfactor = 9);
 ALTER INDEX ck_id SET (fingerprint_bits = 9);
 
 -- errors: what the access method cannot do
 CREATE UNIQUE INDEX ck_bad ON ck USING cuckoo (id);
 CREATE INDEX ck_bad ON ck USING cuckoo (id, big);
 CREATE INDEX ck_bad ON ck USING cuckoo (id) INCLUDE (big);
-CREATE INDEX ck_bad ON ck USING cuckoo ((id::float8));
+CREATE INDEX ck_bad ON ck USING cuckoo ((point(id, id)));
 CREATE INDEX CONCURRENTLY ck_conc ON ck USING cuckoo (big);
 SELECT entries FROM cuckoo_index_stats('ck_conc');
 DROP INDEX ck_conc;
@@ -246,9 +246,9 @@ RESET ROLE;
 DROP ROLE ck_nobody;
 
 -- operator classes pass validation
-SELECT opcname, amvalidate(opc.oid)
+SELECT count(*) AS opclasses, bool_and(amvalidate(opc.oid)) AS all_valid
 FROM pg_opclass opc JOIN pg_am am ON am.oid = opcmethod
-WHERE amname = 'cuckoo' ORDER BY opcname;
+WHERE amname = 'cuckoo';
 
 DROP TABLE ck, ck_unlogged, ck_empty;
 DROP FUNCTION ck_mismatches(text, text);

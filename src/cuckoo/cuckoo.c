@@ -16,12 +16,15 @@
 #include "postgres.h"
 
 #include "access/amvalidate.h"
+#include "access/hash.h"
 #include "access/htup_details.h"
 #include "access/reloptions.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_amproc.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "commands/vacuum.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -52,6 +55,16 @@ CuckooAmInit(void)
 					  "Most displacements one insert may make before it overflows or grows the table",
 					  CUCKOO_DEFAULT_MAX_KICKS, 1, CUCKOO_MAX_KICKS,
 					  AccessExclusiveLock);
+
+	/*
+	 * hash's bounds and messages.  Read at each doubling decision (and by a
+	 * build), so a change needs no rebuild and does not block inserts:
+	 * hash's lock level.
+	 */
+	add_int_reloption(cuckoo_relopt_kind, "fillfactor",
+					  "Sampled load of bucket slots, in percent, at which an insert that finds its page full doubles the table",
+					  CUCKOO_DEFAULT_FILLFACTOR, CUCKOO_MIN_FILLFACTOR, 100,
+					  ShareUpdateExclusiveLock);
 }
 
 static bytea *
@@ -61,6 +74,7 @@ cuckoooptions(Datum reloptions, bool validate)
 		{"fingerprint_bits", RELOPT_TYPE_INT, offsetof(CuckooOptions, fingerprint_bits)},
 		{"bucket_size", RELOPT_TYPE_INT, offsetof(CuckooOptions, bucket_size)},
 		{"max_kicks", RELOPT_TYPE_INT, offsetof(CuckooOptions, max_kicks)},
+		{"fillfactor", RELOPT_TYPE_INT, offsetof(CuckooOptions, fillfactor)},
 	};
 	CuckooOptions *opts;
 
@@ -103,9 +117,30 @@ cuckoocostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 }
 
 /*
+ * Is "proc" the extended hash function that the type's default hash
+ * operator class uses?  Such a function may be declared on another type:
+ * before PostgreSQL 18, hash itself hashed date, xid and cid with
+ * hashint4extended, bool with hashcharextended, timestamptz with
+ * timestamp_hash_extended and bytea with hashvarlenaextended(internal),
+ * and the cuckoo opclasses take hash's functions (hashvalidate makes the
+ * same exceptions by name).
+ */
+static bool
+is_hash_function_of(Oid proc, Oid type)
+{
+	Oid			opclass = GetDefaultOpClass(type, HASH_AM_OID);
+
+	return OidIsValid(opclass) &&
+		get_opfamily_proc(get_opclass_family(opclass), type, type,
+						  HASHEXTENDED_PROC) == proc;
+}
+
+/*
  * Check an operator class and its family: every operator is strategy 1,
  * a boolean "=" on two types that both have support function 1, the
- * extended hash (type, int8) -> int8; and the class's own type is covered.
+ * extended hash (type, int8) -> int8 (its argument binary-coercible from
+ * the type, or the function hash uses for it); and the class's own type
+ * is covered.
  */
 static bool
 cuckoovalidate(Oid opclassoid)
@@ -137,8 +172,9 @@ cuckoovalidate(Oid opclassoid)
 
 		if (procform->amprocnum != CUCKOO_HASH_PROC ||
 			procform->amproclefttype != procform->amprocrighttype ||
-			!check_amproc_signature(procform->amproc, INT8OID, true, 2, 2,
-									procform->amproclefttype, INT8OID))
+			(!check_amproc_signature(procform->amproc, INT8OID, false, 2, 2,
+									 procform->amproclefttype, INT8OID) &&
+			 !is_hash_function_of(procform->amproc, procform->amproclefttype)))
 		{
 			ereport(INFO,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
@@ -206,7 +242,7 @@ cuckoo_handler(PG_FUNCTION_ARGS)
 	amroutine->amoptsprocnum = 0;
 	amroutine->amcanorder = false;
 	amroutine->amcanorderbyop = false;
-	amroutine->amcanbackward = false;
+	amroutine->amcanbackward = true;	/* the scan keeps its matches */
 	amroutine->amcanunique = false;
 	amroutine->amcanmulticol = false;
 	amroutine->amoptionalkey = false;

@@ -36,7 +36,7 @@
  * other keys skip it.
  *
  * Growth.  When an insert finds its page full and the table is dense
- * (sampled load >= CUCKOO_GROW_LOAD), the table doubles: page q's entries
+ * (sampled load >= the fillfactor: CuckooGrowLoad), the table doubles: page q's entries
  * go to pages 2q and 2q + 1 (pages are a multiply-high of the address, so
  * no other page is possible; the top bit of the tag's "rest" says which),
  * each at the slot it had, because buckets do not depend on the page count.
@@ -117,10 +117,16 @@
 #define CUCKOO_DEFAULT_BUCKET_SIZE		4
 #define CUCKOO_MAX_BUCKET_SIZE_OPT		8
 #define CUCKOO_DEFAULT_MAX_KICKS		500
+/* fillfactor: hash's bounds; the default is the load a table grew at before 1.5 */
+#define CUCKOO_MIN_FILLFACTOR			10
+#define CUCKOO_DEFAULT_FILLFACTOR		75
 
-/* Load of bucket pages a build aims at, and the load that makes a table grow. */
+/*
+ * Load of bucket pages a build aims at at the default fillfactor; a lower
+ * fillfactor scales it down in proportion (CuckooBuildLoad).  The load that
+ * makes a table grow is the fillfactor (CuckooGrowLoad).
+ */
 #define CUCKOO_BUILD_LOAD		0.86
-#define CUCKOO_GROW_LOAD		0.75
 /* A full page holding less than this share of its slots overflows instead. */
 #define CUCKOO_DENSE_PAGE		0.90
 /* Pages sampled to estimate the load before doubling. */
@@ -274,6 +280,8 @@ typedef struct CuckooOptions
 	int			fingerprint_bits;
 	int			bucket_size;
 	int			max_kicks;
+	int			fillfactor;		/* sampled load (percent) at which a full page
+								 * doubles the table; also scales the build */
 } CuckooOptions;
 
 /* Per-scan state */
@@ -284,6 +292,7 @@ typedef struct CuckooScanItem
 	uint16		slot;
 	uint32		tag;
 	XLogRecPtr	lsn;			/* the page's LSN when read */
+	bool		kill_noted;		/* already in killed[] or marked by this scan */
 } CuckooScanItem;
 
 typedef struct CuckooScanOpaqueData
@@ -291,7 +300,8 @@ typedef struct CuckooScanOpaqueData
 	bool		searched;		/* matches collected for the current keys */
 	CuckooLayout layout;		/* set by the first search; fixed at build */
 	int			nitems;
-	int			next;			/* next item to return */
+	int			cur;			/* item last returned; -1 before the first,
+								 * nitems after the last */
 	int			maxitems;
 	CuckooScanItem *items;
 	int			nkilled;
@@ -362,6 +372,9 @@ extern void CuckooInitMetaPage(Page page, const CuckooOptions *opts,
 extern void CuckooMetaLayout(const CuckooMetaPageData *meta,
 							 CuckooLayout *layout);
 extern void CuckooOptionsLayout(const CuckooOptions *opts, CuckooLayout *layout);
+extern int	CuckooFillfactor(Relation index);
+extern double CuckooGrowLoad(Relation index);
+extern double CuckooBuildLoad(int fillfactor);
 typedef struct CuckooProbe
 {
 	uint32		page;			/* logical bucket page */

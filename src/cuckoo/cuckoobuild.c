@@ -5,7 +5,7 @@
  *	  an unlogged one.
  *
  * A build collects (hash, TID) for every heap tuple, then sizes the table
- * for the bucket slots they will take at CUCKOO_BUILD_LOAD (a key with more
+ * for the bucket slots they will take at CuckooBuildLoad (a key with more
  * rows than its two buckets hold takes one: its list's pointer),
  * distributes the entries to their pages with a counting sort, and fills
  * each page with cuckoo insertion in local memory before writing it once.
@@ -66,14 +66,16 @@ index_options(Relation index)
 	opts.fingerprint_bits = ro ? ro->fingerprint_bits : CUCKOO_DEFAULT_FINGERPRINT_BITS;
 	opts.bucket_size = ro ? ro->bucket_size : CUCKOO_DEFAULT_BUCKET_SIZE;
 	opts.max_kicks = ro ? ro->max_kicks : CUCKOO_DEFAULT_MAX_KICKS;
+	opts.fillfactor = ro ? ro->fillfactor : CUCKOO_DEFAULT_FILLFACTOR;
 	return opts;
 }
 
-/* Bucket pages for "ntuples" entries at the build load. */
+/* Bucket pages for "ntuples" entries at the build load of this fillfactor. */
 static uint32
-pages_for(const CuckooLayout *layout, double ntuples)
+pages_for(const CuckooOptions *opts, const CuckooLayout *layout, double ntuples)
 {
-	double		pages = ceil(ntuples / (CUCKOO_BUILD_LOAD * cuckoo_nslots(layout)));
+	double		pages = ceil(ntuples / (CuckooBuildLoad(opts->fillfactor) *
+										cuckoo_nslots(layout)));
 	double		limit = (double) (MaxBlockNumber / 4);
 
 	return (uint32) Max(1.0, Min(pages, limit));
@@ -117,7 +119,7 @@ go_direct(Relation heap, Relation index, CuckooBuildState *bs)
 {
 	double		estimate = Max((double) heap->rd_rel->reltuples, 2.0 * bs->nitems);
 
-	write_empty_table(index, bs, pages_for(&bs->layout, estimate));
+	write_empty_table(index, bs, pages_for(&bs->opts, &bs->layout, estimate));
 	for (Size i = 0; i < bs->nitems; i++)
 		CuckooInsertHash(index, bs->items[i].hash, &bs->items[i].tid, false);
 	pfree(bs->items);
@@ -233,7 +235,7 @@ static void
 write_table(Relation index, CuckooBuildState *bs)
 {
 	const CuckooLayout *layout = &bs->layout;
-	uint32		npages = pages_for(layout, (double) bucket_slots(bs));
+	uint32		npages = pages_for(&bs->opts, layout, (double) bucket_slots(bs));
 	uint32	   *start = palloc0(sizeof(uint32) * ((Size) npages + 1));
 	uint32	   *order;
 	CuckooProbe *probes;

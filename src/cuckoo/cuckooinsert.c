@@ -496,7 +496,7 @@ CuckooInsertHash(Relation index, uint64 hash, ItemPointer tid, bool wal)
 				/* no two bucket pages are ever locked at once */
 				LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 				load = sample_load(index, meta, &layout, probe.page);
-				if (load >= CUCKOO_GROW_LOAD)
+				if (load >= CuckooGrowLoad(index))
 				{
 					ReleaseBuffer(buf);
 					UnlockReleaseBuffer(metabuf);

@@ -17,6 +17,22 @@
  * began during recovery: the primary's horizon is not the standby's)
  * ignores the bits.
  *
+ * Direction.  The matches are copied once, so a scan walks them either
+ * way (amcanbackward): so->cur is the item last returned, -1 before the
+ * first and nitems after the last, as a cursor's position is; a step
+ * forward or backward from either end re-enters the list, as MOVE
+ * BACKWARD after MOVE FORWARD ALL needs.  Nothing on the pages is held
+ * between calls, whatever the direction: the TIDs of a match may be
+ * returned again long after they were read, by then removed by VACUUM
+ * and even reused by the heap.  That is safe for the same reason a
+ * forward scan's copies are: every TID is returned with recheck and
+ * fetched under the scan's MVCC snapshot, to which a row inserted after
+ * the VACUUM that freed its TID is invisible (btree drops its pins on
+ * the same grounds; only a scan under a non-MVCC snapshot would need
+ * them, and such scans of a cuckoo index run forward, once).  An item
+ * reported dead is noted once (kill_noted), however often a scroll
+ * passes it, and kill_items still checks the page's LSN before marking.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -65,6 +81,7 @@ add_item(CuckooScanOpaque so, const CuckooLayout *layout, Buffer buf,
 	item->slot = (uint16) slot;
 	item->tag = cuckoo_slot_tag(layout, block, slot);
 	item->lsn = BufferGetLSNAtomic(buf);
+	item->kill_noted = false;
 }
 
 /* CuckooListSearch's visitor: an entry of a key's list */
@@ -140,7 +157,7 @@ cuckoorescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 	kill_items(scan);
 	so->searched = false;
 	so->nitems = 0;
-	so->next = 0;
+	so->cur = -1;
 	if (scankey && scan->numberOfKeys > 0)
 		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
 }
@@ -298,7 +315,7 @@ search(IndexScanDesc scan)
 
 	so->searched = true;
 	so->nitems = 0;
-	so->next = 0;
+	so->cur = -1;
 	for (int i = 0; i < scan->numberOfKeys; i++)
 	{
 		ScanKey		k = &scan->keyData[i];
@@ -347,6 +364,12 @@ search(IndexScanDesc scan)
 	}
 }
 
+/*
+ * amgettuple: the next match in the scan's direction.  The first call
+ * collects the matches (search); a backward first call starts from the
+ * end.  The executor's kill_prior_tuple refers to the item returned last
+ * (so->cur), whichever way the scan went.
+ */
 bool
 cuckoogettuple(IndexScanDesc scan, ScanDirection dir)
 {
@@ -356,16 +379,28 @@ cuckoogettuple(IndexScanDesc scan, ScanDirection dir)
 	{
 		pgstat_count_index_scan(scan->indexRelation);
 		search(scan);
+		if (ScanDirectionIsBackward(dir))
+			so->cur = so->nitems;
 	}
-	else if (scan->kill_prior_tuple && so->next > 0)
-		so->killed[so->nkilled++] = so->next - 1;
+	else if (scan->kill_prior_tuple && so->cur >= 0 && so->cur < so->nitems &&
+			 !so->items[so->cur].kill_noted)
+	{
+		/* each item at most once, so killed[] never outgrows items[] */
+		so->items[so->cur].kill_noted = true;
+		so->killed[so->nkilled++] = so->cur;
+	}
 
-	if (so->next >= so->nitems)
+	if (ScanDirectionIsBackward(dir))
+		so->cur = Max(so->cur - 1, -1);
+	else
+		so->cur = Min(so->cur + 1, so->nitems);
+
+	if (so->cur < 0 || so->cur >= so->nitems)
 	{
 		kill_items(scan);
 		return false;
 	}
-	scan->xs_heaptid = so->items[so->next++].tid;
+	scan->xs_heaptid = so->items[so->cur].tid;
 	scan->xs_recheck = true;
 	return true;
 }

@@ -108,6 +108,44 @@ CuckooOptionsLayout(const CuckooOptions *opts, CuckooLayout *layout)
 			 opts->fingerprint_bits, opts->bucket_size, opts->max_kicks);
 }
 
+/*
+ * fillfactor (percent) of an index: its reloption, read from the relcache
+ * at each use, so ALTER INDEX ... SET (fillfactor = N) applies to the
+ * next doubling decision without a rebuild.
+ */
+int
+CuckooFillfactor(Relation index)
+{
+	CuckooOptions *ro = (CuckooOptions *) index->rd_options;
+
+	return ro ? ro->fillfactor : CUCKOO_DEFAULT_FILLFACTOR;
+}
+
+/*
+ * Sampled load of bucket slots at or above which an insert that finds its
+ * page dense doubles the table (below it, the entry overflows): the
+ * fillfactor.
+ */
+double
+CuckooGrowLoad(Relation index)
+{
+	return CuckooFillfactor(index) / 100.0;
+}
+
+/*
+ * Load of bucket slots a build lays its table out for: CUCKOO_BUILD_LOAD
+ * at the default fillfactor and above; below it, scaled down in
+ * proportion, so that a freshly built table keeps the same margin above
+ * its growth load and a low fillfactor buys a sparser table at once, as
+ * it does for hash.
+ */
+double
+CuckooBuildLoad(int fillfactor)
+{
+	return CUCKOO_BUILD_LOAD *
+		Min(fillfactor, CUCKOO_DEFAULT_FILLFACTOR) / (double) CUCKOO_DEFAULT_FILLFACTOR;
+}
+
 /* Layout recorded in a (validated) metapage. */
 void
 CuckooMetaLayout(const CuckooMetaPageData *meta, CuckooLayout *layout)

@@ -1,0 +1,193 @@
+/* sql/fbf--1.4--1.5.sql: from 1.4 to 1.5 (ALTER EXTENSION fbf UPDATE) */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION fbf UPDATE TO '1.5'" to load this file. \quit
+
+-- 1.5 makes the cuckoo index access method a drop-in for hash
+-- (docs/user-guide.md, "The cuckoo index"): an operator class for every
+-- type with a default hash operator class, under hash's names; the
+-- reloption fillfactor and backward scans come with the library and need
+-- no SQL.  Indexes built under 1.4 keep working as they are.
+
+-- The default operator classes of hash, under hash's names, with hash's
+-- equality operators and extended hash functions (support function 2 of
+-- hash is support function 1 here), and hash's cross-type families:
+-- float_ops (real and double precision) and text_ops (text and name), as
+-- integer_ops above.  So "USING cuckoo (col name_ops)" works as with hash,
+-- and a cuckoo index answers what a hash index on the column answers.
+-- Not included: hash's non-default text_pattern_ops and bpchar_pattern_ops
+-- (text_ops and bpchar_ops answer the same "=").
+CREATE OPERATOR FAMILY float_ops USING cuckoo;
+
+COMMENT ON OPERATOR FAMILY float_ops USING cuckoo IS
+	'equality on real and double precision, across the two types';
+
+CREATE OPERATOR FAMILY network_ops USING cuckoo;
+
+COMMENT ON OPERATOR FAMILY network_ops USING cuckoo IS
+	'equality on inet (and cidr)';
+
+COMMENT ON OPERATOR FAMILY text_ops USING cuckoo IS
+	'equality on text and name, across the two types';
+
+CREATE OPERATOR CLASS aclitem_ops DEFAULT FOR TYPE aclitem USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (aclitem, aclitem),
+	FUNCTION 1 pg_catalog.hash_aclitem_extended(aclitem, int8);
+
+CREATE OPERATOR CLASS array_ops DEFAULT FOR TYPE anyarray USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (anyarray, anyarray),
+	FUNCTION 1 pg_catalog.hash_array_extended(anyarray, int8);
+
+CREATE OPERATOR CLASS bpchar_ops DEFAULT FOR TYPE bpchar USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (bpchar, bpchar),
+	FUNCTION 1 pg_catalog.hashbpcharextended(bpchar, int8);
+
+CREATE OPERATOR CLASS char_ops DEFAULT FOR TYPE "char" USING cuckoo AS
+	OPERATOR 1 pg_catalog.= ("char", "char"),
+	FUNCTION 1 pg_catalog.hashcharextended("char", int8);
+
+CREATE OPERATOR CLASS enum_ops DEFAULT FOR TYPE anyenum USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (anyenum, anyenum),
+	FUNCTION 1 pg_catalog.hashenumextended(anyenum, int8);
+
+CREATE OPERATOR CLASS float4_ops DEFAULT FOR TYPE float4 USING cuckoo FAMILY float_ops AS
+	OPERATOR 1 pg_catalog.= (float4, float4),
+	FUNCTION 1 pg_catalog.hashfloat4extended(float4, int8);
+
+CREATE OPERATOR CLASS float8_ops DEFAULT FOR TYPE float8 USING cuckoo FAMILY float_ops AS
+	OPERATOR 1 pg_catalog.= (float8, float8),
+	FUNCTION 1 pg_catalog.hashfloat8extended(float8, int8);
+
+CREATE OPERATOR CLASS inet_ops DEFAULT FOR TYPE inet USING cuckoo FAMILY network_ops AS
+	OPERATOR 1 pg_catalog.= (inet, inet),
+	FUNCTION 1 pg_catalog.hashinetextended(inet, int8);
+
+CREATE OPERATOR CLASS interval_ops DEFAULT FOR TYPE interval USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (interval, interval),
+	FUNCTION 1 pg_catalog.interval_hash_extended(interval, int8);
+
+CREATE OPERATOR CLASS jsonb_ops DEFAULT FOR TYPE jsonb USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (jsonb, jsonb),
+	FUNCTION 1 pg_catalog.jsonb_hash_extended(jsonb, int8);
+
+CREATE OPERATOR CLASS macaddr_ops DEFAULT FOR TYPE macaddr USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (macaddr, macaddr),
+	FUNCTION 1 pg_catalog.hashmacaddrextended(macaddr, int8);
+
+CREATE OPERATOR CLASS macaddr8_ops DEFAULT FOR TYPE macaddr8 USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (macaddr8, macaddr8),
+	FUNCTION 1 pg_catalog.hashmacaddr8extended(macaddr8, int8);
+
+CREATE OPERATOR CLASS multirange_ops DEFAULT FOR TYPE anymultirange USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (anymultirange, anymultirange),
+	FUNCTION 1 pg_catalog.hash_multirange_extended(anymultirange, int8);
+
+CREATE OPERATOR CLASS name_ops DEFAULT FOR TYPE name USING cuckoo FAMILY text_ops AS
+	OPERATOR 1 pg_catalog.= (name, name),
+	FUNCTION 1 pg_catalog.hashnameextended(name, int8);
+
+CREATE OPERATOR CLASS numeric_ops DEFAULT FOR TYPE numeric USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (numeric, numeric),
+	FUNCTION 1 pg_catalog.hash_numeric_extended(numeric, int8);
+
+CREATE OPERATOR CLASS oid_ops DEFAULT FOR TYPE oid USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (oid, oid),
+	FUNCTION 1 pg_catalog.hashoidextended(oid, int8);
+
+CREATE OPERATOR CLASS oidvector_ops DEFAULT FOR TYPE oidvector USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (oidvector, oidvector),
+	FUNCTION 1 pg_catalog.hashoidvectorextended(oidvector, int8);
+
+CREATE OPERATOR CLASS pg_lsn_ops DEFAULT FOR TYPE pg_lsn USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (pg_lsn, pg_lsn),
+	FUNCTION 1 pg_catalog.pg_lsn_hash_extended(pg_lsn, int8);
+
+CREATE OPERATOR CLASS range_ops DEFAULT FOR TYPE anyrange USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (anyrange, anyrange),
+	FUNCTION 1 pg_catalog.hash_range_extended(anyrange, int8);
+
+CREATE OPERATOR CLASS record_ops DEFAULT FOR TYPE record USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (record, record),
+	FUNCTION 1 pg_catalog.hash_record_extended(record, int8);
+
+CREATE OPERATOR CLASS tid_ops DEFAULT FOR TYPE tid USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (tid, tid),
+	FUNCTION 1 pg_catalog.hashtidextended(tid, int8);
+
+CREATE OPERATOR CLASS time_ops DEFAULT FOR TYPE time USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (time, time),
+	FUNCTION 1 pg_catalog.time_hash_extended(time, int8);
+
+CREATE OPERATOR CLASS timestamp_ops DEFAULT FOR TYPE timestamp USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (timestamp, timestamp),
+	FUNCTION 1 pg_catalog.timestamp_hash_extended(timestamp, int8);
+
+CREATE OPERATOR CLASS timetz_ops DEFAULT FOR TYPE timetz USING cuckoo AS
+	OPERATOR 1 pg_catalog.= (timetz, timetz),
+	FUNCTION 1 pg_catalog.timetz_hash_extended(timetz, int8);
+
+ALTER OPERATOR FAMILY float_ops USING cuckoo ADD
+	OPERATOR 1 pg_catalog.= (float4, float8),
+	OPERATOR 1 pg_catalog.= (float8, float4);
+
+ALTER OPERATOR FAMILY text_ops USING cuckoo ADD
+	OPERATOR 1 pg_catalog.= (name, text),
+	OPERATOR 1 pg_catalog.= (text, name);
+
+-- PostgreSQL 18 gave these types hash functions of their own, the same
+-- values as the functions of other types that hash used for them before
+-- (and that older servers have): take the one the server's hash uses.
+DO $$
+DECLARE
+	c record;
+BEGIN
+	FOR c IN
+		SELECT * FROM (VALUES
+			('bool_ops', 'bool', 'pg_catalog.hashboolextended(bool, int8)', 'pg_catalog.hashcharextended("char", int8)'),
+			('bytea_ops', 'bytea', 'pg_catalog.hashbyteaextended(bytea, int8)', 'pg_catalog.hashvarlenaextended(internal, int8)'),
+			('cid_ops', 'cid', 'pg_catalog.hashcidextended(cid, int8)', 'pg_catalog.hashint4extended(int4, int8)'),
+			('date_ops', 'date', 'pg_catalog.hashdateextended(date, int8)', 'pg_catalog.hashint4extended(int4, int8)'),
+			('timestamptz_ops', 'timestamptz', 'pg_catalog.timestamptz_hash_extended(timestamptz, int8)', 'pg_catalog.timestamp_hash_extended(timestamp, int8)'),
+			('xid_ops', 'xid', 'pg_catalog.hashxidextended(xid, int8)', 'pg_catalog.hashint4extended(int4, int8)'),
+			('xid8_ops', 'xid8', 'pg_catalog.hashxid8extended(xid8, int8)', 'pg_catalog.hashint8extended(int8, int8)')) AS v (opclass, type, own, shared)
+	LOOP
+		EXECUTE pg_catalog.format(
+			'CREATE OPERATOR CLASS %I DEFAULT FOR TYPE pg_catalog.%I USING cuckoo AS '
+			'OPERATOR 1 pg_catalog.= (pg_catalog.%I, pg_catalog.%I), FUNCTION 1 %s',
+			c.opclass, c.type, c.type, c.type,
+			CASE WHEN pg_catalog.to_regprocedure(c.own) IS NOT NULL THEN c.own ELSE c.shared END);
+	END LOOP;
+END
+$$;
+
+COMMENT ON OPERATOR CLASS aclitem_ops USING cuckoo IS 'cuckoo index equality on aclitem';
+COMMENT ON OPERATOR CLASS array_ops USING cuckoo IS 'cuckoo index equality on arrays (of element types that hash)';
+COMMENT ON OPERATOR CLASS bool_ops USING cuckoo IS 'cuckoo index equality on boolean';
+COMMENT ON OPERATOR CLASS bpchar_ops USING cuckoo IS 'cuckoo index equality on character';
+COMMENT ON OPERATOR CLASS bytea_ops USING cuckoo IS 'cuckoo index equality on bytea';
+COMMENT ON OPERATOR CLASS char_ops USING cuckoo IS 'cuckoo index equality on "char"';
+COMMENT ON OPERATOR CLASS cid_ops USING cuckoo IS 'cuckoo index equality on cid';
+COMMENT ON OPERATOR CLASS date_ops USING cuckoo IS 'cuckoo index equality on date';
+COMMENT ON OPERATOR CLASS enum_ops USING cuckoo IS 'cuckoo index equality on enums';
+COMMENT ON OPERATOR CLASS float4_ops USING cuckoo IS 'cuckoo index equality on real';
+COMMENT ON OPERATOR CLASS float8_ops USING cuckoo IS 'cuckoo index equality on double precision';
+COMMENT ON OPERATOR CLASS inet_ops USING cuckoo IS 'cuckoo index equality on inet and cidr';
+COMMENT ON OPERATOR CLASS interval_ops USING cuckoo IS 'cuckoo index equality on interval';
+COMMENT ON OPERATOR CLASS jsonb_ops USING cuckoo IS 'cuckoo index equality on jsonb';
+COMMENT ON OPERATOR CLASS macaddr8_ops USING cuckoo IS 'cuckoo index equality on macaddr8';
+COMMENT ON OPERATOR CLASS macaddr_ops USING cuckoo IS 'cuckoo index equality on macaddr';
+COMMENT ON OPERATOR CLASS multirange_ops USING cuckoo IS 'cuckoo index equality on multiranges';
+COMMENT ON OPERATOR CLASS name_ops USING cuckoo IS 'cuckoo index equality on name';
+COMMENT ON OPERATOR CLASS numeric_ops USING cuckoo IS 'cuckoo index equality on numeric';
+COMMENT ON OPERATOR CLASS oid_ops USING cuckoo IS 'cuckoo index equality on oid';
+COMMENT ON OPERATOR CLASS oidvector_ops USING cuckoo IS 'cuckoo index equality on oidvector';
+COMMENT ON OPERATOR CLASS pg_lsn_ops USING cuckoo IS 'cuckoo index equality on pg_lsn';
+COMMENT ON OPERATOR CLASS range_ops USING cuckoo IS 'cuckoo index equality on ranges';
+COMMENT ON OPERATOR CLASS record_ops USING cuckoo IS 'cuckoo index equality on composite types';
+COMMENT ON OPERATOR CLASS tid_ops USING cuckoo IS 'cuckoo index equality on tid';
+COMMENT ON OPERATOR CLASS time_ops USING cuckoo IS 'cuckoo index equality on time';
+COMMENT ON OPERATOR CLASS timestamp_ops USING cuckoo IS 'cuckoo index equality on timestamp';
+COMMENT ON OPERATOR CLASS timestamptz_ops USING cuckoo IS 'cuckoo index equality on timestamp with time zone';
+COMMENT ON OPERATOR CLASS timetz_ops USING cuckoo IS 'cuckoo index equality on time with time zone';
+COMMENT ON OPERATOR CLASS xid8_ops USING cuckoo IS 'cuckoo index equality on xid8';
+COMMENT ON OPERATOR CLASS xid_ops USING cuckoo IS 'cuckoo index equality on xid';
