@@ -17,6 +17,17 @@
  * keep changing the old window until the swap.  So is an ALTER INDEX that
  * would change a window's filter, the format of its pages.
  *
+ * The hook runs before PostgreSQL looks up the statement's relations, and
+ * must not change what PostgreSQL says or waits for: a role PostgreSQL
+ * refuses gets PostgreSQL's error, as fast as without fbf, and learns
+ * nothing of counters; a relation dropped meanwhile gets PostgreSQL's own
+ * error.  So a check either waits for PostgreSQL's lookup (a concurrent
+ * build is refused when its index is created, from the object access hook,
+ * in the transaction that would create it), or looks the relation up
+ * without a lock, checks the role's rights as the statement will, and
+ * locks only after that (RangeVarGetRelidExtended with a callback, which
+ * also retries if the relation goes away while it waits).
+ *
  * A table has one window.  A second fbf_filter index on a table that has
  * one is refused (FbfWindowBuildPages; the hook locks the table against a
  * concurrent CREATE INDEX first), and so is dropping a table's window
@@ -41,10 +52,13 @@
 #include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/indexing.h"
+#include "catalog/catalog.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "commands/defrem.h"
 #include "commands/tablecmds.h"
 #include "commands/vacuum.h"
@@ -70,7 +84,11 @@ typedef struct FbfRebuildSource
 } FbfRebuildSource;
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
 static List *rebuild_sources = NIL;	/* in TopMemoryContext */
+
+/* the utility statement running in this backend builds indexes concurrently */
+static bool concurrent_build = false;
 
 /* Record where every window index of this database keeps its pages. */
 static void
@@ -120,118 +138,236 @@ forget_filters(void)
 }
 
 /*
- * Refuse, before anything is created, the statements that would build an
- * fbf_filter index concurrently: the build would fail half-way and leave an
- * invalid index behind.  Filters cannot be built concurrently because
- * increments keep changing the old one until the swap.  A REINDEX of a
- * schema is refused only if a counter or dedup table is in it.  Also
- * refused: an fbf_filter index on anything but a plain table.
+ * Does the role own relation relid (or, with `or_schema`, its schema, as
+ * DROP allows)?  Read from the syscache, without a lock: false if the
+ * relation is gone (the statement then reports it), never an error.
+ * Superusers own everything (has_privs_of_role).
  */
-static void
-refuse_concurrent_builds(Node *stmt)
+static bool
+owns_relation(Oid relid, bool or_schema)
 {
-	Oid			amoid = get_index_am_oid("fbf_filter", true);
-	bool		refuse = false;
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+	Oid			nspoid;
+	bool		owns;
 
-	if (!OidIsValid(amoid))
-		return;
-	if (IsA(stmt, IndexStmt))
+	if (!HeapTupleIsValid(tup))
+		return false;
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	nspoid = ((Form_pg_class) GETSTRUCT(tup))->relnamespace;
+	ReleaseSysCache(tup);
+	owns = has_privs_of_role(GetUserId(), owner);
+	if (!owns && or_schema)
 	{
-		IndexStmt  *is = (IndexStmt *) stmt;
-		bool		window = is->accessMethod &&
-			strcmp(is->accessMethod, "fbf_filter") == 0;
-
-		refuse = is->concurrent && window;
-
-		/*
-		 * A partitioned table's index is never built, so ambuild cannot
-		 * refuse it: refuse a window on anything but a plain table here.
-		 */
-		if (window && !refuse)
+		tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nspoid));
+		if (HeapTupleIsValid(tup))
 		{
-			Oid			relid = RangeVarGetRelid(is->relation, NoLock, true);
-
-			if (OidIsValid(relid))
-				FbfWindowCheckTable(relid);
+			owns = has_privs_of_role(GetUserId(),
+									 ((Form_pg_namespace) GETSTRUCT(tup))->nspowner);
+			ReleaseSysCache(tup);
 		}
 	}
-	else if (IsA(stmt, ReindexStmt))
-	{
-		ReindexStmt *rs = (ReindexStmt *) stmt;
-		ListCell   *lc;
-		bool		concurrent = false;
-
-		foreach(lc, rs->params)
-		{
-			DefElem    *opt = (DefElem *) lfirst(lc);
-
-			if (strcmp(opt->defname, "concurrently") == 0)
-				concurrent = defGetBoolean(opt);
-		}
-		if (!concurrent)
-			return;
-		if (rs->kind == REINDEX_OBJECT_INDEX || rs->kind == REINDEX_OBJECT_TABLE)
-		{
-			Oid			relid = RangeVarGetRelid(rs->relation, NoLock, true);
-			Oid			indexoid;
-
-			if (OidIsValid(relid) && rs->kind == REINDEX_OBJECT_INDEX)
-			{
-				HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-
-				if (HeapTupleIsValid(tup))
-				{
-					refuse = ((Form_pg_class) GETSTRUCT(tup))->relam == amoid;
-					ReleaseSysCache(tup);
-				}
-			}
-			else if (OidIsValid(relid))
-			{
-				Relation	rel = relation_open(relid, AccessShareLock);
-
-				refuse = FbfIsCounterTable(rel, &indexoid);
-				relation_close(rel, AccessShareLock);
-			}
-		}
-		else
-		{
-			/*
-			 * A schema: refuse if a counter table is in it (a window index
-			 * is in its table's schema); the database: if any counter table
-			 * exists.  (SYSTEM cannot be reindexed concurrently.)
-			 */
-			Oid			nspoid = InvalidOid;
-			ListCell   *lc2;
-
-			if (rs->kind == REINDEX_OBJECT_SCHEMA)
-			{
-				nspoid = get_namespace_oid(rs->name, true);
-				if (!OidIsValid(nspoid))
-					return;		/* PostgreSQL reports it */
-			}
-			foreach(lc2, FbfWindowIndexes())
-			{
-				if (!OidIsValid(nspoid) ||
-					get_rel_namespace(lfirst_oid(lc2)) == nspoid)
-				{
-					refuse = true;
-					break;
-				}
-			}
-		}
-	}
-	if (refuse)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("counter table filters cannot be rebuilt concurrently"),
-				 errhint("Reindex counter tables without CONCURRENTLY: it carries their filters over.")));
+	return owns;
 }
 
-/* would this VACUUM process the table? (its owner, or the database's) */
+/*
+ * RangeVarGetRelidExtended callback for the relation an ALTER TABLE or
+ * ALTER INDEX names: the checks AlterTable's own lookup makes
+ * (tablecmds.c, RangeVarCallbackForAlterRelation, which is not exported)
+ * before any lock: the role must own it, and it must not be a system
+ * catalog, or PostgreSQL's own error is raised.  *(bool *) arg says
+ * whether the statement's form fits the relation's kind; where it does
+ * not, the statement reports it and the hook has nothing to check.
+ */
+static void
+callback_alter_target(const RangeVar *rv, Oid relid, Oid oldrelid, void *arg)
+{
+	HeapTuple	tup;
+	Form_pg_class form;
+	bool	   *fits = (bool *) arg;
+
+	*fits = false;
+	if (!OidIsValid(relid))
+		return;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return;					/* concurrently dropped */
+	form = (Form_pg_class) GETSTRUCT(tup);
+	if (!has_privs_of_role(GetUserId(), form->relowner))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(form->relkind),
+					   rv->relname);
+	if (!allowSystemTableMods && IsSystemClass(relid, form))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied: \"%s\" is a system catalog",
+						rv->relname)));
+	*fits = form->relkind != RELKIND_COMPOSITE_TYPE;
+	ReleaseSysCache(tup);
+}
+
+/*
+ * The relation ALTER TABLE/INDEX statement `as` names, looked up the way
+ * the statement will look it up, and locked in `lockmode` (or NoLock) only
+ * once the role is known to own it.  InvalidOid if it does not exist (also
+ * if it went away while the lock was awaited) or the statement's form does
+ * not fit it: the statement then reports that itself.
+ */
+static Oid
+alter_target(AlterTableStmt *as, LOCKMODE lockmode)
+{
+	bool		fits = false;
+	Oid			relid;
+
+	relid = RangeVarGetRelidExtended(as->relation, lockmode, RVR_MISSING_OK,
+									 callback_alter_target, &fits);
+	if (OidIsValid(relid) && !fits)
+	{
+		if (lockmode != NoLock)
+			UnlockRelationOid(relid, lockmode);
+		return InvalidOid;
+	}
+	return relid;
+}
+
+/* does REINDEX statement `rs` say CONCURRENTLY? */
+static bool
+reindex_concurrently(ReindexStmt *rs)
+{
+	ListCell   *lc;
+	bool		concurrent = false;
+
+	foreach(lc, rs->params)
+	{
+		DefElem    *opt = (DefElem *) lfirst(lc);
+
+		if (strcmp(opt->defname, "concurrently") == 0)
+			concurrent = defGetBoolean(opt);
+	}
+	return concurrent;
+}
+
+/* does the statement build indexes concurrently? */
+static bool
+builds_concurrently(Node *stmt)
+{
+	if (IsA(stmt, IndexStmt))
+		return ((IndexStmt *) stmt)->concurrent;
+	if (IsA(stmt, ReindexStmt))
+		return reindex_concurrently((ReindexStmt *) stmt);
+	return false;
+}
+
+fbf_noreturn static void
+refuse_concurrent_build(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("counter table filters cannot be rebuilt concurrently"),
+			 errhint("Reindex counter tables without CONCURRENTLY: it carries their filters over.")));
+	pg_unreachable();
+}
+
+/*
+ * An fbf_filter index cannot be built concurrently: the build would fail
+ * half-way and leave an invalid index behind, as increments keep changing
+ * the old window until the swap.  CREATE INDEX CONCURRENTLY and REINDEX
+ * ... CONCURRENTLY of an index, a table, or a schema or database are
+ * refused when the new index is created (fbf_rebuild_object_access), in
+ * the first transaction of the build: PostgreSQL has looked the relations
+ * up, locked them and checked the role's rights by then, and nothing has
+ * been committed yet.
+ *
+ * A REINDEX of a schema or database, which commits table by table, is
+ * refused here before any table is touched if a counter table is in it
+ * (a window index is in its table's schema) and the role owns the schema
+ * or database, as the statement will check; a role that does not gets
+ * PostgreSQL's answer (and, if it may reindex after all, the refusal at
+ * the counter's index).  (SYSTEM cannot be reindexed concurrently.)
+ */
+static void
+refuse_concurrent_reindex(Node *stmt)
+{
+	ReindexStmt *rs;
+	Oid			nspoid = InvalidOid;
+	Oid			owner;
+	HeapTuple	tup;
+	List	   *indexes;
+	ListCell   *lc;
+	bool		refuse = false;
+
+	if (!IsA(stmt, ReindexStmt))
+		return;
+	rs = (ReindexStmt *) stmt;
+	if ((rs->kind != REINDEX_OBJECT_SCHEMA && rs->kind != REINDEX_OBJECT_DATABASE) ||
+		!reindex_concurrently(rs) ||
+		!OidIsValid(get_index_am_oid("fbf_filter", true)))
+		return;
+	if (rs->kind == REINDEX_OBJECT_SCHEMA)
+	{
+		nspoid = get_namespace_oid(rs->name, true);
+		if (!OidIsValid(nspoid))
+			return;				/* PostgreSQL reports it */
+		tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nspoid));
+		if (!HeapTupleIsValid(tup))
+			return;
+		owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+		ReleaseSysCache(tup);
+		if (!has_privs_of_role(GetUserId(), owner))
+			return;
+	}
+	else if (!FbfDatabaseOwnercheck(MyDatabaseId, GetUserId()))
+		return;
+	indexes = FbfWindowIndexes();
+	foreach(lc, indexes)
+	{
+		if (!OidIsValid(nspoid) || get_rel_namespace(lfirst_oid(lc)) == nspoid)
+		{
+			refuse = true;
+			break;
+		}
+	}
+	list_free(indexes);
+	if (refuse)
+		refuse_concurrent_build();
+}
+
+/*
+ * The object access hook: refuse an fbf_filter index created while this
+ * backend's utility statement builds concurrently (see
+ * refuse_concurrent_reindex).  The new index is not yet visible in the
+ * catalogs, but heap_create has made its relcache entry.
+ */
+static void
+fbf_rebuild_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+						  int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_POST_CREATE && classId == RelationRelationId &&
+		subId == 0 && concurrent_build)
+	{
+		Relation	rel = RelationIdGetRelation(objectId);
+		bool		window;
+
+		if (!RelationIsValid(rel))
+			return;
+		window = (rel->rd_rel->relkind == RELKIND_INDEX ||
+				  rel->rd_rel->relkind == RELKIND_PARTITIONED_INDEX) &&
+			rel->rd_rel->relam == get_index_am_oid("fbf_filter", true);
+		RelationClose(rel);
+		if (window)
+			refuse_concurrent_build();
+	}
+}
+
+/*
+ * would this VACUUM process the table? (its owner, or the database's)
+ * Never an error: the table may have been dropped since it was looked up.
+ */
 static bool
 may_vacuum(Oid relid)
 {
-	return FbfClassOwnercheck(relid, GetUserId()) ||
+	return owns_relation(relid, false) ||
 		FbfDatabaseOwnercheck(MyDatabaseId, GetUserId());
 }
 
@@ -379,9 +515,11 @@ refuse_no_index_cleanup(Node *stmt)
 	}
 	if (lc == NULL)
 		return;
-	relid = RangeVarGetRelid(as->relation, NoLock, true);
-	if (!OidIsValid(relid) || (heap = try_relation_open(relid, AccessShareLock)) == NULL)
+	/* ownership first, as AlterTable checks it; then the lock */
+	relid = alter_target(as, AccessShareLock);
+	if (!OidIsValid(relid))
 		return;
+	heap = relation_open(relid, NoLock);
 	counter = heap->rd_rel->relkind == RELKIND_RELATION &&
 		FbfIsCounterTable(heap, &indexoid);
 	if (counter)
@@ -432,8 +570,10 @@ refuse_filter_change(Node *stmt)
 	}
 	if (named == NULL)
 		return;
-	relid = RangeVarGetRelid(as->relation, NoLock, true);
 	amoid = get_index_am_oid("fbf_filter", true);
+	if (!OidIsValid(amoid))
+		return;
+	relid = alter_target(as, NoLock);
 	if (!OidIsValid(relid) || !OidIsValid(amoid))
 		return;
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
@@ -524,7 +664,9 @@ refuse_window_drop(Oid indexoid, Oid heapoid)
  * window's column, which would drop it too.  Names are resolved without
  * locks, as the statement will resolve them again; a concurrent change
  * is caught by the statement's own locks and checks no later than it
- * would be without this hook.
+ * would be without this hook.  Only a role the statement would let drop
+ * the index (its owner or its schema's) or alter the table (its owner) is
+ * told that it is a window; another gets PostgreSQL's refusal.
  */
 static void
 refuse_window_drops(Node *stmt)
@@ -543,7 +685,8 @@ refuse_window_drops(Node *stmt)
 			RangeVar   *rv = makeRangeVarFromNameList((List *) lfirst(lc));
 			Oid			indexoid = RangeVarGetRelid(rv, NoLock, true);
 
-			if (OidIsValid(indexoid) && rel_am(indexoid) == amoid)
+			if (OidIsValid(indexoid) && rel_am(indexoid) == amoid &&
+				owns_relation(indexoid, true))
 				named = lappend_oid(named, indexoid);
 		}
 		foreach(lc, named)
@@ -582,7 +725,7 @@ refuse_window_drops(Node *stmt)
 			if (cmd->subtype != AT_DropColumn || cmd->name == NULL)
 				continue;
 			if (!OidIsValid(heapoid))
-				heapoid = RangeVarGetRelid(as->relation, NoLock, true);
+				heapoid = alter_target(as, NoLock);
 			if (!OidIsValid(heapoid) ||
 				(attno = get_attnum(heapoid, cmd->name)) == InvalidAttrNumber)
 				continue;
@@ -613,6 +756,9 @@ refuse_window_drops(Node *stmt)
  * conflict with itself: lock the table against a concurrent one first
  * (ShareRowExclusiveLock, as the statement's own checks do: ownership
  * before the lock), so that FbfWindowBuildPages sees the other's window.
+ * Then refuse a window on anything but a plain table: a partitioned
+ * table's index is never built, so ambuild cannot refuse it.  (A
+ * concurrent build is refused when its index is created.)
  */
 static void
 lock_for_window_build(Node *stmt)
@@ -626,8 +772,10 @@ lock_for_window_build(Node *stmt)
 		strcmp(is->accessMethod, "fbf_filter") != 0 ||
 		!OidIsValid(get_index_am_oid("fbf_filter", true)))
 		return;
-	(void) RangeVarGetRelidExtended(is->relation, ShareRowExclusiveLock, 0,
-									RangeVarCallbackOwnsRelation, NULL);
+	FbfWindowCheckTable(RangeVarGetRelidExtended(is->relation,
+												 ShareRowExclusiveLock, 0,
+												 RangeVarCallbackOwnsRelation,
+												 NULL));
 }
 
 /*
@@ -682,10 +830,11 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	bool		track = rebuilds_indexes(pstmt->utilityStmt) && IsTransactionState();
 	List	   *outer = rebuild_sources;
+	bool		outer_concurrent = concurrent_build;
 
 	if (IsTransactionState())
 	{
-		refuse_concurrent_builds(pstmt->utilityStmt);
+		refuse_concurrent_reindex(pstmt->utilityStmt);
 		refuse_no_index_cleanup(pstmt->utilityStmt);
 		refuse_filter_change(pstmt->utilityStmt);
 		refuse_window_drops(pstmt->utilityStmt);
@@ -694,6 +843,7 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	if (track)
 		rebuild_sources = NIL;
+	concurrent_build = builds_concurrently(pstmt->utilityStmt);
 	PG_TRY();
 	{
 		/* in the TRY: a cancel during the catalog scan restores `outer` */
@@ -708,6 +858,7 @@ fbf_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_FINALLY();
 	{
+		concurrent_build = outer_concurrent;
 		if (track)
 		{
 			forget_filters();
@@ -722,6 +873,8 @@ FbfWindowRebuildInit(void)
 {
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = fbf_ProcessUtility;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = fbf_rebuild_object_access;
 }
 
 /*
