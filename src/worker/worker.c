@@ -163,7 +163,9 @@ database_connectable(Form_pg_database db)
 
 /*
  * Is database dbid still there and connectable?  Looked up afresh in its
- * own transaction: the launcher's list is up to a naptime old.
+ * own transaction: the launcher's list is up to a naptime old.  A heap
+ * scan, not the index: the launcher has selected no database, and opening
+ * an index may need to read pg_class.
  */
 static bool
 database_still_connectable(Oid dbid)
@@ -178,7 +180,7 @@ database_still_connectable(Oid dbid)
 	ScanKeyInit(&key, Anum_pg_database_oid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(dbid));
 	rel = table_open(DatabaseRelationId, AccessShareLock);
-	scan = systable_beginscan(rel, DatabaseOidIndexId, true, NULL, 1, &key);
+	scan = systable_beginscan(rel, DatabaseOidIndexId, false, NULL, 1, &key);
 	tup = systable_getnext(scan);
 	result = HeapTupleIsValid(tup) &&
 		database_connectable((Form_pg_database) GETSTRUCT(tup));
