@@ -21,8 +21,16 @@ LANGUAGE sql AS $$
 	FROM generate_series(1, n) g
 $$;
 
--- planned for more than the test's rate, so that no split depends on timing
+-- planned for more than the test's rate, so that no split depends on
+-- timing; and left alone by the background worker and autovacuum (whose
+-- VACUUM drains too), so that what is drained and what still waits on the
+-- pending chains is what the test's own statements leave (set as it is
+-- created, before either can see it)
+BEGIN;
 SELECT fbf_create_counter_table('src', retention => '10 min', expected_rate => 10000);
+ALTER INDEX src_fbf SET (worker_maintenance = off);
+ALTER TABLE src SET (autovacuum_enabled = off);
+COMMIT;
 SELECT applied('src', '', 1, 300), applied('src', 'k', 2, 200);
 -- some drained into the bits, some still on the pending chains
 SELECT fbf_counter_maintain('src');
@@ -31,7 +39,11 @@ CREATE TABLE saved AS SELECT fbf_snapshot('src') AS s;
 GRANT SELECT ON saved TO PUBLIC;
 
 -- a new, empty counter with the same options takes the snapshot whole
+BEGIN;
 SELECT fbf_create_counter_table('dst', retention => '10 min', expected_rate => 10000);
+ALTER INDEX dst_fbf SET (worker_maintenance = off);
+ALTER TABLE dst SET (autovacuum_enabled = off);
+COMMIT;
 SELECT fbf_counter_load('dst', s) FROM saved;
 SELECT applied('dst', '', 1, 300) AS retries_applied,
 	   applied('dst', 'k', 2, 200) AS retries_applied,
@@ -45,8 +57,13 @@ SELECT fbf_counter_load('dst', s) FROM saved;
 SELECT applied('dst', 'k', 4, 100) AS retries_applied, applied('dst', '', 1, 300) AS retries_applied;
 SELECT elements[1:3] FROM fbf_counter_stats WHERE counter = 'dst'::regclass;
 
--- an empty counter of another shape adopts the snapshot's
+-- an empty counter of another shape adopts the snapshot's (its ring as
+-- the snapshot has it: no pass of the worker tunes it meanwhile)
+BEGIN;
 SELECT fbf_create_counter_table('other', retention => '1 min', nbits => 20000, nhashes => 5, npast => 4);
+ALTER INDEX other_fbf SET (worker_maintenance = off);
+ALTER TABLE other SET (autovacuum_enabled = off);
+COMMIT;
 SELECT partitions, filters FROM fbf_counter_stats WHERE counter = 'other'::regclass;
 SELECT fbf_counter_load('other', s) FROM saved;
 SELECT partitions, filters FROM fbf_counter_stats WHERE counter = 'other'::regclass;
@@ -78,9 +95,9 @@ SELECT applied('two', '', 1, 100) AS retries_applied, applied('two', '', 2, 3000
 SELECT fbf_counter_load('one', fbf_snapshot('two'));
 SELECT applied('one', '', 3, 10) AS retries_applied;
 -- (a snapshot of another counter, under another key, is refused by a
--- filter that holds operations: test/t/025_forged_collisions.pl, where
--- every counter has a random key; here fbf.fixed_window_keys gives them all
--- one)
+-- filter that holds operations: test/t/025_forged_collisions.pl, and
+-- fbf_edges.sql; 'two' took the key of 'one' with its snapshot, so these
+-- loads merge whatever the keys)
 
 -- values that are not a counter's snapshot
 SELECT fbf_counter_load('dst', fbf_create(4096, 3, 2));

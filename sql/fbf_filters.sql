@@ -18,10 +18,16 @@ ORDER BY 1;
 -- growth by load: a cuckoo window planned for 10 operations a second
 -- takes 20,000 in one go, splitting its partitions (no entry lost: every
 -- retry is dismissed)
+-- (one statement holds more entries in flight than a role's share: no
+-- shares; and only the test's own statements drain or resize it, neither
+-- the worker nor autovacuum, as every table below whose pending chains or
+-- shape the test shows)
+BEGIN;
 SELECT fbf_create_counter_table('cw_grow', retention => '1 min', expected_rate => 10,
 								filter => 'cuckoo') IS NOT NULL AS created;
--- (one statement holds more entries in flight than a role's share: no shares)
-ALTER INDEX cw_grow_fbf SET (share_by = 'none');
+ALTER INDEX cw_grow_fbf SET (share_by = 'none', worker_maintenance = off);
+ALTER TABLE cw_grow SET (autovacuum_enabled = off);
+COMMIT;
 SELECT partitions AS planned FROM fbf_counter_stats WHERE counter = 'cw_grow'::regclass;
 SELECT count(*) FILTER (WHERE idempotent_increment('cw_grow', 1, g, 1)) AS applied
 FROM generate_series(1, 20000) g;
@@ -36,9 +42,12 @@ FROM fbf_counter_stats WHERE counter = 'cw_grow'::regclass;
 -- refreshed (period 2 s), takes more (keyed with the new count) and may grow
 -- again; refreshed again, a lookup computes each live epoch's fingerprint
 -- with the partitions it began with (meta->cuckoo.parts, shifted by age)
+BEGIN;
 SELECT fbf_create_counter_table('cw_epochs', retention => '30 s', expected_rate => 10,
 								filter => 'cuckoo') IS NOT NULL AS created;
-ALTER INDEX cw_epochs_fbf SET (share_by = 'none');
+ALTER INDEX cw_epochs_fbf SET (share_by = 'none', worker_maintenance = off);
+ALTER TABLE cw_epochs SET (autovacuum_enabled = off);
+COMMIT;
 SELECT count(*) FILTER (WHERE idempotent_increment('cw_epochs', 1, g, 1)) AS applied
 FROM generate_series(1, 10000) g;
 SELECT fbf_counter_maintain('cw_epochs') IN ('grow', 'hold') AS maintained;
@@ -92,14 +101,22 @@ SELECT fbf_counter_load('kc_cuckoo', v) FROM csnap;
 SELECT idempotent_increment('kc_cuckoo', 1, 1, 10) AS retry_still_dismissed;
 -- waiting operations that do not fit in the snapshot's blocks: the load
 -- splits them (as a refused drain makes the window grow) and stores all
+BEGIN;
 SELECT fbf_create_counter_table('cw_wait', retention => '1 min', expected_rate => 1,
 								filter => 'cuckoo') IS NOT NULL AS created;
+ALTER INDEX cw_wait_fbf SET (worker_maintenance = off);
+ALTER TABLE cw_wait SET (autovacuum_enabled = off);
+COMMIT;
 SELECT count(*) FILTER (WHERE idempotent_increment('cw_wait', 1, g, 1)) AS applied
 FROM generate_series(1, 6000) g;
 SELECT partitions, pending FROM fbf_counter_stats WHERE counter = 'cw_wait'::regclass;
 SELECT i.nparts, i.counts[1] AS waiting FROM fbf_info(fbf_snapshot('cw_wait')) i;
+BEGIN;
 SELECT fbf_create_counter_table('cw_wait_copy', retention => '1 min', expected_rate => 1,
 								filter => 'cuckoo') IS NOT NULL AS created;
+ALTER INDEX cw_wait_copy_fbf SET (worker_maintenance = off);
+ALTER TABLE cw_wait_copy SET (autovacuum_enabled = off);
+COMMIT;
 SELECT fbf_counter_load('cw_wait_copy', fbf_snapshot('cw_wait')) AS loaded;
 SELECT partitions, pending, load > 0.5 AS stored FROM fbf_counter_stats WHERE counter = 'cw_wait_copy'::regclass;
 SELECT count(*) FILTER (WHERE idempotent_increment('cw_wait_copy', 1, g, 1)) AS retries_applied
