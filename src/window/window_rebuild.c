@@ -361,12 +361,21 @@ fbf_rebuild_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 }
 
 /*
- * would this VACUUM process the table? (its owner, or the database's)
- * Never an error: the table may have been dropped since it was looked up.
+ * Would this VACUUM process the table?  Its owner's, or the database's
+ * (vacuum_is_permitted_for_relation); from PostgreSQL 17 on, whoever has
+ * MAINTAIN on it.  Never an error: the table may have been dropped since
+ * it was looked up.
  */
 static bool
 may_vacuum(Oid relid)
 {
+#if PG_VERSION_NUM >= 170000
+	bool		is_missing = false;
+
+	if (pg_class_aclcheck_ext(relid, GetUserId(), ACL_MAINTAIN,
+							  &is_missing) == ACLCHECK_OK && !is_missing)
+		return true;
+#endif
 	return owns_relation(relid, false) ||
 		FbfDatabaseOwnercheck(MyDatabaseId, GetUserId());
 }
