@@ -7,7 +7,7 @@
 
 FBF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_BINDIR=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
-# bison, flex, libreadline-dev and zlib1g-dev build PostgreSQL 18 (fbf_pg18_install)
+# bison, flex, libreadline-dev and zlib1g-dev build PostgreSQL 16 and 18 (fbf_pg_install)
 FBF_PACKAGES="postgresql-server-dev-15 libxxhash-dev libipc-run-perl bison flex libreadline-dev zlib1g-dev"
 
 fbf_log() { printf '==> %s\n' "$*" >&2; }
@@ -73,47 +73,60 @@ fbf_citus_install() {
 	rm -rf "$dir"
 }
 
-# PostgreSQL 18, for the second server version the suite runs against (and
-# pg_upgrade's target in test/pg_upgrade.sh), built from the vendored source
-# tree: Debian 12 packages only 15.  Built once per machine, as a release
-# build (no assertions) with the TAP modules, pg_isolation_regress and the
-# contrib modules the tests use ($FBF_PG18_CONTRIB), into a prefix under
-# $FBF_PG18_CACHE keyed by the tarball's sha256 and by FBF_PG18_RECIPE
-# (bumped when what is built changes), so a changed tarball or recipe
-# builds afresh and an unchanged one is reused (a stamp file marks a
-# finished install).  Prints the prefix's bin directory on stdout; prints
-# nothing, logs SKIP and succeeds when there is no tarball.
+# PostgreSQL 16 and 18, the other server versions the suite runs against
+# (and pg_upgrade's targets in test/pg_upgrade.sh), built from the vendored
+# source trees: Debian 12 packages only 15.  `fbf_pg_install 16|18` builds
+# one once per machine, as a release build (no assertions) with the TAP
+# modules, pg_isolation_regress and the contrib modules the tests use
+# ($FBF_PG_CONTRIB), into a prefix under $FBF_PG<V>_CACHE (default
+# /var/cache/fbf) named postgresql-<V>-<sha256 of the tarball>-r<recipe>,
+# the recipe ($FBF_PG_RECIPE) bumped when what is built changes, so a
+# changed tarball or recipe builds afresh and an unchanged one is reused (a
+# stamp file marks a finished install).  $FBF_PG<V>_TARBALL overrides the
+# source; $FBF_PG_NICE (say, "nice -n 10") runs the build at a lower
+# priority.  Prints the prefix's bin directory on stdout; prints nothing,
+# logs SKIP and succeeds when there is no tarball.
+FBF_PG16_TARBALL=${FBF_PG16_TARBALL:-$FBF_ROOT/../shared/vendor/postgresql-16.2-src.tar.xz}
 FBF_PG18_TARBALL=${FBF_PG18_TARBALL:-$FBF_ROOT/../shared/vendor/postgresql-18.3-src.tar.xz}
+FBF_PG16_CACHE=${FBF_PG16_CACHE:-/var/cache/fbf}
 FBF_PG18_CACHE=${FBF_PG18_CACHE:-/var/cache/fbf}
-FBF_PG18_CONTRIB="pg_walinspect"
-FBF_PG18_RECIPE=2
-fbf_pg18_install() {
-	local sum prefix dir m
-	if [ ! -f "$FBF_PG18_TARBALL" ]; then
-		fbf_log "SKIP PostgreSQL 18: no source tarball at $FBF_PG18_TARBALL"
+FBF_PG_CONTRIB="pg_walinspect"
+FBF_PG_RECIPE=2
+fbf_pg_install() {
+	local v=$1 tarball cache sum prefix dir m
+	case "$v" in
+	16) tarball=$FBF_PG16_TARBALL cache=$FBF_PG16_CACHE ;;
+	18) tarball=$FBF_PG18_TARBALL cache=$FBF_PG18_CACHE ;;
+	*)
+		fbf_log "fbf_pg_install: no recipe for PostgreSQL $v"
+		return 1
+		;;
+	esac
+	if [ ! -f "$tarball" ]; then
+		fbf_log "SKIP PostgreSQL $v: no source tarball at $tarball"
 		return 0
 	fi
-	sum=$(sha256sum "$FBF_PG18_TARBALL" | cut -c1-16)
-	prefix="$FBF_PG18_CACHE/postgresql-18-$sum-r$FBF_PG18_RECIPE"
+	sum=$(sha256sum "$tarball" | cut -c1-16)
+	prefix="$cache/postgresql-$v-$sum-r$FBF_PG_RECIPE"
 	if [ -f "$prefix/.fbf-installed" ]; then
-		fbf_log "PostgreSQL 18 is already built in $prefix"
+		fbf_log "PostgreSQL $v is already built in $prefix"
 		echo "$prefix/bin"
 		return 0
 	fi
-	fbf_log "building PostgreSQL 18 from $FBF_PG18_TARBALL into $prefix (about 5 min)"
+	fbf_log "building PostgreSQL $v from $tarball into $prefix (about 5 min)"
 	rm -rf "$prefix"
-	mkdir -p "$FBF_PG18_CACHE"
-	dir=$(mktemp -d "$FBF_PG18_CACHE/build.XXXXXX")
-	tar xJf "$FBF_PG18_TARBALL" -C "$dir" || return 1
+	mkdir -p "$cache"
+	dir=$(mktemp -d "$cache/build.XXXXXX")
+	tar xJf "$tarball" -C "$dir" || return 1
 	(cd "$dir"/postgresql-* &&
-		./configure --prefix="$prefix" --without-icu --enable-tap-tests \
+		${FBF_PG_NICE:-} ./configure --prefix="$prefix" --without-icu --enable-tap-tests \
 			>"$dir/configure.log" 2>&1 &&
-		make -s -j2 >"$dir/make.log" 2>&1 &&
+		${FBF_PG_NICE:-} make -s -j2 >"$dir/make.log" 2>&1 &&
 		make -s install >"$dir/install.log" 2>&1 &&
 		make -s -C src/test/isolation install >>"$dir/install.log" 2>&1 &&
 		make -s -C src/test/perl install >>"$dir/install.log" 2>&1 &&
-		for m in $FBF_PG18_CONTRIB; do
-			make -s -C "contrib/$m" install >>"$dir/install.log" 2>&1 || exit 1
+		for m in $FBF_PG_CONTRIB; do
+			${FBF_PG_NICE:-} make -s -C "contrib/$m" install >>"$dir/install.log" 2>&1 || exit 1
 		done) || {
 		tail -30 "$dir"/*.log >&2
 		return 1
@@ -122,6 +135,8 @@ fbf_pg18_install() {
 	touch "$prefix/.fbf-installed"
 	echo "$prefix/bin"
 }
+fbf_pg16_install() { fbf_pg_install 16; }
+fbf_pg18_install() { fbf_pg_install 18; }
 
 # Build with warnings as errors and install into the server's directories.
 fbf_build_install() {
@@ -165,8 +180,17 @@ as_postgres() { runuser -u postgres -- "$@"; }
 
 # Start a scratch cluster with fbf preloaded.  Sets FBF_SCRATCH, PGHOST,
 # PGPORT, PGUSER, PGDATABASE for the clients that follow.  Extra
-# postgresql.conf lines may be passed as arguments.
+# postgresql.conf lines may be passed as arguments.  With --plain first,
+# postgresql.conf gets nothing but shared_preload_libraries = 'fbf' (every
+# other setting at its default: the worker on, random window keys,
+# max_prepared_transactions = 0, fsync on); where to listen is given on the
+# server's command line instead.
 fbf_cluster_start() {
+	local plain=""
+	if [ "${1:-}" = --plain ]; then
+		plain=1
+		shift
+	fi
 	FBF_SCRATCH=$(mktemp -d /tmp/fbf-cluster.XXXXXX)
 	chown postgres: "$FBF_SCRATCH"
 	chmod 755 "$FBF_SCRATCH"
@@ -181,18 +205,24 @@ fbf_cluster_start() {
 		cat "$FBF_SCRATCH/initdb.log" >&2
 		return 1
 	}
-	{
-		echo "shared_preload_libraries = 'fbf'"
-		echo "listen_addresses = ''"
-		echo "port = $PGPORT"
-		echo "unix_socket_directories = '$FBF_SCRATCH'"
-		echo "fsync = off"
-		echo "max_prepared_transactions = 10"
-		local line
-		for line in "$@"; do echo "$line"; done
-	} >>"$FBF_SCRATCH/data/postgresql.conf"
+	local opts=""
+	if [ -n "$plain" ]; then
+		echo "shared_preload_libraries = 'fbf'" >>"$FBF_SCRATCH/data/postgresql.conf"
+		opts="-c listen_addresses= -p $PGPORT -k $FBF_SCRATCH"
+	else
+		{
+			echo "shared_preload_libraries = 'fbf'"
+			echo "listen_addresses = ''"
+			echo "port = $PGPORT"
+			echo "unix_socket_directories = '$FBF_SCRATCH'"
+			echo "fsync = off"
+			echo "max_prepared_transactions = 10"
+			local line
+			for line in "$@"; do echo "$line"; done
+		} >>"$FBF_SCRATCH/data/postgresql.conf"
+	fi
 	as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -l "$FBF_SCRATCH/server.log" \
-		-w -t 60 start >/dev/null || {
+		${opts:+-o "$opts"} -w -t 60 start >/dev/null || {
 		cat "$FBF_SCRATCH/server.log" >&2
 		return 1
 	}
@@ -218,7 +248,11 @@ fbf_cluster_stop() {
 # Run the TAP tests of test/t through PGXS (make prove_installcheck), as
 # the postgres user (initdb refuses root), from a scratch copy of the
 # source tree it can write to.  fbf must be installed.  $1: scratch dir;
-# FBF_PROVE_TESTS, if set, names the tests to run (test/t/NNN_name.pl ...).
+# FBF_PROVE_TESTS, if set, names the tests to run (test/t/NNN_name.pl ...),
+# in the order given; FBF_PROVE_JOBS, if set, how many run at once (prove
+# -j).  Every run reserves its servers' ports in one directory,
+# $FBF_TAP_PORT_DIR, so that runs side by side never pick the same port.
+FBF_TAP_PORT_DIR=${FBF_TAP_PORT_DIR:-/tmp/fbf-tap-portlock}
 fbf_run_tap() {
 	local dir=$1
 	rm -rf "$dir"
@@ -231,9 +265,13 @@ fbf_run_tap() {
 	make -s -C "$FBF_ROOT/test/core" SANITIZE= forge_ops >/dev/null &&
 		cp "$FBF_ROOT/test/core/forge_ops" "$dir/forge_ops"
 	chown -R postgres: "$dir"
+	mkdir -p "$FBF_TAP_PORT_DIR"
+	chmod 1777 "$FBF_TAP_PORT_DIR"
 	(cd "$dir" && runuser -u postgres -- env -u PGPORT -u PGHOST -u PGUSER -u PGDATABASE \
 		PATH="$PG_BINDIR:$PATH" FBF_RETRY_STORM="$dir/retry_storm" FBF_FORGE_OPS="$dir/forge_ops" \
-		make -s prove_installcheck PROVE_FLAGS=-v ${FBF_PROVE_TESTS:+PROVE_TESTS="$FBF_PROVE_TESTS"})
+		PG_TEST_PORT_DIR="$FBF_TAP_PORT_DIR" \
+		make -s prove_installcheck PROVE_FLAGS="-v${FBF_PROVE_JOBS:+ -j$FBF_PROVE_JOBS}" \
+		${FBF_PROVE_TESTS:+PROVE_TESTS="$FBF_PROVE_TESTS"})
 }
 
 # fbf_tap_ok GOT EXPECTED NAME: one TAP line of a shell test (test/upgrade.sh,

@@ -31,6 +31,17 @@ $node->safe_psql('postgres', q{
 # and lets everyone read them
 my $temp = $node->background_psql('postgres', on_error_stop => 1,
 	extra_params => [ '-U', 'fbf_temp' ]);
+
+# a query's output in the session, as safe_psql gives it: 16's
+# BackgroundPsql leaves the output's final newline, 17's and later remove
+# it; exactly one is taken off, so anything else still shows
+sub temp_query
+{
+	my ($query) = @_;
+	my $out = $temp->query_safe($query);
+	$out =~ s/\r?\n\z//;
+	return $out;
+}
 $temp->query_safe(q{
 	SELECT fbf_create_counter_table('pg_temp.tc' || g, retention => '1 min',
 									expected_rate => 100)
@@ -39,7 +50,7 @@ $temp->query_safe(q{
 	GRANT SELECT ON pg_temp.tc1, pg_temp.td TO PUBLIC;
 	SELECT idempotent_increment('pg_temp.tc1', 1, 1, 1);
 	SELECT fbf_claim('pg_temp.td', 'x')});
-is($temp->query_safe(q{SELECT count(*) FROM fbf_counter_stats}), '5',
+is(temp_query(q{SELECT count(*) FROM fbf_counter_stats}), '5',
 	'its own session sees its temporary counters');
 
 sub check_others
@@ -77,8 +88,9 @@ is(worker_errors($offset), 0, 'the worker logs no error for them');
 
 # a crash of their session's backend leaves them behind, orphaned, until
 # their schema is reused
-my $pid = $temp->query_safe('SELECT pg_backend_pid()');
-kill 'KILL', $pid;
+my $pid = temp_query('SELECT pg_backend_pid()');
+like($pid, qr/^[0-9]+\z/, "the session's backend pid");
+kill 'KILL', $pid or die "could not kill backend $pid: $!";
 $node->poll_query_until('postgres', 'SELECT 1', '1')
   or die 'the server did not come back after the crash';
 is($node->safe_psql('postgres',
