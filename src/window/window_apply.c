@@ -431,15 +431,28 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			{
 				/*
 				 * Full of entries that wait for more bits (the drain put
-				 * them off): grow the window now and try again.  If it
-				 * will not grow (its cap, or the rate does not call for
-				 * it), drain them into the bits there are.
+				 * them off): grow the window now and try again.  At its
+				 * cap, a counter that refuses what it cannot take refuses
+				 * this operation: the entries wait for the next refresh's
+				 * empty future filter, as its shares planned (poured into
+				 * the bits there are, they would stay until their filters
+				 * age out).  Otherwise they are drained into those bits.
 				 */
 				FbfChainRelease(&chain);
 				UnlockReleaseBuffer(metabuf);
 				grow = false;
 				if (FbfWindowGrowNow(index) == FBF_GROWTH_NONE)
+				{
+					if (FbfWindowPartsAtCap(&meta) <= meta.nparts &&
+						FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
+						ereport(ERROR,
+								(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+								 errmsg("counter filter \"%s\" is at its capacity",
+										RelationGetRelationName(index)),
+								 errdetail("One of its partitions has more operations of this period than its filters take under the target; they wait for the next period's filter."),
+								 errhint("Retry the operation in a later period, or raise fbf.max_filter_size.")));
 					may_defer = false;
+				}
 				CHECK_FOR_INTERRUPTS();
 				continue;
 			}

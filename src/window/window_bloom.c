@@ -104,14 +104,22 @@ bloom_contains(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /*
- * A drain that would fill a page's future lane past this many times
- * meta->overfull is put off, if it may be, until the window has grown.
- * Not more: a lane past its count dismisses new operations far above the
- * target while it is the future filter and again while it is the oldest
- * (at twice the count, some fifty times the target with ten hashes), and a
- * split copies its bits into every page it makes.
+ * A Bloom page's capacity per period is this part of the count past which
+ * its future lane is overfull (bloom_derive_meta, where the steady state
+ * reaches the target): a quarter fewer elements per filter is a tenth of
+ * the false positives with ten hashes in the model, room for what the
+ * model leaves out when a window is kept full period after period (pages
+ * fuller than the mean, entries drained a period late, the bits a split
+ * copied): measured so, the estimate stays under a third of the target
+ * (test/t/044_fair_shares.pl; at nine tenths it reached 2.7 times it).
+ * It is also as far as a drain may fill a page's future lane (bloom_store):
+ * the filters of a period a window grows in keep the density of its pages
+ * before the split, copied into every page it makes, and each is checked
+ * alone once it is the oldest, where a lane at twice the overfull count
+ * (future and present) dismisses at the target by itself; at this part
+ * of it, a tenth of that.
  */
-#define FBF_DRAIN_DEFER_FACTOR	1
+#define BLOOM_CAPACITY_PART		0.75
 
 StaticAssertDecl(FBF_DRAIN_MAX_PAGES <= FBF_XLOG_MAX_PAGES - 1,
 				 "a drain record holds the pending page and its partition pages");
@@ -122,10 +130,10 @@ StaticAssertDecl(FBF_DRAIN_MAX_PAGES <= FBF_XLOG_MAX_PAGES - 1,
  * partition pages, and drop the aborted ones, in one WAL record
  * (XLOG_FBF_DRAIN, FbfDrainLog, which drops an annex with its entry).
  * With may_defer, a page whose future lane the entries would fill past
- * FBF_DRAIN_DEFER_FACTOR * meta->overfull is left out: its entries stay
- * on the chain, and the window must grow first (returns true): bits set
- * now would stay, copied into every page of a split, until their filters
- * age out, and a saturated pair of filters matches every operation.
+ * BLOOM_CAPACITY_PART of meta->overfull is left out: its entries stay on
+ * the chain until the window has grown or the next refresh has begun an
+ * empty future filter (returns true): bits set now would stay, copied into
+ * every page of a split, until their filters age out.
  * Locks: the partition pages exclusively, in
  * block order; the caller holds the metapage share-locked (so the ring is
  * `meta`) and pbuf exclusive-locked.
@@ -136,7 +144,7 @@ bloom_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			const BlockNumber *target, const BlockNumber *blocks, int nblocks,
 			bool may_defer)
 {
-	uint32		limit = FBF_DRAIN_DEFER_FACTOR * meta->overfull;
+	uint32		limit = Max((uint32) (BLOOM_CAPACITY_PART * meta->overfull), 1);
 	Buffer		sbufs[FBF_DRAIN_MAX_PAGES];
 	xl_fbf_slice_set sets[FBF_DRAIN_MAX_PAGES];
 	FbfHash    *hashes[FBF_DRAIN_MAX_PAGES];
@@ -609,18 +617,6 @@ bloom_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 {
 	return FbfWindowPartsWithin(meta->nparts, meta->nchains, max_pages, 2);
 }
-
-/*
- * A Bloom page's capacity per period is this part of the count past which
- * its future lane is overfull (bloom_derive_meta, where the steady state
- * reaches the target): a quarter fewer elements per filter is a tenth of
- * the false positives with ten hashes in the model, room for what the
- * model leaves out when a window is kept full period after period (pages
- * fuller than the mean, entries drained a period late, the bits a split
- * copied): measured so, the estimate stays under a third of the target
- * (test/t/044_fair_shares.pl; at nine tenths it reached 2.7 times it).
- */
-#define BLOOM_CAPACITY_PART		0.75
 
 /* New operations one Bloom partition page takes in a period (above). */
 static double

@@ -152,17 +152,18 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	if (grow)
 	{
 		/*
-		 * Entries wait for more bits: grow, and drain into the new pages.
-		 * If a split is under way (a backend's), finish it first; they go
-		 * on waiting for what it leaves short.  Only if the window will
-		 * not grow (its cap, or the rate does not call for it) do they
-		 * wait no longer.
+		 * Entries wait for more bits: grow, if the rate calls for it (a
+		 * split under way, a backend's, is finished first), and drain
+		 * again.  Those the filters of this period still cannot take (a
+		 * split copies their bits, and their counts, into every page it
+		 * makes) go on waiting for the next refresh's empty future
+		 * filter: poured in now, they would stay until those filters age
+		 * out, checked alone once the oldest (FbfChainDrain says how long
+		 * they may wait).
 		 */
-		FbfGrowth	growth = FbfWindowGrow(index, policy);
-
-		if (growth == FBF_GROWTH_LATER)
+		if (FbfWindowGrow(index, policy) == FBF_GROWTH_LATER)
 			FbfWindowSplitStep(index, split_batch());
-		FbfWindowDrain(index, growth != FBF_GROWTH_NONE, NULL);
+		FbfWindowDrain(index, true, NULL);
 	}
 
 	/* a split under way (an earlier pass's, cut short) is continued first */

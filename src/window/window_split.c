@@ -210,7 +210,7 @@ static struct
 }			grow_tried[GROW_TRIED];
 static int	grow_tried_next = 0;
 
-static FbfGrowth grow(Relation index, const FbfAimdPolicy *policy);
+static FbfGrowth grow(Relation index, const FbfAimdPolicy *policy, bool full);
 
 /*
  * Grow the window now, from a backend that saw an overfull future lane or
@@ -252,14 +252,17 @@ FbfWindowGrow(Relation index, const FbfAimdPolicy *policy)
 	grow_tried[grow_tried_next].index = RelationGetRelid(index);
 	grow_tried[grow_tried_next].epoch = meta.epoch;
 	grow_tried_next = (grow_tried_next + 1) % GROW_TRIED;
-	return grow(index, policy);
+	return grow(index, policy, false);
 }
 
 /*
  * Grow the window for an operation whose pending chain is full of entries
  * waiting for bits (FbfWindowApply), whatever this backend tried before:
- * finish a split under way, or split for the rate.  The policy is the
- * registered one (FbfWindowSetPolicySource).
+ * finish a split under way, or split for the rate, by 2 at least while
+ * fbf.max_filter_size lets it (a chain full of entries its pages could
+ * not take is a rate the measure has not caught up with yet).  The policy
+ * is the registered one (FbfWindowSetPolicySource).  FBF_GROWTH_NONE only
+ * at the cap.
  */
 FbfGrowth
 FbfWindowGrowNow(Relation index)
@@ -278,12 +281,15 @@ FbfWindowGrowNow(Relation index)
 		FbfWindowSplitStep(index, INT_MAX);
 		return FBF_GROWTH_LATER;
 	}
-	return grow(index, &policy);
+	return grow(index, &policy, true);
 }
 
-/* FbfWindowGrow's measure and split, for a window with no split under way */
+/*
+ * FbfWindowGrow's measure and split, for a window with no split under way;
+ * `full`: by 2 at least if the cap lets it (FbfWindowGrowNow)
+ */
 static FbfGrowth
-grow(Relation index, const FbfAimdPolicy *policy)
+grow(Relation index, const FbfAimdPolicy *policy, bool full)
 {
 	FbfWindowMetaPageData meta;
 	uint64		distinct[FBF_MAX_FILTERS];
@@ -334,6 +340,8 @@ grow(Relation index, const FbfAimdPolicy *policy)
 	 */
 	if ((meta.flags & FBF_META_CAPPED) == 0 && FbfWindowCapped(&meta, fpp, policy))
 		FbfWindowNoteCapped(index, true, policy);
+	if (full && factor <= 1 && FbfWindowPartsAtCap(&meta) > meta.nparts)
+		factor = 2;
 	if (factor <= 1)
 		return FBF_GROWTH_NONE;
 	if (!FbfWindowSplitStart(index, meta.nparts, factor, 0))
