@@ -13,7 +13,7 @@
 #      filters log their upgrade, and new operations count as usual; fbf
 #      values stored in a table by 1.0 read back as 1.0 wrote them;
 #   4. the updated extension describes (\dx+, every function's definition)
-#      as a fresh 1.4 install; 1.1's dedup tables, batches and outcomes
+#      as a fresh install of this version; 1.1's dedup tables, batches and outcomes
 #      work on it, and claims and operations survive a crash;
 #   5. fbf 1.1 built from git history (FBF_1_1_COMMIT): its windows, which
 #      hashed under the public seed, get a secret key of their own and
@@ -131,6 +131,18 @@ fbf_tap_ok "$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q "SELE
 	"after more duplicates (posting lists beside 1.0's chains), deletes and VACUUM, its lookups find every row"
 fbf_tap_ok "$(q "SELECT entries = heap_tuples FROM cuckoo_index_verify('dups_k')")" "t" \
 	"and it verifies clean"
+# 1.5: the 1.0 index scans backward (a cursor walked both ways over its
+# chains and lists returns the same rows) and takes fillfactor
+fbf_tap_ok "$(psql -X -At -v ON_ERROR_STOP=1 -d upg -c "SET enable_seqscan = off" -c "SET enable_bitmapscan = off" \
+	-c "BEGIN" -c "DECLARE c SCROLL CURSOR FOR SELECT id FROM dups WHERE k = 7" \
+	-c "MOVE FORWARD ALL FROM c" \
+	-c "MOVE BACKWARD ALL FROM c" -c "FETCH ALL FROM c" -c "COMMIT" | grep -c '^[0-9]')" \
+	"$(q "SELECT count(*) FROM dups WHERE k = 7")" \
+	"the 1.0 index scans backward: a cursor moved to the end and back fetches every row of its key"
+q "ALTER INDEX dups_k SET (fillfactor = 50)" >/dev/null
+q "INSERT INTO dups SELECT g, g % 50 FROM generate_series(10001, 11000) g" >/dev/null
+fbf_tap_ok "$(q "SELECT (SELECT reloptions::text FROM pg_class WHERE relname = 'dups_k') || ' ' || (entries = heap_tuples) FROM cuckoo_index_verify('dups_k')")" \
+	"{fillfactor=50} true" "the 1.0 index takes fillfactor, and inserts after it verify clean"
 fbf_tap_ok "$(q "SELECT count(*) FROM fbf_counter_stats WHERE pending >= 0")" "2" \
 	"both counters show in fbf_counter_stats"
 fbf_tap_ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable")" "5" \
@@ -265,8 +277,8 @@ fbf_tap_ok "$(q11 "SELECT fbf_counter_load('copy11', s) FROM snap11")" \
 fbf_tap_ok "$(q11 "SELECT count(*) FROM generate_series(1, 350) g WHERE idempotent_increment('copy11', 1, g, 1)")" "0" \
 	"which dismisses every retry it remembers"
 q11 "ALTER EXTENSION fbf UPDATE" >/dev/null
-fbf_tap_ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.4" \
-	"ALTER EXTENSION fbf UPDATE reaches 1.4 from 1.1"
+fbf_tap_ok "$(q11 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "$current" \
+	"ALTER EXTENSION fbf UPDATE reaches $current from 1.1"
 fbf_tap_ok "$(retries11)" "0" "and every retry is still dismissed"
 # short11 (retention 3 s): once its public operations have all aged out,
 # its window asks the public hash no more
