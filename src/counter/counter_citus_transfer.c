@@ -76,6 +76,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_namespace_d.h"
@@ -84,8 +85,10 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -325,6 +328,23 @@ listed_elsewhere(const Transfer *self, int64 shardid)
 }
 
 /*
+ * Does the role own table relid, as isolate_tenant_to_new_shard requires
+ * (Citus' EnsureTableOwner)?  False, never an error, if it is gone.
+ */
+static bool
+owns_table(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return has_privs_of_role(GetUserId(), owner);
+}
+
+/*
  * The placements of the counter shards that the call of the transfer
  * function `args` with `fcinfo` moves or splits (before it runs), less
  * those another transfer in progress listed, in the current context.
@@ -344,6 +364,15 @@ shards_moved(FunctionCallInfo fcinfo, TransferArgs args, const Transfer *self)
 		int64		shardid;
 
 		if (PG_NARGS() < 2 || PG_ARGISNULL(0) || PG_ARGISNULL(1))
+			return NIL;
+
+		/*
+		 * Finding the tenant's shard reads the table (Citus checks SELECT
+		 * on it), and only for a counter: for a role Citus will refuse,
+		 * that would answer first, and differently for counters.  Citus
+		 * refuses a role that does not own the table, and moves nothing.
+		 */
+		if (!owns_table(DatumGetObjectId(PG_GETARG_DATUM(0))))
 			return NIL;
 		argtypes[0] = REGCLASSOID;
 		argtypes[1] = get_fn_expr_argtype(fcinfo->flinfo, 1);
