@@ -177,7 +177,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("%s holds its share of the operations in flight on counter filter \"%s\"",
 						who, RelationGetRelationName(index)),
-				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %d.",
+				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %.0f.",
 						   standing.used, standing.share, standing.capacity,
 						   standing.sharers),
 				 errhint("Commit or roll back open transactions that use this counter, or split large batches into several transactions.")));
@@ -188,7 +188,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 					who, RelationGetRelationName(index)) :
 			 errmsg("counter filter \"%s\" is at its capacity",
 					RelationGetRelationName(index)),
-			 errdetail("Its new operations took %.0f%% of what the filter takes this period under its target within fbf.max_filter_size (%.0f operations); its share is %.0f%%, shared by %d.",
+			 errdetail("Its new operations took %.0f%% of what the filter takes this period under its target within fbf.max_filter_size (%.0f operations); its share is %.0f%%, shared by %.0f.",
 					   100 * standing.used, standing.capacity,
 					   100 * standing.share, standing.sharers),
 			 errhint("Retry the operation in a later period, or raise fbf.max_filter_size; the counter's option at_capacity = 'dismiss' takes every operation and dismisses new ones beyond the target instead.")));

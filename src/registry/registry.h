@@ -101,7 +101,9 @@ typedef struct FbfShareStanding
 	double		share;			/* its share of either */
 	double		capacity;		/* the period's new operations, or the
 								 * chains' entries */
-	int			sharers;		/* units sharing */
+	double		sharers;		/* the shares its units stand for (one a
+								 * unit, more for the units the table
+								 * cannot tell apart) */
 } FbfShareStanding;
 
 extern Size FbfShareShmemSize(void);

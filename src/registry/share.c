@@ -25,7 +25,10 @@
  *	  grows for the load, its drains waiting for the bits rather than
  *	  saturating them, window/window_pending.c).  The `n` units active in
  *	  this period or the one before (or holding entries in flight) each
- *	  have a share of 1 / n of it.  Within its share a unit is always
+ *	  have a share of 1 / n of it.  A table tells FBF_SHARE_UNITS units
+ *	  apart; the rest share its last slot, which stands for as many shares
+ *	  as it saw units (others_weight), so that units beyond the table's
+ *	  count are not squeezed into one share.  Within its share a unit is always
  *	  admitted.  Beyond it, up to the water level of max-min fairness
  *	  over FBF_SHARE_BEYOND of the capacity, each other unit demanding what
  *	  it took this period or the one before (judge_rate): light units may
@@ -63,10 +66,14 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/transam.h"
 #include "access/twophase.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "storage/lwlock.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
@@ -80,6 +87,9 @@
 #define FBF_SHARE_TABLES		512
 /* units one table tells apart; the rest share its last slot */
 #define FBF_SHARE_UNITS			128
+/* bits of the sketch that counts the units of the last slot */
+#define FBF_SHARE_SKETCH_WORDS	4
+#define FBF_SHARE_SKETCH_BITS	(FBF_SHARE_SKETCH_WORDS * 64)
 /* prepared transactions whose in-flight charge a table keeps */
 #define FBF_SHARE_PREPARED		64
 
@@ -125,6 +135,9 @@ typedef struct FbfShareTable
 	double		fill;			/* everyone's this period */
 	TimestampTz last_used;
 	int64		in_flight;		/* all units' */
+	/* the units of the others' slot, this period and the one before */
+	uint64		others_seen[FBF_SHARE_SKETCH_WORDS];
+	uint64		others_prev[FBF_SHARE_SKETCH_WORDS];
 	FbfShareUnit units[FBF_SHARE_UNITS + 1];
 	FbfSharePrepared prepared[FBF_SHARE_PREPARED];
 } FbfShareTable;
@@ -284,6 +297,11 @@ roll(FbfShareTable *t, int64 epoch)
 		t->units[s].prev = next ? t->units[s].fill : 0;
 		t->units[s].fill = 0;
 	}
+	for (s = 0; s < FBF_SHARE_SKETCH_WORDS; s++)
+	{
+		t->others_prev[s] = next ? t->others_seen[s] : 0;
+		t->others_seen[s] = 0;
+	}
 	t->fill = 0;
 	t->epoch = epoch;
 	sweep_prepared(t);
@@ -314,6 +332,51 @@ unit_slot(FbfShareTable *t, uint64 unit)
 	t->units[free_slot].prev = 0;
 	t->units[free_slot].in_flight = 0;
 	return free_slot;
+}
+
+/*
+ * How many units the others' slot stands for: the distinct units it saw
+ * this period and the one before, counted by linear counting over a
+ * bitmap (within a few percent up to a few hundred units, then saturating
+ * at about 1,400), at least 1 while the slot is active.  Its units share
+ * as many shares as they are, as the units with slots of their own each
+ * have one.
+ */
+static double
+others_weight(const FbfShareTable *t)
+{
+	int			set = 0;
+	int			w;
+
+	if (!unit_active(&t->units[OTHERS_SLOT]))
+		return 0;
+	for (w = 0; w < FBF_SHARE_SKETCH_WORDS; w++)
+		set += pg_popcount64(t->others_seen[w] | t->others_prev[w]);
+	if (set == FBF_SHARE_SKETCH_BITS)
+		set = FBF_SHARE_SKETCH_BITS - 1;
+	return Max(1.0, -FBF_SHARE_SKETCH_BITS *
+			   log(1.0 - (double) set / FBF_SHARE_SKETCH_BITS));
+}
+
+/* the shares slot `slot` stands for (others_weight for the last) */
+static double
+slot_weight(const FbfShareTable *t, int slot)
+{
+	return slot == OTHERS_SLOT ? Max(others_weight(t), 1.0) : 1.0;
+}
+
+/*
+ * The shares the table's active units stand for: one per slot of its own,
+ * others_weight for the last.
+ */
+static double
+sharers(const FbfShareTable *t)
+{
+	double		n = t->nactive;
+
+	if (unit_active(&t->units[OTHERS_SLOT]))
+		n += others_weight(t) - 1;
+	return Max(n, 1.0);
 }
 
 /*
@@ -560,7 +623,8 @@ judge_in_flight(FbfShareTable *t, int slot, const FbfShareDemand *demand,
 				FbfShareStanding *standing)
 {
 	const FbfShareUnit *u = &t->units[slot];
-	double		share = FBF_SHARE_IN_FLIGHT * demand->in_flight / standing->sharers;
+	double		share = FBF_SHARE_IN_FLIGHT * demand->in_flight *
+		slot_weight(t, slot) / standing->sharers;
 
 	if (u->in_flight + demand->entries <= share)
 		return false;
@@ -572,43 +636,58 @@ judge_in_flight(FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	return true;
 }
 
-/* qsort comparator of doubles, ascending */
-static int
-double_cmp(const void *a, const void *b)
+/* a unit's demand of the period, and the shares it stands for */
+typedef struct ShareDemand
 {
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
+	double		demand;
+	double		weight;
+} ShareDemand;
 
-	return x < y ? -1 : x > y ? 1 : 0;
+/* qsort comparator of demands by demand per share, ascending */
+static int
+demand_cmp(const void *a, const void *b)
+{
+	const ShareDemand *x = (const ShareDemand *) a;
+	const ShareDemand *y = (const ShareDemand *) b;
+	double		dx = x->demand / x->weight;
+	double		dy = y->demand / y->weight;
+
+	return dx < dy ? -1 : dx > dy ? 1 : 0;
 }
 
 /*
- * The level at which `m` demands (sorted ascending), each cut at it, fill
- * `room`: max-min fairness' water level.  Demands that all fit leave no
- * level to cut at: 1.
+ * The level per share at which `m` demands (sorted by demand per share),
+ * each cut at it times its weight, fill `room`: weighted max-min
+ * fairness' water level.  Demands that all fit leave no level to cut at:
+ * 1.
  */
 static double
-water_level(const double *demand, int m, double room)
+water_level(const ShareDemand *d, int m, double room)
 {
+	double		weight = 0;
 	int			i;
 
 	for (i = 0; i < m; i++)
+		weight += d[i].weight;
+	for (i = 0; i < m; i++)
 	{
-		double		level = room / (m - i);
+		double		level = room / weight;
 
-		if (demand[i] >= level)
+		if (d[i].demand >= level * d[i].weight)
 			return level;
-		room -= demand[i];
+		room -= d[i].demand;
+		weight -= d[i].weight;
 	}
 	return 1.0;
 }
 
 /*
- * The period's new operations.  Within its share (1/n of the period's
- * capacity) a unit is always admitted.  Beyond it, up to the water level
- * of max-min fairness over FBF_SHARE_BEYOND of the capacity: each other
- * unit demands what it took this period or the period before, whichever
- * is more, and this one all it can get; so light units may burst far past
+ * The period's new operations.  Within its share (its weight over the
+ * sharers of the period's capacity: 1/n for a unit with a slot of its
+ * own) a unit is always admitted.  Beyond it, up to the water level of
+ * max-min fairness over FBF_SHARE_BEYOND of the capacity: each other unit
+ * demands what it took this period or the period before, whichever is
+ * more, and this one all it can get; so light units may burst far past
  * 1/n while a heavy one takes only what they leave.
  */
 static void
@@ -616,9 +695,10 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 		   FbfShareStanding *standing)
 {
 	const FbfShareUnit *u = &t->units[slot];
-	double		share = 1.0 / standing->sharers;
+	double		weight = slot_weight(t, slot);
+	double		share = weight / standing->sharers;
 	double		cost = 1.0 / demand->per_period;
-	double		demands[FBF_SHARE_UNITS + 1];
+	ShareDemand demands[FBF_SHARE_UNITS + 1];
 	double		level;
 	int			m = 0;
 	int			s;
@@ -630,11 +710,18 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 		const FbfShareUnit *v = &t->units[s];
 
 		if (s != slot && unit_active(v))
-			demands[m++] = Max(v->fill, v->prev);
+		{
+			demands[m].demand = Max(v->fill, v->prev);
+			demands[m].weight = slot_weight(t, s);
+			m++;
+		}
 	}
-	demands[m++] = 2.0;			/* this unit: more than all there is */
-	qsort(demands, m, sizeof(double), double_cmp);
-	level = water_level(demands, m, FBF_SHARE_BEYOND);
+	/* this unit: more than all there is */
+	demands[m].demand = 2.0 * weight;
+	demands[m].weight = weight;
+	m++;
+	qsort(demands, m, sizeof(ShareDemand), demand_cmp);
+	level = water_level(demands, m, FBF_SHARE_BEYOND) * weight;
 	if (u->fill + cost > level)
 		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, Max(share, level),
 			   demand->per_period);
@@ -693,7 +780,15 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	u = &t->units[slot];
 	if (!unit_active(u))
 		t->nactive++;
-	standing->sharers = Max(t->nactive, 1);
+	if (slot == OTHERS_SLOT)
+	{
+		uint64		bit = hash_bytes_extended((const unsigned char *) &demand->unit,
+											  sizeof(demand->unit), 0) %
+			FBF_SHARE_SKETCH_BITS;
+
+		t->others_seen[bit / 64] |= UINT64CONST(1) << (bit % 64);
+	}
+	standing->sharers = sharers(t);
 
 	if (demand->pooled)
 		judge_pool(t, demand, standing);

@@ -37,6 +37,13 @@
 #   5. A cuckoo counter, share by role: t2 never refused, in-order never
 #      dismissed, new operations dismissed at most 0.5% over the span (the
 #      per-window rates are printed).
+#   6. More roles than a share table tells apart (128): 128 roles take a
+#      slot each, one of them floods until refused, then 12 more roles,
+#      which share the table's last slot, send 500 new operations each:
+#      max-min fairness over the 140 leaves each of them more than that,
+#      so none is refused (counted as one unit, the 12 had half of what
+#      the flood left, and the last of them was refused); the flood's next
+#      refusal counts about 140 sharers.
 use strict;
 use warnings;
 
@@ -142,10 +149,11 @@ sub fresh_counter
 {
 	my ($name, %o) = @_;
 	my $filter = $o{filter} ? ", filter => '$o{filter}'" : '';
+	my $retention = $o{retention} // '20 s';
 	my $sql = qq{
 		DROP TABLE IF EXISTS $name;
 		TRUNCATE app.log;
-		SELECT fbf_create_counter_table('$name', retention => interval '20 s'$filter);
+		SELECT fbf_create_counter_table('$name', retention => interval '$retention'$filter);
 	};
 	if ($o{solo})
 	{
@@ -489,4 +497,78 @@ ok($tot->{dismissed} * 200 <= $tot->{new},
 	  . rate_of($tot) . ') <= 0.5% over the span');
 
 $node->stop;
+# ---------------------------------------------------------------------
+# 6. More roles than a share table tells apart
+# ---------------------------------------------------------------------
+# a long retention (a 20 s period), so that all of it is one or two periods
+fresh_counter('app.m', retention => '5 min');
+$node->safe_psql('postgres', q{
+	DO $$
+	BEGIN
+		FOR i IN 1 .. 140 LOOP
+			EXECUTE format('CREATE ROLE m%s', i);
+			EXECUTE format('GRANT SELECT, INSERT, UPDATE ON app.m TO m%s', i);
+			EXECUTE format('GRANT USAGE ON SCHEMA app TO m%s', i);
+			EXECUTE format('GRANT INSERT ON app.log TO m%s', i);
+		END LOOP;
+	END $$;
+	-- as role m<i>, a batch of n new operations on its own key; its
+	-- outcome logged as 'crowd'
+	CREATE PROCEDURE app.crowd_batch(i int, n int) LANGUAGE plpgsql AS $$
+	DECLARE
+		m text;
+		d text;
+	BEGIN
+		EXECUTE format('SET ROLE m%s', i);
+		BEGIN
+			PERFORM idempotent_increment('app.m', 'm' || i || ':k',
+				(SELECT array_agg((random() * 4e18)::bigint) FROM generate_series(1, n)),
+				array_fill(1::bigint, ARRAY[n]), array_fill(1::bigint, ARRAY[n]));
+			INSERT INTO app.log VALUES (clock_timestamp(), 'crowd', i::text, 'ok');
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
+			INSERT INTO app.log VALUES (clock_timestamp(), 'crowd', i::text,
+										SQLSTATE || ' ' || m, d);
+		END;
+		RESET ROLE;
+		COMMIT;
+	END $$;
+	CREATE PROCEDURE app.crowd() LANGUAGE plpgsql AS $$
+	DECLARE
+		refused boolean := false;
+	BEGIN
+		-- 128 roles take the table's slots
+		FOR i IN 1 .. 128 LOOP
+			CALL app.crowd_batch(i, 1);
+		END LOOP;
+		-- m1 floods until it is refused (at most 400 batches)
+		FOR b IN 1 .. 400 LOOP
+			CALL app.crowd_batch(1, 100);
+			EXIT WHEN EXISTS (SELECT FROM app.log WHERE who = 'crowd' AND kind = '1'
+							  AND outcome LIKE '53400%');
+		END LOOP;
+		-- 12 more roles, in the last slot, 500 new operations each
+		FOR i IN 129 .. 140 LOOP
+			FOR b IN 1 .. 5 LOOP
+				CALL app.crowd_batch(i, 100);
+			END LOOP;
+		END LOOP;
+		-- and m1 once more, refused among them all
+		CALL app.crowd_batch(1, 100);
+	END $$;
+});
+$node->safe_psql('postgres', 'CALL app.crowd()');
+my ($crowd_ok, $crowd_refused, $flood_refusal) = split /\|/, $node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE kind::int > 128 AND outcome = 'ok'),
+		   coalesce(string_agg(kind || ': ' || outcome, '; ') FILTER (WHERE kind::int > 128 AND outcome <> 'ok'), ''),
+		   coalesce((SELECT detail FROM app.log WHERE who = 'crowd' AND kind = '1' AND outcome LIKE '53400%'
+					 ORDER BY at DESC LIMIT 1), '')
+	FROM app.log WHERE who = 'crowd'});
+diag("more roles than slots: the flood's refusal: $flood_refusal");
+is($crowd_refused, '', 'more roles than slots: none of the 12 roles of the last slot refused');
+is($crowd_ok, 60, 'more roles than slots: the 12 roles of the last slot each had their 500 operations');
+my ($sharers) = $flood_refusal =~ /shared by (\d+)/;
+ok(defined $sharers && $sharers >= 132 && $sharers <= 148,
+	'more roles than slots: the refusal counts about 140 sharers (' . ($sharers // 'none') . ')');
+
 done_testing();
