@@ -496,7 +496,6 @@ ok($tot->{dismissed} * 200 <= $tot->{new},
 	"cuckoo by role: new operations dismissed $tot->{dismissed} of $tot->{new} ("
 	  . rate_of($tot) . ') <= 0.5% over the span');
 
-$node->stop;
 # ---------------------------------------------------------------------
 # 6. More roles than a share table tells apart
 # ---------------------------------------------------------------------
@@ -571,4 +570,5 @@ my ($sharers) = $flood_refusal =~ /shared by (\d+)/;
 ok(defined $sharers && $sharers >= 132 && $sharers <= 148,
 	'more roles than slots: the refusal counts about 140 sharers (' . ($sharers // 'none') . ')');
 
+$node->stop;
 done_testing();
