@@ -324,12 +324,15 @@ routable_table(FuncExpr *call, FastForm form)
 	Relation	rel;
 	FbfCounterRel *entry;
 	bool		routable = false;
+	bool		missing = false;
 
 	if (!IsA(table, Const) || table->constisnull ||
 		table->consttype != REGCLASSOID)
 		return InvalidOid;
 	relid = DatumGetObjectId(table->constvalue);
-	if (pg_class_aclcheck(relid, GetUserId(), routed_forms[r].privilege) != ACLCHECK_OK ||
+	/* a table dropped since the constant was made: the call reports it */
+	if (pg_class_aclcheck_ext(relid, GetUserId(), routed_forms[r].privilege,
+							  &missing) != ACLCHECK_OK || missing ||
 		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		return InvalidOid;
 	rel = try_relation_open(relid, RowExclusiveLock);
