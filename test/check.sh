@@ -262,19 +262,20 @@ else
 	failed=$((failed + 1))
 	failures+=("retry storm")
 fi
-# ---- the cuckoo index against PostgreSQL's hash index ----
-# >>> HOOK: the comparison script's name is still to be chosen; set
-# >>> hash_compare to it (a .sql file is run with psql against this
-# >>> cluster, anything else with bash); its output is counted as TAP
-hash_compare=""
-if [ -n "$hash_compare" ] && [ -f "$hash_compare" ]; then
-	case "$hash_compare" in
-	*.sql) run_script "cuckoo against hash" hash_compare \
-		psql -X -q -v ON_ERROR_STOP=1 -f "$hash_compare" ;;
-	*) run_script "cuckoo against hash" hash_compare bash "$hash_compare" ;;
-	esac
-fi
 fbf_cluster_stop
+
+# ---- the cuckoo index against PostgreSQL's hash index ----
+# >>> HOOK: set hash_compare to the comparison script (PostgreSQL's
+# >>> hash_index.sql USING hash and USING cuckoo); it is run with bash and
+# >>> the bin directory of the server to test (15 here, then 16 and 18 in
+# >>> suites_on), starts its own cluster and prints TAP, counted here
+hash_compare=""
+run_hash_compare() {
+	local v=$1 bin=$2
+	[ -n "$hash_compare" ] || return 0
+	run_script "cuckoo against hash (PostgreSQL $v)" "hash_compare$v" bash "$hash_compare" "$bin"
+}
+run_hash_compare 15 "$PG_BINDIR"
 
 # ---- 2b. the same with nothing but fbf preloaded ----
 # every other setting at its default: the worker on, random window keys,
@@ -385,6 +386,7 @@ suites_on() {
 	run_installcheck "isolation, PostgreSQL $v" "$logdir/isolation$v.log" \
 		test/isolation/output/regression.diffs REGRESS= TAP_TESTS= PG_CONFIG="$bin/pg_config"
 	fbf_cluster_stop
+	run_hash_compare "$v" "$bin"
 
 	# Citus' tests skip: Citus is built for 15 only (13.2 supports 16 too,
 	# but its tests would take the time the suite does not have)
