@@ -72,6 +72,8 @@ part() {
 	if [ -n "$part_name" ]; then
 		part_names+=("$part_name")
 		part_secs+=($((SECONDS - part_start)))
+		# as it ends too, for a run cut short
+		fbf_log "part done in $((SECONDS - part_start)) s (at $SECONDS s): $part_name"
 	fi
 	part_name=$1
 	part_start=$SECONDS
