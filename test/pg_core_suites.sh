@@ -27,14 +27,15 @@
 # $FBF_CORE_OUT (default a new /tmp/fbf-core.XXXXXX): per server and
 # suite, pg_regress's output directory and log.
 #
-# FBF_CORE_SUITES="regress isolation" picks the suites;
+# FBF_CORE_WHICH="regress isolation" picks the suites (FBF_CORE_SUITES=1 is
+# test/check.sh's switch that runs this script);
 # FBF_CORE_COMPARE_ONLY=1 with FBF_CORE_OUT compares a run's outputs again.
 set -u
 FBF_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$FBF_ROOT/test/lib.sh"
 
 tarball=${1:-$FBF_PG18_TARBALL}
-suites=${FBF_CORE_SUITES:-regress isolation}
+suites=${FBF_CORE_WHICH:-regress isolation}
 if [ ! -f "$tarball" ]; then
 	echo "1..0 # SKIP no PostgreSQL source tarball at $tarball"
 	exit 0
