@@ -321,11 +321,11 @@ tap_lists
 # run TAP tests and count them; $1: label, $2: log name, $3: how many at
 # once, then the tests
 run_tap() {
-	local label=$1 log="$logdir/$2.log" jobs=$3 rc
+	local label=$1 name=$2 log="$logdir/$2.log" jobs=$3 rc
 	shift 3
 	[ $# -gt 0 ] || return 0
 	fbf_log "TAP tests (prove -j$jobs, $label)"
-	if FBF_PROVE_JOBS=$jobs FBF_PROVE_TESTS="$*" fbf_run_tap "$logdir/$2" >"$log" 2>&1; then
+	if FBF_PROVE_JOBS=$jobs FBF_PROVE_TESTS="$*" fbf_run_tap "$logdir/$name" >"$log" 2>&1; then
 		rc=0
 	else
 		rc=$?
