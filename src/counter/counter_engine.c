@@ -132,7 +132,9 @@ share_unit(const FbfOps *ops, int share_by)
  * (FbfShareCharge); refused, the operation fails with 53400 (the
  * transaction aborts, and with it the entry).  A counter whose option
  * at_capacity is "dismiss" does not share: its window takes everything,
- * and dismisses new operations beyond its target.
+ * and dismisses new operations beyond its target.  Nor does a temporary
+ * counter: one session uses it, and it must not take a share table from
+ * the counters others share.
  */
 static void
 charge_share(Relation heap, Relation index, const FbfOps *ops,
@@ -144,7 +146,8 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	FbfShareVerdict verdict;
 	char	   *who;
 
-	if (opts->at_capacity != FBF_AT_CAPACITY_REFUSE || info->entries == 0)
+	if (opts->at_capacity != FBF_AT_CAPACITY_REFUSE || info->entries == 0 ||
+		heap->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
 		return;
 	demand.unit = share_unit(ops, opts->share_by);
 	demand.pooled = demand.unit == SHARE_POOL_UNIT;
@@ -161,7 +164,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no share of counter filter \"%s\"'s capacity can be counted now",
 						RelationGetRelationName(index)),
-				 errdetail("Every share table of the server is held by counters with operations in flight."),
+				 errdetail("Every share table of the server is held by counters with operations in flight of transactions begun in the last %d seconds.", FBF_SHARE_STALE_SECS),
 				 errhint("Retry the operation; commit or roll back transactions left open on other counters.")));
 
 	if (demand.pooled)

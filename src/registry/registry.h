@@ -65,6 +65,14 @@ extern void FbfDatabaseHasCountersAtCommit(void);
  */
 
 /*
+ * A share table whose counter has entries in flight only of transactions
+ * begun at least this long ago may be given to another counter when none
+ * is free: its holders' releases then find another generation and let go
+ * of nothing.
+ */
+#define FBF_SHARE_STALE_SECS	10
+
+/*
  * One operation a window has just recorded, to charge to whoever pays for
  * it (FbfShareCharge), with what the window can take
  * (window/window.h, FbfWindowCapacity).
@@ -88,7 +96,7 @@ typedef enum FbfShareVerdict
 	FBF_SHARE_OVER_IN_FLIGHT,	/* its transactions hold their share of the
 								 * entries in flight */
 	FBF_SHARE_NO_TABLE			/* every share table is held by counters with
-								 * entries in flight */
+								 * entries in flight of recent transactions */
 } FbfShareVerdict;
 
 /* What a verdict was judged by, for the refusal's message. */

@@ -47,12 +47,16 @@
  *	  period, if the period is still the same: they never reach the bits.
  *	  (A rolled back subtransaction's operations stay charged until the
  *	  transaction ends.)
-
+ *
  * Nothing here is durable: a restart starts every count at zero, and the
  * entries of transactions prepared before it are charged to no one.  A
- * counter that cannot have a table (FBF_SHARE_TABLES counters are charging
- * and none can be given up: each has entries in flight) is refused
- * (FBF_SHARE_NO_TABLE), never admitted unshared.
+ * table is given to another counter when it is free, has nothing in
+ * flight, or was last charged by a transaction begun FBF_SHARE_STALE_SECS
+ * ago or more (so that transactions left open or prepared on many counters
+ * do not hold every table).  A counter that cannot have one (every table
+ * is held by a counter charged lately, with entries in flight) is refused
+ * (FBF_SHARE_NO_TABLE), never admitted unshared.  Temporary counters are
+ * not shared (counter_engine.c).
  *
  * Locks: the first lock of the tranche "fbf shares" guards which counter
  * holds which table (exclusive to give or take one; a backend caches the
@@ -379,6 +383,61 @@ sharers(const FbfShareTable *t)
 	return Max(n, 1.0);
 }
 
+/* charges of transactions begun before this are stale (FBF_SHARE_STALE_SECS) */
+static TimestampTz
+stale_before(void)
+{
+	return TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+									   -FBF_SHARE_STALE_SECS * 1000);
+}
+
+/*
+ * May the table be given to another counter: it holds none, nothing is in
+ * flight on it, or its last charge is stale (its table lock or the
+ * membership lock held)?
+ */
+static bool
+table_free(const FbfShareTable *t, TimestampTz stale)
+{
+	return t->dbid == InvalidOid || t->in_flight == 0 || t->last_used < stale;
+}
+
+/*
+ * The table counter (dbid, relid) holds, else the one to give it: a free
+ * one, else the least recently used that table_free allows; -1 if none
+ * (the membership lock held exclusively).
+ */
+static int
+pick_table(Oid dbid, Oid relid)
+{
+	TimestampTz stale = stale_before();
+	TimestampTz oldest = PG_INT64_MAX;
+	int			pick = -1;
+	int			t;
+
+	for (t = 0; t < FBF_SHARE_TABLES; t++)
+	{
+		const FbfShareTable *table = &Shares->tables[t];
+
+		if (table->dbid == dbid && table->relid == relid)
+			return t;
+		if (table->dbid == InvalidOid)
+		{
+			if (oldest > PG_INT64_MIN)
+			{
+				oldest = PG_INT64_MIN;
+				pick = t;
+			}
+		}
+		else if (table_free(table, stale) && table->last_used < oldest)
+		{
+			oldest = table->last_used;
+			pick = t;
+		}
+	}
+	return pick;
+}
+
 /*
  * The table of counter (dbid, relid), given to it if it has none; -1 if
  * none can be had.  *generation gets the table's generation, to check
@@ -390,8 +449,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 	ShareCacheEntry *entry;
 	bool		found;
 	int			t;
-	int			pick = -1;
-	TimestampTz oldest = PG_INT64_MAX;
+	int			pick;
 
 	if (share_cache == NULL)
 	{
@@ -411,29 +469,23 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 	}
 
 	LWLockAcquire(Shares->lock, LW_EXCLUSIVE);
-	for (t = 0; t < FBF_SHARE_TABLES; t++)
+	pick = pick_table(dbid, relid);
+	if (pick < 0)
 	{
-		FbfShareTable *table = &Shares->tables[t];
+		/*
+		 * Every table is held by a counter with entries in flight, of
+		 * transactions begun lately: let go of the charges of prepared
+		 * transactions that have ended, and look again.
+		 */
+		for (t = 0; t < FBF_SHARE_TABLES; t++)
+		{
+			FbfShareTable *table = &Shares->tables[t];
 
-		if (table->dbid == dbid && table->relid == relid)
-		{
-			pick = t;
-			break;
+			LWLockAcquire(table->lock, LW_EXCLUSIVE);
+			sweep_prepared(table);
+			LWLockRelease(table->lock);
 		}
-		/* free, or the least recently used with nothing in flight */
-		if (table->dbid == InvalidOid)
-		{
-			if (oldest > PG_INT64_MIN)
-			{
-				oldest = PG_INT64_MIN;
-				pick = t;
-			}
-		}
-		else if (table->in_flight == 0 && table->last_used < oldest)
-		{
-			oldest = table->last_used;
-			pick = t;
-		}
+		pick = pick_table(dbid, relid);
 	}
 	if (pick >= 0 && (Shares->tables[pick].dbid != dbid ||
 					  Shares->tables[pick].relid != relid))
@@ -442,7 +494,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 
 		/* given to this counter: nothing of the one before is kept */
 		LWLockAcquire(table->lock, LW_EXCLUSIVE);
-		if (table->in_flight == 0)
+		if (table_free(table, stale_before()))
 		{
 			LWLock	   *lock = table->lock;
 			uint64		gen = table->generation + 1;
@@ -507,13 +559,12 @@ share_xact_callback(XactEvent event, void *arg)
 			int			p;
 
 			/*
-			 * The charge stays with the prepared transaction: in a row of
-			 * its xid, made free of ended ones first, or, if every row is
-			 * held by one in progress, on its unit for good (until the
-			 * table is given up): never given back at PREPARE.
+			 * The charge stays with the prepared transaction, in a row of
+			 * its xid (made free of ended ones first).  If every row is
+			 * held by one in progress, it is let go: kept on its unit, it
+			 * would outlive the transaction.
 			 */
 			sweep_prepared(t);
-			kept = true;
 			for (p = 0; p < FBF_SHARE_PREPARED && TransactionIdIsValid(preparing_xid); p++)
 			{
 				FbfSharePrepared *row = &t->prepared[p];
@@ -523,6 +574,7 @@ share_xact_callback(XactEvent event, void *arg)
 					row->xid = preparing_xid;
 					row->slot = held[h].slot;
 					row->entries = held[h].entries;
+					kept = true;
 					break;
 				}
 			}

@@ -1,0 +1,142 @@
+# The server's share tables (512, one per counter charging at once) cannot
+# all be held by one role's transactions so that everyone else's counters
+# are refused.
+#
+# A victim (role t2) increments its own key of a shared counter app.c in
+# database postgres, with the default at_capacity = 'refuse'; role mallory
+# works in database other.
+#
+#   1. mallory, with nothing but TEMP there, makes 512 temporary counters
+#      and holds an operation in flight on each in an open transaction:
+#      temporary counters take no share table, the victim is admitted.
+#   2. mallory, owner of a schema there, makes 512 counters, takes an
+#      operation on each and prepares the transaction: within
+#      FBF_SHARE_STALE_SECS (10 s) the victim's counter may be refused
+#      ("no share ... can be counted now", SQLSTATE 53400), never after:
+#      the tables of a transaction begun that long ago are given to
+#      counters that need one, prepared or not, and after ROLLBACK
+#      PREPARED too.
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
+
+my $node = fbf_node('share_tables', q{
+max_prepared_transactions = 10
+});
+
+$node->safe_psql('postgres', q{
+	CREATE ROLE t2 LOGIN;
+	CREATE ROLE mallory LOGIN;
+	CREATE SCHEMA app;
+	GRANT USAGE ON SCHEMA app TO t2;
+	SELECT fbf_create_counter_table('app.c');
+	ALTER TABLE app.c ENABLE ROW LEVEL SECURITY;
+	CREATE POLICY own ON app.c USING (key = current_user) WITH CHECK (key = current_user);
+	GRANT SELECT, INSERT, UPDATE ON app.c TO t2;
+	CREATE DATABASE other;
+});
+$node->safe_psql('other', q{
+	CREATE EXTENSION fbf;
+	CREATE SCHEMA m AUTHORIZATION mallory;
+});
+
+# the victim's next new operation: 'applied', or the error's SQLSTATE and message
+my $victim_seq = 0;
+sub victim
+{
+	$victim_seq++;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"SELECT idempotent_increment('app.c', 't2', 4242, $victim_seq, 1)",
+		extra_params => [ '-U', 't2', '-v', 'VERBOSITY=verbose' ]);
+	return $ret == 0 ? ($out eq 't' ? 'applied' : "answered $out") : $err;
+}
+
+is(victim(), 'applied', 'the victim is admitted before anything');
+
+# mallory in a background psql, fed statements one by one
+my %m = (in => '', out => '', err => '');
+$m{h} = IPC::Run::start(
+	[ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-U', 'mallory', '-d', $node->connstr('other') ],
+	'<', \$m{in}, '>', \$m{out}, '2>', \$m{err}, IPC::Run::timeout(600));
+sub mallory
+{
+	my ($sql, $want) = @_;
+	$m{in} .= "$sql\n";
+	$m{h}->pump until $m{out} =~ $want || $m{err} ne '';
+	diag("mallory: $m{err}") if $m{err} ne '';
+	return $m{err} eq '';
+}
+
+# ---------------------------------------------------------------------
+# 1. temporary counters take no share table
+# ---------------------------------------------------------------------
+ok(mallory(q{
+	DO $$ BEGIN
+		FOR i IN 1 .. 512 LOOP
+			PERFORM fbf_create_counter_table('pg_temp.t' || i);
+		END LOOP;
+	END $$;
+	BEGIN;
+	DO $$ BEGIN
+		FOR i IN 1 .. 512 LOOP
+			PERFORM idempotent_increment(('pg_temp.t' || i)::regclass, 'k', 1, 1, 1);
+		END LOOP;
+	END $$;
+	SELECT 'held temporary';}, qr/held temporary/),
+	'mallory holds an operation in flight on each of 512 temporary counters');
+is(victim(), 'applied', 'temporary counters: the victim is admitted');
+ok(mallory("ROLLBACK;\nSELECT 'rolled back';", qr/rolled back/), 'mallory rolls back');
+
+# ---------------------------------------------------------------------
+# 2. a prepared transaction on 512 counters
+# ---------------------------------------------------------------------
+ok(mallory(q{
+	DO $$ BEGIN
+		FOR i IN 1 .. 512 LOOP
+			PERFORM fbf_create_counter_table('m.c' || i);
+		END LOOP;
+	END $$;
+	BEGIN;
+	DO $$ BEGIN
+		FOR i IN 1 .. 512 LOOP
+			PERFORM idempotent_increment(('m.c' || i)::regclass, 'k', 1, 1, 1);
+		END LOOP;
+	END $$;
+	PREPARE TRANSACTION 'pin';
+	SELECT 'prepared';}, qr/prepared/),
+	'mallory prepares a transaction with an operation on each of 512 counters');
+my $prepared_at = time();
+
+# the victim's counter's table was idle meanwhile: it may have been taken;
+# until the stale age it may be refused, with the SQLSTATE and message
+my $early = victim();
+diag("the victim right after the PREPARE: $early");
+ok($early eq 'applied' || $early =~ /53400.*no share of counter filter "c_fbf"'s capacity can be counted now/s,
+	'right after the PREPARE the victim is admitted or refused with 53400 (no share table)');
+my $wait = 11 - (time() - $prepared_at);
+usleep($wait * 1_000_000) if $wait > 0;
+is(victim(), 'applied', 'past the stale age the victim is admitted, the transaction still prepared');
+
+# after ROLLBACK PREPARED, on a counter no one used since
+$node->safe_psql('other', q{ROLLBACK PREPARED 'pin'});
+$node->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('app.d');
+	GRANT SELECT, INSERT, UPDATE ON app.d TO t2;
+});
+my ($ret, $out, $err) = $node->psql('postgres',
+	"SELECT idempotent_increment('app.d', 't2', 4343, 1, 1)", extra_params => [ '-U', 't2' ]);
+is($ret == 0 ? $out : $err, 't', 'after ROLLBACK PREPARED a new counter is admitted');
+
+$m{in} .= "\\q\n";
+$m{h}->finish;
+$node->stop;
+done_testing();
