@@ -354,7 +354,7 @@ bg_pid=""
 declare -A pg_bin
 for v in 16 18; do
 	secs=$(cat "$logdir/pg$v.secs" 2>/dev/null || echo "?")
-	fbf_log "PostgreSQL $v: $(tail -1 "$logdir/pg$v.build.log" 2>/dev/null) ($secs s)"
+	fbf_log "PostgreSQL $v, in the background ($secs s): $(tail -1 "$logdir/pg$v.build.log" 2>/dev/null | sed 's/^==> //')"
 	if [ "$(cat "$logdir/pg$v.rc" 2>/dev/null)" != 0 ]; then
 		cat "$logdir/pg$v.build.log" >&2
 		failed=$((failed + 1))
