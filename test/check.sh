@@ -267,11 +267,11 @@ fi
 fbf_cluster_stop
 
 # ---- the cuckoo index against PostgreSQL's hash index ----
-# >>> HOOK: set hash_compare to the comparison script (PostgreSQL's
-# >>> hash_index.sql USING hash and USING cuckoo); it is run with bash and
-# >>> the bin directory of the server to test (15 here, then 16 and 18 in
-# >>> suites_on), starts its own cluster and prints TAP, counted here
-hash_compare=""
+# PostgreSQL's hash_index.sql (16.2's and 18.3's) USING hash and USING
+# cuckoo give the same output: run with bash and the bin directory of the
+# server to test (15 here, then 16 and 18 in suites_on); it starts its own
+# cluster and prints TAP, counted here
+hash_compare=test/cuckoo_hash_index.sh
 run_hash_compare() {
 	local v=$1 bin=$2
 	[ -n "$hash_compare" ] || return 0
@@ -285,6 +285,9 @@ run_hash_compare 15 "$PG_BINDIR"
 part "pg_regress and isolation, default settings (PostgreSQL 15)"
 require "start a scratch cluster with default settings" fbf_cluster_start --plain
 run_installcheck "pg_regress, default settings" "$logdir/regress-plain.log" regression.diffs \
+	ISOLATION= TAP_TESTS=
+# twice in a row on the same server: what the first run left does not matter
+run_installcheck "pg_regress, default settings, again" "$logdir/regress-plain2.log" regression.diffs \
 	ISOLATION= TAP_TESTS=
 run_installcheck "isolation, default settings" "$logdir/isolation-plain.log" \
 	test/isolation/output/regression.diffs REGRESS= TAP_TESTS=
