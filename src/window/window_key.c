@@ -103,7 +103,7 @@ FbfWindowKeyInit(void)
 							 "Gives every new filter the same, publicly known key (for test suites only).",
 							 "Makes a filter's false positives the same from run to run; lets anyone who knows a counter's shape choose operations that cancel others'. Never set it on a server that untrusted roles use.",
 							 &fbf_fixed_window_keys, false,
-							 PGC_SIGHUP, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
 
 /* A new key, never zero: random, but for fbf.fixed_window_keys. */
