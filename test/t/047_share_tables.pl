@@ -76,22 +76,30 @@ sub mallory
 	return $m{err} eq '';
 }
 
+# SQL that makes 512 counters named $prefix || i and opens a transaction
+# that holds an operation in flight on each
+sub hold_512
+{
+	my ($prefix) = @_;
+	return qq{
+	DO \$\$ BEGIN
+		FOR i IN 1 .. 512 LOOP
+			PERFORM fbf_create_counter_table('$prefix' || i);
+		END LOOP;
+	END \$\$;
+	BEGIN;
+	DO \$\$ BEGIN
+		FOR i IN 1 .. 512 LOOP
+			PERFORM idempotent_increment(('$prefix' || i)::regclass, 'k', 1, 1, 1);
+		END LOOP;
+	END \$\$;
+};
+}
+
 # ---------------------------------------------------------------------
 # 1. temporary counters take no share table
 # ---------------------------------------------------------------------
-ok(mallory(q{
-	DO $$ BEGIN
-		FOR i IN 1 .. 512 LOOP
-			PERFORM fbf_create_counter_table('pg_temp.t' || i);
-		END LOOP;
-	END $$;
-	BEGIN;
-	DO $$ BEGIN
-		FOR i IN 1 .. 512 LOOP
-			PERFORM idempotent_increment(('pg_temp.t' || i)::regclass, 'k', 1, 1, 1);
-		END LOOP;
-	END $$;
-	SELECT 'held temporary';}, qr/held temporary/),
+ok(mallory(hold_512('pg_temp.t') . "SELECT 'held temporary';", qr/held temporary/),
 	'mallory holds an operation in flight on each of 512 temporary counters');
 is(victim(), 'applied', 'temporary counters: the victim is admitted');
 ok(mallory("ROLLBACK;\nSELECT 'rolled back';", qr/rolled back/), 'mallory rolls back');
@@ -99,20 +107,7 @@ ok(mallory("ROLLBACK;\nSELECT 'rolled back';", qr/rolled back/), 'mallory rolls 
 # ---------------------------------------------------------------------
 # 2. a prepared transaction on 512 counters
 # ---------------------------------------------------------------------
-ok(mallory(q{
-	DO $$ BEGIN
-		FOR i IN 1 .. 512 LOOP
-			PERFORM fbf_create_counter_table('m.c' || i);
-		END LOOP;
-	END $$;
-	BEGIN;
-	DO $$ BEGIN
-		FOR i IN 1 .. 512 LOOP
-			PERFORM idempotent_increment(('m.c' || i)::regclass, 'k', 1, 1, 1);
-		END LOOP;
-	END $$;
-	PREPARE TRANSACTION 'pin';
-	SELECT 'prepared';}, qr/prepared/),
+ok(mallory(hold_512('m.c') . "PREPARE TRANSACTION 'pin';\nSELECT 'prepared';", qr/prepared/),
 	'mallory prepares a transaction with an operation on each of 512 counters');
 my $prepared_at = time();
 
