@@ -129,11 +129,13 @@ StaticAssertDecl(FBF_DRAIN_MAX_PAGES <= FBF_XLOG_MAX_PAGES - 1,
  * committed entries' bits in the future's and present's lanes of their
  * partition pages, and drop the aborted ones, in one WAL record
  * (XLOG_FBF_DRAIN, FbfDrainLog, which drops an annex with its entry).
- * With may_defer, a page whose future lane the entries would fill past
- * BLOOM_CAPACITY_PART of meta->overfull is left out: its entries stay on
- * the chain until the window has grown or the next refresh has begun an
+ * With may_defer, a page's future lane takes entries (the oldest first)
+ * up to BLOOM_CAPACITY_PART of meta->overfull, and the rest stay on the
+ * chain until the window has grown or the next refresh has begun an
  * empty future filter (returns true): bits set now would stay, copied into
- * every page of a split, until their filters age out.
+ * every page of a split, until their filters age out.  Taking what fits
+ * drains a backlog by a lane's part each period even where no growth
+ * comes (the controller merges a window whose rate fell).
  * Locks: the partition pages exclusively, in
  * block order; the caller holds the metapage share-locked (so the ring is
  * `meta`) and pbuf exclusive-locked.
@@ -181,7 +183,7 @@ bloom_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		}
 	}
 
-	/* would these operations saturate a page's future lane? */
+	/* what would fill a page's future lane past the limit waits, the newest */
 	if (may_defer)
 	{
 		for (b = 0; b < nblocks; b++)
@@ -190,17 +192,19 @@ bloom_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			const FbfSliceHeader *h = FbfSlicePageGetHeader(sp);
 			uint32		lane_count = h->stamp[meta->ring[0]] ==
 				FbfWindowExpectedStamp(meta, 0) ? h->count[meta->ring[0]] : 0;
+			int			room = lane_count < limit ? (int) (limit - lane_count) : 0;
+			int			taken = 0;
 
-			if (lane_count + sets[b].n > limit)
+			if (sets[b].n <= room)
+				continue;
+			refused = true;
+			for (i = 0; i < n; i++)
 			{
-				deferred[b] = true;
-				refused = true;
-				for (i = 0; i < n; i++)
-				{
-					if (target[i] == blocks[b])
-						keep[i] = 1;
-				}
+				if (target[i] == blocks[b] && taken++ >= room)
+					keep[i] = 1;
 			}
+			sets[b].n = room;
+			deferred[b] = room == 0;
 		}
 		/* drop the deferred pages from the record */
 		for (i = 0, b = 0; b < nblocks; b++)

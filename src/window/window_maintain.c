@@ -163,7 +163,8 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		 */
 		if (FbfWindowGrow(index, policy) == FBF_GROWTH_LATER)
 			FbfWindowSplitStep(index, split_batch());
-		FbfWindowDrain(index, true, NULL);
+		grow = false;
+		FbfWindowDrain(index, true, &grow);
 	}
 
 	/* a split under way (an earlier pass's, cut short) is continued first */
@@ -229,8 +230,13 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		return d;
 	}
 
-	/* fewer operations than the bits are for: merge back towards the plan */
-	if (factor <= 1 && routine->can_merge &&
+	/*
+	 * Fewer operations than the bits are for: merge back towards the plan,
+	 * unless entries still wait on the chains for bits (`grow`): the rate
+	 * measures the filters alone, and a merge would halve the room those
+	 * entries wait for, only for the next pass to split for them again.
+	 */
+	if (factor <= 1 && !grow && routine->can_merge &&
 		routine->merge_factor(&meta, counts, rate, policy->decrease_at) > 1 &&
 		FbfWindowSplitStart(index, meta.nparts, 0, 2))
 	{

@@ -492,9 +492,9 @@ record_streams(Relation index, const FbfWindowMetaPageData *meta,
  * partitions, so before any split, one round.  Entries of further pages
  * wait for the next round.  If the store refuses entries (a cuckoo block
  * full, or, with may_defer, Bloom bits that would saturate), they stay on
- * the page, the entries of later rounds wait too, and *grow is set: the
- * window needs more bits (FbfWindowGrow).  Returns the entries removed
- * (annexes included).
+ * the page, later rounds pass over their partition pages (the others'
+ * entries go on draining), and *grow is set: the window needs more bits
+ * (FbfWindowGrow).  Returns the entries removed (annexes included).
  *
  * Annexes are not judged (an annex's xid is nobody's): each goes with the
  * entry before it.  The annexes of a round's committed entries are
@@ -512,6 +512,8 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 {
 	const FbfFilterRoutine *routine = FbfFilterRoutineOf(meta);
 	int			removed = 0;
+	BlockNumber *full = NULL;	/* pages that refused entries this drain */
+	int			nfull = 0;
 
 	for (;;)
 	{
@@ -556,6 +558,10 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 				FbfHash		h = {entries[i].h1, entries[i].h2};
 				BlockNumber blk = FbfWindowPartBlock(meta, &h);
 
+				for (b = 0; b < nfull && full[b] != blk; b++)
+					;
+				if (b < nfull)
+					continue;	/* waits for more bits */
 				for (b = 0; b < nblocks && blocks[b] != blk; b++)
 					;
 				if (b == nblocks && nblocks < FBF_DRAIN_MAX_PAGES)
@@ -573,7 +579,7 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		{
 			pfree(keep);
 			pfree(target);
-			return removed;
+			break;
 		}
 
 		/* the partition pages are locked in block order */
@@ -596,16 +602,28 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 								 blocks, nblocks, may_defer);
 		for (i = 0; i < n; i++)
 			removed += keep[i] == 0;
-		pfree(keep);
-		pfree(target);
 		if (refused)
 		{
+			/* the pages whose entries stayed take no more this drain */
 			*grow = true;
-			return removed;
+			if (full == NULL)
+				full = palloc(sizeof(BlockNumber) * n);
+			for (b = 0; b < nblocks; b++)
+			{
+				for (i = 0; i < n && !(target[i] == blocks[b] && keep[i]); i++)
+					;
+				if (i < n)
+					full[nfull++] = blocks[b];
+			}
 		}
+		pfree(keep);
+		pfree(target);
 		if (!more)
-			return removed;
+			break;
 	}
+	if (full != NULL)
+		pfree(full);
+	return removed;
 }
 
 /*
