@@ -1,5 +1,5 @@
 --
--- Duplicate-heavy columns (issue 16, item 3): a key's rows beyond its two
+-- Duplicate-heavy columns: a key's rows beyond its two
 -- buckets go to a posting list behind one pointer slot, so lookups of other
 -- keys read the bucket page alone, a key with r rows reads about
 -- r / (slots per page) + 2 pages, and VACUUM frees list pages for reuse.

@@ -7,9 +7,9 @@
  *	  exactly as the UPDATE, else through SPI, with the plans this backend
  *	  keeps per counter table.
  *
- * The delta used to be added by an SPI UPDATE per increment, which cost a
- * fifth of the server's CPU in a pgbench of idempotent_increment: plan
- * cache checks, executor start-up and shutdown, a GUC save and restore.
+ * An SPI UPDATE per increment would cost a fifth of the server's CPU in a
+ * pgbench of idempotent_increment: plan cache checks, executor start-up
+ * and shutdown, a GUC save and restore.
  * The direct path does what the executor does for that UPDATE, and
  * nothing else: after the same permission check as the UPDATE's
  * (ExecCheckRTPerms on the same columns), it finds the shard row through

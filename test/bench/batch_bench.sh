@@ -29,7 +29,7 @@
 # setting, in every round), a CHECKPOINT precedes every run, and the
 # tables report medians over the rounds.  The target printed beside the
 # ratio (PASS/MISS: batch operations per second >= 10 x those of single
-# calls) is issue 14's; a MISS never fails the script.  The CSV has one
+# calls) is the batch path's; a MISS never fails the script.  The CSV has one
 # row per run and one per median (round = median).  Not part of the tests.
 set -euo pipefail
 
@@ -43,7 +43,7 @@ ROUNDS=${3:-5}
 CLIENTS=${CLIENTS:-2}
 BATCH=${BATCH:-100}
 SYNCS=${SYNCS:-"off on"}
-T_RATIO=10 # batch / single operations per second (issue 14)
+T_RATIO=10 # batch / single operations per second
 
 bench_begin batch-bench
 bench_cluster_start

@@ -29,7 +29,7 @@
 # processed table's size at the end, and the claims' false duplicates (ids
 # are unique, random 63-bit seq: every "false" answer is a false one).
 # Rounds are interleaved, a CHECKPOINT precedes every run, and the figures
-# are medians over the rounds.  Target (issue 14): claim / exact >= 1.3,
+# are medians over the rounds.  Target: claim / exact >= 1.3,
 # steady state.  A MISS never fails the script.  Not part of the tests.
 set -euo pipefail
 

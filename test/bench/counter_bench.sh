@@ -73,7 +73,7 @@ RETENTION_S=20
 T_RATIO=0.90 # fbf / plain tps, 1,000 keys, synchronous_commit off
 T_RATIO_ON=0.97 # the same, synchronous_commit on
 T_HOT=1.0    # fbf / plain tps, one hot key
-T_EXACT=1.3  # fbf / exact tps, steady state (issue 11)
+T_EXACT=1.3  # fbf / exact tps, steady state
 T_WAL=1.25   # fbf / plain WAL bytes per transaction
 T_BLKS=3     # fbf - plain buffers per statement
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/bench/cuckoo_dup_bench.sh: index pages per lookup on duplicate-heavy
-# columns, cuckoo against hash and btree, in one run (issue 16, item 3).
+# columns, cuckoo against hash and btree, in one run.
 #
 #   bash test/bench/cuckoo_dup_bench.sh [out.csv]
 #

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # test/bench/cuckoo_growth_bench.sh: latency of lookups while a load grows
-# the index from one page, cuckoo against hash and btree, in one run
-# (issue 16, item 4).
+# the index from one page, cuckoo against hash and btree, in one run.
 #
 #   bash test/bench/cuckoo_growth_bench.sh [out.csv]
 #

@@ -378,7 +378,7 @@ for my $mode ('index', 'bitmap')
 	is(scalar(@bad), 0, "restored halfway: $mode scans of the half-split table match a seq scan")
 	  or diag("first mismatching keys: @bad[0 .. ($#bad < 9 ? $#bad : 9)]");
 }
-# the doubling goes on a step per insert (issue 16, item 4): the inserts
+# the doubling goes on a step per insert: the inserts
 # that follow end it, several of them (half its steps were left)
 $halfway->safe_psql('postgres', "INSERT INTO t (k, s) VALUES (-1, 'key-1')");
 my $inserts = 1;

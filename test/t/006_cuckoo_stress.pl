@@ -436,7 +436,7 @@ for my $iter (1 .. 3)
 	check_keys("crash $iter, recovered", 'c', 'k2', 'g', 0, $kmax);
 	check_keys("crash $iter, recovered", 'c', 's', q{'k' || g}, 0, $kmax);
 
-	# a doubling cut short goes on a step per insert (issue 16, item 4):
+	# a doubling cut short goes on a step per insert:
 	# single-row inserts of other keys end it
 	$node->safe_psql('postgres', "INSERT INTO c (k, k2, v, s) VALUES (-1, -1, 0, 'k-1')");
 	my $still_sql = q{

@@ -127,7 +127,7 @@ is($node->safe_psql('postgres', 'SELECT doublings FROM cuckoo_index_stats(\'g_k\
 
 # window keys, round robin over the 16 slices, until the cascade has run.
 # A doubling of n pages is carried out by the n inserts that follow it, a
-# split step each (issue 16, item 4): while one is under way, rows with
+# split step each: while one is under way, rows with
 # random keys ("filler", spread over the whole table, so they leave the
 # sampled pages the densest) drive it to its end.
 my $doublings = 0;

@@ -1,6 +1,6 @@
 # Copyright: the fbf authors.  TAP test, run by test/check.sh.
 #
-# The cuckoo index grows a page at a time (issue 16, item 4): a doubling,
+# The cuckoo index grows a page at a time: a doubling,
 # once begun, is carried out by the inserts that follow, one split step
 # each, so that no lookup or insert waits for a whole doubling.
 #
