@@ -597,7 +597,6 @@ apply_on_placement(FunctionCallInfo fcinfo, char tag)
 	TupleDesc	desc;
 	Datum		out[2];
 	bool		out_null[2] = {false, false};
-	Datum	   *elems;
 	int			i;
 
 	for (i = 0; i < (int) lengthof(names); i++)
@@ -615,10 +614,7 @@ apply_on_placement(FunctionCallInfo fcinfo, char tag)
 	applied = palloc(sizeof(bool) * Max(ops->n, 1));
 	FbfCitusApplyOnPlacement(shell, ops, applied, want_value ? &value : NULL);
 
-	elems = palloc(sizeof(Datum) * Max(ops->n, 1));
-	for (i = 0; i < ops->n; i++)
-		elems[i] = BoolGetDatum(applied[i]);
-	out[0] = array_datum(elems, ops->n, BOOLOID);
+	out[0] = PointerGetDatum(FbfAnswersArray(applied, ops->n));
 	out[1] = Int64GetDatum(value);
 	out_null[1] = !want_value;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc),
