@@ -99,6 +99,7 @@ extern int	FbfArrayInt64s(ArrayType *array, const char *fname,
 extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
 								int a_clients, const char *fname);
 extern void FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying);
+extern ArrayType *FbfArrayBuild(const Datum *values, int n, Oid type);
 extern ArrayType *FbfAnswersArray(const bool *answers, int n);
 
 /* ----------------------------------------------------------------------

@@ -242,21 +242,6 @@ citus_refuse(Relation heap, FbfCitusDistribution how)
  * ----------------------------------------------------------------------
  */
 
-/* the n values of type `type` as a one-dimensional array Datum */
-static Datum
-array_datum(const Datum *values, int n, Oid type)
-{
-	int16		len;
-	bool		byval;
-	char		align;
-
-	if (n == 0)
-		return PointerGetDatum(construct_empty_array(type));
-	get_typlenbyvalalign(type, &len, &byval, &align);
-	return PointerGetDatum(construct_array((Datum *) values, n, type, len,
-										   byval, align));
-}
-
 /* the n int64 values as an int8[] Datum */
 static Datum
 int8_array(const int64 *values, int n)
@@ -266,7 +251,7 @@ int8_array(const int64 *values, int n)
 
 	for (i = 0; i < n; i++)
 		elems[i] = Int64GetDatum(values[i]);
-	return array_datum(elems, n, INT8OID);
+	return PointerGetDatum(FbfArrayBuild(elems, n, INT8OID));
 }
 
 /* the type of the client ids of type `tag` (FbfOperationBytes) */
@@ -354,7 +339,8 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
 				   qualname, quote_identifier(schema));
 	args[0] = ObjectIdGetDatum(RelationGetRelid(shell));
 	args[1] = PointerGetDatum(ops->key);
-	args[2] = array_datum(ops->client_ids, ops->n, client_type);
+	args[2] = PointerGetDatum(FbfArrayBuild(ops->client_ids, ops->n,
+											client_type));
 	args[3] = int8_array(ops->seqs, ops->n);
 	args[4] = int8_array(ops->deltas, ops->n);
 	args[5] = BoolGetDatum(value != NULL);

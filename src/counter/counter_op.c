@@ -586,6 +586,23 @@ FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key, int a_clients,
 }
 
 /*
+ * The n values of type `type` as a one-dimensional array (empty for none):
+ * the arrays a routed call sends (counter_citus.c, dedup_citus.c).
+ */
+ArrayType *
+FbfArrayBuild(const Datum *values, int n, Oid type)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+
+	if (n == 0)
+		return construct_empty_array(type);
+	get_typlenbyvalalign(type, &len, &byval, &align);
+	return construct_array((Datum *) values, n, type, len, byval, align);
+}
+
+/*
  * A call's answers (answers[k] for the caller's operation k) as the
  * boolean[] it returns, built in place: a byte per answer.
  */

@@ -138,20 +138,6 @@ routed_claim_cmp(const void *a, const void *b)
 	return x->place < y->place ? -1 : x->place > y->place ? 1 : 0;
 }
 
-/* the n values of type `type` as a one-dimensional array */
-static ArrayType *
-make_array(const Datum *values, int n, Oid type)
-{
-	int16		len;
-	bool		byval;
-	char		align;
-
-	if (n == 0)
-		return construct_empty_array(type);
-	get_typlenbyvalalign(type, &len, &byval, &align);
-	return construct_array((Datum *) values, n, type, len, byval, align);
-}
-
 /* the n anchors as an int4[] Datum */
 static Datum
 anchors_array(const int32 *anchors, int n)
@@ -161,7 +147,7 @@ anchors_array(const int32 *anchors, int n)
 
 	for (i = 0; i < n; i++)
 		elems[i] = Int32GetDatum(anchors[i]);
-	return PointerGetDatum(make_array(elems, n, INT4OID));
+	return PointerGetDatum(FbfArrayBuild(elems, n, INT4OID));
 }
 
 /*
@@ -236,8 +222,8 @@ route_group(Relation shell, const char *sql, Oid typid, int32 anchor,
 	}
 	args[0] = ObjectIdGetDatum(RelationGetRelid(shell));
 	args[1] = Int32GetDatum(anchor);
-	args[2] = PointerGetDatum(make_array(group_ids, m, typid));
-	args[3] = seqs ? PointerGetDatum(make_array(group_seqs, m, INT8OID)) :
+	args[2] = PointerGetDatum(FbfArrayBuild(group_ids, m, typid));
+	args[3] = seqs ? PointerGetDatum(FbfArrayBuild(group_seqs, m, INT8OID)) :
 		(Datum) 0;
 
 	SPI_connect();
