@@ -80,6 +80,7 @@ typedef struct FbfOps
 
 extern bytea *FbfOperationBytes(char tag, text *key, Datum client_id,
 								int64 seq);
+extern Oid	FbfClientIdType(char tag);
 extern bytea *FbfClaimBytes(char tag, Datum id);
 extern void FbfOperationIdentity(char tag, text *key, Datum client_id,
 								 int64 seq, const FbfWindowKeying *keying,

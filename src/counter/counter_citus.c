@@ -254,13 +254,6 @@ int8_array(const int64 *values, int n)
 	return PointerGetDatum(FbfArrayBuild(elems, n, INT8OID));
 }
 
-/* the type of the client ids of type `tag` (FbfOperationBytes) */
-static Oid
-client_id_type(char tag)
-{
-	return tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
-}
-
 /* the schema fbf is installed in (PostgreSQL 16's get_extension_schema) */
 Oid
 FbfCitusExtensionSchema(void)
@@ -321,7 +314,7 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
 {
 	char	   *schema = get_namespace_name(FbfCitusExtensionSchema());
 	char	   *sql;
-	Oid			client_type = client_id_type(ops->tag);
+	Oid			client_type = FbfClientIdType(ops->tag);
 	Oid			types[6] = {REGCLASSOID, TEXTOID, get_array_type(client_type),
 	INT8ARRAYOID, INT8ARRAYOID, BOOLOID};
 	Datum		args[6];

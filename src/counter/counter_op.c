@@ -118,6 +118,16 @@ FbfOperationBytes(char tag, text *key, Datum client_id, int64 seq)
 }
 
 /*
+ * The SQL type of the client ids of type `tag` (FbfOperationBytes): 'i'
+ * bigint, 't' text, 'u' uuid.
+ */
+Oid
+FbfClientIdType(char tag)
+{
+	return tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
+}
+
+/*
  * The identity bytes of a claim of `id` in a dedup table (dedup.c), a
  * Datum of the type `tag` stands for: the tag and the id's bytes, so that
  * ids of different types are different claims:
@@ -559,7 +569,7 @@ FbfOps *
 FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key, int a_clients,
 				 const char *fname)
 {
-	Oid			client_type = tag == 'i' ? INT8OID : tag == 't' ? TEXTOID : UUIDOID;
+	Oid			client_type = FbfClientIdType(tag);
 	ArrayType  *clients;
 	ArrayType  *seqs;
 	ArrayType  *deltas;
