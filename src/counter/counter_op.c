@@ -234,6 +234,25 @@ FbfDeltaHash(const FbfHashKey *key, const FbfHash *op, int64 delta)
  */
 
 /*
+ * A call of n operations (at most FBF_OPS_MAX: the caller's n comes from
+ * FbfBatchLength, or is 1), each in its place in the caller's arrays, with
+ * nothing else set.
+ */
+static FbfOps *
+ops_new(int n)
+{
+	FbfOps	   *ops = palloc0(sizeof(FbfOps));
+	int			i;
+
+	Assert(n <= FBF_OPS_MAX);
+	ops->n = n;
+	ops->place = palloc(Max(n, 1) * sizeof(int));
+	for (i = 0; i < n; i++)
+		ops->place[i] = i;
+	return ops;
+}
+
+/*
  * The operations of one call on `key`, taking the arrays given as theirs:
  * operation k is (client_ids[k], seqs[k]) adding deltas[k], its client id
  * of type `tag`, in the caller's order until FbfOpsHash orders them.
@@ -242,19 +261,13 @@ static FbfOps *
 ops_adopt(char tag, text *key, int n, Datum *client_ids, int64 *seqs,
 		  int64 *deltas)
 {
-	FbfOps	   *ops = palloc0(sizeof(FbfOps));
-	int			i;
+	FbfOps	   *ops = ops_new(n);
 
-	Assert(n <= FBF_OPS_MAX);
 	ops->key = key;
 	ops->tag = tag;
-	ops->n = n;
 	ops->client_ids = client_ids;
 	ops->seqs = seqs;
 	ops->deltas = deltas;
-	ops->place = palloc(Max(n, 1) * sizeof(int));
-	for (i = 0; i < n; i++)
-		ops->place[i] = i;
 	return ops;
 }
 
@@ -289,21 +302,14 @@ FbfOpsPrepare(char tag, text *key, int n, const Datum *client_ids,
 FbfOps *
 FbfOpsFromIds(int n, bytea **ids, const int64 *seqs)
 {
-	FbfOps	   *ops;
-	int			i;
+	FbfOps	   *ops = ops_new(n);
 
-	Assert(n <= FBF_OPS_MAX);
-	ops = palloc0(sizeof(FbfOps));
-	ops->n = n;
 	ops->ids = ids;
-	ops->place = palloc(Max(n, 1) * sizeof(int));
 	if (seqs != NULL)
 	{
 		ops->seqs = palloc(Max(n, 1) * sizeof(int64));
 		memcpy(ops->seqs, seqs, n * sizeof(int64));
 	}
-	for (i = 0; i < n; i++)
-		ops->place[i] = i;
 	return ops;
 }
 
