@@ -183,38 +183,25 @@ fi
 part "core tests and fuzzer"
 fbf_log "standalone tests of the pure core (ASan + UBSan)"
 require "build core tests" make -C test/core -s clean all
-(cd test/core && ./test_core) >"$logdir/core.tap" 2>&1
-rc=$?
-cat "$logdir/core.tap"
-count_tap "$logdir/core.tap" "core"
-[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/core.tap")" -gt 0 ] ||
-	{ failed=$((failed + 1)); failures+=("test_core exited $rc"); }
-(cd test/core && ./test_cuckoo) >"$logdir/cuckoo.tap" 2>&1
-rc=$?
-cat "$logdir/cuckoo.tap"
-count_tap "$logdir/cuckoo.tap" "cuckoo"
-[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/cuckoo.tap")" -gt 0 ] ||
-	{ failed=$((failed + 1)); failures+=("test_cuckoo exited $rc"); }
-(cd test/core && ./test_cwin) >"$logdir/cwin.tap" 2>&1
-rc=$?
-cat "$logdir/cwin.tap"
-count_tap "$logdir/cwin.tap" "cwin"
-[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/cwin.tap")" -gt 0 ] ||
-	{ failed=$((failed + 1)); failures+=("test_cwin exited $rc"); }
-(cd test/core && ./test_stream) >"$logdir/stream.tap" 2>&1
-rc=$?
-cat "$logdir/stream.tap"
-count_tap "$logdir/stream.tap" "stream"
-[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/stream.tap")" -gt 0 ] ||
-	{ failed=$((failed + 1)); failures+=("test_stream exited $rc"); }
+# a program of test/core that prints TAP, run in test/core: show and count
+# its lines; an exit status other than 0 with no failed line counts as one
+# failure.  $1: label (and log name), then the program and its arguments
+run_core() {
+	local label=$1 prog=$2 log="$logdir/$1.tap" rc
+	shift 2
+	(cd test/core && "./$prog" "$@") >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	count_tap "$log" "$label"
+	[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$log")" -gt 0 ] ||
+		{ failed=$((failed + 1)); failures+=("$prog exited $rc"); }
+}
+for t in core cuckoo cwin stream; do
+	run_core "$t" "test_$t"
+done
 
 fbf_log "fuzzing the fbf decoders (bounded)"
-(cd test/core && ./fuzz_decode 300000) >"$logdir/fuzz.tap" 2>&1
-rc=$?
-cat "$logdir/fuzz.tap"
-count_tap "$logdir/fuzz.tap" "fuzz"
-[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$logdir/fuzz.tap")" -gt 0 ] ||
-	{ failed=$((failed + 1)); failures+=("fuzz_decode exited $rc"); }
+run_core fuzz fuzz_decode 300000
 
 # ---- 2. pg_regress against a scratch cluster ----
 part "pg_regress, isolation and retry storm (PostgreSQL 15)"
