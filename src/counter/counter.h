@@ -254,6 +254,7 @@ typedef void (*FbfClaimRoute) (Relation shell, Oid typid, int n,
 							   const Datum *ids, const int64 *seqs,
 							   bytea *const *identities, bool *claimed);
 
+extern bool FbfClaimable(Oid typid, bool op);
 extern bytea *FbfClaimIdentity(Oid typid, Datum id, const int64 *seq);
 extern void FbfDedupSetRoute(FbfClaimRoute route);
 extern void FbfClaim(Oid relid, Oid typid, int n, const Datum *ids,

@@ -82,42 +82,51 @@ PG_FUNCTION_INFO_V1(fbf_claim_id_uuid);
  * ----------------------------------------------------------------------
  */
 
-/* The identity tag of an id of type `typid`; error for other types. */
+/*
+ * The identity tag of a claim of an id of type `typid` (FbfClaimBytes), or
+ * with `op` of a (client_id, seq) claim whose client id is of type `typid`
+ * (FbfOperationBytes); 0 for a type that cannot be claimed so.  The one
+ * list of the types a claim's id may have.
+ */
 static char
-id_tag(Oid typid)
+claim_tag(Oid typid, bool op)
 {
 	switch (typid)
 	{
 		case INT8OID:
-			return 'n';
+			return op ? 'i' : 'n';
 		case TEXTOID:
-			return 's';
+			return op ? 't' : 's';
 		case BYTEAOID:
-			return 'x';
+			return op ? 0 : 'x';
 		case UUIDOID:
-			return 'g';
+			return op ? 'u' : 'g';
 		default:
-			elog(ERROR, "fbf: ids of type %s cannot be claimed", format_type_be(typid));
-			return 0;			/* keep compiler quiet */
+			return 0;
 	}
 }
 
-/* The identity tag of a (client_id, seq) claim whose client id is `typid`. */
-static char
-op_tag(Oid typid)
+/*
+ * May ids of type `typid` be claimed: plain ids (bigint, text, bytea,
+ * uuid), or with `op` the client ids of (client_id, seq) claims (bigint,
+ * text, uuid)?
+ */
+bool
+FbfClaimable(Oid typid, bool op)
 {
-	switch (typid)
-	{
-		case INT8OID:
-			return 'i';
-		case TEXTOID:
-			return 't';
-		case UUIDOID:
-			return 'u';
-		default:
-			elog(ERROR, "fbf: client ids of type %s cannot be claimed", format_type_be(typid));
-			return 0;			/* keep compiler quiet */
-	}
+	return claim_tag(typid, op) != 0;
+}
+
+/* claim_tag, or error for a type that cannot be claimed so */
+static char
+id_tag(Oid typid, bool op)
+{
+	char		tag = claim_tag(typid, op);
+
+	if (tag == 0)
+		elog(ERROR, "fbf: %s of type %s cannot be claimed",
+			 op ? "client ids" : "ids", format_type_be(typid));
+	return tag;
 }
 
 /*
@@ -129,8 +138,8 @@ bytea *
 FbfClaimIdentity(Oid typid, Datum id, const int64 *seq)
 {
 	if (seq != NULL)
-		return FbfOperationBytes(op_tag(typid), NULL, id, *seq);
-	return FbfClaimBytes(id_tag(typid), id);
+		return FbfOperationBytes(id_tag(typid, true), NULL, id, *seq);
+	return FbfClaimBytes(id_tag(typid, false), id);
 }
 
 /* the blocks a batch's identities are packed in, and the longest packed */
@@ -384,7 +393,7 @@ fbf_claim_op_array(PG_FUNCTION_ARGS)
 static Datum
 claim_id(FunctionCallInfo fcinfo, Oid typid)
 {
-	PG_RETURN_BYTEA_P(FbfClaimBytes(id_tag(typid), PG_GETARG_DATUM(0)));
+	PG_RETURN_BYTEA_P(FbfClaimBytes(id_tag(typid, false), PG_GETARG_DATUM(0)));
 }
 
 Datum

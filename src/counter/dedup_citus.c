@@ -398,9 +398,7 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("ids of %s must be a one-dimensional array", fname)));
-	if (PG_ARGISNULL(3) ?
-		!(typid == INT8OID || typid == TEXTOID || typid == BYTEAOID || typid == UUIDOID) :
-		!(typid == INT8OID || typid == TEXTOID || typid == UUIDOID))
+	if (!FbfClaimable(typid, !PG_ARGISNULL(3)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("ids of type %s cannot be claimed", format_type_be(typid))));
@@ -457,9 +455,7 @@ fbf_claim_anchor(PG_FUNCTION_ARGS)
 	int64		seq = 0;
 
 	FbfRequireArg(fcinfo, 0, "fbf_claim", op ? "client_id" : "id");
-	if (op ?
-		!(typid == INT8OID || typid == TEXTOID || typid == UUIDOID) :
-		!(typid == INT8OID || typid == TEXTOID || typid == BYTEAOID || typid == UUIDOID))
+	if (!FbfClaimable(typid, op))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s of type %s cannot be claimed", op ? "client ids" : "ids",
