@@ -397,6 +397,29 @@ counter_add_delta(Relation heap, Relation index, const FbfOps *ops,
 }
 
 /*
+ * Under row security, answer only a user who could have applied operations
+ * on `key`, before the window is asked (which may wait for another
+ * tenant's transaction): the row statement adding nothing to this
+ * backend's shard row of the key (FbfCounterAddDelta), so that the key's
+ * policies judge the user as they would a new operation.  `index` is the
+ * counter's window index, whose option `shards` names the row; NULL on a
+ * routed shell, whose window index is then opened here with
+ * AccessShareLock to read it.
+ */
+static void
+rls_zero_delta(Relation heap, Relation index, text *key)
+{
+	Relation	window = index;
+
+	if (window == NULL)
+		window = index_open(FbfCounterRelGet(heap)->window_index,
+							AccessShareLock);
+	FbfCounterAddDelta(heap, key, 0, FbfWindowGetOptions(window)->shards, true);
+	if (index == NULL)
+		index_close(window, AccessShareLock);
+}
+
+/*
  * The increment path, shared by every caller: apply the operations `ops`
  * (FbfOpsPrepare) on their key of the counter `relid`, as the calling
  * user, through the engine (FbfEngineApply), whose answers land in
@@ -430,36 +453,24 @@ FbfCounterApply(Oid relid, FbfOps *ops, bool *applied, int64 *value)
 		 * Distributed by Citus: applied on the node of the key's shard,
 		 * where its policies judge the caller again.  Under row security
 		 * they judge it here first, with the row statement adding nothing
-		 * (below), which Citus routes as any statement: the routed
+		 * (rls_zero_delta), which Citus routes as any statement: the routed
 		 * statement's CTE is subject to them too, and Citus cannot route a
 		 * statement whose policies rule out the key's shard (XX000, "could
 		 * not find valid entry for shard 0") where this one is refused as
 		 * on one node (42501).
 		 */
 		if (nops > 0 && check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
-		{
-			index = index_open(FbfCounterRelGet(heap)->window_index,
-							   AccessShareLock);
-			FbfCounterAddDelta(heap, key, 0, FbfWindowGetOptions(index)->shards,
-							   true);
-			index_close(index, AccessShareLock);
-		}
+			rls_zero_delta(heap, NULL, key);
 		FbfCounterGetRoute()->apply(heap, FbfCounterRelGet(heap)->qualname,
 									ops, applied, value);
 		FbfCounterClose(heap, NULL);
 		return;
 	}
 
-	/*
-	 * Under row security, answer only a user who could have applied the
-	 * operations, before the window is asked (which may wait for another
-	 * tenant's transaction): make the row statement adding nothing, so
-	 * that the key's policies judge it as they would a new operation.
-	 */
+	/* under row security, the key's policies judge the user first */
 	rls = check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED;
 	if (rls && nops > 0)
-		FbfCounterAddDelta(heap, key, 0, FbfWindowGetOptions(index)->shards,
-						   true);
+		rls_zero_delta(heap, index, key);
 
 	FbfEngineApply(heap, index, ops, counter_add_delta, &rls, applied);
 
