@@ -35,6 +35,7 @@
 
 #include "common/fbf_xlog.h"
 #include "window/window_int.h"
+#include "window/window_xlog.h"
 
 /*
  * XLOG_FBF_STREAMS: up to FBF_STREAMS_MAX_PAGES stream pages, recorded at
@@ -486,11 +487,7 @@ streams_redo(XLogReaderState *record)
 		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
 		MarkBufferDirty(buffers[id]);
 	}
-	for (id = 0; id <= max_block; id++)
-	{
-		if (BufferIsValid(buffers[id]))
-			UnlockReleaseBuffer(buffers[id]);
-	}
+	FbfRedoReleaseBuffers(buffers, max_block);
 }
 
 /* The time, and per page how many operations, how many by a live slot. */

@@ -263,6 +263,24 @@ FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
  */
 
 /*
+ * End the redo of a record whose blocks 0..max_block were read into
+ * buffers[] (XLogReadBufferForRedo), all locked until the record was
+ * replayed, as the primary held them: unlock and release each one read.
+ * The drain's redo here and the streams' (window_stream.c) end so.
+ */
+void
+FbfRedoReleaseBuffers(const Buffer *buffers, int max_block)
+{
+	int			id;
+
+	for (id = 0; id <= max_block; id++)
+	{
+		if (BufferIsValid(buffers[id]))
+			UnlockReleaseBuffer(buffers[id]);
+	}
+}
+
+/*
  * Block 0's data of a PENDING_ADD: the entry and flags in *xl, and the
  * annex (if the flags say one follows) in *annex; false if malformed.
  */
@@ -361,11 +379,7 @@ drain_redo(XLogReaderState *record)
 		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
 		MarkBufferDirty(buffers[id]);
 	}
-	for (id = 0; id <= max_block; id++)
-	{
-		if (BufferIsValid(buffers[id]))
-			UnlockReleaseBuffer(buffers[id]);
-	}
+	FbfRedoReleaseBuffers(buffers, max_block);
 }
 
 static void

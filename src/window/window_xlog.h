@@ -2,8 +2,9 @@
  *
  * window_xlog.h
  *	  The window's compact WAL records (window_xlog.c): their layout, and
- *	  the changes they make, shared by the primary and redo.  Inside
- *	  src/window only.
+ *	  the changes they make, shared by the primary and redo; and the end
+ *	  of a redo of several pages, shared with the streams' record
+ *	  (window_stream.c).  Inside src/window only.
  *
  * Lock order: src/window/README.md, "Lock definitions".  A change is made
  * and logged with its pages exclusively locked; redo locks them alike.
@@ -77,5 +78,7 @@ extern void FbfPendingLogAdd(Relation index, Buffer buf,
 extern void FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep,
 						int nentries, int nslices, const Buffer *sbufs,
 						const xl_fbf_slice_set *sets, FbfHash *const *hashes);
+
+extern void FbfRedoReleaseBuffers(const Buffer *buffers, int max_block);
 
 #endif							/* FBF_WINDOW_XLOG_H */
