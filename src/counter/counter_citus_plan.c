@@ -183,6 +183,22 @@ static const struct
 };
 
 /*
+ * The routed statements: a counter's front end `front_end` (the routing
+ * key's error names it) sent to its placement twin `twin`, and a claim
+ * whose anchor is fbf_claim_anchor(anchor_args), its seqs `seqs`.
+ */
+#define ROUTED_INCREMENT(front_end, twin) \
+	"WITH touch AS (UPDATE %1$s SET value = value " \
+	"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, '" front_end "'::pg_catalog.text) " \
+	"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) " \
+	"SELECT %2$s." twin "($1, $2, $3, $4, $5)"
+#define ROUTED_CLAIM(anchor_args, seqs) \
+	"WITH touch AS (UPDATE %1$s SET anchor = anchor " \
+	"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor(" anchor_args ") RETURNING 1) " \
+	"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor(" anchor_args "), " \
+	"ARRAY[$2], " seqs "))[1]"
+
+/*
  * What each form is routed as: the kind of window table it takes, the
  * privilege that lets the caller call it (a caller without it keeps the
  * front end's own error), and the routed statement, with %1$s the table
@@ -202,30 +218,16 @@ static const struct
 }			routed_forms[] =
 {
 	{FAST_SINGLE, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
-		"WITH touch AS (UPDATE %1$s SET value = value "
-		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment'::pg_catalog.text) "
-		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
-	"SELECT %2$s.fbf_increment_on_placement($1, $2, $3, $4, $5)"},
+		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
 	{FAST_OUTCOME, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
-		"WITH touch AS (UPDATE %1$s SET value = value "
-		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment_outcome'::pg_catalog.text) "
-		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
-	"SELECT %2$s.fbf_increment_outcome_on_placement($1, $2, $3, $4, $5)"},
+		ROUTED_INCREMENT("idempotent_increment_outcome",
+						 "fbf_increment_outcome_on_placement")},
 	{FAST_BATCH, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
-		"WITH touch AS (UPDATE %1$s SET value = value "
-		"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, 'idempotent_increment'::pg_catalog.text) "
-		"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
-	"SELECT %2$s.fbf_increment_on_placement($1, $2, $3, $4, $5)"},
+		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
 	{FAST_CLAIM, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
-		"WITH touch AS (UPDATE %1$s SET anchor = anchor "
-		"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor($2) RETURNING 1) "
-		"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor($2), "
-	"ARRAY[$2], NULL::pg_catalog.int8[]))[1]"},
+		ROUTED_CLAIM("$2", "NULL::pg_catalog.int8[]")},
 	{FAST_CLAIM_OP, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
-		"WITH touch AS (UPDATE %1$s SET anchor = anchor "
-		"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor($2, $3) RETURNING 1) "
-		"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor($2, $3), "
-	"ARRAY[$2], ARRAY[$3]))[1]"},
+		ROUTED_CLAIM("$2, $3", "ARRAY[$3]")},
 };
 
 /* the entry of routed_forms for `form` */
