@@ -264,6 +264,9 @@ extern void FbfClaim(Oid relid, Oid typid, int n, const Datum *ids,
 extern void FbfCitusInit(void);
 extern Oid	FbfCitusExtensionSchema(void);
 extern Oid	FbfCitusLocalShard(Oid table, Datum value, Oid type);
+extern Datum FbfCitusRunRouted(Relation shell, const char *what,
+							   const char *sql, int nargs, Oid *types,
+							   Datum *args, const char *nulls);
 extern void FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied,
 									 int64 *value);
 

@@ -302,6 +302,33 @@ array_elements(ArrayType *a, Oid type, int16 len, bool byval, char align,
 }
 
 /*
+ * Run the routed statement `sql` on the shell `shell` with its `nargs`
+ * arguments (their types and nulls as SPI_execute_with_args takes them),
+ * in a connection to SPI the caller opened and closes, and return the
+ * first column of its one row; error if it fails or returns NULL.  `what`
+ * names the call in the errors ("increment of", "claims in").  Shared
+ * with dedup_citus.c.
+ */
+Datum
+FbfCitusRunRouted(Relation shell, const char *what, const char *sql,
+				  int nargs, Oid *types, Datum *args, const char *nulls)
+{
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	rc = SPI_execute_with_args(sql, nargs, types, args, nulls, false, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "fbf: the routed %s \"%s\" failed: %s",
+			 what, RelationGetRelationName(shell), SPI_result_code_string(rc));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "fbf: the routed %s \"%s\" returned nothing",
+			 what, RelationGetRelationName(shell));
+	return d;
+}
+
+/*
  * Apply the operations `ops` of the counter whose shell is `shell`, on the
  * node of their key's shard, in the current (distributed) transaction: the
  * routed statement of the file's header, through SPI.  They are sent in
@@ -323,7 +350,6 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
 	Datum		d;
 	Datum	   *answers;
 	int			nanswers;
-	int			rc;
 	int			i;
 
 	sql = psprintf("WITH touch AS (UPDATE %s SET value = value "
@@ -339,15 +365,9 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
 	args[5] = BoolGetDatum(value != NULL);
 
 	SPI_connect();
-	rc = SPI_execute_with_args(sql, 6, types, args, NULL, false, 0);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "fbf: the routed increment of \"%s\" failed: %s",
-			 RelationGetRelationName(shell), SPI_result_code_string(rc));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		elog(ERROR, "fbf: the routed increment of \"%s\" returned nothing",
-			 RelationGetRelationName(shell));
-	result = DatumGetHeapTupleHeader(d);
+	result = DatumGetHeapTupleHeader(FbfCitusRunRouted(shell, "increment of",
+													   sql, 6, types, args,
+													   NULL));
 	d = GetAttributeByNum(result, 1, &isnull);
 	answers = isnull ? NULL :
 		array_elements(DatumGetArrayTypeP(d), BOOLOID, 1, true, TYPALIGN_CHAR,

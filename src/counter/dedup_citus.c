@@ -207,10 +207,7 @@ route_group(Relation shell, const char *sql, Oid typid, int32 anchor,
 	ArrayType  *answers;
 	Datum	   *elems;
 	bool	   *elem_nulls;
-	bool		isnull;
-	Datum		d;
 	int			nanswers;
-	int			rc;
 	int			i;
 
 	for (i = 0; i < m; i++)
@@ -227,15 +224,8 @@ route_group(Relation shell, const char *sql, Oid typid, int32 anchor,
 		(Datum) 0;
 
 	SPI_connect();
-	rc = SPI_execute_with_args(sql, 4, types, args, nulls, false, 0);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "fbf: the routed claims in \"%s\" failed: %s",
-			 RelationGetRelationName(shell), SPI_result_code_string(rc));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		elog(ERROR, "fbf: the routed claims in \"%s\" returned nothing",
-			 RelationGetRelationName(shell));
-	answers = DatumGetArrayTypeP(d);
+	answers = DatumGetArrayTypeP(FbfCitusRunRouted(shell, "claims in", sql, 4,
+												   types, args, nulls));
 	if (ARR_NDIM(answers) > 1 || ARR_ELEMTYPE(answers) != BOOLOID)
 		elog(ERROR, "fbf: the routed claims in \"%s\" returned a malformed answer",
 			 RelationGetRelationName(shell));
