@@ -443,51 +443,50 @@ streams_main_data(XLogReaderState *record, xl_fbf_streams *xl)
 }
 
 /*
- * Replay each page's operations on it, as the primary recorded them
- * (fbf_stream_replay), unless it was restored whole.  A log that does not
- * fit the page it replays on is a PANIC, as a malformed record is.
+ * Replay a page's operations on it (block `id` of the record, whose main
+ * data is `arg`), as the primary recorded them (fbf_stream_replay).  A
+ * log that does not fit the page it replays on is a PANIC, as a malformed
+ * record is.
  */
+static void
+streams_redo_page(XLogReaderState *record, int id, Buffer buffer, void *arg)
+{
+	const xl_fbf_streams *xl = arg;
+	FbfStreamPage *sp;
+	Size		len;
+	Size		off = 0;
+	const unsigned char *data;
+
+	data = (const unsigned char *) XLogRecGetBlockData(record, id, &len);
+	if (data == NULL || len == 0)
+		elog(PANIC, "fbf redo: malformed streams record");
+	sp = stream_page_of(BufferGetPage(buffer));
+	if (!fbf_stream_page_valid(sp, stream_capacity()))
+		elog(PANIC, "fbf redo: invalid stream page at block %u",
+			 BufferGetBlockNumber(buffer));
+	while (off < len)
+	{
+		size_t		used = fbf_stream_replay(sp, data + off, len - off,
+											 xl->now, xl->horizon);
+
+		if (used == 0)
+			elog(PANIC, "fbf redo: streams record does not fit block %u at byte %zu",
+				 BufferGetBlockNumber(buffer), off);
+		off += used;
+	}
+}
+
+/* Replay each page's operations on it, unless it was restored whole. */
 static void
 streams_redo(XLogReaderState *record)
 {
-	Buffer		buffers[FBF_STREAMS_MAX_PAGES];
 	int			max_block = XLogRecMaxBlockId(record);
 	xl_fbf_streams xl;
-	int			id;
 
 	if (max_block >= FBF_STREAMS_MAX_PAGES)
 		elog(PANIC, "fbf redo: streams of %d pages", max_block + 1);
 	streams_main_data(record, &xl);
-	for (id = 0; id <= max_block; id++)
-	{
-		FbfStreamPage *sp;
-		Size		len;
-		Size		off = 0;
-		const unsigned char *data;
-
-		if (XLogReadBufferForRedo(record, id, &buffers[id]) != BLK_NEEDS_REDO)
-			continue;
-		data = (const unsigned char *) XLogRecGetBlockData(record, id, &len);
-		if (data == NULL || len == 0)
-			elog(PANIC, "fbf redo: malformed streams record");
-		sp = stream_page_of(BufferGetPage(buffers[id]));
-		if (!fbf_stream_page_valid(sp, stream_capacity()))
-			elog(PANIC, "fbf redo: invalid stream page at block %u",
-				 BufferGetBlockNumber(buffers[id]));
-		while (off < len)
-		{
-			size_t		used = fbf_stream_replay(sp, data + off, len - off,
-												 xl.now, xl.horizon);
-
-			if (used == 0)
-				elog(PANIC, "fbf redo: streams record does not fit block %u at byte %zu",
-					 BufferGetBlockNumber(buffers[id]), off);
-			off += used;
-		}
-		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
-		MarkBufferDirty(buffers[id]);
-	}
-	FbfRedoReleaseBuffers(buffers, max_block);
+	FbfRedoPages(record, max_block, streams_redo_page, &xl);
 }
 
 /* The time, and per page how many operations, how many by a live slot. */

@@ -263,16 +263,30 @@ FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
  */
 
 /*
- * End the redo of a record whose blocks 0..max_block were read into
- * buffers[] (XLogReadBufferForRedo), all locked until the record was
- * replayed, as the primary held them: unlock and release each one read.
- * The drain's redo here and the streams' (window_stream.c) end so.
+ * Replay a record on its blocks 0..max_block (the caller has refused more
+ * than its kind of record has), locking each in order and holding all
+ * until the record is replayed, as the primary held them:
+ * replay(record, id, buffer, arg) changes each page that needs it (one
+ * restored from a full-page image, or already newer, is left alone), which
+ * then takes the record's LSN and is dirtied; all are released at the
+ * end.  The drain's redo here and the streams' (window_stream.c) run so.
  */
 void
-FbfRedoReleaseBuffers(const Buffer *buffers, int max_block)
+FbfRedoPages(XLogReaderState *record, int max_block, FbfRedoPageFunc replay,
+			 void *arg)
 {
+	Buffer		buffers[XLR_MAX_BLOCK_ID + 1];
 	int			id;
 
+	Assert(max_block <= XLR_MAX_BLOCK_ID);
+	for (id = 0; id <= max_block; id++)
+	{
+		if (XLogReadBufferForRedo(record, id, &buffers[id]) != BLK_NEEDS_REDO)
+			continue;
+		replay(record, id, buffers[id], arg);
+		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
+		MarkBufferDirty(buffers[id]);
+	}
 	for (id = 0; id <= max_block; id++)
 	{
 		if (BufferIsValid(buffers[id]))
@@ -331,55 +345,51 @@ pending_add_redo(XLogReaderState *record)
 		UnlockReleaseBuffer(buf);
 }
 
+/* a drain's change to its block `id`: the pending page (0) or a partition page */
+static void
+drain_redo_page(XLogReaderState *record, int id, Buffer buffer, void *arg)
+{
+	Size		len;
+	char	   *data = XLogRecGetBlockData(record, id, &len);
+
+	if (id == 0)
+	{
+		uint16		n;
+
+		if (len < sizeof(n))
+			elog(PANIC, "fbf redo: truncated drain");
+		memcpy(&n, data, sizeof(n));
+		if (len != sizeof(n) + n)
+			elog(PANIC, "fbf redo: drain of %u entries in %zu bytes", n, len);
+		FbfPendingPageCompact(BufferGetPage(buffer),
+							  (const uint8 *) data + sizeof(n), n);
+	}
+	else
+	{
+		xl_fbf_slice_set set;
+		FbfHash    *hashes;
+
+		if (len < SizeOfFbfSliceSet)
+			elog(PANIC, "fbf redo: truncated drain");
+		memcpy(&set, data, SizeOfFbfSliceSet);
+		if (len != SizeOfFbfSliceSet + sizeof(FbfHash) * set.n ||
+			set.nhashes < 1 || set.nhashes > FBF_MAX_HASHES)
+			elog(PANIC, "fbf redo: malformed drain");
+		hashes = palloc(sizeof(FbfHash) * Max(set.n, 1));
+		memcpy(hashes, data + SizeOfFbfSliceSet, sizeof(FbfHash) * set.n);
+		FbfSlicePageSet(BufferGetPage(buffer), &set, hashes);
+		pfree(hashes);
+	}
+}
+
 static void
 drain_redo(XLogReaderState *record)
 {
-	Buffer		buffers[FBF_XLOG_MAX_PAGES];
 	int			max_block = XLogRecMaxBlockId(record);
-	int			id;
 
 	if (max_block >= FBF_XLOG_MAX_PAGES)
 		elog(PANIC, "fbf redo: drain into %d pages", max_block);
-	for (id = 0; id <= max_block; id++)
-	{
-		Size		len;
-		char	   *data;
-
-		if (XLogReadBufferForRedo(record, id, &buffers[id]) != BLK_NEEDS_REDO)
-			continue;
-		data = XLogRecGetBlockData(record, id, &len);
-		if (id == 0)
-		{
-			uint16		n;
-
-			if (len < sizeof(n))
-				elog(PANIC, "fbf redo: truncated drain");
-			memcpy(&n, data, sizeof(n));
-			if (len != sizeof(n) + n)
-				elog(PANIC, "fbf redo: drain of %u entries in %zu bytes", n, len);
-			FbfPendingPageCompact(BufferGetPage(buffers[id]),
-								  (const uint8 *) data + sizeof(n), n);
-		}
-		else
-		{
-			xl_fbf_slice_set set;
-			FbfHash    *hashes;
-
-			if (len < SizeOfFbfSliceSet)
-				elog(PANIC, "fbf redo: truncated drain");
-			memcpy(&set, data, SizeOfFbfSliceSet);
-			if (len != SizeOfFbfSliceSet + sizeof(FbfHash) * set.n ||
-				set.nhashes < 1 || set.nhashes > FBF_MAX_HASHES)
-				elog(PANIC, "fbf redo: malformed drain");
-			hashes = palloc(sizeof(FbfHash) * Max(set.n, 1));
-			memcpy(hashes, data + SizeOfFbfSliceSet, sizeof(FbfHash) * set.n);
-			FbfSlicePageSet(BufferGetPage(buffers[id]), &set, hashes);
-			pfree(hashes);
-		}
-		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
-		MarkBufferDirty(buffers[id]);
-	}
-	FbfRedoReleaseBuffers(buffers, max_block);
+	FbfRedoPages(record, max_block, drain_redo_page, NULL);
 }
 
 static void

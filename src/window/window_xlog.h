@@ -2,8 +2,8 @@
  *
  * window_xlog.h
  *	  The window's compact WAL records (window_xlog.c): their layout, and
- *	  the changes they make, shared by the primary and redo; and the end
- *	  of a redo of several pages, shared with the streams' record
+ *	  the changes they make, shared by the primary and redo; and the redo
+ *	  of a record of several pages, shared with the streams' record
  *	  (window_stream.c).  Inside src/window only.
  *
  * Lock order: src/window/README.md, "Lock definitions".  A change is made
@@ -13,6 +13,8 @@
  */
 #ifndef FBF_WINDOW_XLOG_H
 #define FBF_WINDOW_XLOG_H
+
+#include "access/xlogreader.h"
 
 #include "core/fbf_le.h"
 #include "window/window_int.h"
@@ -79,6 +81,11 @@ extern void FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep,
 						int nentries, int nslices, const Buffer *sbufs,
 						const xl_fbf_slice_set *sets, FbfHash *const *hashes);
 
-extern void FbfRedoReleaseBuffers(const Buffer *buffers, int max_block);
+/* a record's change to its block `id`, read for redo (FbfRedoPages) */
+typedef void (*FbfRedoPageFunc) (XLogReaderState *record, int id,
+								 Buffer buffer, void *arg);
+
+extern void FbfRedoPages(XLogReaderState *record, int max_block,
+						 FbfRedoPageFunc replay, void *arg);
 
 #endif							/* FBF_WINDOW_XLOG_H */
