@@ -25,7 +25,7 @@
  *
  * An id's identity bytes are a type tag and the id's bytes, so that ids
  * of different types are different claims (FbfClaimBytes, counter_op.c,
- * with the tags id_tag gives); a (client_id, seq) claim's are a counter
+ * with the tags claim_tag gives); a (client_id, seq) claim's are a counter
  * operation's on the default key (FbfOperationBytes; fbf_claim_id(client_id,
  * seq) is fbf_operation's C function), and like an operation it is
  * numbered in its client's stream (its seq goes with it to the engine), so
