@@ -178,6 +178,15 @@ else
 	failed=$((failed + 1))
 	failures+=("test/layers.pl")
 fi
+fbf_log "layers.pl finds a call up planted into a copy of the objects (test/layers_test.sh)"
+if bash test/layers_test.sh >"$logdir/layers_test.log" 2>&1; then
+	passed=$((passed + 1))
+	cat "$logdir/layers_test.log"
+else
+	cat "$logdir/layers_test.log"
+	failed=$((failed + 1))
+	failures+=("test/layers_test.sh")
+fi
 
 # ---- 1. the pure core, standalone, under ASan + UBSan ----
 part "core tests and fuzzer"

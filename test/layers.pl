@@ -15,11 +15,30 @@
 # Calls through function pointers (a routine struct, a registered hook)
 # are not edges: that is how a lower layer is handed policy from above.
 #
+# Routines.  A reference to a routine is not an edge either: a routine is
+# a table of calls through pointers (window_format.h's FbfFilterRoutine,
+# as PostgreSQL's IndexAmRoutine), so the file that looks one up (a table
+# of routines by id, in a low layer) calls through it, not into the file
+# that defines it.  A routine, here, is precisely a global data object
+#   - whose name is Fbf<Something>Routine (the name says it: give it only
+#     to a struct of function pointers and the capabilities beside them),
+#   - that is const: it lives in .rodata, or in .data.rel.ro, where a
+#     const object holding addresses goes in position-independent code
+#     and which is read-only once the library is loaded.
+# The file that defines a routine still references each function it holds,
+# as any other use: that is an edge, so a routine belongs in a file at or
+# above every function it names.  Any other variable, a writable routine
+# included, is an edge to the file that defines it.
+#
+# test/layers_test.sh checks this script: that it finds a call up, a
+# cycle and a reference to a writable routine planted into a copy of the
+# object files, and passes a planted reference to a const routine.
+#
 use strict;
 use warnings;
 
 my $src = shift // 'src';
-my (%defines, %uses, %file_of);
+my (%defines, %uses, %file_of, %routine);
 
 my @objs = sort glob("$src/*.o $src/*/*.o");
 die "layers.pl: no object files under $src (run make first)\n" unless @objs;
@@ -28,11 +47,23 @@ for my $o (@objs)
 {
 	(my $f = $o) =~ s/\.o$/.c/;
 	$f =~ s{^\Q$src\E/}{};
-	open(my $nm, '-|', 'nm', $o) or die "nm $o: $!";
+	# System V format: name|value|class|type|size|line|section
+	open(my $nm, '-|', 'nm', '--format=sysv', $o) or die "nm $o: $!";
 	while (<$nm>)
 	{
-		if (/^\s+U (\S+)/) { $uses{$f}{$1} = 1; }
-		elsif (/^[0-9a-f]+ [TDBRC] (\S+)/) { $defines{$f}{$1} = 1; $file_of{$1} = $f; }
+		my ($name, $value, $class, $type, $size, $line, $section) =
+		  map { s/^\s+|\s+$//gr } split /\|/;
+		next unless defined $section;
+		if ($class eq 'U') { $uses{$f}{$name} = 1; }
+		elsif ($class =~ /^[TDBRC]$/)
+		{
+			$defines{$f}{$name} = 1;
+			$file_of{$name} = $f;
+			# a routine (see the top of this file)
+			$routine{$name} = 1
+			  if $name =~ /^Fbf\w+Routine$/ && $type eq 'OBJECT' &&
+			  $section =~ /^\.(rodata|data\.rel\.ro)(\.|$)/;
+		}
 	}
 	close $nm;
 }
@@ -45,6 +76,7 @@ for my $f (keys %uses)
 	{
 		my $g = $file_of{$s};
 		next unless defined $g && $g ne $f;
+		next if $routine{$s};	# a call through pointers
 		$edge{$f}{$g} //= $s;
 	}
 }
@@ -176,5 +208,7 @@ if ($failures)
 	print "layers: $failures problem(s) in $nfiles files\n";
 	exit 1;
 }
-print "layers: $nfiles files, no cycle, no call up\n";
+my @routines = sort grep { $routine{$_} } keys %routine;
+print "layers: $nfiles files, no cycle, no call up",
+  (@routines ? " (const routines, calls through pointers: @routines)" : ""), "\n";
 exit 0;
