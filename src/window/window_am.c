@@ -3,8 +3,9 @@
  * window_am.c
  *	  The internal index access method `fbf_filter`: a counter table's
  *	  window index.  Handler, build, VACUUM; FbfWindowInit, which
- *	  registers the formats, the settings and the reloptions
- *	  (window_options.c).  Finding window indexes is window_catalog.c's.
+ *	  defines the settings and the reloptions (window_options.c) and
+ *	  registers the WAL records.  Finding window indexes is
+ *	  window_catalog.c's.
  *
  * A window index is never scanned and stores no index tuples: it is a
  * relation attached to the counter table whose pages hold the counter's
@@ -61,13 +62,10 @@ PG_FUNCTION_INFO_V1(fbf_filter_handler);
  * ----------------------------------------------------------------------
  */
 
-/* The window's settings, reloptions and formats; from _PG_init. */
+/* The window's settings, reloptions and WAL records; from _PG_init. */
 void
 FbfWindowInit(void)
 {
-	/* the formats' routines (window_format.h), before their option names */
-	FbfBloomRegister();
-	FbfCuckooRegister();
 	FbfWindowOptionsInit();
 	FbfWindowKeyInit();
 	FbfWindowXLogInit();

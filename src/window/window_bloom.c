@@ -2,7 +2,8 @@
  *
  * window_bloom.c
  *	  The Bloom format of a window's partition pages (filter = bloom, the
- *	  default): its FbfFilterRoutine (window_format.h).  A partition page
+ *	  default): the page operations of its routine (FbfBloomRoutine,
+ *	  window_format.h, defined in window_bloom_snap.c).  A partition page
  *	  holds every filter's bits for its partition, bit-sliced
  *	  (core/bloom_slice.h: position w is a 16-bit word whose bit j is bit w
  *	  of lane j's filter), with each lane's stamp, count and dup in its
@@ -73,9 +74,9 @@ FbfBloomReadPart(Relation index, BlockNumber blkno, int mode)
  * *overfull (if not NULL) if the future lane holds more than
  * meta->overfull.  The caller holds the metapage.
  */
-static bool
-bloom_contains(Relation index, const FbfWindowMetaPageData *meta,
-			   const FbfHash *hash, bool *overfull)
+bool
+FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
+				 const FbfHash *hash, bool *overfull)
 {
 	uint32		probes[FBF_MAX_HASHES];
 	Buffer		buf;
@@ -105,14 +106,14 @@ bloom_contains(Relation index, const FbfWindowMetaPageData *meta,
 
 /*
  * A Bloom page's capacity per period is this part of the count past which
- * its future lane is overfull (bloom_derive_meta, where the steady state
+ * its future lane is overfull (FbfBloomDeriveMeta, where the steady state
  * reaches the target): a quarter fewer elements per filter is a tenth of
  * the false positives with ten hashes in the model, room for what the
  * model leaves out when a window is kept full period after period (pages
  * fuller than the mean, entries drained a period late, the bits a split
  * copied): measured so, the estimate stays under a third of the target
  * (test/t/044_fair_shares.pl; at nine tenths it reached 2.7 times it).
- * It is also as far as a drain may fill a page's future lane (bloom_store):
+ * It is also as far as a drain may fill a page's future lane (FbfBloomStore):
  * the filters of a period a window grows in keep the density of its pages
  * before the split, copied into every page it makes, and each is checked
  * alone once it is the oldest, where a lane at twice the overfull count
@@ -140,11 +141,11 @@ StaticAssertDecl(FBF_DRAIN_MAX_PAGES <= FBF_XLOG_MAX_PAGES - 1,
  * block order; the caller holds the metapage share-locked (so the ring is
  * `meta`) and pbuf exclusive-locked.
  */
-static bool
-bloom_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
-			const FbfPendingEntry *entries, int n, uint8 *keep,
-			const BlockNumber *target, const BlockNumber *blocks, int nblocks,
-			bool may_defer)
+bool
+FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
+			  const FbfPendingEntry *entries, int n, uint8 *keep,
+			  const BlockNumber *target, const BlockNumber *blocks,
+			  int nblocks, bool may_defer)
 {
 	uint32		limit = Max((uint32) (BLOOM_CAPACITY_PART * meta->overfull), 1);
 	Buffer		sbufs[FBF_DRAIN_MAX_PAGES];
@@ -264,9 +265,9 @@ predict_fpp(const FbfWindowMetaPageData *meta, uint32 nparts,
  * SPLIT_HEADROOM under the increase threshold, within fbf.max_filter_size.  *capped is set when the cap
  * keeps the window from meeting the threshold.
  */
-static uint32
-bloom_split_factor(const FbfWindowMetaPageData *meta, double rate,
-				   double increase_at, bool *capped)
+uint32
+FbfBloomSplitFactor(const FbfWindowMetaPageData *meta, double rate,
+					double increase_at, bool *capped)
 {
 	double		threshold = increase_at * meta->target_fpp;
 	uint64		cap_pages = FbfWindowCapPages();
@@ -306,9 +307,9 @@ bloom_split_factor(const FbfWindowMetaPageData *meta, double rate,
  * would the filters as they are once each pair is ORed together (`counts`,
  * in the readers' view).  Returns the factor, or 1.
  */
-static uint32
-bloom_merge_factor(const FbfWindowMetaPageData *meta, const uint64 *counts,
-				   double rate, double decrease_at)
+uint32
+FbfBloomMergeFactor(const FbfWindowMetaPageData *meta, const uint64 *counts,
+					double rate, double decrease_at)
 {
 	uint32		half = meta->nparts / 2;
 	double		threshold = decrease_at * meta->target_fpp;
@@ -411,8 +412,8 @@ merge_parts(Relation index, const FbfWindowMetaPageData *meta,
  * per-period count at which the steady state reaches the target.  Every
  * metapage write recomputes it (FbfWindowLogMeta).
  */
-static void
-bloom_derive_meta(FbfWindowMetaPageData *meta)
+void
+FbfBloomDeriveMeta(FbfWindowMetaPageData *meta)
 {
 	double		lo = 0;
 	double		hi = (double) meta->nbits;
@@ -441,9 +442,9 @@ bloom_derive_meta(FbfWindowMetaPageData *meta)
  * A Bloom page has no load: *max_load gets 0.  Each page share-locked in
  * turn; the caller holds the metapage or a copy it checks.
  */
-static void
-bloom_counts(Relation index, const FbfWindowMetaPageData *meta,
-			 uint64 *counts, uint64 *distinct, double *max_load)
+void
+FbfBloomCounts(Relation index, const FbfWindowMetaPageData *meta,
+			   uint64 *counts, uint64 *distinct, double *max_load)
 {
 	uint32		nparts = FbfWindowViewParts(meta);
 	uint32		v;
@@ -476,8 +477,8 @@ bloom_counts(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /* the mean over partitions of each partition's estimate */
-static double
-bloom_estimate_fpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
+double
+FbfBloomEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 {
 	return fbf_estimate_fpp_blocked(meta->nbits, meta->nhashes, meta->nlive,
 									FbfWindowViewParts(meta), counts,
@@ -491,11 +492,11 @@ bloom_estimate_fpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
  * partition page costs memory, used or not), in page-sized partitions.
  * nchains is that of a 1.0 window being upgraded, 0 for a new window.
  * Sets the shape, ring size and period fields of *meta; FbfWindowPlan
- * rounds the partitions to the chains (bloom_spread) and checks the cap.
+ * rounds the partitions to the chains (FbfBloomSpread) and checks the cap.
  */
-static void
-bloom_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
-		   FbfWindowMetaPageData *meta)
+void
+FbfBloomPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
+			 FbfWindowMetaPageData *meta)
 {
 	double		retention = opts->retention_ms / 1000.0;
 	FbfPlan		plan;
@@ -543,8 +544,8 @@ bloom_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 }
 
 /* more partitions than planned: never fewer bits in all */
-static void
-bloom_spread(FbfWindowMetaPageData *meta, uint32 planned)
+void
+FbfBloomSpread(FbfWindowMetaPageData *meta, uint32 planned)
 {
 	uint64		total = (uint64) meta->nbits * planned;
 
@@ -553,15 +554,15 @@ bloom_spread(FbfWindowMetaPageData *meta, uint32 planned)
 }
 
 /* a Bloom metapage's own fields */
-static bool
-bloom_validate_meta(const FbfWindowMetaPageData *meta)
+bool
+FbfBloomValidateMeta(const FbfWindowMetaPageData *meta)
 {
 	return meta->nbits >= 1 && meta->nbits <= FBF_SLICE_MAX_BITS;
 }
 
 /* an empty partition page of the window's bits */
-static void
-bloom_init_page(Page page, const FbfWindowMetaPageData *meta)
+void
+FbfBloomInitPageFor(Page page, const FbfWindowMetaPageData *meta)
 {
 	FbfBloomInitPage(page, meta->nbits);
 }
@@ -571,9 +572,9 @@ bloom_init_page(Page page, const FbfWindowMetaPageData *meta)
  * holds all its bits (FbfFilterRoutine.split_page).  src share, each copy
  * exclusive in turn; the caller holds the metapage exclusively.
  */
-static void
-bloom_split_page(Relation index, const FbfWindowMetaPageData *meta,
-				 BlockNumber src, BlockNumber dst_start, uint32 factor)
+void
+FbfBloomSplitPage(Relation index, const FbfWindowMetaPageData *meta,
+				  BlockNumber src, BlockNumber dst_start, uint32 factor)
 {
 	Buffer		sbuf = FbfBloomReadPart(index, src, BUFFER_LOCK_SHARE);
 	uint32		f;
@@ -594,9 +595,9 @@ bloom_split_page(Relation index, const FbfWindowMetaPageData *meta,
  * (FbfFilterRoutine.merge_pages): the sources share, dst exclusive; the
  * caller holds the metapage exclusively.
  */
-static void
-bloom_merge_pages(Relation index, const FbfWindowMetaPageData *meta,
-				  BlockNumber src_start, uint32 factor, BlockNumber dst)
+void
+FbfBloomMergePages(Relation index, const FbfWindowMetaPageData *meta,
+				   BlockNumber src_start, uint32 factor, BlockNumber dst)
 {
 	Buffer		src[FBF_SPLIT_MAX_FACTOR];
 	Buffer		dbuf;
@@ -614,60 +615,27 @@ bloom_merge_pages(Relation index, const FbfWindowMetaPageData *meta,
 /*
  * The partitions a Bloom window has once grown to `max_pages`: its own
  * times the largest power of two whose pages (the metapage, the chains,
- * the partitions) fit, as bloom_split_factor grows it.
+ * the partitions) fit, as FbfBloomSplitFactor grows it.
  */
-static uint32
-bloom_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
+uint32
+FbfBloomPartsAtCap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 {
 	return FbfWindowPartsWithin(meta->nparts, meta->nchains, max_pages, 2);
 }
 
 /* New operations one Bloom partition page takes in a period (above). */
-static double
-bloom_page_capacity(const FbfWindowMetaPageData *meta)
+double
+FbfBloomPageCapacity(const FbfWindowMetaPageData *meta)
 {
 	return BLOOM_CAPACITY_PART * meta->overfull;
 }
 
 /* fbf_counter_stats of a Bloom window: its bits and hash functions */
-static void
-bloom_stats(const FbfWindowMetaPageData *meta, const uint64 *counts,
-			FbfWindowStats *stats)
+void
+FbfBloomStats(const FbfWindowMetaPageData *meta, const uint64 *counts,
+			  FbfWindowStats *stats)
 {
 	stats->bits = (int64) meta->nbits * meta->nparts;
 	stats->nhashes = meta->nhashes;
 	stats->has_nhashes = true;
-}
-
-/*
- * The Bloom format's routine (window_format.h): its capabilities and page
- * operations.  window_bloom_snap.c adds its snapshot operations and registers it
- * (FbfBloomRegister, at load time).
- */
-void
-FbfBloomPageRoutine(FbfFilterRoutine *routine)
-{
-	routine->name = "bloom";
-	routine->page_id = FBF_PAGE_ID_SLICE;
-	routine->can_merge = true;
-	routine->can_resize = true;
-	routine->resize_detail = NULL;
-	routine->split_load = 0;
-	routine->plan = bloom_plan;
-	routine->spread = bloom_spread;
-	routine->validate_meta = bloom_validate_meta;
-	routine->derive_meta = bloom_derive_meta;
-	routine->rotate = NULL;
-	routine->init_page = bloom_init_page;
-	routine->contains = bloom_contains;
-	routine->store = bloom_store;
-	routine->split_page = bloom_split_page;
-	routine->merge_pages = bloom_merge_pages;
-	routine->counts = bloom_counts;
-	routine->estimate_fpp = bloom_estimate_fpp;
-	routine->split_factor = bloom_split_factor;
-	routine->merge_factor = bloom_merge_factor;
-	routine->parts_at_cap = bloom_parts_at_cap;
-	routine->page_capacity = bloom_page_capacity;
-	routine->stats = bloom_stats;
 }

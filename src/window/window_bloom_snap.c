@@ -4,7 +4,14 @@
  *	  A Bloom window's snapshots (an Fbf, core/fbf_core.h: the `fbf` value
  *	  of a Bloom window): taken from a live window for fbf_snapshot, and
  *	  loaded back by fbf_counter_load, merged or adopted.  The Bloom
- *	  format's snapshot, snapshot_of and load (window_format.h).
+ *	  format's snapshot, snapshot_of and load, and its routine
+ *	  (FbfBloomRoutine, window_format.h), every member in one place.
+ *
+ * The routine is here, not in window_bloom.c, because this file already
+ * calls window_bloom.c (its pages' initialisation and reads): its
+ * references to the page operations go the same way, and window_bloom.c
+ * names nothing of this file, so the two files have no cycle.  Defined in
+ * window_bloom.c, it would name this file's operations, which call back.
  *
  * Taking one: chain by chain (FbfSnapshotRead, window_int.h), each chain
  * held share while its partition pages and then its entries are read, so
@@ -631,16 +638,35 @@ FbfBloomLoad(Relation index, const void *value, const FbfHashKey *key,
 	return result;
 }
 
-/* the Bloom format's routine, filled at load time */
-static FbfFilterRoutine routine;
-
-/* Register the Bloom format (FbfWindowInit). */
-void
-FbfBloomRegister(void)
-{
-	FbfBloomPageRoutine(&routine);
-	routine.snapshot = FbfBloomSnapshot;
-	routine.snapshot_of = FbfBloomSnapshotOf;
-	routine.load = FbfBloomLoad;
-	FbfFilterRegister(FBF_FILTER_BLOOM, &routine);
-}
+/*
+ * The Bloom format's routine (window_format.h): its capabilities, the page
+ * operations of window_bloom.c and the snapshot operations above.
+ */
+const FbfFilterRoutine FbfBloomRoutine = {
+	.name = "bloom",
+	.page_id = FBF_PAGE_ID_SLICE,
+	.can_merge = true,
+	.can_resize = true,
+	.resize_detail = NULL,
+	.split_load = 0,
+	.plan = FbfBloomPlan,
+	.spread = FbfBloomSpread,
+	.validate_meta = FbfBloomValidateMeta,
+	.derive_meta = FbfBloomDeriveMeta,
+	.rotate = NULL,
+	.init_page = FbfBloomInitPageFor,
+	.contains = FbfBloomContains,
+	.store = FbfBloomStore,
+	.split_page = FbfBloomSplitPage,
+	.merge_pages = FbfBloomMergePages,
+	.counts = FbfBloomCounts,
+	.estimate_fpp = FbfBloomEstimateFpp,
+	.split_factor = FbfBloomSplitFactor,
+	.merge_factor = FbfBloomMergeFactor,
+	.parts_at_cap = FbfBloomPartsAtCap,
+	.page_capacity = FbfBloomPageCapacity,
+	.stats = FbfBloomStats,
+	.snapshot = FbfBloomSnapshot,
+	.snapshot_of = FbfBloomSnapshotOf,
+	.load = FbfBloomLoad,
+};

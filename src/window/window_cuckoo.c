@@ -4,13 +4,13 @@
  *	  The partition pages of a cuckoo window (filter = cuckoo): each holds
  *	  one block of the pure core's cuckoo window (core/cwin_block.h),
  *	  fingerprints with 4-bit epoch tags in buckets that forget by epoch.
- *	  This file owns that page, as the cuckoo format's routine
- *	  (window_format.h, FbfCuckooPageRoutine; window_cuckoo_snap.c adds
- *	  the snapshots and registers it): its shape and plan, its metapage
- *	  fields, its initialisation, the check of an operation, the store of
- *	  a drain round into it, the split of one partition, its counts,
- *	  estimate, growth factor and statistics.  Capabilities: no merge, no
- *	  resize (16 live epochs, the tags' limit), growth by load.
+ *	  This file owns that page, with the page operations of the cuckoo
+ *	  format's routine (FbfCuckooRoutine, window_format.h, defined in
+ *	  window_cuckoo_snap.c with the snapshots): its shape and plan, its
+ *	  metapage fields, its initialisation, the check of an operation, the
+ *	  store of a drain round into it, the split of one partition, its
+ *	  counts, estimate, growth factor and statistics.  Capabilities: no
+ *	  merge, no resize (16 live epochs, the tags' limit), growth by load.
  *
  * Everything else is the window's, as for Bloom windows: the metapage
  * and its ring (which times the epochs: 16 live ones, the tags' limit),
@@ -94,8 +94,8 @@ FbfCuckooEpochs(const FbfWindowMetaPageData *meta, CwinEpochs *epochs)
  * the window has now (the old ones during a split: the pages a split has
  * not reached hold no more).
  */
-static void
-cuckoo_rotate(FbfWindowMetaPageData *meta)
+void
+FbfCuckooRotate(FbfWindowMetaPageData *meta)
 {
 	memmove(&meta->cuckoo.parts[1], &meta->cuckoo.parts[0],
 			sizeof(uint32) * (CWIN_MAX_LIVE - 1));
@@ -109,9 +109,9 @@ cuckoo_rotate(FbfWindowMetaPageData *meta)
  * ring and period fields of *meta; FbfWindowPlan rounds the partitions to
  * the chains and checks the cap.
  */
-static void
-cuckoo_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
-			FbfWindowMetaPageData *meta)
+void
+FbfCuckooPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
+			  FbfWindowMetaPageData *meta)
 {
 	CwinPlan	plan;
 	CwinLayout	layout;
@@ -142,7 +142,7 @@ cuckoo_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 	 * The Bloom fields mean nothing here; they are written as 1.1 wrote
 	 * them, so that a server still running an older library (a standby
 	 * upgraded after its primary) reads the metapage of a window created
-	 * by this one, and cuckoo_validate_meta checks nbits as 1.1 did.
+	 * by this one, and FbfCuckooValidateMeta checks nbits as 1.1 did.
 	 */
 	meta->nbits = 1;
 	meta->nhashes = 1;
@@ -154,8 +154,8 @@ cuckoo_plan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 }
 
 /* the partitions were rounded up to the chains: every epoch keys with them */
-static void
-cuckoo_spread(FbfWindowMetaPageData *meta, uint32 planned)
+void
+FbfCuckooSpread(FbfWindowMetaPageData *meta, uint32 planned)
 {
 	int			i;
 
@@ -165,13 +165,13 @@ cuckoo_spread(FbfWindowMetaPageData *meta, uint32 planned)
 
 /*
  * A cuckoo metapage's own fields.  The Bloom ones, nbits and nhashes, mean
- * nothing here (cuckoo_plan writes 1 in each, as 1.1 did), but nbits is
+ * nothing here (FbfCuckooPlan writes 1 in each, as 1.1 did), but nbits is
  * held to the range a Bloom page allows all the same: the metapage check
  * has always refused a cuckoo metapage with any other (XX002), and a
  * corrupted or forged one must still be refused as it was.
  */
-static bool
-cuckoo_validate_meta(const FbfWindowMetaPageData *meta)
+bool
+FbfCuckooValidateMeta(const FbfWindowMetaPageData *meta)
 {
 	return meta->nbits >= 1 && meta->nbits <= FBF_SLICE_MAX_BITS &&
 		meta->cuckoo.fp_bits >= CWIN_MIN_FP_BITS &&
@@ -180,8 +180,8 @@ cuckoo_validate_meta(const FbfWindowMetaPageData *meta)
 }
 
 /* a cuckoo window grows when a block refuses an entry: no overfull count */
-static void
-cuckoo_derive_meta(FbfWindowMetaPageData *meta)
+void
+FbfCuckooDeriveMeta(FbfWindowMetaPageData *meta)
 {
 	meta->overfull = 0;
 }
@@ -197,8 +197,8 @@ FbfCuckooInitPage(Page page, const CwinLayout *layout, int64 epoch)
 }
 
 /* An empty partition page of the window's shape, at its epoch. */
-static void
-cuckoo_init_page(Page page, const FbfWindowMetaPageData *meta)
+void
+FbfCuckooInitPageFor(Page page, const FbfWindowMetaPageData *meta)
 {
 	CwinLayout	layout;
 
@@ -224,9 +224,9 @@ block_of(Page page)
  * The caller holds the metapage (share or exclusive).  A block has no
  * overfull count: *overfull is left alone.
  */
-static bool
-cuckoo_contains(Relation index, const FbfWindowMetaPageData *meta,
-				const FbfHash *hash, bool *overfull)
+bool
+FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
+				  const FbfHash *hash, bool *overfull)
 {
 	CwinLayout	layout;
 	CwinEpochs	epochs;
@@ -260,8 +260,8 @@ cuckoo_contains(Relation index, const FbfWindowMetaPageData *meta,
 /*
  * The live entries a cuckoo block holds: its part (above) of those it
  * holds at the target, within a plan's load of its slots.  Shares judge
- * against it (cuckoo_page_capacity), and a drain that may put entries off
- * stores no more in a block (cuckoo_store), so that a window growing for
+ * against it (FbfCuckooPageCapacity), and a drain that may put entries off
+ * stores no more in a block (FbfCuckooStore), so that a window growing for
  * a load never holds, in the blocks it splits, more than it may keep.
  */
 static double
@@ -285,11 +285,11 @@ cuckoo_live_capacity(const FbfWindowMetaPageData *meta, const CwinLayout *layout
  * partition pages exclusively, in block order; the caller holds the
  * metapage share-locked and pbuf exclusive-locked.
  */
-static bool
-cuckoo_store(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
-			 const FbfPendingEntry *entries, int n, uint8 *keep,
-			 const BlockNumber *target, const BlockNumber *blocks,
-			 int nblocks, bool may_defer)
+bool
+FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
+			   const FbfPendingEntry *entries, int n, uint8 *keep,
+			   const BlockNumber *target, const BlockNumber *blocks,
+			   int nblocks, bool may_defer)
 {
 	CwinLayout	layout;
 	CwinEpochs	epochs;
@@ -419,9 +419,9 @@ split_part(Relation index, const FbfWindowMetaPageData *meta,
  * (FbfFilterRoutine.split_page): src share, the children exclusive; the
  * caller holds the metapage exclusively.
  */
-static void
-cuckoo_split_page(Relation index, const FbfWindowMetaPageData *meta,
-				  BlockNumber src, BlockNumber dst_start, uint32 factor)
+void
+FbfCuckooSplitPage(Relation index, const FbfWindowMetaPageData *meta,
+				   BlockNumber src, BlockNumber dst_start, uint32 factor)
 {
 	Buffer		sbuf = FbfCuckooReadPart(index, src, BUFFER_LOCK_SHARE);
 	Buffer		dst[FBF_SPLIT_MAX_FACTOR];
@@ -443,9 +443,9 @@ cuckoo_split_page(Relation index, const FbfWindowMetaPageData *meta,
  * (mean + 3 sqrt(mean) within CWIN_PLAN_LOAD of the slots).  Within
  * fbf.max_filter_size; 1 and *capped if not even a doubling fits.
  */
-static uint32
-cuckoo_split_factor(const FbfWindowMetaPageData *meta, double rate,
-					double increase_at, bool *capped)
+uint32
+FbfCuckooSplitFactor(const FbfWindowMetaPageData *meta, double rate,
+					 double increase_at, bool *capped)
 {
 	CwinLayout	layout;
 	double		peak = rate > 0 ? rate * meta->period * meta->nlive : 0;
@@ -472,10 +472,10 @@ cuckoo_split_factor(const FbfWindowMetaPageData *meta, double rate,
 /*
  * The partitions a cuckoo window has once grown to `max_pages`: its own
  * times the largest power of two whose split fits, the old partitions
- * beside the new ones, as cuckoo_split_factor grows it.
+ * beside the new ones, as FbfCuckooSplitFactor grows it.
  */
-static uint32
-cuckoo_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
+uint32
+FbfCuckooPartsAtCap(const FbfWindowMetaPageData *meta, uint64 max_pages)
 {
 	return FbfWindowPartsWithin(meta->nparts, meta->nchains, max_pages, 3);
 }
@@ -484,8 +484,8 @@ cuckoo_parts_at_cap(const FbfWindowMetaPageData *meta, uint64 max_pages)
  * New operations one cuckoo block takes in a period: what it holds
  * (cuckoo_live_capacity) over the live epochs its entries stay for.
  */
-static double
-cuckoo_page_capacity(const FbfWindowMetaPageData *meta)
+double
+FbfCuckooPageCapacity(const FbfWindowMetaPageData *meta)
 {
 	CwinLayout	layout;
 
@@ -501,9 +501,9 @@ cuckoo_page_capacity(const FbfWindowMetaPageData *meta)
  * within a retention of eight doublings).  *max_load gets the fullest
  * page's live load.
  */
-static void
-cuckoo_counts(Relation index, const FbfWindowMetaPageData *meta,
-			  uint64 *counts, uint64 *distinct, double *max_load)
+void
+FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
+				uint64 *counts, uint64 *distinct, double *max_load)
 {
 	CwinLayout	layout;
 	uint32		nparts = FbfWindowViewParts(meta);
@@ -546,12 +546,12 @@ cuckoo_counts(Relation index, const FbfWindowMetaPageData *meta,
 /*
  * fbf_counter_stats of a cuckoo window (FbfFilterRoutine.stats): the bits
  * of its blocks, no hash functions, its live load (its live entries,
- * counts as cuckoo_counts gives them, over its slots) and fingerprint
+ * counts as FbfCuckooCounts gives them, over its slots) and fingerprint
  * bits.
  */
-static void
-cuckoo_stats(const FbfWindowMetaPageData *meta, const uint64 *counts,
-			 FbfWindowStats *stats)
+void
+FbfCuckooStats(const FbfWindowMetaPageData *meta, const uint64 *counts,
+			   FbfWindowStats *stats)
 {
 	CwinLayout	layout;
 	uint32		nparts = FbfWindowViewParts(meta);
@@ -576,8 +576,8 @@ cuckoo_stats(const FbfWindowMetaPageData *meta, const uint64 *counts,
  * partitions of cwin_fpp at each one's live load, counting the routing
  * bits the entries of the oldest key partitions have used.
  */
-static double
-cuckoo_estimate_fpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
+double
+FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 {
 	CwinLayout	layout;
 	uint32		nparts = FbfWindowViewParts(meta);
@@ -607,37 +607,4 @@ cuckoo_estimate_fpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 		sum += fpp;
 	}
 	return nparts > 0 ? sum / nparts : 0;
-}
-
-/*
- * The cuckoo format's routine (window_format.h): its capabilities and page
- * operations.  window_cuckoo_snap.c adds its snapshot operations and registers it
- * (FbfCuckooRegister, at load time).
- */
-void
-FbfCuckooPageRoutine(FbfFilterRoutine *routine)
-{
-	routine->name = "cuckoo";
-	routine->page_id = FBF_PAGE_ID_CUCKOO;
-	routine->can_merge = false;
-	routine->can_resize = false;
-	routine->resize_detail = "A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.";
-	routine->split_load = CWIN_SPLIT_LOAD;
-	routine->plan = cuckoo_plan;
-	routine->spread = cuckoo_spread;
-	routine->validate_meta = cuckoo_validate_meta;
-	routine->derive_meta = cuckoo_derive_meta;
-	routine->rotate = cuckoo_rotate;
-	routine->init_page = cuckoo_init_page;
-	routine->contains = cuckoo_contains;
-	routine->store = cuckoo_store;
-	routine->split_page = cuckoo_split_page;
-	routine->merge_pages = NULL;
-	routine->counts = cuckoo_counts;
-	routine->estimate_fpp = cuckoo_estimate_fpp;
-	routine->split_factor = cuckoo_split_factor;
-	routine->merge_factor = NULL;
-	routine->parts_at_cap = cuckoo_parts_at_cap;
-	routine->page_capacity = cuckoo_page_capacity;
-	routine->stats = cuckoo_stats;
 }

@@ -6,7 +6,15 @@
  *	  back by fbf_counter_load, so that a counter or dedup table created
  *	  with filter => 'cuckoo' keeps what it remembers across dump and
  *	  restore as a Bloom window does (window_bloom_snap.c).  The cuckoo
- *	  format's snapshot, snapshot_of and load (window_format.h).
+ *	  format's snapshot, snapshot_of and load, and its routine
+ *	  (FbfCuckooRoutine, window_format.h), every member in one place.
+ *
+ * The routine is here, not in window_cuckoo.c, because this file already
+ * calls window_cuckoo.c (the blocks' layout, epochs, initialisation and
+ * reads): its references to the page operations go the same way, and
+ * window_cuckoo.c names nothing of this file, so the two files have no
+ * cycle.  Defined in window_cuckoo.c, it would name this file's
+ * operations, which call back.
  *
  * Taking one.  The snapshot holds the live epochs as the metapage has
  * them (epoch, live epochs, each one's key partitions), every partition
@@ -479,16 +487,35 @@ FbfCuckooLoad(Relation index, const void *snapshot, const FbfHashKey *key,
 	return result;
 }
 
-/* the cuckoo format's routine, filled at load time */
-static FbfFilterRoutine routine;
-
-/* Register the cuckoo format (FbfWindowInit). */
-void
-FbfCuckooRegister(void)
-{
-	FbfCuckooPageRoutine(&routine);
-	routine.snapshot = FbfCuckooSnapshot;
-	routine.snapshot_of = FbfCuckooSnapshotOf;
-	routine.load = FbfCuckooLoad;
-	FbfFilterRegister(FBF_FILTER_CUCKOO, &routine);
-}
+/*
+ * The cuckoo format's routine (window_format.h): its capabilities, the
+ * page operations of window_cuckoo.c and the snapshot operations above.
+ */
+const FbfFilterRoutine FbfCuckooRoutine = {
+	.name = "cuckoo",
+	.page_id = FBF_PAGE_ID_CUCKOO,
+	.can_merge = false,
+	.can_resize = false,
+	.resize_detail = "A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.",
+	.split_load = CWIN_SPLIT_LOAD,
+	.plan = FbfCuckooPlan,
+	.spread = FbfCuckooSpread,
+	.validate_meta = FbfCuckooValidateMeta,
+	.derive_meta = FbfCuckooDeriveMeta,
+	.rotate = FbfCuckooRotate,
+	.init_page = FbfCuckooInitPageFor,
+	.contains = FbfCuckooContains,
+	.store = FbfCuckooStore,
+	.split_page = FbfCuckooSplitPage,
+	.merge_pages = NULL,
+	.counts = FbfCuckooCounts,
+	.estimate_fpp = FbfCuckooEstimateFpp,
+	.split_factor = FbfCuckooSplitFactor,
+	.merge_factor = NULL,
+	.parts_at_cap = FbfCuckooPartsAtCap,
+	.page_capacity = FbfCuckooPageCapacity,
+	.stats = FbfCuckooStats,
+	.snapshot = FbfCuckooSnapshot,
+	.snapshot_of = FbfCuckooSnapshotOf,
+	.load = FbfCuckooLoad,
+};

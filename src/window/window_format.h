@@ -14,12 +14,14 @@
  * Only those files know a format; the rest of src/window asks the routine
  * of a metapage (FbfFilterRoutineOf, a table lookup) and refuses, itself,
  * what a format does not declare it can do.
- * Each format registers its routine at load time (FbfWindowInit calls
- * FbfBloomRegister and FbfCuckooRegister: the page file fills the page
- * operations, the snapshot file adds its own), into the table that
- * window_layout.c, the bottom layer, holds: so no lower file depends on a
- * format file (test/layers.pl counts direct calls, not calls through
- * pointers).
+ * Each format's routine is one const struct, every member in one place:
+ * FbfBloomRoutine in window_bloom_snap.c, FbfCuckooRoutine in
+ * window_cuckoo_snap.c, the top file of each format, which calls its page
+ * file already, so that every function a routine names is its own or one
+ * of a file below it.  The table of routines by format id is a const
+ * array in window_layout.c, the bottom layer, initialised statically:
+ * test/layers.pl takes a reference to a const routine for what it is, a
+ * table of calls through pointers, and not for a call up the layers.
  *
  * Lock order: src/window/README.md, "Lock definitions".  Each operation
  * says which locks its caller holds and which it takes.
@@ -189,12 +191,14 @@ typedef struct FbfFilterRoutine
 						   const FbfHashKey *key, bool public_too);
 } FbfFilterRoutine;
 
+/* ---- window_bloom_snap.c, window_cuckoo_snap.c: the routines ---- */
+extern const FbfFilterRoutine FbfBloomRoutine;
+extern const FbfFilterRoutine FbfCuckooRoutine;
+
 /* ---- window_layout.c: the routines, by FBF_FILTER_* ---- */
-extern const FbfFilterRoutine *fbf_filter_routines[FBF_FILTER_COUNT];
+extern const FbfFilterRoutine *const fbf_filter_routines[FBF_FILTER_COUNT];
 
-extern void FbfFilterRegister(uint32 filter, const FbfFilterRoutine *routine);
-
-/* the routine of a format (filter < FBF_FILTER_COUNT, registered) */
+/* the routine of a format (filter < FBF_FILTER_COUNT) */
 static inline const FbfFilterRoutine *
 FbfFilterRoutineFor(uint32 filter)
 {
@@ -217,9 +221,5 @@ FbfWindowPartsAtCap(const FbfWindowMetaPageData *meta)
 {
 	return FbfFilterRoutineOf(meta)->parts_at_cap(meta, FbfWindowCapPages());
 }
-
-/* ---- window_bloom_snap.c, window_cuckoo_snap.c: registration ---- */
-extern void FbfBloomRegister(void);
-extern void FbfCuckooRegister(void);
 
 #endif							/* FBF_WINDOW_FORMAT_H */

@@ -276,18 +276,85 @@ extern void FbfWindowAdopt(Relation index, Buffer metabuf,
 						   FbfWindowMetaPageData *new, FbfAdoptPageFn fill,
 						   void *arg, const FbfLoadTimes *t);
 
-/* ---- window_bloom.c: the Bloom format's partition pages ---- */
-struct FbfFilterRoutine;
+/*
+ * ---- window_bloom.c: the Bloom format's partition pages ----
+ * After the first two, the page operations of FbfBloomRoutine
+ * (window_bloom_snap.c), each the member of window_format.h its name
+ * says; the window core calls them through the routine.
+ */
 extern void FbfBloomInitPage(Page page, uint32 nbits);
 extern Buffer FbfBloomReadPart(Relation index, BlockNumber blkno, int mode);
-extern void FbfBloomPageRoutine(struct FbfFilterRoutine *routine);
+extern void FbfBloomPlan(Relation index, const FbfWindowOptions *opts,
+						 uint32 nchains, FbfWindowMetaPageData *meta);
+extern void FbfBloomSpread(FbfWindowMetaPageData *meta, uint32 planned);
+extern bool FbfBloomValidateMeta(const FbfWindowMetaPageData *meta);
+extern void FbfBloomDeriveMeta(FbfWindowMetaPageData *meta);
+extern void FbfBloomInitPageFor(Page page, const FbfWindowMetaPageData *meta);
+extern bool FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
+							 const FbfHash *hash, bool *overfull);
+extern bool FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta,
+						  Buffer pbuf, const FbfPendingEntry *entries, int n,
+						  uint8 *keep, const BlockNumber *target,
+						  const BlockNumber *blocks, int nblocks,
+						  bool may_defer);
+extern void FbfBloomSplitPage(Relation index, const FbfWindowMetaPageData *meta,
+							  BlockNumber src, BlockNumber dst_start,
+							  uint32 factor);
+extern void FbfBloomMergePages(Relation index, const FbfWindowMetaPageData *meta,
+							   BlockNumber src_start, uint32 factor,
+							   BlockNumber dst);
+extern void FbfBloomCounts(Relation index, const FbfWindowMetaPageData *meta,
+						   uint64 *counts, uint64 *distinct, double *max_load);
+extern double FbfBloomEstimateFpp(const FbfWindowMetaPageData *meta,
+								  const uint64 *counts);
+extern uint32 FbfBloomSplitFactor(const FbfWindowMetaPageData *meta, double rate,
+								  double increase_at, bool *capped);
+extern uint32 FbfBloomMergeFactor(const FbfWindowMetaPageData *meta,
+								  const uint64 *counts, double rate,
+								  double decrease_at);
+extern uint32 FbfBloomPartsAtCap(const FbfWindowMetaPageData *meta,
+								 uint64 max_pages);
+extern double FbfBloomPageCapacity(const FbfWindowMetaPageData *meta);
+extern void FbfBloomStats(const FbfWindowMetaPageData *meta,
+						  const uint64 *counts, FbfWindowStats *stats);
 
-/* ---- window_cuckoo.c: the cuckoo format's partition pages ---- */
+/*
+ * ---- window_cuckoo.c: the cuckoo format's partition pages ----
+ * After the first four, the page operations of FbfCuckooRoutine
+ * (window_cuckoo_snap.c), as for Bloom above.
+ */
 extern void FbfCuckooLayout(const FbfWindowMetaPageData *meta, CwinLayout *layout);
 extern void FbfCuckooEpochs(const FbfWindowMetaPageData *meta, CwinEpochs *epochs);
 extern void FbfCuckooInitPage(Page page, const CwinLayout *layout, int64 epoch);
 extern Buffer FbfCuckooReadPart(Relation index, BlockNumber blkno, int mode);
-extern void FbfCuckooPageRoutine(struct FbfFilterRoutine *routine);
+extern void FbfCuckooPlan(Relation index, const FbfWindowOptions *opts,
+						  uint32 nchains, FbfWindowMetaPageData *meta);
+extern void FbfCuckooSpread(FbfWindowMetaPageData *meta, uint32 planned);
+extern bool FbfCuckooValidateMeta(const FbfWindowMetaPageData *meta);
+extern void FbfCuckooDeriveMeta(FbfWindowMetaPageData *meta);
+extern void FbfCuckooRotate(FbfWindowMetaPageData *meta);
+extern void FbfCuckooInitPageFor(Page page, const FbfWindowMetaPageData *meta);
+extern bool FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
+							  const FbfHash *hash, bool *overfull);
+extern bool FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta,
+						   Buffer pbuf, const FbfPendingEntry *entries, int n,
+						   uint8 *keep, const BlockNumber *target,
+						   const BlockNumber *blocks, int nblocks,
+						   bool may_defer);
+extern void FbfCuckooSplitPage(Relation index, const FbfWindowMetaPageData *meta,
+							   BlockNumber src, BlockNumber dst_start,
+							   uint32 factor);
+extern void FbfCuckooCounts(Relation index, const FbfWindowMetaPageData *meta,
+							uint64 *counts, uint64 *distinct, double *max_load);
+extern double FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta,
+								   const uint64 *counts);
+extern uint32 FbfCuckooSplitFactor(const FbfWindowMetaPageData *meta, double rate,
+								   double increase_at, bool *capped);
+extern uint32 FbfCuckooPartsAtCap(const FbfWindowMetaPageData *meta,
+								  uint64 max_pages);
+extern double FbfCuckooPageCapacity(const FbfWindowMetaPageData *meta);
+extern void FbfCuckooStats(const FbfWindowMetaPageData *meta,
+						   const uint64 *counts, FbfWindowStats *stats);
 
 /* ---- window_build.c: a window's pages made ---- */
 extern void FbfWindowPlan(Relation index, const FbfWindowOptions *opts,

@@ -2,9 +2,8 @@
  *
  * window_layout.c
  *	  The bottom layer of the window: the table of filter-format routines
- *	  (window_format.h), filled at load time by each format's
- *	  registration, and the upgrader of a storage version 1 metapage into
- *	  the current struct, pure layout code.
+ *	  (window_format.h), and the upgrader of a storage version 1 metapage
+ *	  into the current struct, pure layout code.
  *
  * Nothing here reads or locks a page: callers pass the page they hold
  * (src/window/README.md, "Lock definitions").
@@ -16,17 +15,16 @@
 #include "window/window_format.h"
 #include "window/window_page.h"
 
-/* the routine of each format, by FBF_FILTER_* (FbfFilterRoutineOf) */
-const FbfFilterRoutine *fbf_filter_routines[FBF_FILTER_COUNT];
-
-/* Register the routine of format `filter` (at load time, FbfWindowInit). */
-void
-FbfFilterRegister(uint32 filter, const FbfFilterRoutine *routine)
-{
-	if (filter >= FBF_FILTER_COUNT)
-		elog(ERROR, "fbf: no filter format %u", filter);
-	fbf_filter_routines[filter] = routine;
-}
+/*
+ * The routine of each format, by FBF_FILTER_* (FbfFilterRoutineOf).  The
+ * routines are const structs of the format files (window_bloom_snap.c,
+ * window_cuckoo_snap.c): a reference to one is a table of calls through
+ * pointers, not a call up the layers (test/layers.pl).
+ */
+const FbfFilterRoutine *const fbf_filter_routines[FBF_FILTER_COUNT] = {
+	[FBF_FILTER_BLOOM] = &FbfBloomRoutine,
+	[FBF_FILTER_CUCKOO] = &FbfCuckooRoutine,
+};
 
 StaticAssertDecl(sizeof(FbfWindowMetaV1Data) <= sizeof(FbfWindowMetaPageData),
 				 "a version 1 metapage is read into the version 2 copy's space");
