@@ -639,3 +639,14 @@ FbfBloomStats(const FbfWindowMetaPageData *meta, const uint64 *counts,
 	stats->nhashes = meta->nhashes;
 	stats->has_nhashes = true;
 }
+
+/*
+ * Do two metapages of a Bloom window give its pages the same shape: the
+ * same bits per partition page and hash functions?
+ */
+bool
+FbfBloomSameShape(const FbfWindowMetaPageData *then,
+				  const FbfWindowMetaPageData *now)
+{
+	return then->nbits == now->nbits && then->nhashes == now->nhashes;
+}

@@ -652,6 +652,7 @@ const FbfFilterRoutine FbfBloomRoutine = {
 	.plan = FbfBloomPlan,
 	.spread = FbfBloomSpread,
 	.validate_meta = FbfBloomValidateMeta,
+	.same_shape = FbfBloomSameShape,
 	.derive_meta = FbfBloomDeriveMeta,
 	.rotate = NULL,
 	.init_page = FbfBloomInitPageFor,

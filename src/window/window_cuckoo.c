@@ -608,3 +608,15 @@ FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 	}
 	return nparts > 0 ? sum / nparts : 0;
 }
+
+/*
+ * Do two metapages of a cuckoo window give its pages the same shape: the
+ * same blocks (fingerprint bits, buckets) and the same key partitions for
+ * each live epoch?
+ */
+bool
+FbfCuckooSameShape(const FbfWindowMetaPageData *then,
+				   const FbfWindowMetaPageData *now)
+{
+	return memcmp(&then->cuckoo, &now->cuckoo, sizeof(then->cuckoo)) == 0;
+}

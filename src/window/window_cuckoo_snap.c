@@ -501,6 +501,7 @@ const FbfFilterRoutine FbfCuckooRoutine = {
 	.plan = FbfCuckooPlan,
 	.spread = FbfCuckooSpread,
 	.validate_meta = FbfCuckooValidateMeta,
+	.same_shape = FbfCuckooSameShape,
 	.derive_meta = FbfCuckooDeriveMeta,
 	.rotate = FbfCuckooRotate,
 	.init_page = FbfCuckooInitPageFor,

@@ -76,6 +76,14 @@ typedef struct FbfFilterRoutine
 	bool		(*validate_meta) (const FbfWindowMetaPageData *meta);
 
 	/*
+	 * Do two metapages of a window of this format give its partition pages
+	 * the same shape (the format's own fields): a snapshot's check that the
+	 * window did not change while it was read (window_read.c).
+	 */
+	bool		(*same_shape) (const FbfWindowMetaPageData *then,
+							   const FbfWindowMetaPageData *now);
+
+	/*
 	 * Recompute the format's derived fields of a metapage about to be
 	 * written (FbfWindowLogMeta); the caller holds it exclusively.
 	 */

@@ -288,6 +288,8 @@ extern void FbfBloomPlan(Relation index, const FbfWindowOptions *opts,
 						 uint32 nchains, FbfWindowMetaPageData *meta);
 extern void FbfBloomSpread(FbfWindowMetaPageData *meta, uint32 planned);
 extern bool FbfBloomValidateMeta(const FbfWindowMetaPageData *meta);
+extern bool FbfBloomSameShape(const FbfWindowMetaPageData *then,
+							  const FbfWindowMetaPageData *now);
 extern void FbfBloomDeriveMeta(FbfWindowMetaPageData *meta);
 extern void FbfBloomInitPageFor(Page page, const FbfWindowMetaPageData *meta);
 extern bool FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
@@ -331,6 +333,8 @@ extern void FbfCuckooPlan(Relation index, const FbfWindowOptions *opts,
 						  uint32 nchains, FbfWindowMetaPageData *meta);
 extern void FbfCuckooSpread(FbfWindowMetaPageData *meta, uint32 planned);
 extern bool FbfCuckooValidateMeta(const FbfWindowMetaPageData *meta);
+extern bool FbfCuckooSameShape(const FbfWindowMetaPageData *then,
+							   const FbfWindowMetaPageData *now);
 extern void FbfCuckooDeriveMeta(FbfWindowMetaPageData *meta);
 extern void FbfCuckooRotate(FbfWindowMetaPageData *meta);
 extern void FbfCuckooInitPageFor(Page page, const FbfWindowMetaPageData *meta);

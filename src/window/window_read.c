@@ -161,8 +161,9 @@ FbfWindowGetStats(Relation index, FbfWindowStats *stats)
 
 /*
  * Does the metapage `now` describe the window as `then` did, for a reader:
- * the same ring, epoch and birth times, the same partitions in the same
- * pages, the same chains?  Every change of those moves a counter compared
+ * the same ring, epoch and birth times, the same partitions of the same
+ * shape (the format says, FbfFilterRoutine.same_shape) in the same pages,
+ * the same chains?  Every change of those moves a counter compared
  * here forward (epoch on a refresh, resizes on a resize, split_next on
  * each step of a split or merge and splits at its end, part_start on an
  * adoption), so a metapage found the same before and after a read was the
@@ -176,8 +177,6 @@ snapshot_meta_same(const FbfWindowMetaPageData *then,
 		then->resizes == now->resizes &&
 		then->splits == now->splits &&
 		then->period == now->period &&
-		then->nbits == now->nbits &&
-		then->nhashes == now->nhashes &&
 		then->nfilters == now->nfilters &&
 		then->nlive == now->nlive &&
 		then->nparts == now->nparts &&
@@ -188,9 +187,9 @@ snapshot_meta_same(const FbfWindowMetaPageData *then,
 		then->split_factor == now->split_factor &&
 		then->merge_factor == now->merge_factor &&
 		then->filter == now->filter &&
+		FbfFilterRoutineOf(then)->same_shape(then, now) &&
 		memcmp(then->ring, now->ring, sizeof(then->ring)) == 0 &&
 		memcmp(then->born_at, now->born_at, sizeof(then->born_at)) == 0 &&
-		memcmp(&then->cuckoo, &now->cuckoo, sizeof(then->cuckoo)) == 0 &&
 		FbfWindowKeysEqual(&then->key, &now->key) &&
 		then->public_until == now->public_until;
 }
