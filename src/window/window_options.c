@@ -58,8 +58,8 @@ static relopt_enum_elt_def filter_values[FBF_FILTER_COUNT + 1];
 
 
 /*
- * Define the window's settings and reloptions (from FbfWindowInit, after
- * the formats registered: the option `filter` takes their names).
+ * Define the window's settings and reloptions (from FbfWindowInit): the
+ * option `filter` takes the formats' names (window_format.h).
  */
 void
 FbfWindowOptionsInit(void)
@@ -116,7 +116,7 @@ FbfWindowOptionsInit(void)
 					   "Valid values are \"counter\" and \"dedup\".",
 					   AccessExclusiveLock);
 
-	/* the formats by name, as registered (window_format.h); kept for good */
+	/* the formats by name (window_format.h); kept for good */
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	initStringInfo(&detail);
 	appendStringInfoString(&detail, "Valid values are ");
