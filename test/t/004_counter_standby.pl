@@ -27,11 +27,10 @@ $primary->safe_psql('postgres', q{SELECT fbf_counter_maintain('c')});
 $primary->safe_psql('postgres', q{
 	SELECT count(*) FROM generate_series(501, 600) g WHERE idempotent_increment('c', 1, g, 1)});
 
-# a base backup, and a standby streaming from it
+# a base backup (the restored server below starts from it too), and a
+# standby streaming from it
 $primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $standby = fbf_standby($primary, 'standby', backup => 'base');
 
 # operations after the backup reach the standby through WAL only
 $primary->safe_psql('postgres', q{

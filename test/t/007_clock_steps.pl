@@ -421,8 +421,9 @@ $primary->backup('base');
 my %standbys;
 for my $skew (3600, -3600)
 {
-	my $standby = PostgreSQL::Test::Cluster->new($skew > 0 ? 'ahead' : 'behind');
-	$standby->init_from_backup($primary, 'base', has_streaming => 1);
+	# started below with a clock of its own (start_stepped), not by fbf_standby
+	my $standby = fbf_standby($primary, $skew > 0 ? 'ahead' : 'behind',
+		backup => 'base', start => 0);
 	my $file = "$tmp/" . $standby->name . '.offset';
 	set_clock($file, $skew);
 	start_stepped($standby, $file);

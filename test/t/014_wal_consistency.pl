@@ -24,12 +24,7 @@ $primary->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('c', retention => '1 min', expected_rate => 1000);
 });
 # every record carries full images for the check: keep the WAL for the standby
-$primary->safe_psql('postgres', q{SELECT pg_create_physical_replication_slot('standby')});
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "primary_slot_name = 'standby'\n");
-$standby->start;
+my $standby = fbf_standby($primary, 'standby', slot => 1);
 
 sub kill_some
 {

@@ -43,13 +43,8 @@ my $primary = fbf_node('primary', $conf, allows_streaming => 1);
 $primary->safe_psql('postgres', q{
 	CREATE TABLE ops (counter text, client int8, seq int8, at timestamptz NOT NULL,
 					  PRIMARY KEY (counter, client, seq));
-	SELECT pg_create_physical_replication_slot('standby');
 });
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "primary_slot_name = 'standby'\n");
-$standby->start;
+my $standby = fbf_standby($primary, 'standby', slot => 1);
 
 # Apply operations (client, lo .. hi) to a counter in one transaction,
 # recording those applied; returns how many were.

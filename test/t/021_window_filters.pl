@@ -32,12 +32,7 @@ for my $f (@filters)
 		SELECT fbf_create_counter_table('c_$f', retention => '5 min',
 										expected_rate => 20, filter => '$f')});
 }
-$primary->safe_psql('postgres', q{SELECT pg_create_physical_replication_slot('standby')});
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "primary_slot_name = 'standby'\n");
-$standby->start;
+my $standby = fbf_standby($primary, 'standby', slot => 1);
 
 my %planned = map {
 	$_ => $primary->safe_psql('postgres',

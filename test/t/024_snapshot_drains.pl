@@ -28,10 +28,7 @@ my $primary = fbf_node('primary', "fbf.worker_enabled = off\n", allows_streaming
 $primary->safe_psql('postgres', q{
 	CREATE SEQUENCE seqs;
 	SELECT fbf_create_counter_table('c', retention => '1 min', expected_rate => 20000)});
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $standby = fbf_standby($primary, 'standby');
 
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 sub loop_script

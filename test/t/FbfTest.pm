@@ -1,4 +1,5 @@
-# test/t/FbfTest.pm: what every TAP test of fbf needs to start a node.
+# test/t/FbfTest.pm: what the TAP tests of fbf share: their nodes (a node
+# with fbf, a streaming standby, a Citus cluster) and the stats they read.
 #
 #   use FindBin;
 #   use lib $FindBin::Bin;
@@ -9,6 +10,39 @@
 # fbf.fixed_window_keys on, the given postgresql.conf lines appended and
 # the init options passed on, starts it and creates the extension in the
 # postgres database.
+#
+#   my $standby = fbf_standby($primary, 'standby', slot => 1);
+#
+# fbf_standby makes a streaming standby of $primary (a node made with
+# allows_streaming) named $name: a base backup of the primary named after
+# the standby, a node initialised from it that streams from the primary,
+# started, and waited for until it has replayed what the primary had
+# written by then.  Options:
+#   backup => NAME   start from the primary's existing backup NAME instead
+#                    (several standbys from one backup, or a backup a test
+#                    also restores otherwise) rather than take one;
+#   slot => 1        stream through a physical replication slot named after
+#                    the standby, created on the primary before the backup
+#                    is taken (with backup: before the standby starts), so
+#                    the primary keeps the WAL the standby has not yet
+#                    received;
+#   conf => LINES    lines appended to the standby's postgresql.conf (it
+#                    starts with the primary's, from the backup);
+#   start => 0       return it initialised but neither started nor caught
+#                    up, for a test that starts it its own way.
+#
+#   my $s = cuckoo_stats($node, 't_k');            # $s->{doublings}
+#   my $c = counter_stats($node, 'c', 'restored');  # $c->{streams}
+#
+# cuckoo_stats returns a hash of what cuckoo_index_stats reports of the
+# index, by column: pages, bucket_pages, overflow_pages, entries,
+# overflow_entries, dead_entries, slots, kicks, doublings, growing.
+# counter_stats returns the counter's row of fbf_counter_stats in the
+# given database (postgres by default), by column: applied, dismissed,
+# streams, stream_capacity, stream_evictions, exact_answers,
+# filter_answers, dismissals_averted; and learning, whether the streams
+# are still learning (streams_exact_from is ahead of now).  Values are as
+# psql prints them (booleans 't' or 'f').
 #
 #   my ($coord, $w1, $w2) = fbf_citus_cluster("max_prepared_transactions = 20\n");
 #
@@ -36,7 +70,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(fbf_node fbf_citus_cluster fbf_citus_sent);
+our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats fbf_citus_cluster
+  fbf_citus_sent);
 
 sub fbf_node
 {
@@ -52,6 +87,59 @@ sub fbf_node
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION fbf');
 	return $node;
+}
+
+sub fbf_standby
+{
+	my ($primary, $name, %opt) = @_;
+	my $backup = $opt{backup} // $name;
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+
+	$primary->safe_psql('postgres',
+		"SELECT pg_create_physical_replication_slot('$name')")
+	  if $opt{slot};
+	$primary->backup($backup) unless defined $opt{backup};
+	$standby->init_from_backup($primary, $backup, has_streaming => 1);
+	$standby->append_conf('postgresql.conf', "primary_slot_name = '$name'\n")
+	  if $opt{slot};
+	$standby->append_conf('postgresql.conf', $opt{conf}) if defined $opt{conf};
+	return $standby if defined $opt{start} && !$opt{start};
+	$standby->start;
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	return $standby;
+}
+
+# one row of a query, as a hash of the given names, in order
+sub stats_row
+{
+	my ($node, $db, $sql, @names) = @_;
+	my %s;
+
+	@s{@names} = split /\|/, $node->safe_psql($db, $sql);
+	return \%s;
+}
+
+sub cuckoo_stats
+{
+	my ($node, $index) = @_;
+	my @columns = qw(pages bucket_pages overflow_pages entries overflow_entries
+	  dead_entries slots kicks doublings growing);
+
+	return stats_row($node, 'postgres',
+		'SELECT ' . join(', ', @columns) . " FROM cuckoo_index_stats('$index')",
+		@columns);
+}
+
+sub counter_stats
+{
+	my ($node, $counter, $db) = @_;
+	my @columns = qw(applied dismissed streams stream_capacity stream_evictions
+	  exact_answers filter_answers dismissals_averted);
+
+	return stats_row($node, $db // 'postgres',
+		'SELECT ' . join(', ', @columns) . ', coalesce(streams_exact_from > now(), false) '
+		  . "FROM fbf_counter_stats WHERE counter = '$counter'::regclass",
+		@columns, 'learning');
 }
 
 sub fbf_citus_cluster
