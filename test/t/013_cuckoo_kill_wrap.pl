@@ -69,15 +69,6 @@ $node->safe_psql('postgres', q{
 
 # ---- helpers ----
 
-sub stats
-{
-	my $row = $node->safe_psql('postgres',
-		q{SELECT entries, overflow_entries, dead_entries FROM cuckoo_index_stats('kv_k')});
-	my %s;
-	@s{qw(entries overflow_entries dead_entries)} = split /\|/, $row;
-	return \%s;
-}
-
 sub show
 {
 	my ($s) = @_;
@@ -132,9 +123,9 @@ is(join(' ', map { ($_ % 100 == 5 && $_ >= 500 && $_ < 1000) ? 'live' : $_ } @fi
 	's2 fetches two live k = 5 rows (stepping over dead rows, whose kills it queues): '
 	  . join(' ', @first));
 
-my $before_vacuum = stats();
+my $before_vacuum = cuckoo_stats($node, 'kv_k');
 $node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF) kv');
-my $vacuumed = stats();
+my $vacuumed = cuckoo_stats($node, 'kv_k');
 note 'before the first VACUUM: ' . show($before_vacuum) . '; after: ' . show($vacuumed);
 is($vacuumed->{entries}, $before_vacuum->{entries} - 5,
 	"s3's VACUUM empties the deleted rows' five slots");
@@ -144,7 +135,7 @@ my $new_tids = $node->safe_psql('postgres', q{
 	SELECT string_agg(ctid::text, ' ' ORDER BY id) FROM i});
 is($new_tids, $deleted_tids,
 	"s1's five new k = 5 rows take the deleted rows' heap TIDs ($deleted_tids)");
-my $inserted = stats();
+my $inserted = cuckoo_stats($node, 'kv_k');
 note 'after the new rows: ' . show($inserted);
 is($inserted->{entries}, $vacuumed->{entries} + 5, 'and get five entries');
 
@@ -169,7 +160,7 @@ for my $r (1 .. $sample_rounds)
 		ROLLBACK;
 	});
 	$node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF) kv');
-	my $after = stats();
+	my $after = cuckoo_stats($node, 'kv_k');
 	note "round $r: with the aborted row: entries and overflow_entries $during; "
 	  . 'after VACUUM: ' . show($after);
 	is("$during | $after->{entries} $after->{overflow_entries}",
@@ -188,7 +179,7 @@ is($rc, 0, sprintf('the other %d rounds ran in one psql (%.1f s)',
   or diag($err);
 note sprintf('%d rounds of an aborted insert and a VACUUM: %.1f s for the last %d',
 	$rounds, $loop_seconds, $rounds - $sample_rounds);
-my $looped = stats();
+my $looped = cuckoo_stats($node, 'kv_k');
 note 'after the rounds: ' . show($looped);
 is("$looped->{entries} $looped->{overflow_entries} $looped->{dead_entries}",
 	"$inserted->{entries} $inserted->{overflow_entries} 0",
@@ -207,7 +198,7 @@ my %got = map { $_ => ids($_) } ('index', 'bitmap', 'seq');
 is($got{seq}, $expected, 'a sequential scan finds the ten k = 5 rows');
 is($got{index}, $got{seq}, 'an index scan finds the same rows as a sequential scan');
 is($got{bitmap}, $got{seq}, 'a bitmap scan finds the same rows as a sequential scan');
-is(stats()->{dead_entries}, '0',
+is(cuckoo_stats($node, 'kv_k')->{dead_entries}, '0',
 	'no entry is killed (every row the index points at is live)');
 my ($vrc, $vout, $verr) = $node->psql('postgres',
 	q{SELECT entries, heap_tuples, dead_entries FROM cuckoo_index_verify('kv_k')});

@@ -113,20 +113,6 @@ sub end_session
 	return $s->{out};
 }
 
-sub stats
-{
-	my ($counter, $db) = @_;
-	my $row = $node->safe_psql($db // 'postgres', qq{
-		SELECT applied, dismissed, streams, stream_capacity, stream_evictions,
-			   exact_answers, filter_answers, dismissals_averted,
-			   coalesce(streams_exact_from > now(), false)
-		FROM fbf_counter_stats WHERE counter = '$counter'::regclass});
-	my @f = split /\|/, $row;
-	my %s;
-	@s{qw(applied dismissed streams capacity evictions exact filter averted learning)} = @f;
-	return \%s;
-}
-
 # ---------------------------------------------------------------------
 # 1. In-order clients against a saturated filter
 # ---------------------------------------------------------------------
@@ -138,9 +124,10 @@ $node->safe_psql('postgres', q{
 	-- a filter that takes everything, saturated: only at_capacity = dismiss
 	-- lets it (the default refuses what is over the role's share)
 	ALTER INDEX sat_fbf SET (at_capacity = 'dismiss')});
-my $s = stats('sat');
+my $s = counter_stats($node, 'sat');
 is($s->{learning}, 'f', 'a new counter\'s streams are exact from the start');
-cmp_ok($s->{capacity}, '>=', 16384, "stream capacity from fbf.max_streams ($s->{capacity})");
+cmp_ok($s->{stream_capacity}, '>=', 16384,
+	"stream capacity from fbf.max_streams ($s->{stream_capacity})");
 
 my $nclients = 24;
 my $nper = 400;
@@ -192,12 +179,13 @@ is($wrong, 0, "in-order clients: all $news new operations applied, all " . ($tot
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('sat')}), $nclients * $nper,
 	'the counter is exact');
 $node->safe_psql('postgres', q{SELECT fbf_counter_maintain('sat')});
-$s = stats('sat');
+$s = counter_stats($node, 'sat');
 is($s->{streams}, $nclients, "one stream a client ($s->{streams})");
-is($s->{filter}, 0, 'no answer was the filter\'s');
-is($s->{exact}, $total, "every answer was exact ($s->{exact})");
-cmp_ok($s->{averted}, '>', 0, "the streams averted false dismissals ($s->{averted})");
-is($s->{evictions}, 0, 'no stream evicted');
+is($s->{filter_answers}, 0, 'no answer was the filter\'s');
+is($s->{exact_answers}, $total, "every answer was exact ($s->{exact_answers})");
+cmp_ok($s->{dismissals_averted}, '>', 0,
+	"the streams averted false dismissals ($s->{dismissals_averted})");
+is($s->{stream_evictions}, 0, 'no stream evicted');
 $node->safe_psql('postgres', q{
 	ALTER SYSTEM RESET fbf.max_filter_size;
 	SELECT pg_reload_conf()});
@@ -279,8 +267,8 @@ for my $iter (1 .. 2)
 	is($node->safe_psql('postgres', q{SELECT fbf_counter_value('c')}), $total_ops,
 		"crash $iter: the counter equals the distinct operations ($total_ops)");
 }
-$s = stats('c');
-cmp_ok($s->{exact}, '>', 0, "exact answers after the crashes ($s->{exact})");
+$s = counter_stats($node, 'c');
+cmp_ok($s->{exact_answers}, '>', 0, "exact answers after the crashes ($s->{exact_answers})");
 cmp_ok($s->{streams}, '>=', 8, "the streams survived the crashes ($s->{streams})");
 
 # ---------------------------------------------------------------------
@@ -294,8 +282,8 @@ is($node->safe_psql('postgres', q{
 	FROM generate_series(1, 20) c, generate_series(1, 200) g}),
 	4000, 'a counter without streams applies');
 $node->safe_psql('postgres', q{SELECT fbf_counter_maintain('r')});
-$s = stats('r');
-is("$s->{streams}/$s->{capacity}", '0/0', 'no streams with max_streams = 0');
+$s = counter_stats($node, 'r');
+is("$s->{streams}/$s->{stream_capacity}", '0/0', 'no streams with max_streams = 0');
 
 # an in-flight operation across the change, committed after it
 my $bg = open_session('postgres', q{SELECT idempotent_increment('r', 21, 1, 1)});
@@ -303,19 +291,20 @@ my $bg = open_session('postgres', q{SELECT idempotent_increment('r', 21, 1, 1)})
 $node->safe_psql('postgres', q{
 	ALTER INDEX r_fbf SET (max_streams = 500);
 	SELECT fbf_counter_maintain('r')});
-$s = stats('r');
-cmp_ok($s->{capacity}, '>=', 500, "streams after the refresh (capacity $s->{capacity})");
+$s = counter_stats($node, 'r');
+cmp_ok($s->{stream_capacity}, '>=', 500,
+	"streams after the refresh (capacity $s->{stream_capacity})");
 is($s->{learning}, 't', 'streams_exact_from is ahead: the streams are learning');
 end_session($bg, 'COMMIT');
 
-my $before = stats('r');
+my $before = counter_stats($node, 'r');
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FILTER (WHERE idempotent_increment('r', c, g, 1))
 	FROM generate_series(1, 21) c, generate_series(1, 200) g WHERE c < 21 OR g = 1}),
 	0, 'every retry of an operation from before the streams is dismissed');
-my $after = stats('r');
-cmp_ok($after->{filter} - $before->{filter}, '>', 0,
-	'the filter answered them (' . ($after->{filter} - $before->{filter}) . ')');
+my $after = counter_stats($node, 'r');
+cmp_ok($after->{filter_answers} - $before->{filter_answers}, '>', 0,
+	'the filter answered them (' . ($after->{filter_answers} - $before->{filter_answers}) . ')');
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FILTER (WHERE idempotent_increment('r', c, g, 1))
 	FROM generate_series(1, 21) c, generate_series(201, 260) g}),
@@ -325,14 +314,15 @@ is($node->safe_psql('postgres', q{
 	SELECT count(*) FILTER (WHERE idempotent_increment('r', c, g, 1))
 	FROM generate_series(1, 21) c, generate_series(1, 260) g WHERE c < 21 OR g = 1 OR g > 200}),
 	0, 'and every retry, old or new, is dismissed once the streams learned the new');
-cmp_ok(stats('r')->{streams}, '>', 0, 'the streams learned');
+cmp_ok(counter_stats($node, 'r')->{streams}, '>', 0, 'the streams learned');
 
 # a changed max_streams: a new run, reset again
 $node->safe_psql('postgres', q{
 	ALTER INDEX r_fbf SET (max_streams = 2000);
 	SELECT fbf_counter_maintain('r')});
-$s = stats('r');
-cmp_ok($s->{capacity}, '>=', 2000, "a changed max_streams takes a new run ($s->{capacity})");
+$s = counter_stats($node, 'r');
+cmp_ok($s->{stream_capacity}, '>=', 2000,
+	"a changed max_streams takes a new run ($s->{stream_capacity})");
 is($s->{learning}, 't', 'which learns again');
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FILTER (WHERE idempotent_increment('r', c, g, 1))
@@ -369,8 +359,9 @@ $node->safe_psql('old', q{
 is($node->safe_psql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'fbf'}),
 	$node->safe_psql('old', q{SELECT default_version FROM pg_available_extensions WHERE name = 'fbf'}),
 	'updated to the current version');
-$s = stats('u', 'old');
-cmp_ok($s->{capacity}, '>', 0, "after the update the counter has streams ($s->{capacity})");
+$s = counter_stats($node, 'u', 'old');
+cmp_ok($s->{stream_capacity}, '>', 0,
+	"after the update the counter has streams ($s->{stream_capacity})");
 is($s->{learning}, 't', 'learning what its filter remembers');
 is($node->safe_psql('old', q{
 	SELECT count(*) FILTER (WHERE idempotent_increment('u', c, g, 1))
@@ -388,8 +379,8 @@ is($node->safe_psql('old', q{SELECT fbf_counter_value('u')}), 1500, 'the counter
 $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('cap', retention => '10 min', expected_rate => 5000,
 									target_fpp => 0.000001, max_streams => 100)});
-$s = stats('cap');
-cmp_ok($s->{capacity}, '<', 1000, "a small cap ($s->{capacity} streams)");
+$s = counter_stats($node, 'cap');
+cmp_ok($s->{stream_capacity}, '<', 1000, "a small cap ($s->{stream_capacity} streams)");
 my $nstreams = 3000;
 for my $round (1 .. 3)
 {
@@ -403,10 +394,10 @@ is($node->safe_psql('postgres', qq{
 	SELECT count(*) FILTER (WHERE idempotent_increment('cap', c, g, 1))
 	FROM generate_series(1, $nstreams) c, generate_series(1, 3) g}),
 	0, 'every retry is dismissed, evicted streams\' too');
-$s = stats('cap');
-cmp_ok($s->{evictions}, '>', 0, "streams were evicted ($s->{evictions})");
-cmp_ok($s->{streams}, '<=', $s->{capacity}, "no more streams than the cap ($s->{streams})");
-cmp_ok($s->{filter}, '>', 0, "the filter answered for the evicted ($s->{filter})");
+$s = counter_stats($node, 'cap');
+cmp_ok($s->{stream_evictions}, '>', 0, "streams were evicted ($s->{stream_evictions})");
+cmp_ok($s->{streams}, '<=', $s->{stream_capacity}, "no more streams than the cap ($s->{streams})");
+cmp_ok($s->{filter_answers}, '>', 0, "the filter answered for the evicted ($s->{filter_answers})");
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('cap')}), 3 * $nstreams,
 	'the counter is exact');
 

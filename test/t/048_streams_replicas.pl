@@ -36,18 +36,6 @@ sub ops
 		FROM generate_series(1, $clients) c, generate_series($from, $to) g});
 }
 
-sub stats
-{
-	my ($node, $db, $counter) = @_;
-	my $row = $node->safe_psql($db, qq{
-		SELECT streams, stream_capacity, stream_evictions, exact_answers, filter_answers,
-			   coalesce(streams_exact_from > now(), false)
-		FROM fbf_counter_stats WHERE counter = '$counter'::regclass});
-	my %s;
-	@s{qw(streams capacity evictions exact filter learning)} = split /\|/, $row;
-	return \%s;
-}
-
 # ---------------------------------------------------------------------
 # 1. Standby and promotion
 # ---------------------------------------------------------------------
@@ -58,10 +46,7 @@ $primary->safe_psql('postgres', q{
 is(ops($primary, 'postgres', 'c', 10, 1, 100), '1000/1000', 'in-order operations apply');
 $primary->safe_psql('postgres', q{SELECT fbf_counter_maintain('c')});
 
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $standby = fbf_standby($primary, 'standby');
 
 # after the backup: more seqs, one rolled back, drained into the streams
 is(ops($primary, 'postgres', 'c', 10, 101, 200), '1000/1000', 'more after the backup');
@@ -70,7 +55,7 @@ $primary->safe_psql('postgres', q{
 	SELECT fbf_counter_maintain('c')});
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 
-my $s = stats($standby, 'postgres', 'c');
+my $s = counter_stats($standby, 'c');
 is($s->{streams}, 10, 'the standby\'s replayed stream pages hold the ten streams');
 is($standby->safe_psql('postgres', q{SELECT fbf_counter_value('c')}), '2000',
 	'the standby reads the counter');
@@ -81,11 +66,11 @@ $standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
 # the highest seq is 200: 137 .. 199 are in the bitmap, 200 is the highest
 is(ops($standby, 'postgres', 'c', 10, 137, 200), '0/640',
 	'after promotion, retries within the streams\' bitmap are dismissed');
-$s = stats($standby, 'postgres', 'c');
-cmp_ok($s->{exact}, '>=', 640, "answered exactly ($s->{exact})");
-is($s->{filter}, 0, 'none by the filter');
+$s = counter_stats($standby, 'c');
+cmp_ok($s->{exact_answers}, '>=', 640, "answered exactly ($s->{exact_answers})");
+is($s->{filter_answers}, 0, 'none by the filter');
 is(ops($standby, 'postgres', 'c', 10, 1, 136), '0/1360', 'older retries are dismissed too');
-cmp_ok(stats($standby, 'postgres', 'c')->{filter}, '>', 0, 'by the filter');
+cmp_ok(counter_stats($standby, 'c')->{filter_answers}, '>', 0, 'by the filter');
 is($standby->safe_psql('postgres', q{
 	SELECT idempotent_increment('c', 1, 201, 1)::text || ' ' ||
 		   idempotent_increment('c', 2, 201, 1)::text || ' ' ||
@@ -113,7 +98,7 @@ for my $filter ('bloom', 'cuckoo')
 	is($node->safe_psql('postgres', qq{
 		SELECT fbf_counter_load('dst_$filter', fbf_snapshot('src_$filter'))}),
 		'adopted', "$filter: the snapshot is loaded into the empty counter");
-	$s = stats($node, 'postgres', "dst_$filter");
+	$s = counter_stats($node, "dst_$filter");
 	is($s->{learning}, 't', "$filter: its streams learn (streams_exact_from ahead)");
 	is(ops($node, 'postgres', "dst_$filter", 5, 1, 300), '0/1500',
 		"$filter: every operation of the snapshot is dismissed by the loaded counter");
@@ -122,7 +107,7 @@ for my $filter ('bloom', 'cuckoo')
 	$node->safe_psql('postgres', qq{SELECT fbf_counter_maintain('dst_$filter')});
 	is(ops($node, 'postgres', "dst_$filter", 5, 250, 320), '0/355',
 		"$filter: and are dismissed on retry, with the old");
-	cmp_ok(stats($node, 'postgres', "dst_$filter")->{streams}, '>=', 5,
+	cmp_ok(counter_stats($node, "dst_$filter")->{streams}, '>=', 5,
 		"$filter: the streams learned the new operations");
 }
 $node->stop;
@@ -157,7 +142,7 @@ is($new->safe_psql('restored', q{
 	SELECT string_agg(format('%s %s', name, outcome), ', ' ORDER BY name)
 	FROM fbf_counter_restore('fbf_saved')}),
 	'public.inbox adopted, public.likes adopted', 'fbf_counter_restore loads the windows');
-is(stats($new, 'restored', 'likes')->{learning}, 't', 'the restored streams learn');
+is(counter_stats($new, 'likes', 'restored')->{learning}, 't', 'the restored streams learn');
 
 is(ops($new, 'restored', 'likes', 5, 1, 350), '0/1750',
 	'every retry is dismissed after the restore, pending ones too');
