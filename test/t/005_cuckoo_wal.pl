@@ -28,31 +28,25 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1, has_archiving => 1);
-$primary->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'fbf'
-autovacuum = off
-log_statement = none
-});
-$primary->start;
+my $primary = fbf_node('primary', "autovacuum = off\nlog_statement = none\n",
+	allows_streaming => 1, has_archiving => 1);
 $primary->safe_psql('postgres', q{
-	CREATE EXTENSION fbf;
 	CREATE EXTENSION pg_walinspect;
 	CREATE TABLE t (id serial PRIMARY KEY, k int8, s text);
 	CREATE INDEX t_k ON t USING cuckoo (k);
 	CREATE INDEX t_s ON t USING cuckoo (s) WITH (fingerprint_bits = 16, bucket_size = 8);
 });
 
-# The standby is made from a backup of the empty indexes, so everything
-# after that reaches it through WAL.  It neither archives (it would race
-# the restored node below for the primary's archive) nor runs autovacuum.
+# The standby is made from a backup of the empty indexes (the restored
+# node below starts from it too), so everything after that reaches it
+# through WAL.  It neither archives (it would race the restored node for
+# the primary's archive) nor runs autovacuum.
 $primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', 'archive_mode = off');
-$standby->start;
+my $standby = fbf_standby($primary, 'standby', backup => 'base', conf => "archive_mode = off\n");
 
 # One standby session lives through every round: its backend caches each
 # index's metapage (rd_amcache) at its first lookup, so after the rounds'
@@ -160,19 +154,6 @@ sub compare_lookups
 	return $result;
 }
 
-sub stats
-{
-	my ($node, $index) = @_;
-	my $row = $node->safe_psql('postgres', qq{
-		SELECT pages, bucket_pages, overflow_pages, entries, overflow_entries,
-			   dead_entries, slots, kicks, doublings, growing
-		FROM cuckoo_index_stats('$index')});
-	my %s;
-	@s{qw(pages bucket_pages overflow_pages entries overflow_entries
-		  dead_entries slots kicks doublings growing)} = split /\|/, $row;
-	return \%s;
-}
-
 # the standby's index is the primary's, page for page (dead_entries, the
 # kill_prior_tuple hints, are not WAL-logged and may differ)
 sub compare_stats
@@ -180,8 +161,8 @@ sub compare_stats
 	my ($round) = @_;
 	for my $index ('t_k', 't_s')
 	{
-		my $p = stats($primary, $index);
-		my $s = stats($standby, $index);
+		my $p = cuckoo_stats($primary, $index);
+		my $s = cuckoo_stats($standby, $index);
 		my $fields = 'pages bucket_pages overflow_pages entries overflow_entries slots kicks doublings growing';
 		is(join(' ', @$s{ split / /, $fields }), join(' ', @$p{ split / /, $fields }),
 			"$round: $index on the standby has the primary's shape ($fields)");
@@ -232,7 +213,7 @@ is(scalar(grep { $_ > 0 } values %$counts), scalar(grep { $_ >= 1 && $_ <= 24000
 my %doublings;
 for my $index ('t_k', 't_s')
 {
-	my $s = stats($primary, $index);
+	my $s = cuckoo_stats($primary, $index);
 	cmp_ok($s->{doublings}, '>=', 3, "$index doubled several times ($s->{doublings})");
 	is($s->{growing}, 'f', "$index is not left growing");
 	$doublings{$index} = $s->{doublings};
@@ -263,7 +244,7 @@ $counts = round_done('duplicates');
 is($counts->{777777}, 3000, 'duplicates: all 3000 rows of the duplicated key are found');
 for my $index ('t_k', 't_s')
 {
-	my $s = stats($primary, $index);
+	my $s = cuckoo_stats($primary, $index);
 	cmp_ok($s->{overflow_pages}, '>=', 2,
 		"$index: the duplicates went to overflow pages ($s->{overflow_pages})");
 	is($s->{doublings}, $doublings{$index}, "$index: and did not double the table");
@@ -281,7 +262,8 @@ is(scalar(grep { $_ % 3 == 0 && $_ >= 1 && $_ <= 24000 && $counts->{$_} > 0 } ke
 	0, 'deletes: no deleted key is found');
 # the lookups marked the deleted entries (hints, on the primary only)
 note 'deletes: dead entries marked by scans on the primary: t_k '
-  . stats($primary, 't_k')->{dead_entries} . ', t_s ' . stats($primary, 't_s')->{dead_entries};
+  . cuckoo_stats($primary, 't_k')->{dead_entries} . ', t_s '
+  . cuckoo_stats($primary, 't_s')->{dead_entries};
 
 # ---- round 4: VACUUM ----
 
@@ -292,15 +274,15 @@ $counts = round_done('vacuum');
 my $live = $primary->safe_psql('postgres', 'SELECT count(*) FROM t');
 for my $index ('t_k', 't_s')
 {
-	my $s = stats($primary, $index);
+	my $s = cuckoo_stats($primary, $index);
 	is("$s->{entries} $s->{dead_entries}", "$live 0",
 		"vacuum: $index holds one entry per live row ($live) and no dead one");
-	is(stats($standby, $index)->{entries}, $live, "vacuum: and so does the standby's");
+	is(cuckoo_stats($standby, $index)->{entries}, $live, "vacuum: and so does the standby's");
 }
 
 # ---- round 5: inserts and updates into the freed slots ----
 
-my %before = map { $_ => stats($primary, $_) } ('t_k', 't_s');
+my %before = map { $_ => cuckoo_stats($primary, $_) } ('t_k', 't_s');
 $primary->safe_psql('postgres', q{
 	INSERT INTO t (k, s) SELECT g, 'key' || g FROM generate_series(3, 9000, 3) g;
 	INSERT INTO t (k, s) SELECT g, 'key' || g FROM generate_series(24001, 25000) g;
@@ -313,7 +295,7 @@ is(scalar(grep { $_ % 3 == 0 && $_ <= 9000 && $_ >= 1 && $counts->{$_} != 1 } ke
 	0, 're-inserted keys are found once');
 for my $index ('t_k', 't_s')
 {
-	my $s = stats($primary, $index);
+	my $s = cuckoo_stats($primary, $index);
 	is("$s->{bucket_pages} $s->{overflow_pages}",
 		"$before{$index}{bucket_pages} $before{$index}{overflow_pages}",
 		"reuse: $index took the new entries into freed slots, without new pages");
@@ -356,6 +338,8 @@ $primary->poll_query_until('postgres',
 	"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver")
   or die 'the WAL was not archived';
 
+# not a standby: restored from the backup and the archive up to a point
+# in the WAL, then promoted (so by hand, not fbf_standby)
 my $halfway = PostgreSQL::Test::Cluster->new('halfway');
 $halfway->init_from_backup($primary, 'base', has_restoring => 1, standby => 0);
 $halfway->append_conf('postgresql.conf', qq{
@@ -367,7 +351,7 @@ recovery_target_action = 'promote'
 $halfway->start;
 $halfway->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'the restored node did not finish recovery';
-my $h = stats($halfway, 't_k');
+my $h = cuckoo_stats($halfway, 't_k');
 is($h->{growing}, 't', 'restored halfway: t_k is in the middle of a doubling');
 verify($halfway, 't_k', 'restored halfway (growing)');
 for my $mode ('index', 'bitmap')
@@ -382,12 +366,12 @@ for my $mode ('index', 'bitmap')
 # that follow end it, several of them (half its steps were left)
 $halfway->safe_psql('postgres', "INSERT INTO t (k, s) VALUES (-1, 'key-1')");
 my $inserts = 1;
-while (stats($halfway, 't_k')->{growing} eq 't' && $inserts < 2 * @$largest)
+while (cuckoo_stats($halfway, 't_k')->{growing} eq 't' && $inserts < 2 * @$largest)
 {
 	$halfway->safe_psql('postgres', "INSERT INTO t (k, s) VALUES (-2, 'key-2')");
 	$inserts++;
 }
-my $h2 = stats($halfway, 't_k');
+my $h2 = cuckoo_stats($halfway, 't_k');
 is("$h2->{growing} $h2->{doublings}", "f $h->{doublings}",
 	"restored halfway: the next inserts finished the doubling, a step each ($inserts inserts), and began no other");
 cmp_ok($inserts, '>', 1, 'restored halfway: no single insert ran the rest of the doubling');
@@ -411,13 +395,13 @@ $primary->safe_psql('postgres', q{
 	CREATE INDEX u_k ON u USING cuckoo (k);
 	INSERT INTO u SELECT g FROM generate_series(1, 5000) g;
 });
-cmp_ok(stats($primary, 'u_k')->{doublings}, '>=', 1, 'the unlogged index grew');
+cmp_ok(cuckoo_stats($primary, 'u_k')->{doublings}, '>=', 1, 'the unlogged index grew');
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 $primary->stop('immediate');
 $primary->start;
 is($primary->safe_psql('postgres', 'SELECT count(*) FROM u'), '0',
 	'after a crash the unlogged table is empty');
-my $u = stats($primary, 'u_k');
+my $u = cuckoo_stats($primary, 'u_k');
 is("$u->{entries} $u->{bucket_pages} $u->{growing}", '0 1 f',
 	'and its index is back to one empty bucket page');
 $primary->safe_psql('postgres', q{

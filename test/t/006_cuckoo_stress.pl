@@ -45,12 +45,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 
 my $started = time;
-my $node = PostgreSQL::Test::Cluster->new('stress');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'fbf'
+# (Small WAL buffers, written often: a crash loses what WAL was not yet
+# written out, and with it the last steps of a doubling it interrupts.)
+my $node = fbf_node('stress', q{
 wal_level = replica
 autovacuum = off
 log_statement = none
@@ -60,17 +62,12 @@ max_connections = 40
 wal_buffers = 64kB
 wal_writer_delay = 10ms
 });
-# (Small WAL buffers, written often: a crash loses what WAL was not yet
-# written out, and with it the last steps of a doubling it interrupts.)
-$node->start;
 
 # keys of the random rows are 1 .. $kmax, the hot key is 0, the sentinels
 # -1 .. -100 (three rows each)
 my $kmax = 30000;
 
 $node->safe_psql('postgres', qq{
-	CREATE EXTENSION fbf;
-
 	-- lookups under a given plan: 'index' (index scans only), 'bitmap'
 	-- (bitmap scans only) or 'seq'; joins are nested loops unless 'seq'
 	CREATE FUNCTION lookup_gucs(mode text) RETURNS void LANGUAGE plpgsql AS \$\$
@@ -212,23 +209,10 @@ sub reap_pgbench
 	eval { $h->finish; 1 } or eval { $h->kill_kill; };
 }
 
-sub stats
-{
-	my ($index) = @_;
-	my $row = $node->safe_psql('postgres', qq{
-		SELECT pages, bucket_pages, overflow_pages, entries, overflow_entries,
-			   dead_entries, doublings, growing
-		FROM cuckoo_index_stats('$index')});
-	my %s;
-	@s{qw(pages bucket_pages overflow_pages entries overflow_entries
-		  dead_entries doublings growing)} = split /\|/, $row;
-	return \%s;
-}
-
 sub show_stats
 {
 	my ($what, $index) = @_;
-	my $s = stats($index);
+	my $s = cuckoo_stats($node, $index);
 	note "$what: $index: " . join(', ', map { "$_ $s->{$_}" } sort keys %$s);
 	return $s;
 }
@@ -296,7 +280,7 @@ $node->safe_psql('postgres', 'SELECT check_sentinel(-1, 3)');
 
 # ---- concurrency ----
 
-my $before = stats('t_k');
+my $before = cuckoo_stats($node, 't_k');
 my $seconds = 20;
 my @runs = (
 	start_pgbench('writers', 2, $seconds,

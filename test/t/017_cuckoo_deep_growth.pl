@@ -33,17 +33,14 @@ use Math::BigInt;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::Bin;
+use FbfTest;
 
-my $node = PostgreSQL::Test::Cluster->new('deep');
 # pages are edited on disk below: no data checksums, which PostgreSQL 18's
 # initdb turns on by default (15's Cluster ignores the parameter)
-$node->init(no_data_checksums => 1);
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'fbf'
-autovacuum = off
-fbf.worker_enabled = off
-});
-$node->start;
+my $node = fbf_node('deep', "autovacuum = off\nfbf.worker_enabled = off\n",
+	no_data_checksums => 1);
 
 # ---- keys with chosen addresses ----
 
@@ -107,7 +104,6 @@ sub insert_keys
 }
 
 $node->safe_psql('postgres', q{
-	CREATE EXTENSION fbf;
 	-- hash(k) = k + 0: the test chooses each key's hash
 	CREATE OPERATOR CLASS cuckoo_int8_identity FOR TYPE int8 USING cuckoo AS
 		OPERATOR 1 = (int8, int8),
