@@ -606,6 +606,7 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		{
 			/* the pages whose entries stayed take no more this drain */
 			*grow = true;
+			/* each page it will hold has an entry on this page now: n bounds them */
 			if (full == NULL)
 				full = palloc(sizeof(BlockNumber) * n);
 			for (b = 0; b < nblocks; b++)
