@@ -54,7 +54,10 @@ OBJS        = src/fbf.o \
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
-# expected/NAME_1.out: the output on PostgreSQL 18 where 18's own output
+# The regression tests' inputs are test/sql/NAME.sql, their outputs
+# test/expected/NAME.out (pg_regress --inputdir=test; results/ and
+# regression.diffs stay at the top, where PGXS puts and cleans them).
+# test/expected/NAME_1.out: the output on PostgreSQL 18 where 18's own output
 # differs from 15's: cuckoo (EXPLAIN prints "Disabled: true" under a
 # disabled node), fbf_counter_errors (opening an index as a table is
 # "cannot open relation"), fbf_edges (to_regclass returns NULL for a name
@@ -64,7 +67,7 @@ REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_type_forged fbf_counte
                fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load fbf_counter_mismatch \
                fbf_streams fbf_prepared fbf_filters fbf_edges fbf_window_tables \
                cuckoo cuckoo_duplicates cuckoo_hash fbf_search_path fbf_upgrade
-REGRESS_OPTS = --load-extension=$(EXTENSION)
+REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
                  counter_privileges cuckoo_privileges counter_direct counter_batch dedup_claims \

@@ -5,9 +5,9 @@
 -- load, and what a cuckoo window refuses.
 --
 \set filter bloom
-\i sql/fbf_window_kinds.inc
+\i test/sql/fbf_window_kinds.inc
 \set filter cuckoo
-\i sql/fbf_window_kinds.inc
+\i test/sql/fbf_window_kinds.inc
 
 -- the measures: a cuckoo window's live load, fingerprint bits and blocks
 SELECT counter, filter, nhashes, fingerprint_bits, load > 0 AS loaded,
