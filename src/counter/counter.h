@@ -58,7 +58,7 @@ typedef struct FbfOps
 	bytea	  **ids;			/* claims: identity bytes; else NULL */
 	int		   *place;			/* each one's place in the caller's arrays */
 	FbfWindowOp *hashed;		/* NULL, or as the window is asked
-								 * (FbfOperationIdentity), by FbfOpsHash */
+								 * (FbfWindowHashOperation), by FbfOpsHash */
 } FbfOps;
 
 /*
@@ -82,9 +82,6 @@ extern bytea *FbfOperationBytes(char tag, text *key, Datum client_id,
 								int64 seq);
 extern Oid	FbfClientIdType(char tag);
 extern bytea *FbfClaimBytes(char tag, Datum id);
-extern void FbfOperationIdentity(char tag, text *key, Datum client_id,
-								 int64 seq, const FbfWindowKeying *keying,
-								 FbfWindowOp *op);
 extern FbfHash FbfDeltaHash(const FbfHashKey *key, const FbfHash *op,
 							int64 delta);
 extern FbfOps *FbfOpsPrepare(char tag, text *key, int n,

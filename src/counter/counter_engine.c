@@ -351,13 +351,15 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 	if (ops->n > 0)
 		note_operation();
 
-	/* hashed under the window's key; again if it changes meanwhile */
-	do
+	/* hashed under the window's key; reread, and again, if it is not */
+	FbfWindowGetKeying(index, false, &keying);
+	FbfOpsHash(ops, &keying);
+	while (!apply_ops(heap, index, ops, &keying, track_mismatch, applied,
+					  &tally))
 	{
-		FbfWindowGetKeying(index, &keying);
+		FbfWindowGetKeying(index, true, &keying);
 		FbfOpsHash(ops, &keying);
-	} while (!apply_ops(heap, index, ops, &keying, track_mismatch, applied,
-						&tally));
+	}
 
 	if (tally.napplied > 0 && add_delta != NULL)
 	{

@@ -11,10 +11,9 @@
  *	  answers as its boolean[].  Memory per operation is bounded: see
  *	  FBF_OPS_MAX (counter.h).
  *
- * The bottom layer of src/counter: it calls the window's hashing
- * (FbfWindowHashIdentity, and FbfWindowHashStream for the stream of an
- * operation numbered by (client_id, seq)) and nothing else of the
- * extension, opens no relation and takes no lock.
+ * The bottom layer of src/counter: it builds an operation's identity and
+ * calls the window's hashing (FbfWindowHashOperation, once per operation)
+ * and nothing else of the extension, opens no relation and takes no lock.
  *
  * The canonical order of a call's operations is by hash, then by place in
  * the caller's arrays: the window is asked in that order, whatever the
@@ -157,44 +156,53 @@ FbfClaimBytes(char tag, Datum id)
 }
 
 /*
- * Set the stream of an operation whose identity bytes `bytes` (a bytea,
- * FbfOperationBytes) end with its seq `seq`: the stream is named by the
- * bytes before the seq (the tag, the key, the client id), so that the
- * operations of one client on one key are numbered in one stream
- * (FbfWindowHashStream; docs/design.md, "Exact streams").
+ * Hash one operation of `ops` (its place i) as the window whose keying is
+ * `keying` is asked about it (FbfWindowHashOperation), into `op`: a
+ * claim's identity bytes as they are, an increment's FbfOperationBytes.
+ * An operation numbered by (client_id, seq), an increment's or a claim's,
+ * is numbered in a stream, named by its bytes before the seq (the tag, the
+ * key, the client id), so that the operations of one client on one key are
+ * numbered in one stream (docs/design.md, "Exact streams").  On another
+ * key, the identity 1.0 gave the operation (it left the key out:
+ * window_legacy.c) goes with it while the window may still hold such
+ * identities.
  */
 static void
-operation_stream(const FbfWindowKeying *keying, const bytea *bytes,
-				 int64 seq, FbfWindowOp *op)
+hash_operation(const FbfOps *ops, int i, const FbfWindowKeying *keying,
+			   FbfWindowOp *op)
 {
-	Assert(VARSIZE(bytes) - VARHDRSZ > 8);
-	FbfWindowHashStream(keying, VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ - 8,
-						seq, op);
-}
-
-/*
- * An operation's identity (FbfOperationBytes) as the window whose keying is
- * `keying` is asked about it (FbfWindowHashIdentity), with its stream
- * (operation_stream): `tag` is the client id's type ('i' bigint, 't' text,
- * 'u' uuid), `key` NULL or '' for the default key.  On another key, the
- * identity 1.0 gave the operation (it left the key out: window_legacy.c)
- * goes with it while the window may still hold such identities.
- */
-void
-FbfOperationIdentity(char tag, text *key, Datum client_id, int64 seq,
-					 const FbfWindowKeying *keying, FbfWindowOp *op)
-{
-	bytea	   *bytes = FbfOperationBytes(tag, key, client_id, seq);
+	FbfWindowIdentity id = {0};
+	bytea	   *bytes;
 	bytea	   *keyless = NULL;
 
-	if (keying->keyless_too && key != NULL && VARSIZE_ANY_EXHDR(key) > 0)
-		keyless = FbfOperationBytes(tag, NULL, client_id, seq);
-	FbfWindowHashIdentity(keying, VARDATA(bytes), VARSIZE(bytes) - VARHDRSZ,
-						  keyless ? VARDATA(keyless) : NULL,
-						  keyless ? VARSIZE(keyless) - VARHDRSZ : 0, op);
-	operation_stream(keying, bytes, seq, op);
-	pfree(bytes);
-	if (keyless)
+	if (ops->ids != NULL)
+		bytes = ops->ids[i];
+	else
+	{
+		bytes = FbfOperationBytes(ops->tag, ops->key, ops->client_ids[i],
+								  ops->seqs[i]);
+		if (keying->keyless_too && ops->key != NULL &&
+			VARSIZE_ANY_EXHDR(ops->key) > 0)
+			keyless = FbfOperationBytes(ops->tag, NULL, ops->client_ids[i],
+										ops->seqs[i]);
+	}
+	id.bytes = VARDATA(bytes);
+	id.len = VARSIZE(bytes) - VARHDRSZ;
+	if (ops->seqs != NULL)
+	{
+		Assert(id.len > 8);
+		id.stream_len = id.len - 8;
+		id.seq = ops->seqs[i];
+	}
+	if (keyless != NULL)
+	{
+		id.keyless = VARDATA(keyless);
+		id.keyless_len = VARSIZE(keyless) - VARHDRSZ;
+	}
+	FbfWindowHashOperation(keying, &id, op);
+	if (ops->ids == NULL)
+		pfree(bytes);
+	if (keyless != NULL)
 		pfree(keyless);
 }
 
@@ -411,8 +419,7 @@ ops_permute(FbfOps *ops, int *order)
 
 /*
  * Hash the operations as the window whose keying is `keying` is asked
- * about them (FbfOperationIdentity; a claim's identity bytes as they are,
- * and a (client_id, seq) claim's stream as an operation's), and put them
+ * about them (hash_operation), and put them
  * in the canonical order (hashed_cmp), their arrays with them; `place`
  * keeps where each came from, for the answers.  Called again if the
  * window's key changed before anything was recorded (FBF_OP_REKEYED).
@@ -430,19 +437,7 @@ FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 		ops->hashed = palloc(Max(n, 1) * sizeof(FbfWindowOp));
 	for (i = 0; i < n; i++)
 	{
-		FbfWindowOp *op = &ops->hashed[i];
-
-		if (ops->ids != NULL)
-		{
-			FbfWindowHashIdentity(keying, VARDATA(ops->ids[i]),
-								  VARSIZE(ops->ids[i]) - VARHDRSZ, NULL, 0,
-								  op);
-			if (ops->seqs != NULL)
-				operation_stream(keying, ops->ids[i], ops->seqs[i], op);
-		}
-		else
-			FbfOperationIdentity(ops->tag, ops->key, ops->client_ids[i],
-								 ops->seqs[i], keying, op);
+		hash_operation(ops, i, keying, &ops->hashed[i]);
 		CHECK_FOR_INTERRUPTS();
 	}
 	if (n < 2)

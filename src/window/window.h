@@ -117,9 +117,11 @@ typedef enum FbfOpResult
  * its secret key, and, while it may still hold operations recorded before
  * it had one (or before it gave up the fixed key of fbf.fixed_window_keys),
  * under the public hash (or that key) as well.  A caller reads it once per
- * call, with RowExclusiveLock on the table, hashes its identities with
- * FbfWindowHashIdentity and passes it to FbfWindowApply, which refuses
- * (FBF_OP_REKEYED) if the key changed meanwhile.
+ * call, with RowExclusiveLock on the table (FbfWindowGetKeying: the
+ * backend's cached copy, or the metapage's), hashes its operations with
+ * FbfWindowHashOperation and passes it to FbfWindowApply, which refuses
+ * (FBF_OP_REKEYED) if it is not the window's keying any more: the caller
+ * then reads it again from the metapage and hashes again.
  */
 typedef struct FbfWindowKeying
 {
@@ -133,7 +135,24 @@ typedef struct FbfWindowKeying
 								 * operations (window_legacy.c) */
 } FbfWindowKeying;
 
-/* One identity as the window is asked about it (FbfWindowHashIdentity). */
+/*
+ * An operation's identity as its caller built it (src/counter: an
+ * increment's or a claim's bytes), which FbfWindowHashOperation keys and
+ * hashes in one place.  An operation numbered in a stream (a client's seq)
+ * names its stream by the first stream_len of its bytes; `keyless` is the
+ * identity 1.0 gave the same operation, or NULL.
+ */
+typedef struct FbfWindowIdentity
+{
+	const void *bytes;
+	size_t		len;
+	size_t		stream_len;		/* 0: not numbered in a stream */
+	int64		seq;			/* with stream_len, its number there */
+	const void *keyless;		/* NULL: none */
+	size_t		keyless_len;
+} FbfWindowIdentity;
+
+/* One operation as the window is asked about it (FbfWindowHashOperation). */
 typedef struct FbfWindowOp
 {
 	FbfHash		hash;			/* under the window's key: what is recorded */
@@ -142,7 +161,7 @@ typedef struct FbfWindowOp
 								 * public hash, if has_keyless */
 	bool		has_public;
 	bool		has_keyless;
-	/* an operation numbered in its stream (FbfWindowHashStream) */
+	/* an operation numbered in a stream the window can keep */
 	bool		has_stream;
 	uint64		stream;			/* the stream's id, under the window's key */
 	int64		seq;			/* its number in the stream */
@@ -204,14 +223,11 @@ extern void FbfWindowRebuildInit(void);
 
 
 /* ---- window_key.c: the window's secret key ---- */
-extern void FbfWindowGetKeying(Relation index, FbfWindowKeying *keying);
-extern void FbfWindowHashIdentity(const FbfWindowKeying *keying,
-								  const void *bytes, size_t len,
-								  const void *keyless, size_t keyless_len,
-								  FbfWindowOp *op);
-extern void FbfWindowHashStream(const FbfWindowKeying *keying,
-								const void *bytes, size_t len, int64 seq,
-								FbfWindowOp *op);
+extern void FbfWindowGetKeying(Relation index, bool reread,
+							   FbfWindowKeying *keying);
+extern void FbfWindowHashOperation(const FbfWindowKeying *keying,
+								   const FbfWindowIdentity *id,
+								   FbfWindowOp *op);
 
 /* ---- window_apply.c: one operation ---- */
 extern FbfOpResult FbfWindowApply(Relation index,

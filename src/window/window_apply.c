@@ -184,6 +184,343 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 }
 
 /*
+ * One operation on its way through FbfWindowApply's steps: what they hold
+ * (the metapage, share-locked; from ask_chain on, the operation's chain)
+ * and what they learn.  The last three members outlive a try: a step that
+ * let go of its locks to refresh, grow or wait makes the driver start
+ * over.
+ */
+typedef struct ApplyState
+{
+	Relation	index;
+	const FbfWindowOp *op;
+	Buffer		metabuf;
+	FbfWindowMetaPageData meta;
+	int64		now;
+	bool		public_too;		/* the window asks the public hash too */
+	FbfPendingChain chain;
+	bool		stream;			/* recorded with its annex (its stream) */
+	bool		ask_stream;		/* and its stream asked */
+	int			need;			/* entries it takes on the chain */
+	Buffer		room;			/* the chain page it goes to */
+	bool		lane_full;		/* its partition page asks for more bits */
+	FbfOpResult result;			/* STEP_DONE: the answer */
+	bool		refresh_tried;	/* once: a refresh may rightly be postponed */
+	bool		may_defer;		/* drains may put entries off */
+	bool		grow;			/* a drain put entries off: grow */
+} ApplyState;
+
+/* What a step of FbfWindowApply decided. */
+typedef enum ApplyStep
+{
+	STEP_ON,					/* locks held: on to the next step */
+	STEP_AGAIN,					/* locks let go: try again from the start */
+	STEP_DONE					/* locks let go: the answer is st->result */
+} ApplyStep;
+
+/* Let go of the chain (if `chain`) and the metapage. */
+static void
+release(ApplyState *st, bool chain)
+{
+	if (chain)
+		FbfChainRelease(&st->chain);
+	UnlockReleaseBuffer(st->metabuf);
+}
+
+/* Done, locks let go (the chain if `chain`), with answer `result`. */
+static ApplyStep
+done(ApplyState *st, bool chain, FbfOpResult result)
+{
+	release(st, chain);
+	st->result = result;
+	return STEP_DONE;
+}
+
+/* Wait, locks let go (the chain if `chain`), for `xid` to end. */
+static ApplyStep
+wait_for_xact(ApplyState *st, bool chain, FullTransactionId xid)
+{
+	release(st, chain);
+	XactLockTableWait(XidFromFullTransactionId(xid), NULL, NULL, XLTW_None);
+	return STEP_AGAIN;
+}
+
+/*
+ * Step 1: share-lock the metapage; refresh the window first if it is due
+ * (needs_refresh); refuse a window not upgraded; FBF_OP_REKEYED if the
+ * operation was not hashed as the window hashes now (window_key.c).
+ */
+static ApplyStep
+open_window(ApplyState *st, const FbfWindowKeying *keying)
+{
+	FbfWindowKeying current;
+
+	st->metabuf = FbfWindowLockMeta(st->index, BUFFER_LOCK_SHARE, &st->meta);
+	st->now = FbfWindowNow(&st->meta);
+	if (!st->refresh_tried && needs_refresh(&st->meta, st->now))
+	{
+		UnlockReleaseBuffer(st->metabuf);
+		FbfWindowRefresh(st->index);
+		st->refresh_tried = true;
+		return STEP_AGAIN;
+	}
+
+	/* a window not upgraded (refresh postponed on a standby...)? */
+	if (st->meta.version != FBF_STORAGE_VERSION)
+	{
+		release(st, false);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the filter \"%s\" has not been upgraded",
+						RelationGetRelationName(st->index))));
+	}
+
+	FbfWindowKeyingOf(&st->meta, st->now, &current);
+	if (!FbfWindowKeysEqual(&current.key, &keying->key) ||
+		(current.public_too && !st->op->has_public) ||
+		(current.keyless_too && !keying->keyless_too))
+		return done(st, false, FBF_OP_REKEYED);
+	st->public_too = current.public_too;
+	return STEP_ON;
+}
+
+/*
+ * Step 2: does the window remember the operation under an identity it had
+ * before an upgrade (in_legacy) or before it had its key (in_public)?
+ */
+static ApplyStep
+ask_earlier_identities(ApplyState *st)
+{
+	const FbfWindowOp *op = st->op;
+	FullTransactionId wait_for = InvalidFullTransactionId;
+
+	if (in_legacy(st->index, &st->meta, st->now,
+				  op->has_public ? &op->public_hash : &op->hash,
+				  op->has_keyless ? &op->keyless : NULL))
+		return done(st, false, FBF_OP_DUPLICATE);
+	if (!st->public_too)
+		return STEP_ON;
+	if (in_public(st->index, &st->meta, &op->public_hash, &wait_for))
+		return done(st, false, FBF_OP_DUPLICATE);
+	if (FullTransactionIdIsValid(wait_for))
+		return wait_for_xact(st, false, wait_for);
+	return STEP_ON;
+}
+
+/*
+ * Step 3: lock the operation's pending chain (draining it first if its
+ * oldest entry is old enough that the commit log may forget it) and look
+ * for the operation there: in flight in another transaction (wait for it),
+ * or recorded by this one or a committed one (a duplicate, answered
+ * exactly).
+ *
+ * Numbered in a stream the window keeps, the operation takes two entries,
+ * its own and its annex: only under the window's own key (open_window
+ * checked the caller hashed under it) and with stream pages.  Its stream
+ * is asked only once the public hash is not: until then the window may
+ * hold operations recorded before it had its key, which no stream knows.
+ * Recorded meanwhile all the same, so that every operation drained under
+ * the key is known to its stream when the public lookups end (a stream's
+ * "new" must be proven: core/fbf_stream.h).
+ */
+static ApplyStep
+ask_chain(ApplyState *st, FbfApplyInfo *info)
+{
+	FullTransactionId wait_for;
+	FullTransactionId floor;
+
+	st->stream = st->op->has_stream && st->meta.stream_pages > 0 &&
+		fbf_hash_key_is_set(&st->meta.key);
+	st->ask_stream = st->stream && !st->public_too;
+	st->need = st->stream ? 2 : 1;
+
+	FbfChainLock(st->index, &st->meta,
+				 FbfWindowChainOf(&st->meta, &st->op->hash), &st->chain);
+	floor = FbfChainFloor(&st->chain);
+	if (FullTransactionIdIsValid(floor) &&
+		U64FromFullTransactionId(ReadNextFullTransactionId()) -
+		U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
+		FbfChainDrain(st->index, &st->meta, &st->chain, false, &st->grow);
+
+	if (in_chain(&st->meta, &st->chain, &st->op->hash, &wait_for, &st->room,
+				 st->need))
+	{
+		info->answer = FBF_ANSWER_CHAIN;
+		return done(st, true, FBF_OP_DUPLICATE);
+	}
+	if (FullTransactionIdIsValid(wait_for))
+		return wait_for_xact(st, true, wait_for);
+	return STEP_ON;
+}
+
+/*
+ * Step 4: applied earlier and drained into the window?  The filter answers
+ * (its partition page), and the operation's stream overrules it where it
+ * knows the seq (core/fbf_stream.h): "new" even where the filter says
+ * "seen" (a false dismissal averted), or "seen".  Exact because the
+ * operation's chain is held: its own entry would have been found on it,
+ * or was drained, and a drain records an operation in its stream before
+ * it leaves the chain (window_pending.c).
+ *
+ * At its cap, the filters answer "seen" for new operations at their
+ * estimated false-positive rate.  A counter that asked for it refuses what
+ * neither the pending chain nor a stream (exact) can answer, so that the
+ * client retries later rather than losing the operation.
+ */
+static ApplyStep
+ask_bits(ApplyState *st, FbfApplyInfo *info)
+{
+	bool		duplicate;
+	bool		exact = false;
+
+	st->lane_full = false;
+	duplicate = FbfFilterRoutineOf(&st->meta)->contains(st->index, &st->meta,
+														&st->op->hash,
+														&st->lane_full);
+	if (st->ask_stream)
+	{
+		switch (FbfStreamCheck(st->index, &st->meta, st->op->stream,
+							   st->op->seq, st->now))
+		{
+			case FBF_STREAM_NEW:
+				info->answer = duplicate ? FBF_ANSWER_STREAM_OVERRULED :
+					FBF_ANSWER_STREAM;
+				duplicate = false;
+				exact = true;
+				break;
+			case FBF_STREAM_SEEN:
+				info->answer = FBF_ANSWER_STREAM;
+				duplicate = true;
+				exact = true;
+				break;
+			case FBF_STREAM_ASK:
+				break;
+		}
+	}
+
+	if (!exact && (st->meta.flags & FBF_META_CAPPED) != 0 &&
+		FbfWindowGetOptions(st->index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
+	{
+		release(st, true);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("counter filter \"%s\" is at its capacity",
+						RelationGetRelationName(st->index)),
+				 errdetail("Its estimated false-positive rate is above its target and fbf.max_filter_size does not let it grow; the counter's option at_capacity is \"refuse\"."),
+				 errhint("Retry the operation later, raise fbf.max_filter_size, or set at_capacity to \"dismiss\".")));
+	}
+	if (duplicate)
+		return done(st, true, FBF_OP_DUPLICATE);
+	return STEP_ON;
+}
+
+/*
+ * Step 5: a page of the chain with room for the new operation's entries.
+ * If the chain is full, drain what has been decided; if that frees
+ * nothing, add an overflow page, up to FBF_MAX_PENDING_PAGES.
+ *
+ * A chain full of entries that wait for more bits (the drain put them
+ * off) grows the window now and tries again.  At its cap, a counter that
+ * refuses what it cannot take refuses this operation: the entries wait for
+ * the next refresh's empty future filter, as its shares planned (poured
+ * into the bits there are, they would stay until their filters age out).
+ * Otherwise they are drained into those bits.
+ */
+static ApplyStep
+find_room(ApplyState *st)
+{
+	FbfPendingChain *chain = &st->chain;
+	int			c;
+	int			n;
+
+	if (!BufferIsValid(st->room) &&
+		FbfChainDrain(st->index, &st->meta, chain, st->may_defer, &st->grow) > 0)
+	{
+		for (c = 0; c < chain->n && !BufferIsValid(st->room); c++)
+		{
+			FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
+			if (n + st->need <= FBF_PENDING_CAPACITY)
+				st->room = chain->bufs[c];
+		}
+	}
+	if (BufferIsValid(st->room))
+		return STEP_ON;
+
+	if (chain->n == FBF_MAX_PENDING_PAGES && st->may_defer && st->grow)
+	{
+		release(st, true);
+		st->grow = false;
+		if (FbfWindowGrowNow(st->index) == FBF_GROWTH_NONE)
+		{
+			if (FbfWindowPartsAtCap(&st->meta) <= st->meta.nparts &&
+				FbfWindowGetOptions(st->index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("counter filter \"%s\" is at its capacity",
+								RelationGetRelationName(st->index)),
+						 errdetail("One of its partitions has more operations of this period than its filters take under the target; they wait for the next period's filter."),
+						 errhint("Retry the operation in a later period, or raise fbf.max_filter_size.")));
+			st->may_defer = false;
+		}
+		CHECK_FOR_INTERRUPTS();
+		return STEP_AGAIN;
+	}
+	if (chain->n == FBF_MAX_PENDING_PAGES)
+	{
+		int			nops = chain_operations(chain);
+
+		release(st, true);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("too many operations in flight on counter filter \"%s\"",
+						RelationGetRelationName(st->index)),
+				 errdetail("%d operations of open transactions are waiting to commit in one partition.",
+						   nops),
+				 errhint("Commit or roll back the transactions that increment this counter, or split large batches into several transactions.")));
+	}
+	FbfChainExtend(st->index, chain);
+	st->room = chain->bufs[chain->n - 1];
+	return STEP_ON;
+}
+
+/*
+ * Step 6: record the new operation in flight for the current
+ * (sub)transaction: append (xid, hash), and its annex (stream, seq) after
+ * it, lowering the chain's floor in the same record when the entry goes to
+ * the head, else in one of its own; then let go of every lock.
+ */
+static void
+record_operation(ApplyState *st, FbfApplyInfo *info)
+{
+	FullTransactionId fxid = GetCurrentFullTransactionId();
+	FullTransactionId floor = FbfChainFloor(&st->chain);
+	XLogRecPtr	room_lsn = PageGetLSN(BufferGetPage(st->room));
+	bool		lowers = !FullTransactionIdIsValid(floor) ||
+		FullTransactionIdPrecedes(fxid, floor);
+	bool		at_head = st->room == st->chain.bufs[0];
+	FbfPendingEntry entry;
+	FbfPendingEntry annex;
+
+	entry.xid = XidFromFullTransactionId(fxid);
+	entry.epoch = EpochFromFullTransactionId(fxid);
+	entry.h1 = st->op->hash.h1;
+	entry.h2 = st->op->hash.h2;
+	if (st->stream)
+		annex = FbfPendingAnnex(st->op->stream, st->op->seq);
+	FbfPendingLogAdd(st->index, st->room, &entry, st->stream ? &annex : NULL,
+					 lowers && at_head);
+	if (lowers && !at_head)
+		FbfChainSetFloor(st->index, &st->chain, fxid);
+	FbfPendingPageNoteAdd(st->room, room_lsn);
+
+	info->entries = st->need;
+	FbfWindowCapacityOf(&st->meta, &info->capacity);
+	release(st, true);
+	/* a new operation: does the window need more bits for its rate? */
+	info->overfull = st->lane_full || st->grow;
+}
+
+/*
  * Decide whether the operation `op` is new, and if so record it as in
  * flight for the current (sub)transaction, under its hash (op->hash).
  *
@@ -193,17 +530,17 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * may still hold operations recorded before it had its key, or by 1.0
  * (legacy_until: op->keyless is the identity 1.0 gave the same operation),
  * the operation is also a duplicate if the window holds those identities.
- * `keying` is what the caller hashed `op` with (FbfWindowHashIdentity): if
+ * `keying` is what the caller hashed `op` with (FbfWindowHashOperation): if
  * the window's key or public lookups have changed since, nothing is done
  * and FBF_OP_REKEYED returned, for the caller to hash again.  The caller
  * holds RowExclusiveLock on the counter table.
  *
- * An operation numbered in a stream (op->has_stream, FbfWindowHashStream)
- * of a window that keeps streams is also asked of its stream page when
- * its chain does not hold it (FbfStreamCheck): where the stream knows the
- * seq, its answer is exact and overrules the filter's.  Recorded, such an
- * operation is followed on its pending page by its annex (window_page.h),
- * in the same WAL record, which its drain records in the stream.
+ * An operation numbered in a stream (op->has_stream) of a window that
+ * keeps streams is also asked of its stream page when its chain does not
+ * hold it (FbfStreamCheck): where the stream knows the seq, its answer is
+ * exact and overrules the filter's.  Recorded, such an operation is
+ * followed on its pending page by its annex (window_page.h), in the same
+ * WAL record, which its drain records in the stream.
  *
  * info->overfull is set when the operation's partition page shows the
  * window filling faster than its bits are for: the caller should then grow
@@ -215,303 +552,49 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * Pages read: the metapage, the operation's chain (one page unless
  * transactions leave many operations in flight, or its entries wait for
  * the window to grow), its partition page, and its stream page if it has
- * one.  An operation that finds its
- * chain full of entries waiting for more bits grows the window itself
- * (FbfWindowGrowNow) before it records anything.
+ * one.  An operation that finds its chain full of entries waiting for
+ * more bits grows the window itself (FbfWindowGrowNow) before it records
+ * anything.
+ *
+ * Like _hash_doinsert, a short driver over named steps, each of which
+ * either goes on holding its locks, or lets go of them and says to start
+ * over (after a refresh, a growth or a wait) or what the answer is:
+ * open_window, ask_earlier_identities, ask_chain, ask_bits, find_room,
+ * record_operation.
  */
 FbfOpResult
 FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			   const FbfWindowOp *op, FbfApplyInfo *info)
 {
-	const FbfHash *hash = &op->hash;
-	bool		refresh_tried = false;
-	bool		may_defer = true;
-	bool		grow = false;
+	ApplyState	st = {0};
 
+	st.index = index;
+	st.op = op;
+	st.may_defer = true;
 	info->overfull = false;
 	info->entries = 0;
 	for (;;)
 	{
-		Buffer		metabuf;
-		FbfWindowMetaPageData meta;
-		FbfPendingChain chain;
-		uint32		chainno;
-		FullTransactionId wait_for = InvalidFullTransactionId;
-		FullTransactionId fxid;
-		FullTransactionId floor;
-		bool		duplicate = false;
-		bool		lane_full = false;
-		bool		stream;
-		bool		ask_stream;
-		bool		exact = false;
-		int			need;
-		Buffer		room = InvalidBuffer;
-		FbfPendingEntry entry;
-		FbfPendingEntry annex;
-		FbfWindowKeying current;
-		XLogRecPtr	room_lsn;
-		int			n;
-		int			c;
-		int64		now;
+		ApplyStep	step;
 
 		info->answer = FBF_ANSWER_FILTER;
-		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
-		now = FbfWindowNow(&meta);
-
-		/* refresh first (once: a refresh may rightly be postponed) */
-		if (!refresh_tried && needs_refresh(&meta, now))
+		step = open_window(&st, keying);
+		if (step == STEP_ON)
+			step = ask_earlier_identities(&st);
+		if (step == STEP_ON)
+			step = ask_chain(&st, info);
+		if (step == STEP_ON)
+			step = ask_bits(&st, info);
+		if (step == STEP_ON)
+			step = find_room(&st);
+		if (step == STEP_DONE)
+			return st.result;
+		if (step == STEP_ON)
 		{
-			UnlockReleaseBuffer(metabuf);
-			FbfWindowRefresh(index);
-			refresh_tried = true;
-			continue;
+			record_operation(&st, info);
+			return FBF_OP_APPLIED;
 		}
-
-		/* a window not upgraded (refresh postponed on a standby...)? */
-		if (meta.version != FBF_STORAGE_VERSION)
-		{
-			UnlockReleaseBuffer(metabuf);
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the filter \"%s\" has not been upgraded",
-							RelationGetRelationName(index))));
-		}
-
-		/* hashed under the key the window has, asking what it must ask? */
-		FbfWindowKeyingOf(&meta, now, &current);
-		if (!FbfWindowKeysEqual(&current.key, &keying->key) ||
-			(current.public_too && !op->has_public) ||
-			(current.keyless_too && !keying->keyless_too))
-		{
-			UnlockReleaseBuffer(metabuf);
-			return FBF_OP_REKEYED;
-		}
-
-		/* remembered from before an upgrade? */
-		if (in_legacy(index, &meta, now,
-					  op->has_public ? &op->public_hash : hash,
-					  op->has_keyless ? &op->keyless : NULL))
-		{
-			UnlockReleaseBuffer(metabuf);
-			return FBF_OP_DUPLICATE;
-		}
-
-		/* remembered from before the window had its key? */
-		if (current.public_too &&
-			(in_public(index, &meta, &op->public_hash, &wait_for) ||
-			 FullTransactionIdIsValid(wait_for)))
-		{
-			UnlockReleaseBuffer(metabuf);
-			if (!FullTransactionIdIsValid(wait_for))
-				return FBF_OP_DUPLICATE;
-			XactLockTableWait(XidFromFullTransactionId(wait_for), NULL, NULL,
-							  XLTW_None);
-			continue;
-		}
-
-		/*
-		 * Numbered in a stream the window keeps?  Only under its own key
-		 * (the caller hashed under it: checked above) and with stream
-		 * pages; the operation then takes two entries, its own and its
-		 * annex.  Its stream is asked only once the public hash is not:
-		 * until then the window may hold operations recorded before it
-		 * had its key, which no stream knows.  Recorded meanwhile all the
-		 * same, so that every operation drained under the key is known
-		 * to its stream when the public lookups end (a stream's "new"
-		 * must be proven: core/fbf_stream.h).
-		 */
-		stream = op->has_stream && meta.stream_pages > 0 &&
-			fbf_hash_key_is_set(&meta.key);
-		ask_stream = stream && !current.public_too;
-		need = stream ? 2 : 1;
-
-		chainno = FbfWindowChainOf(&meta, hash);
-		FbfChainLock(index, &meta, chainno, &chain);
-
-		/* entries this old must be drained before the commit log forgets */
-		floor = FbfChainFloor(&chain);
-		if (FullTransactionIdIsValid(floor) &&
-			U64FromFullTransactionId(ReadNextFullTransactionId()) -
-			U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
-			FbfChainDrain(index, &meta, &chain, false, &grow);
-
-		/* in flight, or applied recently and not yet drained? */
-		duplicate = in_chain(&meta, &chain, hash, &wait_for, &room, need);
-		if (FullTransactionIdIsValid(wait_for))
-		{
-			FbfChainRelease(&chain);
-			UnlockReleaseBuffer(metabuf);
-			XactLockTableWait(XidFromFullTransactionId(wait_for), NULL, NULL,
-							  XLTW_None);
-			continue;
-		}
-		if (duplicate)
-		{
-			FbfChainRelease(&chain);
-			UnlockReleaseBuffer(metabuf);
-			info->answer = FBF_ANSWER_CHAIN;
-			return FBF_OP_DUPLICATE;
-		}
-
-		/* applied earlier and drained into the window? */
-		duplicate = FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, &lane_full);
-
-		/*
-		 * Its stream answers exactly where it knows (core/fbf_stream.h):
-		 * "new" even where the filter says "seen" (a false dismissal
-		 * averted), "seen"; else the filter's answer stands.  Exact
-		 * because the operation's chain is held: its own entry would have
-		 * been found on it, or was drained, and a drain records an
-		 * operation in its stream before it leaves the chain
-		 * (window_pending.c).
-		 */
-		if (ask_stream)
-		{
-			switch (FbfStreamCheck(index, &meta, op->stream, op->seq, now))
-			{
-				case FBF_STREAM_NEW:
-					info->answer = duplicate ? FBF_ANSWER_STREAM_OVERRULED :
-						FBF_ANSWER_STREAM;
-					duplicate = false;
-					exact = true;
-					break;
-				case FBF_STREAM_SEEN:
-					info->answer = FBF_ANSWER_STREAM;
-					duplicate = true;
-					exact = true;
-					break;
-				case FBF_STREAM_ASK:
-					break;
-			}
-		}
-
-		/*
-		 * At its cap, the filters answer "seen" for new operations at their
-		 * estimated false-positive rate.  A counter that asked for it
-		 * refuses what neither the pending chain nor a stream (exact) can
-		 * answer, so that the client retries later rather than losing the
-		 * operation.
-		 */
-		if (!exact && (meta.flags & FBF_META_CAPPED) != 0 &&
-			FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
-		{
-			FbfChainRelease(&chain);
-			UnlockReleaseBuffer(metabuf);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("counter filter \"%s\" is at its capacity",
-							RelationGetRelationName(index)),
-					 errdetail("Its estimated false-positive rate is above its target and fbf.max_filter_size does not let it grow; the counter's option at_capacity is \"refuse\"."),
-					 errhint("Retry the operation later, raise fbf.max_filter_size, or set at_capacity to \"dismiss\".")));
-		}
-
-		if (duplicate)
-		{
-			FbfChainRelease(&chain);
-			UnlockReleaseBuffer(metabuf);
-			return FBF_OP_DUPLICATE;
-		}
-
-		/*
-		 * New: record it as in flight.  If the chain is full, drain what has
-		 * been decided; if that frees nothing, add an overflow page.
-		 */
-		if (!BufferIsValid(room) && FbfChainDrain(index, &meta, &chain, may_defer, &grow) > 0)
-		{
-			for (c = 0; c < chain.n && !BufferIsValid(room); c++)
-			{
-				FbfWindowPageGetEntries(BufferGetPage(chain.bufs[c]), &n);
-				if (n + need <= FBF_PENDING_CAPACITY)
-					room = chain.bufs[c];
-			}
-		}
-		if (!BufferIsValid(room))
-		{
-			if (chain.n == FBF_MAX_PENDING_PAGES && may_defer && grow)
-			{
-				/*
-				 * Full of entries that wait for more bits (the drain put
-				 * them off): grow the window now and try again.  At its
-				 * cap, a counter that refuses what it cannot take refuses
-				 * this operation: the entries wait for the next refresh's
-				 * empty future filter, as its shares planned (poured into
-				 * the bits there are, they would stay until their filters
-				 * age out).  Otherwise they are drained into those bits.
-				 */
-				FbfChainRelease(&chain);
-				UnlockReleaseBuffer(metabuf);
-				grow = false;
-				if (FbfWindowGrowNow(index) == FBF_GROWTH_NONE)
-				{
-					if (FbfWindowPartsAtCap(&meta) <= meta.nparts &&
-						FbfWindowGetOptions(index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
-						ereport(ERROR,
-								(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-								 errmsg("counter filter \"%s\" is at its capacity",
-										RelationGetRelationName(index)),
-								 errdetail("One of its partitions has more operations of this period than its filters take under the target; they wait for the next period's filter."),
-								 errhint("Retry the operation in a later period, or raise fbf.max_filter_size.")));
-					may_defer = false;
-				}
-				CHECK_FOR_INTERRUPTS();
-				continue;
-			}
-			if (chain.n == FBF_MAX_PENDING_PAGES)
-			{
-				int			nops = chain_operations(&chain);
-
-				FbfChainRelease(&chain);
-				UnlockReleaseBuffer(metabuf);
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-						 errmsg("too many operations in flight on counter filter \"%s\"",
-								RelationGetRelationName(index)),
-						 errdetail("%d operations of open transactions are waiting to commit in one partition.",
-								   nops),
-						 errhint("Commit or roll back the transactions that increment this counter, or split large batches into several transactions.")));
-			}
-			FbfChainExtend(index, &chain);
-			room = chain.bufs[chain.n - 1];
-		}
-
-		/*
-		 * Append (xid, hash), and its annex (stream, seq) after it,
-		 * lowering the chain's floor in the same record when the entry
-		 * goes to the head, else in one of its own.
-		 */
-		fxid = GetCurrentFullTransactionId();
-		floor = FbfChainFloor(&chain);
-		room_lsn = PageGetLSN(BufferGetPage(room));
-		entry.xid = XidFromFullTransactionId(fxid);
-		entry.epoch = EpochFromFullTransactionId(fxid);
-		entry.h1 = hash->h1;
-		entry.h2 = hash->h2;
-		if (stream)
-			annex = FbfPendingAnnex(op->stream, op->seq);
-		if (!FullTransactionIdIsValid(floor) || FullTransactionIdPrecedes(fxid, floor))
-		{
-			if (room == chain.bufs[0])
-				FbfPendingLogAdd(index, room, &entry, stream ? &annex : NULL,
-								 true);
-			else
-			{
-				FbfPendingLogAdd(index, room, &entry, stream ? &annex : NULL,
-								 false);
-				FbfChainSetFloor(index, &chain, fxid);
-			}
-		}
-		else
-			FbfPendingLogAdd(index, room, &entry, stream ? &annex : NULL,
-							 false);
-		FbfPendingPageNoteAdd(room, room_lsn);
-
-		FbfChainRelease(&chain);
-		info->entries = need;
-		FbfWindowCapacityOf(&meta, &info->capacity);
-		UnlockReleaseBuffer(metabuf);
-		/* a new operation: does the window need more bits for its rate? */
-		info->overfull = lane_full || grow;
-		return FBF_OP_APPLIED;
+		/* STEP_AGAIN: locks let go to refresh, grow or wait; ask again */
 	}
 }
 

@@ -61,7 +61,7 @@
  * replay and standbys need nothing more.
  *
  * Streams.  An operation numbered in a stream (a client's seq) also gets
- * its stream's id under the key (FbfWindowHashStream); a window without a
+ * its stream's id under the key (FbfWindowHashOperation); a window without a
  * key of its own keeps no streams, and one still asking the public hash
  * records them without asking them (window_apply.c).
  *
@@ -150,79 +150,87 @@ FbfWindowKeyingOf(const FbfWindowMetaPageData *meta, int64 now,
 }
 
 /*
- * How the window hashes identities now.  The caller holds RowExclusiveLock
- * on the table; the key can still change under it (a refresh's first step,
- * an empty window adopting a snapshot), which FbfWindowApply detects.
+ * How the window hashes identities now, into *keying: the backend's copy,
+ * kept in the index's rd_amcache (as access/hash keeps its metapage; freed
+ * whenever relcache invalidations are processed), or with `reread` the
+ * metapage's, which becomes the copy.  The caller holds RowExclusiveLock
+ * on the table.  The copy can be stale, and the key can change under the
+ * lock too (a refresh's first step, an empty window adopting a snapshot):
+ * FbfWindowApply compares the keying an operation was hashed under with
+ * the metapage's and says FBF_OP_REKEYED, and the caller rereads.
  */
 void
-FbfWindowGetKeying(Relation index, FbfWindowKeying *keying)
+FbfWindowGetKeying(Relation index, bool reread, FbfWindowKeying *keying)
 {
-	FbfWindowMetaPageData meta;
+	if (index->rd_amcache == NULL || reread)
+	{
+		FbfWindowMetaPageData meta;
 
-	FbfWindowReadMeta(index, &meta);
-	FbfWindowKeyingOf(&meta, FbfWindowNow(&meta), keying);
+		FbfWindowReadMeta(index, &meta);
+		FbfWindowKeyingOf(&meta, FbfWindowNow(&meta), keying);
+		if (index->rd_amcache == NULL)
+			index->rd_amcache = MemoryContextAlloc(index->rd_indexcxt,
+												   sizeof(FbfWindowKeying));
+		memcpy(index->rd_amcache, keying, sizeof(FbfWindowKeying));
+		return;
+	}
+	memcpy(keying, index->rd_amcache, sizeof(FbfWindowKeying));
 }
 
 /*
- * An identity's bytes as the window is asked about them: hashed under the
- * key, and as `keying` says under the public hash (or the fixed key the
- * window gave up) too.  `keyless` (may be
- * NULL) is the identity 1.0 gave the same operation, looked up while a 1.0
- * window's operations may still be held.
+ * The stream's id of an operation numbered in one, under `key`: the keyed
+ * hash of 'S' followed by the bytes that name the stream (h1, never 0:
+ * fbf_stream_id), so that a stream's id is as unpredictable as its
+ * operations' hashes (no identity's bytes begin with 'S').
  */
-void
-FbfWindowHashIdentity(const FbfWindowKeying *keying, const void *bytes,
-					  size_t len, const void *keyless, size_t keyless_len,
-					  FbfWindowOp *op)
-{
-	op->hash = fbf_hash_keyed(&keying->key, bytes, len);
-	op->has_public = keying->public_too;
-	if (op->has_public)
-		op->public_hash = fbf_hash_keyed(&keying->public_key, bytes, len);
-	op->has_keyless = keying->keyless_too && keyless != NULL;
-	if (op->has_keyless)
-		op->keyless = fbf_hash_bytes(keyless, keyless_len);
-	/* numbered in a stream only if FbfWindowHashStream says so, after */
-	op->has_stream = false;
-	op->stream = 0;
-	op->seq = 0;
-}
-
-/*
- * The stream of an operation numbered `seq` in it, into `op` (already
- * hashed by FbfWindowHashIdentity): `bytes` are the operation's identity
- * bytes without the seq, and the stream's id is the window's keyed hash of
- * 'S' followed by them (h1, never 0: fbf_stream_id), so that a stream's
- * id is as unpredictable as its operations' hashes (no identity's bytes
- * begin with 'S').  Streams need the window's own key (core/fbf_stream.h;
- * window_stream.c): under the public hash the operation has no stream, and
- * the filter answers for it alone.  While the window still asks the public
- * hash it has one: FbfWindowApply records it with its annex, so that its
- * stream knows it once the public lookups end, but does not ask the
- * stream about it yet.
- */
-void
-FbfWindowHashStream(const FbfWindowKeying *keying, const void *bytes,
-					size_t len, int64 seq, FbfWindowOp *op)
+static uint64
+stream_id(const FbfHashKey *key, const void *bytes, size_t len)
 {
 	unsigned char local[256];
 	unsigned char *buf = local;
-
-	op->has_stream = false;
-	op->stream = 0;
-	op->seq = 0;
-	if (!fbf_hash_key_is_set(&keying->key))
-		return;
+	uint64		id;
 
 	if (len + 1 > sizeof(local))
 		buf = palloc(len + 1);
 	buf[0] = 'S';
 	memcpy(buf + 1, bytes, len);
-	op->stream = fbf_stream_id(fbf_hash_keyed(&keying->key, buf, len + 1).h1);
-	op->has_stream = true;
-	op->seq = seq;
+	id = fbf_stream_id(fbf_hash_keyed(key, buf, len + 1).h1);
 	if (buf != local)
 		pfree(buf);
+	return id;
+}
+
+/*
+ * An operation as the window whose keying is `keying` is asked about it:
+ * the one place where an identity is keyed and hashed.  Its bytes hashed
+ * under the key, and as `keying` says under the public hash (or the fixed
+ * key the window gave up) too, and the identity 1.0 gave it (id->keyless)
+ * while a 1.0 window's operations may still be held.
+ *
+ * Numbered in a stream (id->stream_len), it also gets its stream
+ * (stream_id) and seq.  Streams need the window's own key
+ * (core/fbf_stream.h; window_stream.c): under the public hash the
+ * operation has no stream, and the filter answers for it alone.  While the
+ * window still asks the public hash it has one: FbfWindowApply records it
+ * with its annex, so that its stream knows it once the public lookups end,
+ * but does not ask the stream about it yet.
+ */
+void
+FbfWindowHashOperation(const FbfWindowKeying *keying,
+					   const FbfWindowIdentity *id, FbfWindowOp *op)
+{
+	op->hash = fbf_hash_keyed(&keying->key, id->bytes, id->len);
+	op->has_public = keying->public_too;
+	if (op->has_public)
+		op->public_hash = fbf_hash_keyed(&keying->public_key, id->bytes,
+										 id->len);
+	op->has_keyless = keying->keyless_too && id->keyless != NULL;
+	if (op->has_keyless)
+		op->keyless = fbf_hash_bytes(id->keyless, id->keyless_len);
+	op->has_stream = id->stream_len > 0 && fbf_hash_key_is_set(&keying->key);
+	op->stream = op->has_stream ?
+		stream_id(&keying->key, id->bytes, id->stream_len) : 0;
+	op->seq = op->has_stream ? id->seq : 0;
 }
 
 /*

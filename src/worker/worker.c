@@ -459,8 +459,11 @@ counter_tables(void)
 
 /*
  * Maintain one counter in its own transaction, filling *schedule.  Skips
- * it, without waiting, if its table is locked against us (DDL in
- * progress), or was dropped; the counter then counts as busy.  Skips it
+ * it, without waiting, if its table or its window index is locked against
+ * us (DDL in progress), or was dropped; the counter then counts as busy.
+ * Neither lock is waited for: DDL that drops the two (DROP EXTENSION, DROP
+ * TABLE ... CASCADE) may take the index's first, and a worker holding the
+ * table while it waited for the index would deadlock with it.  Skips it
  * too if its owner set the option worker_maintenance off; that one counts
  * as idle, and asks for no early pass.
  */
@@ -474,14 +477,20 @@ maintain_one(Oid heapoid, Oid indexoid, FbfCounterSchedule *schedule)
 	schedule->refresh_in = 0;
 	if (!ConditionalLockRelationOid(heapoid, RowExclusiveLock))
 		return;
-	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(heapoid)) ||
-		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexoid)))
+	if (!ConditionalLockRelationOid(indexoid, RowExclusiveLock))
 	{
 		UnlockRelationOid(heapoid, RowExclusiveLock);
 		return;
 	}
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(heapoid)) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexoid)))
+	{
+		UnlockRelationOid(indexoid, RowExclusiveLock);
+		UnlockRelationOid(heapoid, RowExclusiveLock);
+		return;
+	}
 	heap = table_open(heapoid, NoLock);
-	index = index_open(indexoid, RowExclusiveLock);
+	index = index_open(indexoid, NoLock);
 	if (!FbfWindowGetOptions(index)->worker_maintenance)
 	{
 		schedule->busy = false;
