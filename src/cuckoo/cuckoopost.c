@@ -230,6 +230,58 @@ append_logged(Relation index, const CuckooLayout *layout, Buffer buf,
 	CuckooChangeFinish(index, state, &buf, 1);
 }
 
+/*
+ * Record the room of posting page "buf" (locked by the caller) in the free
+ * space map and make it visible to searches at once: raising a page's
+ * value reaches the map's upper levels only when they are vacuumed.  For a
+ * page that has just become able to take more lists.
+ */
+static void
+publish_space(Relation index, const CuckooLayout *layout, Buffer buf)
+{
+	BlockNumber blkno = BufferGetBlockNumber(buf);
+
+	CuckooRecordSpace(index, layout, blkno, BufferGetPage(buf));
+	FreeSpaceMapVacuumRange(index, blkno, blkno + 1);
+}
+
+/*
+ * Put a new page of list "list_tag" right after its full head "hbuf"
+ * (exclusively locked, the list's id "id"), holding the two slots "first"
+ * and "second" (a TID or a link, and its killed bit) in that order, and
+ * make slot "slot" of the head its link, in place of what it held.  One
+ * record: head, new page.  The caller keeps the head's lock.
+ */
+static void
+page_after_head(Relation index, const CuckooLayout *layout, Buffer hbuf,
+				uint32 id, uint32 list_tag, uint32 slot,
+				const uint8 *first, bool first_killed,
+				const uint8 *second, bool second_killed, bool wal)
+{
+	bool		fresh;
+	Buffer		nbuf = page_with_room(index, layout, 2, true, InvalidBuffer, &fresh);
+	FbfXLogState *state;
+	Page		h;
+	Page		npage;
+	ItemPointerData ref_n;
+	Buffer		bufs[2];
+
+	CuckooMakeRef(&ref_n, BufferGetBlockNumber(nbuf), id);
+	state = CuckooChangeStart(index, wal);
+	h = CuckooChangePage(state, hbuf, 0);
+	npage = posting_page_in(state, nbuf, fresh, layout);
+	CuckooPageGetOpaque(npage)->nrefs = 1;
+	page_append(layout, npage, list_tag, first, first_killed);
+	page_append(layout, npage, list_tag, second, second_killed);
+	cuckoo_slot_put(layout, CuckooPageGetBlock(h), slot, list_tag,
+					(const uint8 *) &ref_n);
+	CuckooSetShape(h, layout);
+	bufs[0] = hbuf;
+	bufs[1] = nbuf;
+	CuckooChangeFinish(index, state, bufs, 2);
+	UnlockReleaseBuffer(nbuf);
+}
+
 /* Slots of a page (block) of list "list_tag": entries, and its link if any. */
 static uint32
 count_list(const CuckooLayout *layout, const uint8 *block, uint32 list_tag,
@@ -305,15 +357,9 @@ move_list(Relation index, const CuckooLayout *layout, Buffer buf, uint32 ptr,
 	CuckooChangeFinish(index, state, bufs, 3);
 
 	/* both pages may take more lists: make their room visible at once */
-	CuckooRecordSpace(index, layout, BufferGetBlockNumber(hbuf), BufferGetPage(hbuf));
-	FreeSpaceMapVacuumRange(index, BufferGetBlockNumber(hbuf),
-							BufferGetBlockNumber(hbuf) + 1);
+	publish_space(index, layout, hbuf);
 	if (fresh)
-	{
-		CuckooRecordSpace(index, layout, BufferGetBlockNumber(tbuf), BufferGetPage(tbuf));
-		FreeSpaceMapVacuumRange(index, BufferGetBlockNumber(tbuf),
-								BufferGetBlockNumber(tbuf) + 1);
-	}
+		publish_space(index, layout, tbuf);
 	UnlockReleaseBuffer(tbuf);
 }
 
@@ -350,8 +396,6 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 	Buffer		hbuf;
 	Page		hpage;
 	int			link;
-	FbfXLogState *state;
-	Buffer		bufs[3];
 
 	if (ptr < 0)
 		return false;
@@ -380,10 +424,6 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 									  CuckooRefBlock(cuckoo_slot_tid(layout, CuckooPageGetBlock(hpage),
 																	 (uint32) link)));
 		ItemPointerData ref_e;
-		Buffer		nbuf;
-		bool		fresh;
-		Page		npage;
-		Page		h;
 
 		LockBuffer(ebuf, BUFFER_LOCK_EXCLUSIVE);
 		CuckooCheckPage(index, ebuf, CUCKOO_POSTING);
@@ -396,26 +436,10 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 		}
 
 		/* a new page between the head and that one, carrying the link */
-		nbuf = page_with_room(index, layout, 2, true, InvalidBuffer, &fresh);
 		CuckooMakeRef(&ref_e, BufferGetBlockNumber(ebuf), CuckooRefId(ref));
-		state = CuckooChangeStart(index, wal);
-		h = CuckooChangePage(state, hbuf, 0);
-		npage = posting_page_in(state, nbuf, fresh, layout);
-		page_append(layout, npage, list_tag, (const uint8 *) &ref_e, false);
-		page_append(layout, npage, list_tag, (const uint8 *) tid, false);
-		CuckooPageGetOpaque(npage)->nrefs = 1;
-		{
-			ItemPointerData ref_n;
-
-			CuckooMakeRef(&ref_n, BufferGetBlockNumber(nbuf), CuckooRefId(ref));
-			cuckoo_slot_put(layout, CuckooPageGetBlock(h), (uint32) link, list_tag,
-							(const uint8 *) &ref_n);
-		}
-		CuckooSetShape(h, layout);
-		bufs[0] = hbuf;
-		bufs[1] = nbuf;
-		CuckooChangeFinish(index, state, bufs, 2);
-		UnlockReleaseBuffer(nbuf);
+		page_after_head(index, layout, hbuf, CuckooRefId(ref), list_tag,
+						(uint32) link, (const uint8 *) &ref_e, false,
+						(const uint8 *) tid, false, wal);
 		UnlockReleaseBuffer(ebuf);
 		UnlockReleaseBuffer(hbuf);
 		return true;
@@ -425,11 +449,6 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 		/* the head is full and the list has no page after it: make one */
 		int			e = find_entry(layout, CuckooPageGetBlock(hpage), list_tag);
 		const uint8 *hblock = CuckooPageGetBlock(hpage);
-		Buffer		nbuf;
-		bool		fresh;
-		Page		npage;
-		Page		h;
-		ItemPointerData ref_n;
 		bool		exhausted = cuckoo_tag_rest(ptag) == CUCKOO_REST_EMPTY;
 
 		uint32		c = count_list(layout, hblock, list_tag, &link);
@@ -455,24 +474,11 @@ CuckooListAppend(Relation index, const CuckooLayout *layout, Buffer buf,
 			return false;
 		}
 
-		nbuf = page_with_room(index, layout, 2, true, InvalidBuffer, &fresh);
-		CuckooMakeRef(&ref_n, BufferGetBlockNumber(nbuf), CuckooRefId(ref));
-		state = CuckooChangeStart(index, wal);
-		h = CuckooChangePage(state, hbuf, 0);
-		npage = posting_page_in(state, nbuf, fresh, layout);
-		CuckooPageGetOpaque(npage)->nrefs = 1;
-		page_append(layout, npage, list_tag, (const uint8 *) tid, false);
 		/* one of its entries makes way for the link */
-		page_append(layout, npage, list_tag,
-					cuckoo_slot_tid(layout, hblock, (uint32) e),
-					cuckoo_slot_killed(layout, hblock, (uint32) e));
-		cuckoo_slot_put(layout, CuckooPageGetBlock(h), (uint32) e, list_tag,
-						(const uint8 *) &ref_n);
-		CuckooSetShape(h, layout);
-		bufs[0] = hbuf;
-		bufs[1] = nbuf;
-		CuckooChangeFinish(index, state, bufs, 2);
-		UnlockReleaseBuffer(nbuf);
+		page_after_head(index, layout, hbuf, CuckooRefId(ref), list_tag,
+						(uint32) e, (const uint8 *) tid, false,
+						cuckoo_slot_tid(layout, hblock, (uint32) e),
+						cuckoo_slot_killed(layout, hblock, (uint32) e), wal);
 		UnlockReleaseBuffer(hbuf);
 		return true;
 	}
@@ -556,12 +562,7 @@ make_list(Relation index, const CuckooLayout *layout, Buffer buf,
 	 */
 	if (fresh &&
 		CuckooPageGetOpaque(BufferGetPage(hbuf))->nentries < cuckoo_nslots(layout))
-	{
-		CuckooRecordSpace(index, layout, BufferGetBlockNumber(hbuf),
-						  BufferGetPage(hbuf));
-		FreeSpaceMapVacuumRange(index, BufferGetBlockNumber(hbuf),
-								BufferGetBlockNumber(hbuf) + 1);
-	}
+		publish_space(index, layout, hbuf);
 	UnlockReleaseBuffer(hbuf);
 }
 

@@ -720,6 +720,22 @@ points_at_dead_tuple(Relation heap, ItemPointer tid, BlockNumber heap_blocks)
 }
 
 /*
+ * One of cuckoo_index_verify's hash tables, of about `nelem` entries of
+ * `entrysize` bytes whose first `keysize` bytes are the key, compared as
+ * bytes; in the current memory context, destroyed at the end of the call.
+ */
+static HTAB *
+verify_table(const char *name, long nelem, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
  * cuckoo_index_verify(index regclass): the metapage and its extents valid,
  * every page recognised, entry counts right, every overflow page chained,
  * no TID twice (except copies of an entry with no rest bits left, found
@@ -735,7 +751,6 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 	Relation	heap;
 	Relation	index = CuckooOpenForCheck(indexoid, ShareLock, true, &heap);
 	VerifyState vs;
-	HASHCTL		ctl;
 	BlockNumber nblocks;
 	BlockNumber heap_blocks;
 	IndexInfo  *indexInfo;
@@ -772,27 +787,16 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 							RelationGetRelationName(index), i)));
 	}
 
-	ctl.keysize = sizeof(ItemPointerData);
-	ctl.entrysize = sizeof(VerifyEntry);
-	ctl.hcxt = CurrentMemoryContext;
-	vs.entries = hash_create("cuckoo verify entries", 1024, &ctl,
-							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.keysize = sizeof(ChainLink);
-	ctl.entrysize = sizeof(ChainLink);
-	vs.links = hash_create("cuckoo verify chains", 64, &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.keysize = sizeof(BlockNumber);
-	ctl.entrysize = sizeof(BlockNumber);
-	vs.reachable = hash_create("cuckoo verify overflow pages", 64, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.keysize = sizeof(ListReachKey);
-	ctl.entrysize = sizeof(ListReach);
-	vs.lists = hash_create("cuckoo verify lists", 256, &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.keysize = sizeof(BlockNumber);
-	ctl.entrysize = sizeof(PostingRefs);
-	vs.posting_refs = hash_create("cuckoo verify posting pages", 64, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	vs.entries = verify_table("cuckoo verify entries", 1024,
+							  sizeof(ItemPointerData), sizeof(VerifyEntry));
+	vs.links = verify_table("cuckoo verify chains", 64,
+							sizeof(ChainLink), sizeof(ChainLink));
+	vs.reachable = verify_table("cuckoo verify overflow pages", 64,
+								sizeof(BlockNumber), sizeof(BlockNumber));
+	vs.lists = verify_table("cuckoo verify lists", 256,
+							sizeof(ListReachKey), sizeof(ListReach));
+	vs.posting_refs = verify_table("cuckoo verify posting pages", 64,
+								   sizeof(BlockNumber), sizeof(PostingRefs));
 
 	/* the live bucket pages (while growing: unsplit old ones and split new ones) */
 	if (!vs.meta.growing)
