@@ -54,77 +54,48 @@ fbf_le_write(unsigned char *p, uint64_t v, unsigned n)
 		p[i] = (unsigned char) (v >> (8 * i));
 }
 
-static inline uint16_t
-fbf_le16_read(const unsigned char *p)
-{
+/*
+ * fbf_le16_read, fbf_le32_read and fbf_le64_read: the 16, 32 or 64-bit
+ * little-endian integer at p; fbf_le16_write, fbf_le32_write and
+ * fbf_le64_write: v at p, little-endian.  FBF_LE_FIXED(bits) defines one
+ * width's pair: whole words, or byte by byte where the byte order is not
+ * known.
+ */
 #ifdef FBF_LE_BYTEWISE
-	return (uint16_t) fbf_le_read(p, 2);
-#else
-	uint16_t	v;
-
-	memcpy(&v, p, 2);
-	return FBF_LE_NATIVE(16, v);
-#endif
+#define FBF_LE_FIXED(bits) \
+static inline uint##bits##_t \
+fbf_le##bits##_read(const unsigned char *p) \
+{ \
+	return (uint##bits##_t) fbf_le_read(p, (bits) / 8); \
+} \
+\
+static inline void \
+fbf_le##bits##_write(unsigned char *p, uint##bits##_t v) \
+{ \
+	fbf_le_write(p, v, (bits) / 8); \
 }
-
-static inline uint32_t
-fbf_le32_read(const unsigned char *p)
-{
-#ifdef FBF_LE_BYTEWISE
-	return (uint32_t) fbf_le_read(p, 4);
 #else
-	uint32_t	v;
-
-	memcpy(&v, p, 4);
-	return FBF_LE_NATIVE(32, v);
-#endif
+#define FBF_LE_FIXED(bits) \
+static inline uint##bits##_t \
+fbf_le##bits##_read(const unsigned char *p) \
+{ \
+	uint##bits##_t v; \
+\
+	memcpy(&v, p, (bits) / 8); \
+	return FBF_LE_NATIVE(bits, v); \
+} \
+\
+static inline void \
+fbf_le##bits##_write(unsigned char *p, uint##bits##_t v) \
+{ \
+	v = FBF_LE_NATIVE(bits, v); \
+	memcpy(p, &v, (bits) / 8); \
 }
-
-static inline uint64_t
-fbf_le64_read(const unsigned char *p)
-{
-#ifdef FBF_LE_BYTEWISE
-	return fbf_le_read(p, 8);
-#else
-	uint64_t	v;
-
-	memcpy(&v, p, 8);
-	return FBF_LE_NATIVE(64, v);
 #endif
-}
 
-static inline void
-fbf_le16_write(unsigned char *p, uint16_t v)
-{
-#ifdef FBF_LE_BYTEWISE
-	fbf_le_write(p, v, 2);
-#else
-	v = FBF_LE_NATIVE(16, v);
-	memcpy(p, &v, 2);
-#endif
-}
-
-static inline void
-fbf_le32_write(unsigned char *p, uint32_t v)
-{
-#ifdef FBF_LE_BYTEWISE
-	fbf_le_write(p, v, 4);
-#else
-	v = FBF_LE_NATIVE(32, v);
-	memcpy(p, &v, 4);
-#endif
-}
-
-static inline void
-fbf_le64_write(unsigned char *p, uint64_t v)
-{
-#ifdef FBF_LE_BYTEWISE
-	fbf_le_write(p, v, 8);
-#else
-	v = FBF_LE_NATIVE(64, v);
-	memcpy(p, &v, 8);
-#endif
-}
+FBF_LE_FIXED(16)
+FBF_LE_FIXED(32)
+FBF_LE_FIXED(64)
 
 /* the longest varint of 64 bits */
 #define FBF_VARINT_MAX	10
