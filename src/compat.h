@@ -103,35 +103,30 @@ typedef RelFileLocator FbfFileLocator;
 #define FbfRelationLocator(rel)		((rel)->rd_locator)
 #define FbfSmgrLocator(smgr)		((smgr)->smgr_rlocator.locator)
 #define FbfFileLocatorEquals(a, b)	RelFileLocatorEquals(a, b)
-
-static inline FbfFileLocator
-FbfMakeFileLocator(Oid tablespace, Oid database, Oid filenumber)
-{
-	FbfFileLocator loc;
-
-	loc.spcOid = tablespace;
-	loc.dbOid = database;
-	loc.relNumber = filenumber;
-	return loc;
-}
 #else
 typedef RelFileNode FbfFileLocator;
 
 #define FbfRelationLocator(rel)		((rel)->rd_node)
 #define FbfSmgrLocator(smgr)		((smgr)->smgr_rnode.node)
 #define FbfFileLocatorEquals(a, b)	RelFileNodeEquals(a, b)
+#endif
 
 static inline FbfFileLocator
 FbfMakeFileLocator(Oid tablespace, Oid database, Oid filenumber)
 {
 	FbfFileLocator loc;
 
+#if PG_VERSION_NUM >= 160000
+	loc.spcOid = tablespace;
+	loc.dbOid = database;
+	loc.relNumber = filenumber;
+#else
 	loc.spcNode = tablespace;
 	loc.dbNode = database;
 	loc.relNode = filenumber;
+#endif
 	return loc;
 }
-#endif
 
 /* read a page of a relation known only by its storage (no relcache entry) */
 #define FbfReadBufferByLocator(loc, fork, blkno, permanent) \
