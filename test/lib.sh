@@ -245,9 +245,10 @@ fbf_cluster_stop() {
 	FBF_SCRATCH=""
 }
 
-# Run the TAP tests of test/t through PGXS (make prove_installcheck), as
-# the postgres user (initdb refuses root), from a scratch copy of the
-# source tree it can write to.  fbf must be installed.  $1: scratch dir;
+# Run the TAP tests of test/t (their module in test/perl) through PGXS
+# (make prove_installcheck), as the postgres user (initdb refuses root),
+# from a scratch copy of the source tree it can write to.  fbf must be
+# installed.  $1: scratch dir;
 # FBF_PROVE_TESTS, if set, names the tests to run (test/t/NNN_name.pl ...),
 # in the order given; FBF_PROVE_JOBS, if set, how many run at once (prove
 # -j).  Every run reserves its servers' ports in one directory,
@@ -257,7 +258,7 @@ fbf_run_tap() {
 	local dir=$1
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	(cd "$FBF_ROOT" && tar cf - Makefile fbf.control sql/fbf.sql src/core/sources.mk test/t) |
+	(cd "$FBF_ROOT" && tar cf - Makefile fbf.control sql/fbf.sql src/core/sources.mk test/t test/perl) |
 		(cd "$dir" && tar xf -)
 	# the Citus test runs the retry storm client, the forgery test forge_ops
 	make -s -C "$FBF_ROOT/test/bench" retry_storm >/dev/null &&

@@ -1,8 +1,8 @@
-# test/t/FbfTest.pm: what the TAP tests of fbf share: their nodes (a node
-# with fbf, a streaming standby, a Citus cluster) and the stats they read.
+# test/perl/FbfTest.pm: what the TAP tests of fbf (test/t) share: their
+# nodes (a node with fbf, a streaming standby, a Citus cluster) and the
+# stats they read.  prove finds it through the Makefile's -I test/perl
+# (PG_PROVE_FLAGS), as it finds PostgreSQL::Test::Cluster.
 #
-#   use FindBin;
-#   use lib $FindBin::Bin;
 #   use FbfTest;
 #   my $node = fbf_node('name', "fbf.naptime = 200ms\n", allows_streaming => 1);
 #

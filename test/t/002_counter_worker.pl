@@ -10,8 +10,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $node = fbf_node('worker', q{

@@ -9,8 +9,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $primary = fbf_node('primary', "fbf.naptime = 200ms\n", allows_streaming => 1);

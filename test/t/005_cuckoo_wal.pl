@@ -28,8 +28,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $primary = fbf_node('primary', "autovacuum = off\nlog_statement = none\n",

@@ -40,8 +40,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $started = time;

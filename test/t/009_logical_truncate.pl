@@ -9,8 +9,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $create = q{

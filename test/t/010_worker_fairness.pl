@@ -14,8 +14,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(usleep time);
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $node = fbf_node('fairness', q{

@@ -8,8 +8,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $node = fbf_node('registry', "fbf.worker_enabled = off\n");

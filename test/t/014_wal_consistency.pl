@@ -12,8 +12,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $conf = "wal_consistency_checking = 'fbf'\nautovacuum = off\nfbf.naptime = 200ms\n";

@@ -33,8 +33,6 @@ use Math::BigInt;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 # pages are edited on disk below: no data checksums, which PostgreSQL 18's

@@ -30,8 +30,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
 use IPC::Run;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $node = fbf_node('burst', "fbf.naptime = 200ms\nautovacuum_naptime = 1s\n");

@@ -18,8 +18,6 @@
 use strict;
 use warnings;
 
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;

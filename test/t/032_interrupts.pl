@@ -18,8 +18,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $nops = 400_000;

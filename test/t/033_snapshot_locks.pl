@@ -15,8 +15,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $seconds = 20;

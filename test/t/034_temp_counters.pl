@@ -14,8 +14,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $node = fbf_node('main', "fbf.naptime = 100\nautovacuum = off\nrestart_after_crash = on\n");

@@ -12,8 +12,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 use constant { CONTENTS => 24, NBITS_AT => 8 };

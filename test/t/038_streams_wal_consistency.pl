@@ -13,8 +13,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $conf = "wal_consistency_checking = 'all'\nautovacuum = off\nfbf.naptime = 200ms\nmax_prepared_transactions = 5\n";

@@ -12,8 +12,6 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $node = fbf_node('chaos', "fbf.naptime = 100ms\n");

@@ -40,8 +40,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 use Time::HiRes qw(usleep time);
 

@@ -33,8 +33,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my ($coord, $w1, $w2) = fbf_citus_cluster(qq{

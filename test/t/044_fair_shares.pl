@@ -52,8 +52,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 my $node = fbf_node('fair_shares', q{

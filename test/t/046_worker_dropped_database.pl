@@ -13,8 +13,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 # log_min_messages = debug1 shows the passes that found their database gone

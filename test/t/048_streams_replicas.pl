@@ -23,8 +23,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib $FindBin::Bin;
 use FbfTest;
 
 # applied and dismissed by a query of increments, as "applied/total"
