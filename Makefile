@@ -5,9 +5,10 @@
 #   make installcheck             regression and isolation tests against a
 #                                 running server (shared_preload_libraries
 #                                 must include fbf), then the TAP tests
-#   make prove_installcheck       the TAP tests alone (test/t; they start
-#                                 their own servers, so run them as a user
-#                                 initdb accepts, not root)
+#   make prove_installcheck       the TAP tests alone (test/t, their helper
+#                                 module in test/perl; they start their own
+#                                 servers, so run them as a user initdb
+#                                 accepts, not root)
 #   make -C test/core check       standalone tests of the pure core
 #
 # test/check.sh runs every layer against a scratch cluster.
@@ -91,6 +92,11 @@ EXTRA_CLEAN = results regression.diffs regression.out test/isolation/output
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# FbfTest.pm, the TAP tests' shared module, lives in test/perl: prove finds
+# it there beside PostgreSQL::Test::Cluster (prove runs in $(srcdir); PROVE_FLAGS
+# stays the user's).
+PG_PROVE_FLAGS += -I test/perl
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@
