@@ -264,6 +264,9 @@ extern Oid	FbfCitusLocalShard(Oid table, Datum value, Oid type);
 extern Datum FbfCitusRunRouted(Relation shell, const char *what,
 							   const char *sql, int nargs, Oid *types,
 							   Datum *args, const char *nulls);
+extern bool *FbfCitusRoutedAnswers(Relation shell, const char *what,
+								   ArrayType *answers, int n,
+								   const char *sent);
 extern void FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied,
 									 int64 *value);
 

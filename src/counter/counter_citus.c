@@ -278,29 +278,6 @@ FbfCitusExtensionSchema(void)
 	return schema;
 }
 
-/* the n elements of a one-dimensional array of a fixed-length type, or error */
-static Datum *
-array_elements(ArrayType *a, Oid type, int16 len, bool byval, char align,
-			   const char *what, int *n)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	int			i;
-
-	if (ARR_NDIM(a) > 1 || ARR_ELEMTYPE(a) != type)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s must be a one-dimensional array of %s", what,
-						format_type_be(type))));
-	deconstruct_array(a, type, len, byval, align, &elems, &nulls, n);
-	for (i = 0; i < *n; i++)
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s must not contain nulls", what)));
-	return elems;
-}
-
 /*
  * Run the routed statement `sql` on the shell `shell` with its `nargs`
  * arguments (their types and nulls as SPI_execute_with_args takes them),
@@ -329,6 +306,48 @@ FbfCitusRunRouted(Relation shell, const char *what, const char *sql,
 }
 
 /*
+ * The n answers of a routed statement (FbfCitusRunRouted), in the order it
+ * sent its n operations or ids: `answers` is the boolean[] the placement
+ * function returned (NULL if it returned none), which holds one answer,
+ * not null, for each (FbfAnswersArray builds it so); anything else is an
+ * internal error, naming the call (`what`, as FbfCitusRunRouted's errors
+ * do) and what it sent (`sent`: "operations", "ids").  Allocated in the
+ * current memory context: SPI's, until the caller's SPI_finish.  Shared
+ * with dedup_citus.c.
+ */
+bool *
+FbfCitusRoutedAnswers(Relation shell, const char *what, ArrayType *answers,
+					  int n, const char *sent)
+{
+	Datum	   *elems = NULL;
+	bool	   *nulls = NULL;
+	int			nanswers = 0;
+	bool	   *result;
+	int			i;
+
+	if (answers != NULL)
+	{
+		if (ARR_NDIM(answers) > 1 || ARR_ELEMTYPE(answers) != BOOLOID)
+			elog(ERROR, "fbf: the routed %s \"%s\" returned a malformed answer",
+				 what, RelationGetRelationName(shell));
+		deconstruct_array(answers, BOOLOID, 1, true, TYPALIGN_CHAR, &elems,
+						  &nulls, &nanswers);
+	}
+	if (answers == NULL || nanswers != n)
+		elog(ERROR, "fbf: the routed %s \"%s\" returned %d answers for %d %s",
+			 what, RelationGetRelationName(shell), nanswers, n, sent);
+	result = palloc(sizeof(bool) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			elog(ERROR, "fbf: the routed %s \"%s\" returned a malformed answer",
+				 what, RelationGetRelationName(shell));
+		result[i] = DatumGetBool(elems[i]);
+	}
+	return result;
+}
+
+/*
  * Apply the operations `ops` of the counter whose shell is `shell`, on the
  * node of their key's shard, in the current (distributed) transaction: the
  * routed statement of the file's header, through SPI.  They are sent in
@@ -348,8 +367,7 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
 	HeapTupleHeader result;
 	bool		isnull;
 	Datum		d;
-	Datum	   *answers;
-	int			nanswers;
+	bool	   *answers;
 	int			i;
 
 	sql = psprintf("WITH touch AS (UPDATE %s SET value = value "
@@ -369,15 +387,12 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
 													   sql, 6, types, args,
 													   NULL));
 	d = GetAttributeByNum(result, 1, &isnull);
-	answers = isnull ? NULL :
-		array_elements(DatumGetArrayTypeP(d), BOOLOID, 1, true, TYPALIGN_CHAR,
-					   "applied", &nanswers);
-	if (answers == NULL || nanswers != ops->n)
-		elog(ERROR, "fbf: the routed increment of \"%s\" returned %d answers for %d operations",
-			 RelationGetRelationName(shell), answers ? nanswers : 0, ops->n);
+	answers = FbfCitusRoutedAnswers(shell, "increment of",
+									isnull ? NULL : DatumGetArrayTypeP(d),
+									ops->n, "operations");
 	/* answer i is for the i-th operation sent: the canonical order */
 	for (i = 0; i < ops->n; i++)
-		applied[ops->place[i]] = DatumGetBool(answers[i]);
+		applied[ops->place[i]] = answers[i];
 	if (value != NULL)
 	{
 		d = GetAttributeByNum(result, 2, &isnull);

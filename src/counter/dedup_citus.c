@@ -204,10 +204,8 @@ route_group(Relation shell, const char *sql, Oid typid, int32 anchor,
 	char		nulls[4] = {' ', ' ', ' ', seqs ? ' ' : 'n'};
 	Datum	   *group_ids = palloc(sizeof(Datum) * Max(m, 1));
 	Datum	   *group_seqs = palloc(sizeof(Datum) * Max(m, 1));
-	ArrayType  *answers;
-	Datum	   *elems;
-	bool	   *elem_nulls;
-	int			nanswers;
+	Datum		d;
+	bool	   *answers;
 	int			i;
 
 	for (i = 0; i < m; i++)
@@ -224,18 +222,11 @@ route_group(Relation shell, const char *sql, Oid typid, int32 anchor,
 		(Datum) 0;
 
 	SPI_connect();
-	answers = DatumGetArrayTypeP(FbfCitusRunRouted(shell, "claims in", sql, 4,
-												   types, args, nulls));
-	if (ARR_NDIM(answers) > 1 || ARR_ELEMTYPE(answers) != BOOLOID)
-		elog(ERROR, "fbf: the routed claims in \"%s\" returned a malformed answer",
-			 RelationGetRelationName(shell));
-	deconstruct_array(answers, BOOLOID, 1, true, TYPALIGN_CHAR, &elems,
-					  &elem_nulls, &nanswers);
-	if (nanswers != m)
-		elog(ERROR, "fbf: the routed claims in \"%s\" returned %d answers for %d ids",
-			 RelationGetRelationName(shell), nanswers, m);
+	d = FbfCitusRunRouted(shell, "claims in", sql, 4, types, args, nulls);
+	answers = FbfCitusRoutedAnswers(shell, "claims in", DatumGetArrayTypeP(d),
+									m, "ids");
 	for (i = 0; i < m; i++)
-		claimed[order[i].place] = !elem_nulls[i] && DatumGetBool(elems[i]);
+		claimed[order[i].place] = answers[i];
 	SPI_finish();
 }
 
