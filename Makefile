@@ -33,6 +33,7 @@ OBJS        = src/fbf.o \
               src/window/window_apply.o src/window/window_pending.o \
               src/window/window_ring.o src/window/window_read.o \
               src/window/window_clock.o src/window/window_legacy.o \
+              src/window/window_legacy_meta.o \
               src/window/window_xlog.o src/window/window_split.o \
               src/window/window_load.o src/window/window_cuckoo.o \
               src/window/window_cuckoo_snap.o src/window/window_key.o \

@@ -2,8 +2,9 @@
  *
  * window_legacy.c
  *	  Windows of storage version 1 (fbf 1.0's layout: one block per filter
- *	  and partition): reading their metapage, upgrading them to partition
- *	  pages, and checking their frozen filters until they age out.
+ *	  and partition): upgrading them to partition pages, and checking
+ *	  their frozen filters until they age out.  Their metapage is read by
+ *	  window_legacy_meta.c, in the bottom layer.
  *
  * A server that installs this version keeps its 1.0 counters' windows as
  * they are on disk until each is first refreshed (by an operation or the

@@ -455,7 +455,7 @@ FbfSliceLogicalMask(const FbfWindowMetaPageData *meta, uint64 lanes)
 	return mask;
 }
 
-/* ---- window_layout.c: the metapage of storage version 1 ---- */
+/* ---- window_legacy_meta.c: the metapage of storage version 1 ---- */
 
 /*
  * The metapage of storage version 1 (fbf 1.0, and 1.1 before partition
