@@ -60,6 +60,7 @@ typedef struct FbfApplyTally
 	int			naverted;		/* of nexact: a stream's "new" over the
 								 * filter's "seen" */
 	bool		overfull;		/* the window asked to grow */
+	bool		stale_keying;	/* the keying asked more than the window */
 } FbfApplyTally;
 
 /*
@@ -249,9 +250,10 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 	tally->nfilter = 0;
 	tally->naverted = 0;
 	tally->overfull = false;
+	tally->stale_keying = false;
 	for (i = 0; i < ops->n; i++)
 	{
-		FbfApplyInfo info = {false, FBF_ANSWER_FILTER};
+		FbfApplyInfo info = {0};
 		bool		repeat = i > 0 && hashed[i].hash.h1 == hashed[i - 1].hash.h1 &&
 			hashed[i].hash.h2 == hashed[i - 1].hash.h2;
 		FbfOpResult r = FBF_OP_DUPLICATE;
@@ -270,6 +272,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		else
 			count_answer(info.answer, tally);
 		tally->overfull |= info.overfull;
+		tally->stale_keying |= !repeat && info.stale_keying;
 		if (r == FBF_OP_APPLIED)
 		{
 			charge_share(heap, index, ops, &info);
@@ -383,6 +386,10 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 	/* more operations than the filter's bits are for: grow it now */
 	if (tally.overfull)
 		FbfCounterGrow(index);
+
+	/* lookups the window no longer asks: the next call need not hash them */
+	if (tally.stale_keying)
+		FbfWindowGetKeying(index, true, &keying);
 }
 
 /*

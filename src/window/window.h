@@ -199,6 +199,9 @@ typedef struct FbfWindowCapacity
 typedef struct FbfApplyInfo
 {
 	bool		overfull;		/* grow the window at once (FbfWindowGrow) */
+	bool		stale_keying;	/* the keying asks more than the window does
+								 * now: read it again for the next call
+								 * (FbfWindowGetKeying) */
 	FbfAnswer	answer;
 	/* FBF_OP_APPLIED: the entries it took (2 with its annex), and the
 	 * capacity they count against */

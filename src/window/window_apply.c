@@ -248,10 +248,15 @@ wait_for_xact(ApplyState *st, bool chain, FullTransactionId xid)
 /*
  * Step 1: share-lock the metapage; refresh the window first if it is due
  * (needs_refresh); refuse a window not upgraded; FBF_OP_REKEYED if the
- * operation was not hashed as the window hashes now (window_key.c).
+ * operation was not hashed as the window hashes now (window_key.c): under
+ * another key, or without an identity the window still asks (under the
+ * public hash, or the fixed key it gave up, whichever it asks now; 1.0's).
+ * A keying that asks more than the window does is no error (the extra
+ * lookups are not made), but the caller is told to read it again.
  */
 static ApplyStep
-open_window(ApplyState *st, const FbfWindowKeying *keying)
+open_window(ApplyState *st, const FbfWindowKeying *keying,
+			FbfApplyInfo *info)
 {
 	FbfWindowKeying current;
 
@@ -277,10 +282,14 @@ open_window(ApplyState *st, const FbfWindowKeying *keying)
 
 	FbfWindowKeyingOf(&st->meta, st->now, &current);
 	if (!FbfWindowKeysEqual(&current.key, &keying->key) ||
-		(current.public_too && !st->op->has_public) ||
+		(current.public_too &&
+		 (!st->op->has_public ||
+		  !FbfWindowKeysEqual(&current.public_key, &keying->public_key))) ||
 		(current.keyless_too && !keying->keyless_too))
 		return done(st, false, FBF_OP_REKEYED);
 	st->public_too = current.public_too;
+	info->stale_keying = current.public_too != keying->public_too ||
+		current.keyless_too != keying->keyless_too;
 	return STEP_ON;
 }
 
@@ -572,13 +581,14 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	st.op = op;
 	st.may_defer = true;
 	info->overfull = false;
+	info->stale_keying = false;
 	info->entries = 0;
 	for (;;)
 	{
 		ApplyStep	step;
 
 		info->answer = FBF_ANSWER_FILTER;
-		step = open_window(&st, keying);
+		step = open_window(&st, keying, info);
 		if (step == STEP_ON)
 			step = ask_earlier_identities(&st);
 		if (step == STEP_ON)
