@@ -43,7 +43,7 @@ OBJS        = src/fbf.o \
               src/window/window_catalog.o src/window/window_stream.o \
               src/counter/counter.o src/counter/counter_maintain.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
-              src/counter/counter_batch.o src/counter/counter_save.o src/counter/dedup.o \
+              src/counter/counter_batch.o src/counter/counter_load.o src/counter/dedup.o \
               src/counter/counter_citus.o src/counter/counter_citus_plan.o src/counter/counter_citus_transfer.o \
               src/counter/dedup_citus.o \
               src/counter/counter_op.o src/counter/counter_rel.o src/counter/counter_engine.o \

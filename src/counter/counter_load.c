@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * counter_save.c
- *	  Keeping a counter's memory across dump and restore, and moves:
- *	  fbf_counter_load(), which merges a snapshot into a live counter's
- *	  window.
+ * counter_load.c
+ *	  fbf_counter_load(): loading a snapshot into a live counter's window,
+ *	  the one C function of keeping a counter's memory across dump and
+ *	  restore, and moves.
  *
  * The rest of the feature is SQL (sql/fbf.sql): fbf_counter_save(), which
  * returns fbf_snapshot() of the caller's counters for a table of its own
