@@ -23,7 +23,9 @@
  * order), applying each page's fragments, and releases them only at the
  * end, as generic WAL's redo does, so hot standby readers never see one
  * page of a multi-page change without the others; a malformed record is a
- * PANIC.
+ * PANIC.  That loop (FbfXLogRedoPages) replays the access methods'
+ * compact records of several pages too, each page changed by their own
+ * function.
  *
  * Masks: wal_consistency_checking compares each replayed page with a full
  * image of the primary's.  fbf_mask hides the LSN, checksum and hole, then
@@ -307,37 +309,60 @@ static struct
 	FbfXLogDescFunc desc;
 }			records[16];
 
-static void
-pages_redo(XLogReaderState *record)
+/*
+ * Replay a record on its blocks 0..max_block (the caller has refused more
+ * than its kind of record has), locking each in order and holding all
+ * until the record is replayed, as the primary held them:
+ * replay(record, id, buffer, arg) changes each page that needs it (one
+ * restored from a full-page image, or already newer, is left alone), which
+ * then takes the record's LSN and is dirtied; all are released at the
+ * end.  A block id the record does not use is passed over, as generic
+ * WAL's redo does.  XLOG_FBF_PAGES and the compact records of the window
+ * (src/window/window_xlog.c, window_stream.c) are replayed so.
+ */
+void
+FbfXLogRedoPages(XLogReaderState *record, int max_block,
+				 FbfXLogRedoPageFunc replay, void *arg)
 {
 	Buffer		buffers[XLR_MAX_BLOCK_ID + 1];
-	int			max_block = XLogRecMaxBlockId(record);
 
-	if (max_block >= FBF_XLOG_MAX_PAGES)
-		elog(PANIC, "fbf redo: %d pages in one record", max_block + 1);
-
-	/* lock and change the pages in order; release them all at the end */
+	Assert(max_block <= XLR_MAX_BLOCK_ID);
 	for (int id = 0; id <= max_block; id++)
 	{
 		buffers[id] = InvalidBuffer;
 		if (!XLogRecHasBlockRef(record, id))
 			continue;
-		if (XLogReadBufferForRedo(record, id, &buffers[id]) == BLK_NEEDS_REDO)
-		{
-			Page		page = BufferGetPage(buffers[id]);
-			Size		len;
-			char	   *delta = XLogRecGetBlockData(record, id, &len);
-
-			apply_delta(page, delta, len);
-			PageSetLSN(page, record->EndRecPtr);
-			MarkBufferDirty(buffers[id]);
-		}
+		if (XLogReadBufferForRedo(record, id, &buffers[id]) != BLK_NEEDS_REDO)
+			continue;
+		replay(record, id, buffers[id], arg);
+		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
+		MarkBufferDirty(buffers[id]);
 	}
 	for (int id = 0; id <= max_block; id++)
 	{
 		if (BufferIsValid(buffers[id]))
 			UnlockReleaseBuffer(buffers[id]);
 	}
+}
+
+/* an XLOG_FBF_PAGES record's change to its block `id`: its fragments */
+static void
+pages_redo_page(XLogReaderState *record, int id, Buffer buffer, void *arg)
+{
+	Size		len;
+	char	   *delta = XLogRecGetBlockData(record, id, &len);
+
+	apply_delta(BufferGetPage(buffer), delta, len);
+}
+
+static void
+pages_redo(XLogReaderState *record)
+{
+	int			max_block = XLogRecMaxBlockId(record);
+
+	if (max_block >= FBF_XLOG_MAX_PAGES)
+		elog(PANIC, "fbf redo: %d pages in one record", max_block + 1);
+	FbfXLogRedoPages(record, max_block, pages_redo_page, NULL);
 }
 
 static void

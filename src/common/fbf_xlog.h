@@ -91,4 +91,13 @@ extern Page FbfXLogRegisterBuffer(FbfXLogState *state, Buffer buffer, int flags)
 extern XLogRecPtr FbfXLogFinish(FbfXLogState *state);
 extern void FbfXLogAbort(FbfXLogState *state);
 
+/* ---- redo ---- */
+
+/* a record's change to its block `id`, read for redo (FbfXLogRedoPages) */
+typedef void (*FbfXLogRedoPageFunc) (XLogReaderState *record, int id,
+									 Buffer buffer, void *arg);
+
+extern void FbfXLogRedoPages(XLogReaderState *record, int max_block,
+							 FbfXLogRedoPageFunc replay, void *arg);
+
 #endif							/* FBF_XLOG_H */

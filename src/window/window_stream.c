@@ -28,14 +28,12 @@
 
 #include "access/xloginsert.h"
 #include "access/xlogrecord.h"
-#include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
 #include "common/fbf_xlog.h"
 #include "window/window_int.h"
-#include "window/window_xlog.h"
 
 /*
  * XLOG_FBF_STREAMS: up to FBF_STREAMS_MAX_PAGES stream pages, recorded at
@@ -486,7 +484,7 @@ streams_redo(XLogReaderState *record)
 	if (max_block >= FBF_STREAMS_MAX_PAGES)
 		elog(PANIC, "fbf redo: streams of %d pages", max_block + 1);
 	streams_main_data(record, &xl);
-	FbfRedoPages(record, max_block, streams_redo_page, &xl);
+	FbfXLogRedoPages(record, max_block, streams_redo_page, &xl);
 }
 
 /* The time, and per page how many operations, how many by a live slot. */

@@ -28,7 +28,8 @@
  * and an operation in flight 25: 34 with its annex for a seq of at most
  * 63 in magnitude, 43 at most (its xid and mark are implied, so the record
  * holds only its stream and seq).  Redo locks a record's pages in order
- * and releases them at the end, as the primary held them.
+ * and releases them at the end, as the primary held them
+ * (FbfXLogRedoPages, common/fbf_xlog.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -263,38 +264,6 @@ FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
  */
 
 /*
- * Replay a record on its blocks 0..max_block (the caller has refused more
- * than its kind of record has), locking each in order and holding all
- * until the record is replayed, as the primary held them:
- * replay(record, id, buffer, arg) changes each page that needs it (one
- * restored from a full-page image, or already newer, is left alone), which
- * then takes the record's LSN and is dirtied; all are released at the
- * end.  The drain's redo here and the streams' (window_stream.c) run so.
- */
-void
-FbfRedoPages(XLogReaderState *record, int max_block, FbfRedoPageFunc replay,
-			 void *arg)
-{
-	Buffer		buffers[XLR_MAX_BLOCK_ID + 1];
-	int			id;
-
-	Assert(max_block <= XLR_MAX_BLOCK_ID);
-	for (id = 0; id <= max_block; id++)
-	{
-		if (XLogReadBufferForRedo(record, id, &buffers[id]) != BLK_NEEDS_REDO)
-			continue;
-		replay(record, id, buffers[id], arg);
-		PageSetLSN(BufferGetPage(buffers[id]), record->EndRecPtr);
-		MarkBufferDirty(buffers[id]);
-	}
-	for (id = 0; id <= max_block; id++)
-	{
-		if (BufferIsValid(buffers[id]))
-			UnlockReleaseBuffer(buffers[id]);
-	}
-}
-
-/*
  * Block 0's data of a PENDING_ADD: the entry and flags in *xl, and the
  * annex (if the flags say one follows) in *annex; false if malformed.
  */
@@ -389,7 +358,7 @@ drain_redo(XLogReaderState *record)
 
 	if (max_block >= FBF_XLOG_MAX_PAGES)
 		elog(PANIC, "fbf redo: drain into %d pages", max_block);
-	FbfRedoPages(record, max_block, drain_redo_page, NULL);
+	FbfXLogRedoPages(record, max_block, drain_redo_page, NULL);
 }
 
 static void

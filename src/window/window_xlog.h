@@ -2,9 +2,8 @@
  *
  * window_xlog.h
  *	  The window's compact WAL records (window_xlog.c): their layout, and
- *	  the changes they make, shared by the primary and redo; and the redo
- *	  of a record of several pages, shared with the streams' record
- *	  (window_stream.c).  Inside src/window only.
+ *	  the changes they make, shared by the primary and redo.  Inside
+ *	  src/window only.
  *
  * Lock order: src/window/README.md, "Lock definitions".  A change is made
  * and logged with its pages exclusively locked; redo locks them alike.
@@ -80,12 +79,5 @@ extern void FbfPendingLogAdd(Relation index, Buffer buf,
 extern void FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep,
 						int nentries, int nslices, const Buffer *sbufs,
 						const xl_fbf_slice_set *sets, FbfHash *const *hashes);
-
-/* a record's change to its block `id`, read for redo (FbfRedoPages) */
-typedef void (*FbfRedoPageFunc) (XLogReaderState *record, int id,
-								 Buffer buffer, void *arg);
-
-extern void FbfRedoPages(XLogReaderState *record, int max_block,
-						 FbfRedoPageFunc replay, void *arg);
 
 #endif							/* FBF_WINDOW_XLOG_H */
