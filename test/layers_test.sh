@@ -92,8 +92,8 @@ expect "the objects as built pass" 0 "no cycle, no call up"
 fresh
 top=$(function_of window/window_am.o) || exit 1
 plant window/window_layout.o "extern void $top(void); void fbf_planted_up(void) { $top(); }"
-expect "a call from layer 0 to layer 7 is a call up" 1 \
-	"calls up: window/window_layout.c (layer 0) -> window/window_am.c (layer 7) ($top)"
+expect "a call from layer 0 to layer 5 is a call up" 1 \
+	"calls up: window/window_layout.c (layer 0) -> window/window_am.c (layer 5) ($top)"
 
 fresh
 a=$(function_of window/window_options.o) || exit 1
@@ -118,14 +118,14 @@ plant window/window_am.o "$routine_def
 struct planted FbfPlantedRoutine = { fbf_planted_fn };"
 plant window/window_page.o "${routine_ref//NAME/FbfPlantedRoutine}"
 expect "a reference to a writable routine is a call up" 1 \
-	"calls up: window/window_page.c (layer 1) -> window/window_am.c (layer 7) (FbfPlantedRoutine)"
+	"calls up: window/window_page.c (layer 1) -> window/window_am.c (layer 5) (FbfPlantedRoutine)"
 
 fresh
 plant window/window_am.o "$routine_def
 const struct planted fbf_planted_table = { fbf_planted_fn };"
 plant window/window_page.o "${routine_ref//NAME/fbf_planted_table}"
 expect "a reference to a const table not named a routine is a call up" 1 \
-	"calls up: window/window_page.c (layer 1) -> window/window_am.c (layer 7) (fbf_planted_table)"
+	"calls up: window/window_page.c (layer 1) -> window/window_am.c (layer 5) (fbf_planted_table)"
 
 if [ "$failures" -gt 0 ]; then
 	echo "layers_test: $failures failure(s)"

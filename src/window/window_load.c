@@ -5,10 +5,12 @@
  *	  of storage version 1 upgraded first, then the snapshot handed to the
  *	  format whose value it is (FbfFilterRoutine.load: window_bloom_snap.c,
  *	  window_cuckoo_snap.c), which merges or adopts it, or refuses it.
- *	  What the formats' loads share is window_adopt.c's.  The stream
- *	  pages, which never recorded a snapshot's operations, are reset
- *	  where those become visible, under the same metapage lock
- *	  (FbfWindowAdopt, and a Bloom snapshot's merge).
+ *	  What the formats' loads share is window_adopt.c's, below the
+ *	  formats, as this file is above them (it refreshes; src/layers.txt):
+ *	  one file could not be both.  The stream pages, which never recorded
+ *	  a snapshot's operations, are reset where those become visible,
+ *	  under the same metapage lock (FbfWindowAdopt, and a Bloom
+ *	  snapshot's merge).
  *
  * Locks: the caller holds RowExclusiveLock on the counter table; the
  * format's load holds the metapage exclusively for the whole load
