@@ -9,6 +9,42 @@
 \set filter cuckoo
 \i test/sql/fbf_window_kinds.inc
 
+-- a cuckoo window's snapshot is an fbf value of its own kind (format
+-- version 2): its blocks' bits, no hash count, 16 live epochs
+CREATE TEMP TABLE csnap AS SELECT fbf_snapshot('kc_cuckoo') AS v;
+SELECT substr(fbf_send(v), 1, 6) AS header, i.nbits BETWEEN 8000 * 8 AND 8144 * 8 AS block_bits,
+	   i.nhashes, i.npast, i.nlive, i.period, i.bytes = length(fbf_send(v)) AS bytes,
+	   i.counts[1] > 0 AS current_epoch_holds, i.estimated_fpp < 0.01 AS low_fpp,
+	   fbf_estimated_fpp(v) = i.estimated_fpp AS same_fpp
+FROM csnap, fbf_info(v) i;
+-- functions of Bloom filters refuse it (0A000), and so does the other kind
+\set VERBOSITY terse
+SELECT fbf_add(v, 'x'::text) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_add(v, 1::bigint) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_add(v, ARRAY[1::bigint]) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_refresh(v) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_resize(v, 3) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_union(v, v) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_union(fbf_create(64, 1, 1, 1), v) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_contains(v, 'x'::text, 'nonsense') FROM csnap;
+\echo :SQLSTATE
+-- loads: into a Bloom window, a Bloom snapshot into a cuckoo window, into
+-- a cuckoo window that holds operations: refused, nothing written
+SELECT fbf_counter_load('kc_bloom', v) FROM csnap;
+\echo :SQLSTATE
+SELECT fbf_counter_load('kc_cuckoo', fbf_snapshot('kc_bloom'));
+\echo :SQLSTATE
+SELECT fbf_counter_load('kc_cuckoo', v) FROM csnap;
+\echo :SQLSTATE
+SELECT idempotent_increment('kc_cuckoo', 1, 1, 10) AS retry_still_dismissed;
+
 -- the measures: a cuckoo window's live load, fingerprint bits and blocks
 SELECT counter, filter, nhashes, fingerprint_bits, load > 0 AS loaded,
 	   estimated_fpp < target_fpp AS under_target, nbits = partitions * 8144 * 8 AS block_bits
@@ -64,41 +100,6 @@ SELECT partitions > 1 AS grew, pending,
 	   (SELECT count(*) FROM unnest(elements) e WHERE e > 0) > 1 AS epochs
 FROM fbf_counter_stats WHERE counter = 'cw_epochs'::regclass;
 
--- a cuckoo window's snapshot is an fbf value of its own kind (format
--- version 2): its blocks' bits, no hash count, 16 live epochs
-CREATE TEMP TABLE csnap AS SELECT fbf_snapshot('kc_cuckoo') AS v;
-SELECT substr(fbf_send(v), 1, 6) AS header, i.nbits BETWEEN 8000 * 8 AND 8144 * 8 AS block_bits,
-	   i.nhashes, i.npast, i.nlive, i.period, i.bytes = length(fbf_send(v)) AS bytes,
-	   i.counts[1] > 0 AS current_epoch_holds, i.estimated_fpp < 0.01 AS low_fpp,
-	   fbf_estimated_fpp(v) = i.estimated_fpp AS same_fpp
-FROM csnap, fbf_info(v) i;
--- functions of Bloom filters refuse it (0A000), and so does the other kind
-\set VERBOSITY terse
-SELECT fbf_add(v, 'x'::text) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_add(v, 1::bigint) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_add(v, ARRAY[1::bigint]) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_refresh(v) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_resize(v, 3) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_union(v, v) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_union(fbf_create(64, 1, 1, 1), v) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_contains(v, 'x'::text, 'nonsense') FROM csnap;
-\echo :SQLSTATE
--- loads: into a Bloom window, a Bloom snapshot into a cuckoo window, into
--- a cuckoo window that holds operations: refused, nothing written
-SELECT fbf_counter_load('kc_bloom', v) FROM csnap;
-\echo :SQLSTATE
-SELECT fbf_counter_load('kc_cuckoo', fbf_snapshot('kc_bloom'));
-\echo :SQLSTATE
-SELECT fbf_counter_load('kc_cuckoo', v) FROM csnap;
-\echo :SQLSTATE
-SELECT idempotent_increment('kc_cuckoo', 1, 1, 10) AS retry_still_dismissed;
 -- waiting operations that do not fit in the snapshot's blocks: the load
 -- splits them (as a refused drain makes the window grow) and stores all
 BEGIN;
