@@ -23,7 +23,7 @@ CREATE VIEW sp_functions AS
 SELECT fn AS runs_with_callers_search_path FROM sp_functions
 WHERE lanname NOT IN ('c', 'internal')
   AND NOT (bound OR coalesce(proconfig, '{}') @> ARRAY['search_path=pg_catalog, pg_temp'])
-ORDER BY 1::text;
+ORDER BY fn::text;
 SELECT lanname, bound, proconfig, count(*) FROM sp_functions
 WHERE lanname NOT IN ('c', 'internal') GROUP BY 1, 2, 3 ORDER BY 1, 2;
 -- what the bound bodies use: pg_catalog's and the extension's objects only
@@ -40,7 +40,7 @@ WHERE f.bound AND d.refclassid <> 'pg_namespace'::regclass
 		   (SELECT typnamespace FROM pg_type WHERE oid = d.refobjid) = 'pg_catalog'::regnamespace)
   AND NOT (d.refclassid = 'pg_class'::regclass AND
 		   (SELECT relnamespace FROM pg_class WHERE oid = d.refobjid) = 'pg_catalog'::regnamespace)
-ORDER BY 1::text, 2;
+ORDER BY f.fn::text, 2;
 
 ------------------------------------------------------------------------
 -- The hostile role and its objects
@@ -382,7 +382,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 -- every function of the extension is called above
 SELECT fn AS not_called FROM sp_functions
 WHERE oid NOT IN (SELECT to_regprocedure(fn) FROM sp_calls WHERE fn IS NOT NULL)
-ORDER BY 1::text;
+ORDER BY fn::text;
 SELECT fn AS no_such_function FROM sp_calls WHERE fn IS NOT NULL AND to_regprocedure(fn) IS NULL;
 
 -- Run each call twice, each time in a schema of its own, first on
@@ -430,7 +430,8 @@ WHERE o.outcome <> 'ok' GROUP BY 1, 2 ORDER BY min(c.ord), 2;
 -- created where CREATE TABLE would have put them
 SELECT relnamespace::regnamespace, relname FROM pg_class
 WHERE relname IN ('likes', 'cuckoo_likes', 'shaped', 'inbox', 'audited')
-  AND relnamespace IN ('sp_run1'::regnamespace, 'sp_run2'::regnamespace) ORDER BY 1::text, 2;
+  AND relnamespace IN ('sp_run1'::regnamespace, 'sp_run2'::regnamespace)
+ORDER BY relname, relnamespace::regnamespace::text;
 SELECT fbf_counter_value('sp_run1.likes', '') AS run1, fbf_counter_value('sp_run2.likes', '') AS run2,
 	   fbf_counter_value('sp_run1.audited', 'k') AS audited1, fbf_counter_value('sp_run2.audited', 'k') AS audited2;
 
