@@ -61,6 +61,23 @@
 # citus.log_remote_commands on and errors in verbose form (with their
 # SQLSTATEs), and also returns the statements Citus sent to other nodes
 # for it, in order (an array reference).
+#
+#   my @nodes = fbf_citus_cluster(citus_transfer_conf() . "fbf.naptime = 500ms\n");
+#
+# citus_transfer_conf returns the postgresql.conf lines of a cluster whose
+# shards move and split: logical WAL and the senders and slots Citus' logical
+# transfers take, prepared transactions for its two-phase commits, and its
+# recovery of them off (the tests recover them when they choose).
+#
+#   my $n = citus_shards_on($coord, $w1, 'likes');
+#
+# citus_shards_on returns how many of the table's shard placements the
+# coordinator's metadata puts on the node.
+#
+#   my $c = db_commits($node, 'idle_db');
+#
+# db_commits returns the transactions committed in the database so far,
+# as pg_stat_database reports them on $node (its snapshot cleared first).
 package FbfTest;
 
 use strict;
@@ -70,8 +87,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats fbf_citus_cluster
-  fbf_citus_sent);
+our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats db_commits
+  fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on);
 
 sub fbf_node
 {
@@ -142,6 +159,15 @@ sub counter_stats
 		@columns, 'learning');
 }
 
+sub db_commits
+{
+	my ($node, $db) = @_;
+
+	$node->safe_psql('postgres', 'SELECT pg_stat_clear_snapshot()');
+	return $node->safe_psql('postgres',
+		"SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'");
+}
+
 sub fbf_citus_cluster
 {
 	my ($conf) = @_;
@@ -187,6 +213,22 @@ sub fbf_citus_sent
 	my @sent = $err =~ /issuing (.*)/g;
 
 	return ($rc, $out, $err, \@sent);
+}
+
+sub citus_transfer_conf
+{
+	return "max_prepared_transactions = 20\nwal_level = logical\nmax_wal_senders = 10\n"
+	  . "max_replication_slots = 10\ncitus.recover_2pc_interval = -1\n";
+}
+
+sub citus_shards_on
+{
+	my ($coord, $node, $table) = @_;
+
+	return $coord->safe_psql('postgres', sprintf(q{
+		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 JOIN pg_dist_shard s USING (shardid)
+		 WHERE n.nodeport = %d AND s.logicalrelid = '%s'::regclass}, $node->port, $table));
 }
 
 1;

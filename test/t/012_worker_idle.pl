@@ -27,17 +27,9 @@ for my $db ('idle_db', 'busy_db')
 	});
 }
 
-sub commits
-{
-	my ($db) = @_;
-	$node->safe_psql('postgres', 'SELECT pg_stat_clear_snapshot()');
-	return $node->safe_psql('postgres',
-		"SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'");
-}
-
 # let the first passes (discovery, the counters' creation) happen
 sleep 3;
-my %before = map { $_ => commits($_) } qw(empty_db idle_db busy_db);
+my %before = map { $_ => db_commits($node, $_) } qw(empty_db idle_db busy_db);
 my $seq = 0;
 my $t0 = time;
 while (time - $t0 < 10)
@@ -46,7 +38,7 @@ while (time - $t0 < 10)
 	$node->safe_psql('busy_db', "SELECT idempotent_increment('c', 1, " . ++$seq . ", 1)");
 	usleep(200_000);
 }
-my %delta = map { $_ => commits($_) - $before{$_} } qw(empty_db idle_db busy_db);
+my %delta = map { $_ => db_commits($node, $_) - $before{$_} } qw(empty_db idle_db busy_db);
 note "transactions in 10 s: empty_db $delta{empty_db}, idle_db $delta{idle_db}, busy_db $delta{busy_db}";
 
 cmp_ok($delta{empty_db}, '<=', 2,

@@ -57,13 +57,7 @@ my $output_plugins =
   ? "output_plugin_libraries = 'pgoutput, test_decoding, citus'\n"
   : '';
 
-my @nodes = fbf_citus_cluster(qq{
-max_prepared_transactions = 20
-wal_level = logical
-max_wal_senders = 10
-max_replication_slots = 10
-citus.recover_2pc_interval = -1
-fbf.naptime = 500ms
+my @nodes = fbf_citus_cluster(citus_transfer_conf() . qq{fbf.naptime = 500ms
 $output_plugins});
 my ($coord, $w1, $w2) = @nodes;
 $coord->safe_psql('postgres', q{
@@ -564,24 +558,16 @@ is(apply_all(6, 60) + apply_all(5, 60) + apply_all(4, 60), 0,
 # move a command of its own, through a connection of its own), and
 # citus_rebalance_start moves about half back in background tasks
 is(apply_all(7, 60), 60, 'operations of a fourth client applied');
-sub shards_on
-{
-	my ($node) = @_;
-	return $coord->safe_psql('postgres', sprintf(q{
-		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
-		 JOIN pg_dist_shard s USING (shardid)
-		 WHERE n.nodeport = %d AND s.logicalrelid = 'likes'::regclass}, $node->port));
-}
 $coord->safe_psql('postgres', sprintf(q{
 	SELECT citus_drain_node('127.0.0.1', %d, shard_transfer_mode => 'block_writes')}, $w1->port));
-is(shards_on($w1), '0', 'citus_drain_node moved every shard off worker1');
+is(citus_shards_on($coord, $w1, 'likes'), '0', 'citus_drain_node moved every shard off worker1');
 is(apply_all(7, 60) + apply_all(4, 60), 0, 'after citus_drain_node every retry is dismissed');
 $coord->safe_psql('postgres', sprintf(q{
 	SELECT citus_set_node_property('127.0.0.1', %d, 'shouldhaveshards', true)}, $w1->port));
 $coord->safe_psql('postgres', q{
 	SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')});
 $coord->safe_psql('postgres', q{SELECT citus_rebalance_wait()});
-cmp_ok(shards_on($w1), '>', 0, 'citus_rebalance_start moved shards back to worker1');
+cmp_ok(citus_shards_on($coord, $w1, 'likes'), '>', 0, 'citus_rebalance_start moved shards back to worker1');
 is(apply_all(7, 60) + apply_all(6, 60) + apply_all(5, 60) + apply_all(4, 60), 0,
 	'after the rebalancer\'s background moves every retry is dismissed');
 is($coord->safe_psql('postgres', q{SELECT sum(value) FROM likes WHERE key LIKE 'm%'}),

@@ -25,12 +25,7 @@ use Test::More;
 use FbfTest;
 use Time::HiRes qw(usleep);
 
-my @nodes = fbf_citus_cluster(q{
-max_prepared_transactions = 20
-wal_level = logical
-max_wal_senders = 10
-max_replication_slots = 10
-citus.recover_2pc_interval = -1
+my @nodes = fbf_citus_cluster(citus_transfer_conf() . q{
 citus.max_background_task_executors = 4
 citus.max_background_task_executors_per_node = 2
 citus.background_task_queue_interval = 200ms

@@ -35,13 +35,7 @@ use Test::More;
 
 use FbfTest;
 
-my ($coord, $w1, $w2) = fbf_citus_cluster(qq{
-max_prepared_transactions = 20
-wal_level = logical
-max_wal_senders = 10
-max_replication_slots = 10
-citus.recover_2pc_interval = -1
-fbf.naptime = 500ms
+my ($coord, $w1, $w2) = fbf_citus_cluster(citus_transfer_conf() . qq{fbf.naptime = 500ms
 });
 $coord->safe_psql('postgres', q{
 	SELECT fbf_create_dedup('inbox', retention => '10 min', target_fpp => 1e-9);
@@ -220,23 +214,15 @@ is($coord->safe_psql('postgres',
 is(reclaim_all(), 0, 'after citus_split_shard_by_split_points every claimed id is a duplicate');
 
 # the rebalancer: drain worker 1, then rebalance in background tasks
-sub shards_on
-{
-	my ($node) = @_;
-	return $coord->safe_psql('postgres', sprintf(q{
-		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
-		 JOIN pg_dist_shard s USING (shardid)
-		 WHERE n.nodeport = %d AND s.logicalrelid = 'inbox'::regclass}, $node->port));
-}
 $coord->safe_psql('postgres', sprintf(q{
 	SELECT citus_drain_node('127.0.0.1', %d, shard_transfer_mode => 'block_writes')}, $w1->port));
-is(shards_on($w1), '0', 'citus_drain_node moved every shard off worker 1');
+is(citus_shards_on($coord, $w1, 'inbox'), '0', 'citus_drain_node moved every shard off worker 1');
 is(reclaim_all(), 0, 'after citus_drain_node every claimed id is a duplicate');
 $coord->safe_psql('postgres', sprintf(q{
 	SELECT citus_set_node_property('127.0.0.1', %d, 'shouldhaveshards', true)}, $w1->port));
 $coord->safe_psql('postgres', q{SELECT citus_rebalance_start()});
 $coord->safe_psql('postgres', q{SELECT citus_rebalance_wait()});
-cmp_ok(shards_on($w1), '>', 0, 'citus_rebalance_start (auto) moved shards back to worker 1');
+cmp_ok(citus_shards_on($coord, $w1, 'inbox'), '>', 0, 'citus_rebalance_start (auto) moved shards back to worker 1');
 is(reclaim_all(), 0, 'after the rebalancer\'s background moves every claimed id is a duplicate');
 is(claim_range($w1, 1, 500) + claim_range($w2, 8001, 8300), 0, '... through the workers too');
 

@@ -31,14 +31,6 @@ ok($node->poll_query_until('postgres',
 my $launcher = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'fbf launcher'");
 
-sub commits
-{
-	my ($db) = @_;
-	$node->safe_psql('postgres', 'SELECT pg_stat_clear_snapshot()');
-	return $node->safe_psql('postgres',
-		"SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'");
-}
-
 my $seq = 0;
 
 # Databases come and go: some with a counter in use (due every naptime),
@@ -64,13 +56,13 @@ for my $i (1 .. 40)
 
 # the databases that remain are still served: kept_db's counter is in use,
 # so its passes go on every naptime
-my $before = commits('kept_db');
+my $before = db_commits($node, 'kept_db');
 for (1 .. 10)
 {
 	$node->safe_psql('kept_db', "SELECT idempotent_increment('c', 1, " . ++$seq . ", 1)");
 	usleep(200_000);
 }
-my $passes = commits('kept_db') - $before - 10;
+my $passes = db_commits($node, 'kept_db') - $before - 10;
 cmp_ok($passes, '>=', 5, "kept_db is still maintained ($passes passes in 2 s)");
 
 is($node->safe_psql('postgres',
