@@ -231,7 +231,7 @@ extern void FbfCounterApply(Oid relid, FbfOps *ops, bool *applied,
 /* ----------------------------------------------------------------------
  * The front ends: counter.c (FbfCounterInit), counter_batch.c, dedup.c,
  * counter_citus.c, dedup_citus.c, counter_citus_transfer.c,
- * counter_stats.c, counter_save.c
+ * counter_stats.c, counter_load.c
  * ----------------------------------------------------------------------
  */
 
