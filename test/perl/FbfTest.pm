@@ -74,6 +74,13 @@
 # citus_shards_on returns how many of the table's shard placements the
 # coordinator's metadata puts on the node.
 #
+#   my ($before, $after) = citus_split_shard($coord, 'likes', $shard, $w1, $w2);
+#
+# citus_split_shard splits the shard $shard of the table in two at the
+# middle of its hash range, with block_writes, the lower half placed on
+# the node $from and the upper on $to, and returns how many shards the
+# table had before and has after, as the coordinator's metadata says.
+#
 #   my $c = db_commits($node, 'idle_db');
 #
 # db_commits returns the transactions committed in the database so far,
@@ -88,7 +95,8 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 
 our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats db_commits
-  fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on);
+  fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
+  citus_split_shard);
 
 sub fbf_node
 {
@@ -229,6 +237,24 @@ sub citus_shards_on
 		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
 		 JOIN pg_dist_shard s USING (shardid)
 		 WHERE n.nodeport = %d AND s.logicalrelid = '%s'::regclass}, $node->port, $table));
+}
+
+sub citus_split_shard
+{
+	my ($coord, $table, $shard, $from, $to) = @_;
+	my $count = sprintf(
+		"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = '%s'::regclass",
+		$table);
+	my $before = $coord->safe_psql('postgres', $count);
+
+	$coord->safe_psql('postgres', sprintf(q{
+		SELECT citus_split_shard_by_split_points(%d,
+			ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
+					 FROM pg_dist_shard WHERE shardid = %d)],
+			ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = %d),
+				  (SELECT nodeid FROM pg_dist_node WHERE nodeport = %d)],
+			shard_transfer_mode => 'block_writes')}, $shard, $shard, $from, $to));
+	return ($before, $coord->safe_psql('postgres', $count));
 }
 
 1;

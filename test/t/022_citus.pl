@@ -539,18 +539,8 @@ is(apply_all(5, 60), 0,
 
 is(apply_all(6, 60), 60, 'operations of a third client applied');
 ($shard, $from, $to) = shard_of('m3');
-my $nshards = $coord->safe_psql('postgres',
-	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass");
-$coord->safe_psql('postgres', qq{
-	SELECT citus_split_shard_by_split_points($shard,
-		ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
-				 FROM pg_dist_shard WHERE shardid = $shard)],
-		ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $from),
-			  (SELECT nodeid FROM pg_dist_node WHERE nodeport = $to)],
-		shard_transfer_mode => 'block_writes')});
-is($coord->safe_psql('postgres',
-	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'likes'::regclass"),
-	$nshards + 1, 'the shard is split in two');
+my ($nshards, $split_shards) = citus_split_shard($coord, 'likes', $shard, $from, $to);
+is($split_shards, $nshards + 1, 'the shard is split in two');
 is(apply_all(6, 60) + apply_all(5, 60) + apply_all(4, 60), 0,
 	'after citus_split_shard_by_split_points every retry is dismissed');
 

@@ -199,18 +199,8 @@ sub reclaim_all
 
 # a split: the shard's window goes to both halves
 ($shard, $from, $to) = shard_of();
-my $nshards = $coord->safe_psql('postgres',
-	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'inbox'::regclass");
-$coord->safe_psql('postgres', qq{
-	SELECT citus_split_shard_by_split_points($shard,
-		ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
-				 FROM pg_dist_shard WHERE shardid = $shard)],
-		ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $from),
-			  (SELECT nodeid FROM pg_dist_node WHERE nodeport = $to)],
-		shard_transfer_mode => 'block_writes')});
-is($coord->safe_psql('postgres',
-	"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'inbox'::regclass"),
-	$nshards + 1, 'a shard is split in two');
+my ($nshards, $split_shards) = citus_split_shard($coord, 'inbox', $shard, $from, $to);
+is($split_shards, $nshards + 1, 'a shard is split in two');
 is(reclaim_all(), 0, 'after citus_split_shard_by_split_points every claimed id is a duplicate');
 
 # the rebalancer: drain worker 1, then rebalance in background tasks
