@@ -351,8 +351,12 @@ is($over, 0, "after a backward step, estimated_fpp stays <= target_fpp under loa
 # on schedule: by retention + 2 periods, plus the worker's lag, which adds
 # up over the ring (each refresh comes up to a naptime or so after it is
 # due, and the filter holding the operation is recycled only once every
-# other filter has been refreshed), plus a margin.
-my $contains_x = q{SELECT fbf_contains(fbf_snapshot('c'), fbf_operation(2::bigint, 1))};
+# other filter has been refreshed), plus a margin.  Forgotten means what
+# a retry would be told: by the filter and by the operation's stream,
+# which remembers it up to a period longer than the filter may (so the
+# filter alone is not asked); the retry is rolled back, recording
+# nothing.
+my $retry_x = q{BEGIN; SELECT idempotent_increment('c', 2, 1, 1); ROLLBACK;};
 my ($period_now, $filters_now) = split /\|/,
   stat_of($node, 'extract(epoch FROM period), filters');
 my $forget_by = $t_x_done + $retention + 2 * Max($period, $period_now)
@@ -360,7 +364,7 @@ my $forget_by = $t_x_done + $retention + 2 * Max($period, $period_now)
 my $forgotten_at;
 while (time < $forget_by)
 {
-	if ($node->safe_psql('postgres', $contains_x) eq 'f')
+	if ($node->safe_psql('postgres', $retry_x) eq 't')
 	{
 		# forgotten before this moment
 		$forgotten_at = time;
