@@ -20,11 +20,18 @@
  *
  * Locks: the caller has opened the table and its window index with
  * RowExclusiveLock (FbfCounterOpen, privileges checked before); the window
- * takes its buffer locks per operation (FbfWindowApply, in the order of
+ * takes its buffer locks (FbfWindowApply, in the order of
  * src/window/README.md, "Lock definitions") and may wait, holding none of
  * them, for another transaction that has the same operation in flight.
- * No buffer lock is held between operations, where CHECK_FOR_INTERRUPTS
- * lets a cancel stop a call of any size.
+ * It keeps them from one operation of the call to the next (an
+ * FbfWindowHold: the metapage, and the chain while the operations, in
+ * their canonical order, stay on it), so that an operation of a large batch
+ * costs what one of a small batch does; charging a share
+ * (FbfShareCharge) takes only a lightweight lock of shared memory under
+ * them.  The hold lets go every few thousand operations, where
+ * CHECK_FOR_INTERRUPTS lets a cancel stop a call of any size, and before
+ * a dismissed operation's delta identity is looked up
+ * (FbfWindowContains).
  *
  * Backend-local state: whether this backend has told the registry that its
  * database has windows to maintain.
@@ -240,6 +247,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		  FbfApplyTally *tally)
 {
 	const FbfWindowOp *hashed = ops->hashed;
+	FbfWindowHold *hold = FbfWindowHoldCreate(index);
 	bool		recorded = false;
 	int			i;
 
@@ -259,9 +267,11 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		FbfOpResult r = FBF_OP_DUPLICATE;
 
 		if (!repeat)
-			r = FbfWindowApply(index, keying, &hashed[i], &info);
+			r = FbfWindowApply(index, keying, &hashed[i], hold, &info);
 		if (r == FBF_OP_REKEYED)
 		{
+			FbfWindowLetGo(hold);
+			pfree(hold);
 			if (!recorded)
 				return false;
 			rekeyed_error(index, ops->ids != NULL);
@@ -297,18 +307,28 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 				/* new, or already held (a false positive): either will do */
 				FbfApplyInfo delta_info;
 
-				if (FbfWindowApply(index, keying, &delta_op, &delta_info) == FBF_OP_REKEYED)
+				if (FbfWindowApply(index, keying, &delta_op, hold,
+								   &delta_info) == FBF_OP_REKEYED)
+				{
+					FbfWindowLetGo(hold);
 					rekeyed_error(index, false);
+				}
 				charge_share(heap, index, ops, &delta_info);
 				tally->overfull |= delta_info.overfull;
 			}
-			else if (!FbfWindowContains(index, &delta_op.hash) &&
-					 (!delta_op.has_public ||
-					  !FbfWindowContains(index, &delta_op.public_hash)))
-				tally->nmismatched++;
+			else
+			{
+				FbfWindowLetGo(hold);
+				if (!FbfWindowContains(index, &delta_op.hash) &&
+					(!delta_op.has_public ||
+					 !FbfWindowContains(index, &delta_op.public_hash)))
+					tally->nmismatched++;
+			}
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	FbfWindowLetGo(hold);
+	pfree(hold);
 	return true;
 }
 

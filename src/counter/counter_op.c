@@ -20,7 +20,11 @@
  * order of the arrays, so that two transactions whose calls share
  * operations wait for each other in one direction only (the one to reach a
  * shared operation first applies it, the other waits for it to end) and
- * never deadlock.  Operations repeated within a call are one operation:
+ * never deadlock.  The hash is compared first by the low 32 bits of its h1,
+ * the bits that choose an operation's chain and partition (fbf_part), so
+ * that a call's operations on one chain, and on one partition page, come
+ * together: the window keeps a chain locked, and indexed, across such a
+ * run (FbfWindowHold).  Operations repeated within a call are one operation:
  * the first occurrence is the one asked, the others follow it in that
  * order and are dismissed (counter_engine.c).
  *
@@ -323,7 +327,8 @@ FbfOpsFromIds(int n, bytea **ids, const int64 *seqs)
 
 /*
  * The canonical order of a call's operations, for qsort_arg on their
- * indexes into `arg`, their hashes (FbfWindowOp): by hash, then by index
+ * indexes into `arg`, their hashes (FbfWindowOp): by the low half of h1
+ * (their chain and partition: fbf_part), then by hash, then by index
  * (first occurrence first).
  */
 static int
@@ -334,7 +339,11 @@ hashed_cmp(const void *a, const void *b, void *arg)
 	int			j = *(const int *) b;
 	const FbfHash *x = &hashed[i].hash;
 	const FbfHash *y = &hashed[j].hash;
+	uint32		xlow = (uint32) x->h1;
+	uint32		ylow = (uint32) y->h1;
 
+	if (xlow != ylow)
+		return xlow < ylow ? -1 : 1;
 	if (x->h1 != y->h1)
 		return x->h1 < y->h1 ? -1 : 1;
 	if (x->h2 != y->h2)

@@ -233,9 +233,21 @@ extern void FbfWindowHashOperation(const FbfWindowKeying *keying,
 								   FbfWindowOp *op);
 
 /* ---- window_apply.c: one operation ---- */
+
+/*
+ * The locks a run of one call's operations keeps from one to the next
+ * (window_apply.c): made by FbfWindowHoldCreate, passed to each
+ * FbfWindowApply of the call, let go of by FbfWindowLetGo before anything
+ * else of the window is asked and before the call ends.
+ */
+typedef struct FbfWindowHold FbfWindowHold;
+
+extern FbfWindowHold *FbfWindowHoldCreate(Relation index);
+extern void FbfWindowLetGo(FbfWindowHold *hold);
 extern FbfOpResult FbfWindowApply(Relation index,
 								  const FbfWindowKeying *keying,
-								  const FbfWindowOp *op, FbfApplyInfo *info);
+								  const FbfWindowOp *op, FbfWindowHold *hold,
+								  FbfApplyInfo *info);
 extern bool FbfWindowContains(Relation index, const FbfHash *hash);
 
 /* ---- window_split.c: growth in bits, at once ---- */

@@ -20,6 +20,16 @@
  * indirect call to the window's format (FbfFilterRoutine.contains,
  * window_format.h).
  *
+ * A call of many operations (a batch) keeps its locks from one operation
+ * to the next in an FbfWindowHold: the metapage, and the chain while its
+ * operations follow one another (their canonical order puts them together:
+ * counter_op.c), indexed whole once it is long (window_chain_index.c).
+ * So each operation costs the same whatever the batch's size, where it
+ * would otherwise lock and search every page its predecessors filled.  A
+ * hold lets go before any wait, refresh or growth, and after
+ * HOLD_MAX_OPS operations, so that a cancel (held off while buffer locks
+ * are held) is honoured within a short run.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -36,9 +46,12 @@
 #include "window/window_int.h"
 #include "window/window_xlog.h"
 
+/* entries an operation takes on its chain at most: its own and its annex */
+#define FBF_NEED_MAX			2
+
 static bool in_chain(const FbfWindowMetaPageData *meta,
-					 const FbfPendingChain *chain, const FbfHash *hash,
-					 FullTransactionId *wait_for, Buffer *room, int need);
+					 const FbfPendingChain *chain, const FbfChainIndex *cix,
+					 const FbfHash *hash, FullTransactionId *wait_for);
 
 /*
  * Does the window remember the operation under an identity it had before
@@ -79,7 +92,7 @@ in_public(Relation index, const FbfWindowMetaPageData *meta,
 
 	FbfChainLockMode(index, meta, FbfWindowChainOf(meta, public_hash),
 					 BUFFER_LOCK_SHARE, &chain);
-	found = in_chain(meta, &chain, public_hash, wait_for, NULL, 0);
+	found = in_chain(meta, &chain, NULL, public_hash, wait_for);
 	FbfChainRelease(&chain);
 	if (found || FullTransactionIdIsValid(*wait_for))
 		return found;
@@ -87,62 +100,125 @@ in_public(Relation index, const FbfWindowMetaPageData *meta,
 }
 
 /*
+ * What one entry with the operation's hash says (in_chain): found if made
+ * by this transaction or by one that committed, *wait_for set if in
+ * flight in another; nothing if aborted (false, *wait_for left invalid).
+ */
+static bool
+entry_says(const FbfWindowMetaPageData *meta, const FbfPendingEntry *entry,
+		   FullTransactionId *wait_for)
+{
+	FullTransactionId fxid = FbfEntryFullXid(meta, entry);
+
+	switch (FbfEntryStatusOf(fxid))
+	{
+		case FBF_ENTRY_OURS:
+		case FBF_ENTRY_COMMITTED:
+			return true;
+		case FBF_ENTRY_IN_PROGRESS:
+			*wait_for = fxid;
+			return false;
+		case FBF_ENTRY_ABORTED:
+			break;
+	}
+	return false;
+}
+
+/*
  * Is the operation on its locked pending chain?  True if an entry with its
  * hash was made by this transaction or by one that committed; entries of
- * aborted transactions are ignored.  Each page's entries with the hash are
- * found through the page's index (FbfPendingPageFind), not by reading
- * them all: a batch's own entries on the chain cost it nothing more for
- * each further operation.  If the first entry found is in flight
- * in another transaction, *wait_for is set to that transaction and false
- * returned: the caller decides whether to wait for it.  If `room` is not
- * NULL, it gets the first page of the chain with room for `need` entries
- * (an operation's, and its annex if it has one; InvalidBuffer if none).
- * Annexes are never found (FbfPendingPageFind).
+ * aborted transactions are ignored.  The entries with the hash are found
+ * through the chain's index if the caller's run has built one (`cix`,
+ * window_chain_index.c), else through each page's (FbfPendingPageFind),
+ * not by reading them all, and the first in chain order that is not
+ * aborted decides: if it is in flight in another transaction, *wait_for is
+ * set to that transaction and false returned, for the caller to decide
+ * whether to wait for it.  Annexes are never found.
  */
 static bool
 in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
-		 const FbfHash *hash, FullTransactionId *wait_for, Buffer *room,
-		 int need)
+		 const FbfChainIndex *cix, const FbfHash *hash,
+		 FullTransactionId *wait_for)
 {
-	bool		found = false;
 	int			c;
 	int			i;
-	int			n;
 
 	*wait_for = InvalidFullTransactionId;
-	if (room != NULL)
-		*room = InvalidBuffer;
-	for (c = 0; c < chain->n && !found && !FullTransactionIdIsValid(*wait_for); c++)
+	if (cix != NULL && cix->valid)
+	{
+		FbfChainIndexScan scan;
+		int			first_page = -1;
+		int			first_pos = -1;
+		FbfPendingEntry first;
+		int			page;
+		int			pos;
+
+		/* the scan finds them in any order: keep the first not aborted */
+		FbfChainIndexScanBegin(&scan, cix, chain, hash);
+		while (FbfChainIndexNext(&scan, &page, &pos))
+		{
+			int			n;
+			FbfPendingEntry *entries =
+				FbfWindowPageGetEntries(BufferGetPage(chain->bufs[page]), &n);
+			FullTransactionId ignored = InvalidFullTransactionId;
+
+			if (first_page >= 0 &&
+				(page > first_page || (page == first_page && pos > first_pos)))
+				continue;
+			if (entry_says(meta, &entries[pos], &ignored) ||
+				FullTransactionIdIsValid(ignored))
+			{
+				first_page = page;
+				first_pos = pos;
+				first = entries[pos];
+			}
+		}
+		return first_page >= 0 && entry_says(meta, &first, wait_for);
+	}
+
+	for (c = 0; c < chain->n; c++)
 	{
 		FbfPendingEntry *entries;
 		int			pos[FBF_PENDING_CAPACITY];
 		int			nfound;
+		int			n;
 
 		entries = FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
 		nfound = FbfPendingPageFind(chain->bufs[c], hash, pos);
-		for (i = 0; i < nfound && !found && !FullTransactionIdIsValid(*wait_for); i++)
+		for (i = 0; i < nfound; i++)
 		{
-			FullTransactionId fxid;
-
-			fxid = FbfEntryFullXid(meta, &entries[pos[i]]);
-			switch (FbfEntryStatusOf(fxid))
-			{
-				case FBF_ENTRY_OURS:
-				case FBF_ENTRY_COMMITTED:
-					found = true;
-					break;
-				case FBF_ENTRY_IN_PROGRESS:
-					*wait_for = fxid;
-					break;
-				case FBF_ENTRY_ABORTED:
-					break;
-			}
+			if (entry_says(meta, &entries[pos[i]], wait_for))
+				return true;
+			if (FullTransactionIdIsValid(*wait_for))
+				return false;
 		}
-		if (room != NULL && n + need <= FBF_PENDING_CAPACITY &&
-			!BufferIsValid(*room))
-			*room = chain->bufs[c];
 	}
-	return found;
+	return false;
+}
+
+/*
+ * The first page of a locked chain with room for `need` entries (an
+ * operation's, 1, and its annex if it has one, 2); -1 if none.  The search
+ * starts at from[need - 1] and moves it past the pages found without that
+ * room: pages only fill up while the chain is held, so a run that holds it
+ * need not read them again until it drains it (FBF_NEED_MAX hints).
+ */
+static int
+chain_room(const FbfPendingChain *chain, int need, int *from)
+{
+	int			c;
+
+	Assert(need >= 1 && need <= FBF_NEED_MAX);
+	for (c = from[need - 1]; c < chain->n; c++)
+	{
+		int			n;
+
+		FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
+		if (n + need <= FBF_PENDING_CAPACITY)
+			break;
+	}
+	from[need - 1] = c;
+	return c < chain->n ? c : -1;
 }
 
 /* the operations on a locked chain: its entries but annexes */
@@ -184,25 +260,125 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 }
 
 /*
- * One operation on its way through FbfWindowApply's steps: what they hold
- * (the metapage, share-locked; from ask_chain on, the operation's chain)
- * and what they learn.  The last three members outlive a try: a step that
- * let go of its locks to refresh, grow or wait makes the driver start
- * over.
+ * Operations a hold lets one lock of the metapage serve: a run of this
+ * many takes a few milliseconds, for which a cancel waits (interrupts are
+ * held off while buffer locks are held).
+ */
+#define HOLD_MAX_OPS			4096
+
+/*
+ * Pages a held chain must have before a run indexes it whole
+ * (window_chain_index.c): a shorter one is searched page by page, each
+ * page's index kept across calls (FbfPendingPageFind), as a single
+ * operation searches it.
+ */
+#define HOLD_INDEX_MIN_PAGES	4
+
+/*
+ * The locks FbfWindowApply holds for an operation, kept from one to the
+ * next by a caller that passes the same hold to each (FbfWindowHoldCreate):
+ * the metapage share-locked, and the chain of the last operation with, once
+ * a second operation asks it and it is long, its index.  A caller that
+ * passes none gets one for the operation alone.
+ */
+struct FbfWindowHold
+{
+	Relation	index;
+	bool		keep;			/* a caller's: kept between operations */
+	bool		meta_held;
+	Buffer		metabuf;
+	FbfWindowMetaPageData meta;
+	int			asked;			/* operations since the metapage was locked */
+	bool		chain_held;
+	uint32		chainno;
+	int			on_chain;		/* operations that asked the held chain */
+	bool		drained;		/* the held chain was drained since locked */
+	int			room_from[FBF_NEED_MAX];	/* chain_room's hints */
+	FbfChainIndex cix;
+	FbfPendingChain chain;		/* last: an operation alone zeroes the rest */
+};
+
+/* Let go of the hold's chain, if it holds one. */
+static void
+let_go_chain(FbfWindowHold *h)
+{
+	if (!h->chain_held)
+		return;
+	FbfChainRelease(&h->chain);
+	FbfChainIndexReset(&h->cix);
+	h->chain_held = false;
+	h->on_chain = 0;
+	h->drained = false;
+	memset(h->room_from, 0, sizeof(h->room_from));
+}
+
+/*
+ * Drain the held chain (FbfChainDrain); if that changed its entries (it
+ * removed some, or unlinked a page), its index and its full pages are to
+ * be found again.  Returns the entries removed.
+ */
+static int
+drain_held(FbfWindowHold *h, bool may_defer, bool *grow)
+{
+	int			npages = h->chain.n;
+	int			removed;
+
+	removed = FbfChainDrain(h->index, &h->meta, &h->chain, may_defer, grow);
+	h->drained = true;
+	if (removed > 0 || h->chain.n != npages)
+	{
+		FbfChainIndexReset(&h->cix);
+		memset(h->room_from, 0, sizeof(h->room_from));
+	}
+	return removed;
+}
+
+/*
+ * A hold for the operations of one call on `index` (FbfWindowApply), in
+ * the current memory context.
+ */
+FbfWindowHold *
+FbfWindowHoldCreate(Relation index)
+{
+	FbfWindowHold *h = palloc0(sizeof(FbfWindowHold));
+
+	h->index = index;
+	h->keep = true;
+	h->cix.cxt = CurrentMemoryContext;
+	return h;
+}
+
+/*
+ * Let go of every lock the hold keeps: before the caller asks the window
+ * anything else (FbfWindowContains, a growth), and when its call is done.
+ */
+void
+FbfWindowLetGo(FbfWindowHold *hold)
+{
+	let_go_chain(hold);
+	if (hold->meta_held)
+		UnlockReleaseBuffer(hold->metabuf);
+	hold->meta_held = false;
+	hold->asked = 0;
+}
+
+/*
+ * One operation on its way through FbfWindowApply's steps: the locks they
+ * hold (the hold: the metapage, share-locked; from ask_chain on, the
+ * operation's chain) and what they learn.  The last three members outlive
+ * a try: a step that let go of its locks to refresh, grow or wait makes
+ * the driver start over.
  */
 typedef struct ApplyState
 {
-	Relation	index;
+	FbfWindowHold *h;
 	const FbfWindowOp *op;
-	Buffer		metabuf;
-	FbfWindowMetaPageData meta;
 	int64		now;
 	bool		public_too;		/* the window asks the public hash too */
-	FbfPendingChain chain;
 	bool		stream;			/* recorded with its annex (its stream) */
 	bool		ask_stream;		/* and its stream asked */
 	int			need;			/* entries it takes on the chain */
-	Buffer		room;			/* the chain page it goes to */
+	int			room;			/* the chain page it goes to, -1: none yet */
 	bool		lane_full;		/* its partition page asks for more bits */
 	FbfOpResult result;			/* STEP_DONE: the answer */
 	bool		refresh_tried;	/* once: a refresh may rightly be postponed */
@@ -215,78 +391,81 @@ typedef enum ApplyStep
 {
 	STEP_ON,					/* locks held: on to the next step */
 	STEP_AGAIN,					/* locks let go: try again from the start */
-	STEP_DONE					/* locks let go: the answer is st->result */
+	STEP_DONE					/* the answer is st->result; locks kept only
+								 * by a caller's hold */
 } ApplyStep;
 
-/* Let go of the chain (if `chain`) and the metapage. */
-static void
-release(ApplyState *st, bool chain)
-{
-	if (chain)
-		FbfChainRelease(&st->chain);
-	UnlockReleaseBuffer(st->metabuf);
-}
-
-/* Done, locks let go (the chain if `chain`), with answer `result`. */
+/* Done, with answer `result`: the locks let go unless a caller keeps them. */
 static ApplyStep
-done(ApplyState *st, bool chain, FbfOpResult result)
+done(ApplyState *st, FbfOpResult result)
 {
-	release(st, chain);
+	if (!st->h->keep)
+		FbfWindowLetGo(st->h);
 	st->result = result;
 	return STEP_DONE;
 }
 
-/* Wait, locks let go (the chain if `chain`), for `xid` to end. */
+/* Wait, every lock let go, for `xid` to end. */
 static ApplyStep
-wait_for_xact(ApplyState *st, bool chain, FullTransactionId xid)
+wait_for_xact(ApplyState *st, FullTransactionId xid)
 {
-	release(st, chain);
+	FbfWindowLetGo(st->h);
 	XactLockTableWait(XidFromFullTransactionId(xid), NULL, NULL, XLTW_None);
 	return STEP_AGAIN;
 }
 
 /*
- * Step 1: share-lock the metapage; refresh the window first if it is due
- * (needs_refresh); refuse a window not upgraded; FBF_OP_REKEYED if the
- * operation was not hashed as the window hashes now (window_key.c): under
- * another key, or without an identity the window still asks (under the
- * public hash, or the fixed key it gave up, whichever it asks now; 1.0's).
- * A keying that asks more than the window does is no error (the extra
- * lookups are not made), but the caller is told to read it again.
+ * Step 1: share-lock the metapage (unless the hold has it); refresh the
+ * window first if it is due (needs_refresh); refuse a window not upgraded;
+ * FBF_OP_REKEYED if the operation was not hashed as the window hashes now
+ * (window_key.c): under another key, or without an identity the window
+ * still asks (under the public hash, or the fixed key it gave up,
+ * whichever it asks now; 1.0's).  A keying that asks more than the window
+ * does is no error (the extra lookups are not made), but the caller is
+ * told to read it again.
  */
 static ApplyStep
 open_window(ApplyState *st, const FbfWindowKeying *keying,
 			FbfApplyInfo *info)
 {
+	FbfWindowHold *h = st->h;
 	FbfWindowKeying current;
 
-	st->metabuf = FbfWindowLockMeta(st->index, BUFFER_LOCK_SHARE, &st->meta);
-	st->now = FbfWindowNow(&st->meta);
-	if (!st->refresh_tried && needs_refresh(&st->meta, st->now))
+	if (!h->meta_held)
 	{
-		UnlockReleaseBuffer(st->metabuf);
-		FbfWindowRefresh(st->index);
+		h->metabuf = FbfWindowLockMeta(h->index, BUFFER_LOCK_SHARE, &h->meta);
+		h->meta_held = true;
+	}
+	st->now = FbfWindowNow(&h->meta);
+	if (!st->refresh_tried && needs_refresh(&h->meta, st->now))
+	{
+		FbfWindowLetGo(h);
+		FbfWindowRefresh(h->index);
 		st->refresh_tried = true;
 		return STEP_AGAIN;
 	}
 
 	/* a window not upgraded (refresh postponed on a standby...)? */
-	if (st->meta.version != FBF_STORAGE_VERSION)
+	if (h->meta.version != FBF_STORAGE_VERSION)
 	{
-		release(st, false);
+		FbfWindowLetGo(h);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the filter \"%s\" has not been upgraded",
-						RelationGetRelationName(st->index))));
+						RelationGetRelationName(h->index))));
 	}
 
-	FbfWindowKeyingOf(&st->meta, st->now, &current);
+	FbfWindowKeyingOf(&h->meta, st->now, &current);
 	if (!FbfWindowKeysEqual(&current.key, &keying->key) ||
 		(current.public_too &&
 		 (!st->op->has_public ||
 		  !FbfWindowKeysEqual(&current.public_key, &keying->public_key))) ||
 		(current.keyless_too && !keying->keyless_too))
-		return done(st, false, FBF_OP_REKEYED);
+	{
+		FbfWindowLetGo(h);
+		st->result = FBF_OP_REKEYED;
+		return STEP_DONE;
+	}
 	st->public_too = current.public_too;
 	info->stale_keying = current.public_too != keying->public_too ||
 		current.keyless_too != keying->keyless_too;
@@ -295,33 +474,40 @@ open_window(ApplyState *st, const FbfWindowKeying *keying,
 
 /*
  * Step 2: does the window remember the operation under an identity it had
- * before an upgrade (in_legacy) or before it had its key (in_public)?
+ * before an upgrade (in_legacy) or before it had its key (in_public)?  A
+ * chain the hold kept from the last operation is let go of first: these
+ * lookups lock chains and partition pages of their own.
  */
 static ApplyStep
 ask_earlier_identities(ApplyState *st)
 {
+	FbfWindowHold *h = st->h;
 	const FbfWindowOp *op = st->op;
 	FullTransactionId wait_for = InvalidFullTransactionId;
 
-	if (in_legacy(st->index, &st->meta, st->now,
+	if (st->now < h->meta.legacy.until || st->public_too)
+		let_go_chain(h);
+	if (in_legacy(h->index, &h->meta, st->now,
 				  op->has_public ? &op->public_hash : &op->hash,
 				  op->has_keyless ? &op->keyless : NULL))
-		return done(st, false, FBF_OP_DUPLICATE);
+		return done(st, FBF_OP_DUPLICATE);
 	if (!st->public_too)
 		return STEP_ON;
-	if (in_public(st->index, &st->meta, &op->public_hash, &wait_for))
-		return done(st, false, FBF_OP_DUPLICATE);
+	if (in_public(h->index, &h->meta, &op->public_hash, &wait_for))
+		return done(st, FBF_OP_DUPLICATE);
 	if (FullTransactionIdIsValid(wait_for))
-		return wait_for_xact(st, false, wait_for);
+		return wait_for_xact(st, wait_for);
 	return STEP_ON;
 }
 
 /*
- * Step 3: lock the operation's pending chain (draining it first if its
- * oldest entry is old enough that the commit log may forget it) and look
- * for the operation there: in flight in another transaction (wait for it),
- * or recorded by this one or a committed one (a duplicate, answered
- * exactly).
+ * Step 3: lock the operation's pending chain, unless the hold has it from
+ * the last operation (another chain it has is let go of first), draining
+ * it first if its oldest entry is old enough that the commit log may
+ * forget it, and look for the operation there: in flight in another
+ * transaction (wait for it), or recorded by this one or a committed one (a
+ * duplicate, answered exactly).  The second operation of a run to ask a
+ * long chain indexes it whole (window_chain_index.c).
  *
  * Numbered in a stream the window keeps, the operation takes two entries,
  * its own and its annex: only under the window's own key (open_window
@@ -335,30 +521,41 @@ ask_earlier_identities(ApplyState *st)
 static ApplyStep
 ask_chain(ApplyState *st, FbfApplyInfo *info)
 {
+	FbfWindowHold *h = st->h;
+	uint32		chainno = FbfWindowChainOf(&h->meta, &st->op->hash);
 	FullTransactionId wait_for;
 	FullTransactionId floor;
 
-	st->stream = st->op->has_stream && st->meta.stream_pages > 0 &&
-		fbf_hash_key_is_set(&st->meta.key);
+	st->stream = st->op->has_stream && h->meta.stream_pages > 0 &&
+		fbf_hash_key_is_set(&h->meta.key);
 	st->ask_stream = st->stream && !st->public_too;
 	st->need = st->stream ? 2 : 1;
 
-	FbfChainLock(st->index, &st->meta,
-				 FbfWindowChainOf(&st->meta, &st->op->hash), &st->chain);
-	floor = FbfChainFloor(&st->chain);
+	if (h->chain_held && h->chainno != chainno)
+		let_go_chain(h);
+	if (!h->chain_held)
+	{
+		FbfChainLock(h->index, &h->meta, chainno, &h->chain);
+		h->chain_held = true;
+		h->chainno = chainno;
+	}
+	floor = FbfChainFloor(&h->chain);
 	if (FullTransactionIdIsValid(floor) &&
 		U64FromFullTransactionId(ReadNextFullTransactionId()) -
 		U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
-		FbfChainDrain(st->index, &st->meta, &st->chain, false, &st->grow);
+		drain_held(h, false, &st->grow);
+	if (h->on_chain++ > 0 && h->keep && !h->cix.valid &&
+		h->chain.n >= HOLD_INDEX_MIN_PAGES)
+		FbfChainIndexBuild(&h->cix, &h->chain);
 
-	if (in_chain(&st->meta, &st->chain, &st->op->hash, &wait_for, &st->room,
-				 st->need))
+	if (in_chain(&h->meta, &h->chain, &h->cix, &st->op->hash, &wait_for))
 	{
 		info->answer = FBF_ANSWER_CHAIN;
-		return done(st, true, FBF_OP_DUPLICATE);
+		return done(st, FBF_OP_DUPLICATE);
 	}
 	if (FullTransactionIdIsValid(wait_for))
-		return wait_for_xact(st, true, wait_for);
+		return wait_for_xact(st, wait_for);
+	st->room = chain_room(&h->chain, st->need, h->room_from);
 	return STEP_ON;
 }
 
@@ -379,16 +576,17 @@ ask_chain(ApplyState *st, FbfApplyInfo *info)
 static ApplyStep
 ask_bits(ApplyState *st, FbfApplyInfo *info)
 {
+	FbfWindowHold *h = st->h;
 	bool		duplicate;
 	bool		exact = false;
 
 	st->lane_full = false;
-	duplicate = FbfFilterRoutineOf(&st->meta)->contains(st->index, &st->meta,
-														&st->op->hash,
-														&st->lane_full);
+	duplicate = FbfFilterRoutineOf(&h->meta)->contains(h->index, &h->meta,
+													   &st->op->hash,
+													   &st->lane_full);
 	if (st->ask_stream)
 	{
-		switch (FbfStreamCheck(st->index, &st->meta, st->op->stream,
+		switch (FbfStreamCheck(h->index, &h->meta, st->op->stream,
 							   st->op->seq, st->now))
 		{
 			case FBF_STREAM_NEW:
@@ -407,26 +605,30 @@ ask_bits(ApplyState *st, FbfApplyInfo *info)
 		}
 	}
 
-	if (!exact && (st->meta.flags & FBF_META_CAPPED) != 0 &&
-		FbfWindowGetOptions(st->index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
+	if (!exact && (h->meta.flags & FBF_META_CAPPED) != 0 &&
+		FbfWindowGetOptions(h->index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
 	{
-		release(st, true);
+		FbfWindowLetGo(h);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("counter filter \"%s\" is at its capacity",
-						RelationGetRelationName(st->index)),
+						RelationGetRelationName(h->index)),
 				 errdetail("Its estimated false-positive rate is above its target and fbf.max_filter_size does not let it grow; the counter's option at_capacity is \"refuse\"."),
 				 errhint("Retry the operation later, raise fbf.max_filter_size, or set at_capacity to \"dismiss\".")));
 	}
 	if (duplicate)
-		return done(st, true, FBF_OP_DUPLICATE);
+		return done(st, FBF_OP_DUPLICATE);
 	return STEP_ON;
 }
 
 /*
  * Step 5: a page of the chain with room for the new operation's entries.
  * If the chain is full, drain what has been decided; if that frees
- * nothing, add an overflow page, up to FBF_MAX_PENDING_PAGES.
+ * nothing, add an overflow page, up to FBF_MAX_PENDING_PAGES.  A run that
+ * drained its chain once adds pages without draining it again until the
+ * chain is at its longest: what it appended meanwhile is its own, in
+ * flight, and a drain of what others' fates decided since can wait for the
+ * next operation that finds the chain full (a drain reads every entry).
  *
  * A chain full of entries that wait for more bits (the drain put them
  * off) grows the window now and tries again.  At its cap, a counter that
@@ -438,35 +640,28 @@ ask_bits(ApplyState *st, FbfApplyInfo *info)
 static ApplyStep
 find_room(ApplyState *st)
 {
-	FbfPendingChain *chain = &st->chain;
-	int			c;
-	int			n;
+	FbfWindowHold *h = st->h;
+	FbfPendingChain *chain = &h->chain;
 
-	if (!BufferIsValid(st->room) &&
-		FbfChainDrain(st->index, &st->meta, chain, st->may_defer, &st->grow) > 0)
-	{
-		for (c = 0; c < chain->n && !BufferIsValid(st->room); c++)
-		{
-			FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
-			if (n + st->need <= FBF_PENDING_CAPACITY)
-				st->room = chain->bufs[c];
-		}
-	}
-	if (BufferIsValid(st->room))
+	if (st->room < 0 &&
+		(!h->drained || chain->n == FBF_MAX_PENDING_PAGES) &&
+		drain_held(h, st->may_defer, &st->grow) > 0)
+		st->room = chain_room(chain, st->need, h->room_from);
+	if (st->room >= 0)
 		return STEP_ON;
 
 	if (chain->n == FBF_MAX_PENDING_PAGES && st->may_defer && st->grow)
 	{
-		release(st, true);
+		FbfWindowLetGo(h);
 		st->grow = false;
-		if (FbfWindowGrowNow(st->index) == FBF_GROWTH_NONE)
+		if (FbfWindowGrowNow(h->index) == FBF_GROWTH_NONE)
 		{
-			if (FbfWindowPartsAtCap(&st->meta) <= st->meta.nparts &&
-				FbfWindowGetOptions(st->index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
+			if (FbfWindowPartsAtCap(&h->meta) <= h->meta.nparts &&
+				FbfWindowGetOptions(h->index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 						 errmsg("counter filter \"%s\" is at its capacity",
-								RelationGetRelationName(st->index)),
+								RelationGetRelationName(h->index)),
 						 errdetail("One of its partitions has more operations of this period than its filters take under the target; they wait for the next period's filter."),
 						 errhint("Retry the operation in a later period, or raise fbf.max_filter_size.")));
 			st->may_defer = false;
@@ -478,17 +673,18 @@ find_room(ApplyState *st)
 	{
 		int			nops = chain_operations(chain);
 
-		release(st, true);
+		FbfWindowLetGo(h);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("too many operations in flight on counter filter \"%s\"",
-						RelationGetRelationName(st->index)),
+						RelationGetRelationName(h->index)),
 				 errdetail("%d operations of open transactions are waiting to commit in one partition.",
 						   nops),
 				 errhint("Commit or roll back the transactions that increment this counter, or split large batches into several transactions.")));
 	}
-	FbfChainExtend(st->index, chain);
-	st->room = chain->bufs[chain->n - 1];
+	/* an empty page at the end: the chain's index stays as it is */
+	FbfChainExtend(h->index, chain);
+	st->room = chain->n - 1;
 	return STEP_ON;
 }
 
@@ -496,17 +692,20 @@ find_room(ApplyState *st)
  * Step 6: record the new operation in flight for the current
  * (sub)transaction: append (xid, hash), and its annex (stream, seq) after
  * it, lowering the chain's floor in the same record when the entry goes to
- * the head, else in one of its own; then let go of every lock.
+ * the head, else in one of its own, and note it in the chain's or the
+ * page's index; then let go of every lock, unless the caller keeps them.
  */
 static void
 record_operation(ApplyState *st, FbfApplyInfo *info)
 {
+	FbfWindowHold *h = st->h;
+	Buffer		room = h->chain.bufs[st->room];
 	FullTransactionId fxid = GetCurrentFullTransactionId();
-	FullTransactionId floor = FbfChainFloor(&st->chain);
-	XLogRecPtr	room_lsn = PageGetLSN(BufferGetPage(st->room));
+	FullTransactionId floor = FbfChainFloor(&h->chain);
+	XLogRecPtr	room_lsn = PageGetLSN(BufferGetPage(room));
 	bool		lowers = !FullTransactionIdIsValid(floor) ||
 		FullTransactionIdPrecedes(fxid, floor);
-	bool		at_head = st->room == st->chain.bufs[0];
+	bool		at_head = st->room == 0;
 	FbfPendingEntry entry;
 	FbfPendingEntry annex;
 
@@ -516,15 +715,19 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
 	entry.h2 = st->op->hash.h2;
 	if (st->stream)
 		annex = FbfPendingAnnex(st->op->stream, st->op->seq);
-	FbfPendingLogAdd(st->index, st->room, &entry, st->stream ? &annex : NULL,
+	FbfPendingLogAdd(h->index, room, &entry, st->stream ? &annex : NULL,
 					 lowers && at_head);
 	if (lowers && !at_head)
-		FbfChainSetFloor(st->index, &st->chain, fxid);
-	FbfPendingPageNoteAdd(st->room, room_lsn);
+		FbfChainSetFloor(h->index, &h->chain, fxid);
+	if (h->cix.valid)
+		FbfChainIndexNoteAdd(&h->cix, &h->chain, st->room);
+	else
+		FbfPendingPageNoteAdd(room, room_lsn);
 
 	info->entries = st->need;
-	FbfWindowCapacityOf(&st->meta, &info->capacity);
-	release(st, true);
+	FbfWindowCapacityOf(&h->meta, &info->capacity);
+	if (!h->keep)
+		FbfWindowLetGo(h);
 	/* a new operation: does the window need more bits for its rate? */
 	info->overfull = st->lane_full || st->grow;
 }
@@ -565,6 +768,12 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
  * more bits grows the window itself (FbfWindowGrowNow) before it records
  * anything.
  *
+ * `hold` (NULL for an operation alone) keeps the metapage and the chain
+ * locked for the caller's next operation (FbfWindowHoldCreate); the caller
+ * lets go of them (FbfWindowLetGo) before it asks the window anything
+ * else.  A hold lets go itself before a wait, a refresh or a growth, and
+ * after HOLD_MAX_OPS operations.
+ *
  * Like _hash_doinsert, a short driver over named steps, each of which
  * either goes on holding its locks, or lets go of them and says to start
  * over (after a refresh, a growth or a wait) or what the answer is:
@@ -573,11 +782,19 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
  */
 FbfOpResult
 FbfWindowApply(Relation index, const FbfWindowKeying *keying,
-			   const FbfWindowOp *op, FbfApplyInfo *info)
+			   const FbfWindowOp *op, FbfWindowHold *hold, FbfApplyInfo *info)
 {
+	FbfWindowHold alone;
 	ApplyState	st = {0};
 
-	st.index = index;
+	if (hold == NULL)
+	{
+		MemSet(&alone, 0, offsetof(FbfWindowHold, chain));
+		alone.index = index;
+		hold = &alone;
+	}
+	Assert(hold->index == index);
+	st.h = hold;
 	st.op = op;
 	st.may_defer = true;
 	info->overfull = false;
@@ -588,6 +805,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 		ApplyStep	step;
 
 		info->answer = FBF_ANSWER_FILTER;
+		st.room = -1;
 		step = open_window(&st, keying, info);
 		if (step == STEP_ON)
 			step = ask_earlier_identities(&st);
@@ -597,15 +815,19 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			step = ask_bits(&st, info);
 		if (step == STEP_ON)
 			step = find_room(&st);
-		if (step == STEP_DONE)
-			return st.result;
 		if (step == STEP_ON)
 		{
 			record_operation(&st, info);
-			return FBF_OP_APPLIED;
+			st.result = FBF_OP_APPLIED;
+			step = STEP_DONE;
 		}
+		if (step == STEP_DONE)
+			break;
 		/* STEP_AGAIN: locks let go to refresh, grow or wait; ask again */
 	}
+	if (hold->meta_held && ++hold->asked >= HOLD_MAX_OPS)
+		FbfWindowLetGo(hold);
+	return st.result;
 }
 
 /*
@@ -639,7 +861,7 @@ FbfWindowContains(Relation index, const FbfHash *hash)
 	}
 	FbfChainLockMode(index, &meta, FbfWindowChainOf(&meta, hash),
 					 BUFFER_LOCK_SHARE, &chain);
-	found = in_chain(&meta, &chain, hash, &wait_for, NULL, 0) ||
+	found = in_chain(&meta, &chain, NULL, hash, &wait_for) ||
 		FullTransactionIdIsValid(wait_for) ||
 		FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, NULL);
 	FbfChainRelease(&chain);

@@ -124,6 +124,14 @@ extern void FbfStreamsReset(Relation index, Buffer metabuf,
 							const FbfWindowMetaPageData *meta, int64 now);
 extern void FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
 							   FbfWindowStats *stats);
+extern unsigned char *FbfStreamsSnapshot(Relation index, Buffer metabuf,
+										 const FbfWindowMetaPageData *meta,
+										 const FbfStreamOp *annexes, int n,
+										 size_t *len);
+extern void FbfStreamsInstall(Relation index, Buffer metabuf,
+							  const FbfWindowMetaPageData *meta,
+							  const unsigned char *streams, bool adopt,
+							  int64 shift, int64 now);
 extern void FbfStreamXLogInit(void);
 
 /* ---- window_pending.c: pending chains, and the one drain loop ---- */
@@ -184,6 +192,41 @@ extern FullTransactionId FbfChainFloor(FbfPendingChain *chain);
 
 extern int64 FbfWindowPendingCount(Relation index,
 								   const FbfWindowMetaPageData *meta);
+
+/* ---- window_chain_index.c: a held chain's entries by hash ---- */
+
+/*
+ * The entries of a chain a run of operations holds (FbfWindowHold), by
+ * hash: valid only while that run holds the chain locked.
+ */
+typedef struct FbfChainIndex
+{
+	MemoryContext cxt;			/* where the table is allocated */
+	bool		valid;			/* describes the held chain */
+	uint32		nslots;			/* a power of two */
+	uint32		nused;
+	uint32	   *slots;
+} FbfChainIndex;
+
+/* A look-up of one hash in a chain's index. */
+typedef struct FbfChainIndexScan
+{
+	const FbfChainIndex *cix;
+	const FbfPendingChain *chain;
+	FbfHash		hash;
+	uint32		slot;
+} FbfChainIndexScan;
+
+extern void FbfChainIndexBuild(FbfChainIndex *cix,
+							   const FbfPendingChain *chain);
+extern void FbfChainIndexReset(FbfChainIndex *cix);
+extern void FbfChainIndexNoteAdd(FbfChainIndex *cix,
+								 const FbfPendingChain *chain, int page);
+extern void FbfChainIndexScanBegin(FbfChainIndexScan *scan,
+								   const FbfChainIndex *cix,
+								   const FbfPendingChain *chain,
+								   const FbfHash *hash);
+extern bool FbfChainIndexNext(FbfChainIndexScan *scan, int *page, int *pos);
 
 /*
  * ---- window_read.c: how a snapshot holds the window ----
@@ -274,7 +317,10 @@ typedef void (*FbfAdoptPageFn) (char *page, const FbfWindowMetaPageData *new,
 extern void FbfWindowAdopt(Relation index, Buffer metabuf,
 						   FbfWindowMetaPageData *meta,
 						   FbfWindowMetaPageData *new, FbfAdoptPageFn fill,
-						   void *arg, const FbfLoadTimes *t);
+						   void *arg, const FbfLoadTimes *t,
+						   const unsigned char *streams);
+extern bool FbfLoadKeepsStreams(const FbfWindowMetaPageData *meta,
+								const FbfHashKey *key, bool public_too);
 
 /*
  * ---- window_bloom.c: the Bloom format's partition pages ----

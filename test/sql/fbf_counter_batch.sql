@@ -170,6 +170,38 @@ SELECT idempotent_increment('b', 'stats', ARRAY[3, 4], ARRAY[1, 1], ARRAY[1, 1])
 SELECT applied - :a0 AS applied, dismissed - :d0 AS dismissed
 FROM fbf_counter_stats WHERE counter = 'b'::regclass;
 
+-- a batch long enough to leave many pages of entries in flight on every
+-- chain of a default counter: the window keeps each chain locked, and
+-- indexed, across the batch's run of operations on it, and must answer
+-- exactly what a page-by-page search would.  The counter is new, so its
+-- filter holds nothing and every answer here is exact: this
+-- transaction's own entries are duplicates, a rolled back savepoint's
+-- are not, and after the commit every operation is a duplicate.
+SELECT fbf_create_counter_table('long_batch') AS long_batch;
+ALTER INDEX long_batch_fbf SET (worker_maintenance = off);
+CREATE FUNCTION long_batch(lo int, hi int) RETURNS bigint
+	LANGUAGE sql AS $$
+	SELECT count(*) FILTER (WHERE a)
+	FROM unnest(idempotent_increment('long_batch', 'k',
+		array_fill(1::bigint, ARRAY[hi - lo + 1]),
+		array(SELECT g::bigint FROM generate_series(lo, hi) g),
+		array_fill(1::bigint, ARRAY[hi - lo + 1]))) a $$;
+BEGIN;
+SELECT long_batch(1, 20000) AS applied_20000;
+SELECT long_batch(10001, 30000) AS applied_10000;
+SAVEPOINT s;
+SELECT long_batch(30001, 35000) AS applied_5000;
+ROLLBACK TO s;
+SELECT long_batch(29001, 35000) AS applied_5000_again;
+SELECT idempotent_increment('long_batch', 'k', 1, 34999, 1) AS one_duplicate;
+COMMIT;
+SELECT long_batch(1, 35000) AS applied_none;
+SELECT fbf_counter_value('long_batch', 'k') AS value_35000;
+SELECT pending > 0 AS still_pending FROM fbf_counter_stats
+WHERE counter = 'long_batch'::regclass;
+DROP TABLE long_batch;
+DROP FUNCTION long_batch(int, int);
+
 -- privileges: as idempotent_increment, SELECT and UPDATE are required,
 -- for duplicates too, and for empty batches
 CREATE ROLE fbf_batch_reader;
