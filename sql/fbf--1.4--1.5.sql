@@ -191,3 +191,156 @@ COMMENT ON OPERATOR CLASS timestamptz_ops USING cuckoo IS 'cuckoo index equality
 COMMENT ON OPERATOR CLASS timetz_ops USING cuckoo IS 'cuckoo index equality on time with time zone';
 COMMENT ON OPERATOR CLASS xid8_ops USING cuckoo IS 'cuckoo index equality on xid8';
 COMMENT ON OPERATOR CLASS xid_ops USING cuckoo IS 'cuckoo index equality on xid';
+
+-- fbf_dedup_stats shows a dedup table's exact streams as fbf_counter_stats
+-- shows a counter's: the streams, their slots and evictions, the answers
+-- they gave and those left to the filter, and from when a stream without
+-- a slot is proven new (1.3's columns of the counters).  The C function
+-- fills them for a declaration that has them, and reads a 1.4 database's
+-- declaration, without them, as it did.
+DROP VIEW fbf_dedup_stats;
+DROP FUNCTION fbf_dedup_stats();
+DROP FUNCTION fbf_local_dedup_stats();
+
+CREATE FUNCTION fbf_local_dedup_stats(
+	OUT dedup regclass,
+	OUT filters integer,
+	OUT live_filters integer,
+	OUT period interval,
+	OUT retention interval,
+	OUT nbits bigint,
+	OUT nhashes integer,
+	OUT partitions integer,
+	OUT elements bigint[],
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT claimed bigint,
+	OUT duplicates bigint,
+	OUT bytes bigint,
+	OUT last_refresh timestamptz,
+	OUT resizes bigint,
+	OUT capped boolean,
+	OUT pending bigint,
+	OUT filter text,
+	OUT load double precision,
+	OUT fingerprint_bits integer,
+	OUT streams bigint,
+	OUT stream_capacity bigint,
+	OUT stream_evictions bigint,
+	OUT exact_answers bigint,
+	OUT filter_answers bigint,
+	OUT dismissals_averted bigint,
+	OUT streams_exact_from timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'fbf_dedup_stats'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fbf_local_dedup_stats() IS
+	'one row per dedup table of this database (on a Citus node: its shard tables, not the shells) that the user may read';
+
+-- Every dedup table the user may read: this node's (fbf_local_dedup_stats),
+-- and on a Citus coordinator each shard of every distributed dedup table,
+-- read on the shard's node, as a row of the distributed table with the
+-- node and the shard table named (as fbf_counter_stats for counters).
+CREATE FUNCTION fbf_dedup_stats(
+	OUT dedup regclass,
+	OUT filters integer,
+	OUT live_filters integer,
+	OUT period interval,
+	OUT retention interval,
+	OUT nbits bigint,
+	OUT nhashes integer,
+	OUT partitions integer,
+	OUT elements bigint[],
+	OUT estimated_fpp double precision,
+	OUT target_fpp double precision,
+	OUT claimed bigint,
+	OUT duplicates bigint,
+	OUT bytes bigint,
+	OUT last_refresh timestamptz,
+	OUT resizes bigint,
+	OUT capped boolean,
+	OUT pending bigint,
+	OUT filter text,
+	OUT load double precision,
+	OUT fingerprint_bits integer,
+	OUT streams bigint,
+	OUT stream_capacity bigint,
+	OUT stream_evictions bigint,
+	OUT exact_answers bigint,
+	OUT filter_answers bigint,
+	OUT dismissals_averted bigint,
+	OUT streams_exact_from timestamptz,
+	OUT node_name text,
+	OUT node_port integer,
+	OUT shard text)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	d regclass;
+	r record;
+	s pg_catalog.jsonb;
+BEGIN
+	RETURN QUERY SELECT l.*, NULL::text, NULL::integer, NULL::text
+				   FROM @extschema@.fbf_local_dedup_stats() l;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	-- (apart: without Citus, its functions do not exist to be planned)
+	IF NOT pg_catalog.citus_is_coordinator() THEN
+		RETURN;
+	END IF;
+	FOR d IN SELECT p.logicalrelid FROM pg_catalog.pg_dist_partition p
+			  WHERE EXISTS (SELECT FROM pg_catalog.pg_index i
+							  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+							  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
+							 WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter'
+							   AND 'kind=dedup' = ANY (COALESCE(ic.reloptions, '{}')))
+				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
+			  ORDER BY 1
+	LOOP
+		-- run on the shard's node with the search_path Citus gives its
+		-- connection: each operator is pg_catalog's, named
+		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(d,
+				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_local_dedup_stats() s '
+				'WHERE s.dedup::pg_catalog.oid OPERATOR(pg_catalog.=) ''%s''::pg_catalog.regclass::pg_catalog.oid')
+				 ORDER BY 3
+		LOOP
+			IF NOT r.success THEN
+				RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
+					r.shardid, r.nodename, r.nodeport, r.result
+					USING ERRCODE = 'connection_failure';
+			END IF;
+			-- a shard the caller may not read on its node has no row
+			CONTINUE WHEN r.result IS NULL OR r.result = '';
+			s := r.result::pg_catalog.jsonb;
+			SELECT * INTO dedup, filters, live_filters, period, retention, nbits, nhashes,
+					partitions, elements, estimated_fpp, target_fpp, claimed, duplicates, bytes,
+					last_refresh, resizes, capped, pending, filter, load, fingerprint_bits,
+					streams, stream_capacity, stream_evictions, exact_answers,
+					filter_answers, dismissals_averted, streams_exact_from,
+					node_name, node_port, shard
+			  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_dedup_stats,
+													 s - 'dedup');
+			dedup := d;
+			node_name := r.nodename;
+			node_port := r.nodeport;
+			shard := s->>'dedup';
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_dedup_stats() IS
+	'one row per dedup table the user may read, and on a Citus coordinator one per shard of each distributed dedup table';
+
+CREATE VIEW fbf_dedup_stats AS SELECT * FROM fbf_dedup_stats();
+
+COMMENT ON VIEW fbf_dedup_stats IS
+	'dedup tables and their windows: shape, accuracy, claims and duplicates';
+
+-- rows are filtered by the caller's SELECT privilege on each dedup table
+GRANT SELECT ON fbf_dedup_stats TO PUBLIC;

@@ -913,7 +913,14 @@ CREATE FUNCTION fbf_local_dedup_stats(
 	OUT pending bigint,
 	OUT filter text,
 	OUT load double precision,
-	OUT fingerprint_bits integer)
+	OUT fingerprint_bits integer,
+	OUT streams bigint,
+	OUT stream_capacity bigint,
+	OUT stream_evictions bigint,
+	OUT exact_answers bigint,
+	OUT filter_answers bigint,
+	OUT dismissals_averted bigint,
+	OUT streams_exact_from timestamptz)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'fbf_dedup_stats'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -947,6 +954,13 @@ CREATE FUNCTION fbf_dedup_stats(
 	OUT filter text,
 	OUT load double precision,
 	OUT fingerprint_bits integer,
+	OUT streams bigint,
+	OUT stream_capacity bigint,
+	OUT stream_evictions bigint,
+	OUT exact_answers bigint,
+	OUT filter_answers bigint,
+	OUT dismissals_averted bigint,
+	OUT streams_exact_from timestamptz,
 	OUT node_name text,
 	OUT node_port integer,
 	OUT shard text)
@@ -995,6 +1009,8 @@ BEGIN
 			SELECT * INTO dedup, filters, live_filters, period, retention, nbits, nhashes,
 					partitions, elements, estimated_fpp, target_fpp, claimed, duplicates, bytes,
 					last_refresh, resizes, capped, pending, filter, load, fingerprint_bits,
+					streams, stream_capacity, stream_evictions, exact_answers,
+					filter_answers, dismissals_averted, streams_exact_from,
 					node_name, node_port, shard
 			  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_dedup_stats,
 													 s - 'dedup');

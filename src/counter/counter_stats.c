@@ -43,9 +43,10 @@ PG_FUNCTION_INFO_V1(fbf_dedup_stats);
  * its measures (filter, load, fingerprint_bits); since 1.3 the counters'
  * end with their exact streams (streams, stream_capacity,
  * stream_evictions, exact_answers, filter_answers, dismissals_averted,
- * streams_exact_from).  A database still on older SQL (before ALTER
- * EXTENSION fbf UPDATE) gets the columns it declares: 18 (1.0) or 22
- * (1.1, 1.2).
+ * streams_exact_from), and since 1.5 the dedup tables' too.  A database
+ * still on older SQL (before ALTER EXTENSION fbf UPDATE) gets the columns
+ * it declares: counters 18 (1.0) or 22 (1.1, 1.2), dedup tables 21
+ * (1.1 to 1.4).
  */
 #define FBF_WINDOW_STATS_COLS	18
 #define FBF_FILTER_STATS_COLS	3
@@ -79,16 +80,14 @@ window_stats(FunctionCallInfo fcinfo, int kind)
 	/* where the filter's columns begin: after `mismatched` for counters */
 	int			filter_col = kind == FBF_WINDOW_COUNTER ?
 		FBF_WINDOW_STATS_COLS + 1 : FBF_WINDOW_STATS_COLS;
-	/* where the streams' columns begin: counters of 1.3's SQL only */
+	/* where the streams' columns begin: counters of 1.3's SQL, dedup 1.5's */
 	int			stream_col = filter_col + FBF_FILTER_STATS_COLS;
 	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
 	natts = rsinfo->setDesc->natts;
-	if (natts != stream_col &&
-		!(kind == FBF_WINDOW_COUNTER &&
-		  (natts == FBF_WINDOW_STATS_COLS ||
-		   natts == stream_col + FBF_STREAM_STATS_COLS)))
+	if (natts != stream_col && natts != stream_col + FBF_STREAM_STATS_COLS &&
+		!(kind == FBF_WINDOW_COUNTER && natts == FBF_WINDOW_STATS_COLS))
 		elog(ERROR, "fbf: the statistics function is declared with %d columns",
 			 natts);
 

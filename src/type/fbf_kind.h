@@ -89,7 +89,7 @@ typedef struct FbfKindInfo
 	bool		(*contains) (const void *payload, const FbfHash *hash,
 							 FbfCheck check);
 	double		(*estimate_fpp) (const void *payload, FbfCheck check);
-	Datum		(*info) (TupleDesc tupdesc, const void *payload, bool keyed);
+	Datum		(*info) (TupleDesc tupdesc, const void *payload, size_t trailer);
 
 	/*
 	 * A datum of an older layout, which carries no kind's layout word, as

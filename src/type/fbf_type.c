@@ -50,6 +50,7 @@
 #include "core/fbf_interrupt.h"
 #include "core/fbf_le.h"
 #include "core/fbf_plan.h"
+#include "core/fbf_stream_snap.h"
 #include "type/fbf_kind.h"
 #include "type/fbf_value.h"
 
@@ -181,13 +182,18 @@ FbfDatumValue(Datum d, bool copy)
 	if (kind != NULL)
 	{
 		size_t		payload = len - FBF_VALUE_OFFSET;
+		size_t		stated = kind->stated_size(v);
+		size_t		streams;
 		const char *keyed_why;
 
-		/* the payload alone, or followed by a key (fbf_value_key.c) */
+		/*
+		 * The payload alone, or followed by a key, or by streams and a key
+		 * (fbf_value_key.c): the header's size, then what follows it.
+		 */
 		if (!kind->check_header(FbfValuePayload(v), payload, &why) &&
-			!(FbfValueHasKeyTrailer(v) &&
-			  kind->check_header(FbfValuePayload(v), payload - sizeof(FbfValueKey),
-								 &keyed_why)))
+			!(FbfValueHasKeyTrailer(v) && stated != 0 && stated <= payload &&
+			  kind->check_header(FbfValuePayload(v), stated, &keyed_why) &&
+			  FbfValueLayout(v, stated, &streams, &keyed_why)))
 			refuse_value(why);
 		return v;
 	}
@@ -217,7 +223,13 @@ FbfValueCheckContents(const struct varlena *v)
 {
 	const char *why;
 
+	const unsigned char *streams;
+	size_t		nstreams;
+
 	if (!FbfValueKindOf(v)->check_contents(FbfValuePayload(v), &why))
+		refuse_value(why);
+	if (FbfValueGetStreams(v, &streams, &nstreams) &&
+		!fbf_streams_validate(streams, nstreams, true, &why))
 		refuse_value(why);
 }
 
@@ -278,10 +290,12 @@ fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 {
 	bool		keyed;
 	FbfValueKey key;
+	const unsigned char *streams;
+	size_t		nstreams;
 	const char *why;
 	Datum		result;
 
-	buf = FbfPortableTakeKey(buf, &len, &keyed, &key, &why);
+	buf = FbfPortableTakeKey(buf, &len, &keyed, &key, &streams, &nstreams, &why);
 	if (why != NULL)
 		refuse_input(code, what, why);
 	result = unkeyed_from_bytes(buf, len, code, what);
@@ -289,6 +303,9 @@ fbf_from_bytes(const unsigned char *buf, size_t len, int code,
 		result = PointerGetDatum(FbfValueWithKey((struct varlena *) DatumGetPointer(result),
 												 &key.key,
 												 (key.flags & FBF_VALUE_KEY_PUBLIC_TOO) != 0));
+	if (nstreams > 0)
+		result = PointerGetDatum(FbfValueWithStreams((struct varlena *) DatumGetPointer(result),
+													 streams, nstreams));
 	return result;
 }
 
@@ -301,12 +318,17 @@ serialize_value(FunctionCallInfo fcinfo, int argno, size_t *len)
 	unsigned char *buf;
 	FbfValueKey key;
 	bool		keyed = FbfValueGetKey(v, &key);
+	const unsigned char *streams = NULL;
+	size_t		nstreams = 0;
 
 	*len = kind->serialized_size(FbfValuePayload(v));
 	buf = palloc(*len);
 	kind->serialize(FbfValuePayload(v), buf);
 	if (keyed)
-		buf = FbfPortablePutKey(buf, len, &key);
+	{
+		(void) FbfValueGetStreams(v, &streams, &nstreams);
+		buf = FbfPortablePutKey(buf, len, &key, streams, nstreams);
+	}
 	return buf;
 }
 
@@ -656,13 +678,19 @@ fbf_info(PG_FUNCTION_ARGS)
 {
 	struct varlena *v = FbfArgValue(fcinfo, 0, false);
 	FbfValueKey key;
-	bool		keyed;
+	const unsigned char *streams;
+	size_t		nstreams;
+	size_t		trailer = 0;
 	TupleDesc	tupdesc;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	keyed = FbfValueGetKey(v, &key);
-	PG_RETURN_DATUM(FbfValueKindOf(v)->info(tupdesc, FbfValuePayload(v), keyed));
+	/* what the portable form adds to the kind's: the key, the streams */
+	if (FbfValueGetKey(v, &key))
+		trailer += FBF_HASH_KEY_BYTES;
+	if (FbfValueGetStreams(v, &streams, &nstreams))
+		trailer += nstreams + 8;
+	PG_RETURN_DATUM(FbfValueKindOf(v)->info(tupdesc, FbfValuePayload(v), trailer));
 }
 
 /* ----------------------------------------------------------------------

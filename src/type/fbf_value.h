@@ -79,10 +79,14 @@ typedef struct FbfValueKey
 #define FBF_VALUE_KEY_PUBLIC_TOO	0x0001	/* it also holds operations
 											 * recorded under the public
 											 * hash (window_key.c) */
+#define FBF_VALUE_KEY_STREAMS		0x0002	/* its window's streams lie
+											 * between the payload and the
+											 * key (core/fbf_stream_snap.h) */
 
 /* the flag bits of a keyed value's portable form (docs/fbf-format.md) */
 #define FBF_PORTABLE_KEYED			0x01
 #define FBF_PORTABLE_PUBLIC_TOO		0x02
+#define FBF_PORTABLE_STREAMS		0x04
 
 /* Do the last bytes of a detoasted fbf datum look like a key trailer? */
 extern bool FbfValueHasKeyTrailer(const struct varlena *v);
@@ -92,25 +96,61 @@ extern bool FbfValueGetKey(const struct varlena *v, FbfValueKey *key);
 
 /*
  * The datum `v` (palloc'd, unkeyed) with `key` appended (repalloc'd); as
- * it is if the key is zero.
+ * it is if the key is zero.  A window's snapshot may have its streams
+ * after the payload already (FbfWindowSnapshot): they stay, flagged in the
+ * key; a value without a key carries none.
  */
 extern struct varlena *FbfValueWithKey(struct varlena *v, const FbfHashKey *key,
 									   bool public_too);
 
 /*
+ * The streams of a keyed value (core/fbf_stream_snap.h), their header
+ * checked: true and *buf, *len set if it has some.  A value taken before
+ * snapshots carried streams, or of a window that kept none, has none.
+ */
+extern bool FbfValueGetStreams(const struct varlena *v,
+							   const unsigned char **buf, size_t *len);
+
+/*
+ * The layout of a datum whose payload is sound as its kind states it:
+ * *payload its size, *streams the size of its streams (0: none), or false
+ * if what follows the payload is neither nothing, nor a key, nor streams
+ * and a key.  O(1).
+ */
+extern bool FbfValueLayout(const struct varlena *v, size_t stated,
+						   size_t *streams, const char **why);
+
+/*
  * A portable form's key: if buf[0 .. *len) is a keyed value, returns a
- * palloc'd copy of it without its key (*len shrinks, the flag bits are
- * cleared: the kind's own form), *keyed true and *key set; else buf
- * itself.  *why, if not NULL, says what is malformed.
+ * palloc'd copy of it without its key and streams (*len shrinks, the flag
+ * bits are cleared: the kind's own form), *keyed true and *key set, and
+ * *streams and *nstreams its streams (within buf; NULL and 0: none), their
+ * contents validated; else buf itself.  *why, if not NULL, says what is
+ * malformed.
  */
 extern const unsigned char *FbfPortableTakeKey(const unsigned char *buf,
 											   size_t *len, bool *keyed,
 											   FbfValueKey *key,
+											   const unsigned char **streams,
+											   size_t *nstreams,
 											   const char **why);
 
-/* Append a key to a portable form (repalloc'd), setting its flags. */
+/*
+ * Append streams (nstreams bytes; 0: none) and a key to a portable form
+ * (repalloc'd), setting its flags.
+ */
 extern unsigned char *FbfPortablePutKey(unsigned char *buf, size_t *len,
-										const FbfValueKey *key);
+										const FbfValueKey *key,
+										const unsigned char *streams,
+										size_t nstreams);
+
+/*
+ * A keyed datum `v` (FbfValueWithKey's) given streams: a new palloc'd
+ * datum of its payload, the streams and its key.
+ */
+extern struct varlena *FbfValueWithStreams(struct varlena *v,
+										   const unsigned char *streams,
+										   size_t nstreams);
 
 /* fbf_type.c: the core's long loops honour a cancel (from _PG_init) */
 extern void FbfTypeInit(void);

@@ -111,7 +111,7 @@ bloom_estimate_fpp(const void *payload, FbfCheck check)
  * filters count 0).
  */
 static Datum
-bloom_info(TupleDesc tupdesc, const void *payload, bool keyed)
+bloom_info(TupleDesc tupdesc, const void *payload, size_t trailer)
 {
 	const Fbf  *f = (const Fbf *) payload;
 	Datum		values[10];
@@ -140,8 +140,7 @@ bloom_info(TupleDesc tupdesc, const void *payload, bool keyed)
 	values[6] = PointerGetDatum(construct_array(counts, f->nfilters, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) fbf_serialized_size(f) +
-							  (keyed ? FBF_HASH_KEY_BYTES : 0));
+	values[7] = Int64GetDatum((int64) (fbf_serialized_size(f) + trailer));
 	values[8] = Float8GetDatum(fbf_estimate_fpp(f, FBF_CHECK_DEFAULT));
 	values[9] = Int32GetDatum((int32) f->nparts);
 

@@ -124,7 +124,7 @@ cuckoo_estimate_fpp(const void *payload, FbfCheck check)
  * current epoch (a drain stores them there).
  */
 static Datum
-cuckoo_info(TupleDesc tupdesc, const void *payload, bool keyed)
+cuckoo_info(TupleDesc tupdesc, const void *payload, size_t trailer)
 {
 	const CwinSnap *s = (const CwinSnap *) payload;
 	Datum		values[10];
@@ -154,8 +154,7 @@ cuckoo_info(TupleDesc tupdesc, const void *payload, bool keyed)
 	values[6] = PointerGetDatum(construct_array(counts, (int) s->nlive, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
-	values[7] = Int64GetDatum((int64) cwin_snap_serialized_size(s) +
-							  (keyed ? FBF_HASH_KEY_BYTES : 0));
+	values[7] = Int64GetDatum((int64) (cwin_snap_serialized_size(s) + trailer));
 	values[8] = Float8GetDatum(cwin_snap_estimate_fpp(s));
 	values[9] = Int32GetDatum((int32) s->nparts);
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));

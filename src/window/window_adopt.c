@@ -51,8 +51,8 @@
  * Locks: the caller holds RowExclusiveLock on the counter table.  The
  * whole load holds the metapage exclusively (operations, drains and
  * splits wait for it; it is a rare, administrative operation), and takes
- * pending pages share and partition pages exclusive one at a time, in
- * the order of src/window/README.md.  Appending takes the relation's
+ * pending pages share, partition pages and then stream pages exclusive
+ * one at a time, in the order of src/window/README.md.  Appending takes the relation's
  * extension lock, as a split does, so the new pages are a run.
  *
  *-------------------------------------------------------------------------
@@ -236,15 +236,17 @@ FbfWindowIsEmpty(Relation index, const FbfWindowMetaPageData *meta, int64 now)
  * pages whole (`fill` makes each, appended as full-page images), leaves
  * the old pages as the free run for the next split, turns the ring once if
  * the snapshot's future is past its period (the file header; t: its times,
- * FbfLoadDue), resets the stream pages (FbfStreamsReset) and logs the
- * metapage.  The caller holds metabuf
+ * FbfLoadDue), resets the stream pages (FbfStreamsReset), logs the
+ * metapage, and then installs the snapshot's `streams` (NULL: none) in
+ * the stream pages if the window keeps them under the snapshot's key
+ * (FbfLoadKeepsStreams, which the caller asked).  The caller holds metabuf
  * exclusively and has checked that the window is empty and may take the
  * shape.
  */
 void
 FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 			   FbfWindowMetaPageData *new, FbfAdoptPageFn fill, void *arg,
-			   const FbfLoadTimes *t)
+			   const FbfLoadTimes *t, const unsigned char *streams)
 {
 	PGAlignedBlock image;
 	BlockNumber next;
@@ -299,4 +301,35 @@ FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		(void) FbfWindowRotate(new, t->now, Max(t->last, new->born_at[0]));
 	FbfWindowLogMeta(index, metabuf, new, t->now);
 	*meta = *new;
+
+	/*
+	 * The window now remembers the snapshot's operations and nothing else,
+	 * and no operation can reach it before the metapage's lock is let go:
+	 * its streams become the snapshot's (adopted, re-placed by id into a
+	 * run of another size).  A crash or a cancel before a page is reached
+	 * leaves that page reset, which merely knows less.
+	 */
+	if (streams != NULL)
+		FbfStreamsInstall(index, metabuf, meta, streams, true,
+						  t->now - t->wall_now, t->now);
+}
+
+/*
+ * Can a load into the window `meta` (after the load took its key) keep the
+ * streams of a snapshot taken under `key` (public_too: it also holds
+ * operations recorded under the public hash)?  Only if the window keeps
+ * streams and hashes them under that very key with no public lookups:
+ * streams are ids keyed by the window's key (window_key.c), and a snapshot
+ * taken while public lookups were open carries none.
+ */
+bool
+FbfLoadKeepsStreams(const FbfWindowMetaPageData *meta, const FbfHashKey *key,
+					bool public_too)
+{
+	FbfWindowKeying keying;
+
+	if (meta->stream_pages == 0 || public_too || !fbf_hash_key_is_set(key))
+		return false;
+	FbfWindowKeyingOf(meta, FbfWindowNow(meta), &keying);
+	return !keying.public_too && FbfWindowKeysEqual(&keying.key, key);
 }

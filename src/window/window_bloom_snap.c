@@ -306,7 +306,7 @@ adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
 static void
 adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	  const Fbf *f, const FbfLoadTimes *t, const FbfHashKey *key,
-	  bool public_too)
+	  bool public_too, const unsigned char *streams)
 {
 	FbfWindowMetaPageData new = *meta;
 	AdoptBloom	arg = {f, t, palloc(sizeof(uint64) * fbf_nwords(f->nbits))};
@@ -328,7 +328,8 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		new.born_at[i] = i < f->nlive ? t->born[i] : 0;
 	}
 	FbfWindowAdoptKey(&new, key, public_too, t->now);
-	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, &arg, t);
+	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, &arg, t,
+				   FbfLoadKeepsStreams(&new, key, public_too) ? streams : NULL);
 	pfree(arg.plain);
 }
 
@@ -547,7 +548,7 @@ merge(Relation index, Buffer metabuf, const FbfWindowMetaPageData *meta,
  */
 static FbfLoadResult
 FbfBloomLoad(Relation index, const void *value, const FbfHashKey *key,
-			 bool public_too)
+			 bool public_too, const unsigned char *streams)
 {
 	const Fbf  *snapshot = value;
 	FbfWindowMetaPageData meta;
@@ -588,7 +589,7 @@ FbfBloomLoad(Relation index, const void *value, const FbfHashKey *key,
 
 	if (empty && adoptable(&meta, snapshot, &why))
 	{
-		adopt(index, metabuf, &meta, snapshot, &t, key, public_too);
+		adopt(index, metabuf, &meta, snapshot, &t, key, public_too, streams);
 		result.adopted = true;
 		result.filters = snapshot->nlive;
 	}
@@ -608,8 +609,21 @@ FbfBloomLoad(Relation index, const void *value, const FbfHashKey *key,
 		}
 		if (changed)
 			FbfWindowLogMeta(index, metabuf, &meta, t.now);
-		/* the streams never recorded what the merge adds (window_stream.c) */
-		FbfStreamsReset(index, metabuf, &meta, t.now);
+
+		/*
+		 * The streams know what the merge adds before the bits hold it: the
+		 * snapshot's merged into the window's own, each stream exact only
+		 * as far as both sides were (core/fbf_stream_snap.c, "The merge
+		 * rule").  Where the window's key changed to take the snapshot's,
+		 * or the snapshot carries no streams, they never recorded what the
+		 * merge adds, and forget everything (window_stream.c).
+		 */
+		if (streams != NULL && !changed &&
+			FbfLoadKeepsStreams(&meta, key, public_too))
+			FbfStreamsInstall(index, metabuf, &meta, streams, false,
+							  t.now - t.wall_now, t.now);
+		else
+			FbfStreamsReset(index, metabuf, &meta, t.now);
 		result.adopted = false;
 		result.filters = merge(index, metabuf, &meta, snapshot, &t);
 	}

@@ -366,7 +366,7 @@ adopt_page(char *page, const FbfWindowMetaPageData *new, uint32 p, void *arg)
 static void
 adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	  const CwinSnap *s, const LoadBlocks *lb, const FbfLoadTimes *t,
-	  const FbfHashKey *key, bool public_too)
+	  const FbfHashKey *key, bool public_too, const unsigned char *streams)
 {
 	FbfWindowMetaPageData new = *meta;
 	int			i;
@@ -390,7 +390,8 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	for (i = 0; i < CWIN_MAX_LIVE; i++)
 		new.cuckoo.parts[i] = s->parts[Min(i, (int) s->nlive - 1)];
 	FbfWindowAdoptKey(&new, key, public_too, t->now);
-	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, (void *) lb, t);
+	FbfWindowAdopt(index, metabuf, meta, &new, adopt_page, (void *) lb, t,
+				   FbfLoadKeepsStreams(&new, key, public_too) ? streams : NULL);
 }
 
 /*
@@ -403,7 +404,7 @@ adopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
  */
 static FbfLoadResult
 FbfCuckooLoad(Relation index, const void *snapshot, const FbfHashKey *key,
-			  bool public_too)
+			  bool public_too, const unsigned char *streams)
 {
 	const CwinSnap *s = snapshot;
 	FbfWindowMetaPageData meta;
@@ -479,7 +480,7 @@ FbfCuckooLoad(Relation index, const void *snapshot, const FbfHashKey *key,
 		cwin_header(lb.blocks + (size_t) p * lb.block_size)->base += delta;
 	store_waiting(index, metabuf, &meta, &lb, cwin_snap_deferred(s), s->ndeferred);
 
-	adopt(index, metabuf, &meta, s, &lb, &t, key, public_too);
+	adopt(index, metabuf, &meta, s, &lb, &t, key, public_too, streams);
 	UnlockReleaseBuffer(metabuf);
 	pfree(lb.blocks);
 	result.adopted = true;

@@ -192,11 +192,14 @@ typedef struct FbfFilterRoutine
 	/*
 	 * The snapshot `value` holds, if it is one of this format's, else NULL;
 	 * and load it into the window (adopt, or merge), refusing a window of
-	 * another format.  The caller holds the table RowExclusiveLock.
+	 * another format, with the streams the value carries (a section of
+	 * core/fbf_stream_snap.h, validated; NULL: none, the streams reset).
+	 * The caller holds the table RowExclusiveLock.
 	 */
 	const void *(*snapshot_of) (const struct varlena *value);
 	FbfLoadResult (*load) (Relation index, const void *snapshot,
-						   const FbfHashKey *key, bool public_too);
+						   const FbfHashKey *key, bool public_too,
+						   const unsigned char *streams);
 } FbfFilterRoutine;
 
 /* ---- window_bloom_snap.c, window_cuckoo_snap.c: the routines ---- */

@@ -210,6 +210,136 @@ snapshot_unchanged(FbfSnapshotRead *read)
 }
 
 /*
+ * The streams of a snapshot (core/fbf_stream_snap.h).  A snapshot's filters
+ * hold the operations drained into the bits, which their stream pages
+ * recorded before the drain, and the committed ones still on the chains,
+ * which the stream pages have not recorded yet: those are collected here,
+ * from their annexes, while each chain is held for the snapshot's read of
+ * it, and recorded into the copy of the stream pages read after the last
+ * chain (FbfWindowSnapshot).  An entry judged committed here that the
+ * format's read found still in progress is one more the streams know
+ * than the filters: a duplicate that did apply, never a "new" unproven.
+ *
+ * The collection belongs to the one snapshot being taken (`read`); a
+ * snapshot is never taken inside another, and FbfWindowSnapshot sets it
+ * anew for each try.
+ */
+typedef struct SnapshotAnnexes
+{
+	const FbfSnapshotRead *read;	/* the read collecting; NULL: none */
+	FbfStreamOp *ops;
+	int			n;
+	int			max;
+	bool		unknown;		/* an operation the streams cannot know */
+} SnapshotAnnexes;
+
+static SnapshotAnnexes snapshot_annexes;
+
+/* Collect the annexes of the committed entries of the chain read holds. */
+static void
+collect_annexes(FbfSnapshotRead *read)
+{
+	const FbfWindowMetaPageData *meta = &read->meta;
+	SnapshotAnnexes *a = &snapshot_annexes;
+	int			p;
+
+	for (p = 0; p < read->chain.n && !a->unknown; p++)
+	{
+		int			n;
+		FbfPendingEntry *entries =
+			FbfWindowPageGetEntries(BufferGetPage(read->chain.bufs[p]), &n);
+		int			j;
+
+		for (j = 0; j < n; j++)
+		{
+			FullTransactionId fxid;
+
+			if (FbfEntryIsAnnex(&entries[j]))
+				continue;
+			fxid = FbfEntryFullXid(meta, &entries[j]);
+			if (FbfEntryStatusOf(fxid) != FBF_ENTRY_COMMITTED)
+				continue;
+			if (j + 1 == n || !FbfEntryIsAnnex(&entries[j + 1]))
+			{
+				/*
+				 * No annex: not numbered in a stream, or recorded before the
+				 * window kept streams, which its drain would answer with a
+				 * reset of them (record_streams, window_pending.c); the
+				 * snapshot then carries none.
+				 */
+				if (meta->stream_xid != 0 &&
+					U64FromFullTransactionId(fxid) < meta->stream_xid)
+				{
+					a->unknown = true;
+					break;
+				}
+				continue;
+			}
+			if (a->n == a->max)
+			{
+				a->max = Max(a->max * 2, 64);
+				a->ops = a->ops == NULL ? palloc(sizeof(FbfStreamOp) * a->max) :
+					repalloc(a->ops, sizeof(FbfStreamOp) * a->max);
+			}
+			a->ops[a->n].stream = entries[j + 1].h1;
+			a->ops[a->n].seq = (int64) entries[j + 1].h2;
+			a->n++;
+		}
+	}
+}
+
+/*
+ * The caller's memory (FbfSnapshotMemory), keeping the size of the block
+ * it holds, so that the snapshot's streams can follow the format's value.
+ */
+typedef struct SizedMemory
+{
+	const FbfSnapshotMemory *mem;
+	Size		size;
+} SizedMemory;
+
+static void *
+sized_alloc(Size size, void *arg)
+{
+	SizedMemory *sm = arg;
+
+	sm->size = size;
+	return sm->mem->alloc(size, sm->mem->arg);
+}
+
+static void *
+sized_resize(void *body, Size size, void *arg)
+{
+	SizedMemory *sm = arg;
+
+	sm->size = size;
+	return sm->mem->resize(body, size, sm->mem->arg);
+}
+
+static void
+sized_free(void *body, void *arg)
+{
+	SizedMemory *sm = arg;
+
+	sm->mem->free(body, sm->mem->arg);
+}
+
+/*
+ * Does the window keep streams that a snapshot of it can carry: its own
+ * key, no public lookups (FbfWindowKeyingOf), stream pages?
+ */
+static bool
+snapshot_keeps_streams(const FbfWindowMetaPageData *meta)
+{
+	FbfWindowKeying keying;
+
+	if (meta->stream_pages == 0)
+		return false;
+	FbfWindowKeyingOf(meta, FbfWindowNow(meta), &keying);
+	return fbf_hash_key_is_set(&keying.key) && !keying.public_too;
+}
+
+/*
  * Share-lock chain `chainno` for a snapshot's read of it and of its
  * partition pages (window_int.h), or return false, locking nothing, if
  * the metapage changed since the snapshot copied it: the chains read so
@@ -251,6 +381,8 @@ FbfSnapshotLockChain(FbfSnapshotRead *read, uint32 chainno)
 bool
 FbfSnapshotReleaseChain(FbfSnapshotRead *read, bool last)
 {
+	if (read == snapshot_annexes.read)
+		collect_annexes(read);
 	FbfChainRelease(&read->chain);
 	return !last || snapshot_unchanged(read);
 }
@@ -268,6 +400,45 @@ FbfSnapshotCheckCancel(FbfSnapshotRead *read)
 		FbfWindowCheckCancel(read->metabuf);
 	else
 		CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * The format's snapshot `body` (sm's block) followed by the window's
+ * streams, read now that every chain has been (FbfStreamsSnapshot), so
+ * that they know at least what the snapshot's filters hold: each
+ * operation in the bits was recorded in its stream page before it left its
+ * chain, and each still on a chain was collected.  Recorded since, they
+ * know more, which is sound.  Only if the run read is the one the
+ * snapshot's metapage names still: a new run (a refresh, max_streams
+ * changed) may have recorded what the old one never will, and the
+ * snapshot then carries no streams.  The streams follow the format's
+ * value in the block, which FbfValueWithKey keys with the rest.
+ */
+static void *
+snapshot_with_streams(FbfSnapshotRead *read, const FbfSnapshotMemory *sized,
+					  void *body)
+{
+	SizedMemory *sm = sized->arg;
+	Size		size = sm->size;
+	FbfWindowMetaPageData now;
+	unsigned char *section;
+	size_t		len;
+
+	section = FbfStreamsSnapshot(read->index, read->metabuf, &read->meta,
+								 snapshot_annexes.ops, snapshot_annexes.n, &len);
+	if (read->hold)
+		now = read->meta;
+	else
+		FbfWindowReadMeta(read->index, &now);
+	if (now.stream_start == read->meta.stream_start &&
+		now.stream_pages == read->meta.stream_pages &&
+		FbfWindowKeysEqual(&now.key, &read->meta.key))
+	{
+		body = sized->resize(body, size + len, sized->arg);
+		memcpy((char *) body + size, section, len);
+	}
+	pfree(section);
+	return body;
 }
 
 /*
@@ -295,11 +466,15 @@ FbfWindowSnapshot(Relation index, const FbfSnapshotMemory *mem,
 				  FbfHashKey *key, bool *public_too, uint64 *pending)
 {
 	int			attempt;
+	SizedMemory sm;
+	FbfSnapshotMemory sized = {sized_alloc, sized_resize, sized_free, &sm};
 
+	sm.mem = mem;
 	for (attempt = 1;; attempt++)
 	{
 		FbfSnapshotRead read;
 		void	   *result;
+		bool		streams;
 
 		read.index = index;
 		read.hold = attempt >= FBF_SNAPSHOT_TRIES;
@@ -315,7 +490,16 @@ FbfWindowSnapshot(Relation index, const FbfSnapshotMemory *mem,
 					 errmsg("the filter \"%s\" has not been upgraded yet",
 							RelationGetRelationName(index)),
 					 errhint("Apply an operation to the counter, or run fbf_counter_maintain(), to upgrade it.")));
-		result = FbfFilterRoutineOf(&read.meta)->snapshot(&read, mem, pending);
+		streams = snapshot_keeps_streams(&read.meta);
+		memset(&snapshot_annexes, 0, sizeof(snapshot_annexes));
+		snapshot_annexes.read = streams ? &read : NULL;
+		result = FbfFilterRoutineOf(&read.meta)->snapshot(&read, &sized, pending);
+		snapshot_annexes.read = NULL;
+		if (result != NULL && streams && !snapshot_annexes.unknown)
+			result = snapshot_with_streams(&read, &sized, result);
+		if (snapshot_annexes.ops != NULL)
+			pfree(snapshot_annexes.ops);
+		memset(&snapshot_annexes, 0, sizeof(snapshot_annexes));
 		if (BufferIsValid(read.metabuf))
 			UnlockReleaseBuffer(read.metabuf);
 		if (result != NULL)

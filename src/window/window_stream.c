@@ -6,7 +6,9 @@
  *	  of meta->stream_pages pages from meta->stream_start.  Making the
  *	  run, checking one operation, recording drained operations (the
  *	  record XLOG_FBF_STREAMS and its redo), forgetting every stream
- *	  (a reset), and their statistics.
+ *	  (a reset), their statistics, and carrying them in snapshots (read
+ *	  into a snapshot's streams, installed from one by a load:
+ *	  core/fbf_stream_snap.h).
  *
  * A stream's page is FbfStreamBlock: the high 32 bits of its id reduced
  * over the run, as fbf_part reduces an operation's hash over the
@@ -33,6 +35,7 @@
 #include "utils/rel.h"
 
 #include "common/fbf_xlog.h"
+#include "core/fbf_stream_snap.h"
 #include "window/window_int.h"
 
 /*
@@ -423,6 +426,137 @@ FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
 	if (meta->stream_pages > 0 && latest != FBF_STREAM_ALWAYS &&
 		latest > now - horizon)
 		stats->streams_exact_from = FbfWindowWallTime(meta, latest + horizon);
+}
+
+/* ----------------------------------------------------------------------
+ * Streams in snapshots (core/fbf_stream_snap.h)
+ * ----------------------------------------------------------------------
+ */
+
+/* t (window time) on the wall clock, `shift` apart; "always" as itself */
+static inline int64
+shifted(int64 t, int64 shift)
+{
+	return t == FBF_STREAM_ALWAYS ? t : t + shift;
+}
+
+/*
+ * The streams of a snapshot of the window `meta` describes: a copy of
+ * every stream page, with the n operations `annexes` (committed, still on
+ * their chains when the snapshot read them, so in its filters but not yet
+ * in their stream pages) recorded into the copies, on the wall clock, as
+ * a section (palloc'd, *len bytes).  The caller has read every chain of
+ * the snapshot before (see FbfWindowSnapshot), and holds the metapage
+ * share (metabuf) or nothing; the pages are share-locked one at a time.
+ */
+unsigned char *
+FbfStreamsSnapshot(Relation index, Buffer metabuf,
+				   const FbfWindowMetaPageData *meta,
+				   const FbfStreamOp *annexes, int n, size_t *len)
+{
+	uint32		nslots = stream_capacity();
+	Size		bytes = sizeof(FbfStreamPage) + (Size) nslots * sizeof(FbfStreamSlot);
+	int64		now = FbfWindowNow(meta);
+	int64		horizon = FbfStreamHorizon(meta, now);
+	int64		shift = FbfWindowWallTime(meta, now) - now;
+	FbfStreamPage **pages;
+	unsigned char *out;
+	uint32		p;
+	int			i;
+
+	Assert(meta->stream_pages > 0);
+	pages = palloc(sizeof(FbfStreamPage *) * meta->stream_pages);
+	for (p = 0; p < meta->stream_pages; p++)
+	{
+		Buffer		buf = FbfWindowReadPage(index, meta->stream_start + p,
+											BUFFER_LOCK_SHARE,
+											FBF_PAGE_ID_STREAM);
+
+		pages[p] = palloc(bytes);
+		memcpy(pages[p], stream_page_checked(index, buf), bytes);
+		UnlockReleaseBuffer(buf);
+		stream_page_done(metabuf);
+	}
+	for (i = 0; i < n; i++)
+		fbf_stream_record(pages[FbfStreamBlock(meta, annexes[i].stream) -
+								meta->stream_start],
+						  annexes[i].stream, annexes[i].seq, now, horizon);
+	for (p = 0; p < meta->stream_pages; p++)
+	{
+		FbfStreamPage *sp = pages[p];
+		uint32		k;
+
+		sp->since = shifted(sp->since, shift);
+		sp->evicted_until = shifted(sp->evicted_until, shift);
+		for (k = 0; k < sp->nslots; k++)
+		{
+			sp->slots[k].seen = shifted(sp->slots[k].seen, shift);
+			sp->slots[k].born = shifted(sp->slots[k].born, shift);
+		}
+	}
+	*len = fbf_streams_encoded_size((const FbfStreamPage *const *) pages,
+									meta->stream_pages, now + shift, horizon);
+	out = palloc(*len);
+	fbf_streams_encode((const FbfStreamPage *const *) pages, meta->stream_pages,
+					   now + shift, horizon, out);
+	for (p = 0; p < meta->stream_pages; p++)
+		pfree(pages[p]);
+	pfree(pages);
+	return out;
+}
+
+/*
+ * Put a snapshot's streams (a section validated with its contents) into
+ * the stream pages: adopted (`adopt`: the window remembers only what the
+ * snapshot brought, and its pages become the section's) or merged with
+ * what they know (the rule is core/fbf_stream_snap.c's), re-placed by id
+ * if the runs differ in size, each page one logged change.  The section's
+ * times are the wall clock, `shift` from window time; `now` is window
+ * time.  For a load, under the metapage's exclusive lock (metabuf), after
+ * which operations see the window the load made: an adoption installs
+ * after switching to the adopted pages (the streams were reset before
+ * it), a merge before ORing the snapshot in, so that the streams never
+ * know less than the window remembers.  A cancel is honoured between
+ * pages: each page is whole, the section's or as it was, both sound.
+ */
+void
+FbfStreamsInstall(Relation index, Buffer metabuf,
+				  const FbfWindowMetaPageData *meta,
+				  const unsigned char *streams, bool adopt, int64 shift,
+				  int64 now)
+{
+	FbfStreamsTimeMap map;
+	int64		horizon;
+	uint32	   *first;
+	uint32		p;
+
+	if (meta->stream_pages == 0)
+		return;
+	now = Max(now, FbfWindowNow(meta));
+	horizon = FbfStreamHorizon(meta, now);
+	map.shift = shift;
+	map.slack = FBF_LOAD_CLOCK_SLACK;
+	map.now = now;
+	first = palloc(sizeof(uint32) * ((Size) fbf_streams_npages(streams) + 1));
+	fbf_streams_index(streams, first);
+	for (p = 0; p < meta->stream_pages; p++)
+	{
+		Buffer		buf = FbfWindowReadPage(index, meta->stream_start + p,
+											BUFFER_LOCK_EXCLUSIVE,
+											FBF_PAGE_ID_STREAM);
+		FbfXLogState *state;
+		Page		page;
+
+		(void) stream_page_checked(index, buf);
+		state = FbfXLogStart(index);
+		page = FbfXLogRegisterBuffer(state, buf, 0);
+		fbf_streams_into_page(stream_page_of(page), streams, first, p,
+							  meta->stream_pages, adopt, &map, now, horizon);
+		FbfXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+		stream_page_done(metabuf);
+	}
+	pfree(first);
 }
 
 /* ----------------------------------------------------------------------

@@ -39,6 +39,7 @@
 static uint64_t seed = 20261127;
 
 #include "test_stream_log.h"
+#include "test_stream_snap.h"
 
 /* Knobs of a random run. */
 typedef struct RunShape
@@ -762,5 +763,12 @@ main(int argc, char **argv)
 	run_test("varints and zigzag", test_varint);
 	run_test("a log of recordings by slot index replays to the same page",
 			 test_log);
+	run_test("a snapshot's streams adopted or merged into a run of another "
+			 "size: never NEW for a seq either side recorded within the "
+			 "horizon, never SEEN for one neither did", test_snap_random);
+	run_test("a snapshot's in-order streams exact at once after adoption "
+			 "or merge", test_snap_in_order);
+	run_test("a snapshot's streams: header and contents validated, bytes "
+			 "read within the length", test_snap_validate);
 	return tap_done();
 }
