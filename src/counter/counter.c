@@ -225,7 +225,9 @@ fbf_increment_outcome_uuid(PG_FUNCTION_ARGS)
  * counter `counter`, placed on this node, with the same checks and
  * messages; the statement the fast path hands Citus calls them there.
  * Anyone may call them: they grant nothing that idempotent_increment on
- * the shard table does not (counter_citus.c says why).
+ * the shard table does not (counter_citus.c says why), and, as every
+ * placement function, they lock the shard's metadata against shard
+ * transfers (FbfCitusPlacementPrologue).
  */
 Datum
 fbf_increment_on_placement_int8(PG_FUNCTION_ARGS)

@@ -260,7 +260,8 @@ extern void FbfClaim(Oid relid, Oid typid, int n, const Datum *ids,
 /* counter_citus.c */
 extern void FbfCitusInit(void);
 extern Oid	FbfCitusExtensionSchema(void);
-extern Oid	FbfCitusLocalShard(Oid table, Datum value, Oid type);
+extern Oid	FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access,
+									  Datum value, Oid type);
 extern Datum FbfCitusRunRouted(Relation shell, const char *what,
 							   const char *sql, int nargs, Oid *types,
 							   Datum *args, const char *nulls);

@@ -21,7 +21,9 @@
  * back in the arrays' order.
  *
  * Locks: those of FbfCounterApply (RowExclusiveLock on the table and its
- * window index, privileges checked before).
+ * window index, privileges checked before); the placement twins first
+ * those of the placement prologue (FbfCitusPlacementPrologue,
+ * counter_citus.c: the shard's metadata lock, against shard transfers).
  *
  *-------------------------------------------------------------------------
  */

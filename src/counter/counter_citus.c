@@ -47,7 +47,8 @@
  * client's statement's place, and Citus sends it in one round trip.  On
  * the placement both routes end in FbfCitusApplyOnPlacement, which finds
  * the key's shard from Citus' metadata cache through its SQL functions,
- * called by fmgr, not SPI (FbfCitusLocalShard).
+ * called by fmgr, not SPI, and locks its metadata against shard transfers
+ * (FbfCitusPlacementPrologue).
  *
  * What travels is what the client gave idempotent_increment: the key and
  * each operation's client id, seq and delta; fbf_apply_on_placement hashes
@@ -59,10 +60,10 @@
  * under a key it may update, and so have them dismissed when their owner
  * sends them.
  *
- * Who may call fbf_apply_on_placement: everyone (EXECUTE stays granted to
- * PUBLIC).  Citus runs the routed statement on the worker as the user who
- * called idempotent_increment, so a REVOKE would take increments away
- * from every user but the owner.  Nor does it need one: it grants nothing
+ * Who may call fbf_apply_on_placement (and every placement function):
+ * everyone (EXECUTE stays granted to PUBLIC).  Citus runs the routed
+ * statement on the worker as the user who called idempotent_increment,
+ * so a REVOKE would take increments away from every user but the owner.  Nor does it need one: it grants nothing
  * that idempotent_increment on the shard table, on that node, does not.
  * The shell must be a counter distributed by its key that the caller may
  * increment (FbfCounterOpenRoutable: 42501, 42809, 0A000), and the
@@ -70,14 +71,27 @@
  * privilege checks and, under row security, the row statement that lets
  * the key's policies judge the caller before the window is asked: the
  * caller records operations only on keys whose rows it may update, and
- * only operations whose identity is on that key.
+ * only operations whose identity is on that key.  Nor can a direct call
+ * slip past a shard transfer: it takes the shard's metadata lock as a
+ * routed write does (below).
  *
  * Locks: pg_dist_partition and pg_extension are read with
  * AccessShareLock; the shell is opened by FbfCounterApply with
- * RowExclusiveLock (privileges checked before), and by
- * fbf_apply_on_placement with AccessShareLock to check it, before the
- * shard table is opened by FbfCounterApply; Citus takes its shard metadata
- * locks for the routed statement.
+ * RowExclusiveLock (privileges checked before).  On the placement, every
+ * placement function (fbf_apply_on_placement, the front ends' placement
+ * twins, fbf_claim_on_placement in dedup_citus.c) starts with the
+ * placement prologue (FbfCitusPlacementPrologue): the shell opened with
+ * AccessShareLock once its privileges are checked, then the metadata lock
+ * of the value's shard in ShareLock, until the end of the transaction,
+ * taken through Citus' lock_shard_metadata, then the shard table opened
+ * by FbfCounterApply (or FbfClaim).  That metadata lock is the one a
+ * routed write takes on the node that routes it (Citus takes it on the
+ * coordinator for the routed statement) and the one a shard move or split
+ * holds in ExclusiveLock on every node while it copies the shard's last
+ * writes, so a placement function called directly on a worker waits for
+ * a transfer as a routed write does (on the coordinator, or on the routing
+ * worker under Citus MX), instead of writing to a placement being copied.
+ * The prologue's comment gives the lock order with transfers.
  *
  * Nothing here links to Citus: the metadata is read from its catalogs
  * (pg_dist_partition here; the shard and its placement through Citus' SQL
@@ -108,6 +122,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/varlena.h"
@@ -507,37 +522,102 @@ placed_here(int64 shardid)
 }
 
 /*
- * The shard table of the distributed table `table` that holds the
- * distribution value `value` (of type `type`: a counter's key, a dedup
- * table's anchor), if its placement is on this node; error if it is
- * elsewhere (the metadata changed since the statement was routed:
- * a shard move or split committed meanwhile; the transaction aborts and
- * the client's retry is routed again).  Citus finds the shard
- * (get_shard_id_for_distribution_column, from its metadata cache) and names
- * its table (shard_name); no SPI: this runs once per routed call.  Shared
- * with dedup_citus.c.
+ * The shard of the distributed table `table` that holds the distribution
+ * value `value` (of type `type`: a counter's key, a dedup table's
+ * anchor), as Citus routes it (get_shard_id_for_distribution_column, from
+ * its metadata cache).
  */
-Oid
-FbfCitusLocalShard(Oid table, Datum value, Oid type)
+static int64
+shard_of(Oid table, Datum value, Oid type)
 {
 	static const Oid find_types[2] = {REGCLASSOID, ANYOID};
-	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
-	Oid			types[3] = {REGCLASSOID, type, BOOLOID};
-	Datum		args[3];
-	int64		shardid;
-	text	   *name;
-	Oid			shard = InvalidOid;
+	Oid			types[2] = {REGCLASSOID, type};
+	Datum		args[2];
 
 	args[0] = ObjectIdGetDatum(table);
 	args[1] = value;
-	shardid = DatumGetInt64(citus_call("get_shard_id_for_distribution_column",
-									   2, find_types, types, args));
+	return DatumGetInt64(citus_call("get_shard_id_for_distribution_column",
+									2, find_types, types, args));
+}
+
+/*
+ * Take the metadata lock of shard `shardid` of the distributed table
+ * `shell` (owned by `owner`) in ShareLock, for the rest of the
+ * transaction: the lock a routed write takes on the node that routes it
+ * (Citus' AcquireMetadataLocks: LockShardDistributionMetadata(shardId,
+ * ShareLock)), and that a shard move or split takes in ExclusiveLock on
+ * every node with metadata before it copies the shard's last writes
+ * (BlockWritesToShardList: LockShardDistributionMetadata on the
+ * coordinator, then LockShardListMetadataOnWorkers, which runs
+ * `SELECT lock_shard_metadata(7, ARRAY[...])` on each worker).
+ *
+ * Taken by calling Citus' own SQL function lock_shard_metadata
+ * (pg_catalog, found by qualified name and argument types, as citus_call
+ * finds every Citus function: search_path cannot substitute another)
+ * rather than by building the lock tag here: Citus 13's
+ * LockShardDistributionMetadata does not lock the tag of
+ * SET_LOCKTAG_SHARD_METADATA_RESOURCE (resource_lock.h: an advisory tag,
+ * field1 the shard id's high 32 bits, field2 its low 32, field4
+ * ADV_LOCKTAG_CLASS_CITUS_SHARD_METADATA) for a hash-distributed table in
+ * a colocation group, but SET_LOCKTAG_COLOCATED_SHARDS_METADATA_RESOURCE
+ * (field1 the shard's index among its table's sorted shards, field2 the
+ * colocation id, field4 ADV_LOCKTAG_CLASS_CITUS_COLOCATED_SHARDS_METADATA),
+ * so that colocated shards share one lock (SetLocktagForShardDistribution-
+ * Metadata, resource_lock.c).  Which tag a version of Citus uses, and the
+ * shard's index, are Citus' to compute: through its function, this is the
+ * very lock the move's `lock_shard_metadata(ExclusiveLock, ...)` takes on
+ * this node, whatever the version; no link to citus.so either.
+ *
+ * lock_shard_metadata requires its caller to own the shard's table
+ * (EnsureShardOwner: it keeps users from blocking others' writes).  The
+ * caller here has already been found allowed to write to the table, and a
+ * routed write of its takes this lock on the routing node without owning
+ * anything, so the call runs as the table's owner, under a restricted
+ * security context: the function takes the lock and nothing else (it
+ * reads only Citus' catalogs), the lock belongs to the transaction, not
+ * to a user, and the user id is restored right after (or by the abort of
+ * the (sub)transaction, on error).
+ */
+static void
+lock_shard_metadata(Oid owner, int64 shardid)
+{
+	static const Oid lock_types[2] = {INT4OID, INT8ARRAYOID};
+	Datum		args[2];
+	Oid			save_userid;
+	int			save_sec_context;
+
+	args[0] = Int32GetDatum(ShareLock);
+	args[1] = int8_array(&shardid, 1);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	(void) citus_call("lock_shard_metadata", 2, lock_types, lock_types, args);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/*
+ * The table of shard `shardid` of the distributed table `table`, which
+ * must be placed on this node; error if it is elsewhere (the metadata
+ * changed since the statement was routed: a shard move or split committed
+ * meanwhile; the transaction aborts and the client's retry is routed
+ * again).  Citus names the table (shard_name).
+ */
+static Oid
+local_shard(Oid table, int64 shardid)
+{
+	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
+	Datum		args[3];
+	text	   *name;
+	Oid			shard = InvalidOid;
+
 	if (placed_here(shardid))
 	{
-		types[1] = INT8OID;
+		args[0] = ObjectIdGetDatum(table);
 		args[1] = Int64GetDatum(shardid);
 		args[2] = BoolGetDatum(false);
-		name = DatumGetTextPP(citus_call("shard_name", 3, name_types, types, args));
+		name = DatumGetTextPP(citus_call("shard_name", 3, name_types,
+										 name_types, args));
 		shard = RangeVarGetRelid(makeRangeVarFromNameList(textToQualifiedNameList(name)),
 								 NoLock, true);
 	}
@@ -552,35 +632,109 @@ FbfCitusLocalShard(Oid table, Datum value, Oid type)
 }
 
 /*
- * Apply `ops` of the counter whose shell is `shell` on the shard of their
- * key, which must be placed on this node: the routed half of an increment
- * (fbf_apply_on_placement, and the placement twins of the front ends,
- * counter.c and counter_batch.c, that the fast path calls,
- * counter_citus_plan.c).  The shell must be a counter distributed by its
- * key that the caller may increment (FbfCounterOpenRoutable: 42501, 42809,
- * 0A000); the shard table is then applied to by FbfCounterApply, with its
- * privileges and row security.  Arguments and results as FbfCounterApply's.
+ * The placement prologue: what every placement function (the routed half
+ * of a write on a table distributed by Citus: fbf_apply_on_placement and
+ * the placement twins of the increment front ends, through
+ * FbfCitusApplyOnPlacement; fbf_claim_on_placement, dedup_citus.c) does
+ * before it writes.  `shell` must be a table distributed by Citus by its
+ * routing column that the caller may write to as `access` says
+ * (FBF_COUNTER_INCREMENT: a counter, UPDATE; FBF_DEDUP_CLAIM: a dedup
+ * table, INSERT); `value` (of type `type`) is the routing value (a key, an
+ * anchor).  Returns the table of its shard, placed on this node, with the
+ * shard's metadata locked in ShareLock until the end of the transaction.
+ *
+ * In this order:
+ *	1. privileges and kind: the shell is opened with AccessShareLock by
+ *	   FbfCounterOpenRoutable, which checks the caller's privileges before
+ *	   it queues that lock (42501; 42809 and 0A000 for a table of the wrong
+ *	   kind or not distributed by its routing column), so that no one can
+ *	   queue a lock on a table they may not write to;
+ *	2. the shard of `value`, from Citus' metadata;
+ *	3. the shard's metadata lock in ShareLock (lock_shard_metadata): a
+ *	   shard move or split holds it in ExclusiveLock on this node from
+ *	   before it copies the shard's last writes until it commits, so a
+ *	   write here either commits before the copy starts, or waits until
+ *	   the move has committed (and then finds the shard gone from this
+ *	   node: step 4).  Without it, a call made directly on a worker, which
+ *	   no coordinator locked for, could write to the old placement after
+ *	   the copy, and be lost with it;
+ *	4. the metadata again, as it is now that the lock is held (a move or
+ *	   split that committed while this waited is seen: invalidations are
+ *	   accepted first): the shard must still hold `value` and be placed
+ *	   here (55000, retry: the client's retry is routed again).
+ *
+ * No deadlock comes of the lock with a shard transfer.  A routed call
+ * holds the routing node's lock (the coordinator's, taken by Citus) before
+ * it takes this node's; a transfer takes the coordinator's in
+ * ExclusiveLock first, then the workers'.  So while a routed call holds
+ * the coordinator's lock the transfer holds no lock of that shard, and a
+ * transfer that holds a worker's lock holds the coordinator's, which no
+ * routed call then holds: neither waits for the other while holding what
+ * the other waits for.  A direct call holds no Citus lock before this one.
+ * Under Citus MX, a call routed from one worker to another is the one
+ * case with two workers' locks in opposite orders (the routing worker's,
+ * then the placement's; a transfer locks the workers at once, in
+ * parallel): a cycle there is between two distributed transactions, and
+ * Citus' distributed deadlock detection cancels one of them.
  */
-void
-FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied, int64 *value)
+Oid
+FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
+						  Oid type)
 {
 	Relation	heap;
 	Relation	index;
+	Oid			owner;
+	int64		shardid;
 
-	if (!FbfCounterOpenRoutable(shell, FBF_COUNTER_INCREMENT, AccessShareLock,
-								&heap, &index))
+	if (!FbfCounterOpenRoutable(shell, access, AccessShareLock, &heap, &index))
 	{
 		const char *name = pstrdup(RelationGetRelationName(heap));
 
 		FbfCounterClose(heap, index);
+		if (access == FBF_DEDUP_CLAIM)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" is not a dedup table distributed by Citus", name),
+					 errhint("Claim ids in it with fbf_claim().")));
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a counter distributed by Citus", name),
 				 errhint("Apply operations to it with idempotent_increment().")));
 	}
+	owner = heap->rd_rel->relowner;
 	FbfCounterClose(heap, NULL);
-	FbfCounterApply(FbfCitusLocalShard(shell, PointerGetDatum(ops->key), TEXTOID),
-					ops, applied, value);
+
+	shardid = shard_of(shell, value, type);
+	lock_shard_metadata(owner, shardid);
+	AcceptInvalidationMessages();
+	if (shard_of(shell, value, type) != shardid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shard " INT64_FORMAT " of \"%s\" was split while the call waited for its lock",
+						shardid, get_rel_name(shell)),
+				 errhint("Retry the transaction.")));
+	return local_shard(shell, shardid);
+}
+
+/*
+ * Apply `ops` of the counter whose shell is `shell` on the shard of their
+ * key, which must be placed on this node: the routed half of an increment
+ * (fbf_apply_on_placement, and the placement twins of the front ends,
+ * counter.c and counter_batch.c, that the fast path calls,
+ * counter_citus_plan.c).  The placement prologue checks the caller and
+ * the shell, finds the key's shard and locks its metadata
+ * (FbfCitusPlacementPrologue); the shard table is then applied to by
+ * FbfCounterApply, with its privileges and row security.  Arguments and
+ * results as FbfCounterApply's.
+ */
+void
+FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied, int64 *value)
+{
+	Oid			shard = FbfCitusPlacementPrologue(shell, FBF_COUNTER_INCREMENT,
+												  PointerGetDatum(ops->key),
+												  TEXTOID);
+
+	FbfCounterApply(shard, ops, applied, value);
 }
 
 /*

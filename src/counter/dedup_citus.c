@@ -57,17 +57,24 @@
  * shell must be a distributed dedup table in which the caller may claim
  * (INSERT, FbfCounterOpenRoutable: 42501, 42809), and the claims go
  * through FbfClaim on the shard table, with its privilege check and its
- * refusal under row security.  The routed statement's CTE reads and
- * updates the shell's anchor column, which the executor checks on the
+ * refusal under row security; and it locks the shard against transfers
+ * as a routed claim does (Locks, below).  The routed statement's CTE reads
+ * and updates the shell's anchor column, which the executor checks on the
  * coordinator and on the shard: fbf_distribute_dedup grants SELECT and
  * UPDATE on that column (of a table that holds no rows: nothing to read or
  * change) to PUBLIC, so that INSERT stays the privilege to claim.
  *
  * Locks: the shell is opened by FbfClaim with RowExclusiveLock
- * (privileges checked before), and by fbf_claim_on_placement with
- * AccessShareLock to check it, before the shard table is opened by
- * FbfClaim; Citus takes its shard metadata locks for the routed
- * statements.  Nothing here links to Citus: it is reached through SQL.
+ * (privileges checked before), and Citus takes its shard metadata locks
+ * for the routed statements on the coordinator.  fbf_claim_on_placement
+ * starts with the placement prologue (FbfCitusPlacementPrologue,
+ * counter_citus.c): the shell opened with AccessShareLock once its
+ * privileges are checked, then the anchor's shard's metadata lock in
+ * ShareLock until the end of the transaction (the lock a shard move or
+ * split holds in ExclusiveLock on this node while it copies the shard, so
+ * a direct call waits for the transfer as a routed claim does), before the
+ * shard table is opened by FbfClaim.  Nothing here links to Citus: it is
+ * reached through SQL.
  *
  *-------------------------------------------------------------------------
  */
@@ -329,9 +336,10 @@ check_same_shard(Oid shell, int32 anchor, const int32 *anchors, int n)
  * (bigint, text or uuid) of the (client_ids[i], seqs[i]) claims.  Computes
  * each id's identity and anchor here, refuses ids whose anchors are not in
  * the shard of `anchor` (22023), and claims them in that shard, which must
- * be placed on this node, as fbf_claim on the shard table would: with its
- * privilege check and its refusal under row security (the file's header
- * says why anyone may call it).  Element i of the answer is for ids[i].
+ * be placed on this node and whose metadata the placement prologue locks
+ * (FbfCitusPlacementPrologue), as fbf_claim on the shard table would: with
+ * its privilege check and its refusal under row security (the file's
+ * header says why anyone may call it).  Element i of the answer is for ids[i].
  */
 Datum
 fbf_claim_on_placement(PG_FUNCTION_ARGS)
@@ -346,8 +354,7 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 	int32	   *anchors;
 	bool		one_anchor = true;
 	bool	   *claimed;
-	Relation	heap;
-	Relation	index;
+	Oid			shard;
 	int			n;
 	int			i;
 
@@ -359,19 +366,13 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 	shell = PG_GETARG_OID(0);
 	anchor = PG_GETARG_INT32(1);
 
-	/* a dedup table distributed by its anchor, in which the caller may claim */
-	if (!FbfCounterOpenRoutable(shell, FBF_DEDUP_CLAIM, AccessShareLock,
-								&heap, &index))
-	{
-		const char *name = pstrdup(RelationGetRelationName(heap));
-
-		FbfCounterClose(heap, index);
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a dedup table distributed by Citus", name),
-				 errhint("Claim ids in it with fbf_claim().")));
-	}
-	FbfCounterClose(heap, NULL);
+	/*
+	 * a dedup table distributed by its anchor, in which the caller may
+	 * claim; the anchor's shard, placed here, its metadata locked against
+	 * shard transfers
+	 */
+	shard = FbfCitusPlacementPrologue(shell, FBF_DEDUP_CLAIM,
+									  Int32GetDatum(anchor), INT4OID);
 
 	a = PG_GETARG_ARRAYTYPE_P(2);
 	typid = ARR_ELEMTYPE(a);
@@ -414,8 +415,7 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 		check_same_shard(shell, anchor, anchors, n);
 
 	claimed = palloc(sizeof(bool) * Max(n, 1));
-	FbfClaim(FbfCitusLocalShard(shell, Int32GetDatum(anchor), INT4OID),
-			 typid, n, ids, seqs, claimed);
+	FbfClaim(shard, typid, n, ids, seqs, claimed);
 
 	PG_RETURN_ARRAYTYPE_P(FbfAnswersArray(claimed, n));
 }

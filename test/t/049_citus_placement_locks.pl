@@ -1,0 +1,246 @@
+# The placement functions lock their shard as a routed write does: a
+# direct call on a worker cannot slip into a shard transfer.
+#
+# A coordinator and two workers, as in 022_citus.pl (skipped without
+# Citus).  A shard move or split blocks writes by holding the shard's
+# metadata lock in ExclusiveLock on the coordinator and, through
+# `lock_shard_metadata(7, ...)`, on every worker, from before it copies
+# the shard's last writes until it commits.  A routed write holds that lock
+# in ShareLock on the coordinator; the placement functions (which anyone
+# with the table's privileges may call on a worker) take it on the node
+# where they run.  On the worker of a counter's and a dedup table's shard,
+# as a role with only the privileges to write (SELECT, INSERT and UPDATE
+# on the counter, INSERT on the dedup table):
+#   - while another session holds `lock_shard_metadata(7, ARRAY[shard])`
+#     in an open transaction, as a move would, fbf_increment_on_placement
+#     (single and batch), fbf_increment_outcome_on_placement,
+#     fbf_apply_on_placement and fbf_claim_on_placement for a key of that
+#     shard wait for it and fail with lock_timeout (55P03), recording
+#     nothing; once the holder commits, the same calls apply;
+#   - a holder in ShareLock (what routed writes take) does not block them;
+#   - a routed increment through the coordinator, and one through the
+#     other worker (Citus MX), still apply;
+#   - a real move in block_writes mode waits for a direct call's open
+#     transaction on the shard's worker, so the call's operation reaches
+#     the new placement (a retry is dismissed, its delta counted once);
+#     afterwards a direct call on the old worker is refused (55000);
+#   - a move while a session on the coordinator increments keys of the
+#     moving shard, each in its own transaction: every operation counted
+#     once, every retry dismissed.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FbfTest;
+use Time::HiRes qw(usleep);
+
+my @nodes = fbf_citus_cluster(citus_transfer_conf());
+my ($coord, $w1, $w2) = @nodes;
+$coord->safe_psql('postgres', q{
+	CREATE ROLE writer LOGIN;
+	SELECT fbf_create_counter_table('likes', retention => '10 min', target_fpp => 1e-9);
+	SELECT fbf_distribute_counter('likes', shard_count => 4, colocate_with => 'none');
+	SELECT fbf_create_dedup('inbox', retention => '10 min', target_fpp => 1e-9);
+	SELECT fbf_distribute_dedup('inbox');
+	GRANT SELECT, INSERT, UPDATE ON likes TO writer;
+	GRANT INSERT ON inbox TO writer;
+});
+
+# the node (of the workers) holding shard `shard`
+sub node_of
+{
+	my ($shard) = @_;
+	my $port = $coord->safe_psql('postgres', qq{
+		SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 WHERE p.shardid = $shard});
+	return $port == $w1->port ? $w1 : $port == $w2->port ? $w2 : undef;
+}
+
+# as writer on `node`: (rc, stdout, stderr with SQLSTATEs)
+sub as_writer
+{
+	my ($node, $sql) = @_;
+	return $node->psql('postgres', $sql,
+		extra_params => [ '-U', 'writer', '-v', 'VERBOSITY=verbose' ]);
+}
+
+# a session on `node` holding the metadata lock of `shard` in `mode` (7:
+# ExclusiveLock, as a transfer takes it; 5: ShareLock, as a routed write)
+sub hold_lock
+{
+	my ($node, $shard, $mode) = @_;
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe("BEGIN; SELECT lock_shard_metadata($mode, ARRAY[$shard]::bigint[])");
+	return $holder;
+}
+
+my $key = 'k1';
+my $shard = $coord->safe_psql('postgres',
+	"SELECT get_shard_id_for_distribution_column('likes', '$key')");
+my $node = node_of($shard);
+ok($node, "the shard of '$key' is on a worker");
+my $other = $node == $w1 ? $w2 : $w1;
+
+my $anchor = $node->safe_psql('postgres', 'SELECT fbf_claim_anchor(42::bigint)');
+my $dshard = $coord->safe_psql('postgres',
+	"SELECT get_shard_id_for_distribution_column('inbox', $anchor)");
+my $dnode = node_of($dshard);
+ok($dnode, 'the shard of the claim of 42 is on a worker');
+
+# the direct calls, each as one statement: what each returns when it applies
+my %calls = (
+	'fbf_increment_on_placement' => [
+		"SELECT fbf_increment_on_placement('likes', '$key', 1::bigint, 1, 1)", 't' ],
+	'fbf_increment_on_placement (batch)' => [
+		"SELECT fbf_increment_on_placement('likes', '$key', ARRAY[2, 2]::bigint[], ARRAY[1, 2]::bigint[], ARRAY[1, 1]::bigint[])",
+		'{t,t}' ],
+	'fbf_increment_outcome_on_placement' => [
+		"SELECT (fbf_increment_outcome_on_placement('likes', '$key', 3::bigint, 1, 1)).applied", 't' ],
+	'fbf_apply_on_placement' => [
+		"SELECT (fbf_apply_on_placement('likes', '$key', ARRAY[4]::bigint[], ARRAY[1]::bigint[], ARRAY[1]::bigint[], false)).applied",
+		'{t}' ],
+);
+
+# ---- a transfer's lock held: the direct calls wait, then time out ----
+my $holder = hold_lock($node, $shard, 7);
+for my $name (sort keys %calls)
+{
+	my ($rc, $out, $err) = as_writer($node, "SET lock_timeout = '2s'; $calls{$name}[0]");
+	like($err, qr/55P03/, "$name waits for a transfer's lock on the shard: lock timeout (55P03)");
+}
+my $dholder = hold_lock($dnode, $dshard, 7);
+my $claim = "SELECT fbf_claim_on_placement('inbox', $anchor, ARRAY[42]::bigint[], NULL)";
+my ($rc, $out, $err) = as_writer($dnode, "SET lock_timeout = '2s'; $claim");
+like($err, qr/55P03/, 'fbf_claim_on_placement waits for a transfer\'s lock on the shard: lock timeout (55P03)');
+
+# ---- the holders commit: the same calls apply ----
+$holder->query_safe('COMMIT');
+$holder->quit;
+$dholder->query_safe('COMMIT');
+$dholder->quit;
+for my $name (sort keys %calls)
+{
+	($rc, $out, $err) = as_writer($node, "SET lock_timeout = '2s'; $calls{$name}[0]");
+	is($out, $calls{$name}[1], "$name applies once the lock is released (nothing was recorded before)")
+	  or diag($err);
+}
+($rc, $out, $err) = as_writer($dnode, "SET lock_timeout = '2s'; $claim");
+is($out, '{t}', 'fbf_claim_on_placement claims once the lock is released') or diag($err);
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 5,
+	'the five direct operations counted once');
+
+# ---- a routed write's lock (ShareLock) does not block them ----
+$holder = hold_lock($node, $shard, 5);
+($rc, $out, $err) = as_writer($node, "SET lock_timeout = '2s'; "
+	  . "SELECT fbf_increment_on_placement('likes', '$key', 1::bigint, 2, 1)");
+is($out, 't', 'a direct call while another session holds the shard\'s lock in ShareLock') or diag($err);
+$holder->query_safe('COMMIT');
+$holder->quit;
+
+# ---- routed increments ----
+($rc, $out, $err) = as_writer($coord, "SELECT idempotent_increment('likes', '$key', 5, 1, 1)");
+is($out, 't', 'a routed increment through the coordinator applies') or diag($err);
+($rc, $out, $err) = as_writer($coord, "SELECT idempotent_increment('likes', '$key', 5, 1, 1)");
+is($out, 'f', 'and its retry is dismissed');
+($rc, $out, $err) = as_writer($other, "SELECT idempotent_increment('likes', '$key', 6, 1, 1)");
+is($out, 't', 'a routed increment through the other worker (Citus MX) applies') or diag($err);
+($rc, $out, $err) = as_writer($coord, q{
+	BEGIN;
+	SELECT idempotent_increment('likes', 'k1', 7, 1, 1);
+	SELECT fbf_claim('inbox', 43::bigint);
+	COMMIT;});
+is($out, "t\nt", 'a transaction of routed writes through the coordinator commits') or diag($err);
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 9,
+	'every operation counted once');
+
+# ---- a real move waits for a direct call's transaction ----
+my $writer = $node->background_psql('postgres', on_error_stop => 0,
+	extra_params => [ '-U', 'writer' ]);
+$writer->query_safe("BEGIN; SELECT fbf_increment_on_placement('likes', '$key', 8::bigint, 1, 10)");
+my $mover = $coord->background_psql('postgres', on_error_stop => 0);
+$mover->query_safe('SET client_min_messages = error');
+$mover->query_until(qr/moving/, sprintf(qq{\\echo moving
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', %d, '127.0.0.1', %d,
+									  shard_transfer_mode => 'block_writes');
+}, $node->port, $other->port));
+my $waiting = 0;
+for (my $i = 0; $i < 600 && !$waiting; $i++)
+{
+	$waiting = $node->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_stat_activity
+		 WHERE wait_event_type = 'Lock' AND query LIKE '%lock_shard_metadata(7%'});
+	usleep(50_000) unless $waiting;
+}
+ok($waiting, 'the move waits on the worker for the shard\'s lock the direct call holds');
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 9,
+	'the direct call\'s delta is not visible while its transaction is open');
+$writer->query_safe('COMMIT');
+$writer->quit;
+($out) = $mover->query(q{SELECT 'moved'});
+my $move_err = $mover->{stderr};
+$mover->quit;
+like($out, qr/moved/, 'the move completes once the direct call commits');
+unlike($move_err, qr/ERROR/, 'without error');
+is(node_of($shard)->port, $other->port, 'the shard is on the other worker');
+$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 19,
+	'the direct call\'s delta reached the new placement');
+is($coord->safe_psql('postgres', "SELECT idempotent_increment('likes', '$key', 8, 1, 10)"), 'f',
+	'and its operation is remembered there: a retry is dismissed');
+($rc, $out, $err) = as_writer($node, "SELECT fbf_increment_on_placement('likes', '$key', 8::bigint, 2, 1)");
+like($err, qr/55000: shard $shard of "likes" is not placed on this node/,
+	'a direct call on the old worker is refused (55000)');
+
+# ---- a move while routed increments run ----
+my @keys = split /\n/, $coord->safe_psql('postgres', qq{
+	SELECT k FROM generate_series(1, 2000) i, LATERAL (SELECT 'm' || i AS k) s
+	 WHERE get_shard_id_for_distribution_column('likes', k) = $shard LIMIT 20});
+is(scalar(@keys), 20, '20 keys of the shard');
+my $keylist = join(',', map { "'$_'" } @keys);
+my $incrementer = $coord->background_psql('postgres', on_error_stop => 0);
+$incrementer->query_until(qr/incrementing/, qq{\\echo incrementing
+	DO \$\$
+	DECLARE
+		k text;
+		s int;
+	BEGIN
+		FOR s IN 1..50 LOOP
+			FOREACH k IN ARRAY ARRAY[$keylist] LOOP
+				PERFORM idempotent_increment('likes', k, 9, s, 1);
+				COMMIT;
+			END LOOP;
+		END LOOP;
+	END \$\$;
+});
+usleep(200_000);
+# the DO block's statement, running (not yet done) on the coordinator
+my $incrementing = q{
+	SELECT count(*) FROM pg_stat_activity
+	 WHERE state = 'active' AND query LIKE '%PERFORM idempotent_increment%'
+	   AND pid <> pg_backend_pid()};
+is($coord->safe_psql('postgres', $incrementing), 1, 'the increments are running when the move starts');
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_move_shard_placement(%d, '127.0.0.1', %d, '127.0.0.1', %d,
+									  shard_transfer_mode => 'block_writes')},
+	$shard, $other->port, $node->port));
+note('the increments were ' . ($coord->safe_psql('postgres', $incrementing) ? 'still' : 'no longer')
+	  . ' running when the move committed');
+($out) = $incrementer->query(q{SELECT 'done'});
+my $inc_err = $incrementer->{stderr};
+$incrementer->quit;
+like($out, qr/done/, 'the increments during the move complete') or diag($inc_err);
+unlike($inc_err, qr/ERROR/, 'none of them failed');
+is(node_of($shard)->port, $node->port, 'the shard moved back');
+is($coord->safe_psql('postgres', qq{
+	SELECT sum(fbf_counter_value('likes', k)) FROM unnest(ARRAY[$keylist]) k}),
+	1000, 'every increment during the move counted once');
+is($coord->safe_psql('postgres', qq{
+	SELECT count(*) FILTER (WHERE idempotent_increment('likes', k, 9, s, 1))
+	  FROM unnest(ARRAY[$keylist]) k, generate_series(1, 50) s}),
+	0, 'and every retry dismissed');
+
+$_->stop for @nodes;
+done_testing();
