@@ -229,6 +229,16 @@ count_answer(FbfAnswer answer, FbfApplyTally *tally)
 	}
 }
 
+/* Let go of a call's hold on the window, if it has one, and free it. */
+static void
+end_hold(FbfWindowHold *hold)
+{
+	if (hold == NULL)
+		return;
+	FbfWindowLetGo(hold);
+	pfree(hold);
+}
+
 /*
  * Ask the window about each operation of `ops` (hashed under `keying`) in
  * their order, recording the new ones, and with track_mismatch their delta
@@ -247,7 +257,8 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		  FbfApplyTally *tally)
 {
 	const FbfWindowOp *hashed = ops->hashed;
-	FbfWindowHold *hold = FbfWindowHoldCreate(index);
+	/* one operation alone has nothing to keep its locks for */
+	FbfWindowHold *hold = ops->n > 1 ? FbfWindowHoldCreate(index) : NULL;
 	bool		recorded = false;
 	int			i;
 
@@ -270,8 +281,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 			r = FbfWindowApply(index, keying, &hashed[i], hold, &info);
 		if (r == FBF_OP_REKEYED)
 		{
-			FbfWindowLetGo(hold);
-			pfree(hold);
+			end_hold(hold);
 			if (!recorded)
 				return false;
 			rekeyed_error(index, ops->ids != NULL);
@@ -310,7 +320,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 				if (FbfWindowApply(index, keying, &delta_op, hold,
 								   &delta_info) == FBF_OP_REKEYED)
 				{
-					FbfWindowLetGo(hold);
+					end_hold(hold);
 					rekeyed_error(index, false);
 				}
 				charge_share(heap, index, ops, &delta_info);
@@ -318,7 +328,8 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 			}
 			else
 			{
-				FbfWindowLetGo(hold);
+				if (hold != NULL)
+					FbfWindowLetGo(hold);
 				if (!FbfWindowContains(index, &delta_op.hash) &&
 					(!delta_op.has_public ||
 					 !FbfWindowContains(index, &delta_op.public_hash)))
@@ -327,8 +338,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
-	FbfWindowLetGo(hold);
-	pfree(hold);
+	end_hold(hold);
 	return true;
 }
 
