@@ -66,6 +66,7 @@
 #define XLOG_FBF_PENDING_ADD	0x10	/* window_xlog.c */
 #define XLOG_FBF_DRAIN			0x20	/* window_xlog.c */
 #define XLOG_FBF_STREAMS		0x30	/* window_stream.c */
+#define XLOG_FBF_PENDING_ADDS	0x40	/* window_xlog.c */
 
 #define FBF_XLOG_MAX_PAGES		4
 #define FBF_XLOG_FULL_IMAGE		0x0001	/* log the whole page */

@@ -196,30 +196,6 @@ in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
 	return false;
 }
 
-/*
- * The first page of a locked chain with room for `need` entries (an
- * operation's, 1, and its annex if it has one, 2); -1 if none.  The search
- * starts at from[need - 1] and moves it past the pages found without that
- * room: pages only fill up while the chain is held, so a run that holds it
- * need not read them again until it drains it (FBF_NEED_MAX hints).
- */
-static int
-chain_room(const FbfPendingChain *chain, int need, int *from)
-{
-	int			c;
-
-	Assert(need >= 1 && need <= FBF_NEED_MAX);
-	for (c = from[need - 1]; c < chain->n; c++)
-	{
-		int			n;
-
-		FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
-		if (n + need <= FBF_PENDING_CAPACITY)
-			break;
-	}
-	from[need - 1] = c;
-	return c < chain->n ? c : -1;
-}
 
 /* the operations on a locked chain: its entries but annexes */
 static int
@@ -295,8 +271,51 @@ struct FbfWindowHold
 	bool		drained;		/* the held chain was drained since locked */
 	int			room_from[FBF_NEED_MAX];	/* chain_room's hints */
 	FbfChainIndex cix;
-	FbfPendingChain chain;		/* last: an operation alone zeroes the rest */
+	int			npend;			/* entries appended in memory, not yet on */
+	int			pend_page;		/* this page of the chain (in_pend) */
+	bool		pend_floor;		/* and the chain's new floor with them */
+	/* last: an operation alone zeroes the rest, and appends at once */
+	FbfPendingChain chain;
+	FbfPendingEntry pend[FBF_PENDING_CAPACITY];
 };
+
+/*
+ * Append the entries the hold's run has kept in memory to their page, in
+ * one WAL record (FbfPendingLogAdds; one operation's, as PENDING_ADD), and
+ * note them in the chain's index.  A run keeps what it appends to one page
+ * in memory while it holds the chain: no one else can read the chain
+ * meanwhile, and its own later operations never look for them (a call's
+ * operations are distinct but for repeats, which the engine dismisses
+ * without asking: counter_engine.c).  Done before the chain is let go,
+ * drained or extended, and before the run appends to another page; an
+ * error before then aborts the transaction whose entries they are.
+ */
+static void
+flush_pending(FbfWindowHold *h)
+{
+	Buffer		buf;
+	int			from;
+
+	if (h->npend == 0)
+		return;
+	buf = h->chain.bufs[h->pend_page];
+	FbfWindowPageGetEntries(BufferGetPage(buf), &from);
+	if (h->npend == 1 || (h->npend == 2 && FbfEntryIsAnnex(&h->pend[1])))
+	{
+		XLogRecPtr	lsn = PageGetLSN(BufferGetPage(buf));
+
+		FbfPendingLogAdd(h->index, buf, &h->pend[0],
+						 h->npend == 2 ? &h->pend[1] : NULL, h->pend_floor);
+		if (!h->cix.valid)
+			FbfPendingPageNoteAdd(buf, lsn);
+	}
+	else
+		FbfPendingLogAdds(h->index, buf, h->pend, h->npend, h->pend_floor);
+	if (h->cix.valid)
+		FbfChainIndexNoteAdds(&h->cix, &h->chain, h->pend_page, from);
+	h->npend = 0;
+	h->pend_floor = false;
+}
 
 /* Let go of the hold's chain, if it holds one. */
 static void
@@ -304,6 +323,7 @@ let_go_chain(FbfWindowHold *h)
 {
 	if (!h->chain_held)
 		return;
+	flush_pending(h);
 	FbfChainRelease(&h->chain);
 	FbfChainIndexReset(&h->cix);
 	h->chain_held = false;
@@ -320,9 +340,11 @@ let_go_chain(FbfWindowHold *h)
 static int
 drain_held(FbfWindowHold *h, bool may_defer, bool *grow)
 {
-	int			npages = h->chain.n;
+	int			npages;
 	int			removed;
 
+	flush_pending(h);
+	npages = h->chain.n;
 	removed = FbfChainDrain(h->index, &h->meta, &h->chain, may_defer, grow);
 	h->drained = true;
 	if (removed > 0 || h->chain.n != npages)
@@ -360,6 +382,34 @@ FbfWindowLetGo(FbfWindowHold *hold)
 		UnlockReleaseBuffer(hold->metabuf);
 	hold->meta_held = false;
 	hold->asked = 0;
+}
+
+/*
+ * The first page of a locked chain with room for `need` entries (an
+ * operation's, 1, and its annex if it has one, 2); -1 if none.  The search
+ * starts at from[need - 1] and moves it past the pages found without that
+ * room: pages only fill up while the chain is held, so a run that holds it
+ * need not read them again until it drains it (FBF_NEED_MAX hints).
+ */
+static int
+chain_room(const FbfWindowHold *h, int need, int *from)
+{
+	const FbfPendingChain *chain = &h->chain;
+	int			c;
+
+	Assert(need >= 1 && need <= FBF_NEED_MAX);
+	for (c = from[need - 1]; c < chain->n; c++)
+	{
+		int			n;
+
+		FbfWindowPageGetEntries(BufferGetPage(chain->bufs[c]), &n);
+		if (h->npend > 0 && c == h->pend_page)
+			n += h->npend;		/* and what the run keeps for it */
+		if (n + need <= FBF_PENDING_CAPACITY)
+			break;
+	}
+	from[need - 1] = c;
+	return c < chain->n ? c : -1;
 }
 
 /*
@@ -555,7 +605,7 @@ ask_chain(ApplyState *st, FbfApplyInfo *info)
 	}
 	if (FullTransactionIdIsValid(wait_for))
 		return wait_for_xact(st, wait_for);
-	st->room = chain_room(&h->chain, st->need, h->room_from);
+	st->room = chain_room(h, st->need, h->room_from);
 	return STEP_ON;
 }
 
@@ -646,7 +696,7 @@ find_room(ApplyState *st)
 	if (st->room < 0 &&
 		(!h->drained || chain->n == FBF_MAX_PENDING_PAGES) &&
 		drain_held(h, st->may_defer, &st->grow) > 0)
-		st->room = chain_room(chain, st->need, h->room_from);
+		st->room = chain_room(h, st->need, h->room_from);
 	if (st->room >= 0)
 		return STEP_ON;
 
@@ -683,6 +733,7 @@ find_room(ApplyState *st)
 				 errhint("Commit or roll back the transactions that increment this counter, or split large batches into several transactions.")));
 	}
 	/* an empty page at the end: the chain's index stays as it is */
+	flush_pending(h);
 	FbfChainExtend(h->index, chain);
 	st->room = chain->n - 1;
 	return STEP_ON;
@@ -691,38 +742,39 @@ find_room(ApplyState *st)
 /*
  * Step 6: record the new operation in flight for the current
  * (sub)transaction: append (xid, hash), and its annex (stream, seq) after
- * it, lowering the chain's floor in the same record when the entry goes to
- * the head, else in one of its own, and note it in the chain's or the
- * page's index; then let go of every lock, unless the caller keeps them.
+ * it, lowering the chain's floor with them when the entry goes to the
+ * head, else in a record of its own; then let go of every lock.  Under a
+ * caller's hold the locks are kept, and so are the entries, in memory,
+ * until the run appends to another page or lets go of the chain
+ * (flush_pending): one record for the run's operations on the page.
  */
 static void
 record_operation(ApplyState *st, FbfApplyInfo *info)
 {
 	FbfWindowHold *h = st->h;
-	Buffer		room = h->chain.bufs[st->room];
 	FullTransactionId fxid = GetCurrentFullTransactionId();
 	FullTransactionId floor = FbfChainFloor(&h->chain);
-	XLogRecPtr	room_lsn = PageGetLSN(BufferGetPage(room));
 	bool		lowers = !FullTransactionIdIsValid(floor) ||
 		FullTransactionIdPrecedes(fxid, floor);
 	bool		at_head = st->room == 0;
 	FbfPendingEntry entry;
-	FbfPendingEntry annex;
 
+	if (h->npend > 0 && h->pend_page != st->room)
+		flush_pending(h);
 	entry.xid = XidFromFullTransactionId(fxid);
 	entry.epoch = EpochFromFullTransactionId(fxid);
 	entry.h1 = st->op->hash.h1;
 	entry.h2 = st->op->hash.h2;
+	h->pend_page = st->room;
+	h->pend[h->npend++] = entry;
 	if (st->stream)
-		annex = FbfPendingAnnex(st->op->stream, st->op->seq);
-	FbfPendingLogAdd(h->index, room, &entry, st->stream ? &annex : NULL,
-					 lowers && at_head);
-	if (lowers && !at_head)
+		h->pend[h->npend++] = FbfPendingAnnex(st->op->stream, st->op->seq);
+	if (lowers && at_head)
+		h->pend_floor = true;
+	else if (lowers)
 		FbfChainSetFloor(h->index, &h->chain, fxid);
-	if (h->cix.valid)
-		FbfChainIndexNoteAdd(&h->cix, &h->chain, st->room);
-	else
-		FbfPendingPageNoteAdd(room, room_lsn);
+	if (!h->keep)
+		flush_pending(h);
 
 	info->entries = st->need;
 	FbfWindowCapacityOf(&h->meta, &info->capacity);

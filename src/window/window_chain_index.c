@@ -19,7 +19,7 @@
  * The index describes the chain only while the run holds it locked, and
  * the chain changes meanwhile only through the run: the run resets the
  * index when it lets go of the chain or drains it (a drain removes entries
- * and unlinks pages), notes its own appends (FbfChainIndexNoteAdd), and
+ * and unlinks pages), notes its own appends (FbfChainIndexNoteAdds), and
  * needs nothing for a page added at the chain's end (FbfChainExtend: an
  * empty page).  Annexes are not indexed.  Memory: four bytes a slot, at
  * least twice as many slots as entries indexed, in the memory context
@@ -131,25 +131,32 @@ FbfChainIndexReset(FbfChainIndex *cix)
 }
 
 /*
- * Note the entry just appended to the chain's page `page` (with its annex
- * after it, if it has one), doubling the table when it is half full.
+ * Note the entries just appended to the chain's page `page`, from position
+ * `from` on (annexes among them are passed over), doubling the table
+ * whenever it would be more than half full.
  */
 void
-FbfChainIndexNoteAdd(FbfChainIndex *cix, const FbfPendingChain *chain,
-					 int page)
+FbfChainIndexNoteAdds(FbfChainIndex *cix, const FbfPendingChain *chain,
+					  int page, int from)
 {
 	int			n;
 	FbfPendingEntry *entries =
 		FbfWindowPageGetEntries(BufferGetPage(chain->bufs[page]), &n);
-	int			pos = n - 1;
+	int			i;
 
-	Assert(cix->valid && n > 0);
-	if (pos > 0 && FbfEntryIsAnnex(&entries[pos]))
-		pos--;
-	if (2 * (cix->nused + 1) > cix->nslots)
-		build(cix, chain, 2 * cix->nslots);
-	else
-		insert(cix, &entries[pos], page, pos);
+	Assert(cix->valid);
+	for (i = from; i < n; i++)
+	{
+		if (FbfEntryIsAnnex(&entries[i]))
+			continue;
+		if (2 * (cix->nused + 1) > cix->nslots)
+		{
+			/* the whole chain again, these entries with it */
+			build(cix, chain, 2 * cix->nslots);
+			return;
+		}
+		insert(cix, &entries[i], page, i);
+	}
 }
 
 /* Start a look-up of `hash` (FbfChainIndexNext). */

@@ -220,8 +220,9 @@ typedef struct FbfChainIndexScan
 extern void FbfChainIndexBuild(FbfChainIndex *cix,
 							   const FbfPendingChain *chain);
 extern void FbfChainIndexReset(FbfChainIndex *cix);
-extern void FbfChainIndexNoteAdd(FbfChainIndex *cix,
-								 const FbfPendingChain *chain, int page);
+extern void FbfChainIndexNoteAdds(FbfChainIndex *cix,
+								  const FbfPendingChain *chain, int page,
+								  int from);
 extern void FbfChainIndexScanBegin(FbfChainIndexScan *scan,
 								   const FbfChainIndex *cix,
 								   const FbfPendingChain *chain,

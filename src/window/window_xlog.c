@@ -15,6 +15,15 @@
  *							numbered in a stream, the annex appended right
  *							after the entry: its stream (8 bytes) and seq
  *							(a zigzag varint)
+ *	XLOG_FBF_PENDING_ADDS	block 0: the pending page; its data an
+ *							xl_fbf_pending_adds (the (sub)transaction, the
+ *							count, the floor flag), then each operation:
+ *							its hash, a flags byte, and its annex's stream
+ *							(left out when the previous annex's) and seq
+ *							(relative to the previous in that stream): a
+ *							run of one call's operations on one page,
+ *							for which PENDING_ADD would repeat the record
+ *							and block headers and the xid each time
  *	XLOG_FBF_DRAIN			block 0: a pending page; its data one byte per
  *							entry it had, nonzero to keep it (an annex is
  *							kept exactly when the entry before it is).
@@ -27,7 +36,10 @@
  * image, so a drain costs 16 bytes per operation and one byte per entry,
  * and an operation in flight 25: 34 with its annex for a seq of at most
  * 63 in magnitude, 43 at most (its xid and mark are implied, so the record
- * holds only its stream and seq).  Redo locks a record's pages in order
+ * holds only its stream and seq).  In a PENDING_ADDS an operation costs
+ * 17 bytes, and its annex 1 to 3 more for a batch of one stream, the
+ * record's 24 bytes of header and 20 of block reference shared by the
+ * run.  Redo locks a record's pages in order
  * and releases them at the end, as the primary held them
  * (FbfXLogRedoPages, common/fbf_xlog.c).
  *
@@ -51,6 +63,28 @@
  */
 
 /*
+ * Append n entries to a pending page (operations' entries, each followed by
+ * its annex if it has one); set the chain's floor, if asked, to the first
+ * one's (sub)transaction.
+ */
+void
+FbfPendingPageAppend(Page page, const FbfPendingEntry *entries, int n,
+					 bool set_floor)
+{
+	int			had;
+	FbfPendingEntry *to = FbfWindowPageGetEntries(page, &had);
+
+	if (n < 1 || had + n > FBF_PENDING_CAPACITY)
+		elog(PANIC, "fbf: pending page overflow");
+	memcpy(&to[had], entries, sizeof(FbfPendingEntry) * n);
+	FbfWindowPageSetEntryCount(page, had + n);
+	if (set_floor)
+		FbfWindowPageGetOpaque(page)->stamp = (int64)
+			U64FromFullTransactionId(FullTransactionIdFromEpochAndXid(entries[0].epoch,
+																	  entries[0].xid));
+}
+
+/*
  * Append an entry to a pending page, and its annex (NULL: none) right
  * after it; set the chain's floor if asked.
  */
@@ -58,20 +92,12 @@ void
 FbfPendingPageAdd(Page page, const FbfPendingEntry *entry,
 				  const FbfPendingEntry *annex, bool set_floor)
 {
-	int			n;
-	FbfPendingEntry *entries = FbfWindowPageGetEntries(page, &n);
-	int			add = annex != NULL ? 2 : 1;
+	FbfPendingEntry two[2];
 
-	if (n + add > FBF_PENDING_CAPACITY)
-		elog(PANIC, "fbf: pending page overflow");
-	entries[n] = *entry;
+	two[0] = *entry;
 	if (annex != NULL)
-		entries[n + 1] = *annex;
-	FbfWindowPageSetEntryCount(page, n + add);
-	if (set_floor)
-		FbfWindowPageGetOpaque(page)->stamp = (int64)
-			U64FromFullTransactionId(FullTransactionIdFromEpochAndXid(entry->epoch,
-																	  entry->xid));
+		two[1] = *annex;
+	FbfPendingPageAppend(page, two, annex != NULL ? 2 : 1, set_floor);
 }
 
 /*
@@ -209,6 +235,175 @@ FbfPendingLogAdd(Relation index, Buffer buf, const FbfPendingEntry *entry,
 }
 
 /*
+ * Encode n entries of one (sub)transaction (operations' entries, each
+ * followed by its annex if it has one) as a PENDING_ADDS's operations,
+ * into `out` (room for FBF_PENDING_OP_MAX a operation); their length.
+ */
+static Size
+pending_adds_encode(const FbfPendingEntry *entries, int n, unsigned char *out)
+{
+	unsigned char *p = out;
+	bool		have_stream = false;
+	uint64		stream = 0;
+	int64		seq = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		const FbfPendingEntry *annex =
+			i + 1 < n && FbfEntryIsAnnex(&entries[i + 1]) ? &entries[i + 1] : NULL;
+		uint8		flags = 0;
+		unsigned char *flagp;
+
+		Assert(!FbfEntryIsAnnex(&entries[i]));
+		fbf_le64_write(p, entries[i].h1);
+		fbf_le64_write(p + 8, entries[i].h2);
+		flagp = p + 16;
+		p += 17;
+		if (annex != NULL)
+		{
+			flags |= FBF_PENDING_OP_ANNEX;
+			if (have_stream && annex->h1 == stream)
+			{
+				flags |= FBF_PENDING_OP_SAME_STREAM;
+				p += fbf_varint_write(p, fbf_zigzag((int64) (annex->h2 -
+																  (uint64) seq)));
+			}
+			else
+			{
+				fbf_le64_write(p, annex->h1);
+				p += 8;
+				p += fbf_varint_write(p, fbf_zigzag((int64) annex->h2));
+			}
+			have_stream = true;
+			stream = annex->h1;
+			seq = (int64) annex->h2;
+			i++;
+		}
+		*flagp = flags;
+	}
+	return p - out;
+}
+
+/*
+ * Decode a PENDING_ADDS's block data into entries[] (room for
+ * FBF_PENDING_CAPACITY); their number, or -1 if malformed.
+ */
+static int
+pending_adds_decode(const char *data, Size len, xl_fbf_pending_adds *xl,
+					FbfPendingEntry *entries)
+{
+	const unsigned char *p;
+	const unsigned char *end;
+	bool		have_stream = false;
+	uint64		stream = 0;
+	int64		seq = 0;
+	int			n = 0;
+	int			op;
+
+	if (data == NULL || len < SizeOfFbfPendingAdds)
+		return -1;
+	memcpy(xl, data, SizeOfFbfPendingAdds);
+	if ((xl->flags & ~FBF_PENDING_ADD_FLOOR) != 0 || xl->n < 1 ||
+		!TransactionIdIsNormal(xl->xid))
+		return -1;
+	p = (const unsigned char *) data + SizeOfFbfPendingAdds;
+	end = (const unsigned char *) data + len;
+	for (op = 0; op < xl->n; op++)
+	{
+		uint8		flags;
+
+		if (end - p < 17 || n + 1 > FBF_PENDING_CAPACITY)
+			return -1;
+		entries[n].xid = xl->xid;
+		entries[n].epoch = xl->epoch;
+		entries[n].h1 = fbf_le64_read(p);
+		entries[n].h2 = fbf_le64_read(p + 8);
+		flags = p[16];
+		p += 17;
+		n++;
+		if ((flags & ~(FBF_PENDING_OP_ANNEX | FBF_PENDING_OP_SAME_STREAM)) != 0 ||
+			(flags & FBF_PENDING_OP_SAME_STREAM && !(flags & FBF_PENDING_OP_ANNEX)) ||
+			(flags & FBF_PENDING_OP_SAME_STREAM && !have_stream))
+			return -1;
+		if (flags & FBF_PENDING_OP_ANNEX)
+		{
+			uint64		z;
+			size_t		used;
+
+			if (n + 1 > FBF_PENDING_CAPACITY)
+				return -1;
+			if (!(flags & FBF_PENDING_OP_SAME_STREAM))
+			{
+				if (end - p < 8)
+					return -1;
+				stream = fbf_le64_read(p);
+				p += 8;
+			}
+			used = fbf_varint_read(p, end - p, &z);
+			if (used == 0)
+				return -1;
+			p += used;
+			seq = (flags & FBF_PENDING_OP_SAME_STREAM) ?
+				(int64) ((uint64) seq + (uint64) fbf_unzigzag(z)) :
+				fbf_unzigzag(z);
+			have_stream = true;
+			entries[n++] = FbfPendingAnnex(stream, seq);
+		}
+	}
+	return p == end ? n : -1;
+}
+
+/*
+ * Append n entries of the current (sub)transaction to the exclusively
+ * locked pending page `buf` (operations' entries, each followed by its
+ * annex if it has one: a run of one call's operations), in one
+ * PENDING_ADDS record.  The caller has made sure the page has room.
+ */
+void
+FbfPendingLogAdds(Relation index, Buffer buf, const FbfPendingEntry *entries,
+				  int n, bool set_floor)
+{
+	xl_fbf_pending_adds xl;
+	unsigned char *ops = NULL;
+	Size		len = 0;
+
+	xl.xid = entries[0].xid;
+	xl.epoch = entries[0].epoch;
+	xl.n = 0;
+	for (int i = 0; i < n; i++)
+	{
+		Assert(FbfEntryIsAnnex(&entries[i]) ||
+			   (entries[i].xid == xl.xid && entries[i].epoch == xl.epoch));
+		xl.n += !FbfEntryIsAnnex(&entries[i]);
+	}
+	xl.flags = set_floor ? FBF_PENDING_ADD_FLOOR : 0;
+	if (RelationNeedsWAL(index))
+	{
+		ops = palloc(FBF_PENDING_OP_MAX * xl.n);
+		len = pending_adds_encode(entries, n, ops);
+	}
+
+	START_CRIT_SECTION();
+	FbfPendingPageAppend(BufferGetPage(buf), entries, n, set_floor);
+	MarkBufferDirty(buf);
+	if (RelationNeedsWAL(index))
+	{
+		XLogRecPtr	lsn;
+
+		XLogBeginInsert();
+		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
+		XLogRegisterBufData(0, (char *) &xl, SizeOfFbfPendingAdds);
+		XLogRegisterBufData(0, (char *) ops, len);
+		lsn = XLogInsert(FBF_RMGR_ID, XLOG_FBF_PENDING_ADDS);
+		PageSetLSN(BufferGetPage(buf), lsn);
+	}
+	END_CRIT_SECTION();
+	if (ops != NULL)
+		pfree(ops);
+}
+
+/*
  * Drain the exclusively locked pending page `pbuf`: keep the entries whose
  * byte in keep[] is nonzero (each annex's byte is first made its entry's:
  * FbfPendingKeepAnnexes), and set, in each exclusively locked partition
@@ -314,6 +509,30 @@ pending_add_redo(XLogReaderState *record)
 		UnlockReleaseBuffer(buf);
 }
 
+static void
+pending_adds_redo(XLogReaderState *record)
+{
+	Buffer		buf;
+
+	if (XLogReadBufferForRedo(record, 0, &buf) == BLK_NEEDS_REDO)
+	{
+		Size		len;
+		xl_fbf_pending_adds xl;
+		FbfPendingEntry entries[FBF_PENDING_CAPACITY];
+		char	   *data = XLogRecGetBlockData(record, 0, &len);
+		int			n = pending_adds_decode(data, len, &xl, entries);
+
+		if (n < 0)
+			elog(PANIC, "fbf redo: malformed pending entries of %zu bytes", len);
+		FbfPendingPageAppend(BufferGetPage(buf), entries, n,
+							 (xl.flags & FBF_PENDING_ADD_FLOOR) != 0);
+		PageSetLSN(BufferGetPage(buf), record->EndRecPtr);
+		MarkBufferDirty(buf);
+	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
+}
+
 /* a drain's change to its block `id`: the pending page (0) or a partition page */
 static void
 drain_redo_page(XLogReaderState *record, int id, Buffer buffer, void *arg)
@@ -385,6 +604,25 @@ pending_add_desc(StringInfo buf, XLogReaderState *record)
 }
 
 static void
+pending_adds_desc(StringInfo buf, XLogReaderState *record)
+{
+	Size		len;
+	char	   *data = XLogRecGetBlockData(record, 0, &len);
+	xl_fbf_pending_adds xl;
+	FbfPendingEntry entries[FBF_PENDING_CAPACITY];
+	int			n = pending_adds_decode(data, len, &xl, entries);
+
+	if (n >= 0)
+		appendStringInfo(buf, "xid %u:%u, %u operations, %d entries%s",
+						 xl.epoch, xl.xid, xl.n, n,
+						 (xl.flags & FBF_PENDING_ADD_FLOOR) ? ", floor" : "");
+	else if (data != NULL)
+		appendStringInfo(buf, "malformed, %zu bytes", len);
+	else
+		appendStringInfoString(buf, "image");
+}
+
+static void
 drain_desc(StringInfo buf, XLogReaderState *record)
 {
 	int			id;
@@ -424,4 +662,6 @@ FbfWindowXLogInit(void)
 	FbfXLogRegisterRecord(XLOG_FBF_PENDING_ADD, "PENDING_ADD", pending_add_redo,
 						  pending_add_desc);
 	FbfXLogRegisterRecord(XLOG_FBF_DRAIN, "DRAIN", drain_redo, drain_desc);
+	FbfXLogRegisterRecord(XLOG_FBF_PENDING_ADDS, "PENDING_ADDS",
+						  pending_adds_redo, pending_adds_desc);
 }

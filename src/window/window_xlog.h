@@ -36,6 +36,31 @@ typedef struct xl_fbf_pending_add
 										 * floor */
 #define FBF_PENDING_ADD_ANNEX	0x02	/* an annex follows */
 
+/*
+ * XLOG_FBF_PENDING_ADDS, a run of one call's operations appended to one
+ * pending page: block 0's data an xl_fbf_pending_adds, then each
+ * operation: its h1 and h2 (16 bytes, little-endian), a byte of
+ * FBF_PENDING_OP_* flags, and, numbered in a stream, its annex's stream
+ * (8 bytes, left out when it is the previous annex's) and seq (a zigzag
+ * varint: its difference from the previous annex's seq in the same
+ * stream, else the seq).  Every entry is of one (sub)transaction.
+ */
+typedef struct xl_fbf_pending_adds
+{
+	TransactionId xid;			/* the entries' (sub)transaction */
+	uint32		epoch;			/* its epoch */
+	uint16		n;				/* operations */
+	uint8		flags;			/* FBF_PENDING_ADD_FLOOR or 0 */
+} xl_fbf_pending_adds;
+
+#define SizeOfFbfPendingAdds	(offsetof(xl_fbf_pending_adds, flags) + sizeof(uint8))
+
+#define FBF_PENDING_OP_ANNEX		0x01	/* an annex follows the entry */
+#define FBF_PENDING_OP_SAME_STREAM	0x02	/* of the previous annex's stream */
+
+/* the most one operation takes in it */
+#define FBF_PENDING_OP_MAX		(16 + 1 + 8 + FBF_VARINT_MAX)
+
 /* the most an annex adds to the record: its stream and its seq */
 #define FBF_PENDING_ANNEX_MAX	(8 + FBF_VARINT_MAX)
 
@@ -67,6 +92,8 @@ extern void FbfWindowXLogInit(void);
 
 extern void FbfPendingPageAdd(Page page, const FbfPendingEntry *entry,
 							  const FbfPendingEntry *annex, bool set_floor);
+extern void FbfPendingPageAppend(Page page, const FbfPendingEntry *entries,
+								 int n, bool set_floor);
 extern void FbfPendingKeepAnnexes(const FbfPendingEntry *entries, int n,
 								  uint8 *keep);
 extern void FbfPendingPageCompact(Page page, const uint8 *keep, int nkeep_bytes);
@@ -76,6 +103,9 @@ extern void FbfSlicePageSet(Page page, const xl_fbf_slice_set *set,
 extern void FbfPendingLogAdd(Relation index, Buffer buf,
 							 const FbfPendingEntry *entry,
 							 const FbfPendingEntry *annex, bool set_floor);
+extern void FbfPendingLogAdds(Relation index, Buffer buf,
+							  const FbfPendingEntry *entries, int n,
+							  bool set_floor);
 extern void FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep,
 						int nentries, int nslices, const Buffer *sbufs,
 						const xl_fbf_slice_set *sets, FbfHash *const *hashes);

@@ -23,6 +23,8 @@ $primary->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('q', retention => '10 min', expected_rate => 1000,
 									filter => 'cuckoo', max_streams => 1);
 	SELECT fbf_create_dedup('d', retention => '10 min', expected_rate => 1000);
+	SELECT fbf_create_counter_table('ns', retention => '10 min', expected_rate => 1000,
+									max_streams => 0);
 });
 my $standby = fbf_standby($primary, 'standby', slot => 1);
 
@@ -41,6 +43,19 @@ sub workload
 		FROM generate_series(1, 5) c, generate_series($b + 1, $b + 4) s;
 		-- a batch with the same (client, seq) twice
 		SELECT idempotent_increment('$ctr', ARRAY[7, 7, 8]::bigint[], ARRAY[$b + 99, $b + 99, $b + 99]::bigint[], ARRAY[1, 1, 1]::bigint[]);
+		-- batches, a run of operations on one page in one record: of one
+		-- stream, of several in turn, and seqs at the int64 extremes
+		SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$ctr', 'kb',
+			array_fill(5000::bigint, ARRAY[300]),
+			ARRAY(SELECT $b * 1000 + g FROM generate_series(1, 300) g)::bigint[],
+			array_fill(1::bigint, ARRAY[300]))) a;
+		SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$ctr', 'kb',
+			ARRAY(SELECT 5001 + g % 7 FROM generate_series(1, 200) g)::bigint[],
+			ARRAY(SELECT $b * 1000 + g FROM generate_series(1, 200) g)::bigint[],
+			array_fill(1::bigint, ARRAY[200]))) a;
+		SELECT idempotent_increment('$ctr', 'kb', ARRAY[5100, 5100, 5100, 5100]::bigint[],
+			ARRAY[9223372036854775807 - $round, -9223372036854775808 + $round, 0,
+				  9223372036854775806 - $round]::bigint[], ARRAY[1, 1, 1, 1]::bigint[]);
 		-- retries
 		SELECT count(*) FILTER (WHERE idempotent_increment('$ctr', c, s, 1))
 		FROM generate_series(1, 260) c, generate_series($b + 1, $b + 3) s;
@@ -77,6 +92,12 @@ for my $round (1 .. 3)
 	workload('q', $round);
 	$primary->safe_psql('postgres', qq{
 		SELECT count(*) FILTER (WHERE fbf_claim('d', c::bigint, s::bigint)) FROM generate_series(1, 20) c, generate_series(1, 5 * $round) s;
+	});
+	# a batch on a counter without streams: entries without annexes
+	$primary->safe_psql('postgres', qq{
+		SELECT idempotent_increment('ns', 'kb', array_fill(1::bigint, ARRAY[500]),
+			ARRAY(SELECT $round * 1000 + g FROM generate_series(1, 500) g)::bigint[],
+			array_fill(1::bigint, ARRAY[500]));
 	});
 }
 
