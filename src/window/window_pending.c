@@ -167,7 +167,9 @@ FbfEntryStatusOf(FullTransactionId fxid)
  * not indexed, nor compared: one can be appended again (the same stream
  * and seq, retried after an abort), and always goes with its entry.
  * Pages are not indexed while they hold few entries (reading them is
- * cheaper), nor are indexes kept past the end of the transaction; past
+ * cheaper), nor by a transaction's first look-up (one increment's
+ * transaction reads its page once), nor are indexes kept past the end of
+ * the transaction; past
  * PENDING_INDEX_MAX_PAGES pages, all are dropped and built again as
  * needed.
  */
@@ -200,17 +202,25 @@ typedef struct PendingIndex
 static HTAB *pending_indexes = NULL;
 static bool pending_callback_registered = false;
 
+/*
+ * Page look-ups of this transaction: its first reads the page (a
+ * transaction of one increment would otherwise make, fill and drop a
+ * table of indexes for one look-up: more than reading 340 entries).
+ */
+static int	pending_lookups = 0;
+
 /* drop every index at the end of a transaction */
 static void
 pending_index_xact_callback(XactEvent event, void *arg)
 {
-	if (pending_indexes != NULL &&
-		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		 event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
-		 event == XACT_EVENT_PARALLEL_ABORT))
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
 	{
-		hash_destroy(pending_indexes);
+		if (pending_indexes != NULL)
+			hash_destroy(pending_indexes);
 		pending_indexes = NULL;
+		pending_lookups = 0;
 	}
 }
 
@@ -338,8 +348,9 @@ pending_index(Buffer buf, const FbfPendingEntry *entries, int n)
 /*
  * The positions of the entries with `hash` on a locked pending page, in
  * page order, into pos[] (room for FBF_PENDING_CAPACITY); returns their
- * number.  Annexes are never among them.  A page of few entries is read
- * whole; a longer one is looked up in its index (above).
+ * number.  Annexes are never among them.  A page of few entries, or the
+ * transaction's first page, is read whole; a longer one is looked up in
+ * its index (above).
  */
 int
 FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos)
@@ -352,7 +363,12 @@ FbfPendingPageFind(Buffer buf, const FbfHash *hash, int *pos)
 	uint16		tag;
 	int			i;
 
-	if (n < PENDING_INDEX_MIN_ENTRIES)
+	if (!pending_callback_registered)
+	{
+		RegisterXactCallback(pending_index_xact_callback, NULL);
+		pending_callback_registered = true;
+	}
+	if (n < PENDING_INDEX_MIN_ENTRIES || pending_lookups++ == 0)
 	{
 		for (i = 0; i < n; i++)
 			if (entries[i].h1 == hash->h1 && entries[i].h2 == hash->h2 &&
