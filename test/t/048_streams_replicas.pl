@@ -10,13 +10,15 @@
 #      the filter, a rolled-back seq and new seqs apply, the counter is
 #      exact.
 #   2. fbf_counter_load of a counter's snapshot into an empty counter (Bloom
-#      and cuckoo windows): the streams of the loaded counter know nothing
-#      of what it was loaded with, so they learn (streams_exact_from ahead)
-#      while the filter dismisses every retry; new operations apply.
+#      and cuckoo windows): the snapshot carries the streams, so those of
+#      the loaded counter know what it was loaded with and are exact at
+#      once (streams_exact_from not ahead): retries within the bitmaps and
+#      new operations are answered by them, older retries by the filter.
 #   3. fbf_counter_save, pg_dump, pg_restore into a fresh cluster and
 #      fbf_counter_restore, with operations drained and still pending when
-#      saved: every retry dismissed, new ones applied, the counter equal,
-#      also after a crash of the restored server.
+#      saved: the restored streams exact at once, every retry dismissed,
+#      new ones applied exactly, the counter equal, also after a crash of
+#      the restored server.
 use strict;
 use warnings;
 
@@ -97,11 +99,18 @@ for my $filter ('bloom', 'cuckoo')
 		SELECT fbf_counter_load('dst_$filter', fbf_snapshot('src_$filter'))}),
 		'adopted', "$filter: the snapshot is loaded into the empty counter");
 	$s = counter_stats($node, "dst_$filter");
-	is($s->{learning}, 't', "$filter: its streams learn (streams_exact_from ahead)");
+	is($s->{learning}, 'f', "$filter: its streams came with the snapshot, exact at once");
+	is($s->{streams}, 5, "$filter: they know the five streams");
+	is(ops($node, 'postgres', "dst_$filter", 5, 237, 300), '0/320',
+		"$filter: retries within the bitmaps are dismissed");
+	$s = counter_stats($node, "dst_$filter");
+	is($s->{filter_answers}, 0, "$filter: by the streams alone");
 	is(ops($node, 'postgres', "dst_$filter", 5, 1, 300), '0/1500',
 		"$filter: every operation of the snapshot is dismissed by the loaded counter");
 	is(ops($node, 'postgres', "dst_$filter", 5, 301, 320), '100/100',
 		"$filter: new operations apply");
+	is(counter_stats($node, "dst_$filter")->{filter_answers}, $s->{filter_answers} + 1175,
+		"$filter: the older retries by the filter, the new ones by the streams");
 	$node->safe_psql('postgres', qq{SELECT fbf_counter_maintain('dst_$filter')});
 	is(ops($node, 'postgres', "dst_$filter", 5, 250, 320), '0/355',
 		"$filter: and are dismissed on retry, with the old");
@@ -140,7 +149,8 @@ is($new->safe_psql('restored', q{
 	SELECT string_agg(format('%s %s', name, outcome), ', ' ORDER BY name)
 	FROM fbf_counter_restore('fbf_saved')}),
 	'public.inbox adopted, public.likes adopted', 'fbf_counter_restore loads the windows');
-is(counter_stats($new, 'likes', 'restored')->{learning}, 't', 'the restored streams learn');
+is(counter_stats($new, 'likes', 'restored')->{learning}, 'f',
+	'the restored streams came with the snapshot, exact at once');
 
 is(ops($new, 'restored', 'likes', 5, 1, 350), '0/1750',
 	'every retry is dismissed after the restore, pending ones too');
@@ -148,7 +158,10 @@ is($new->safe_psql('restored', q{
 	SELECT count(*) FILTER (WHERE fbf_claim('inbox', c, g))
 	FROM generate_series(1, 5) c, generate_series(1, 300) g}), '0',
 	'and every claim again refused');
+my $filter_before = counter_stats($new, 'likes', 'restored')->{filter_answers};
 is(ops($new, 'restored', 'likes', 5, 351, 400), '250/250', 'new operations apply');
+is(counter_stats($new, 'likes', 'restored')->{filter_answers}, $filter_before,
+	'each answered by its stream, the pending ones at the save included');
 is($new->safe_psql('restored', q{SELECT fbf_counter_value('likes')}), 1750 + 250,
 	'the counter is exact');
 

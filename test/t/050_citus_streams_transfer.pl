@@ -1,0 +1,112 @@
+# Exact streams through Citus shard transfers: a shard's window carries its
+# streams (fbf_snapshot and fbf_counter_load through fbf_copy_shard_window),
+# so in-order clients are answered exactly right after a move or a split.
+#
+# A coordinator and two workers on loopback ports, with Citus (skipped
+# when it is not installed), as in 022_citus.pl.  A distributed counter
+# whose filter is planned for a high false-positive rate, so that the
+# filter alone would dismiss new operations falsely; clients numbering
+# their operations in order on many keys.  After citus_move_shard_placement
+# (block_writes, and logical replication) and citus_split_shard_by_split_points:
+#   - every retry is dismissed and every new operation applied (no false
+#     dismissal);
+#   - every one of those answers was exact (the filter answered none:
+#     filter_answers unchanged), on every shard, the moved ones included;
+#   - every shard's streams are exact already (streams_exact_from NULL)
+#     and know their streams (streams > 0).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use FbfTest;
+
+my ($coord, $w1, $w2) = fbf_citus_cluster(citus_transfer_conf() . qq{fbf.naptime = 500ms
+});
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('likes', retention => '10 min', target_fpp => 0.2,
+									expected_rate => 10);
+	SELECT fbf_distribute_counter('likes', shard_count => 4);
+});
+
+my $nkeys = 40;
+
+# operations seq from..to of client `client` on every key; how many applied
+sub apply_range
+{
+	my ($client, $from, $to) = @_;
+	return $coord->safe_psql('postgres', qq{
+		SELECT count(*) FILTER (WHERE idempotent_increment('likes', 'k' || k, $client, s, 1))
+		  FROM generate_series(1, $nkeys) k, generate_series($from, $to) s});
+}
+
+# the answers of every shard: exact, filter
+sub answers
+{
+	return split /\|/, $coord->safe_psql('postgres', q{
+		SELECT sum(exact_answers), sum(filter_answers) FROM fbf_counter_stats
+		 WHERE counter = 'likes'::regclass});
+}
+
+# the shards whose streams are not exact yet, and those that know none
+sub streams_state
+{
+	return $coord->safe_psql('postgres', q{
+		SELECT count(*) FILTER (WHERE streams_exact_from IS NOT NULL) || '|' ||
+			   count(*) FILTER (WHERE streams = 0)
+		  FROM fbf_counter_stats WHERE counter = 'likes'::regclass});
+}
+
+sub shard_of
+{
+	my ($key) = @_;
+	my ($shard, $port) = split /\|/, $coord->safe_psql('postgres', qq{
+		SELECT p.shardid, n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 WHERE p.shardid = get_shard_id_for_distribution_column('likes', '$key')});
+	my $other = $port == $w1->port ? $w2->port : $w1->port;
+	return ($shard, $port, $other);
+}
+
+# after a transfer: retries of the last ten and ten new operations on every
+# key, all answered exactly
+sub check_after
+{
+	my ($what, $client, $high) = @_;
+	my ($exact0, $filter0) = answers();
+
+	is(streams_state(), '0|0', "$what: every shard's streams exact already, and known");
+	is(apply_range($client, $high - 9, $high), 0, "$what: every retry dismissed");
+	is(apply_range($client, $high + 1, $high + 10), 10 * $nkeys,
+		"$what: every new operation applied (no false dismissal)");
+	my ($exact1, $filter1) = answers();
+	is($filter1 - $filter0, 0, "$what: the filter answered none of them");
+	is($exact1 - $exact0, 20 * $nkeys, "$what: the streams answered all of them");
+}
+
+is(apply_range(1, 1, 20), 20 * $nkeys, 'in-order operations on every key applied');
+# the worker drains them into the stream pages within a second; some may
+# still be on their chains when a snapshot is taken, and travel too
+sleep 1;
+
+my ($shard, $from, $to) = shard_of('k1');
+$coord->safe_psql('postgres', qq{
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to,
+									  shard_transfer_mode => 'block_writes')});
+check_after('citus_move_shard_placement (block_writes)', 1, 20);
+
+($shard, $from, $to) = shard_of('k2');
+$coord->safe_psql('postgres', qq{
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to)});
+check_after('citus_move_shard_placement (logical replication)', 1, 30);
+
+($shard, $from, $to) = shard_of('k3');
+my ($nshards, $split_shards) = citus_split_shard($coord, 'likes', $shard, $from, $to);
+is($split_shards, $nshards + 1, 'the shard is split in two');
+check_after('citus_split_shard_by_split_points', 1, 40);
+
+# a client that starts after the transfers is new everywhere, and exact
+is(apply_range(2, 1, 5), 5 * $nkeys, 'a new client\'s operations applied');
+
+done_testing();
