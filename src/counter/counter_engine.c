@@ -138,7 +138,8 @@ share_unit(const FbfOps *ops, int share_by)
 /*
  * Charge a new operation the window recorded (FbfApplyInfo) to its unit
  * (FbfShareCharge); refused, the operation fails with 53400 (the
- * transaction aborts, and with it the entry).  A counter whose option
+ * transaction aborts, and with it the entry), the call's hold on the
+ * window (if any) let go first.  A counter whose option
  * at_capacity is "dismiss" does not share: its window takes everything,
  * and dismisses new operations beyond its target.  Nor does a temporary
  * counter: one session uses it, and it must not take a share table from
@@ -146,7 +147,7 @@ share_unit(const FbfOps *ops, int share_by)
  */
 static void
 charge_share(Relation heap, Relation index, const FbfOps *ops,
-			 const FbfApplyInfo *info)
+			 const FbfApplyInfo *info, FbfWindowHold *hold)
 {
 	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
 	FbfShareDemand demand;
@@ -167,6 +168,10 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 							 &standing);
 	if (verdict == FBF_SHARE_ADMITTED)
 		return;
+
+	/* the message reads catalogs: the window's buffer locks go first */
+	if (hold != NULL)
+		FbfWindowLetGo(hold);
 	if (verdict == FBF_SHARE_NO_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -295,7 +300,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		tally->stale_keying |= !repeat && info.stale_keying;
 		if (r == FBF_OP_APPLIED)
 		{
-			charge_share(heap, index, ops, &info);
+			charge_share(heap, index, ops, &info, hold);
 			recorded = true;
 			if (ops->deltas != NULL)
 				int128_add_int64(&tally->sum, ops->deltas[i]);
@@ -323,7 +328,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 					end_hold(hold);
 					rekeyed_error(index, false);
 				}
-				charge_share(heap, index, ops, &delta_info);
+				charge_share(heap, index, ops, &delta_info, hold);
 				tally->overfull |= delta_info.overfull;
 			}
 			else

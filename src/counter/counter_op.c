@@ -427,6 +427,78 @@ ops_permute(FbfOps *ops, int *order)
 }
 
 /*
+ * Runs of this many operations are sorted by qsort_arg, and merged after;
+ * a merge checks for interrupts every SORT_CHECK_EVERY operations it
+ * moves.
+ */
+#define SORT_RUN			1024
+#define SORT_CHECK_EVERY	65536
+
+/*
+ * Put `order` (n indexes into `hashed`) in the canonical order
+ * (hashed_cmp), checking for interrupts as it goes: a batch of millions
+ * of operations takes seconds to sort on a slow machine, which one
+ * qsort_arg would spend deaf to a cancel.  Runs of SORT_RUN are sorted
+ * alone, then merged pairwise (a bottom-up merge sort; memory: an int per
+ * operation more).
+ */
+static void
+sort_canonical(int *order, int n, const FbfWindowOp *hashed)
+{
+	int		   *from = order;
+	int		   *to;
+	int			width;
+	int			i;
+
+	for (i = 0; i < n; i += SORT_RUN)
+	{
+		qsort_arg(order + i, Min(SORT_RUN, n - i), sizeof(int), hashed_cmp,
+				  (void *) hashed);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (n <= SORT_RUN)
+		return;
+
+	to = palloc(sizeof(int) * n);
+	for (width = SORT_RUN; width < n; width *= 2)
+	{
+		int			lo;
+		int			moved = 0;
+		int		   *swap;
+
+		for (lo = 0; lo < n; lo += 2 * width)
+		{
+			int			mid = Min(lo + width, n);
+			int			hi = Min(lo + 2 * width, n);
+			int			a = lo;
+			int			b = mid;
+			int			k = lo;
+
+			while (k < hi)
+			{
+				if (b >= hi || (a < mid &&
+								hashed_cmp(&from[a], &from[b], (void *) hashed) <= 0))
+					to[k++] = from[a++];
+				else
+					to[k++] = from[b++];
+				if (++moved % SORT_CHECK_EVERY == 0)
+					CHECK_FOR_INTERRUPTS();
+			}
+		}
+		swap = from;
+		from = to;
+		to = swap;
+	}
+	if (from != order)
+	{
+		memcpy(order, from, sizeof(int) * n);
+		pfree(from);
+	}
+	else
+		pfree(to);
+}
+
+/*
  * Hash the operations as the window whose keying is `keying` is asked
  * about them (hash_operation), and put them
  * in the canonical order (hashed_cmp), their arrays with them; `place`
@@ -455,7 +527,7 @@ FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying)
 	order = palloc(n * sizeof(int));
 	for (i = 0; i < n; i++)
 		order[i] = i;
-	qsort_arg(order, n, sizeof(int), hashed_cmp, ops->hashed);
+	sort_canonical(order, n, ops->hashed);
 	ops_permute(ops, order);
 	pfree(order);
 }

@@ -243,18 +243,22 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 #define HOLD_MAX_OPS			4096
 
 /*
- * Pages a held chain must have before a run indexes it whole
- * (window_chain_index.c): a shorter one is searched page by page, each
- * page's index kept across calls (FbfPendingPageFind), as a single
- * operation searches it.
+ * When a run indexes its chain whole (window_chain_index.c): from its
+ * HOLD_INDEX_MIN_OPS-th operation on the chain, if the chain has
+ * HOLD_INDEX_MIN_PAGES pages or more.  Until then it is searched page by
+ * page, each page's index kept for the transaction (FbfPendingPageFind),
+ * as a single operation searches it: a build reads every entry of the
+ * chain, which a few look-ups do not repay (a call of a few operations on
+ * each of many long chains), and a long run repays at once.
  */
+#define HOLD_INDEX_MIN_OPS		32
 #define HOLD_INDEX_MIN_PAGES	4
 
 /*
  * The locks FbfWindowApply holds for an operation, kept from one to the
  * next by a caller that passes the same hold to each (FbfWindowHoldCreate):
  * the metapage share-locked, and the chain of the last operation with, once
- * a second operation asks it and it is long, its index.  A caller that
+ * a long run asks it and it is long, its index.  A caller that
  * passes none gets one for the operation alone.
  */
 struct FbfWindowHold
@@ -556,8 +560,8 @@ ask_earlier_identities(ApplyState *st)
  * it first if its oldest entry is old enough that the commit log may
  * forget it, and look for the operation there: in flight in another
  * transaction (wait for it), or recorded by this one or a committed one (a
- * duplicate, answered exactly).  The second operation of a run to ask a
- * long chain indexes it whole (window_chain_index.c).
+ * duplicate, answered exactly).  A long run on a long chain indexes it
+ * whole (HOLD_INDEX_MIN_OPS, window_chain_index.c).
  *
  * Numbered in a stream the window keeps, the operation takes two entries,
  * its own and its annex: only under the window's own key (open_window
@@ -594,7 +598,7 @@ ask_chain(ApplyState *st, FbfApplyInfo *info)
 		U64FromFullTransactionId(ReadNextFullTransactionId()) -
 		U64FromFullTransactionId(floor) > FBF_PENDING_DRAIN_AGE)
 		drain_held(h, false, &st->grow);
-	if (h->on_chain++ > 0 && h->keep && !h->cix.valid &&
+	if (++h->on_chain >= HOLD_INDEX_MIN_OPS && h->keep && !h->cix.valid &&
 		h->chain.n >= HOLD_INDEX_MIN_PAGES)
 		FbfChainIndexBuild(&h->cix, &h->chain);
 

@@ -9,7 +9,13 @@
 # built first, in a table, so that the timeout falls inside the loop and
 # not in the building of the arrays.  Every bound below is a generous
 # margin over the 0.5 s the loops take to notice, so that the test holds on
-# a loaded machine; each batch takes several times longer than the bound.
+# a loaded machine; each batch takes longer than the timeout and the bound
+# together, which the test checks first (else a batch that ignored
+# interrupts would pass by ending in time).  The windows take every
+# operation (at_capacity = 'dismiss': no share of their capacity refuses a
+# batch first) and have room in flight for all of them (expected_rate:
+# chains enough); the counter records each operation's delta identity too
+# (track_mismatch), which makes its batch the slower one.
 use strict;
 use warnings;
 
@@ -21,28 +27,43 @@ use Time::HiRes qw(time usleep);
 use FbfTest;
 
 my $nops = 400_000;
+my $nclaims = 3_000_000;
 my $nadd = 6_000_000;
 my $bound = 3.0;    # seconds from the timeout (1 s) or the signal to the error
 
 my $node = fbf_node('main', "fbf.worker_enabled = off\n");
 
-# A new counter's window has 20 pending chains, each holding at most 21,696
-# operations in flight: the batch's fill most of each (longer chains made
-# each operation slower before, and are what the batch cost grew with).
 $node->safe_psql('postgres', qq{
-	SELECT fbf_create_counter_table('c');
-	SELECT fbf_create_dedup('d');
-	CREATE UNLOGGED TABLE batch (ids bigint[], ones bigint[], adds bigint[]);
+	SELECT fbf_create_counter_table('c', expected_rate => 8000);
+	ALTER INDEX c_fbf SET (at_capacity = 'dismiss', track_mismatch = on);
+	SELECT fbf_create_dedup('d', expected_rate => 8000);
+	ALTER INDEX d_fbf SET (at_capacity = 'dismiss');
+	CREATE UNLOGGED TABLE batch (ids bigint[], ones bigint[], claims bigint[],
+								 adds bigint[]);
 	ALTER TABLE batch ALTER ids SET STORAGE EXTERNAL,
-		ALTER ones SET STORAGE EXTERNAL, ALTER adds SET STORAGE EXTERNAL;
+		ALTER ones SET STORAGE EXTERNAL, ALTER claims SET STORAGE EXTERNAL,
+		ALTER adds SET STORAGE EXTERNAL;
 	INSERT INTO batch
 		SELECT array(SELECT g FROM generate_series(1, ${nops}::bigint) g),
 			   array_fill(1::bigint, ARRAY[$nops]),
+			   array(SELECT g FROM generate_series(1, ${nclaims}::bigint) g),
 			   array(SELECT g FROM generate_series(1, ${nadd}::bigint) g);
 });
 
 my $increment = q{SELECT cardinality(idempotent_increment('c', 'k', ids, ids, ones)) FROM batch};
-my $claim = q{SELECT cardinality(fbf_claim('d', ids)) FROM batch};
+my $claim = q{SELECT cardinality(fbf_claim('d', claims)) FROM batch};
+
+# the premise: run to its end (and rolled back), each batch takes longer
+# than the timeout and the bound together
+for my $case ([ 'batch of increments', $increment ], [ 'batch of claims', $claim ])
+{
+	my ($name, $sql) = @$case;
+	my $start = time;
+	$node->safe_psql('postgres', "BEGIN; $sql; ROLLBACK;");
+	my $secs = time - $start;
+	note(sprintf('%s: %.2f s to its end', $name, $secs));
+	cmp_ok($secs, '>', 1 + $bound, "$name: runs longer than the timeout and the bound");
+}
 my $add = q{SELECT fbf_estimated_fpp(fbf_add(fbf_create(400000000, 32, 1), adds)) FROM batch};
 # passes over one large value (240 MB): unions and the binary form, each
 # seconds long in the core's loops (fbf_union_into, the transposes)
