@@ -1422,7 +1422,7 @@ COMMENT ON FUNCTION cuckoo_index_verify(regclass) IS
 	'cross-check a cuckoo index against its table; raises an error on the first inconsistency';
 
 -- ---------------------------------------------------------------------
--- Counters distributed by Citus (src/counter/counter_citus.c)
+-- Counters distributed by Citus (src/citus/citus_route.c)
 -- ---------------------------------------------------------------------
 
 -- The half of an increment that runs on the node holding the key's shard:
@@ -1433,7 +1433,7 @@ COMMENT ON FUNCTION cuckoo_index_verify(regclass) IS
 -- executable by PUBLIC: Citus runs it as the user who increments, and it
 -- checks what idempotent_increment checks (privileges, row security on the
 -- key's row); it takes no hashes, so no caller can record another key's
--- operations (src/counter/counter_citus.c).
+-- operations (src/citus/citus_placement.c).
 CREATE FUNCTION fbf_apply_on_placement(counter regclass, key text, client_ids bigint[],
 									   seqs bigint[], deltas bigint[], want_value boolean,
 									   OUT applied boolean[], OUT value bigint)
@@ -1465,7 +1465,7 @@ COMMENT ON FUNCTION fbf_apply_on_placement(regclass, text, uuid[], bigint[], big
 -- The placement twins of idempotent_increment, idempotent_increment_outcome
 -- and the batch form: the fast path of a counter distributed by Citus hands
 -- Citus a statement that calls them on the node of the key's shard
--- (src/counter/counter_citus_plan.c), where they apply the operations to
+-- (src/citus/citus_plan.c), where they apply the operations to
 -- the shard table, with the front ends' checks, messages and results.
 -- Left executable by PUBLIC, as fbf_apply_on_placement is, for the same
 -- reasons.
@@ -1534,7 +1534,7 @@ COMMENT ON FUNCTION fbf_increment_outcome_on_placement(regclass, text, uuid, big
 	'idempotent_increment_outcome on the local shard of a distributed counter (internal: the Citus fast path calls it)';
 
 -- The key by which Citus routes the fast path's statement: the key, or the
--- front end's error if it is NULL (src/counter/counter_citus_plan.c).
+-- front end's error if it is NULL (src/citus/citus_plan.c).
 CREATE FUNCTION fbf_routing_key(key text, fname text) RETURNS text
 	AS 'MODULE_PATHNAME', 'fbf_routing_key'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -1629,7 +1629,7 @@ COMMENT ON FUNCTION fbf_distribute_counter(regclass, integer, text) IS
 	'distribute a new counter table with Citus by its key: increments anywhere in the cluster go to the window of the key''s shard';
 
 -- ---------------------------------------------------------------------
--- Dedup tables distributed by Citus (src/counter/dedup_citus.c)
+-- Dedup tables distributed by Citus (src/citus/citus_dedup.c)
 -- ---------------------------------------------------------------------
 
 -- The half of a claim that runs on the node holding the shard of its
@@ -1653,7 +1653,7 @@ COMMENT ON FUNCTION fbf_claim_on_placement(regclass, integer, anyarray, bigint[]
 
 -- The anchor of a claim, by which Citus routes the fast path's statement
 -- of fbf_claim on a distributed dedup table; fbf_claim's error if an
--- argument is NULL (src/counter/counter_citus_plan.c, dedup_citus.c).
+-- argument is NULL (src/citus/citus_plan.c, citus_dedup.c).
 CREATE FUNCTION fbf_claim_anchor(id anyelement) RETURNS integer
 	AS 'MODULE_PATHNAME', 'fbf_claim_anchor'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -1765,7 +1765,7 @@ COMMENT ON FUNCTION fbf_distribute_dedup(regclass, integer, text) IS
 -- Copy the window of a shard table on one node into the window of a shard
 -- table on another (fbf_counter_load: ORed in, aligned on time), each
 -- through a connection of its own (master_run_on_worker).  Called when a
--- Citus shard move or split ends (src/counter/counter_citus_transfer.c),
+-- Citus shard move or split ends (src/citus/citus_transfer.c),
 -- while Citus still blocks writes to the shards.
 CREATE FUNCTION fbf_copy_shard_window(
 	source_name text, source_port integer, source_shard text,

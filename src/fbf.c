@@ -11,11 +11,12 @@
  *	window		fbf.max_filter_size, fbf.split_batch, fbf.fixed_window_keys
  *				(and the window index's reloptions)
  *	counter		fbf.default_retention, fbf.default_target_fpp (FbfCounterInit);
- *				fbf.aimd_*, fbf.period_min (FbfCounterMaintainInit); the
- *				route to counters distributed by Citus (FbfCitusInit), to
- *				dedup tables distributed by Citus (FbfDedupCitusInit) and
- *				the hooks around Citus' shard transfers
- *				(FbfCitusTransferInit)
+ *				fbf.aimd_*, fbf.period_min (FbfCounterMaintainInit)
+ *	citus		no setting; the route to counters distributed by Citus
+ *				(FbfCitusInit), the planner hook of its fast path
+ *				(FbfCitusPlanInit), the route to dedup tables distributed by
+ *				Citus (FbfDedupCitusInit) and the hooks around Citus' shard
+ *				transfers (FbfCitusTransferInit)
  *	worker		fbf.worker_enabled, fbf.naptime
  *
  * fbf must be loaded through shared_preload_libraries: the registry is
@@ -32,6 +33,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "citus/citus.h"
 #include "common/fbf_xlog.h"
 #include "compat.h"
 #include "counter/counter.h"

@@ -11,8 +11,8 @@
  * arguments and hands the operation, as a call of one, to the increment
  * path (FbfCounterApply, counter_engine.c), which batches
  * (counter_batch.c) and the routed half of a call on a distributed counter
- * (counter_citus.c) take too: the window is asked whether the operation is
- * new, which also records it as in flight for the current
+ * (src/citus/citus_placement.c) take too: the window is asked whether the
+ * operation is new, which also records it as in flight for the current
  * (sub)transaction, and only then is the delta added, as the calling user,
  * as an UPDATE would add it (counter_delta.c).  The increment goes to one
  * of `shards` rows of its key, chosen by backend, so concurrent clients of
@@ -43,24 +43,8 @@
 #include "type/fbf_value.h"
 #include "window/window.h"
 
-PG_FUNCTION_INFO_V1(fbf_increment_int8);
-PG_FUNCTION_INFO_V1(fbf_increment_text);
-PG_FUNCTION_INFO_V1(fbf_increment_uuid);
-PG_FUNCTION_INFO_V1(fbf_increment_outcome_int8);
-PG_FUNCTION_INFO_V1(fbf_increment_outcome_text);
-PG_FUNCTION_INFO_V1(fbf_increment_outcome_uuid);
-PG_FUNCTION_INFO_V1(fbf_increment_on_placement_int8);
-PG_FUNCTION_INFO_V1(fbf_increment_on_placement_text);
-PG_FUNCTION_INFO_V1(fbf_increment_on_placement_uuid);
-PG_FUNCTION_INFO_V1(fbf_increment_outcome_on_placement_int8);
-PG_FUNCTION_INFO_V1(fbf_increment_outcome_on_placement_text);
-PG_FUNCTION_INFO_V1(fbf_increment_outcome_on_placement_uuid);
 PG_FUNCTION_INFO_V1(fbf_counter_value);
-PG_FUNCTION_INFO_V1(fbf_operation_int8);
-PG_FUNCTION_INFO_V1(fbf_operation_text);
-PG_FUNCTION_INFO_V1(fbf_operation_uuid);
 PG_FUNCTION_INFO_V1(fbf_snapshot);
-
 
 /* defaults of fbf_create_counter_table, which reads them with current_setting */
 static int	fbf_default_retention_ms = 5 * 60 * 1000;
@@ -94,9 +78,9 @@ FbfCounterInit(void)
  * sets it, if not NULL.  `placed`: the call is the placement twin of
  * `fname` (fbf_increment_on_placement and fbf_increment_outcome_on_placement,
  * always keyed), which the fast path of a counter distributed by Citus
- * runs on the node of the key's shard (counter_citus_plan.c): the
+ * runs on the node of the key's shard (src/citus/citus_plan.c): the
  * counter is the shell, and the operation goes to the shard
- * (FbfCitusApplyOnPlacement).
+ * (FbfCitusApplyOnPlacement, through the route's apply_on_placement).
  */
 static bool
 increment_one(FunctionCallInfo fcinfo, char tag, const char *fname,
@@ -128,7 +112,8 @@ increment_one(FunctionCallInfo fcinfo, char tag, const char *fname,
 
 	ops = FbfOpsPrepare(tag, key, 1, &client_id, &seq, &delta);
 	if (placed)
-		FbfCitusApplyOnPlacement(PG_GETARG_OID(0), ops, &applied, value);
+		FbfCounterGetRoute()->apply_on_placement(PG_GETARG_OID(0), ops,
+												 &applied, value);
 	else
 		FbfCounterApply(PG_GETARG_OID(0), ops, &applied, value);
 	return applied;
@@ -145,23 +130,7 @@ increment(FunctionCallInfo fcinfo, char tag, bool placed)
 								 NULL));
 }
 
-Datum
-fbf_increment_int8(PG_FUNCTION_ARGS)
-{
-	return increment(fcinfo, 'i', false);
-}
-
-Datum
-fbf_increment_text(PG_FUNCTION_ARGS)
-{
-	return increment(fcinfo, 't', false);
-}
-
-Datum
-fbf_increment_uuid(PG_FUNCTION_ARGS)
-{
-	return increment(fcinfo, 'u', false);
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_increment, increment(fcinfo, tag, false));
 
 /* ----------------------------------------------------------------------
  * idempotent_increment_outcome
@@ -194,26 +163,11 @@ increment_outcome(FunctionCallInfo fcinfo, char tag, bool placed)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-Datum
-fbf_increment_outcome_int8(PG_FUNCTION_ARGS)
-{
-	return increment_outcome(fcinfo, 'i', false);
-}
-
-Datum
-fbf_increment_outcome_text(PG_FUNCTION_ARGS)
-{
-	return increment_outcome(fcinfo, 't', false);
-}
-
-Datum
-fbf_increment_outcome_uuid(PG_FUNCTION_ARGS)
-{
-	return increment_outcome(fcinfo, 'u', false);
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_increment_outcome,
+						increment_outcome(fcinfo, tag, false));
 
 /* ----------------------------------------------------------------------
- * Their placement twins (the fast path of Citus, counter_citus_plan.c)
+ * Their placement twins (the fast path of Citus, src/citus/citus_plan.c)
  * ----------------------------------------------------------------------
  */
 
@@ -225,45 +179,15 @@ fbf_increment_outcome_uuid(PG_FUNCTION_ARGS)
  * counter `counter`, placed on this node, with the same checks and
  * messages; the statement the fast path hands Citus calls them there.
  * Anyone may call them: they grant nothing that idempotent_increment on
- * the shard table does not (counter_citus.c says why), and, as every
- * placement function, they lock the shard's metadata against shard
- * transfers (FbfCitusPlacementPrologue).
+ * the shard table does not (src/citus/citus_placement.c says why), and,
+ * as every placement function, they lock the shard's metadata against
+ * shard transfers (FbfCitusPlacementPrologue).
  */
-Datum
-fbf_increment_on_placement_int8(PG_FUNCTION_ARGS)
-{
-	return increment(fcinfo, 'i', true);
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_increment_on_placement,
+						increment(fcinfo, tag, true));
 
-Datum
-fbf_increment_on_placement_text(PG_FUNCTION_ARGS)
-{
-	return increment(fcinfo, 't', true);
-}
-
-Datum
-fbf_increment_on_placement_uuid(PG_FUNCTION_ARGS)
-{
-	return increment(fcinfo, 'u', true);
-}
-
-Datum
-fbf_increment_outcome_on_placement_int8(PG_FUNCTION_ARGS)
-{
-	return increment_outcome(fcinfo, 'i', true);
-}
-
-Datum
-fbf_increment_outcome_on_placement_text(PG_FUNCTION_ARGS)
-{
-	return increment_outcome(fcinfo, 't', true);
-}
-
-Datum
-fbf_increment_outcome_on_placement_uuid(PG_FUNCTION_ARGS)
-{
-	return increment_outcome(fcinfo, 'u', true);
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_increment_outcome_on_placement,
+						increment_outcome(fcinfo, tag, true));
 
 /* ----------------------------------------------------------------------
  * fbf_operation
@@ -287,23 +211,7 @@ operation(FunctionCallInfo fcinfo, char tag)
 									  PG_GETARG_INT64(keyed ? 2 : 1)));
 }
 
-Datum
-fbf_operation_int8(PG_FUNCTION_ARGS)
-{
-	return operation(fcinfo, 'i');
-}
-
-Datum
-fbf_operation_text(PG_FUNCTION_ARGS)
-{
-	return operation(fcinfo, 't');
-}
-
-Datum
-fbf_operation_uuid(PG_FUNCTION_ARGS)
-{
-	return operation(fcinfo, 'u');
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_operation, operation(fcinfo, tag));
 
 /* ----------------------------------------------------------------------
  * Reading and inspecting

@@ -8,9 +8,10 @@
  * Declarations by file, from the bottom layer up: the operations
  * (counter_op.c), opening a table and the route (counter_rel.c), deltas
  * (counter_delta.c), maintenance (counter_maintain.c), the apply engine
- * (counter_engine.c), then the front ends' inits.  A file calls only the
- * files above its own heading and itself; the Citus route reaches the
- * layers below it only through FbfCounterRoute.
+ * (counter_engine.c), then the front ends'.  A file calls only the
+ * files above its own heading and itself; the layers below reach the
+ * Citus route (src/citus, citus/citus.h) only through FbfCounterRoute and
+ * FbfClaimRoute.
  *
  *-------------------------------------------------------------------------
  */
@@ -98,6 +99,7 @@ extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
 								int a_clients, const char *fname);
 extern void FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying);
 extern ArrayType *FbfArrayBuild(const Datum *values, int n, Oid type);
+extern Datum FbfArrayBuildInts(Oid type, const void *values, int n);
 extern ArrayType *FbfAnswersArray(const bool *answers, int n);
 
 /* ----------------------------------------------------------------------
@@ -132,9 +134,10 @@ typedef enum FbfCitusDistribution
 } FbfCitusDistribution;
 
 /*
- * The route to counters distributed by Citus, as counter_citus.c registers
- * it at init (FbfCounterSetRoute): the layers below call it through these
- * pointers, never by name.  Without a route every table is local.
+ * The route to counters distributed by Citus, as src/citus (citus_route.c)
+ * registers it at init (FbfCounterSetRoute): the counter files call it
+ * through these pointers, never by name.  Without a route every table is
+ * local.
  */
 typedef struct FbfCounterRoute
 {
@@ -148,6 +151,14 @@ typedef struct FbfCounterRoute
 	/* apply `ops` on the node of their key's shard (FbfCounterApply's args) */
 	void		(*apply) (Relation shell, const char *qualname,
 						  const FbfOps *ops, bool *applied, int64 *value);
+
+	/*
+	 * on the node of the shard: apply `ops` of the shell `shell` on the shard
+	 * of their key, placed here (the front ends' placement twins; arguments
+	 * and results as FbfCounterApply's)
+	 */
+	void		(*apply_on_placement) (Oid shell, FbfOps *ops, bool *applied,
+									   int64 *value);
 } FbfCounterRoute;
 
 /*
@@ -230,8 +241,8 @@ extern void FbfCounterApply(Oid relid, FbfOps *ops, bool *applied,
 
 /* ----------------------------------------------------------------------
  * The front ends: counter.c (FbfCounterInit), counter_batch.c, dedup.c,
- * counter_citus.c, dedup_citus.c, counter_citus_transfer.c,
- * counter_stats.c, counter_load.c
+ * counter_stats.c, counter_load.c.  The Citus route, a front end too, is
+ * src/citus (citus/citus.h).
  * ----------------------------------------------------------------------
  */
 
@@ -241,11 +252,12 @@ extern void FbfCounterInit(void);
 /* dedup.c */
 
 /*
- * The route to dedup tables distributed by Citus, as dedup_citus.c
- * registers it at init (FbfDedupSetRoute): claim the n ids of type `typid`
- * (with `seqs`: the client ids of (client_id, seq) claims), whose identity
- * bytes are identities[i], on the shards of the shell `shell`; claimed[i]
- * gets the answer for ids[i].  FbfClaim's arguments.
+ * The route to dedup tables distributed by Citus, as src/citus
+ * (citus_dedup.c) registers it at init (FbfDedupSetRoute): claim the n
+ * ids of type `typid` (with `seqs`: the client ids of (client_id, seq)
+ * claims), whose identity bytes are identities[i], on the shards of the
+ * shell `shell`; claimed[i] gets the answer for ids[i].  FbfClaim's
+ * arguments.
  */
 typedef void (*FbfClaimRoute) (Relation shell, Oid typid, int n,
 							   const Datum *ids, const int64 *seqs,
@@ -256,28 +268,5 @@ extern bytea *FbfClaimIdentity(Oid typid, Datum id, const int64 *seq);
 extern void FbfDedupSetRoute(FbfClaimRoute route);
 extern void FbfClaim(Oid relid, Oid typid, int n, const Datum *ids,
 					 const int64 *seqs, bool *claimed);
-
-/* counter_citus.c */
-extern void FbfCitusInit(void);
-extern Oid	FbfCitusExtensionSchema(void);
-extern Oid	FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access,
-									  Datum value, Oid type);
-extern Datum FbfCitusRunRouted(Relation shell, const char *what,
-							   const char *sql, int nargs, Oid *types,
-							   Datum *args, const char *nulls);
-extern bool *FbfCitusRoutedAnswers(Relation shell, const char *what,
-								   ArrayType *answers, int n,
-								   const char *sent);
-extern void FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied,
-									 int64 *value);
-
-/* counter_citus_plan.c */
-extern void FbfCitusPlanInit(void);
-
-/* dedup_citus.c */
-extern void FbfDedupCitusInit(void);
-
-/* counter_citus_transfer.c */
-extern void FbfCitusTransferInit(void);
 
 #endif							/* FBF_COUNTER_H */

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * counter_args.h
- *	  The argument check the counters' and dedup tables' SQL functions
- *	  share: an argument that must not be NULL.  Nothing else, no state.
+ *	  What the counters' and dedup tables' SQL functions share: the check
+ *	  of an argument that must not be NULL, and the three functions, one
+ *	  per type of client id, of a front end.  Nothing else, no state.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,5 +27,29 @@ FbfRequireArg(FunctionCallInfo fcinfo, int argno, const char *fname,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s of %s must not be null", name, fname)));
 }
+
+/*
+ * The SQL functions of a front end, one per type of client id: name_int8,
+ * name_text and name_uuid, each returning `call`, an expression of its
+ * `fcinfo` and of `tag`, the client ids' type ('i' bigint, 't' text, 'u'
+ * uuid: FbfClientIdType).  Used at file scope, followed by a semicolon,
+ * as PG_FUNCTION_INFO_V1, which it includes:
+ *
+ *	FBF_CLIENT_ID_FUNCTIONS(fbf_increment, increment(fcinfo, tag, false));
+ */
+#define FBF_CLIENT_ID_FUNCTION(name, tag_, call) \
+	PG_FUNCTION_INFO_V1(name); \
+	Datum \
+	name(PG_FUNCTION_ARGS) \
+	{ \
+		const char	tag = (tag_); \
+		return (call); \
+	} \
+	extern int	no_such_variable
+
+#define FBF_CLIENT_ID_FUNCTIONS(name, call) \
+	FBF_CLIENT_ID_FUNCTION(name##_int8, 'i', call); \
+	FBF_CLIENT_ID_FUNCTION(name##_text, 't', call); \
+	FBF_CLIENT_ID_FUNCTION(name##_uuid, 'u', call)
 
 #endif							/* FBF_COUNTER_ARGS_H */

@@ -23,7 +23,8 @@
  * Locks: those of FbfCounterApply (RowExclusiveLock on the table and its
  * window index, privileges checked before); the placement twins first
  * those of the placement prologue (FbfCitusPlacementPrologue,
- * counter_citus.c: the shard's metadata lock, against shard transfers).
+ * src/citus/citus_placement.c: the shard's metadata lock, against shard
+ * transfers).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,12 +39,6 @@
 #include "counter/counter.h"
 #include "counter/counter_args.h"
 
-PG_FUNCTION_INFO_V1(fbf_increment_batch_int8);
-PG_FUNCTION_INFO_V1(fbf_increment_batch_text);
-PG_FUNCTION_INFO_V1(fbf_increment_batch_uuid);
-PG_FUNCTION_INFO_V1(fbf_increment_batch_on_placement_int8);
-PG_FUNCTION_INFO_V1(fbf_increment_batch_on_placement_text);
-PG_FUNCTION_INFO_V1(fbf_increment_batch_on_placement_uuid);
 
 /*
  * idempotent_increment(counter regclass, [key text,] client_ids[],
@@ -53,8 +48,9 @@ PG_FUNCTION_INFO_V1(fbf_increment_batch_on_placement_uuid);
  * `placed`: the call is its placement twin, fbf_increment_on_placement
  * (counter regclass, key text, client_ids[], seqs bigint[], deltas
  * bigint[]), which the fast path of a counter distributed by Citus runs on
- * the node of the key's shard (counter_citus_plan.c): the counter is the
- * shell, and the batch goes to the shard (FbfCitusApplyOnPlacement).
+ * the node of the key's shard (src/citus/citus_plan.c): the counter is the
+ * shell, and the batch goes to the shard (FbfCitusApplyOnPlacement,
+ * through the route's apply_on_placement).
  */
 static Datum
 increment_batch(FunctionCallInfo fcinfo, char tag, bool placed)
@@ -78,45 +74,16 @@ increment_batch(FunctionCallInfo fcinfo, char tag, bool placed)
 	/* answers in the arrays' order */
 	applied = palloc(Max(ops->n, 1) * sizeof(bool));
 	if (placed)
-		FbfCitusApplyOnPlacement(PG_GETARG_OID(0), ops, applied, NULL);
+		FbfCounterGetRoute()->apply_on_placement(PG_GETARG_OID(0), ops,
+												 applied, NULL);
 	else
 		FbfCounterApply(PG_GETARG_OID(0), ops, applied, NULL);
 
 	PG_RETURN_ARRAYTYPE_P(FbfAnswersArray(applied, ops->n));
 }
 
-Datum
-fbf_increment_batch_int8(PG_FUNCTION_ARGS)
-{
-	return increment_batch(fcinfo, 'i', false);
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_increment_batch,
+						increment_batch(fcinfo, tag, false));
 
-Datum
-fbf_increment_batch_text(PG_FUNCTION_ARGS)
-{
-	return increment_batch(fcinfo, 't', false);
-}
-
-Datum
-fbf_increment_batch_uuid(PG_FUNCTION_ARGS)
-{
-	return increment_batch(fcinfo, 'u', false);
-}
-
-Datum
-fbf_increment_batch_on_placement_int8(PG_FUNCTION_ARGS)
-{
-	return increment_batch(fcinfo, 'i', true);
-}
-
-Datum
-fbf_increment_batch_on_placement_text(PG_FUNCTION_ARGS)
-{
-	return increment_batch(fcinfo, 't', true);
-}
-
-Datum
-fbf_increment_batch_on_placement_uuid(PG_FUNCTION_ARGS)
-{
-	return increment_batch(fcinfo, 'u', true);
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_increment_batch_on_placement,
+						increment_batch(fcinfo, tag, true));

@@ -679,7 +679,7 @@ FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key, int a_clients,
 
 /*
  * The n values of type `type` as a one-dimensional array (empty for none):
- * the arrays a routed call sends (counter_citus.c, dedup_citus.c).
+ * the arrays a routed call sends (src/citus).
  */
 ArrayType *
 FbfArrayBuild(const Datum *values, int n, Oid type)
@@ -692,6 +692,26 @@ FbfArrayBuild(const Datum *values, int n, Oid type)
 		return construct_empty_array(type);
 	get_typlenbyvalalign(type, &len, &byval, &align);
 	return construct_array((Datum *) values, n, type, len, byval, align);
+}
+
+/*
+ * The n integers `values` as an array of `type`, as a Datum: INT8OID
+ * (`values` are int64s: seqs, deltas, shard ids) or INT4OID (int32s:
+ * anchors); what a routed call, or a call of Citus' functions, sends
+ * (src/citus).
+ */
+Datum
+FbfArrayBuildInts(Oid type, const void *values, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	Assert(type == INT8OID || type == INT4OID);
+	for (i = 0; i < n; i++)
+		elems[i] = type == INT8OID ?
+			Int64GetDatum(((const int64 *) values)[i]) :
+			Int32GetDatum(((const int32 *) values)[i]);
+	return PointerGetDatum(FbfArrayBuild(elems, n, type));
 }
 
 /*

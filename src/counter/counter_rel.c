@@ -4,7 +4,7 @@
  *	  Opening a counter or dedup table: the privilege checks, the locks,
  *	  the kind of table each caller accepts; what a backend remembers about
  *	  each counter table (the relation cache); and the route to counters
- *	  distributed by Citus, which counter_citus.c registers at init.
+ *	  distributed by Citus, which src/citus/citus_route.c registers at init.
  *
  * Locks: FbfCounterOpen takes the caller's lock mode on the table and its
  * window index (RowExclusiveLock to change the window, AccessShareLock to
@@ -24,7 +24,7 @@
  * does too (a renamed schema changes the qualified name without touching
  * the table).  Entries are rebuilt on next use, never freed.
  *
- * The route (FbfCounterRoute) is a set of functions counter_citus.c
+ * The route (FbfCounterRoute) is a set of functions src/citus/citus_route.c
  * registers from _PG_init: the layers here and in counter_engine.c call
  * Citus' side only through it.
  *
@@ -259,7 +259,7 @@ FbfCounterRelGet(Relation heap)
 		entry->direct = entry->kind == FBF_WINDOW_COUNTER &&
 			direct_shape(heap, entry);
 	}
-	/* routed by a counter's key, a dedup table's anchor (dedup_citus.c) */
+	/* routed by a counter's key, a dedup table's anchor (src/citus) */
 	entry->citus = counter_route == NULL ? FBF_CITUS_LOCAL :
 		counter_route->lookup(heap,
 							  get_attnum(relid,
@@ -276,10 +276,11 @@ FbfCounterRelGet(Relation heap)
  */
 
 /*
- * Register the route to counters distributed by Citus (counter_citus.c,
- * from _PG_init): the relation cache asks it which tables it routes,
- * FbfCounterOpen has it refuse a routed table's own window, and the apply
- * engine hands it the operations on a routed table.  `route` must live as
+ * Register the route to counters distributed by Citus
+ * (src/citus/citus_route.c, from _PG_init): the relation cache asks it
+ * which tables it routes, FbfCounterOpen has it refuse a routed table's
+ * own window, the apply engine hands it the operations on a routed table,
+ * and the front ends' placement twins hand it theirs on the placement.  `route` must live as
  * long as the backend.
  */
 void

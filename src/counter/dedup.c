@@ -39,9 +39,10 @@
  * its first occurrence only, and the answers come back in the ids' order.
  *
  * A dedup table distributed by Citus by its anchor (fbf_distribute_dedup)
- * is a shell: FbfClaim hands its claims to the route dedup_citus.c
- * registers at init (FbfDedupSetRoute), which claims them on the shards
- * (dedup_citus.c's header); this file never calls it by name.
+ * is a shell: FbfClaim hands its claims to the route
+ * src/citus/citus_dedup.c registers at init (FbfDedupSetRoute), which
+ * claims them on the shards (that file's header); this file never calls
+ * it by name.
  *
  * Locks: RowExclusiveLock on the dedup table and its window index
  * (FbfCounterOpenRoutable, privileges checked before); the window's buffer
@@ -191,12 +192,13 @@ claim_identities(Oid typid, int n, const Datum *ids, const int64 *seqs,
  * ----------------------------------------------------------------------
  */
 
-/* the route to dedup tables distributed by Citus (dedup_citus.c), or NULL */
+/* the route to dedup tables distributed by Citus (src/citus), or NULL */
 static FbfClaimRoute claim_route = NULL;
 
 /*
- * Register the route to dedup tables distributed by Citus (dedup_citus.c,
- * from _PG_init): FbfClaim hands it the claims on a shell.
+ * Register the route to dedup tables distributed by Citus
+ * (src/citus/citus_dedup.c, from _PG_init): FbfClaim hands it the claims
+ * on a shell.
  */
 void
 FbfDedupSetRoute(FbfClaimRoute route)
@@ -210,9 +212,9 @@ FbfDedupSetRoute(FbfClaimRoute route)
  * engine (FbfEngineApply: hashed under the window's key, asked in the
  * canonical order; see the file header); claimed[i] gets the answer for
  * ids[i].  A dedup table distributed by Citus by its anchor (a shell) is
- * handed to the route registered at init (dedup_citus.c), which claims the
- * ids on the nodes of their anchors' shards, where this same function
- * runs on the shard tables.  n is at most FBF_OPS_MAX: callers take it
+ * handed to the route registered at init (src/citus/citus_dedup.c), which
+ * claims the ids on the nodes of their anchors' shards, where this same
+ * function runs on the shard tables.  n is at most FBF_OPS_MAX: callers take it
  * from FbfBatchLength, or claim one id.  Locks: RowExclusiveLock on the
  * table and its window index (a shell: the table only), privileges checked
  * before (FbfCounterOpenRoutable).

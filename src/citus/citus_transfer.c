@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * counter_citus_transfer.c
+ * citus_transfer.c
  *	  Carrying the windows of distributed counters' shards through Citus'
  *	  shard transfers: moves (citus_move_shard_placement, which the
  *	  rebalancer and citus_drain_node run too) and splits
@@ -95,6 +95,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
+#include "citus/citus.h"
 #include "counter/counter.h"
 
 /* How a transfer function names the shards it moves. */

@@ -1,91 +1,56 @@
 /*-------------------------------------------------------------------------
  *
- * counter_citus.c
- *	  Counters distributed by Citus: recognizing a Citus table, routing an
- *	  increment to the node of its key's shard inside the caller's
- *	  distributed transaction, and applying it there on the shard.
+ * citus_placement.c
+ *	  Tables distributed by Citus, on the node that holds a shard: the
+ *	  placement prologue every placement function starts with, and
+ *	  applying a routed increment there on the key's shard
+ *	  (fbf_apply_on_placement).
  *
- * A counter distributed by `key` (fbf_distribute_counter, sql/fbf.sql) is
- * a *shell* table on every node, whose own window is never used, and one
- * shard table per hash range of keys, placed on one node, each with its
- * own window (Citus copies the window index to every shard).  An
- * operation's identity includes its key (FbfOperationBytes, counter_op.c),
- * and every operation on a key goes to the one shard holding that key: so the
- * shard's window sees every operation that could be a retry of another,
- * and per-shard windows give exactly the single-node semantics.
- *
- * The route: FbfCitusInit registers this file's functions with the
- * counters' engine (FbfCounterSetRoute, counter_rel.c): the relation cache
- * asks citus_lookup how a table is distributed, FbfCounterOpen has
- * citus_refuse refuse a Citus table's own window, and FbfCounterApply,
- * given a shell, calls citus_apply, which runs through SPI one statement
- * on the shell:
- *
- *	WITH touch AS (UPDATE shell SET value = value
- *				   WHERE key = $2 AND shard < 0 RETURNING 1)
- *	SELECT fbf_apply_on_placement($1, $2, $3, $4, $5, $6)
- *
- * Citus plans it as a single-shard router query (the CTE pins it to the
- * key's shard) and runs it on the shard's placement, remotely or by local
- * execution, in the coordinated transaction.  The data-modifying CTE,
- * which updates no row (shard rows are never negative), is what makes
- * Citus count the statement as a modification (a MODIFY_TASK): it takes
- * the shard's metadata lock that shard moves wait for, it opens a
- * transaction block on the placement, and a transaction that modifies
- * through more than one node commits with two-phase commit.  Citus
- * evaluates only the parameters of a SELECT on the coordinator, so the
- * function runs on the placement's node, where fbf_apply_on_placement
- * finds the key's shard in Citus' metadata, checks that its placement is
- * local, and gives the operations to FbfCounterApply on the shard table.
- * This file is a front end of the engine: the engine never calls it by
- * name.
- *
- * That is the function route, which every call on a shell can take.  A
- * statement that is one call of a front end, and nothing else, takes the
- * fast path instead (counter_citus_plan.c): the planner puts the same
- * routed statement, calling the front end's placement twin, in the
- * client's statement's place, and Citus sends it in one round trip.  On
- * the placement both routes end in FbfCitusApplyOnPlacement, which finds
- * the key's shard from Citus' metadata cache through its SQL functions,
- * called by fmgr, not SPI, and locks its metadata against shard transfers
- * (FbfCitusPlacementPrologue).
+ * A routed statement (citus_route.c, citus_dedup.c, the fast path of
+ * citus_plan.c) runs its placement function on the node of the shard of
+ * its routing value.  There the function finds that shard from Citus'
+ * metadata cache through its SQL functions, called by fmgr, not SPI,
+ * checks that its placement is local, and locks its metadata against
+ * shard transfers (FbfCitusPlacementPrologue); an increment's operations
+ * then go to FbfCounterApply on the shard table
+ * (FbfCitusApplyOnPlacement: fbf_apply_on_placement, and the front ends'
+ * placement twins in counter.c and counter_batch.c through the route's
+ * apply_on_placement).
  *
  * What travels is what the client gave idempotent_increment: the key and
  * each operation's client id, seq and delta; fbf_apply_on_placement hashes
- * them on the placement as the front door does (FbfOpsPrepare), so a
- * shard's window holds exactly what a single-node counter's would, and
- * fbf_snapshot, fbf_operation and the windows copied by shard moves and
- * splits (fbf_copy_shard_window) agree with it.  It never takes hashes:
- * a caller who chose the hashes could record another key's operations
- * under a key it may update, and so have them dismissed when their owner
- * sends them.
+ * them here as the front door does (FbfOpsFromArrays), so a shard's window
+ * holds exactly what a single-node counter's would, and fbf_snapshot,
+ * fbf_operation and the windows copied by shard moves and splits
+ * (fbf_copy_shard_window, citus_transfer.c) agree with it.  It never takes
+ * hashes: a caller who chose the hashes could record another key's
+ * operations under a key it may update, and so have them dismissed when
+ * their owner sends them.
  *
  * Who may call fbf_apply_on_placement (and every placement function):
  * everyone (EXECUTE stays granted to PUBLIC).  Citus runs the routed
  * statement on the worker as the user who called idempotent_increment,
- * so a REVOKE would take increments away from every user but the owner.  Nor does it need one: it grants nothing
- * that idempotent_increment on the shard table, on that node, does not.
- * The shell must be a counter distributed by its key that the caller may
- * increment (FbfCounterOpenRoutable: 42501, 42809, 0A000), and the
- * operations go through FbfCounterApply on the shard table, with its
- * privilege checks and, under row security, the row statement that lets
- * the key's policies judge the caller before the window is asked: the
- * caller records operations only on keys whose rows it may update, and
- * only operations whose identity is on that key.  Nor can a direct call
- * slip past a shard transfer: it takes the shard's metadata lock as a
- * routed write does (below).
+ * so a REVOKE would take increments away from every user but the owner.
+ * Nor does it need one: it grants nothing that idempotent_increment on
+ * the shard table, on that node, does not.  The shell must be a counter
+ * distributed by its key that the caller may increment
+ * (FbfCounterOpenRoutable: 42501, 42809, 0A000), and the operations go
+ * through FbfCounterApply on the shard table, with its privilege checks
+ * and, under row security, the row statement that lets the key's policies
+ * judge the caller before the window is asked: the caller records
+ * operations only on keys whose rows it may update, and only operations
+ * whose identity is on that key.  Nor can a direct call slip past a shard
+ * transfer: it takes the shard's metadata lock as a routed write does.
  *
- * Locks: pg_dist_partition and pg_extension are read with
- * AccessShareLock; the shell is opened by FbfCounterApply with
- * RowExclusiveLock (privileges checked before).  On the placement, every
- * placement function (fbf_apply_on_placement, the front ends' placement
- * twins, fbf_claim_on_placement in dedup_citus.c) starts with the
- * placement prologue (FbfCitusPlacementPrologue): the shell opened with
- * AccessShareLock once its privileges are checked, then the metadata lock
- * of the value's shard in ShareLock, until the end of the transaction,
- * taken through Citus' lock_shard_metadata, then the shard table opened
- * by FbfCounterApply (or FbfClaim).  That metadata lock is the one a
- * routed write takes on the node that routes it (Citus takes it on the
+ * Locks: every placement function (fbf_apply_on_placement, the front
+ * ends' placement twins, fbf_claim_on_placement in citus_dedup.c) starts
+ * with the placement prologue: the shell opened with AccessShareLock once
+ * its privileges are checked, then the metadata lock of the value's shard
+ * in ShareLock, until the end of the transaction, taken through Citus'
+ * lock_shard_metadata, then the shard table opened by FbfCounterApply (or
+ * FbfClaim); Citus' catalogs pg_dist_placement and pg_dist_local_group
+ * are read with AccessShareLock.  That metadata lock is the one a routed
+ * write takes on the node that routes it (Citus takes it on the
  * coordinator for the routed statement) and the one a shard move or split
  * holds in ExclusiveLock on every node while it copies the shard's last
  * writes, so a placement function called directly on a worker waits for
@@ -93,11 +58,8 @@
  * worker under Citus MX), instead of writing to a placement being copied.
  * The prologue's comment gives the lock order with transfers.
  *
- * Nothing here links to Citus: the metadata is read from its catalogs
- * (pg_dist_partition here; the shard and its placement through Citus' SQL
- * functions), and Citus plans the routed statement as it plans any other.
- * Without Citus, pg_dist_partition does not exist and every table is
- * local.
+ * Nothing here links to Citus: the shard and its placement are read
+ * through Citus' SQL functions and its catalogs.
  *
  *-------------------------------------------------------------------------
  */
@@ -107,12 +69,9 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace_d.h"
 #include "catalog/pg_type_d.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -127,297 +86,13 @@
 #include "utils/rel.h"
 #include "utils/varlena.h"
 
+#include "citus/citus.h"
 #include "counter/counter.h"
 #include "counter/counter_args.h"
 
-PG_FUNCTION_INFO_V1(fbf_apply_on_placement_int8);
-PG_FUNCTION_INFO_V1(fbf_apply_on_placement_text);
-PG_FUNCTION_INFO_V1(fbf_apply_on_placement_uuid);
-
-static FbfCitusDistribution citus_lookup(Relation heap, AttrNumber key_attno);
-fbf_noreturn static void citus_refuse(Relation heap,
-									   FbfCitusDistribution how);
-static void citus_apply(Relation shell, const char *qualname,
-						const FbfOps *ops, bool *applied, int64 *value);
-
-/* the route to counters distributed by Citus, as the engine calls it */
-static const FbfCounterRoute citus_route = {
-	.lookup = citus_lookup,
-	.refuse = citus_refuse,
-	.apply = citus_apply,
-};
-
-/*
- * Register the route to counters distributed by Citus with the counters'
- * engine (FbfCounterSetRoute); from _PG_init.  Nothing else: without
- * Citus, citus_lookup finds every table local.
- */
-void
-FbfCitusInit(void)
-{
-	FbfCounterSetRoute(&citus_route);
-}
 
 /* ----------------------------------------------------------------------
- * Is it a Citus table?
- * ----------------------------------------------------------------------
- */
-
-/*
- * How Citus distributes the table `heap`, whose routing column (a
- * counter's `key`, a dedup table's `anchor`: FbfCounterRelGet) is
- * `key_attno`: from its row in pg_dist_partition, read as a catalog (the
- * relation cache calls this; Citus invalidates a table's relcache entry
- * whenever its row changes).
- *
- *	FBF_CITUS_LOCAL		no row (or no Citus): an ordinary table
- *	FBF_CITUS_BY_KEY	hash-distributed by that column, one placement per
- *						shard (replication model 's'): a shell, routed
- *	FBF_CITUS_OTHER		any other Citus table (reference, local or
- *						single-shard table, another distribution column,
- *						replicated shards): refused
- */
-static FbfCitusDistribution
-citus_lookup(Relation heap, AttrNumber key_attno)
-{
-	Oid			catalog = get_relname_relid("pg_dist_partition",
-											PG_CATALOG_NAMESPACE);
-	Relation	rel;
-	SysScanDesc scan;
-	ScanKeyData skey;
-	HeapTuple	tuple;
-	FbfCitusDistribution result = FBF_CITUS_LOCAL;
-
-	if (!OidIsValid(catalog))
-		return FBF_CITUS_LOCAL;
-
-	rel = table_open(catalog, AccessShareLock);
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		AttrNumber	a_relid = get_attnum(catalog, "logicalrelid");
-		AttrNumber	a_method = get_attnum(catalog, "partmethod");
-		AttrNumber	a_key = get_attnum(catalog, "partkey");
-		AttrNumber	a_model = get_attnum(catalog, "repmodel");
-
-		if (a_relid == InvalidAttrNumber || a_method == InvalidAttrNumber ||
-			a_key == InvalidAttrNumber || a_model == InvalidAttrNumber)
-			elog(ERROR, "fbf: pg_dist_partition lacks the columns of Citus' metadata");
-
-		ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(RelationGetRelid(heap)));
-		scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &skey);
-		if (HeapTupleIsValid(tuple = systable_getnext(scan)))
-		{
-			bool		isnull;
-			char		method = DatumGetChar(heap_getattr(tuple, a_method, desc, &isnull));
-			char		model = DatumGetChar(heap_getattr(tuple, a_model, desc, &isnull));
-			Datum		partkey = heap_getattr(tuple, a_key, desc, &isnull);
-			Node	   *column = NULL;
-
-			if (!isnull)
-				column = stringToNode(TextDatumGetCString(partkey));
-			result = FBF_CITUS_OTHER;
-			if (method == 'h' && model == 's' && column != NULL &&
-				IsA(column, Var) && key_attno != InvalidAttrNumber &&
-				((Var *) column)->varattno == key_attno)
-				result = FBF_CITUS_BY_KEY;
-		}
-		systable_endscan(scan);
-	}
-	table_close(rel, AccessShareLock);
-	return result;
-}
-
-/*
- * Error: the window of the Citus table `heap` would be used.  A shell's
- * window is an empty copy that no operation ever reaches; reading or
- * changing it would answer for a table that holds nothing.
- */
-static void
-citus_refuse(Relation heap, FbfCitusDistribution how)
-{
-	if (how == FBF_CITUS_BY_KEY)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("\"%s\" is distributed by Citus: its operations are remembered in its shards' windows, not in this table's",
-						RelationGetRelationName(heap)),
-				 FbfCounterRelGet(heap)->kind == FBF_WINDOW_DEDUP ?
-				 errhint("Claims are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_dedup_stats on the coordinator lists every shard's window.") :
-				 errhint("Increments and fbf_counter_value() are routed to the shards; for a shard's window, call the function on the shard table on its node; fbf_counter_stats on the coordinator lists every shard's window.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("\"%s\" is a Citus table not distributed by its key column alone",
-					RelationGetRelationName(heap)),
-			 errdetail("fbf counts exactly once on Citus only when every operation on a key reaches the one window of the key's shard."),
-			 errhint("Distribute counter tables with fbf_distribute_counter().")));
-}
-
-/* ----------------------------------------------------------------------
- * Routing (the node that runs idempotent_increment)
- * ----------------------------------------------------------------------
- */
-
-/* the n int64 values as an int8[] Datum */
-static Datum
-int8_array(const int64 *values, int n)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-	int			i;
-
-	for (i = 0; i < n; i++)
-		elems[i] = Int64GetDatum(values[i]);
-	return PointerGetDatum(FbfArrayBuild(elems, n, INT8OID));
-}
-
-/* the schema fbf is installed in (PostgreSQL 16's get_extension_schema) */
-Oid
-FbfCitusExtensionSchema(void)
-{
-	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyData skey;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			schema = InvalidOid;
-
-	ScanKeyInit(&skey, Anum_pg_extension_extname, BTEqualStrategyNumber,
-				F_NAMEEQ, CStringGetDatum("fbf"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &skey);
-	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
-		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	if (!OidIsValid(schema))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("extension \"fbf\" is not installed in this database")));
-	return schema;
-}
-
-/*
- * Run the routed statement `sql` on the shell `shell` with its `nargs`
- * arguments (their types and nulls as SPI_execute_with_args takes them),
- * in a connection to SPI the caller opened and closes, and return the
- * first column of its one row; error if it fails or returns NULL.  `what`
- * names the call in the errors ("increment of", "claims in").  Shared
- * with dedup_citus.c.
- */
-Datum
-FbfCitusRunRouted(Relation shell, const char *what, const char *sql,
-				  int nargs, Oid *types, Datum *args, const char *nulls)
-{
-	bool		isnull;
-	Datum		d;
-	int			rc;
-
-	rc = SPI_execute_with_args(sql, nargs, types, args, nulls, false, 0);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "fbf: the routed %s \"%s\" failed: %s",
-			 what, RelationGetRelationName(shell), SPI_result_code_string(rc));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		elog(ERROR, "fbf: the routed %s \"%s\" returned nothing",
-			 what, RelationGetRelationName(shell));
-	return d;
-}
-
-/*
- * The n answers of a routed statement (FbfCitusRunRouted), in the order it
- * sent its n operations or ids: `answers` is the boolean[] the placement
- * function returned (NULL if it returned none), which holds one answer,
- * not null, for each (FbfAnswersArray builds it so); anything else is an
- * internal error, naming the call (`what`, as FbfCitusRunRouted's errors
- * do) and what it sent (`sent`: "operations", "ids").  Allocated in the
- * current memory context: SPI's, until the caller's SPI_finish.  Shared
- * with dedup_citus.c.
- */
-bool *
-FbfCitusRoutedAnswers(Relation shell, const char *what, ArrayType *answers,
-					  int n, const char *sent)
-{
-	Datum	   *elems = NULL;
-	bool	   *nulls = NULL;
-	int			nanswers = 0;
-	bool	   *result;
-	int			i;
-
-	if (answers != NULL)
-	{
-		if (ARR_NDIM(answers) > 1 || ARR_ELEMTYPE(answers) != BOOLOID)
-			elog(ERROR, "fbf: the routed %s \"%s\" returned a malformed answer",
-				 what, RelationGetRelationName(shell));
-		deconstruct_array(answers, BOOLOID, 1, true, TYPALIGN_CHAR, &elems,
-						  &nulls, &nanswers);
-	}
-	if (answers == NULL || nanswers != n)
-		elog(ERROR, "fbf: the routed %s \"%s\" returned %d answers for %d %s",
-			 what, RelationGetRelationName(shell), nanswers, n, sent);
-	result = palloc(sizeof(bool) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		if (nulls[i])
-			elog(ERROR, "fbf: the routed %s \"%s\" returned a malformed answer",
-				 what, RelationGetRelationName(shell));
-		result[i] = DatumGetBool(elems[i]);
-	}
-	return result;
-}
-
-/*
- * Apply the operations `ops` of the counter whose shell is `shell`, on the
- * node of their key's shard, in the current (distributed) transaction: the
- * routed statement of the file's header, through SPI.  They are sent in
- * their canonical order, in which the placement, sorting them again, asks
- * its window.  Arguments and results as FbfCounterApply's.
- */
-static void
-citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
-			bool *applied, int64 *value)
-{
-	char	   *schema = get_namespace_name(FbfCitusExtensionSchema());
-	char	   *sql;
-	Oid			client_type = FbfClientIdType(ops->tag);
-	Oid			types[6] = {REGCLASSOID, TEXTOID, get_array_type(client_type),
-	INT8ARRAYOID, INT8ARRAYOID, BOOLOID};
-	Datum		args[6];
-	HeapTupleHeader result;
-	bool		isnull;
-	Datum		d;
-	bool	   *answers;
-	int			i;
-
-	sql = psprintf("WITH touch AS (UPDATE %s SET value = value "
-				   "WHERE key OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) "
-				   "SELECT %s.fbf_apply_on_placement($1, $2, $3, $4, $5, $6)",
-				   qualname, quote_identifier(schema));
-	args[0] = ObjectIdGetDatum(RelationGetRelid(shell));
-	args[1] = PointerGetDatum(ops->key);
-	args[2] = PointerGetDatum(FbfArrayBuild(ops->client_ids, ops->n,
-											client_type));
-	args[3] = int8_array(ops->seqs, ops->n);
-	args[4] = int8_array(ops->deltas, ops->n);
-	args[5] = BoolGetDatum(value != NULL);
-
-	SPI_connect();
-	result = DatumGetHeapTupleHeader(FbfCitusRunRouted(shell, "increment of",
-													   sql, 6, types, args,
-													   NULL));
-	d = GetAttributeByNum(result, 1, &isnull);
-	answers = FbfCitusRoutedAnswers(shell, "increment of",
-									isnull ? NULL : DatumGetArrayTypeP(d),
-									ops->n, "operations");
-	/* answer i is for the i-th operation sent: the canonical order */
-	for (i = 0; i < ops->n; i++)
-		applied[ops->place[i]] = answers[i];
-	if (value != NULL)
-	{
-		d = GetAttributeByNum(result, 2, &isnull);
-		*value = isnull ? 0 : DatumGetInt64(d);
-	}
-	SPI_finish();
-}
-
-/* ----------------------------------------------------------------------
- * Applying on the placement (the node that holds the key's shard)
+ * Citus' metadata, on the node that holds the shard
  * ----------------------------------------------------------------------
  */
 
@@ -587,7 +262,7 @@ lock_shard_metadata(Oid owner, int64 shardid)
 	int			save_sec_context;
 
 	args[0] = Int32GetDatum(ShareLock);
-	args[1] = int8_array(&shardid, 1);
+	args[1] = FbfArrayBuildInts(INT8OID, &shardid, 1);
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(owner, save_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
@@ -635,7 +310,7 @@ local_shard(Oid table, int64 shardid)
  * The placement prologue: what every placement function (the routed half
  * of a write on a table distributed by Citus: fbf_apply_on_placement and
  * the placement twins of the increment front ends, through
- * FbfCitusApplyOnPlacement; fbf_claim_on_placement, dedup_citus.c) does
+ * FbfCitusApplyOnPlacement; fbf_claim_on_placement, citus_dedup.c) does
  * before it writes.  `shell` must be a table distributed by Citus by its
  * routing column that the caller may write to as `access` says
  * (FBF_COUNTER_INCREMENT: a counter, UPDATE; FBF_DEDUP_CLAIM: a dedup
@@ -720,9 +395,9 @@ FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
  * Apply `ops` of the counter whose shell is `shell` on the shard of their
  * key, which must be placed on this node: the routed half of an increment
  * (fbf_apply_on_placement, and the placement twins of the front ends,
- * counter.c and counter_batch.c, that the fast path calls,
- * counter_citus_plan.c).  The placement prologue checks the caller and
- * the shell, finds the key's shard and locks its metadata
+ * counter.c and counter_batch.c, that the fast path calls, citus_plan.c,
+ * through the route's apply_on_placement).  The placement prologue checks
+ * the caller and the shell, finds the key's shard and locks its metadata
  * (FbfCitusPlacementPrologue); the shard table is then applied to by
  * FbfCounterApply, with its privileges and row security.  Arguments and
  * results as FbfCounterApply's.
@@ -789,20 +464,5 @@ apply_on_placement(FunctionCallInfo fcinfo, char tag)
 													  out, out_null)));
 }
 
-Datum
-fbf_apply_on_placement_int8(PG_FUNCTION_ARGS)
-{
-	return apply_on_placement(fcinfo, 'i');
-}
-
-Datum
-fbf_apply_on_placement_text(PG_FUNCTION_ARGS)
-{
-	return apply_on_placement(fcinfo, 't');
-}
-
-Datum
-fbf_apply_on_placement_uuid(PG_FUNCTION_ARGS)
-{
-	return apply_on_placement(fcinfo, 'u');
-}
+FBF_CLIENT_ID_FUNCTIONS(fbf_apply_on_placement,
+						apply_on_placement(fcinfo, tag));

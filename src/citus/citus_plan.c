@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * counter_citus_plan.c
+ * citus_plan.c
  *	  The fast path of tables distributed by Citus: a statement that is
  *	  one call of idempotent_increment (or its outcome or batch form) on
  *	  such a counter, or of fbf_claim of one id on such a dedup table, is
  *	  handed to Citus as the routed statement itself.
  *
  * Run as a function, an increment on a distributed counter routes its
- * operations from inside the call (citus_apply, counter_citus.c): Citus
+ * operations from inside the call (citus_apply, citus_route.c): Citus
  * sees a statement run by a running statement, opens a transaction block
  * on the placement for it (BEGIN and assign_distributed_transaction_id),
  * sends it, and commits the block when the client's statement ends: three
@@ -45,7 +45,7 @@
  * fail to find one for a NULL key, before the twin could say why.
  *
  * A claim of one id on a dedup table distributed by its anchor
- * (dedup_citus.c) takes the same path: SELECT fbf_claim(dedup, id), or
+ * (citus_dedup.c) takes the same path: SELECT fbf_claim(dedup, id), or
  * (dedup, client_id, seq), becomes
  *
  *	WITH touch AS (UPDATE dedup SET anchor = anchor
@@ -67,7 +67,8 @@
  * The twins (fbf_increment_on_placement and
  * fbf_increment_outcome_on_placement, counter.c and counter_batch.c) are
  * the front ends' own code with their checks and messages, applying on the
- * key's shard table of this node (FbfCitusApplyOnPlacement): privileges and
+ * key's shard table of this node (FbfCitusApplyOnPlacement,
+ * citus_placement.c, through the route's apply_on_placement): privileges and
  * row security are judged there as an increment on the shard table judges
  * them, and the result is the front end's, of its type.
  *
@@ -145,6 +146,7 @@
 #include "utils/rls.h"
 #include "utils/syscache.h"
 
+#include "citus/citus.h"
 #include "counter/counter.h"
 #include "window/window.h"
 

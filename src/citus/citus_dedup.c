@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * dedup_citus.c
+ * citus_dedup.c
  *	  Dedup tables distributed by Citus: routing claims to the nodes of
  *	  their anchors' shards inside the caller's distributed transaction, and
  *	  claiming them there in the shards' windows.
  *
  * A dedup table distributed by its `anchor` column (fbf_distribute_dedup,
  * sql/fbf.sql) is a shell on every node, whose own window is never used
- * (citus_refuse, counter_citus.c), and one shard table per hash range of
+ * (citus_refuse, citus_route.c), and one shard table per hash range of
  * anchors, each with its own window.  A dedup table holds no rows, so an
  * anchor is not stored anywhere: it is each claim's routing value, an
  * int4 computed from the claim's identity bytes (FbfClaimIdentity, dedup.c)
@@ -21,7 +21,7 @@
  * "Exact streams").
  *
  * The route: FbfDedupCitusInit registers citus_claim with dedup.c
- * (FbfDedupSetRoute); FbfClaim, given a shell (counter_citus.c's
+ * (FbfDedupSetRoute); FbfClaim, given a shell (citus_route.c's
  * citus_lookup recognizes a dedup table hash-distributed by `anchor`),
  * calls it.  It groups the ids by the shard of their anchors (Citus' own
  * get_shard_id_for_distribution_column, once per call, only when the ids
@@ -32,7 +32,7 @@
  *				   WHERE anchor = $2 RETURNING 1)
  *	SELECT fbf_claim_on_placement($1, $2, $3, $4)
  *
- * with $2 the anchor of one of its ids.  As for counters (counter_citus.c),
+ * with $2 the anchor of one of its ids.  As for counters (citus_route.c),
  * the data-modifying CTE, which updates no row (a dedup table has none),
  * makes Citus plan it as a single-shard modification: it takes the shard's
  * metadata lock that shard moves wait for, and a transaction that claims
@@ -68,7 +68,7 @@
  * (privileges checked before), and Citus takes its shard metadata locks
  * for the routed statements on the coordinator.  fbf_claim_on_placement
  * starts with the placement prologue (FbfCitusPlacementPrologue,
- * counter_citus.c): the shell opened with AccessShareLock once its
+ * citus_placement.c): the shell opened with AccessShareLock once its
  * privileges are checked, then the anchor's shard's metadata lock in
  * ShareLock until the end of the transaction (the lock a shard move or
  * split holds in ExclusiveLock on this node while it copies the shard, so
@@ -89,6 +89,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "citus/citus.h"
 #include "core/fbf_hash.h"
 #include "counter/counter.h"
 #include "counter/counter_args.h"
@@ -145,18 +146,6 @@ routed_claim_cmp(const void *a, const void *b)
 	return x->place < y->place ? -1 : x->place > y->place ? 1 : 0;
 }
 
-/* the n anchors as an int4[] Datum */
-static Datum
-anchors_array(const int32 *anchors, int n)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-	int			i;
-
-	for (i = 0; i < n; i++)
-		elems[i] = Int32GetDatum(anchors[i]);
-	return PointerGetDatum(FbfArrayBuild(elems, n, INT4OID));
-}
-
 /*
  * The claims `order` (sorted by routed_claim_cmp), with the shard of each
  * of their n anchors, read from Citus' metadata in one statement
@@ -171,7 +160,7 @@ shards_of(Oid shell, const int32 *anchors, int n, RoutedClaim *order)
 	int			i;
 
 	args[0] = ObjectIdGetDatum(shell);
-	args[1] = anchors_array(anchors, n);
+	args[1] = FbfArrayBuildInts(INT4OID, anchors, n);
 	SPI_connect();
 	rc = SPI_execute_with_args("SELECT pg_catalog.get_shard_id_for_distribution_column($1, u.a) "
 							   "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(a, i) "
@@ -210,31 +199,25 @@ route_group(Relation shell, const char *sql, Oid typid, int32 anchor,
 	Datum		args[4];
 	char		nulls[4] = {' ', ' ', ' ', seqs ? ' ' : 'n'};
 	Datum	   *group_ids = palloc(sizeof(Datum) * Max(m, 1));
-	Datum	   *group_seqs = palloc(sizeof(Datum) * Max(m, 1));
-	Datum		d;
-	bool	   *answers;
+	int64	   *group_seqs = palloc(sizeof(int64) * Max(m, 1));
+	int		   *place = palloc(sizeof(int) * Max(m, 1));
 	int			i;
 
 	for (i = 0; i < m; i++)
 	{
-		group_ids[i] = ids[order[i].place];
+		place[i] = order[i].place;
+		group_ids[i] = ids[place[i]];
 		if (seqs != NULL)
-			group_seqs[i] = Int64GetDatum(seqs[order[i].place]);
+			group_seqs[i] = seqs[place[i]];
 		CHECK_FOR_INTERRUPTS();
 	}
 	args[0] = ObjectIdGetDatum(RelationGetRelid(shell));
 	args[1] = Int32GetDatum(anchor);
 	args[2] = PointerGetDatum(FbfArrayBuild(group_ids, m, typid));
-	args[3] = seqs ? PointerGetDatum(FbfArrayBuild(group_seqs, m, INT8OID)) :
-		(Datum) 0;
+	args[3] = seqs ? FbfArrayBuildInts(INT8OID, group_seqs, m) : (Datum) 0;
 
-	SPI_connect();
-	d = FbfCitusRunRouted(shell, "claims in", sql, 4, types, args, nulls);
-	answers = FbfCitusRoutedAnswers(shell, "claims in", DatumGetArrayTypeP(d),
-									m, "ids");
-	for (i = 0; i < m; i++)
-		claimed[order[i].place] = answers[i];
-	SPI_finish();
+	FbfCitusRunRouted(shell, "claims in", "ids", sql, 4, types, args, nulls,
+					  m, place, claimed, NULL);
 }
 
 /*
@@ -307,7 +290,7 @@ check_same_shard(Oid shell, int32 anchor, const int32 *anchors, int n)
 	int			rc;
 
 	args[0] = ObjectIdGetDatum(shell);
-	args[1] = anchors_array(anchors, n);
+	args[1] = FbfArrayBuildInts(INT4OID, anchors, n);
 	args[2] = Int32GetDatum(anchor);
 	SPI_connect();
 	rc = SPI_execute_with_args("SELECT pg_catalog.count(*) FROM pg_catalog.unnest($2) AS u(a) "
@@ -424,7 +407,7 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
  * fbf_claim_anchor(id anyelement) and fbf_claim_anchor(client_id
  * anyelement, seq bigint) RETURNS integer: the anchor of the claim of `id`,
  * or of (client_id, seq), by which Citus routes the statement of the fast
- * path of fbf_claim (counter_citus_plan.c); fbf_claim's own error (22004)
+ * path of fbf_claim (citus_plan.c); fbf_claim's own error (22004)
  * for a NULL argument, before Citus would fail to route it.  Immutable,
  * not strict.
  */
