@@ -149,31 +149,33 @@ in_chain(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
 		FbfChainIndexScan scan;
 		int			first_page = -1;
 		int			first_pos = -1;
-		FbfPendingEntry first;
+		bool		found = false;
 		int			page;
 		int			pos;
 
-		/* the scan finds them in any order: keep the first not aborted */
+		/* the scan finds them in any order: the first not aborted decides */
 		FbfChainIndexScanBegin(&scan, cix, chain, hash);
 		while (FbfChainIndexNext(&scan, &page, &pos))
 		{
 			int			n;
 			FbfPendingEntry *entries =
 				FbfWindowPageGetEntries(BufferGetPage(chain->bufs[page]), &n);
-			FullTransactionId ignored = InvalidFullTransactionId;
+			FullTransactionId in_flight = InvalidFullTransactionId;
+			bool		says;
 
 			if (first_page >= 0 &&
 				(page > first_page || (page == first_page && pos > first_pos)))
 				continue;
-			if (entry_says(meta, &entries[pos], &ignored) ||
-				FullTransactionIdIsValid(ignored))
+			says = entry_says(meta, &entries[pos], &in_flight);
+			if (says || FullTransactionIdIsValid(in_flight))
 			{
 				first_page = page;
 				first_pos = pos;
-				first = entries[pos];
+				found = says;
+				*wait_for = in_flight;
 			}
 		}
-		return first_page >= 0 && entry_says(meta, &first, wait_for);
+		return found;
 	}
 
 	for (c = 0; c < chain->n; c++)
