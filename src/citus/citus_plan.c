@@ -74,25 +74,35 @@
  *
  * The rewrite is declined, leaving the call to the function route, unless
  * all of these hold, so that the two statements mean the same:
- *	- the statement is planned for the client (no portal is running: a
- *	  statement planned inside a function, which may be read-only, keeps
- *	  its call as written), in a transaction that may write (a read-only
- *	  one gets the front end's own error, 25006);
+ *	- the statement is planned for the client (no portal is running, and
+ *	  no other planning is under way: a statement planned inside a
+ *	  function, which may be read-only, or by a function an argument calls
+ *	  while the client's statement is planned, keeps its call as written),
+ *	  in a transaction that may write (a read-only one gets the front
+ *	  end's own error, 25006);
  *	- the extension has the functions the routed statement calls (a 1.4
  *	  library on an extension not yet updated keeps the function route);
  *	- the SELECT has one target, the call, and nothing else (no FROM,
  *	  WHERE, CTE, sublink, grouping, ordering or locking);
  *	- the function is one of the front ends (its C symbol, in this
  *	  module);
- *	- the table is a non-NULL constant, and no argument has a mutable
- *	  function: the key is evaluated twice (by Citus to choose the shard,
- *	  and by the twin), and must give the same value both times.  So the
- *	  arguments are folded here, in the client's session, with the values
- *	  of a custom plan's parameters (coordinator_arguments): the placement
- *	  receives constants, never an expression its own session would
- *	  evaluate with its own settings (an "immutable" cast to text of a
- *	  float8 or a bytea reads extra_float_digits or bytea_output) or could
- *	  not evaluate at all (a function that exists only here);
+ *	- the table is a non-NULL constant, and the arguments can be made
+ *	  constants here: the key is evaluated twice (by Citus to choose the
+ *	  shard, and by the twin), and must give the same value both times.
+ *	  So the arguments are folded here, in the client's session, with the
+ *	  values of a custom plan's parameters (coordinator_arguments): the
+ *	  placement receives constants, never an expression its own session
+ *	  would evaluate with its own settings (an "immutable" cast to text of
+ *	  a float8 or a bytea reads extra_float_digits or bytea_output) or
+ *	  could not evaluate at all (a function that exists only here).  An
+ *	  argument that calls a stable or volatile function ('k' || 42,
+ *	  now(), random()) is evaluated here too, once, but only in a plan
+ *	  that runs once, right after it is made (planned_once): a custom
+ *	  plan, or the plan of a statement sent on its own (the simple query
+ *	  protocol).  A plan that may run again (a prepared statement without
+ *	  parameters, a generic plan) would run with the values of its first
+ *	  planning, so such a statement keeps the function route, which
+ *	  evaluates its arguments at every execution;
  *	- a generic plan that would run (plan_cache_mode =
  *	  force_generic_plan, or a cursor asking for one) has no parameter
  *	  left in the arguments: Citus cannot route a SELECT by an unbound
@@ -108,6 +118,10 @@
  *	  table is of the form's kind, distributed by Citus (the relation
  *	  cache).
  *
+ * A call that is declined once its table is known to be routable says why
+ * at DEBUG1 (SET client_min_messages = debug1; docs/user-guide.md, "The
+ * fast path"); a statement of any other kind is planned without a word.
+ *
  * Locks: RowExclusiveLock on the table, as the rewritten statement's
  * UPDATE takes it (privileges checked before); pg_proc through the
  * syscache.  The cache of analyzed statements is per backend, in
@@ -120,10 +134,12 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_collation_d.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type_d.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -137,6 +153,7 @@
 #include "tcop/pquery.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -246,6 +263,18 @@ routed_form(FastForm form)
 }
 
 static planner_hook_type prev_planner_hook = NULL;
+static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
+
+/*
+ * The statement this backend analyzed last, and the start of the protocol
+ * message that carried it (planned_once); a Query is never dereferenced
+ * through it.
+ */
+static const Query *analyzed_query = NULL;
+static TimestampTz analyzed_at = 0;
+
+/* plannings under way in this backend (fbf_citus_planner) */
+static int	planning_depth = 0;
 
 PG_FUNCTION_INFO_V1(fbf_routing_key);
 
@@ -581,30 +610,116 @@ has_extern_param(Node *node, void *context)
 }
 
 /*
+ * The analysis hook: note the statement analyzed, for planned_once.
+ */
+static void
+fbf_citus_analyzed(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	if (prev_post_parse_analyze_hook)
+		prev_post_parse_analyze_hook(pstate, query, jstate);
+	analyzed_query = query;
+	analyzed_at = GetCurrentStatementStartTimestamp();
+}
+
+/*
+ * Will the plan being made for `parse` run once, right after it is made?
+ * A custom plan does (`boundParams` set: the plan cache makes one for an
+ * execution, and drops it after).  So does the plan of a statement that
+ * exec_simple_query analyzed and plans in one protocol message: it is run
+ * at once, and kept nowhere.  The plan cache plans a copy of what was
+ * analyzed, in a later message (Bind, EXECUTE), so `parse` is not the
+ * Query analyzed last in this message there.  Once asked, the note is
+ * forgotten: a later planning is never taken for this one.
+ */
+static bool
+planned_once(Query *parse, ParamListInfo boundParams)
+{
+	bool		once = boundParams != NULL ||
+		(parse == analyzed_query &&
+		 analyzed_at == GetCurrentStatementStartTimestamp());
+
+	analyzed_query = NULL;
+	return once;
+}
+
+/*
+ * The value of `expr`, a Const: evaluated in the client's session, with
+ * the parameters `params`, as the executor would evaluate it, and copied
+ * into the current memory context.
+ */
+static Const *
+evaluate_argument(Expr *expr, ParamListInfo params)
+{
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+	Oid			type = exprType((Node *) expr);
+	ExprState  *state;
+	Datum		value;
+	bool		isnull;
+	int16		typlen;
+	bool		typbyval;
+
+	fix_opfuncids((Node *) expr);
+	state = ExecInitExpr(expr, NULL);
+	econtext->ecxt_param_list_info = params;
+	value = ExecEvalExprSwitchContext(state, econtext, &isnull);
+	MemoryContextSwitchTo(old);
+
+	get_typlenbyval(type, &typlen, &typbyval);
+	if (!isnull)
+		value = typlen == -1 ? PointerGetDatum(PG_DETOAST_DATUM_COPY(value)) :
+			datumCopy(value, typbyval, typlen);
+	FreeExecutorState(estate);
+	return makeConst(type, exprTypmod((Node *) expr),
+					 exprCollation((Node *) expr), typlen, value, isnull,
+					 typbyval);
+}
+
+/*
  * The arguments of the lone call `call` of form `form` as the routed
  * statement carries them (the file's header): folded here, in the client's
  * session, with the values of the bound parameters `boundParams` of a
- * custom plan, and a counter's keyless forms' default key put in.  The
- * functions inlined meanwhile go to *inval_items, for the plan's
- * dependencies.  NIL if a parameter is left and the plan being made is a
+ * custom plan, and a counter's keyless forms' default key put in.  In a
+ * plan that runs once (`once`), what folding leaves (a stable or volatile
+ * function, a parameter) is evaluated, each argument once.  The functions
+ * inlined meanwhile go to *inval_items, for the plan's dependencies.  NIL,
+ * with *why, if an argument calls a stable or volatile function and the
+ * plan may run again, or a parameter is left and the plan being made is a
  * generic one that will run (`cursorOptions`, plan_cache_mode).
  */
 static List *
 coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
-					  int cursorOptions, List **inval_items)
+					  bool once, int cursorOptions, List **inval_items,
+					  const char **why)
 {
 	PlannerGlobal *glob = makeNode(PlannerGlobal);
 	PlannerInfo *root = makeNode(PlannerInfo);
 	List	   *args;
+	ListCell   *lc;
 
+	if (!once && contain_mutable_functions((Node *) call->args))
+	{
+		*why = "an argument calls a function that is not immutable, and the plan may run again";
+		return NIL;
+	}
 	glob->boundParams = boundParams;
 	root->glob = glob;
 	args = (List *) eval_const_expressions(root, (Node *) call->args);
 	*inval_items = glob->invalItems;
-	if ((plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN ||
-		 (cursorOptions & CURSOR_OPT_GENERIC_PLAN) != 0) &&
-		has_extern_param((Node *) args, NULL))
+	if (once)
+	{
+		foreach(lc, args)
+			if (!IsA(lfirst(lc), Const))
+				lfirst(lc) = evaluate_argument(lfirst(lc), boundParams);
+	}
+	else if ((plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN ||
+			  (cursorOptions & CURSOR_OPT_GENERIC_PLAN) != 0) &&
+			 has_extern_param((Node *) args, NULL))
+	{
+		*why = "a generic plan would run with a parameter unbound";
 		return NIL;
+	}
 
 	/* a counter's keyless forms are on the default key */
 	if (routed_forms[routed_form(form)].kind == FBF_WINDOW_COUNTER &&
@@ -617,40 +732,81 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 }
 
 /*
- * The planner hook: the routed statement in place of a lone call of a
- * front end on a distributed table (the file's header), then the planner
- * before us (Citus').
+ * The routed statement that stands for `parse` (the file's header), or
+ * NULL: the statement keeps its call.  `once`: the plan runs once, right
+ * after it is made (planned_once); `nested`: it is planned while another
+ * statement is planned (an argument's function, evaluated here, running
+ * statements of its own).  The functions folded into the arguments go to
+ * *inval_items.  A call on a routable table that is declined says why, at
+ * DEBUG1.
  */
-static PlannedStmt *
-fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
-				  ParamListInfo boundParams)
+static Query *
+fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
+		  bool once, bool nested, List **inval_items)
 {
 	FuncExpr   *call;
 	FastForm	form;
 	Oid			table;
 	List	   *args;
-	List	   *inval_items = NIL;
+	const char *why = NULL;
 	Query	   *routed = NULL;
+
+	if (XactReadOnly ||
+		(call = lone_call(parse)) == NULL ||
+		(form = front_end_form(call->funcid)) == FAST_NONE ||
+		!OidIsValid(table = routable_table(call, form)))
+		return NULL;
+
+	if (ActivePortal != NULL || nested)
+		why = "it is planned inside another statement (a function, a DO block, EXPLAIN, EXECUTE or a cursor)";
+	else if ((args = coordinator_arguments(call, form, boundParams, once,
+										   cursorOptions, inval_items,
+										   &why)) != NIL &&
+			 (routed = routed_statement(parse, call, args, form, table)) == NULL)
+		why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
+	if (routed == NULL)
+		ereport(DEBUG1,
+				(errmsg_internal("fbf: this call of %s on \"%s\" takes the function route: %s",
+								 get_func_name(call->funcid),
+								 get_rel_name(table), why)));
+	return routed;
+}
+
+/*
+ * The planner hook: the routed statement in place of a lone call of a
+ * front end on a distributed table (fast_path), then the planner before
+ * us (Citus').  planning_depth counts the plannings under way, to tell
+ * fast_path a nested one.
+ */
+static PlannedStmt *
+fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
+				  ParamListInfo boundParams)
+{
+	bool		once = planned_once(parse, boundParams);
+	bool		nested = planning_depth > 0;
+	List	   *inval_items = NIL;
+	Query	   *routed;
 	PlannedStmt *result;
 
-	if (ActivePortal == NULL && !XactReadOnly &&
-		(call = lone_call(parse)) != NULL &&
-		(form = front_end_form(call->funcid)) != FAST_NONE &&
-		!contain_mutable_functions((Node *) call->args) &&
-		OidIsValid(table = routable_table(call, form)) &&
-		(args = coordinator_arguments(call, form, boundParams, cursorOptions,
-									  &inval_items)) != NIL &&
-		(routed = routed_statement(parse, call, args, form, table)) != NULL)
-		parse = routed;
-
-	if (prev_planner_hook)
-		result = prev_planner_hook(parse, query_string, cursorOptions,
-								   boundParams);
-	else
-		result = standard_planner(parse, query_string, cursorOptions,
-								  boundParams);
-	if (routed != NULL)
-		result->invalItems = list_concat(result->invalItems, inval_items);
+	planning_depth++;
+	PG_TRY();
+	{
+		routed = fast_path(parse, boundParams, cursorOptions, once, nested,
+						   &inval_items);
+		if (prev_planner_hook)
+			result = prev_planner_hook(routed ? routed : parse, query_string,
+									   cursorOptions, boundParams);
+		else
+			result = standard_planner(routed ? routed : parse, query_string,
+									  cursorOptions, boundParams);
+		if (routed != NULL)
+			result->invalItems = list_concat(result->invalItems, inval_items);
+	}
+	PG_FINALLY();
+	{
+		planning_depth--;
+	}
+	PG_END_TRY();
 	return result;
 }
 
@@ -681,4 +837,6 @@ FbfCitusPlanInit(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = fbf_citus_planner;
+	prev_post_parse_analyze_hook = post_parse_analyze_hook;
+	post_parse_analyze_hook = fbf_citus_analyzed;
 }

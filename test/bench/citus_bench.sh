@@ -16,7 +16,11 @@
 #
 #   bash test/bench/citus_bench.sh [rounds [seconds [clients]]]
 #
-#   defaults: 5 rounds of 10 s per side, 4 clients.  Builds and installs
+#   defaults: 5 rounds of 10 s per side, 4 clients, prepared statements
+#   (pgbench -M prepared: the key 'k' || $1 is a text parameter
+#   concatenated); FBF_BENCH_MODE=simple sends each statement on its own
+#   instead (the key 'k' || 42, a number concatenated: a stable function,
+#   as users write it in SQL).  Builds and installs
 #   fbf (and Citus from the vendored tarball, test/lib.sh), starts a
 #   coordinator and two workers on loopback ports as the postgres user
 #   (shared_preload_libraries = 'citus,fbf', fsync on), and stops them on
@@ -30,6 +34,7 @@ rounds=${1:-5}
 secs=${2:-10}
 clients=${3:-4}
 keys=10000
+mode=${FBF_BENCH_MODE:-prepared}
 
 citus_cluster_start
 
@@ -81,7 +86,7 @@ run() {
 	local side=${1%_w} seq0=$(($2 * 1000000000)) base=0 n i=0
 	[ "$side" != batch ] || base=1000
 	if [ "$side" = "$1" ]; then
-		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" \
+		"$PG_BINDIR/pgbench" -n -M "$mode" -c "$clients" -j "$clients" -T "$secs" \
 			-D base=$base -D seq=$seq0 -f "$dir/$side.sql" 2>/dev/null |
 			sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 		return
@@ -89,7 +94,7 @@ run() {
 	n=$(( (clients + ${#workers[@]} - 1) / ${#workers[@]} ))
 	for p in "${workers[@]}"; do
 		i=$((i + 1))
-		PGPORT=$p "$PG_BINDIR/pgbench" -n -M prepared -c "$n" -j "$n" -T "$secs" \
+		PGPORT=$p "$PG_BINDIR/pgbench" -n -M "$mode" -c "$n" -j "$n" -T "$secs" \
 			-D base=$((i * 100)) -D seq=$seq0 -f "$dir/$side.sql" 2>/dev/null |
 			sed -n 's/^tps = \([0-9.]*\) .*/\1/p' &
 	done | awk '{t += $1} END {print t}'

@@ -337,11 +337,71 @@ like($err, qr/22004: key of idempotent_increment must not be null/, 'fast path: 
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment_outcome('likes', '$f', 40, NULL, 1)");
 like($err, qr/22004: seq of idempotent_increment_outcome must not be null/, 'fast path: a NULL seq too (22004)');
-# a mutable argument would be evaluated twice, once to route: the function route
+# an argument with a stable or volatile function, in a statement sent on
+# its own (planned, then run once): evaluated once, on the node that plans
+# it, in the client's session; the placement receives the value
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', '$f', 40, 4 + 0 * extract(epoch FROM now())::bigint, 5)");
-is($out, 't', 'with a mutable argument: applied');
-like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
+is($out, 't', 'with a stable argument: applied') or diag($err);
+is(scalar(@$issued), 1, 'with a stable argument: the fast path') or diag(join "\n", @$issued);
+unlike($issued->[0] // '', qr/now\(\)/, 'its value sent, not the function');
+# a key made with || on a number (textanycat, a stable function)
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
+	"SELECT idempotent_increment('likes', 'fastk' || 7, 40, 1, 3)");
+is($out, 't', 'a key concatenated with a number: applied') or diag($err);
+is(scalar(@$issued), 1, 'on the fast path') or diag(join "\n", @$issued);
+like($issued->[0] // '', qr/fbf_increment_on_placement\('public\.likes'::regclass, 'fastk7'::text,/,
+	'the placement receives the key evaluated here');
+is(value('fastk7'), '3', 'the key\'s value');
+# a volatile argument is evaluated once, as a single-row SELECT evaluates it
+$coord->safe_psql('postgres', 'CREATE SEQUENCE fast_seq; CREATE SEQUENCE fast_seq2; CREATE SEQUENCE fast_seq3');
+($rc, $out, $err, $issued) = fbf_citus_sent($coord,
+	"SELECT idempotent_increment('likes', 'fastvol', 41, nextval('fast_seq'), 1)");
+is($out, 't', 'a volatile seq: applied') or diag($err);
+is(scalar(@$issued), 1, 'on the fast path') or diag(join "\n", @$issued);
+is($coord->safe_psql('postgres', 'SELECT last_value FROM fast_seq'), '1', 'evaluated once');
+# an argument's function that runs an increment of its own: evaluated
+# while the statement is planned, its increment is planned inside that
+# planning, and takes the function route
+$coord->safe_psql('postgres', q{
+	CREATE FUNCTION fast_nested() RETURNS bigint LANGUAGE plpgsql AS $$
+	BEGIN
+		PERFORM idempotent_increment('likes', 'fastinner', 43, 1, 1);
+		RETURN 1;
+	END $$});
+($rc, $out, $err) = $coord->psql('postgres', q{
+	SET client_min_messages = debug1;
+	SELECT idempotent_increment('likes', 'fastouter', 43, fast_nested(), 1)});
+is($out, 't', 'an argument whose function increments: applied') or diag($err);
+like($err, qr/this call of idempotent_increment on "likes" takes the function route: it is planned inside another statement/,
+	'the inner increment takes the function route');
+is(value('fastinner') . value('fastouter'), '11', 'both applied once');
+# a plan that may run again keeps the function route, which evaluates the
+# arguments at each execution: a prepared statement without parameters
+# (its plan is made once, and reused), through the protocol and in SQL
+my $vscript = "${PostgreSQL::Test::Utils::tmp_check}/fastvol.sql";
+open(my $vfh, '>', $vscript) or die "$vscript: $!";
+print $vfh "SELECT idempotent_increment('likes', 'fastvol2', 41, nextval('fast_seq2'), 1);\n";
+close $vfh;
+($out, $err) = ('', '');
+my $vbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 10,
+		'-h', '127.0.0.1', '-p', $coord->port, '-f', $vscript, 'postgres' ],
+	'>', \$out, '2>', \$err);
+$vbench->finish;
+is($vbench->result(0), 0, 'a prepared statement with a volatile argument runs') or diag($err);
+is(value('fastvol2'), '10', 'each of its 10 executions applied, with a seq of its own');
+($rc, $out, $err) = $coord->psql('postgres', q{
+	PREPARE fastvol AS SELECT idempotent_increment('likes', 'fastvol3', 41, nextval('fast_seq3'), 1);
+	EXECUTE fastvol;
+	EXECUTE fastvol;});
+is($out, "t\nt", 'EXECUTE of a PREPARE with a volatile argument, twice: applied twice') or diag($err);
+is(value('fastvol3'), '2', 'its value');
+# the reason a call on a distributed counter keeps the function route, at DEBUG1
+($rc, $out, $err) = $coord->psql('postgres', qq{
+	SET client_min_messages = debug1;
+	DO \$\$BEGIN PERFORM idempotent_increment('likes', '$f', 40, 100, 5); END\$\$});
+like($err, qr/fbf: this call of idempotent_increment on "likes" takes the function route: it is planned inside another statement/,
+	'DEBUG1 says why a call keeps the function route');
 # so does a call among other things, and one in a DO block
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', '$f', 40, g, 5) FROM generate_series(5, 6) g");
