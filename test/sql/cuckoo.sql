@@ -6,7 +6,10 @@
 \set VERBOSITY terse
 SET enable_seqscan = off;
 
-CREATE TABLE ck (
+-- ck is temporary, so that what VACUUM removes below does not depend on the
+-- snapshots of other sessions (the fbf worker's, autovacuum's) open in this
+-- database at that moment
+CREATE TEMP TABLE ck (
 	id int4,
 	big int8,
 	name text,

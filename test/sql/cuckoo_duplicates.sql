@@ -6,7 +6,11 @@
 -- Pages read are counted with the transaction's buffer statistics of the
 -- index (blocks fetched: hits and reads).
 --
-CREATE TABLE dup (id int8, k int8) WITH (autovacuum_enabled = off);
+-- The tables are temporary, so that what VACUUM removes does not depend on
+-- the snapshots of other sessions (the fbf worker's, autovacuum's) that
+-- may be open in this database at that moment.
+--
+CREATE TEMP TABLE dup (id int8, k int8);
 CREATE INDEX dup_k ON dup USING cuckoo (k);
 
 CREATE FUNCTION dup_index_pages(query text) RETURNS int8
@@ -37,7 +41,7 @@ SELECT dup_index_pages('SELECT count(*) FROM dup WHERE k = 7') <= 3
 SELECT count(*) FROM dup WHERE k = 7;
 
 -- 400 keys x 250 rows into another empty index
-CREATE TABLE dup2 (id int8, k int8) WITH (autovacuum_enabled = off);
+CREATE TEMP TABLE dup2 (id int8, k int8);
 CREATE INDEX dup2_k ON dup2 USING cuckoo (k);
 INSERT INTO dup2 SELECT g, g % 400 FROM generate_series(1, 100000) g;
 SELECT entries, heap_tuples FROM cuckoo_index_verify('dup2_k');

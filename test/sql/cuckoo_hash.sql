@@ -158,7 +158,9 @@ SELECT entries = 40000 AS all_there FROM cuckoo_index_verify('ckh_grow_100');
 
 -- scans in both directions: a scroll cursor over the index needs no
 -- Materialize node
-CREATE TABLE ckh_scroll (id int, k int);
+-- temporary, so that the entries a scan kills and VACUUM removes do not
+-- depend on other sessions' snapshots (the fbf worker's, autovacuum's)
+CREATE TEMP TABLE ckh_scroll (id int, k int);
 INSERT INTO ckh_scroll SELECT g, g % 4 FROM generate_series(1, 4000) g;
 CREATE INDEX ckh_scroll_k ON ckh_scroll USING cuckoo (k);
 ANALYZE ckh_scroll;
