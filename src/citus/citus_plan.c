@@ -74,12 +74,13 @@
  *
  * The rewrite is declined, leaving the call to the function route, unless
  * all of these hold, so that the two statements mean the same:
- *	- the statement is planned for the client (no portal is running, and
- *	  no other planning is under way: a statement planned inside a
- *	  function, which may be read-only, or by a function an argument calls
- *	  while the client's statement is planned, keeps its call as written),
- *	  in a transaction that may write (a read-only one gets the front
- *	  end's own error, 25006);
+ *	- the statement is the client's: planned from the text the client
+ *	  sent (the query string is debug_query_string), with no portal
+ *	  running and no other planning under way.  A statement planned
+ *	  inside a function (which may be read-only), by a trigger at COMMIT,
+ *	  or by a function an argument calls while the client's statement is
+ *	  planned keeps its call as written.  The transaction may write (a
+ *	  read-only one gets the front end's own error, 25006);
  *	- the extension has the functions the routed statement calls (a 1.4
  *	  library on an extension not yet updated keeps the function route);
  *	- the SELECT has one target, the call, and nothing else (no FROM,
@@ -95,14 +96,17 @@
  *	  would evaluate with its own settings (an "immutable" cast to text of
  *	  a float8 or a bytea reads extra_float_digits or bytea_output) or
  *	  could not evaluate at all (a function that exists only here).  An
- *	  argument that calls a stable or volatile function ('k' || 42,
- *	  now(), random()) is evaluated here too, once, but only in a plan
- *	  that runs once, right after it is made (planned_once): a custom
- *	  plan, or the plan of a statement sent on its own (the simple query
- *	  protocol).  A plan that may run again (a prepared statement without
- *	  parameters, a generic plan) would run with the values of its first
- *	  planning, so such a statement keeps the function route, which
- *	  evaluates its arguments at every execution;
+ *	  argument that calls a stable or volatile function ($1::int::text,
+ *	  format(), now(), nextval()) is evaluated here too, once, but only in
+ *	  a custom plan: the plan cache makes one for an execution, with its
+ *	  parameters bound, and drops it after.  Any other plan may run again
+ *	  with the values of its planning: a generic plan is kept and reused,
+ *	  and one that PostgreSQL plans again after an invalidation is planned
+ *	  from the statement it analyzes anew in the same message, which
+ *	  nothing here can tell from a statement sent on its own.  So a
+ *	  statement sent on its own ('k' || 42 in the simple query protocol)
+ *	  or prepared without parameters keeps the function route when an
+ *	  argument is not immutable, evaluating it at every execution;
  *	- a generic plan that would run (plan_cache_mode =
  *	  force_generic_plan, or a cursor asking for one) has no parameter
  *	  left in the arguments: Citus cannot route a SELECT by an unbound
@@ -151,6 +155,7 @@
 #include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/pquery.h"
+#include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -263,15 +268,9 @@ routed_form(FastForm form)
 }
 
 static planner_hook_type prev_planner_hook = NULL;
-static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
-/*
- * The statement this backend analyzed last, and the start of the protocol
- * message that carried it (planned_once); a Query is never dereferenced
- * through it.
- */
-static const Query *analyzed_query = NULL;
-static TimestampTz analyzed_at = 0;
+/* the cost of a generic plan that custom plans should win against */
+#define DISSUADED_PLAN_COST		1.0e10
 
 /* plannings under way in this backend (fbf_citus_planner) */
 static int	planning_depth = 0;
@@ -610,39 +609,6 @@ has_extern_param(Node *node, void *context)
 }
 
 /*
- * The analysis hook: note the statement analyzed, for planned_once.
- */
-static void
-fbf_citus_analyzed(ParseState *pstate, Query *query, JumbleState *jstate)
-{
-	if (prev_post_parse_analyze_hook)
-		prev_post_parse_analyze_hook(pstate, query, jstate);
-	analyzed_query = query;
-	analyzed_at = GetCurrentStatementStartTimestamp();
-}
-
-/*
- * Will the plan being made for `parse` run once, right after it is made?
- * A custom plan does (`boundParams` set: the plan cache makes one for an
- * execution, and drops it after).  So does the plan of a statement that
- * exec_simple_query analyzed and plans in one protocol message: it is run
- * at once, and kept nowhere.  The plan cache plans a copy of what was
- * analyzed, in a later message (Bind, EXECUTE), so `parse` is not the
- * Query analyzed last in this message there.  Once asked, the note is
- * forgotten: a later planning is never taken for this one.
- */
-static bool
-planned_once(Query *parse, ParamListInfo boundParams)
-{
-	bool		once = boundParams != NULL ||
-		(parse == analyzed_query &&
-		 analyzed_at == GetCurrentStatementStartTimestamp());
-
-	analyzed_query = NULL;
-	return once;
-}
-
-/*
  * The value of `expr`, a Const: evaluated in the client's session, with
  * the parameters `params`, as the executor would evaluate it, and copied
  * into the current memory context.
@@ -681,18 +647,22 @@ evaluate_argument(Expr *expr, ParamListInfo params)
  * statement carries them (the file's header): folded here, in the client's
  * session, with the values of the bound parameters `boundParams` of a
  * custom plan, and a counter's keyless forms' default key put in.  In a
- * plan that runs once (`once`), what folding leaves (a stable or volatile
- * function, a parameter) is evaluated, each argument once.  The functions
+ * custom plan (`boundParams` set), what folding leaves (a stable or
+ * volatile function) is evaluated, each argument once.  The functions
  * inlined meanwhile go to *inval_items, for the plan's dependencies.  NIL,
  * with *why, if an argument calls a stable or volatile function and the
  * plan may run again, or a parameter is left and the plan being made is a
- * generic one that will run (`cursorOptions`, plan_cache_mode).
+ * generic one that will run (`cursorOptions`, plan_cache_mode).  *dissuade
+ * is set when the plan is the generic one of a statement with parameters
+ * whose arguments are not immutable: custom plans of it take the fast path,
+ * so the plan cache should not prefer this one.
  */
 static List *
 coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
-					  bool once, int cursorOptions, List **inval_items,
-					  const char **why)
+					  int cursorOptions, List **inval_items, const char **why,
+					  bool *dissuade)
 {
+	bool		once = boundParams != NULL;
 	PlannerGlobal *glob = makeNode(PlannerGlobal);
 	PlannerInfo *root = makeNode(PlannerInfo);
 	List	   *args;
@@ -701,6 +671,7 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 	if (!once && contain_mutable_functions((Node *) call->args))
 	{
 		*why = "an argument calls a function that is not immutable, and the plan may run again";
+		*dissuade = has_extern_param((Node *) call->args, NULL);
 		return NIL;
 	}
 	glob->boundParams = boundParams;
@@ -733,16 +704,18 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 
 /*
  * The routed statement that stands for `parse` (the file's header), or
- * NULL: the statement keeps its call.  `once`: the plan runs once, right
- * after it is made (planned_once); `nested`: it is planned while another
- * statement is planned (an argument's function, evaluated here, running
- * statements of its own).  The functions folded into the arguments go to
- * *inval_items.  A call on a routable table that is declined says why, at
- * DEBUG1.
+ * NULL: the statement keeps its call.  `clients`: it is the client's
+ * statement, planned from the text the client sent, not one a function or
+ * a trigger runs, nor one planned while another is (an argument's
+ * function, evaluated here, running statements of its own).  The
+ * functions folded into the arguments go to *inval_items; *dissuade says
+ * that the plan made without the routed statement should not be preferred
+ * to custom plans (coordinator_arguments).  A call on a routable table that
+ * is declined says why, at DEBUG1.
  */
 static Query *
 fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
-		  bool once, bool nested, List **inval_items)
+		  bool clients, List **inval_items, bool *dissuade)
 {
 	FuncExpr   *call;
 	FastForm	form;
@@ -757,11 +730,11 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 		!OidIsValid(table = routable_table(call, form)))
 		return NULL;
 
-	if (ActivePortal != NULL || nested)
-		why = "it is planned inside another statement (a function, a DO block, EXPLAIN, EXECUTE or a cursor)";
-	else if ((args = coordinator_arguments(call, form, boundParams, once,
+	if (!clients)
+		why = "it is planned inside another statement (a function, a trigger, a DO block, EXPLAIN, EXECUTE or a cursor)";
+	else if ((args = coordinator_arguments(call, form, boundParams,
 										   cursorOptions, inval_items,
-										   &why)) != NIL &&
+										   &why, dissuade)) != NIL &&
 			 (routed = routed_statement(parse, call, args, form, table)) == NULL)
 		why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
 	if (routed == NULL)
@@ -773,34 +746,56 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 }
 
 /*
+ * Plan `parse` with the planner before us (Citus'), the routed statement
+ * in its place if fast_path makes one; `clients` as fast_path takes it.
+ * A generic plan that fast_path dissuades gets a cost the plan cache never
+ * prefers to a custom plan's, as Citus prices its own such plans out.
+ */
+static PlannedStmt *
+plan_statement(Query *parse, const char *query_string, int cursorOptions,
+			   ParamListInfo boundParams, bool clients)
+{
+	List	   *inval_items = NIL;
+	bool		dissuade = false;
+	Query	   *routed = fast_path(parse, boundParams, cursorOptions, clients,
+								   &inval_items, &dissuade);
+	PlannedStmt *result;
+
+	if (prev_planner_hook)
+		result = prev_planner_hook(routed ? routed : parse, query_string,
+								   cursorOptions, boundParams);
+	else
+		result = standard_planner(routed ? routed : parse, query_string,
+								  cursorOptions, boundParams);
+	if (routed != NULL)
+		result->invalItems = list_concat(result->invalItems, inval_items);
+	if (dissuade)
+		result->planTree->total_cost = DISSUADED_PLAN_COST;
+	return result;
+}
+
+/*
  * The planner hook: the routed statement in place of a lone call of a
- * front end on a distributed table (fast_path), then the planner before
- * us (Citus').  planning_depth counts the plannings under way, to tell
- * fast_path a nested one.
+ * front end on a distributed table (plan_statement).  The statement is the
+ * client's if its text is the one the client sent (debug_query_string: a
+ * function's or a trigger's statement has its own), no portal runs it
+ * (EXECUTE, EXPLAIN, DO, a cursor) and no other planning is under way
+ * (planning_depth counts them).
  */
 static PlannedStmt *
 fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 				  ParamListInfo boundParams)
 {
-	bool		once = planned_once(parse, boundParams);
-	bool		nested = planning_depth > 0;
-	List	   *inval_items = NIL;
-	Query	   *routed;
+	bool		clients = query_string != NULL &&
+		query_string == debug_query_string &&
+		ActivePortal == NULL && planning_depth == 0;
 	PlannedStmt *result;
 
 	planning_depth++;
 	PG_TRY();
 	{
-		routed = fast_path(parse, boundParams, cursorOptions, once, nested,
-						   &inval_items);
-		if (prev_planner_hook)
-			result = prev_planner_hook(routed ? routed : parse, query_string,
-									   cursorOptions, boundParams);
-		else
-			result = standard_planner(routed ? routed : parse, query_string,
-									  cursorOptions, boundParams);
-		if (routed != NULL)
-			result->invalItems = list_concat(result->invalItems, inval_items);
+		result = plan_statement(parse, query_string, cursorOptions,
+								boundParams, clients);
 	}
 	PG_FINALLY();
 	{
@@ -837,6 +832,4 @@ FbfCitusPlanInit(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = fbf_citus_planner;
-	prev_post_parse_analyze_hook = post_parse_analyze_hook;
-	post_parse_analyze_hook = fbf_citus_analyzed;
 }

@@ -337,48 +337,47 @@ like($err, qr/22004: key of idempotent_increment must not be null/, 'fast path: 
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment_outcome('likes', '$f', 40, NULL, 1)");
 like($err, qr/22004: seq of idempotent_increment_outcome must not be null/, 'fast path: a NULL seq too (22004)');
-# an argument with a stable or volatile function, in a statement sent on
-# its own (planned, then run once): evaluated once, on the node that plans
-# it, in the client's session; the placement receives the value
+# an argument that is not immutable, in a statement sent on its own: its
+# plan may be made again by the plan cache and reused, so the function route
+# (which evaluates the arguments at each execution)
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', '$f', 40, 4 + 0 * extract(epoch FROM now())::bigint, 5)");
-is($out, 't', 'with a stable argument: applied') or diag($err);
-is(scalar(@$issued), 1, 'with a stable argument: the fast path') or diag(join "\n", @$issued);
-unlike($issued->[0] // '', qr/now\(\)/, 'its value sent, not the function');
-# a key made with || on a number (textanycat, a stable function)
-($rc, $out, $err, $issued) = fbf_citus_sent($coord,
-	"SELECT idempotent_increment('likes', 'fastk' || 7, 40, 1, 3)");
-is($out, 't', 'a key concatenated with a number: applied') or diag($err);
-is(scalar(@$issued), 1, 'on the fast path') or diag(join "\n", @$issued);
-like($issued->[0] // '', qr/fbf_increment_on_placement\('public\.likes'::regclass, 'fastk7'::text,/,
-	'the placement receives the key evaluated here');
-is(value('fastk7'), '3', 'the key\'s value');
-# a volatile argument is evaluated once, as a single-row SELECT evaluates it
-$coord->safe_psql('postgres', 'CREATE SEQUENCE fast_seq; CREATE SEQUENCE fast_seq2; CREATE SEQUENCE fast_seq3');
+is($out, 't', 'with a mutable argument: applied');
+like(join("\n", @$issued), qr/fbf_apply_on_placement/, 'through the function route');
+$coord->safe_psql('postgres', 'CREATE SEQUENCE fast_seq; CREATE SEQUENCE fast_seq2; CREATE SEQUENCE fast_seq3; CREATE SEQUENCE fast_seq4');
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', 'fastvol', 41, nextval('fast_seq'), 1)");
 is($out, 't', 'a volatile seq: applied') or diag($err);
-is(scalar(@$issued), 1, 'on the fast path') or diag(join "\n", @$issued);
 is($coord->safe_psql('postgres', 'SELECT last_value FROM fast_seq'), '1', 'evaluated once');
-# an argument's function that runs an increment of its own: evaluated
-# while the statement is planned, its increment is planned inside that
-# planning, and takes the function route
-$coord->safe_psql('postgres', q{
-	CREATE FUNCTION fast_nested() RETURNS bigint LANGUAGE plpgsql AS $$
-	BEGIN
-		PERFORM idempotent_increment('likes', 'fastinner', 43, 1, 1);
-		RETURN 1;
-	END $$});
-($rc, $out, $err) = $coord->psql('postgres', q{
-	SET client_min_messages = debug1;
-	SELECT idempotent_increment('likes', 'fastouter', 43, fast_nested(), 1)});
-is($out, 't', 'an argument whose function increments: applied') or diag($err);
-like($err, qr/this call of idempotent_increment on "likes" takes the function route: it is planned inside another statement/,
-	'the inner increment takes the function route');
-is(value('fastinner') . value('fastouter'), '11', 'both applied once');
-# a plan that may run again keeps the function route, which evaluates the
-# arguments at each execution: a prepared statement without parameters
-# (its plan is made once, and reused), through the protocol and in SQL
+# in a custom plan (a prepared statement with parameters: the plan cache
+# makes one per execution and drops it), an argument that is not immutable
+# is evaluated once, here, in the client's session, and the fast path
+# sends its value: a key made with a parameter cast to a number (textanycat,
+# stable) and a volatile seq, ten executions
+my $pscript = "${PostgreSQL::Test::Utils::tmp_check}/fastcustom.sql";
+open(my $pfh, '>', $pscript) or die "$pscript: $!";
+print $pfh "SELECT idempotent_increment('likes', 'fastp' || :client_id::int, 44, nextval('fast_seq4'), 1);\n";
+close $pfh;
+($out, $err) = ('', '');
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	my $pbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 10,
+			'-h', '127.0.0.1', '-p', $coord->port, '-f', $pscript, 'postgres' ],
+		'>', \$out, '2>', \$err);
+	$pbench->finish;
+	is($pbench->result(0), 0, 'a prepared statement with a stable key and a volatile seq runs') or diag($err);
+}
+is(value('fastp0'), '10', 'each of its 10 executions applied, with a seq of its own');
+is($coord->safe_psql('postgres', 'SELECT last_value FROM fast_seq4'), '10',
+	'its volatile argument evaluated once per execution');
+my $fast_sent = () = $err =~ /fbf_increment_on_placement\('public\.likes'::regclass, 'fastp0'::text,/g;
+is($fast_sent, 10, 'each execution on the fast path, the key evaluated here')
+	or diag($err);
+unlike($err, qr/issuing .*(?:fbf_apply_on_placement|nextval)/,
+	'never the function route, never the function sent');
+# a plan that may run again keeps the function route: a prepared statement
+# without parameters (its plan is made once, and reused), through the
+# protocol and in SQL
 my $vscript = "${PostgreSQL::Test::Utils::tmp_check}/fastvol.sql";
 open(my $vfh, '>', $vscript) or die "$vscript: $!";
 print $vfh "SELECT idempotent_increment('likes', 'fastvol2', 41, nextval('fast_seq2'), 1);\n";
@@ -396,12 +395,168 @@ is(value('fastvol2'), '10', 'each of its 10 executions applied, with a seq of it
 	EXECUTE fastvol;});
 is($out, "t\nt", 'EXECUTE of a PREPARE with a volatile argument, twice: applied twice') or diag($err);
 is(value('fastvol3'), '2', 'its value');
+# an argument's function that runs an increment of its own, in a custom
+# plan: evaluated while the statement is planned, its increment is planned
+# inside that planning, and takes the function route
+$coord->safe_psql('postgres', q{
+	CREATE FUNCTION fast_nested(bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+	BEGIN
+		PERFORM idempotent_increment('likes', 'fastinner', 43, $1, 1);
+		RETURN $1;
+	END $$});
+my $nscript = "${PostgreSQL::Test::Utils::tmp_check}/fastnested.sql";
+open(my $nfh, '>', $nscript) or die "$nscript: $!";
+print $nfh "SELECT idempotent_increment('likes', 'fastouter' || :client_id, 43, fast_nested(1), 1);\n";
+close $nfh;
+($out, $err) = ('', '');
+{
+	local $ENV{PGOPTIONS} = '-c client_min_messages=debug1';
+	my $nbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 1,
+			'-h', '127.0.0.1', '-p', $coord->port, '-f', $nscript, 'postgres' ],
+		'>', \$out, '2>', \$err);
+	$nbench->finish;
+	is($nbench->result(0), 0, 'an argument whose function increments: runs') or diag($err);
+}
+like($err, qr/this call of idempotent_increment on "likes" takes the function route: it is planned inside another statement/,
+	'the inner increment takes the function route');
+is(value('fastinner') . value('fastouter0'), '11', 'both applied once');
 # the reason a call on a distributed counter keeps the function route, at DEBUG1
 ($rc, $out, $err) = $coord->psql('postgres', qq{
 	SET client_min_messages = debug1;
 	DO \$\$BEGIN PERFORM idempotent_increment('likes', '$f', 40, 100, 5); END\$\$});
 like($err, qr/fbf: this call of idempotent_increment on "likes" takes the function route: it is planned inside another statement/,
 	'DEBUG1 says why a call keeps the function route');
+($rc, $out, $err) = $coord->psql('postgres', qq{
+	SET client_min_messages = debug1;
+	SELECT idempotent_increment('likes', '$f', 40, 101 + 0 * random()::bigint, 5)});
+like($err, qr/takes the function route: an argument calls a function that is not immutable, and the plan may run again/,
+	'and for a mutable argument outside a custom plan');
+
+# What a plan cache may do to the plans of the fast path: plans made again
+# after an invalidation (the plan cache analyzes the statement anew and
+# plans it in the same message), the generic plan it tries at the sixth
+# execution, force_generic_plan, and calls by a trigger at COMMIT (no portal
+# runs them).  Each must apply every operation once.
+
+# run a pgbench script (-M prepared: named statements, Parse once, then
+# Bind/Execute per transaction) through the coordinator
+sub atk_pgbench
+{
+	my ($name, $text, $tx, @opts) = @_;
+	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $text;
+	close $fh;
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', $tx,
+			'-D', 'n=0', @opts, '-h', '127.0.0.1', '-p', $coord->port, '-f', $file, 'postgres' ],
+		'>', \$o, '2>', \$e);
+	$h->finish;
+	return ($h->result(0), $o, $e);
+}
+
+# ATTACK 1 (high): a prepared statement without parameters, re-analysed at
+# Bind after any invalidation (here a search_path change; GRANT or ANALYZE
+# on 'likes', a shard move, DISCARD PLANS or a sinval reset do the same).
+# RevalidateCachedQuery hands the planner the very Query the analysis hook
+# just saw, in the same Bind message: planned_once() is true for a GENERIC
+# plan, nextval() is evaluated into it, and the plan cache reuses it.
+# Expected 10 applied; with c7cf8a0: 3 (tx 1-2 function route, tx 3 bakes
+# seq 3, tx 4-10 resend seq 3 and are dismissed).
+$coord->safe_psql('postgres', 'CREATE SEQUENCE atk_seq1');
+my ($arc, $aout, $aerr) = atk_pgbench('atk1', <<'EOS', 10);
+\set n :n + 1
+SELECT idempotent_increment('likes', 'atk1', 61, nextval('atk_seq1'), 1);
+\if :n = 2
+SET search_path = pg_catalog, public;
+\endif
+EOS
+is($arc, 0, 'atk1: runs') or diag($aerr);
+is(value('atk1'), '10', 'atk1: a revalidated parameterless prepared statement applies each of its 10 executions');
+is($coord->safe_psql('postgres', 'SELECT last_value FROM atk_seq1'), '10',
+	'atk1: its volatile argument is evaluated at each execution');
+
+# ATTACK 2 (medium): a prepared statement WITH parameters, invalidated just
+# before its 6th execution (the one where the plan cache first builds a
+# generic plan to cost it).  The generic plan is built from the revalidated
+# Query: planned_once() is true with boundParams NULL, and
+# evaluate_argument($1, NULL) throws "no value found for parameter 1"
+# (42704).  Before c7cf8a0 this execution worked.
+($arc, $aout, $aerr) = atk_pgbench('atk2', <<'EOS', 8);
+\set n :n + 1
+SELECT idempotent_increment('likes', 'atk2', 62, :n, 1);
+\if :n = 5
+SET search_path = pg_catalog, public;
+\endif
+EOS
+is($arc, 0, 'atk2: a parameterized prepared statement survives an invalidation before its 6th run') or diag($aerr);
+unlike($aerr, qr/no value found for parameter/, 'atk2: no 42704 from the planner hook');
+is(value('atk2'), '8', 'atk2: 8 applied');
+
+# ATTACK 2b (medium): the same under plan_cache_mode = force_generic_plan:
+# every revalidation makes the next execution fail with 42704, where the
+# previous code declined ("a generic plan would run with a parameter
+# unbound") and took the function route.
+{
+	local $ENV{PGOPTIONS} = '-c plan_cache_mode=force_generic_plan';
+	($arc, $aout, $aerr) = atk_pgbench('atk2b', <<'EOS', 4);
+\set n :n + 1
+SELECT idempotent_increment('likes', 'atk2b', 64, :n, 1);
+\if :n = 2
+SET search_path = pg_catalog, public;
+\endif
+EOS
+}
+is($arc, 0, 'atk2b: force_generic_plan and an invalidation: runs') or diag($aerr);
+is(value('atk2b'), '4', 'atk2b: 4 applied');
+
+# ATTACK 3 (medium): a call planned outside any portal and outside any
+# planning, but not for the client: a deferred constraint trigger fires at
+# COMMIT (ActivePortal is NULL there), and calls a SQL function (not
+# inlined: SECURITY DEFINER).  functions.c analyses and plans the body's
+# Query in the same message (planned_once() true), keeps the plan in the
+# function's cache for the rest of the transaction, and runs it for every
+# row.  Expected 3 applied; with c7cf8a0: 1 (seq 1 baked, sent 3 times).
+$coord->safe_psql('postgres', q{
+	CREATE SEQUENCE atk_seq3;
+	CREATE TABLE atk_rows (a int);
+	CREATE FUNCTION atk_bump() RETURNS boolean LANGUAGE sql SECURITY DEFINER
+		AS $$ SELECT idempotent_increment('likes', 'atk3', 63, nextval('atk_seq3'), 1) $$;
+	CREATE FUNCTION atk_trig() RETURNS trigger LANGUAGE plpgsql AS $$
+	DECLARE b boolean;
+	BEGIN
+		b := atk_bump();
+		RETURN NULL;
+	END $$;
+	CREATE CONSTRAINT TRIGGER atk_tr AFTER INSERT ON atk_rows
+		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION atk_trig();
+});
+$coord->safe_psql('postgres', 'INSERT INTO atk_rows VALUES (1), (2), (3)');
+is(value('atk3'), '3', 'atk3: a deferred trigger\'s SQL function applies once per row');
+is($coord->safe_psql('postgres', 'SELECT last_value FROM atk_seq3'), '3',
+	'atk3: its volatile argument is evaluated once per call');
+
+# ATTACK 3b (medium, partly pre-existing): the same SQL function with a
+# parameter: its body is planned with boundParams NULL, planned_once() is
+# true, and evaluate_argument(k) throws 42704 at COMMIT (before c7cf8a0 the
+# routed statement kept the Param, which Citus cannot route: also an error).
+$coord->safe_psql('postgres', q{
+	CREATE TABLE atk_rows_b (a int);
+	CREATE FUNCTION atk_bump_k(k text) RETURNS boolean LANGUAGE sql SECURITY DEFINER
+		AS $$ SELECT idempotent_increment('likes', k, 65, 1, 1) $$;
+	CREATE FUNCTION atk_trig_b() RETURNS trigger LANGUAGE plpgsql AS $$
+	DECLARE b boolean;
+	BEGIN
+		b := atk_bump_k('atk3b_' || NEW.a);
+		RETURN NULL;
+	END $$;
+	CREATE CONSTRAINT TRIGGER atk_tr_b AFTER INSERT ON atk_rows_b
+		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION atk_trig_b();
+});
+my ($brc, $bout, $berr) = $coord->psql('postgres', 'INSERT INTO atk_rows_b VALUES (1)',
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+is($brc, 0, 'atk3b: COMMIT with a deferred trigger whose SQL function takes a key') or diag($berr);
+is(value('atk3b_1'), '1', 'atk3b: applied');
 # so does a call among other things, and one in a DO block
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', '$f', 40, g, 5) FROM generate_series(5, 6) g");
