@@ -440,7 +440,7 @@ like($err, qr/takes the function route: an argument calls a function that is not
 
 # run a pgbench script (-M prepared: named statements, Parse once, then
 # Bind/Execute per transaction) through the coordinator
-sub atk_pgbench
+sub prepared_script
 {
 	my ($name, $text, $tx, @opts) = @_;
 	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
@@ -455,51 +455,46 @@ sub atk_pgbench
 	return ($h->result(0), $o, $e);
 }
 
-# ATTACK 1 (high): a prepared statement without parameters, re-analysed at
-# Bind after any invalidation (here a search_path change; GRANT or ANALYZE
-# on 'likes', a shard move, DISCARD PLANS or a sinval reset do the same).
-# RevalidateCachedQuery hands the planner the very Query the analysis hook
-# just saw, in the same Bind message: planned_once() is true for a GENERIC
-# plan, nextval() is evaluated into it, and the plan cache reuses it.
-# Expected 10 applied; with c7cf8a0: 3 (tx 1-2 function route, tx 3 bakes
-# seq 3, tx 4-10 resend seq 3 and are dismissed).
+# A prepared statement without parameters, analyzed anew at Bind after an
+# invalidation (here a search_path change; GRANT or ANALYZE on 'likes', a
+# shard move, DISCARD PLANS or a sinval reset do the same): the plan cache
+# plans the Query it has just analyzed, in the same message, and keeps the
+# generic plan.  Were nextval() evaluated into that plan, the executions
+# after it would all send one seq, and all but one would be dismissed.
 $coord->safe_psql('postgres', 'CREATE SEQUENCE atk_seq1');
-my ($arc, $aout, $aerr) = atk_pgbench('atk1', <<'EOS', 10);
+my ($arc, $aout, $aerr) = prepared_script('atk1', <<'EOS', 10);
 \set n :n + 1
 SELECT idempotent_increment('likes', 'atk1', 61, nextval('atk_seq1'), 1);
 \if :n = 2
 SET search_path = pg_catalog, public;
 \endif
 EOS
-is($arc, 0, 'atk1: runs') or diag($aerr);
-is(value('atk1'), '10', 'atk1: a revalidated parameterless prepared statement applies each of its 10 executions');
+is($arc, 0, 'invalidated, no parameters: runs') or diag($aerr);
+is(value('atk1'), '10', 'invalidated, no parameters: each of its 10 executions applied');
 is($coord->safe_psql('postgres', 'SELECT last_value FROM atk_seq1'), '10',
-	'atk1: its volatile argument is evaluated at each execution');
+	'invalidated, no parameters: its volatile argument is evaluated at each execution');
 
-# ATTACK 2 (medium): a prepared statement WITH parameters, invalidated just
-# before its 6th execution (the one where the plan cache first builds a
-# generic plan to cost it).  The generic plan is built from the revalidated
-# Query: planned_once() is true with boundParams NULL, and
-# evaluate_argument($1, NULL) throws "no value found for parameter 1"
-# (42704).  Before c7cf8a0 this execution worked.
-($arc, $aout, $aerr) = atk_pgbench('atk2', <<'EOS', 8);
+# A prepared statement with parameters, invalidated just before its sixth
+# execution (where the plan cache first builds a generic plan, to cost it,
+# from the Query it analyzes anew): its parameters are not bound there, and
+# must not be evaluated ("no value found for parameter 1", 42704).
+($arc, $aout, $aerr) = prepared_script('atk2', <<'EOS', 8);
 \set n :n + 1
 SELECT idempotent_increment('likes', 'atk2', 62, :n, 1);
 \if :n = 5
 SET search_path = pg_catalog, public;
 \endif
 EOS
-is($arc, 0, 'atk2: a parameterized prepared statement survives an invalidation before its 6th run') or diag($aerr);
-unlike($aerr, qr/no value found for parameter/, 'atk2: no 42704 from the planner hook');
-is(value('atk2'), '8', 'atk2: 8 applied');
+is($arc, 0, 'invalidated before the sixth execution: a prepared statement with parameters runs') or diag($aerr);
+unlike($aerr, qr/no value found for parameter/, 'invalidated before the sixth execution: no 42704 from the planner hook');
+is(value('atk2'), '8', 'invalidated before the sixth execution: 8 applied');
 
-# ATTACK 2b (medium): the same under plan_cache_mode = force_generic_plan:
-# every revalidation makes the next execution fail with 42704, where the
-# previous code declined ("a generic plan would run with a parameter
-# unbound") and took the function route.
+# The same under plan_cache_mode = force_generic_plan, where every
+# execution after an invalidation runs such a generic plan: the function
+# route ("a generic plan would run with a parameter unbound").
 {
 	local $ENV{PGOPTIONS} = '-c plan_cache_mode=force_generic_plan';
-	($arc, $aout, $aerr) = atk_pgbench('atk2b', <<'EOS', 4);
+	($arc, $aout, $aerr) = prepared_script('atk2b', <<'EOS', 4);
 \set n :n + 1
 SELECT idempotent_increment('likes', 'atk2b', 64, :n, 1);
 \if :n = 2
@@ -507,16 +502,14 @@ SET search_path = pg_catalog, public;
 \endif
 EOS
 }
-is($arc, 0, 'atk2b: force_generic_plan and an invalidation: runs') or diag($aerr);
-is(value('atk2b'), '4', 'atk2b: 4 applied');
+is($arc, 0, 'force_generic_plan and an invalidation: runs') or diag($aerr);
+is(value('atk2b'), '4', 'force_generic_plan: 4 applied');
 
-# ATTACK 3 (medium): a call planned outside any portal and outside any
-# planning, but not for the client: a deferred constraint trigger fires at
-# COMMIT (ActivePortal is NULL there), and calls a SQL function (not
-# inlined: SECURITY DEFINER).  functions.c analyses and plans the body's
-# Query in the same message (planned_once() true), keeps the plan in the
-# function's cache for the rest of the transaction, and runs it for every
-# row.  Expected 3 applied; with c7cf8a0: 1 (seq 1 baked, sent 3 times).
+# A call planned outside any portal and outside any other planning, but
+# not the client's: a deferred constraint trigger fires at COMMIT (no
+# portal runs then) and calls a SQL function (not inlined: SECURITY
+# DEFINER), whose plan functions.c keeps for the rest of the transaction
+# and runs for every row.  Each row's call must draw its own seq.
 $coord->safe_psql('postgres', q{
 	CREATE SEQUENCE atk_seq3;
 	CREATE TABLE atk_rows (a int);
@@ -532,14 +525,14 @@ $coord->safe_psql('postgres', q{
 		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION atk_trig();
 });
 $coord->safe_psql('postgres', 'INSERT INTO atk_rows VALUES (1), (2), (3)');
-is(value('atk3'), '3', 'atk3: a deferred trigger\'s SQL function applies once per row');
+is(value('atk3'), '3', 'deferred trigger: its SQL function applies once per row');
 is($coord->safe_psql('postgres', 'SELECT last_value FROM atk_seq3'), '3',
-	'atk3: its volatile argument is evaluated once per call');
+	'deferred trigger: its volatile argument is evaluated once per call');
 
-# ATTACK 3b (medium, partly pre-existing): the same SQL function with a
-# parameter: its body is planned with boundParams NULL, planned_once() is
-# true, and evaluate_argument(k) throws 42704 at COMMIT (before c7cf8a0 the
-# routed statement kept the Param, which Citus cannot route: also an error).
+# The same with the key a parameter of the SQL function: its body is
+# planned without values for it, and must take the function route (a routed
+# statement would carry a parameter Citus cannot route by, and evaluating it
+# would fail with 42704).
 $coord->safe_psql('postgres', q{
 	CREATE TABLE atk_rows_b (a int);
 	CREATE FUNCTION atk_bump_k(k text) RETURNS boolean LANGUAGE sql SECURITY DEFINER
@@ -555,8 +548,8 @@ $coord->safe_psql('postgres', q{
 });
 my ($brc, $bout, $berr) = $coord->psql('postgres', 'INSERT INTO atk_rows_b VALUES (1)',
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-is($brc, 0, 'atk3b: COMMIT with a deferred trigger whose SQL function takes a key') or diag($berr);
-is(value('atk3b_1'), '1', 'atk3b: applied');
+is($brc, 0, 'deferred trigger, a key parameter: COMMIT runs') or diag($berr);
+is(value('atk3b_1'), '1', 'deferred trigger, a key parameter: applied');
 # so does a call among other things, and one in a DO block
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord,
 	"SELECT idempotent_increment('likes', '$f', 40, g, 5) FROM generate_series(5, 6) g");
