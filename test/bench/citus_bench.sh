@@ -20,7 +20,9 @@
 #   (pgbench -M prepared: the key 'k' || $1 is a text parameter
 #   concatenated); FBF_BENCH_MODE=simple sends each statement on its own
 #   instead (the key 'k' || 42, a number concatenated: a stable function,
-#   as users write it in SQL).  Builds and installs
+#   as users write it in SQL).  FBF_BENCH_KEY replaces the key expression
+#   on both sides (default 'k' || :k; 'k' || :k::int makes it a stable
+#   function of a parameter).  Builds and installs
 #   fbf (and Citus from the vendored tarball, test/lib.sh), starts a
 #   coordinator and two workers on loopback ports as the postgres user
 #   (shared_preload_libraries = 'citus,fbf', fsync on), and stops them on
@@ -35,6 +37,7 @@ secs=${2:-10}
 clients=${3:-4}
 keys=10000
 mode=${FBF_BENCH_MODE:-prepared}
+key=${FBF_BENCH_KEY:-"'k' || :k"}
 
 citus_cluster_start
 
@@ -58,18 +61,19 @@ cat >"$dir/fbf.sql" <<SQL
 \set k random(1, $keys)
 \set seq :seq + 1
 \set cid :base + :client_id
-SELECT idempotent_increment('bench_fbf', 'k' || :k, :cid, :seq, 1);
+SELECT idempotent_increment('bench_fbf', $key, :cid, :seq, 1);
 SQL
 cat >"$dir/plain.sql" <<SQL
 \set k random(1, $keys)
-UPDATE bench_plain SET value = value + 1 WHERE key = 'k' || :k AND shard = 0;
+UPDATE bench_plain SET value = value + 1 WHERE key = $key AND shard = 0;
 SQL
 # a batch: 100 new operations of one client on one key
 {
 	echo "\\set k random(1, $keys)"
 	echo "\\set seq :seq + 100"
 	echo "\\set cid :base + :client_id"
-	printf "SELECT idempotent_increment('bench_fbf', 'k' || :k, array_fill(:cid::bigint, ARRAY[100]), ARRAY["
+	printf "SELECT idempotent_increment('bench_fbf', %s, array_fill" "$key"
+	printf "(:cid::bigint, ARRAY[100]), ARRAY["
 	for i in $(seq 1 100); do printf "%s:seq::bigint - %d" "$([ "$i" -gt 1 ] && echo ", ")" "$((100 - i))"; done
 	echo "]::bigint[], array_fill(1::bigint, ARRAY[100]));"
 } >"$dir/batch.sql"
