@@ -236,7 +236,8 @@ run_installcheck() {
 	passed=$((passed + ok))
 	failed=$((failed + bad))
 	if [ "$bad" -gt 0 ] || [ $rc -ne 0 ]; then
-		[ -f "$diffs" ] && cat "$diffs"
+		# shown, and kept with the logs (the next run overwrites the tree's)
+		[ -f "$diffs" ] && cat "$diffs" && cp "$diffs" "${log%.log}.diffs"
 		[ "$bad" -gt 0 ] || failed=$((failed + 1))
 		failures+=("installcheck ($label)")
 	fi
