@@ -143,7 +143,6 @@
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type_d.h"
-#include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -158,7 +157,6 @@
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -609,40 +607,6 @@ has_extern_param(Node *node, void *context)
 }
 
 /*
- * The value of `expr`, a Const: evaluated in the client's session, with
- * the parameters `params`, as the executor would evaluate it, and copied
- * into the current memory context.
- */
-static Const *
-evaluate_argument(Expr *expr, ParamListInfo params)
-{
-	EState	   *estate = CreateExecutorState();
-	ExprContext *econtext = GetPerTupleExprContext(estate);
-	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-	Oid			type = exprType((Node *) expr);
-	ExprState  *state;
-	Datum		value;
-	bool		isnull;
-	int16		typlen;
-	bool		typbyval;
-
-	fix_opfuncids((Node *) expr);
-	state = ExecInitExpr(expr, NULL);
-	econtext->ecxt_param_list_info = params;
-	value = ExecEvalExprSwitchContext(state, econtext, &isnull);
-	MemoryContextSwitchTo(old);
-
-	get_typlenbyval(type, &typlen, &typbyval);
-	if (!isnull)
-		value = typlen == -1 ? PointerGetDatum(PG_DETOAST_DATUM_COPY(value)) :
-			datumCopy(value, typbyval, typlen);
-	FreeExecutorState(estate);
-	return makeConst(type, exprTypmod((Node *) expr),
-					 exprCollation((Node *) expr), typlen, value, isnull,
-					 typbyval);
-}
-
-/*
  * The arguments of the lone call `call` of form `form` as the routed
  * statement carries them (the file's header): folded here, in the client's
  * session, with the values of the bound parameters `boundParams` of a
@@ -680,9 +644,20 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 	*inval_items = glob->invalItems;
 	if (once)
 	{
+		/*
+		 * The bound parameters are constants by now (a custom plan's are
+		 * PARAM_FLAG_CONST); what is left is evaluated as the executor
+		 * would, in this session
+		 */
 		foreach(lc, args)
-			if (!IsA(lfirst(lc), Const))
-				lfirst(lc) = evaluate_argument(lfirst(lc), boundParams);
+		{
+			Expr	   *arg = lfirst(lc);
+
+			if (!IsA(arg, Const) && !has_extern_param((Node *) arg, NULL))
+				lfirst(lc) = evaluate_expr(arg, exprType((Node *) arg),
+										   exprTypmod((Node *) arg),
+										   exprCollation((Node *) arg));
+		}
 	}
 	else if ((plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN ||
 			  (cursorOptions & CURSOR_OPT_GENERIC_PLAN) != 0) &&
