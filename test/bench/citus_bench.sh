@@ -72,8 +72,7 @@ SQL
 	echo "\\set k random(1, $keys)"
 	echo "\\set seq :seq + 100"
 	echo "\\set cid :base + :client_id"
-	printf "SELECT idempotent_increment('bench_fbf', %s, array_fill" "$key"
-	printf "(:cid::bigint, ARRAY[100]), ARRAY["
+	printf "SELECT idempotent_increment('bench_fbf', %s, array_fill(:cid::bigint, ARRAY[100]), ARRAY[" "$key"
 	for i in $(seq 1 100); do printf "%s:seq::bigint - %d" "$([ "$i" -gt 1 ] && echo ", ")" "$((100 - i))"; done
 	echo "]::bigint[], array_fill(1::bigint, ARRAY[100]));"
 } >"$dir/batch.sql"

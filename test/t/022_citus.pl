@@ -99,6 +99,25 @@ sub value
 	return $coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')");
 }
 
+# run the pgbench script $text, $tx transactions of one client (-M
+# prepared: named statements, Parse once, then Bind and Execute per
+# transaction; :n starts at 0) through the coordinator: its exit status,
+# stdout and stderr
+sub prepared_script
+{
+	my ($name, $text, $tx) = @_;
+	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $text;
+	close $fh;
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', $tx,
+			'-D', 'n=0', '-h', '127.0.0.1', '-p', $coord->port, '-f', $file, 'postgres' ],
+		'>', \$o, '2>', \$e);
+	$h->finish;
+	return ($h->result(0), $o, $e);
+}
+
 # ---- the shell's window ----
 my ($rc, $out, $err) = $coord->psql('postgres', "SELECT fbf_snapshot('likes')",
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
@@ -354,19 +373,12 @@ is($coord->safe_psql('postgres', 'SELECT last_value FROM fast_seq'), '1', 'evalu
 # is evaluated once, here, in the client's session, and the fast path
 # sends its value: a key made with a parameter cast to a number (textanycat,
 # stable) and a volatile seq, ten executions
-my $pscript = "${PostgreSQL::Test::Utils::tmp_check}/fastcustom.sql";
-open(my $pfh, '>', $pscript) or die "$pscript: $!";
-print $pfh "SELECT idempotent_increment('likes', 'fastp' || :client_id::int, 44, nextval('fast_seq4'), 1);\n";
-close $pfh;
-($out, $err) = ('', '');
 {
 	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
-	my $pbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 10,
-			'-h', '127.0.0.1', '-p', $coord->port, '-f', $pscript, 'postgres' ],
-		'>', \$out, '2>', \$err);
-	$pbench->finish;
-	is($pbench->result(0), 0, 'a prepared statement with a stable key and a volatile seq runs') or diag($err);
+	($rc, $out, $err) = prepared_script('fastcustom',
+		"SELECT idempotent_increment('likes', 'fastp' || :client_id::int, 44, nextval('fast_seq4'), 1);\n", 10);
 }
+is($rc, 0, 'a prepared statement with a stable key and a volatile seq runs') or diag($err);
 is(value('fastp0'), '10', 'each of its 10 executions applied, with a seq of its own');
 is($coord->safe_psql('postgres', 'SELECT last_value FROM fast_seq4'), '10',
 	'its volatile argument evaluated once per execution');
@@ -378,16 +390,9 @@ unlike($err, qr/issuing .*(?:fbf_apply_on_placement|nextval)/,
 # a plan that may run again keeps the function route: a prepared statement
 # without parameters (its plan is made once, and reused), through the
 # protocol and in SQL
-my $vscript = "${PostgreSQL::Test::Utils::tmp_check}/fastvol.sql";
-open(my $vfh, '>', $vscript) or die "$vscript: $!";
-print $vfh "SELECT idempotent_increment('likes', 'fastvol2', 41, nextval('fast_seq2'), 1);\n";
-close $vfh;
-($out, $err) = ('', '');
-my $vbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 10,
-		'-h', '127.0.0.1', '-p', $coord->port, '-f', $vscript, 'postgres' ],
-	'>', \$out, '2>', \$err);
-$vbench->finish;
-is($vbench->result(0), 0, 'a prepared statement with a volatile argument runs') or diag($err);
+($rc, $out, $err) = prepared_script('fastvol',
+	"SELECT idempotent_increment('likes', 'fastvol2', 41, nextval('fast_seq2'), 1);\n", 10);
+is($rc, 0, 'a prepared statement with a volatile argument runs') or diag($err);
 is(value('fastvol2'), '10', 'each of its 10 executions applied, with a seq of its own');
 ($rc, $out, $err) = $coord->psql('postgres', q{
 	PREPARE fastvol AS SELECT idempotent_increment('likes', 'fastvol3', 41, nextval('fast_seq3'), 1);
@@ -404,19 +409,12 @@ $coord->safe_psql('postgres', q{
 		PERFORM idempotent_increment('likes', 'fastinner', 43, $1, 1);
 		RETURN $1;
 	END $$});
-my $nscript = "${PostgreSQL::Test::Utils::tmp_check}/fastnested.sql";
-open(my $nfh, '>', $nscript) or die "$nscript: $!";
-print $nfh "SELECT idempotent_increment('likes', 'fastouter' || :client_id, 43, fast_nested(1), 1);\n";
-close $nfh;
-($out, $err) = ('', '');
 {
 	local $ENV{PGOPTIONS} = '-c client_min_messages=debug1';
-	my $nbench = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 1,
-			'-h', '127.0.0.1', '-p', $coord->port, '-f', $nscript, 'postgres' ],
-		'>', \$out, '2>', \$err);
-	$nbench->finish;
-	is($nbench->result(0), 0, 'an argument whose function increments: runs') or diag($err);
+	($rc, $out, $err) = prepared_script('fastnested',
+		"SELECT idempotent_increment('likes', 'fastouter' || :client_id, 43, fast_nested(1), 1);\n", 1);
 }
+is($rc, 0, 'an argument whose function increments: runs') or diag($err);
 like($err, qr/this call of idempotent_increment on "likes" takes the function route: it is planned inside another statement/,
 	'the inner increment takes the function route');
 is(value('fastinner') . value('fastouter0'), '11', 'both applied once');
@@ -437,23 +435,6 @@ like($err, qr/takes the function route: an argument calls a function that is not
 # plans it in the same message), the generic plan it tries at the sixth
 # execution, force_generic_plan, and calls by a trigger at COMMIT (no portal
 # runs them).  Each must apply every operation once.
-
-# run a pgbench script (-M prepared: named statements, Parse once, then
-# Bind/Execute per transaction) through the coordinator
-sub prepared_script
-{
-	my ($name, $text, $tx, @opts) = @_;
-	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
-	open(my $fh, '>', $file) or die "$file: $!";
-	print $fh $text;
-	close $fh;
-	my ($o, $e) = ('', '');
-	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', $tx,
-			'-D', 'n=0', @opts, '-h', '127.0.0.1', '-p', $coord->port, '-f', $file, 'postgres' ],
-		'>', \$o, '2>', \$e);
-	$h->finish;
-	return ($h->result(0), $o, $e);
-}
 
 # A prepared statement without parameters, analyzed anew at Bind after an
 # invalidation (here a search_path change; GRANT or ANALYZE on 'likes', a
