@@ -63,10 +63,12 @@
 #define FBF_RMGR_ID				170
 
 #define XLOG_FBF_PAGES			0x00
-#define XLOG_FBF_PENDING_ADD	0x10	/* window_xlog.c */
-#define XLOG_FBF_DRAIN			0x20	/* window_xlog.c */
+#define XLOG_FBF_PENDING_ADD	0x10	/* window_xlog.c; 1.4's, redo only */
+#define XLOG_FBF_DRAIN_V1		0x20	/* window_xlog.c; 1.4's, redo only */
 #define XLOG_FBF_STREAMS		0x30	/* window_stream.c */
 #define XLOG_FBF_PENDING_ADDS	0x40	/* window_xlog.c */
+#define XLOG_FBF_PENDING_OPS	0x50	/* window_xlog.c */
+#define XLOG_FBF_DRAIN			0x60	/* window_xlog.c */
 
 #define FBF_XLOG_MAX_PAGES		4
 #define FBF_XLOG_FULL_IMAGE		0x0001	/* log the whole page */

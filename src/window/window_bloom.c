@@ -122,9 +122,6 @@ FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
  */
 #define BLOOM_CAPACITY_PART		0.75
 
-StaticAssertDecl(FBF_DRAIN_MAX_PAGES <= FBF_XLOG_MAX_PAGES - 1,
-				 "a drain record holds the pending page and its partition pages");
-
 /*
  * The Bloom store of a drain round (FbfFilterRoutine.store): set the
  * committed entries' bits in the future's and present's lanes of their

@@ -663,6 +663,7 @@ const FbfFilterRoutine FbfBloomRoutine = {
 	.can_resize = true,
 	.resize_detail = NULL,
 	.split_load = 0,
+	.store_pages = FBF_DRAIN_MAX_PAGES,
 	.plan = FbfBloomPlan,
 	.spread = FbfBloomSpread,
 	.validate_meta = FbfBloomValidateMeta,

@@ -499,6 +499,7 @@ const FbfFilterRoutine FbfCuckooRoutine = {
 	.can_resize = false,
 	.resize_detail = "A cuckoo window keeps 16 live epochs, the most its 4-bit tags tell apart, and grows by splitting its partitions.",
 	.split_load = CWIN_SPLIT_LOAD,
+	.store_pages = FBF_XLOG_MAX_PAGES - 1,	/* generic page changes */
 	.plan = FbfCuckooPlan,
 	.spread = FbfCuckooSpread,
 	.validate_meta = FbfCuckooValidateMeta,

@@ -55,6 +55,9 @@ typedef struct FbfFilterRoutine
 	double		split_load;		/* > 0: a maintenance pass splits only once
 								 * the fullest page's live load passes it;
 								 * 0: by the arrival rate alone */
+	int			store_pages;	/* partition pages one store (one WAL
+								 * record) takes, at most
+								 * FBF_DRAIN_MAX_PAGES */
 
 	/* ---- a new window ---- */
 

@@ -136,8 +136,29 @@ extern void FbfStreamXLogInit(void);
 
 /* ---- window_pending.c: pending chains, and the one drain loop ---- */
 
-/* at most this many partition pages in one drain round (one WAL record) */
-#define FBF_DRAIN_MAX_PAGES		(FBF_XLOG_MAX_PAGES - 1)
+/*
+ * The FullTransactionId of `xid`, assigned before `next` and at most 2^32
+ * xids before it: the epoch `next` has, or the one before.
+ */
+static inline FullTransactionId
+FbfFullXidBefore(FullTransactionId next, TransactionId xid)
+{
+	uint32		epoch = EpochFromFullTransactionId(next);
+
+	if (xid >= XidFromFullTransactionId(next) && epoch > 0)
+		epoch--;
+	return FullTransactionIdFromEpochAndXid(epoch, xid);
+}
+
+/*
+ * At most this many partition pages in one drain round (one WAL record; a
+ * format may take fewer: FbfFilterRoutine.store_pages).  A chain's
+ * operations fall in meta->nparts / meta->nchains partitions (8 in a new
+ * window, more after splits), so a Bloom drain is one round and one record
+ * while they are at most this many.  The locks: these, the pending chain
+ * and the metapage, well under MAX_SIMUL_LWLOCKS (window_page.h).
+ */
+#define FBF_DRAIN_MAX_PAGES		16
 
 
 /* The fate of the (sub)transaction that applied a pending entry. */

@@ -51,17 +51,6 @@
 #include "window/window_int.h"
 #include "window/window_xlog.h"
 
-/* the FullTransactionId of an xid assigned before `next`, at most 2^32 ago */
-static FullTransactionId
-full_xid_before(FullTransactionId next, TransactionId xid)
-{
-	uint32		epoch = EpochFromFullTransactionId(next);
-
-	if (xid >= XidFromFullTransactionId(next) && epoch > 0)
-		epoch--;
-	return FullTransactionIdFromEpochAndXid(epoch, xid);
-}
-
 /*
  * The FullTransactionId of the (sub)transaction that applied an entry.
  * Windows written by 1.0 stored no epoch: their entries are read as 1.0
@@ -72,7 +61,7 @@ FbfEntryFullXid(const FbfWindowMetaPageData *meta, const FbfPendingEntry *entry)
 {
 	if ((meta->features & FBF_FEATURE_FULL_XIDS) != 0)
 		return FullTransactionIdFromEpochAndXid(entry->epoch, entry->xid);
-	return full_xid_before(ReadNextFullTransactionId(), entry->xid);
+	return FbfFullXidBefore(ReadNextFullTransactionId(), entry->xid);
 }
 
 /*
@@ -109,7 +98,7 @@ FbfEntryStatusOf(FullTransactionId fxid)
 
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
 	oldest_xid = FbfTransamVariables->oldestClogXid;
-	oldest = full_xid_before(next, oldest_xid);
+	oldest = FbfFullXidBefore(next, oldest_xid);
 	if (FullTransactionIdPrecedes(fxid, oldest))
 	{
 		LWLockRelease(XactTruncationLock);
@@ -502,7 +491,7 @@ record_streams(Relation index, const FbfWindowMetaPageData *meta,
  * holds under the metapage's lock, share: the ring is `meta`): the one
  * drain loop of every format.  Each round judges the entries' fate,
  * drops the aborted ones and hands the committed ones of up to
- * FBF_DRAIN_MAX_PAGES partition pages to the format's store
+ * FbfFilterRoutine.store_pages partition pages to the format's store
  * (FbfFilterRoutine.store), which locks those pages in block order and
  * writes the round in one WAL record: a chain's operations fall in P / C
  * partitions, so before any split, one round.  Entries of further pages
@@ -580,7 +569,7 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 					continue;	/* waits for more bits */
 				for (b = 0; b < nblocks && blocks[b] != blk; b++)
 					;
-				if (b == nblocks && nblocks < FBF_DRAIN_MAX_PAGES)
+				if (b == nblocks && nblocks < routine->store_pages)
 					blocks[nblocks++] = blk;
 				if (b < nblocks)
 				{

@@ -8,39 +8,39 @@
  *
  * Records (fbf's resource manager, common/fbf_xlog.h):
  *
- *	XLOG_FBF_PENDING_ADD	block 0: the pending page; its data an
- *							xl_fbf_pending_add (the entry, and flags:
- *							whether it lowers the chain's floor, whether
- *							an annex follows), then, for an operation
- *							numbered in a stream, the annex appended right
- *							after the entry: its stream (8 bytes) and seq
- *							(a zigzag varint)
- *	XLOG_FBF_PENDING_ADDS	block 0: the pending page; its data an
- *							xl_fbf_pending_adds (the (sub)transaction, the
- *							count, the floor flag), then each operation:
- *							its hash, a flags byte, and its annex's stream
- *							(left out when the previous annex's) and seq
- *							(relative to the previous in that stream): a
- *							run of one call's operations on one page,
- *							for which PENDING_ADD would repeat the record
- *							and block headers and the xid each time
- *	XLOG_FBF_DRAIN			block 0: a pending page; its data one byte per
- *							entry it had, nonzero to keep it (an annex is
- *							kept exactly when the entry before it is).
- *							blocks 1..: partition pages; the data of each
- *							an xl_fbf_slice_set: the lanes of future and
+ *	XLOG_FBF_PENDING_OPS	block 0: the pending page; its data a run of
+ *							one call's operations (one, for a single
+ *							increment) of the record's own (sub)transaction:
+ *							each its hash, a flags byte (the first's says
+ *							whether it lowers the chain's floor), and its
+ *							annex's stream (left out when the previous
+ *							annex's) and seq (relative to the previous in
+ *							that stream).  The xid is the record header's
+ *	XLOG_FBF_PENDING_ADDS	the same, headed by an xl_fbf_pending_adds
+ *							naming the (sub)transaction: for entries whose
+ *							xid is not the one XLogInsert writes
+ *	XLOG_FBF_DRAIN			block 0: a pending page; its data its entry
+ *							count and a bitmap of the entries kept (an
+ *							annex is kept exactly when the entry before it
+ *							is).  Blocks 1 to FBF_DRAIN_MAX_PAGES:
+ *							partition pages; the data of each an
+ *							xl_fbf_slice_set: the lanes of future and
  *							present with their stamps, and the hashes of
  *							the operations to set in them
+ *	XLOG_FBF_PENDING_ADD,	what 1.4 wrote for one operation and for a
+ *	XLOG_FBF_DRAIN_V1		drain (a byte per entry): replayed, no longer
+ *							written, so that a server or standby running
+ *							this build replays WAL an older one wrote
  *
  * Block data is left out of a record when the block gets a full-page
- * image, so a drain costs 16 bytes per operation and one byte per entry,
- * and an operation in flight 25: 34 with its annex for a seq of at most
- * 63 in magnitude, 43 at most (its xid and mark are implied, so the record
- * holds only its stream and seq).  In a PENDING_ADDS an operation costs
- * 17 bytes, and its annex 1 to 3 more for a batch of one stream, the
- * record's 24 bytes of header and 20 of block reference shared by the
- * run.  Redo locks a record's pages in order
- * and releases them at the end, as the primary held them
+ * image.  A single increment's PENDING_OPS is 17 bytes of data, and its
+ * annex 9 to 18 more (a stream's id and a seq of up to 63 in magnitude:
+ * 9), under the record's 24 bytes of header and 20 of block reference;
+ * in a batch, an annex of the previous operation's stream costs 1 to 3.
+ * A drain costs 16 bytes an operation and a bit an entry, and takes all
+ * of a chain's partition pages in one record while they are at most
+ * FBF_DRAIN_MAX_PAGES (8 in a new window).  Redo locks a record's pages in
+ * order and releases them at the end, as the primary held them
  * (FbfXLogRedoPages, common/fbf_xlog.c).
  *
  *-------------------------------------------------------------------------
@@ -195,52 +195,33 @@ FbfSlicePageSet(Page page, const xl_fbf_slice_set *set, const FbfHash *hashes)
 
 /*
  * Append `entry` to the exclusively locked pending page `buf`, and its
- * annex (NULL: none) right after it, in one record.  The caller has made
- * sure the page has room for both.
+ * annex (NULL: none) right after it, in one record (FbfPendingLogAdds).
+ * The caller has made sure the page has room for both.
  */
 void
 FbfPendingLogAdd(Relation index, Buffer buf, const FbfPendingEntry *entry,
 				 const FbfPendingEntry *annex, bool set_floor)
 {
-	xl_fbf_pending_add xl;
-	unsigned char xa[FBF_PENDING_ANNEX_MAX];
-	unsigned	xa_len = 0;
+	FbfPendingEntry two[2];
 
-	xl.entry = *entry;
-	xl.flags = set_floor ? FBF_PENDING_ADD_FLOOR : 0;
+	two[0] = *entry;
 	if (annex != NULL)
 	{
 		Assert(FbfEntryIsAnnex(annex));
-		xl.flags |= FBF_PENDING_ADD_ANNEX;
-		fbf_le64_write(xa, annex->h1);
-		xa_len = 8 + fbf_varint_write(xa + 8, fbf_zigzag((int64) annex->h2));
+		two[1] = *annex;
 	}
-
-	START_CRIT_SECTION();
-	FbfPendingPageAdd(BufferGetPage(buf), entry, annex, set_floor);
-	MarkBufferDirty(buf);
-	if (RelationNeedsWAL(index))
-	{
-		XLogRecPtr	lsn;
-
-		XLogBeginInsert();
-		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-		XLogRegisterBufData(0, (char *) &xl, SizeOfFbfPendingAdd);
-		if (annex != NULL)
-			XLogRegisterBufData(0, (char *) xa, xa_len);
-		lsn = XLogInsert(FBF_RMGR_ID, XLOG_FBF_PENDING_ADD);
-		PageSetLSN(BufferGetPage(buf), lsn);
-	}
-	END_CRIT_SECTION();
+	FbfPendingLogAdds(index, buf, two, annex != NULL ? 2 : 1, set_floor);
 }
 
 /*
  * Encode n entries of one (sub)transaction (operations' entries, each
  * followed by its annex if it has one) as a PENDING_ADDS's operations,
- * into `out` (room for FBF_PENDING_OP_MAX a operation); their length.
+ * the first one's flags with `first_flags` too, into `out` (room for
+ * FBF_PENDING_OP_MAX a operation); their length.
  */
 static Size
-pending_adds_encode(const FbfPendingEntry *entries, int n, unsigned char *out)
+pending_adds_encode(const FbfPendingEntry *entries, int n, uint8 first_flags,
+					unsigned char *out)
 {
 	unsigned char *p = out;
 	bool		have_stream = false;
@@ -252,7 +233,7 @@ pending_adds_encode(const FbfPendingEntry *entries, int n, unsigned char *out)
 	{
 		const FbfPendingEntry *annex =
 			i + 1 < n && FbfEntryIsAnnex(&entries[i + 1]) ? &entries[i + 1] : NULL;
-		uint8		flags = 0;
+		uint8		flags = i == 0 ? first_flags : 0;
 		unsigned char *flagp;
 
 		Assert(!FbfEntryIsAnnex(&entries[i]));
@@ -286,43 +267,43 @@ pending_adds_encode(const FbfPendingEntry *entries, int n, unsigned char *out)
 }
 
 /*
- * Decode a PENDING_ADDS's block data into entries[] (room for
- * FBF_PENDING_CAPACITY); their number, or -1 if malformed.
+ * Decode the operations from p to end, of (sub)transaction fxid, into
+ * entries[] (room for FBF_PENDING_CAPACITY); their number, or -1 if
+ * malformed.  *floor: whether the first operation's flags say
+ * FBF_PENDING_OP_FLOOR (NULL: they may not).
  */
 static int
-pending_adds_decode(const char *data, Size len, xl_fbf_pending_adds *xl,
-					FbfPendingEntry *entries)
+pending_ops_decode(const unsigned char *p, const unsigned char *end,
+				   FullTransactionId fxid, FbfPendingEntry *entries,
+				   bool *floor)
 {
-	const unsigned char *p;
-	const unsigned char *end;
 	bool		have_stream = false;
 	uint64		stream = 0;
 	int64		seq = 0;
 	int			n = 0;
-	int			op;
 
-	if (data == NULL || len < SizeOfFbfPendingAdds)
-		return -1;
-	memcpy(xl, data, SizeOfFbfPendingAdds);
-	if ((xl->flags & ~FBF_PENDING_ADD_FLOOR) != 0 || xl->n < 1 ||
-		!TransactionIdIsNormal(xl->xid))
-		return -1;
-	p = (const unsigned char *) data + SizeOfFbfPendingAdds;
-	end = (const unsigned char *) data + len;
-	for (op = 0; op < xl->n; op++)
+	if (floor != NULL)
+		*floor = false;
+	while (p < end)
 	{
 		uint8		flags;
+		uint8		allowed = FBF_PENDING_OP_ANNEX | FBF_PENDING_OP_SAME_STREAM;
 
 		if (end - p < 17 || n + 1 > FBF_PENDING_CAPACITY)
 			return -1;
-		entries[n].xid = xl->xid;
-		entries[n].epoch = xl->epoch;
+		entries[n].xid = XidFromFullTransactionId(fxid);
+		entries[n].epoch = EpochFromFullTransactionId(fxid);
 		entries[n].h1 = fbf_le64_read(p);
 		entries[n].h2 = fbf_le64_read(p + 8);
 		flags = p[16];
 		p += 17;
+		if (n == 0 && floor != NULL)
+		{
+			allowed |= FBF_PENDING_OP_FLOOR;
+			*floor = (flags & FBF_PENDING_OP_FLOOR) != 0;
+		}
 		n++;
-		if ((flags & ~(FBF_PENDING_OP_ANNEX | FBF_PENDING_OP_SAME_STREAM)) != 0 ||
+		if ((flags & ~allowed) != 0 ||
 			(flags & FBF_PENDING_OP_SAME_STREAM && !(flags & FBF_PENDING_OP_ANNEX)) ||
 			(flags & FBF_PENDING_OP_SAME_STREAM && !have_stream))
 			return -1;
@@ -351,20 +332,49 @@ pending_adds_decode(const char *data, Size len, xl_fbf_pending_adds *xl,
 			entries[n++] = FbfPendingAnnex(stream, seq);
 		}
 	}
-	return p == end ? n : -1;
+	return n > 0 ? n : -1;
+}
+
+/*
+ * Decode a PENDING_ADDS's block data into entries[] (room for
+ * FBF_PENDING_CAPACITY); their number, or -1 if malformed.
+ */
+static int
+pending_adds_decode(const char *data, Size len, xl_fbf_pending_adds *xl,
+					FbfPendingEntry *entries)
+{
+	int			n;
+	int			ops = 0;
+
+	if (data == NULL || len < SizeOfFbfPendingAdds)
+		return -1;
+	memcpy(xl, data, SizeOfFbfPendingAdds);
+	if ((xl->flags & ~FBF_PENDING_ADD_FLOOR) != 0 || xl->n < 1 ||
+		!TransactionIdIsNormal(xl->xid))
+		return -1;
+	n = pending_ops_decode((const unsigned char *) data + SizeOfFbfPendingAdds,
+						   (const unsigned char *) data + len,
+						   FullTransactionIdFromEpochAndXid(xl->epoch, xl->xid),
+						   entries, NULL);
+	for (int i = 0; i < n; i++)
+		ops += !FbfEntryIsAnnex(&entries[i]);
+	return ops == xl->n ? n : -1;
 }
 
 /*
  * Append n entries of the current (sub)transaction to the exclusively
  * locked pending page `buf` (operations' entries, each followed by its
- * annex if it has one: a run of one call's operations), in one
- * PENDING_ADDS record.  The caller has made sure the page has room.
+ * annex if it has one: a run of one call's operations), in one record:
+ * PENDING_OPS, whose xid is the record header's, or PENDING_ADDS should
+ * the entries' xid not be the one XLogInsert puts there.  The caller has
+ * made sure the page has room.
  */
 void
 FbfPendingLogAdds(Relation index, Buffer buf, const FbfPendingEntry *entries,
 				  int n, bool set_floor)
 {
 	xl_fbf_pending_adds xl;
+	bool		own;
 	unsigned char *ops = NULL;
 	Size		len = 0;
 
@@ -378,10 +388,14 @@ FbfPendingLogAdds(Relation index, Buffer buf, const FbfPendingEntry *entries,
 		xl.n += !FbfEntryIsAnnex(&entries[i]);
 	}
 	xl.flags = set_floor ? FBF_PENDING_ADD_FLOOR : 0;
+	own = FullTransactionIdEquals(FullTransactionIdFromEpochAndXid(xl.epoch, xl.xid),
+								  GetCurrentFullTransactionIdIfAny());
 	if (RelationNeedsWAL(index))
 	{
 		ops = palloc(FBF_PENDING_OP_MAX * xl.n);
-		len = pending_adds_encode(entries, n, ops);
+		len = pending_adds_encode(entries, n,
+								  own && set_floor ? FBF_PENDING_OP_FLOOR : 0,
+								  ops);
 	}
 
 	START_CRIT_SECTION();
@@ -393,9 +407,11 @@ FbfPendingLogAdds(Relation index, Buffer buf, const FbfPendingEntry *entries,
 
 		XLogBeginInsert();
 		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-		XLogRegisterBufData(0, (char *) &xl, SizeOfFbfPendingAdds);
+		if (!own)
+			XLogRegisterBufData(0, (char *) &xl, SizeOfFbfPendingAdds);
 		XLogRegisterBufData(0, (char *) ops, len);
-		lsn = XLogInsert(FBF_RMGR_ID, XLOG_FBF_PENDING_ADDS);
+		lsn = XLogInsert(FBF_RMGR_ID,
+						 own ? XLOG_FBF_PENDING_OPS : XLOG_FBF_PENDING_ADDS);
 		PageSetLSN(BufferGetPage(buf), lsn);
 	}
 	END_CRIT_SECTION();
@@ -418,9 +434,21 @@ FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
 	int			n;
 	const FbfPendingEntry *entries =
 		FbfWindowPageGetEntries(BufferGetPage(pbuf), &n);
+	uint8	   *kept = NULL;
 
-	Assert(nslices < FBF_XLOG_MAX_PAGES);
+	Assert(nslices <= FBF_DRAIN_MAX_PAGES);
 	FbfPendingKeepAnnexes(entries, Min(n, nentries), keep);
+	if (RelationNeedsWAL(index))
+	{
+		kept = palloc0(FBF_KEPT_BYTES(nentries));
+		for (b = 0; b < nentries; b++)
+		{
+			if (keep[b])
+				kept[b / 8] |= 1 << (b % 8);
+		}
+		/* each page's set and hashes, the pending page's count and bits */
+		XLogEnsureRecordSpace(nslices, 2 * (nslices + 1));
+	}
 	START_CRIT_SECTION();
 	FbfPendingPageCompact(BufferGetPage(pbuf), keep, nentries);
 	MarkBufferDirty(pbuf);
@@ -437,7 +465,7 @@ FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
 		XLogBeginInsert();
 		XLogRegisterBuffer(0, pbuf, REGBUF_STANDARD);
 		XLogRegisterBufData(0, (char *) &n16, sizeof(n16));
-		XLogRegisterBufData(0, (char *) keep, nentries);
+		XLogRegisterBufData(0, (char *) kept, FBF_KEPT_BYTES(nentries));
 		for (b = 0; b < nslices; b++)
 		{
 			XLogRegisterBuffer(b + 1, sbufs[b], REGBUF_STANDARD);
@@ -451,6 +479,8 @@ FbfDrainLog(Relation index, Buffer pbuf, uint8 *keep, int nentries,
 			PageSetLSN(BufferGetPage(sbufs[b]), lsn);
 	}
 	END_CRIT_SECTION();
+	if (kept != NULL)
+		pfree(kept);
 }
 
 /* ----------------------------------------------------------------------
@@ -533,24 +563,34 @@ pending_adds_redo(XLogReaderState *record)
 		UnlockReleaseBuffer(buf);
 }
 
-/* a drain's change to its block `id`: the pending page (0) or a partition page */
+/*
+ * A drain's change to its block `id`: the pending page (0), whose data
+ * says the entries kept as a bitmap (DRAIN) or a byte each (1.4's
+ * DRAIN_V1: *arg is true), or a partition page.
+ */
 static void
 drain_redo_page(XLogReaderState *record, int id, Buffer buffer, void *arg)
 {
+	bool		bytes = *(bool *) arg;
 	Size		len;
 	char	   *data = XLogRecGetBlockData(record, id, &len);
 
 	if (id == 0)
 	{
 		uint16		n;
+		uint8	   *keep;
 
 		if (len < sizeof(n))
 			elog(PANIC, "fbf redo: truncated drain");
 		memcpy(&n, data, sizeof(n));
-		if (len != sizeof(n) + n)
+		if (len != sizeof(n) + (bytes ? n : FBF_KEPT_BYTES(n)))
 			elog(PANIC, "fbf redo: drain of %u entries in %zu bytes", n, len);
-		FbfPendingPageCompact(BufferGetPage(buffer),
-							  (const uint8 *) data + sizeof(n), n);
+		data += sizeof(n);
+		keep = palloc(Max(n, 1));
+		for (int i = 0; i < n; i++)
+			keep[i] = bytes ? data[i] != 0 : (data[i / 8] >> (i % 8)) & 1;
+		FbfPendingPageCompact(BufferGetPage(buffer), keep, n);
+		pfree(keep);
 	}
 	else
 	{
@@ -574,10 +614,44 @@ static void
 drain_redo(XLogReaderState *record)
 {
 	int			max_block = XLogRecMaxBlockId(record);
+	bool		bytes = (XLogRecGetInfo(record) & XLR_RMGR_INFO_MASK) == XLOG_FBF_DRAIN_V1;
 
-	if (max_block >= FBF_XLOG_MAX_PAGES)
+	if (max_block > (bytes ? FBF_XLOG_MAX_PAGES - 1 : FBF_DRAIN_MAX_PAGES))
 		elog(PANIC, "fbf redo: drain into %d pages", max_block);
-	FbfXLogRedoPages(record, max_block, drain_redo_page, NULL);
+	FbfXLogRedoPages(record, max_block, drain_redo_page, &bytes);
+}
+
+/*
+ * PENDING_OPS: the operations' (sub)transaction is the record's, in the
+ * epoch that xid has below the next one (advanced past it before redo).
+ */
+static void
+pending_ops_redo(XLogReaderState *record)
+{
+	Buffer		buf;
+
+	if (XLogReadBufferForRedo(record, 0, &buf) == BLK_NEEDS_REDO)
+	{
+		Size		len;
+		TransactionId xid = XLogRecGetXid(record);
+		FbfPendingEntry entries[FBF_PENDING_CAPACITY];
+		char	   *data = XLogRecGetBlockData(record, 0, &len);
+		bool		floor;
+		int			n = -1;
+
+		if (data != NULL && TransactionIdIsNormal(xid))
+			n = pending_ops_decode((const unsigned char *) data,
+								   (const unsigned char *) data + len,
+								   FbfFullXidBefore(ReadNextFullTransactionId(), xid),
+								   entries, &floor);
+		if (n < 0)
+			elog(PANIC, "fbf redo: malformed pending operations of %zu bytes", len);
+		FbfPendingPageAppend(BufferGetPage(buf), entries, n, floor);
+		PageSetLSN(BufferGetPage(buf), record->EndRecPtr);
+		MarkBufferDirty(buf);
+	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
 }
 
 static void
@@ -597,6 +671,32 @@ pending_add_desc(StringInfo buf, XLogReaderState *record)
 			appendStringInfo(buf, "; annex: stream %016llx, seq " INT64_FORMAT,
 							 (unsigned long long) annex.h1, (int64) annex.h2);
 	}
+	else if (data != NULL)
+		appendStringInfo(buf, "malformed, %zu bytes", len);
+	else
+		appendStringInfoString(buf, "image");
+}
+
+static void
+pending_ops_desc(StringInfo buf, XLogReaderState *record)
+{
+	Size		len;
+	char	   *data = XLogRecGetBlockData(record, 0, &len);
+	FbfPendingEntry entries[FBF_PENDING_CAPACITY];
+	bool		floor;
+	int			n = -1;
+	int			ops = 0;
+
+	if (data != NULL)
+		n = pending_ops_decode((const unsigned char *) data,
+							   (const unsigned char *) data + len,
+							   FullTransactionIdFromEpochAndXid(0, XLogRecGetXid(record)),
+							   entries, &floor);
+	for (int i = 0; i < n; i++)
+		ops += !FbfEntryIsAnnex(&entries[i]);
+	if (n >= 0)
+		appendStringInfo(buf, "xid %u, %d operations, %d entries%s",
+						 XLogRecGetXid(record), ops, n, floor ? ", floor" : "");
 	else if (data != NULL)
 		appendStringInfo(buf, "malformed, %zu bytes", len);
 	else
@@ -636,12 +736,16 @@ drain_desc(StringInfo buf, XLogReaderState *record)
 			appendStringInfo(buf, "%sblk %d: image", id > 0 ? "; " : "", id);
 		else if (id == 0 && len >= sizeof(uint16))
 		{
+			bool		bytes = (XLogRecGetInfo(record) & XLR_RMGR_INFO_MASK) ==
+				XLOG_FBF_DRAIN_V1;
 			uint16		n;
 			int			kept = 0;
 
 			memcpy(&n, data, sizeof(n));
-			for (int i = 0; i < n && sizeof(n) + i < len; i++)
-				kept += data[sizeof(n) + i] != 0;
+			data += sizeof(n);
+			len -= sizeof(n);
+			for (int i = 0; i < n && (Size) (bytes ? i : i / 8) < len; i++)
+				kept += bytes ? data[i] != 0 : (data[i / 8] >> (i % 8)) & 1;
 			appendStringInfo(buf, "pending: %d of %u kept", kept, n);
 		}
 		else if (id > 0 && len >= SizeOfFbfSliceSet)
@@ -661,7 +765,10 @@ FbfWindowXLogInit(void)
 {
 	FbfXLogRegisterRecord(XLOG_FBF_PENDING_ADD, "PENDING_ADD", pending_add_redo,
 						  pending_add_desc);
-	FbfXLogRegisterRecord(XLOG_FBF_DRAIN, "DRAIN", drain_redo, drain_desc);
+	FbfXLogRegisterRecord(XLOG_FBF_DRAIN_V1, "DRAIN_V1", drain_redo, drain_desc);
 	FbfXLogRegisterRecord(XLOG_FBF_PENDING_ADDS, "PENDING_ADDS",
 						  pending_adds_redo, pending_adds_desc);
+	FbfXLogRegisterRecord(XLOG_FBF_PENDING_OPS, "PENDING_OPS",
+						  pending_ops_redo, pending_ops_desc);
+	FbfXLogRegisterRecord(XLOG_FBF_DRAIN, "DRAIN", drain_redo, drain_desc);
 }

@@ -19,7 +19,8 @@
 #include "window/window_int.h"
 
 /*
- * XLOG_FBF_PENDING_ADD: block 0's data, then, when its flags say
+ * XLOG_FBF_PENDING_ADD, written by 1.4 (now PENDING_OPS), replayed still:
+ * block 0's data, then, when its flags say
  * FBF_PENDING_ADD_ANNEX (an operation numbered in a stream), its annex's
  * stream (8 bytes, little-endian) and seq (a zigzag varint, core/fbf_le.h),
  * which end the data.
@@ -57,6 +58,18 @@ typedef struct xl_fbf_pending_adds
 
 #define FBF_PENDING_OP_ANNEX		0x01	/* an annex follows the entry */
 #define FBF_PENDING_OP_SAME_STREAM	0x02	/* of the previous annex's stream */
+#define FBF_PENDING_OP_FLOOR		0x04	/* PENDING_OPS, first operation
+											 * only: the chain's new floor */
+
+/*
+ * XLOG_FBF_PENDING_OPS: the operations of a PENDING_ADDS alone, when their
+ * (sub)transaction is the record's own: its xid is the record header's
+ * (XLogRecGetXid), its epoch the one that xid has below the next xid when
+ * redo runs (FbfFullXidBefore: redo advances the next xid past a record's
+ * before replaying it).  The floor flag is the first operation's
+ * FBF_PENDING_OP_FLOOR.  One operation and its annex cost 17 bytes and the
+ * annex's 9 to 18, where PENDING_ADD took 25 and the annex's.
+ */
 
 /* the most one operation takes in it */
 #define FBF_PENDING_OP_MAX		(16 + 1 + 8 + FBF_VARINT_MAX)
@@ -77,7 +90,12 @@ FbfPendingAnnex(uint64 stream, int64 seq)
 	return annex;
 }
 
-/* XLOG_FBF_DRAIN: each partition page's data, then n hashes */
+/*
+ * XLOG_FBF_DRAIN: block 0's data the pending page's entry count (uint16)
+ * and a bitmap of the entries kept, bit i of byte i / 8 (1.4's DRAIN_V1 had
+ * a byte each); blocks 1 to FBF_DRAIN_MAX_PAGES: each partition page's
+ * xl_fbf_slice_set, then its n hashes.
+ */
 typedef struct xl_fbf_slice_set
 {
 	int64		stamps[2];		/* future's and present's expected stamps */
@@ -87,6 +105,12 @@ typedef struct xl_fbf_slice_set
 } xl_fbf_slice_set;
 
 #define SizeOfFbfSliceSet	(offsetof(xl_fbf_slice_set, lanes) + 2 * sizeof(uint8))
+
+/* bytes of a DRAIN's bitmap of n entries */
+#define FBF_KEPT_BYTES(n)	(((n) + 7) / 8)
+
+StaticAssertDecl(FBF_DRAIN_MAX_PAGES + 1 <= XLR_MAX_BLOCK_ID + 1,
+				 "a drain record holds the pending page and its partition pages");
 
 extern void FbfWindowXLogInit(void);
 
