@@ -14,7 +14,9 @@
  * each one relative to the page it is applied to, which its replay
  * starts from too: a live slot by its index and the seq by its distance
  * from the slot's highest, a stream without one by its id, so that an
- * in-order stream's operation costs two bytes.  Its format:
+ * in-order stream's operation costs two bytes, and so does one whose seq
+ * is too far below the highest to change more than the slot's time (it is
+ * logged as the highest, which changes that alone).  Its format:
  *
  *	slot index (one byte, below FBF_STREAM_LOG_FAR), zigzag(seq - high)
  *	FBF_STREAM_LOG_FAR, slot index (varint), zigzag(seq - high)
@@ -267,7 +269,16 @@ fbf_stream_record_logged(FbfStreamPage *page, uint64_t id, int64_t seq,
 
 	if (index >= 0)
 	{
-		uint64_t	up = (uint64_t) seq - (uint64_t) page->slots[index].high;
+		int64_t		high = page->slots[index].high;
+		uint64_t	up = (uint64_t) seq - (uint64_t) high;
+
+		/*
+		 * A seq more than FBF_STREAM_W below the highest changes what the
+		 * highest itself would (the slot's time alone): logged as that, in
+		 * one byte rather than up to ten (a client whose seqs are random).
+		 */
+		if (seq < high && (uint64_t) high - (uint64_t) seq > FBF_STREAM_W)
+			up = 0;
 
 		if (index < FBF_STREAM_LOG_FAR)
 			out[n++] = (unsigned char) index;

@@ -106,6 +106,8 @@ test_log(void)
 						INT64_MIN + (int64_t) test_rand_below(&rng, 100);
 				else if (test_rand_below(&rng, 10) == 0)
 					seq = high[s] - (int64_t) test_rand_below(&rng, 80);
+				else if (test_rand_below(&rng, 10) == 0)
+					seq = high[s] - (int64_t) (test_rand(&rng) >> 2);	/* far below */
 				else
 					seq = ++high[s];
 				size_t		n = fbf_stream_record_logged(p, id, seq, now, horizon,
@@ -165,6 +167,24 @@ test_log(void)
 				CHECK(fbf_stream_log_decode(log, k, &op) == 0, "truncated refused");
 			CHECK(fbf_stream_replay(r, log, n, T0 + 1, 100) == n, "replayed");
 		}
+		CHECK(memcmp(p, r, bytes) == 0, "the same page");
+
+		/* a seq far below the highest changes the slot's time alone: 2 bytes */
+		for (uint64_t id = 1; id <= nslots; id++)
+		{
+			int64_t		seq = id % 2 ? 1001 - FBF_STREAM_W - 1 : INT64_MIN + (int64_t) id;
+
+			n = fbf_stream_record_logged(p, id, seq, T0 + 2, 100, log);
+			CHECK(n == 2 && log[0] == id - 1 && log[1] == 0,
+				  "a seq far below the highest of stream %llu: %zu bytes",
+				  (unsigned long long) id, n);
+			CHECK(fbf_stream_replay(r, log, n, T0 + 2, 100) == n, "replayed");
+		}
+		CHECK(memcmp(p, r, bytes) == 0, "the same page");
+		n = fbf_stream_record_logged(p, 1, 1001 - FBF_STREAM_W, T0 + 2, 100, log);
+		CHECK(n == 2 && log[1] == fbf_zigzag(-FBF_STREAM_W),
+			  "a seq at the bottom of the bitmap is logged as itself");
+		CHECK(fbf_stream_replay(r, log, n, T0 + 2, 100) == n, "replayed");
 		CHECK(memcmp(p, r, bytes) == 0, "the same page");
 
 		/* a slot named past the page, a stream already live, a bad tag */
