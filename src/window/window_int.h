@@ -160,6 +160,21 @@ FbfFullXidBefore(FullTransactionId next, TransactionId xid)
  */
 #define FBF_DRAIN_MAX_PAGES		16
 
+/*
+ * The buffer locks a backend may hold at once: lwlock.c's
+ * MAX_SIMUL_LWLOCKS, which no header exports.  The most the window takes
+ * together is the metapage, a whole chain and a drain's partition pages,
+ * or a recording's stream pages (FBF_STREAMS_MAX_PAGES, window_stream.c,
+ * asserted there), with room for the locks PostgreSQL takes meanwhile
+ * (a WAL insertion lock, a buffer mapping partition, a victim buffer's).
+ */
+#define FBF_MAX_SIMUL_LWLOCKS	200
+#define FBF_LWLOCK_SLACK		8
+
+StaticAssertDecl(1 + FBF_MAX_PENDING_PAGES + FBF_DRAIN_MAX_PAGES +
+				 FBF_LWLOCK_SLACK <= FBF_MAX_SIMUL_LWLOCKS,
+				 "a drain locks more buffers than a backend may hold");
+
 
 /* The fate of the (sub)transaction that applied a pending entry. */
 typedef enum FbfEntryStatus

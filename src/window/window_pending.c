@@ -520,6 +520,10 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 	BlockNumber *full = NULL;	/* pages that refused entries this drain */
 	int			nfull = 0;
 
+	if (routine->store_pages < 1 || routine->store_pages > FBF_DRAIN_MAX_PAGES)
+		elog(ERROR, "fbf: format \"%s\" stores into %d pages a round",
+			 routine->name, routine->store_pages);
+
 	for (;;)
 	{
 		int			n;

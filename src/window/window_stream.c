@@ -52,6 +52,9 @@
 
 StaticAssertDecl(FBF_STREAMS_MAX_PAGES <= XLR_MAX_BLOCK_ID + 1,
 				 "a streams record names too many pages");
+StaticAssertDecl(1 + FBF_MAX_PENDING_PAGES + FBF_STREAMS_MAX_PAGES +
+				 FBF_LWLOCK_SLACK <= FBF_MAX_SIMUL_LWLOCKS,
+				 "a recording locks more buffers than a backend may hold");
 
 typedef struct xl_fbf_streams
 {

@@ -588,7 +588,7 @@ drain_redo_page(XLogReaderState *record, int id, Buffer buffer, void *arg)
 		data += sizeof(n);
 		keep = palloc(Max(n, 1));
 		for (int i = 0; i < n; i++)
-			keep[i] = bytes ? data[i] != 0 : (data[i / 8] >> (i % 8)) & 1;
+			keep[i] = bytes ? data[i] != 0 : (((const uint8 *) data)[i / 8] >> (i % 8)) & 1;
 		FbfPendingPageCompact(BufferGetPage(buffer), keep, n);
 		pfree(keep);
 	}
@@ -745,7 +745,7 @@ drain_desc(StringInfo buf, XLogReaderState *record)
 			data += sizeof(n);
 			len -= sizeof(n);
 			for (int i = 0; i < n && (Size) (bytes ? i : i / 8) < len; i++)
-				kept += bytes ? data[i] != 0 : (data[i / 8] >> (i % 8)) & 1;
+				kept += bytes ? data[i] != 0 : (((const uint8 *) data)[i / 8] >> (i % 8)) & 1;
 			appendStringInfo(buf, "pending: %d of %u kept", kept, n);
 		}
 		else if (id > 0 && len >= SizeOfFbfSliceSet)
