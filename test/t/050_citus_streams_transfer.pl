@@ -14,6 +14,9 @@
 #     filter_answers unchanged), on every shard, the moved ones included;
 #   - every shard's streams are exact already (streams_exact_from NULL)
 #     and know their streams (streams > 0).
+# The same for a distributed dedup table's (client_id, seq) claims through
+# both kinds of move: every repeated claim refused, every new one granted,
+# all answered by the streams.
 use strict;
 use warnings;
 
@@ -108,5 +111,73 @@ check_after('citus_split_shard_by_split_points', 1, 40);
 
 # a client that starts after the transfers is new everywhere, and exact
 is(apply_range(2, 1, 5), 5 * $nkeys, 'a new client\'s operations applied');
+
+# ---- a distributed dedup table's streams: (client_id, seq) claims ----
+
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_dedup('inbox', retention => '10 min', target_fpp => 0.2,
+							expected_rate => 10);
+	SELECT fbf_distribute_dedup('inbox', shard_count => 4);
+});
+my $nclients = 40;
+
+# claims seq from..to of every client; how many were new
+sub claim_range
+{
+	my ($from, $to) = @_;
+	return $coord->safe_psql('postgres', qq{
+		SELECT count(*) FILTER (WHERE fbf_claim('inbox', 'client-' || c, s))
+		  FROM generate_series(1, $nclients) c, generate_series($from, $to) s});
+}
+
+sub dedup_answers
+{
+	return split /\|/, $coord->safe_psql('postgres', q{
+		SELECT sum(exact_answers), sum(filter_answers) FROM fbf_dedup_stats
+		 WHERE dedup = 'inbox'::regclass});
+}
+
+# the shard that holds client `c`'s claims, its node and the other node
+sub dedup_shard_of
+{
+	my ($c) = @_;
+	my ($shard, $port) = split /\|/, $coord->safe_psql('postgres', qq{
+		SELECT p.shardid, n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 WHERE p.shardid = get_shard_id_for_distribution_column('inbox',
+			fbf_claim_anchor('client-$c'::text, 1))});
+	return ($shard, $port, $port == $w1->port ? $w2->port : $w1->port);
+}
+
+sub dedup_check_after
+{
+	my ($what, $high) = @_;
+	my ($exact0, $filter0) = dedup_answers();
+
+	is($coord->safe_psql('postgres', q{
+		SELECT count(*) FILTER (WHERE streams_exact_from IS NOT NULL) || '|' ||
+			   count(*) FILTER (WHERE streams = 0)
+		  FROM fbf_dedup_stats WHERE dedup = 'inbox'::regclass}),
+		'0|0', "dedup table, $what: every shard's streams exact already, and known");
+	is(claim_range($high - 9, $high), 0, "dedup table, $what: every repeated claim refused");
+	is(claim_range($high + 1, $high + 10), 10 * $nclients,
+		"dedup table, $what: every new claim granted (no false dismissal)");
+	my ($exact1, $filter1) = dedup_answers();
+	is($filter1 - $filter0, 0, "dedup table, $what: the filter answered none of them");
+	is($exact1 - $exact0, 20 * $nclients, "dedup table, $what: the streams answered all of them");
+}
+
+is(claim_range(1, 20), 20 * $nclients, 'in-order claims of every client granted');
+sleep 1;
+
+($shard, $from, $to) = dedup_shard_of(1);
+$coord->safe_psql('postgres', qq{
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to,
+									  shard_transfer_mode => 'block_writes')});
+dedup_check_after('citus_move_shard_placement (block_writes)', 20);
+
+($shard, $from, $to) = dedup_shard_of(2);
+$coord->safe_psql('postgres', qq{
+	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to)});
+dedup_check_after('citus_move_shard_placement (logical replication)', 30);
 
 done_testing();
