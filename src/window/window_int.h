@@ -153,12 +153,17 @@ FbfFullXidBefore(FullTransactionId next, TransactionId xid)
 /*
  * At most this many partition pages in one drain round (one WAL record; a
  * format may take fewer: FbfFilterRoutine.store_pages).  A chain's
- * operations fall in meta->nparts / meta->nchains partitions (8 in a new
- * window, more after splits), so a Bloom drain is one round and one record
- * while they are at most this many.  The locks: these, the pending chain
- * and the metapage, well under MAX_SIMUL_LWLOCKS (window_page.h).
+ * operations fall in meta->nparts / meta->nchains partitions
+ * (FBF_PARTS_PER_CHAIN in a new window, more after splits), so a Bloom
+ * drain of a window that has not split is one round and one record.  Not
+ * more: a drain pins these beside its whole chain (and a round's streams
+ * record, up to FBF_STREAMS_MAX_PAGES stream pages, the more the larger
+ * the round); at 16, test/t/021_window_filters.pl (TAP's 1 MB of shared
+ * buffers) failed twice in two runs with "no unpinned buffers available"
+ * in a maintenance drain, and passes at 8.  The locks: well under
+ * MAX_SIMUL_LWLOCKS (below).
  */
-#define FBF_DRAIN_MAX_PAGES		16
+#define FBF_DRAIN_MAX_PAGES		FBF_PARTS_PER_CHAIN
 
 /*
  * The buffer locks a backend may hold at once: lwlock.c's
