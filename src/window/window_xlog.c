@@ -39,9 +39,9 @@
  * in a batch, an annex of the previous operation's stream costs 1 to 3.
  * A drain costs 16 bytes an operation and a bit an entry, and takes all
  * of a chain's partition pages in one record until its window splits
- * (FBF_DRAIN_MAX_PAGES, the 8 of a new window's chain).  Redo locks a record's pages in
- * order and releases them at the end, as the primary held them
- * (FbfXLogRedoPages, common/fbf_xlog.c).
+ * (FBF_DRAIN_MAX_PAGES, the 8 of a new window's chain).  Redo locks a
+ * record's pages in order and releases them at the end, as the primary
+ * held them (FbfXLogRedoPages, common/fbf_xlog.c).
  *
  *-------------------------------------------------------------------------
  */
