@@ -18,7 +18,11 @@
 #   5. fbf 1.1 built from git history (FBF_1_1_COMMIT): its windows, which
 #      hashed under the public seed, get a secret key of their own and
 #      forget nothing: committed operations in the bits and on the chains,
-#      one in flight in a prepared transaction, a 1.1 snapshot loaded.
+#      one in flight in a prepared transaction, a 1.1 snapshot loaded;
+#   6. fbf 1.4 built from git history (FBF_1_4_COMMIT) writes WAL of the
+#      records this build no longer writes (PENDING_ADD, a drain's byte
+#      per entry) and crashes; this build's crash recovery replays them and
+#      forgets nothing.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -26,6 +30,7 @@ cd "$FBF_ROOT"
 
 FBF_1_0_COMMIT=174f8dd
 FBF_1_1_COMMIT=fa6fe46
+FBF_1_4_COMMIT=d79f448
 work=$(mktemp -d /tmp/fbf-upgrade.XXXXXX)
 n=0
 bad=0
@@ -291,6 +296,60 @@ done
 fbf_tap_ok "$(keyflags short11 14)" "1" "a retention after it got its key, a window asks only its key"
 fbf_tap_ok "$(q11 "SELECT idempotent_increment('short11', 1, 2, 1) AND NOT idempotent_increment('short11', 1, 2, 1)")" "t" \
 	"and applies operations once"
+
+# ---- 6. WAL that fbf 1.4 wrote, replayed by this build ----
+# 1.4 logged an operation with its xid and epoch (PENDING_ADD, info 0x10)
+# and a drain with a byte per entry (DRAIN, now DRAIN_V1, 0x20); this
+# build writes neither and replays both (src/window/window_xlog.c).  After
+# a checkpoint, 1.4 applies operations of a stream one transaction each, a
+# batch, one rolled back, drains them and applies more, and the server
+# crashes; this build's crash recovery replays that WAL.
+fbf_cluster_stop
+fbf_log "building fbf 1.4 ($FBF_1_4_COMMIT)"
+mkdir -p "$work/v1.4"
+git -C "$FBF_ROOT" archive "$FBF_1_4_COMMIT" | tar -x -C "$work/v1.4"
+if ! (make -C "$work/v1.4" -s >/dev/null 2>&1 && make -C "$work/v1.4" -s install >/dev/null 2>&1); then
+	echo "not ok $((n + 1)) - build and install fbf 1.4"
+	exit 1
+fi
+fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
+psql -X -q -c "CREATE DATABASE upg14"
+q14() { psql -X -At -v ON_ERROR_STOP=1 -d upg14 -c "$1"; }
+q14 "CREATE EXTENSION fbf" >/dev/null
+fbf_tap_ok "$(q14 "SELECT extversion FROM pg_extension WHERE extname = 'fbf'")" "1.4" \
+	"the server runs fbf 1.4"
+q14 "SELECT fbf_create_counter_table('c14', retention => '10 min', expected_rate => 100)" >/dev/null
+q14 "CHECKPOINT" >/dev/null
+wal_from=$(q14 "SELECT pg_current_wal_insert_lsn()")
+# each statement its own transaction: one PENDING_ADD each
+for g in $(seq 1 100); do echo "SELECT idempotent_increment('c14', 1, $g, 1);"; done |
+	psql -X -q -v ON_ERROR_STOP=1 -d upg14 >/dev/null
+q14 "SELECT count(*) FROM generate_series(101, 300) g WHERE idempotent_increment('c14', 1, g, 1)" >/dev/null
+psql -X -q -d upg14 -c "BEGIN" -c "SELECT idempotent_increment('c14', 9, 1, 1000)" -c "ROLLBACK" >/dev/null
+q14 "SELECT fbf_counter_maintain('c14')" >/dev/null
+for g in $(seq 301 350); do echo "SELECT idempotent_increment('c14', 1, $g, 1);"; done |
+	psql -X -q -v ON_ERROR_STOP=1 -d upg14 >/dev/null
+wal_to=$(q14 "SELECT pg_current_wal_insert_lsn()")
+q14 "SELECT pg_switch_wal()" >/dev/null
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -m immediate -w stop >/dev/null
+# pg_waldump names fbf's records by their info code, in hex
+fbf_tap_ok "$("$PG_BINDIR/pg_waldump" -p "$FBF_SCRATCH/data/pg_wal" --stats=record \
+	-s "$wal_from" -e "$wal_to" 2>/dev/null | grep -c 'custom170/UNKNOWN (10)\|custom170/UNKNOWN (20)')" "2" \
+	"1.4 wrote PENDING_ADD and its DRAIN after the checkpoint, and crashed"
+
+fbf_log "installing this build over 1.4, crash recovery"
+if ! (make -C "$FBF_ROOT" -s >/dev/null 2>&1 && make -C "$FBF_ROOT" -s install >/dev/null 2>&1); then
+	echo "not ok $((n + 1)) - build and install this version"
+	exit 1
+fi
+as_postgres "$PG_BINDIR/pg_ctl" -D "$FBF_SCRATCH/data" -l "$FBF_SCRATCH/server.log" \
+	-w -t 60 start >/dev/null || { cat "$FBF_SCRATCH/server.log"; exit 1; }
+fbf_tap_ok "$(q14 "SELECT count(*) FROM generate_series(1, 350) g WHERE idempotent_increment('c14', 1, g, 1)")" "0" \
+	"this build replayed 1.4's WAL: every retry of its operations is dismissed"
+fbf_tap_ok "$(q14 "SELECT idempotent_increment('c14', 9, 1, 1000)")" "t" \
+	"the operation 1.4 rolled back applies"
+fbf_tap_ok "$(q14 "SELECT fbf_counter_value('c14')")" "1350" \
+	"the counter is exact (350 operations, and the one rolled back, once)"
 
 echo "1..$n"
 [ "$bad" -eq 0 ]
