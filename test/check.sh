@@ -291,7 +291,7 @@ run_installcheck "isolation, default settings" "$logdir/isolation-plain.log" \
 fbf_cluster_stop
 
 # ---- 3. upgrade from 1.0 (installs 1.0, then this build again) ----
-part "upgrade from fbf 1.0 and 1.1 (PostgreSQL 15)"
+part "upgrade from fbf 1.0 and 1.1, and 1.4's WAL replayed (PostgreSQL 15)"
 run_script "upgrade from 1.0" upgrade bash test/upgrade.sh
 
 # ---- 4. TAP tests (PostgreSQL::Test::Cluster), as the postgres user ----
