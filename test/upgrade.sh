@@ -38,6 +38,19 @@ trap 'fbf_cluster_stop; rm -rf "$work"' EXIT
 
 q() { psql -X -At -v ON_ERROR_STOP=1 -d upg -c "$1"; }
 
+# build fbf VERSION from git history (COMMIT) into $work/vVERSION and
+# install it; a failure ends the test
+install_from_history() {
+	local version=$1 commit=$2
+	fbf_log "building fbf $version ($commit)"
+	mkdir -p "$work/v$version"
+	git -C "$FBF_ROOT" archive "$commit" | tar -x -C "$work/v$version"
+	if ! (make -C "$work/v$version" -s >/dev/null 2>&1 && make -C "$work/v$version" -s install >/dev/null 2>&1); then
+		echo "not ok $((n + 1)) - build and install fbf $version"
+		exit 1
+	fi
+}
+
 # 1.0 comes from this repository's history; a copy without it (an
 # exported tarball, a shallow clone) cannot run this test: say so, count
 # nothing
@@ -201,13 +214,7 @@ fbf_tap_ok "$(q "SELECT count(*) FROM stored WHERE f::text = portable AND fbf_co
 # out (src/window/window_key.c): committed operations in the bits and on
 # the chains, and one still in flight in a prepared transaction.
 fbf_cluster_stop
-fbf_log "building fbf 1.1 ($FBF_1_1_COMMIT)"
-mkdir -p "$work/v1.1"
-git -C "$FBF_ROOT" archive "$FBF_1_1_COMMIT" | tar -x -C "$work/v1.1"
-if ! (make -C "$work/v1.1" -s >/dev/null 2>&1 && make -C "$work/v1.1" -s install >/dev/null 2>&1); then
-	echo "not ok $((n + 1)) - build and install fbf 1.1"
-	exit 1
-fi
+install_from_history 1.1 "$FBF_1_1_COMMIT"
 fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
 psql -X -q -c "CREATE DATABASE upg11"
 q11() { psql -X -At -v ON_ERROR_STOP=1 -d upg11 -c "$1"; }
@@ -305,13 +312,7 @@ fbf_tap_ok "$(q11 "SELECT idempotent_increment('short11', 1, 2, 1) AND NOT idemp
 # batch, one rolled back, drains them and applies more, and the server
 # crashes; this build's crash recovery replays that WAL.
 fbf_cluster_stop
-fbf_log "building fbf 1.4 ($FBF_1_4_COMMIT)"
-mkdir -p "$work/v1.4"
-git -C "$FBF_ROOT" archive "$FBF_1_4_COMMIT" | tar -x -C "$work/v1.4"
-if ! (make -C "$work/v1.4" -s >/dev/null 2>&1 && make -C "$work/v1.4" -s install >/dev/null 2>&1); then
-	echo "not ok $((n + 1)) - build and install fbf 1.4"
-	exit 1
-fi
+install_from_history 1.4 "$FBF_1_4_COMMIT"
 fbf_cluster_start "fbf.worker_enabled = off" "fbf.fixed_window_keys = on" || exit 1
 psql -X -q -c "CREATE DATABASE upg14"
 q14() { psql -X -At -v ON_ERROR_STOP=1 -d upg14 -c "$1"; }
