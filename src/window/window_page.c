@@ -49,15 +49,47 @@ FbfWindowSetMeta(Page page, const FbfWindowMetaPageData *meta)
 		(char *) PageGetContents(page) + sizeof(FbfWindowMetaPageData) - (char *) page;
 }
 
+/* the backend's cache of `index` (window_int.h, FbfWindowCache) */
+FbfWindowCache *
+FbfWindowCacheOf(Relation index)
+{
+	if (index->rd_amcache == NULL)
+		index->rd_amcache = MemoryContextAllocZero(index->rd_indexcxt,
+												   sizeof(FbfWindowCache));
+	return (FbfWindowCache *) index->rd_amcache;
+}
+
 /*
  * Read block blkno and lock it in `mode`; error out (as corruption) unless
  * it is a window page of kind page_id.
+ *
+ * Every operation reads the metapage and its chain, and a look-up in the
+ * shared buffer table costs more than the rest of such a read: the buffer
+ * the block was last found in is tried first (FbfRecentBuffer), which
+ * ReadRecentBuffer pins only if it still holds this block.
  */
 Buffer
 FbfWindowReadPage(Relation index, BlockNumber blkno, int mode, uint16 page_id)
 {
-	Buffer		buf = ReadBuffer(index, blkno);
+	FbfWindowCache *cache = FbfWindowCacheOf(index);
+	FbfRecentBuffer *recent;
+	Buffer		buf;
 
+	if (page_id == FBF_PAGE_ID_META || page_id == FBF_PAGE_ID_PENDING)
+		recent = &cache->recent[blkno % FBF_RECENT_BUFFERS];
+	else
+		recent = &cache->recent_data[blkno % FBF_RECENT_DATA_BUFFERS];
+	if (recent->blkno == blkno &&
+		BufferIsValid(recent->buffer) &&
+		ReadRecentBuffer(FbfRelationLocator(index), MAIN_FORKNUM, blkno,
+						 recent->buffer))
+		buf = recent->buffer;
+	else
+	{
+		buf = ReadBuffer(index, blkno);
+		recent->blkno = blkno;
+		recent->buffer = buf;
+	}
 	LockBuffer(buf, mode);
 	if (FbfPageId(BufferGetPage(buf), sizeof(FbfWindowPageOpaqueData)) != page_id)
 		FbfReportUnexpectedPage(index, blkno,
