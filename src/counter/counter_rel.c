@@ -345,10 +345,18 @@ column_allowed(Oid relid, const char *column, AclMode mode)
 static void
 check_access(Oid relid, FbfCounterAccess access)
 {
-	char		relkind = get_rel_relkind(relid);
-	char	   *relname = get_rel_name(relid);
+	AclMode		table_mode = access == FBF_DEDUP_CLAIM ? ACL_INSERT :
+		access == FBF_COUNTER_INCREMENT ? ACL_SELECT | ACL_UPDATE : ACL_SELECT;
+	char		relkind;
+	char	   *relname;
 	bool		ok;
 
+	/* the common case first: one look-up of the table's own grants */
+	if (access != FBF_COUNTER_OWNER &&
+		pg_class_aclmask(relid, GetUserId(), table_mode, ACLMASK_ALL) == table_mode)
+		return;
+	relkind = get_rel_relkind(relid);
+	relname = get_rel_name(relid);
 	if (relname == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
