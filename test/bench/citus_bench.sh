@@ -22,7 +22,12 @@
 #   instead (the key 'k' || 42, a number concatenated: a stable function,
 #   as users write it in SQL).  FBF_BENCH_KEY replaces the key expression
 #   on both sides (default 'k' || :k; 'k' || :k::int makes it a stable
-#   function of a parameter).  Builds and installs
+#   function of a parameter).  FBF_BENCH_DELEGATED=1 adds a side:
+#   deleg, the increment through a function of the user's own,
+#   `bench_incr(key, client_id, seq, delta)` in PL/pgSQL, distributed with
+#   create_distributed_function by its key and colocated with the counter,
+#   so that Citus delegates the whole call to the key's worker (one round
+#   trip), sent to the coordinator.  Builds and installs
 #   fbf (and Citus from the vendored tarball, test/lib.sh), starts a
 #   coordinator and two workers on loopback ports as the postgres user
 #   (shared_preload_libraries = 'citus,fbf', fsync on), and stops them on
@@ -53,6 +58,16 @@ INSERT INTO bench_plain SELECT 'k' || i, 0, 0 FROM generate_series(1, $keys) i;
 SELECT count(*) FROM (SELECT idempotent_increment('bench_fbf', 'k' || i, -1, i, 0)
 						FROM generate_series(1, $keys) i) s;
 SQL
+delegated=${FBF_BENCH_DELEGATED:-0}
+if [ "$delegated" = 1 ]; then
+	psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE OR REPLACE FUNCTION bench_incr(key text, client_id bigint, seq bigint, delta bigint)
+RETURNS boolean LANGUAGE plpgsql AS
+$$BEGIN RETURN idempotent_increment('bench_fbf', key, client_id, seq, delta); END$$;
+SELECT create_distributed_function('bench_incr(text,bigint,bigint,bigint)', '$1',
+								   colocate_with => 'bench_fbf');
+SQL
+fi
 
 # each transaction a new operation, numbered in order by its client as
 # idempotent clients do: client :base + :client_id (base apart for each
@@ -62,6 +77,12 @@ cat >"$dir/fbf.sql" <<SQL
 \set seq :seq + 1
 \set cid :base + :client_id
 SELECT idempotent_increment('bench_fbf', $key, :cid, :seq, 1);
+SQL
+cat >"$dir/deleg.sql" <<SQL
+\set k random(1, $keys)
+\set seq :seq + 1
+\set cid :base + :client_id
+SELECT bench_incr($key, :cid, :seq, 1);
 SQL
 cat >"$dir/plain.sql" <<SQL
 \set k random(1, $keys)
@@ -83,11 +104,12 @@ mapfile -t workers < <(psql -X -q -At -c "SELECT nodeport FROM pg_dist_node WHER
 # side round: fbf, plain, batch through the coordinator; fbf_w, plain_w
 # through the workers (the clients split between them, the transactions
 # summed).  Client ids: 0.. through the coordinator, 100.. and 200..
-# through the workers, 1000.. in batches; each round's seqs start at
-# round * 10^9.
+# through the workers, 1000.. in batches, 2000.. delegated; each round's
+# seqs start at round * 10^9.
 run() {
 	local side=${1%_w} seq0=$(($2 * 1000000000)) base=0 n i=0
 	[ "$side" != batch ] || base=1000
+	[ "$side" != deleg ] || base=2000
 	if [ "$side" = "$1" ]; then
 		"$PG_BINDIR/pgbench" -n -M "$mode" -c "$clients" -j "$clients" -T "$secs" \
 			-D base=$base -D seq=$seq0 -f "$dir/$side.sql" 2>/dev/null |
@@ -106,6 +128,7 @@ run() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 sides="fbf plain fbf_w plain_w batch"
+[ "$delegated" != 1 ] || sides="$sides deleg"
 for side in $sides; do : >"$dir/$side.tps"; done
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) -eq 1 ]; then order=$sides; else order=$(echo $sides | tr ' ' '\n' | tac | tr '\n' ' '); fi
@@ -121,5 +144,8 @@ psql -X -q -At -c "SELECT 'dismissal rate: ' || sum(dismissed) || ' of ' || sum(
 	FROM fbf_counter_stats WHERE counter = 'bench_fbf'::regclass"
 echo "coordinator: median tps idempotent_increment $m_fbf, plain UPDATE $m_plain, ratio $(ratio "$m_fbf" "$m_plain")"
 echo "workers: median tps idempotent_increment $m_fbf_w, plain UPDATE $m_plain_w, ratio $(ratio "$m_fbf_w" "$m_plain_w")"
+[ "$delegated" != 1 ] ||
+	echo "delegated function, coordinator: median tps $m_deleg, ratio $(ratio "$m_deleg" "$m_plain") to the plain UPDATE, $(ratio "$m_deleg" "$m_fbf") to idempotent_increment"
 echo "batches of 100: median tps $m_batch ($(awk -v a="$m_batch" 'BEGIN {printf "%.0f", a * 100}') operations/s), $(ratio "$(awk -v a="$m_batch" 'BEGIN {print a * 100}')" "$m_fbf")x single increments through the coordinator"
+[ "$delegated" != 1 ] || psql -X -q -c "DROP FUNCTION bench_incr"
 psql -X -q -c "DROP TABLE bench_fbf, bench_plain"
