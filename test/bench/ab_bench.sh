@@ -14,8 +14,12 @@
 # BEFORE, AFTER, BEFORE, AFTER ... `rounds` times (default 3), each run
 # with its own scratch cluster and the same arguments (default: 8 s per
 # run, 3 rounds, 12 s of steady state), and the script prints each run's
-# fbf / plain ratios (1,000 keys; the hot key at the first HOT_CLIENTS)
-# and false dismissals, then the medians of each side.  Every ratio is
+# fbf / plain ratios (1,000 keys; the hot key at the first HOT_CLIENTS),
+# plain / fbf server CPU per transaction (1,000 keys, sync off) and false
+# dismissals, then the medians of each side.  Both revisions are measured
+# by this checkout's harness (counter_bench.sh, bench_lib.sh and the
+# workloads, copied into each worktree; each revision builds itself with
+# its own test/lib.sh).  Every ratio is
 # measured inside one run of counter_bench.sh, against its own plain
 # UPDATE; alternating the revisions spreads the machine's drift over both.
 # Logs and CSVs stay in the scratch directory it prints.  Not a test.
@@ -46,6 +50,8 @@ pg_lib=$(dirname "$(dirname "$(pg_config --bindir)")")	# /usr/lib/postgresql
 for side in before after; do
 	rev=${!side}
 	git -C "$FBF_ROOT" worktree add -q --detach "$work/src-$side" "$rev"
+	cp "$FBF_ROOT/test/bench/counter_bench.sh" "$FBF_ROOT/test/bench/bench_lib.sh" "$work/src-$side/test/bench/"
+	cp -r "$FBF_ROOT/test/bench/workloads/." "$work/src-$side/test/bench/workloads/"
 	prefix="$work/pg-$side"
 	mkdir -p "$prefix/usr/lib" "$prefix/usr/share" "$prefix/usr/include"
 	cp -a "$pg_lib" "$prefix/usr/lib/"
@@ -66,32 +72,36 @@ for round in $(seq 1 "$rounds"); do
 	done
 done
 
-# the ratios of one run: "a_off a_on hot_off hot_on dismissed attempted"
+# the ratios of one run: "a_off a_on hot_off hot_on cpu_off" (cpu_off:
+# plain / fbf server CPU per transaction, 1,000 keys, sync off; "-" from a
+# counter_bench.sh that does not measure it)
 ratios() {
 	local log=$1
 	awk '
 		/^== a\./ { sec = "a" } /^== b\./ { sec = "b" } /^== c\./ { sec = "" }
 		sec == "a" && /^fbf \/ plain/ { aoff = $4; aon = $5 }
+		sec == "a" && /^plain \/ fbf server CPU/ { cpu = $6 }
 		sec == "b" && $1 ~ /^[0-9]+$/ && !hot[$2]++ { h[$2] = $5 }
-		END { printf "%s %s %s %s\n", aoff, aon, h["off"], h["on"] }' "$log"
+		END { printf "%s %s %s %s %s\n", aoff, aon, h["off"], h["on"], cpu == "" ? "-" : cpu }' "$log"
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo
 echo "fbf / plain tps, counter_bench.sh ${args[*]} (HOT_CLIENTS=${HOT_CLIENTS:-1 2 4}: the hot key at its first)"
-printf '%-8s %-6s %10s %10s %12s %12s\n' side round "1k off" "1k on" "hot off" "hot on"
+printf '%-8s %-6s %10s %10s %12s %12s %12s\n' side round "1k off" "1k on" "hot off" "hot on" "CPU 1k off"
 for side in before after; do
 	for round in $(seq 1 "$rounds"); do
-		read -r aoff aon hoff hon <<<"$(ratios "$work/${side}_$round.log")"
-		printf '%-8s %-6s %10s %10s %12s %12s\n' "$side" "$round" "$aoff" "$aon" "$hoff" "$hon"
-		echo "$aoff $aon $hoff $hon" >>"$work/$side.ratios"
+		read -r aoff aon hoff hon cpu <<<"$(ratios "$work/${side}_$round.log")"
+		printf '%-8s %-6s %10s %10s %12s %12s %12s\n' "$side" "$round" "$aoff" "$aon" "$hoff" "$hon" "$cpu"
+		echo "$aoff $aon $hoff $hon $cpu" >>"$work/$side.ratios"
 	done
 	m=()
-	for col in 1 2 3 4; do
-		m+=("$(awk -v c=$col '{ print $c }' "$work/$side.ratios" | median)")
+	for col in 1 2 3 4 5; do
+		m+=("$(awk -v c=$col '$c != "-" { print $c }' "$work/$side.ratios" | median)")
 	done
-	printf '%-8s %-6s %10s %10s %12s %12s\n' "$side" median "${m[@]}"
+	printf '%-8s %-6s %10s %10s %12s %12s %12s\n' "$side" median "${m[@]}"
 done
+echo "(CPU: plain / fbf server CPU time per transaction, the cluster's processes from /proc)"
 echo
 echo "false dismissals (unique operations), by run:"
 for side in before after; do

@@ -13,6 +13,10 @@
 #                       worker every second; more lines may override them
 #   PGBENCH, psqlq, sql the clients
 #   lsn                 the WAL insert position
+#   server_cpu_ticks    the CPU time the scratch cluster's processes have
+#                       used so far (its postmaster and every process it
+#                       started, live or exited), in clock ticks; nothing
+#                       for a cluster that is not this script's
 #   prune_start TABLE SYNC / prune_stop
 #                       the pruning job of an exact table (the baseline of
 #                       the counter and claim benchmarks): a DELETE of the
@@ -30,6 +34,18 @@ PGBENCH="$PG_BINDIR/pgbench"
 psqlq() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 lsn() { sql "SELECT pg_current_wal_insert_lsn()"; }
+# /proc/PID/stat past "PID (comm) ": utime, stime, cutime, cstime are the
+# 12th to 15th fields; an exited child's time is in its parent's cutime
+# and cstime once the postmaster has reaped it
+server_cpu_ticks() {
+	local pm
+	[ -n "${FBF_SCRATCH:-}" ] && [ -r "$FBF_SCRATCH/data/postmaster.pid" ] || return 0
+	pm=$(head -1 "$FBF_SCRATCH/data/postmaster.pid")
+	{
+		cat "/proc/$pm/stat"
+		for c in $(pgrep -P "$pm"); do cat "/proc/$c/stat" 2>/dev/null || true; done
+	} | sed 's/^.*) //' | awk '{ t += $12 + $13 + $14 + $15 } END { print t }'
+}
 
 PRUNER=""
 bench_end() {

@@ -16,9 +16,12 @@
 #  a. 1,000 keys, CLIENTS clients, synchronous_commit off and on:
 #       plain  UPDATE plain SET value = value + 1 WHERE key = $k AND shard = 0
 #       fbf    SELECT idempotent_increment('idem', $k, client, random seq, 1)
-#     fbf / plain tps.
+#     fbf / plain tps, and the server's CPU time per transaction (all the
+#     cluster's processes, from /proc: what the machine's other load
+#     delays but does not add to), plain / fbf.
 #  b. one hot key (hot_plain, hot_fbf) at each of HOT_CLIENTS clients, both
-#     synchronous_commit settings: fbf / plain tps (a scaling figure:
+#     synchronous_commit settings: fbf / plain tps and plain / fbf CPU per
+#     transaction (a scaling figure:
 #     <csv-file without .csv>_hot_key.png, drawn if gnuplot is installed).
 #  c. steady state, synchronous_commit off, steady-seconds (>= 60 for the
 #     issue's figure) per side, fresh tables, retention 20 s:
@@ -129,7 +132,7 @@ counter_counts() { psql -X -At -F ' ' -c "SELECT applied, dismissed FROM fbf_cou
 
 # the pruning job of the exact op table: a DELETE every second
 
-echo "section,workload,synchronous_commit,clients,round,seconds,xacts,tps,tail_tps,wal_bytes_per_xact,blks_per_call,calls,applied,dismissed,false_dismissal_pct" >"$CSV"
+echo "section,workload,synchronous_commit,clients,round,seconds,xacts,tps,tail_tps,wal_bytes_per_xact,blks_per_call,calls,applied,dismissed,false_dismissal_pct,cpu_us_per_xact" >"$CSV"
 
 # run_one SECTION WORKLOAD SYNC CLIENTS SECS ROUND [pgbench options]:
 # one pgbench run, measured; appends its CSV row.
@@ -149,13 +152,16 @@ run_one() {
 	sql "SELECT pg_stat_statements_reset()" >/dev/null
 	local a0=0 d0=0 a1=0 d1=0
 	[ -z "$counter" ] || read -r a0 d0 <<<"$(counter_counts "$counter")"
-	local start end
+	local start end cpu0 cpu1 cpu=""
 	start=$(lsn)
+	cpu0=$(server_cpu_ticks)
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" \
 		-T "$secs" "$@" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
 		cat "$work/run.out" "$work/run.err" >&2
 		return 1
 	fi
+	sleep 0.2	# the clients' backends exit, and are reaped
+	cpu1=$(server_cpu_ticks)
 	end=$(lsn)
 	[ -z "$counter" ] || read -r a1 d1 <<<"$(counter_counts "$counter")"
 	local xacts tps tail="" wal blks calls
@@ -175,6 +181,10 @@ run_one() {
 	wal=$(sql "SELECT round(pg_wal_lsn_diff('$end', '$start') / $xacts, 1)")
 	read -r blks calls <<<"$(psql -X -At -F ' ' -c "SELECT round(sum(shared_blks_hit + shared_blks_read)::numeric
 		/ greatest(sum(calls), 1), 2), sum(calls) FROM pg_stat_statements WHERE query ~ '$pattern'")"
+	# the server's CPU time per transaction: its own work, which the
+	# machine's other load delays but does not add to as it does to tps
+	[ -z "$cpu0" ] || cpu=$(awk -v t="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v n="$xacts" \
+		'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
 	local applied="" dismissed="" pct=""
 	if [ -n "$counter" ]; then
 		applied=$((a1 - a0))
@@ -187,7 +197,7 @@ run_one() {
 		"$PG_BINDIR/pg_waldump" -p "$FBF_SCRATCH/data/pg_wal" -s "$start" -e "$end" --stats \
 			>"$work/waldump_fbf" 2>&1 || true
 	fi
-	echo "$section,$w,$sync,$clients,$round,$secs,$xacts,$tps,$tail,$wal,$blks,$calls,$applied,$dismissed,$pct" >>"$CSV"
+	echo "$section,$w,$sync,$clients,$round,$secs,$xacts,$tps,$tail,$wal,$blks,$calls,$applied,$dismissed,$pct,$cpu" >>"$CSV"
 }
 
 # the median of a column over a group's rounds (empty if none)
@@ -277,6 +287,7 @@ for g in $(awk -F, 'NR > 1 && $5 != "median" { print $1 "," $2 "," $3 "," $4 }' 
 	else
 		row="$row,,,"
 	fi
+	row="$row,$(median cpu_us_per_xact "$s" "$w" "$y" "$n")"
 	echo "$row" >>"$CSV"
 done
 
@@ -292,6 +303,13 @@ r_on=$(ratio "$(M tps a fbf on "$CLIENTS")" "$(M tps a plain on "$CLIENTS")")
 printf '%-34s %14s %14s   >= %s / %s: %s / %s\n' "fbf / plain" "$r_off" "$r_on" "$T_RATIO" "$T_RATIO_ON" \
 	"$(verdict "$r_off" ">=" "$T_RATIO")" "$(verdict "$r_on" ">=" "$T_RATIO_ON")"
 echo "fbf false dismissals (unique operations): sync off $(dismissals a fbf off "$CLIENTS"), sync on $(dismissals a fbf on "$CLIENTS")"
+for w in plain fbf; do
+	printf '%-34s %14s %14s\n' "$w server CPU us per transaction" \
+		"$(fmt1 "$(M cpu_us_per_xact a $w off "$CLIENTS")")" "$(fmt1 "$(M cpu_us_per_xact a $w on "$CLIENTS")")"
+done
+printf '%-34s %14s %14s\n' "plain / fbf server CPU" \
+	"$(ratio "$(M cpu_us_per_xact a plain off "$CLIENTS")" "$(M cpu_us_per_xact a fbf off "$CLIENTS")")" \
+	"$(ratio "$(M cpu_us_per_xact a plain on "$CLIENTS")" "$(M cpu_us_per_xact a fbf on "$CLIENTS")")"
 for sync in off on; do
 	printf 'runs, sync %s, tps plain / fbf:' "$sync"
 	for round in $(seq 1 "$ROUNDS"); do
@@ -305,13 +323,15 @@ echo "filter after the rounds (filters, live, period, bits per filter, partition
 
 echo
 echo "== b. one hot key, ${SECS} s per run, median of $ROUNDS rounds"
-printf '%-8s %-6s %12s %12s %12s %8s   %s\n' clients sync "plain tps" "fbf tps" "fbf / plain" target "fbf false dismissals"
+printf '%-8s %-6s %12s %12s %12s %8s %12s   %s\n' clients sync "plain tps" "fbf tps" "fbf / plain" target "plain / fbf CPU" "fbf false dismissals"
 for clients in $HOT_CLIENTS; do
 	for sync in off on; do
 		r=$(ratio "$(M tps b hot_fbf "$sync" "$clients")" "$(M tps b hot_plain "$sync" "$clients")")
-		printf '%-8s %-6s %12s %12s %12s %8s   %s\n' "$clients" "$sync" \
+		printf '%-8s %-6s %12s %12s %12s %8s %12s   %s\n' "$clients" "$sync" \
 			"$(fmt0 "$(M tps b hot_plain "$sync" "$clients")")" "$(fmt0 "$(M tps b hot_fbf "$sync" "$clients")")" \
-			"$r" "$(verdict "$r" ">=" "$T_HOT")" "$(dismissals b hot_fbf "$sync" "$clients")"
+			"$r" "$(verdict "$r" ">=" "$T_HOT")" \
+			"$(ratio "$(M cpu_us_per_xact b hot_plain "$sync" "$clients")" "$(M cpu_us_per_xact b hot_fbf "$sync" "$clients")")" \
+			"$(dismissals b hot_fbf "$sync" "$clients")"
 	done
 done
 
