@@ -42,6 +42,7 @@
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type_d.h"
 #include "miscadmin.h"
+#include "storage/sinval.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -423,7 +424,9 @@ check_kind(Relation rel, FbfCounterRel *entry, FbfCounterAccess access)
  * conflicts with that), for `access`, which also says which kind of table
  * is acceptable.  Privileges are checked before the lock is taken, so that
  * no one can queue locks on a table they may not use, and again once it is
- * held (grants may have changed meanwhile).  Errors if the relation is not
+ * held if invalidations were processed meanwhile (grants may have changed:
+ * a GRANT or REVOKE sends one), as RangeVarGetRelidExtended rechecks a
+ * name.  Errors if the relation is not
  * a table of a kind `access` accepts, or if it is a Citus table, whose own
  * window is never used (the route's refusal).  Close with FbfCounterClose,
  * which keeps the locks until the end of the transaction.
@@ -448,10 +451,13 @@ FbfCounterOpenRoutable(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
 {
 	Relation	rel;
 	FbfCounterRel *entry = NULL;
+	uint64		inval_count = SharedInvalidMessageCounter;
 
 	check_access(relid, access);
 	rel = table_open(relid, lockmode);
-	check_access(relid, access);
+	/* a change of grants meanwhile is an invalidation the lock processed */
+	if (SharedInvalidMessageCounter != inval_count)
+		check_access(relid, access);
 	if (rel->rd_rel->relkind == RELKIND_RELATION)
 		entry = FbfCounterRelGet(rel);
 	check_kind(rel, entry, access);
