@@ -70,42 +70,7 @@ extern int	fbf_max_streams;
 extern void FbfWindowOptionsInit(void);
 extern bytea *FbfWindowParseOptions(Datum reloptions, bool validate);
 
-/* ---- window_page.c: pages, the metapage lock, the backend's cache ---- */
-
-/*
- * The buffer a window page was last found in, a hint for ReadRecentBuffer,
- * direct-mapped by block number: the pages an operation reads, pinned
- * without a look-up in the shared buffer table.  Two tables, so that the
- * pages every operation reads (the metapage and the chains: blocks 1 ..
- * nchains are the chain heads) are not evicted by the partition and stream
- * pages, one of hundreds each, taken at random.
- */
-#define FBF_RECENT_BUFFERS		256		/* metapage and pending pages */
-#define FBF_RECENT_DATA_BUFFERS	1024	/* partition and stream pages */
-
-typedef struct FbfRecentBuffer
-{
-	BlockNumber blkno;
-	Buffer		buffer;			/* InvalidBuffer: no hint */
-} FbfRecentBuffer;
-
-/*
- * The backend's cache of one window index, in the index's rd_amcache (as
- * access/hash keeps its metapage's copy there): allocated zeroed on first
- * use, freed with the rest of the relcache entry's AM cache whenever
- * invalidations are processed.  Nothing in it is trusted: the keying is
- * checked against the metapage by every operation (window_key.c), a hint
- * against the buffer's tag (ReadRecentBuffer).
- */
-typedef struct FbfWindowCache
-{
-	bool		has_keying;
-	FbfWindowKeying keying;		/* window_key.c, FbfWindowGetKeying */
-	FbfRecentBuffer recent[FBF_RECENT_BUFFERS];
-	FbfRecentBuffer recent_data[FBF_RECENT_DATA_BUFFERS];
-} FbfWindowCache;
-
-extern FbfWindowCache *FbfWindowCacheOf(Relation index);
+/* ---- window_page.c: pages, the metapage lock ---- */
 extern void FbfWindowInitPage(Page page, uint16 page_id);
 extern void FbfWindowInitPendingPage(Page page);
 extern void FbfWindowSetMeta(Page page, const FbfWindowMetaPageData *meta);

@@ -151,31 +151,30 @@ FbfWindowKeyingOf(const FbfWindowMetaPageData *meta, int64 now,
 
 /*
  * How the window hashes identities now, into *keying: the backend's copy,
- * kept in the index's cache (FbfWindowCacheOf: freed whenever relcache
- * invalidations are processed, which reading a page does not), or with
- * `reread` the metapage's, which becomes the copy.  The caller holds
- * RowExclusiveLock on the table.  The copy can be stale, and the key can
- * change under the lock too (a refresh's first step, an empty window
- * adopting a snapshot): FbfWindowApply compares the keying an operation
- * was hashed under with the metapage's and says FBF_OP_REKEYED, and the
- * caller rereads.
+ * kept in the index's rd_amcache (as access/hash keeps its metapage; freed
+ * whenever relcache invalidations are processed), or with `reread` the
+ * metapage's, which becomes the copy.  The caller holds RowExclusiveLock
+ * on the table.  The copy can be stale, and the key can change under the
+ * lock too (a refresh's first step, an empty window adopting a snapshot):
+ * FbfWindowApply compares the keying an operation was hashed under with
+ * the metapage's and says FBF_OP_REKEYED, and the caller rereads.
  */
 void
 FbfWindowGetKeying(Relation index, bool reread, FbfWindowKeying *keying)
 {
-	FbfWindowCache *cache = FbfWindowCacheOf(index);
-
-	if (!cache->has_keying || reread)
+	if (index->rd_amcache == NULL || reread)
 	{
 		FbfWindowMetaPageData meta;
 
 		FbfWindowReadMeta(index, &meta);
 		FbfWindowKeyingOf(&meta, FbfWindowNow(&meta), keying);
-		cache->keying = *keying;
-		cache->has_keying = true;
+		if (index->rd_amcache == NULL)
+			index->rd_amcache = MemoryContextAlloc(index->rd_indexcxt,
+												   sizeof(FbfWindowKeying));
+		memcpy(index->rd_amcache, keying, sizeof(FbfWindowKeying));
 		return;
 	}
-	*keying = cache->keying;
+	memcpy(keying, index->rd_amcache, sizeof(FbfWindowKeying));
 }
 
 /*

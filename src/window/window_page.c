@@ -18,6 +18,7 @@
 #include "common/fbf_xlog.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
@@ -49,14 +50,41 @@ FbfWindowSetMeta(Page page, const FbfWindowMetaPageData *meta)
 		(char *) PageGetContents(page) + sizeof(FbfWindowMetaPageData) - (char *) page;
 }
 
-/* the backend's cache of `index` (window_int.h, FbfWindowCache) */
-FbfWindowCache *
-FbfWindowCacheOf(Relation index)
+/*
+ * The buffer a window page was last found in, a hint for ReadRecentBuffer:
+ * this backend's, for every window it reads, in two direct-mapped tables
+ * of fixed size (its memory does not grow with the windows it opens), by
+ * index and block.  The metapage and pending pages, which every operation
+ * reads (a chain's head is block 1 + chain), are kept apart from the
+ * partition and stream pages, one of hundreds each taken at random, which
+ * would evict them.  A hint is only a guess: ReadRecentBuffer pins the
+ * buffer only if its tag still names the block, so a stale or colliding
+ * one costs a failed check.  None for a temporary table's window: its
+ * buffers are this backend's local ones, which a hint could not tell from
+ * a shared buffer of another relation's.
+ */
+typedef struct FbfRecentBuffer
 {
-	if (index->rd_amcache == NULL)
-		index->rd_amcache = MemoryContextAllocZero(index->rd_indexcxt,
-												   sizeof(FbfWindowCache));
-	return (FbfWindowCache *) index->rd_amcache;
+	Oid			relid;
+	BlockNumber blkno;
+	Buffer		buffer;			/* InvalidBuffer: none */
+} FbfRecentBuffer;
+
+#define FBF_RECENT_PAGES		512		/* metapages and pending pages */
+#define FBF_RECENT_DATA_PAGES	2048	/* partition and stream pages */
+
+static FbfRecentBuffer recent_pages[FBF_RECENT_PAGES];
+static FbfRecentBuffer recent_data_pages[FBF_RECENT_DATA_PAGES];
+
+/* the hint slot of block blkno of `index`, whose pages are of kind page_id */
+static inline FbfRecentBuffer *
+recent_buffer(Relation index, BlockNumber blkno, uint16 page_id)
+{
+	uint32		h = blkno + RelationGetRelid(index) * 0x9E3779B1u;
+
+	if (page_id == FBF_PAGE_ID_META || page_id == FBF_PAGE_ID_PENDING)
+		return &recent_pages[h % FBF_RECENT_PAGES];
+	return &recent_data_pages[h % FBF_RECENT_DATA_PAGES];
 }
 
 /*
@@ -65,30 +93,38 @@ FbfWindowCacheOf(Relation index)
  *
  * Every operation reads the metapage and its chain, and a look-up in the
  * shared buffer table costs more than the rest of such a read: the buffer
- * the block was last found in is tried first (FbfRecentBuffer), which
- * ReadRecentBuffer pins only if it still holds this block.
+ * the block was last found in is tried first (FbfRecentBuffer).  A read
+ * through a hint is counted in the index's statistics as a hit, as
+ * ReadBuffer counts one (but not in pg_stat_io, nor in a vacuum's cost).
  */
 Buffer
 FbfWindowReadPage(Relation index, BlockNumber blkno, int mode, uint16 page_id)
 {
-	FbfWindowCache *cache = FbfWindowCacheOf(index);
-	FbfRecentBuffer *recent;
-	Buffer		buf;
+	FbfRecentBuffer *recent = NULL;
+	Buffer		buf = InvalidBuffer;
 
-	if (page_id == FBF_PAGE_ID_META || page_id == FBF_PAGE_ID_PENDING)
-		recent = &cache->recent[blkno % FBF_RECENT_BUFFERS];
-	else
-		recent = &cache->recent_data[blkno % FBF_RECENT_DATA_BUFFERS];
-	if (recent->blkno == blkno &&
-		BufferIsValid(recent->buffer) &&
-		ReadRecentBuffer(FbfRelationLocator(index), MAIN_FORKNUM, blkno,
-						 recent->buffer))
-		buf = recent->buffer;
-	else
+	if (!RelationUsesLocalBuffers(index))
+	{
+		recent = recent_buffer(index, blkno, page_id);
+		if (recent->relid == RelationGetRelid(index) && recent->blkno == blkno &&
+			BufferIsValid(recent->buffer) &&
+			ReadRecentBuffer(FbfRelationLocator(index), MAIN_FORKNUM, blkno,
+							 recent->buffer))
+		{
+			buf = recent->buffer;
+			pgstat_count_buffer_read(index);
+			pgstat_count_buffer_hit(index);
+		}
+	}
+	if (!BufferIsValid(buf))
 	{
 		buf = ReadBuffer(index, blkno);
-		recent->blkno = blkno;
-		recent->buffer = buf;
+		if (recent != NULL)
+		{
+			recent->relid = RelationGetRelid(index);
+			recent->blkno = blkno;
+			recent->buffer = buf;
+		}
 	}
 	LockBuffer(buf, mode);
 	if (FbfPageId(BufferGetPage(buf), sizeof(FbfWindowPageOpaqueData)) != page_id)
