@@ -346,14 +346,28 @@ column_allowed(Oid relid, const char *column, AclMode mode)
 static void
 check_access(Oid relid, FbfCounterAccess access)
 {
-	AclMode		table_mode = access == FBF_DEDUP_CLAIM ? ACL_INSERT :
-		access == FBF_COUNTER_INCREMENT ? ACL_SELECT | ACL_UPDATE : ACL_SELECT;
+	AclMode		table_mode = 0;
 	char		relkind;
 	char	   *relname;
 	bool		ok;
 
-	/* the common case first: one look-up of the table's own grants */
-	if (access != FBF_COUNTER_OWNER &&
+	/* the common case first: the table's own grants suffice, one look-up */
+	switch (access)
+	{
+		case FBF_COUNTER_READ:
+		case FBF_WINDOW_READ:
+			table_mode = ACL_SELECT;
+			break;
+		case FBF_COUNTER_INCREMENT:
+			table_mode = ACL_SELECT | ACL_UPDATE;
+			break;
+		case FBF_DEDUP_CLAIM:
+			table_mode = ACL_INSERT;
+			break;
+		case FBF_COUNTER_OWNER:
+			break;
+	}
+	if (table_mode != 0 &&
 		pg_class_aclmask(relid, GetUserId(), table_mode, ACLMASK_ALL) == table_mode)
 		return;
 	relkind = get_rel_relkind(relid);
