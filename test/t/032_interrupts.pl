@@ -18,7 +18,12 @@
 # operation (at_capacity = 'dismiss': no share of their capacity refuses a
 # batch first) and have room in flight for all of them (expected_rate:
 # chains enough); the counter records each operation's delta identity too
-# (track_mismatch), which makes its batch the slower one.
+# (track_mismatch), which makes its batch the slower one: superlinear
+# today (200,000, 400,000 and 800,000 operations in 0.7, 2.1 and 13 s,
+# against 0.25, 0.5 and 1.1 s without it), because each delta identity is
+# on another chain than its operation's and the batch's hold of one chain
+# is let go for it.  Should that become linear, the premise below fails
+# and the batch must grow (up to 4,194,304 operations a call).
 use strict;
 use warnings;
 
