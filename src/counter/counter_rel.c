@@ -440,10 +440,10 @@ check_kind(Relation rel, FbfCounterRel *entry, FbfCounterAccess access)
  * no one can queue locks on a table they may not use, and again once it is
  * held if invalidations were processed meanwhile (grants may have changed:
  * a GRANT or REVOKE sends one), as RangeVarGetRelidExtended rechecks a
- * name.  Errors if the relation is not
- * a table of a kind `access` accepts, or if it is a Citus table, whose own
- * window is never used (the route's refusal).  Close with FbfCounterClose,
- * which keeps the locks until the end of the transaction.
+ * name.  Errors if the relation is not a table of a kind `access` accepts,
+ * or if it is a Citus table, whose own window is never used (the route's
+ * refusal).  Close with FbfCounterClose, which keeps the locks until the
+ * end of the transaction.
  */
 void
 FbfCounterOpen(Oid relid, FbfCounterAccess access, LOCKMODE lockmode,
