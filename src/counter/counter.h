@@ -63,19 +63,33 @@ typedef struct FbfOps
 } FbfOps;
 
 /*
+ * A delta identity (FbfDeltaHash) under the window's key, as FbfOpsDeltas
+ * gives it: with the index of its operation in the call (FbfOps).
+ */
+typedef struct FbfDeltaId
+{
+	FbfHash		hash;
+	int			op;
+} FbfDeltaId;
+
+/*
  * The most operations (or ids) one call takes, refused beyond it (54000)
  * from the arrays' dimensions, before anything is read or allocated per
  * element (FbfBatchLength).  Besides its arguments, a call holds per
  * operation: its hashes as the window is asked (FbfWindowOp, 72 bytes),
- * its place (4), its index while the call is sorted (4), its answer and
- * the result's element (2); and an operation's client id, seq and delta
- * (24), or a claim's id as read (8), its identity's pointer (8) and bytes
- * (packed: 16 for a bigint id, 5 and its length for a text id), and a
- * (client_id, seq) claim's seq and its copy (16).  Measured with a batch
- * of a million (the backend's peak RSS less the arguments): 110 bytes per
- * operation, 116 per claim of a bigint id, 141 per (client_id, seq) claim;
- * so a maximal batch of fixed-size ids takes at most about 600 MB, its
- * largest allocation (the hashes) 300 MB: well under 1 GB.
+ * its place (4), its answer and the result's element (2); and an
+ * operation's client id, seq and delta (24), or a claim's id as read (8),
+ * its identity's pointer (8) and bytes (packed: 16 for a bigint id, 5 and
+ * its length for a text id), and a (client_id, seq) claim's seq and its
+ * copy (16).  While the call is put in order (FbfOpsHash): two sort keys
+ * (48), then a copy of one array at a time (72 at most).  A counter with
+ * track_mismatch holds its operations' delta identities too (FbfOpsDeltas:
+ * 24, and 24 more while they are sorted), and a byte each for which were
+ * new.  Measured with a batch of a million bigint client ids on one key
+ * (the backend's peak RSS less its RSS once the arguments were read):
+ * about 190 MB, 260 MB with track_mismatch; a maximal batch, some 800 MB,
+ * 1.1 GB with track_mismatch; its largest allocations (the hashes and
+ * their copy) 300 MB each.
  */
 #define FBF_OPS_MAX		4194304
 
@@ -98,6 +112,8 @@ extern int	FbfArrayInt64s(ArrayType *array, const char *fname,
 extern FbfOps *FbfOpsFromArrays(FunctionCallInfo fcinfo, char tag, text *key,
 								int a_clients, const char *fname);
 extern void FbfOpsHash(FbfOps *ops, const FbfWindowKeying *keying);
+extern FbfDeltaId *FbfOpsDeltas(const FbfOps *ops,
+								const FbfWindowKeying *keying);
 extern ArrayType *FbfArrayBuild(const Datum *values, int n, Oid type);
 extern Datum FbfArrayBuildInts(Oid type, const void *values, int n);
 extern ArrayType *FbfAnswersArray(const bool *answers, int n);

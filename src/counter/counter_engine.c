@@ -30,7 +30,7 @@
  * (FbfShareCharge) takes only a lightweight lock of shared memory under
  * them.  The hold lets go every few thousand operations, where
  * CHECK_FOR_INTERRUPTS lets a cancel stop a call of any size, and before
- * a dismissed operation's delta identity is looked up
+ * the dismissed operations' delta identities are looked up with it
  * (FbfWindowContains).
  *
  * Backend-local state: whether this backend has told the registry that its
@@ -245,16 +245,93 @@ end_hold(FbfWindowHold *hold)
 }
 
 /*
+ * The delta identity `delta` as the window is asked about it, with its
+ * twin under the public hash if its operation has one (while the window
+ * asks that too).
+ */
+static void
+delta_identity(const FbfOps *ops, const FbfWindowKeying *keying,
+			   const FbfDeltaId *delta, FbfWindowOp *delta_op)
+{
+	const FbfWindowOp *op = &ops->hashed[delta->op];
+
+	memset(delta_op, 0, sizeof(FbfWindowOp));
+	delta_op->hash = delta->hash;
+	delta_op->has_public = op->has_public;
+	if (op->has_public)
+		delta_op->public_hash = FbfDeltaHash(&keying->public_key,
+											 &op->public_hash,
+											 ops->deltas[delta->op]);
+}
+
+/*
+ * Record the delta identities of the operations of `ops` that the window
+ * took (is_new, in ops' order), and look up those of the ones it
+ * dismissed, counting in *tally the dismissed ones whose delta identity it
+ * does not hold (track_mismatch).  Each kind is asked in the delta
+ * identities' own canonical order (FbfOpsDeltas), so that `hold` keeps a
+ * chain across a run of them as it did for the operations; the lookups
+ * come last, so that a repeat within the call finds the delta identity
+ * its first occurrence recorded.  A recorded delta identity is new, or
+ * already held (a false positive): either will do.  Neither is counted as
+ * an answer.
+ */
+static void
+record_deltas(Relation heap, Relation index, const FbfOps *ops,
+			  const FbfWindowKeying *keying, const bool *is_new,
+			  FbfWindowHold *hold, FbfApplyTally *tally)
+{
+	FbfDeltaId *deltas = FbfOpsDeltas(ops, keying);
+	int			k;
+
+	for (k = 0; k < ops->n && tally->napplied > 0; k++)
+	{
+		FbfApplyInfo info = {0};
+		FbfWindowOp delta_op;
+
+		if (!is_new[deltas[k].op])
+			continue;
+		delta_identity(ops, keying, &deltas[k], &delta_op);
+		if (FbfWindowApply(index, keying, &delta_op, hold,
+						   &info) == FBF_OP_REKEYED)
+		{
+			end_hold(hold);
+			rekeyed_error(index, false);
+		}
+		charge_share(heap, index, ops, &info, hold);
+		tally->overfull |= info.overfull;
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	/* what the hold keeps in memory goes to its page first */
+	if (hold != NULL)
+		FbfWindowLetGo(hold);
+	for (k = 0; k < ops->n && tally->napplied < ops->n; k++)
+	{
+		FbfWindowOp delta_op;
+
+		if (is_new[deltas[k].op])
+			continue;
+		delta_identity(ops, keying, &deltas[k], &delta_op);
+		if (!FbfWindowContains(index, &delta_op.hash, hold) &&
+			(!delta_op.has_public ||
+			 !FbfWindowContains(index, &delta_op.public_hash, hold)))
+			tally->nmismatched++;
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(deltas);
+}
+
+/*
  * Ask the window about each operation of `ops` (hashed under `keying`) in
  * their order, recording the new ones, and with track_mismatch their delta
- * identities; applied[ops->place[i]] gets each answer, *tally the rest,
- * with who answered each (count_answer; a delta identity's answer is not
- * counted).  An operation whose hash equals the previous one's is a repeat
- * of it within the call: it is dismissed without asking the window, an
- * exact answer.  Returns
- * false, having recorded nothing, if the window's key changed before the
- * first operation it would have recorded: the caller hashes again and
- * calls again.
+ * identities after them (record_deltas); applied[ops->place[i]] gets each
+ * answer, *tally the rest, with who answered each (count_answer).  An
+ * operation whose hash equals the previous one's is a repeat of it within
+ * the call: it is dismissed without asking the window, an exact answer.
+ * Returns false, having recorded nothing, if the window's key changed
+ * before the first operation it would have recorded: the caller hashes
+ * again and calls again.
  */
 static bool
 apply_ops(Relation heap, Relation index, const FbfOps *ops,
@@ -264,6 +341,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 	const FbfWindowOp *hashed = ops->hashed;
 	/* one operation alone has nothing to keep its locks for */
 	FbfWindowHold *hold = ops->n > 1 ? FbfWindowHoldCreate(index) : NULL;
+	bool	   *is_new = track_mismatch ? palloc(Max(ops->n, 1)) : NULL;
 	bool		recorded = false;
 	int			i;
 
@@ -288,10 +366,16 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		{
 			end_hold(hold);
 			if (!recorded)
+			{
+				if (is_new != NULL)
+					pfree(is_new);
 				return false;
+			}
 			rekeyed_error(index, ops->ids != NULL);
 		}
 		applied[ops->place[i]] = r == FBF_OP_APPLIED;
+		if (is_new != NULL)
+			is_new[i] = r == FBF_OP_APPLIED;
 		if (repeat)
 			tally->nexact++;
 		else
@@ -306,42 +390,12 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 				int128_add_int64(&tally->sum, ops->deltas[i]);
 			tally->napplied++;
 		}
-		if (track_mismatch)
-		{
-			FbfWindowOp delta_op = {0};
-
-			delta_op.hash = FbfDeltaHash(&keying->key, &hashed[i].hash,
-										 ops->deltas[i]);
-			delta_op.has_public = hashed[i].has_public;
-			if (delta_op.has_public)
-				delta_op.public_hash = FbfDeltaHash(&keying->public_key,
-													&hashed[i].public_hash,
-													ops->deltas[i]);
-			if (r == FBF_OP_APPLIED)
-			{
-				/* new, or already held (a false positive): either will do */
-				FbfApplyInfo delta_info;
-
-				if (FbfWindowApply(index, keying, &delta_op, hold,
-								   &delta_info) == FBF_OP_REKEYED)
-				{
-					end_hold(hold);
-					rekeyed_error(index, false);
-				}
-				charge_share(heap, index, ops, &delta_info, hold);
-				tally->overfull |= delta_info.overfull;
-			}
-			else
-			{
-				if (hold != NULL)
-					FbfWindowLetGo(hold);
-				if (!FbfWindowContains(index, &delta_op.hash) &&
-					(!delta_op.has_public ||
-					 !FbfWindowContains(index, &delta_op.public_hash)))
-					tally->nmismatched++;
-			}
-		}
 		CHECK_FOR_INTERRUPTS();
+	}
+	if (track_mismatch)
+	{
+		record_deltas(heap, index, ops, keying, is_new, hold, tally);
+		pfree(is_new);
 	}
 	end_hold(hold);
 	return true;
@@ -366,7 +420,8 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
  * (FbfDeltaHash) in the same (sub)transaction, so that it shares the
  * operation's fate and lifetime; a dismissed one looks its delta identity
  * up (FbfWindowContains: no record, no wait) and is counted mismatched if
- * the window does not hold it.
+ * the window does not hold it.  Both after the call's operations, in the
+ * delta identities' own canonical order (record_deltas).
  *
  * If any operation applied and `add_delta` is not NULL, it is called with
  * the sum of their deltas (22003 if that sum does not fit in bigint;

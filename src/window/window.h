@@ -248,7 +248,8 @@ extern FbfOpResult FbfWindowApply(Relation index,
 								  const FbfWindowKeying *keying,
 								  const FbfWindowOp *op, FbfWindowHold *hold,
 								  FbfApplyInfo *info);
-extern bool FbfWindowContains(Relation index, const FbfHash *hash);
+extern bool FbfWindowContains(Relation index, const FbfHash *hash,
+							  FbfWindowHold *hold);
 
 /* ---- window_split.c: growth in bits, at once ---- */
 

@@ -898,31 +898,63 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
  * not known, and it is not waited for); an aborted one does not.  Neither
  * a refresh nor a drain is done here, and the filters of a 1.0 window are
  * not asked (nothing was recorded under such identities before 1.1).
- * Locks: the metapage share, the chain share, the partition page share,
- * in the order of src/window/README.md, "Lock definitions".
+ * Locks: the metapage share, the chain, the partition page share, in the
+ * order of src/window/README.md, "Lock definitions".  With a caller's
+ * `hold` (of a run of look-ups in the canonical order: counter_op.c), the
+ * metapage and the chain are kept for the next look-up as FbfWindowApply
+ * keeps them (the chain exclusively, and indexed once the run on it is
+ * long), so that a run of them costs per identity what one costs; the
+ * caller lets go of them (FbfWindowLetGo) before it records anything with
+ * the hold.  Alone, the chain is share-locked and let go at once.
  */
 bool
-FbfWindowContains(Relation index, const FbfHash *hash)
+FbfWindowContains(Relation index, const FbfHash *hash, FbfWindowHold *hold)
 {
-	Buffer		metabuf;
-	FbfWindowMetaPageData meta;
-	FbfPendingChain chain;
+	FbfWindowHold alone;
 	FullTransactionId wait_for;
+	uint32		chainno;
 	bool		found;
 
-	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
-	if (meta.version != FBF_STORAGE_VERSION)
+	if (hold == NULL)
+	{
+		MemSet(&alone, 0, offsetof(FbfWindowHold, chain));
+		alone.index = index;
+		hold = &alone;
+	}
+	Assert(hold->index == index && hold->npend == 0);
+	if (!hold->meta_held)
+	{
+		hold->metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE,
+										  &hold->meta);
+		hold->meta_held = true;
+	}
+	if (hold->meta.version != FBF_STORAGE_VERSION)
 	{
 		/* not upgraded yet: nothing can have been recorded for it */
-		UnlockReleaseBuffer(metabuf);
+		FbfWindowLetGo(hold);
 		return false;
 	}
-	FbfChainLockMode(index, &meta, FbfWindowChainOf(&meta, hash),
-					 BUFFER_LOCK_SHARE, &chain);
-	found = in_chain(&meta, &chain, NULL, hash, &wait_for) ||
+
+	chainno = FbfWindowChainOf(&hold->meta, hash);
+	if (hold->chain_held && hold->chainno != chainno)
+		let_go_chain(hold);
+	if (!hold->chain_held)
+	{
+		FbfChainLockMode(index, &hold->meta, chainno,
+						 hold->keep ? BUFFER_LOCK_EXCLUSIVE : BUFFER_LOCK_SHARE,
+						 &hold->chain);
+		hold->chain_held = true;
+		hold->chainno = chainno;
+	}
+	if (++hold->on_chain >= HOLD_INDEX_MIN_OPS && hold->keep &&
+		!hold->cix.valid && hold->chain.n >= HOLD_INDEX_MIN_PAGES)
+		FbfChainIndexBuild(&hold->cix, &hold->chain);
+
+	found = in_chain(&hold->meta, &hold->chain, &hold->cix, hash, &wait_for) ||
 		FullTransactionIdIsValid(wait_for) ||
-		FbfFilterRoutineOf(&meta)->contains(index, &meta, hash, NULL);
-	FbfChainRelease(&chain);
-	UnlockReleaseBuffer(metabuf);
+		FbfFilterRoutineOf(&hold->meta)->contains(index, &hold->meta, hash,
+												  NULL);
+	if (!hold->keep || ++hold->asked >= HOLD_MAX_OPS)
+		FbfWindowLetGo(hold);
 	return found;
 }
