@@ -6,9 +6,10 @@
 #
 #   defaults: 5 rounds, docs/bench_batch_scaling.csv: about 3 minutes on a
 #   2-vCPU machine.  Environment: SIZES_DEFAULT ("10000 100000 300000"),
-#   SIZES_PLANNED ("10000 100000 1000000").
+#   SIZES_PLANNED and SIZES_MISMATCH ("10000 100000 1000000").
 #   A short check of the script itself:
-#   SIZES_DEFAULT=1000 SIZES_PLANNED=1000 batch_scaling.sh 1 /tmp/s.csv
+#   SIZES_DEFAULT=1000 SIZES_PLANNED=1000 SIZES_MISMATCH=1000 \
+#   batch_scaling.sh 1 /tmp/s.csv
 #
 # Starts a scratch cluster with the settings of the other benchmarks
 # (bench_lib.sh) and times single calls of idempotent_increment with a
@@ -25,6 +26,8 @@
 #             period stop at what fbf.max_filter_size's filter takes under
 #             the target (about 600,000), a share of the capacity rather
 #             than a cost of the batch
+#   mismatch  planned, with track_mismatch = on: each applied operation
+#             records its delta identity too, on another chain
 #
 # The time is the call's alone (the arrays are built before it, in the
 # same function; clock_timestamp() around it).  Every operation is new and
@@ -45,6 +48,7 @@ ROUNDS=${1:-5}
 CSV=${2:-docs/bench_batch_scaling.csv}
 SIZES_DEFAULT=${SIZES_DEFAULT:-"10000 100000 300000"}
 SIZES_PLANNED=${SIZES_PLANNED:-"10000 100000 1000000"}
+SIZES_MISMATCH=${SIZES_MISMATCH:-"10000 100000 1000000"}
 T_RATIO=1.2
 
 bench_begin batch-scaling
@@ -75,10 +79,13 @@ echo "counter,round,operations,ms,us_per_op,applied,dismissed" >"$CSV"
 run() {
 	local kind=$1 n=$2 round=$3 opts="" out ms applied
 	sql "DROP TABLE IF EXISTS scaling" >/dev/null
-	if [ "$kind" = planned ]; then
+	if [ "$kind" != default ]; then
 		sql "SELECT fbf_create_counter_table('scaling', expected_rate => 10000)" >/dev/null
 		sql "ALTER INDEX scaling_fbf SET (at_capacity = 'dismiss')" >/dev/null
-	else
+	fi
+	if [ "$kind" = mismatch ]; then
+		sql "ALTER INDEX scaling_fbf SET (track_mismatch = on)" >/dev/null
+	elif [ "$kind" = default ]; then
 		sql "SELECT fbf_create_counter_table('scaling')" >/dev/null
 	fi
 	sql "CHECKPOINT" >/dev/null
@@ -95,16 +102,20 @@ for round in $(seq 1 "$ROUNDS"); do
 	for n in $SIZES_PLANNED; do
 		run planned "$n" "$round"
 	done
+	for n in $SIZES_MISMATCH; do
+		run mismatch "$n" "$round"
+	done
 done
 
 echo
 echo "== one batch call of n operations on a new counter, median of $ROUNDS rounds"
 printf '%-8s %10s %12s %14s %12s %20s\n' counter operations "ms" "us/operation" "vs smallest" "false dismissals"
-for kind in default planned; do
-	sizes=$SIZES_DEFAULT
-	if [ "$kind" = planned ]; then
-		sizes=$SIZES_PLANNED
-	fi
+for kind in default planned mismatch; do
+	case $kind in
+		default) sizes=$SIZES_DEFAULT ;;
+		planned) sizes=$SIZES_PLANNED ;;
+		mismatch) sizes=$SIZES_MISMATCH ;;
+	esac
 	first=${sizes%% *}
 	base=$(bench_median "$CSV" us_per_op counter="$kind" operations="$first")
 	for n in $sizes; do
