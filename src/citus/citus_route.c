@@ -336,8 +336,9 @@ FbfCitusRunRouted(Relation shell, const char *what, const char *sent,
  * Apply the operations `ops` of the counter whose shell is `shell`, on the
  * node of their key's shard, in the current (distributed) transaction: the
  * routed statement of the file's header, through SPI.  They are sent in
- * their canonical order, in which the placement, sorting them again, asks
- * its window.  Arguments and results as FbfCounterApply's.
+ * the caller's order (a shell's operations are not hashed here: the
+ * placement hashes them under its window's key, and asks its window in
+ * their canonical order).  Arguments and results as FbfCounterApply's.
  */
 static void
 citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
@@ -362,7 +363,7 @@ citus_apply(Relation shell, const char *qualname, const FbfOps *ops,
 	args[4] = FbfArrayBuildInts(INT8OID, ops->deltas, ops->n);
 	args[5] = BoolGetDatum(value != NULL);
 
-	/* answer i is for the i-th operation sent: the canonical order */
+	/* answer i is for the i-th operation sent, the caller's place[i] */
 	FbfCitusRunRouted(shell, "increment of", "operations", sql, 6, types,
 					  args, NULL, ops->n, ops->place, applied, value);
 }

@@ -82,14 +82,16 @@ typedef struct FbfDeltaId
  * its identity's pointer (8) and bytes (packed: 16 for a bigint id, 5 and
  * its length for a text id), and a (client_id, seq) claim's seq and its
  * copy (16).  While the call is put in order (FbfOpsHash): two sort keys
- * (48), then a copy of one array at a time (72 at most).  A counter with
- * track_mismatch holds its operations' delta identities too (FbfOpsDeltas:
- * 24, and 24 more while they are sorted), and a byte each for which were
- * new.  Measured with a batch of a million bigint client ids on one key
- * (the backend's peak RSS less its RSS once the arguments were read):
- * about 190 MB, 260 MB with track_mismatch; a maximal batch, some 800 MB,
- * 1.1 GB with track_mismatch; its largest allocations (the hashes and
- * their copy) 300 MB each.
+ * (48), then an int and a copy of one array at a time (76 at most, for
+ * the hashes): the peak, some 180 bytes an operation besides the
+ * arguments, so about 750 MB for a maximal batch, its largest allocations
+ * (the hashes and their copy) 300 MB each.  A counter with track_mismatch
+ * holds its operations' delta identities too (FbfOpsDeltas: 24, and 24
+ * more while they are sorted) and a byte each for which were new, once the
+ * copy is freed: the peak stays.  (A backend's peak RSS also counts the
+ * shared buffers it touched: a batch of a million bigint client ids on
+ * one key peaked at some 190 MB above its RSS once the arguments were
+ * read, 260 MB with track_mismatch, of which 96 and 117 MB were shared.)
  */
 #define FBF_OPS_MAX		4194304
 

@@ -270,9 +270,11 @@ delta_identity(const FbfOps *ops, const FbfWindowKeying *keying,
  * dismissed, counting in *tally the dismissed ones whose delta identity it
  * does not hold (track_mismatch).  Each kind is asked in the delta
  * identities' own canonical order (FbfOpsDeltas), so that `hold` keeps a
- * chain across a run of them as it did for the operations; the lookups
- * come last, so that a repeat within the call finds the delta identity
- * its first occurrence recorded.  A recorded delta identity is new, or
+ * chain across a run of them as it did for the operations (let go of
+ * while they are hashed and sorted); the lookups come last, so that a
+ * repeat within the call finds the delta identity its first occurrence
+ * recorded (FbfWindowContains puts what the hold kept in memory on its
+ * page first).  A recorded delta identity is new, or
  * already held (a false positive): either will do.  Neither is counted as
  * an answer.
  */
@@ -281,9 +283,13 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 			  const FbfWindowKeying *keying, const bool *is_new,
 			  FbfWindowHold *hold, FbfApplyTally *tally)
 {
-	FbfDeltaId *deltas = FbfOpsDeltas(ops, keying);
+	FbfDeltaId *deltas;
 	int			k;
 
+	/* hashing and sorting them checks for interrupts: no buffer lock held */
+	if (hold != NULL)
+		FbfWindowLetGo(hold);
+	deltas = FbfOpsDeltas(ops, keying);
 	for (k = 0; k < ops->n && tally->napplied > 0; k++)
 	{
 		FbfApplyInfo info = {0};
@@ -303,9 +309,6 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 		CHECK_FOR_INTERRUPTS();
 	}
 
-	/* what the hold keeps in memory goes to its page first */
-	if (hold != NULL)
-		FbfWindowLetGo(hold);
 	for (k = 0; k < ops->n && tally->napplied < ops->n; k++)
 	{
 		FbfWindowOp delta_op;

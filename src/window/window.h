@@ -237,8 +237,9 @@ extern void FbfWindowHashOperation(const FbfWindowKeying *keying,
 /*
  * The locks a run of one call's operations keeps from one to the next
  * (window_apply.c): made by FbfWindowHoldCreate, passed to each
- * FbfWindowApply of the call, let go of by FbfWindowLetGo before anything
- * else of the window is asked and before the call ends.
+ * FbfWindowApply or FbfWindowContains of the call, let go of by
+ * FbfWindowLetGo before anything else of the window is done, before
+ * anything long without it, and before the call ends.
  */
 typedef struct FbfWindowHold FbfWindowHold;
 

@@ -257,8 +257,9 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 #define HOLD_INDEX_MIN_PAGES	4
 
 /*
- * The locks FbfWindowApply holds for an operation, kept from one to the
- * next by a caller that passes the same hold to each (FbfWindowHoldCreate):
+ * The locks FbfWindowApply (or FbfWindowContains) holds for an operation,
+ * kept from one to the next by a caller that passes the same hold to each
+ * (FbfWindowHoldCreate):
  * the metapage share-locked, and the chain of the last operation with, once
  * a long run asks it and it is long, its index.  A caller that
  * passes none gets one for the operation alone.
@@ -293,8 +294,10 @@ struct FbfWindowHold
  * meanwhile, and its own later operations never look for them (a call's
  * operations are distinct but for repeats, which the engine dismisses
  * without asking: counter_engine.c).  Done before the chain is let go,
- * drained or extended, and before the run appends to another page; an
- * error before then aborts the transaction whose entries they are.
+ * drained or extended, before the run appends to another page, and before
+ * a look-up with the hold (FbfWindowContains: a repeat's delta identity
+ * is looked for); an error before then aborts the transaction whose
+ * entries they are.
  */
 static void
 flush_pending(FbfWindowHold *h)
@@ -377,8 +380,9 @@ FbfWindowHoldCreate(Relation index)
 }
 
 /*
- * Let go of every lock the hold keeps: before the caller asks the window
- * anything else (FbfWindowContains, a growth), and when its call is done.
+ * Let go of every lock the hold keeps: before the caller does anything
+ * else with the window (a growth) or anything long without it, and when
+ * its call is done.
  */
 void
 FbfWindowLetGo(FbfWindowHold *hold)
@@ -903,9 +907,10 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
  * `hold` (of a run of look-ups in the canonical order: counter_op.c), the
  * metapage and the chain are kept for the next look-up as FbfWindowApply
  * keeps them (the chain exclusively, and indexed once the run on it is
- * long), so that a run of them costs per identity what one costs; the
- * caller lets go of them (FbfWindowLetGo) before it records anything with
- * the hold.  Alone, the chain is share-locked and let go at once.
+ * long), so that a run of them costs per identity what one costs; what
+ * the hold's run recorded and kept in memory is put on its page first
+ * (flush_pending), so that it is found.  Alone, the chain is share-locked
+ * and let go at once.
  */
 bool
 FbfWindowContains(Relation index, const FbfHash *hash, FbfWindowHold *hold)
@@ -921,7 +926,8 @@ FbfWindowContains(Relation index, const FbfHash *hash, FbfWindowHold *hold)
 		alone.index = index;
 		hold = &alone;
 	}
-	Assert(hold->index == index && hold->npend == 0);
+	Assert(hold->index == index);
+	flush_pending(hold);
 	if (!hold->meta_held)
 	{
 		hold->metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE,

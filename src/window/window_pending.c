@@ -638,7 +638,8 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 
 /*
  * Lock pending chain `chainno` whole in `mode`, head first:
- * exclusive to change it, share only to read it (snapshots).  The caller
+ * exclusive to change it, share only to read it (snapshots, a look-up
+ * alone: FbfWindowContains).  The caller
  * holds the metapage locked (share or exclusive) and must call
  * FbfChainRelease before releasing it.
  */
