@@ -11,7 +11,8 @@
 # other setting at its default), and the TAP tests (crash, restart,
 # replication, the worker, Citus); then the same suites against
 # PostgreSQL 16 and 18 (built once per machine from the vendored sources,
-# test/lib.sh's fbf_pg_install; Citus' tests skip there), and pg_upgrade
+# test/lib.sh's fbf_pg_install; Citus is built for 16 too, and its tests
+# skip on 18, which Citus 13.2 does not support), and pg_upgrade
 # from 15 to 16 and from 15 to 18 (test/pg_upgrade.sh).  Prints how long
 # each part took, and ends with the line "N passed, N failed"; exits
 # non-zero on any failure.
@@ -60,6 +61,8 @@ FBF_TAP_FIRST=${FBF_TAP_FIRST-013 022 011 006 042 017 007 002 018 005}
 # other test.  FBF_TAP_SKIP_16= runs all.
 FBF_TAP_SKIP_16=${FBF_TAP_SKIP_16-013 044}
 FBF_TAP_SKIP_18=${FBF_TAP_SKIP_18-}
+# the versions besides 15 whose TAP tests run with Citus (built for each)
+FBF_CITUS_VERSIONS=${FBF_CITUS_VERSIONS-16}
 FBF_TAP_JOBS=${FBF_TAP_JOBS:-2}
 
 # how long each part takes: `part NAME` ends the part before and starts
@@ -390,10 +393,15 @@ suites_on() {
 	fbf_cluster_stop
 	run_hash_compare "$v" "$bin"
 
-	# Citus' tests skip: Citus is built for 15 only (13.2 supports 16 too,
-	# but its tests would take the time the suite does not have)
-	local skip_var=FBF_TAP_SKIP_$v
-	part "TAP tests, without Citus${!skip_var:+, without ${!skip_var}} (PostgreSQL $v)"
+	# Citus for its tests, where Citus 13.2 supports the version (16; its
+	# tests skip on 18)
+	local skip_var=FBF_TAP_SKIP_$v citus="without Citus"
+	if [[ " $FBF_CITUS_VERSIONS " == *" $v "* ]]; then
+		part "Citus build and install (PostgreSQL $v)"
+		require "build and install Citus for PostgreSQL $v" fbf_citus_install
+		citus="with Citus"
+	fi
+	part "TAP tests, $citus${!skip_var:+, without ${!skip_var}} (PostgreSQL $v)"
 	tap_lists "${!skip_var:-}"
 	# shellcheck disable=SC2086
 	run_tap "PostgreSQL $v" "tap$v" "$FBF_TAP_JOBS" $tap_par

@@ -184,7 +184,7 @@ sub fbf_citus_cluster
 	my @nodes;
 
 	plan skip_all => "Citus 13.2 supports PostgreSQL 15 to 17, not $pg_major; "
-	  . "the Citus tests run on PostgreSQL 15"
+	  . "the Citus tests run on PostgreSQL 15 and 16"
 	  if $pg_major >= 18;
 	chomp $pkglibdir;
 	plan skip_all => "Citus is not installed in $pkglibdir (test/check.sh builds it from "
