@@ -260,7 +260,9 @@ FbfExecInitUpdateRangeTable(EState *estate, Relation rel, LOCKMODE lockmode,
  * Update the tuple at `tid` of the result relation `relinfo` to `newslot`
  * with the executor state's snapshot and command id, waiting for a
  * concurrent updater, and insert the new version's index entries if the
- * update needs them, as ExecUpdate does.  Returns table_tuple_update's
+ * update needs them, as ExecUpdate does, opening the relation's indexes
+ * (ExecOpenIndices) then if the caller has not: a HOT update needs none.
+ * Returns table_tuple_update's
  * result, with *tmfd and *lockmode.  PostgreSQL 16 made table_tuple_update
  * say which indexes need entries (TU_UpdateIndexes: none, all, or only the
  * summarizing ones) rather than whether they do, and gave
@@ -282,17 +284,25 @@ FbfTupleUpdateWithIndexes(ResultRelInfo *relinfo, EState *estate,
 								estate->es_output_cid, estate->es_snapshot,
 								InvalidSnapshot, true /* wait */ , tmfd,
 								lockmode, &update_indexes);
-	if (result != TM_Ok || relinfo->ri_NumIndices == 0)
+#if PG_VERSION_NUM >= 160000
+	if (result != TM_Ok || update_indexes == TU_None)
+		return result;
+#else
+	if (result != TM_Ok || !update_indexes)
+		return result;
+#endif
+	/* the indexes are opened when an update first needs them */
+	if (relinfo->ri_IndexRelationDescs == NULL)
+		ExecOpenIndices(relinfo, false);
+	if (relinfo->ri_NumIndices == 0)
 		return result;
 #if PG_VERSION_NUM >= 160000
-	if (update_indexes != TU_None)
-		list_free(ExecInsertIndexTuples(relinfo, newslot, estate, true, false,
-										NULL, NIL,
-										update_indexes == TU_Summarizing));
+	list_free(ExecInsertIndexTuples(relinfo, newslot, estate, true, false,
+									NULL, NIL,
+									update_indexes == TU_Summarizing));
 #else
-	if (update_indexes)
-		list_free(ExecInsertIndexTuples(relinfo, newslot, estate, true, false,
-										NULL, NIL));
+	list_free(ExecInsertIndexTuples(relinfo, newslot, estate, true, false,
+									NULL, NIL));
 #endif
 	return result;
 }

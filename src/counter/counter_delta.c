@@ -224,13 +224,12 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	MemoryContext oldcxt;
 	Bitmapset  *selected;
 	ResultRelInfo *relinfo;
-	Relation	pk = NULL;
+	Relation	pk;
 	TupleTableSlot *oldslot;
 	TupleTableSlot *newslot;
 	Snapshot	snapshot;
 	bool		found;
 	bool		applied = false;
-	int			i;
 
 	/*
 	 * As SPI before each statement: what this transaction did so far,
@@ -275,14 +274,15 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	estate->es_output_cid = GetCurrentCommandId(true);
 	/* a table published for updates needs a replica identity */
 	CheckCmdReplicaIdentity(heap, CMD_UPDATE);
-	ExecOpenIndices(relinfo, false);
 
-	for (i = 0; i < relinfo->ri_NumIndices; i++)
-		if (RelationGetRelid(relinfo->ri_IndexRelationDescs[i]) == entry->pk_index)
-			pk = relinfo->ri_IndexRelationDescs[i];
-	if (pk == NULL)
-		elog(ERROR, "fbf: primary key %u of \"%s\" is not open",
-			 entry->pk_index, RelationGetRelationName(heap));
+	/*
+	 * The primary key, to find the row; the table's other indexes only if
+	 * the update is not HOT (FbfTupleUpdateWithIndexes), where the
+	 * executor opens them all first.  Each is locked as the UPDATE locks
+	 * it, until the transaction ends; the table's lock already keeps them
+	 * from being dropped or rebuilt meanwhile.
+	 */
+	pk = index_open(entry->pk_index, RowExclusiveLock);
 
 	oldslot = table_slot_create(heap, &estate->es_tupleTable);
 	newslot = table_slot_create(heap, &estate->es_tupleTable);
@@ -340,6 +340,7 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	}
 
 	ExecCloseIndices(relinfo);
+	index_close(pk, NoLock);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	MemoryContextSwitchTo(oldcxt);
 	FreeExecutorState(estate);
