@@ -261,7 +261,8 @@ FbfExecInitUpdateRangeTable(EState *estate, Relation rel, LOCKMODE lockmode,
  * with the executor state's snapshot and command id, waiting for a
  * concurrent updater, and insert the new version's index entries if the
  * update needs them, as ExecUpdate does, opening the relation's indexes
- * (ExecOpenIndices) then if the caller has not: a HOT update needs none.
+ * (ExecOpenIndices) then if the caller has not: a HOT update needs none,
+ * unless (16 and later) it changes a column a summarizing index covers.
  * Returns table_tuple_update's
  * result, with *tmfd and *lockmode.  PostgreSQL 16 made table_tuple_update
  * say which indexes need entries (TU_UpdateIndexes: none, all, or only the

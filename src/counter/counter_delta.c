@@ -276,13 +276,16 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	CheckCmdReplicaIdentity(heap, CMD_UPDATE);
 
 	/*
-	 * The primary key, to find the row; the table's other indexes only if
-	 * the update is not HOT (FbfTupleUpdateWithIndexes), where the
-	 * executor opens them all first.  Each is locked as the UPDATE locks
-	 * it, until the transaction ends; the table's lock already keeps them
-	 * from being dropped or rebuilt meanwhile.
+	 * The primary key, to find the row, locked as a freshly planned UPDATE
+	 * locks it, until the transaction ends; the table's other indexes only
+	 * when an update needs entries in them (FbfTupleUpdateWithIndexes: not
+	 * HOT, or from 16 on HOT but changing a summarized column), where the
+	 * executor opens them all before its first row, and for this call
+	 * only.  The table's lock keeps every index from being marked
+	 * not-ready or dropped meanwhile.
 	 */
 	pk = index_open(entry->pk_index, RowExclusiveLock);
+	Assert(pk->rd_index->indrelid == RelationGetRelid(heap));
 
 	oldslot = table_slot_create(heap, &estate->es_tupleTable);
 	newslot = table_slot_create(heap, &estate->es_tupleTable);

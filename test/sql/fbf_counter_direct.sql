@@ -189,6 +189,25 @@ UPDATE d SET value = NULL WHERE key = 'k2';
 SELECT idempotent_increment('d', 'k2', 1, 5, 1) AS applied_to_null;
 SELECT key, value FROM d ORDER BY key;
 
+-- a BRIN index on value: from PostgreSQL 16 an update that changes only
+-- a summarized column stays HOT but must still widen the range's summary
+-- (the indexes are opened then); before 16 it is not HOT.  The row exists
+-- before the index, so its page range is summarized; the increments move
+-- the value far outside it, and the bitmap scan through the summary must
+-- still find the row.
+SELECT fbf_create_counter_table('d_brin', retention => '1 min', expected_rate => 100, shards => 1);
+SELECT idempotent_increment('d_brin', 1, 1, 5) AS inserted;
+CREATE INDEX d_brin_value ON d_brin USING brin (value);
+SELECT idempotent_increment('d_brin', 1, 2, 1000000) AS hot_summarized,
+       idempotent_increment('d_brin', 1, 3, 1000000) AS again;
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM d_brin WHERE value = 2000005;
+SELECT count(*) AS found_through_brin FROM d_brin WHERE value = 2000005;
+RESET enable_seqscan;
+RESET enable_indexscan;
+DROP TABLE d_brin;
+
 -- renamed table and schema: the new names are used
 CREATE SCHEMA dir_s;
 SELECT fbf_create_counter_table('dir_s.c', shards => 1);
