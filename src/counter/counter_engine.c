@@ -344,6 +344,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 	const FbfWindowOp *hashed = ops->hashed;
 	/* one operation alone has nothing to keep its locks for */
 	FbfWindowHold *hold = ops->n > 1 ? FbfWindowHoldCreate(index) : NULL;
+	/* applied, in ops' order: record_deltas reads it in sequence */
 	bool	   *is_new = track_mismatch ? palloc(Max(ops->n, 1)) : NULL;
 	bool		recorded = false;
 	int			i;

@@ -340,10 +340,17 @@ typedef struct SortKey
 	int			index;
 } SortKey;
 
+/* h1 with its halves swapped: the key's first word, and back */
+static inline uint64
+swap_halves(uint64 h1)
+{
+	return (h1 << 32) | (h1 >> 32);
+}
+
 static inline void
 sort_key_set(SortKey *key, const FbfHash *hash, int index)
 {
-	key->key = (hash->h1 << 32) | (hash->h1 >> 32);
+	key->key = swap_halves(hash->h1);
 	key->h2 = hash->h2;
 	key->index = index;
 }
@@ -570,7 +577,7 @@ FbfOpsDeltas(const FbfOps *ops, const FbfWindowKeying *keying)
 	deltas = palloc(Max(n, 1) * sizeof(FbfDeltaId));
 	for (k = 0; k < n; k++)
 	{
-		deltas[k].hash.h1 = (keys[k].key << 32) | (keys[k].key >> 32);
+		deltas[k].hash.h1 = swap_halves(keys[k].key);
 		deltas[k].hash.h2 = keys[k].h2;
 		deltas[k].op = keys[k].index;
 	}
