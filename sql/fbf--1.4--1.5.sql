@@ -344,3 +344,13 @@ COMMENT ON VIEW fbf_dedup_stats IS
 
 -- rows are filtered by the caller's SELECT privilege on each dedup table
 GRANT SELECT ON fbf_dedup_stats TO PUBLIC;
+
+-- The fast path's statements that commit on their own pass their table
+-- through this on the placement: the table, or an error (25001) if a
+-- transaction block is open there (src/citus/citus_plan.c).
+CREATE FUNCTION fbf_outside_transaction_block(counter regclass) RETURNS regclass
+	AS 'MODULE_PATHNAME', 'fbf_outside_transaction_block'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_outside_transaction_block(regclass) IS
+	'the table, or an error if a transaction block is open (internal: the Citus fast path calls it)';

@@ -1542,6 +1542,16 @@ CREATE FUNCTION fbf_routing_key(key text, fname text) RETURNS text
 COMMENT ON FUNCTION fbf_routing_key(text, text) IS
 	'the key by which a distributed counter''s increment is routed; error if NULL (internal: the Citus fast path calls it)';
 
+-- The fast path's statements that commit on their own pass their table
+-- through this on the placement: the table, or an error (25001) if a
+-- transaction block is open there (src/citus/citus_plan.c).
+CREATE FUNCTION fbf_outside_transaction_block(counter regclass) RETURNS regclass
+	AS 'MODULE_PATHNAME', 'fbf_outside_transaction_block'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_outside_transaction_block(regclass) IS
+	'the table, or an error if a transaction block is open (internal: the Citus fast path calls it)';
+
 -- Distribute a counter table with Citus by its key column: a key's rows
 -- and the window that remembers its operations live on one shard.  Only a
 -- counter that has applied nothing yet: its window's memory would not

@@ -33,6 +33,8 @@ extern Oid	FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access,
 									  Datum value, Oid type);
 extern void FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied,
 									 int64 *value);
+extern void FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value,
+									 Oid type);
 
 /* ----------------------------------------------------------------------
  * citus_route.c: recognizing a Citus table, the route, the routed statement

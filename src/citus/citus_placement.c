@@ -69,6 +69,7 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace_d.h"
 #include "catalog/pg_type_d.h"
@@ -389,6 +390,49 @@ FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
 						shardid, get_rel_name(shell)),
 				 errhint("Retry the transaction.")));
 	return local_shard(shell, shardid);
+}
+
+/*
+ * Lock, on the node that routes a statement, the metadata of the shard of
+ * the distributed table `table` (owned by `owner`) that holds the routing
+ * value `value` (of type `type`) in ShareLock until the end of the
+ * transaction, as Citus does for a routed write before it loads the
+ * shard's placement (AcquireMetadataLocks): for the fast path's statements
+ * that Citus runs as reads (citus_plan.c), so that a shard move or split
+ * waits for them, and they for it, as for a plain UPDATE.  The caller
+ * checked that the user may write to the table.
+ */
+void
+FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value, Oid type)
+{
+	lock_shard_metadata(owner, shard_of(table, value, type));
+}
+
+/*
+ * fbf_outside_transaction_block(counter regclass) RETURNS regclass:
+ * `counter`, or an error (25001) if a transaction block is open.  The fast
+ * path's statements that commit on their own (citus_plan.c) pass their
+ * table through it on the placement: Citus sends such a statement as a
+ * read, which in a transaction block it commits without two-phase commit,
+ * so it may run only outside one.  The plan is made outside one; this
+ * catches a plan made outside and run inside (a portal bound before a
+ * BEGIN and executed after it), where Citus opens a transaction block on
+ * the placement for the read (citus.select_opens_transaction_block, which
+ * the fast path requires).  Strict: NULL for a NULL table, which the
+ * placement function then refuses.
+ */
+PG_FUNCTION_INFO_V1(fbf_outside_transaction_block);
+
+Datum
+fbf_outside_transaction_block(PG_FUNCTION_ARGS)
+{
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("this statement was planned to commit on its own, and runs inside a transaction block"),
+				 errdetail("Its plan was made outside the transaction block."),
+				 errhint("Execute the statement again: it is planned for the transaction block.")));
+	PG_RETURN_OID(PG_GETARG_OID(0));
 }
 
 /*

@@ -157,6 +157,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -221,6 +222,23 @@ static const struct
 	"ARRAY[$2], " seqs "))[1]"
 
 /*
+ * The same, as statements that commit on their own (outside a transaction
+ * block, in a custom plan: fast_path): a SELECT of the table by its
+ * routing value that reads no row, grouped so that it returns one row and
+ * calls the twin once, which Citus plans as a fast-path router read.  The
+ * routing value's function is evaluated here (alone_routing_value), so
+ * that Citus sees the routing column compared with a constant.
+ */
+#define ALONE_INCREMENT(front_end, twin) \
+	"SELECT %2$s." twin "(%2$s.fbf_outside_transaction_block($1), $2, $3, $4, $5) " \
+	"FROM %1$s WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, '" front_end "'::pg_catalog.text) " \
+	"AND shard OPERATOR(pg_catalog.<) 0 GROUP BY ()"
+#define ALONE_CLAIM(anchor_args, seqs) \
+	"SELECT (%2$s.fbf_claim_on_placement(%2$s.fbf_outside_transaction_block($1), " \
+	"%2$s.fbf_claim_anchor(" anchor_args "), ARRAY[$2], " seqs "))[1] " \
+	"FROM %1$s WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor(" anchor_args ") GROUP BY ()"
+
+/*
  * What each form is routed as: the kind of window table it takes, the
  * privilege that lets the caller call it (a caller without it keeps the
  * front end's own error), and the routed statement, with %1$s the table
@@ -237,19 +255,26 @@ static const struct
 	int			needs_nargs;	/* this many arguments: text, text (the
 								 * routing key) or anyelement (the anchor) */
 	const char *sql;
+	const char *alone;			/* the statement that commits on its own */
 }			routed_forms[] =
 {
 	{FAST_SINGLE, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
-		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
+		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement"),
+	ALONE_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
 	{FAST_OUTCOME, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
 		ROUTED_INCREMENT("idempotent_increment_outcome",
-						 "fbf_increment_outcome_on_placement")},
+						 "fbf_increment_outcome_on_placement"),
+		ALONE_INCREMENT("idempotent_increment_outcome",
+						"fbf_increment_outcome_on_placement")},
 	{FAST_BATCH, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
-		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
+		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement"),
+	ALONE_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
 	{FAST_CLAIM, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
-		ROUTED_CLAIM("$2", "NULL::pg_catalog.int8[]")},
+		ROUTED_CLAIM("$2", "NULL::pg_catalog.int8[]"),
+	ALONE_CLAIM("$2", "NULL::pg_catalog.int8[]")},
 	{FAST_CLAIM_OP, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
-		ROUTED_CLAIM("$2, $3", "ARRAY[$3]")},
+		ROUTED_CLAIM("$2, $3", "ARRAY[$3]"),
+	ALONE_CLAIM("$2, $3", "ARRAY[$3]")},
 };
 
 /* the entry of routed_forms for `form` */
@@ -341,12 +366,12 @@ lone_call(Query *parse)
 /*
  * The table `call` applies to, if it is a window table of the form's kind
  * distributed by Citus (a counter by its key, a dedup table by its anchor)
- * that the caller may use as `form` does, without row security;
- * InvalidOid otherwise.  Locks it with RowExclusiveLock, as the routed
- * statement will, once its privilege is known.
+ * that the caller may use as `form` does, without row security, and its
+ * owner in *owner; InvalidOid otherwise.  Locks it with RowExclusiveLock,
+ * as the routed statement will, once its privilege is known.
  */
 static Oid
-routable_table(FuncExpr *call, FastForm form)
+routable_table(FuncExpr *call, FastForm form, Oid *owner)
 {
 	Const	   *table = linitial(call->args);
 	int			r = routed_form(form);
@@ -374,6 +399,7 @@ routable_table(FuncExpr *call, FastForm form)
 		routable = OidIsValid(entry->window_index) &&
 			entry->kind == routed_forms[r].kind &&
 			entry->citus == FBF_CITUS_BY_KEY;
+		*owner = rel->rd_rel->relowner;
 	}
 	relation_close(rel, NoLock);
 	return routable ? relid : InvalidOid;
@@ -398,6 +424,7 @@ typedef struct RoutedKey
 {
 	Oid			funcid;			/* the front end */
 	Oid			table;			/* the distributed counter or dedup table */
+	bool		alone;			/* the statement that commits on its own */
 } RoutedKey;
 
 typedef struct RoutedEntry
@@ -457,20 +484,30 @@ routed_error_callback(void *arg)
 	}
 }
 
+/* does the function `name` of the schema `nspname` take `nargs` `types`? */
+static bool
+has_function(char *nspname, const char *name, int nargs, const Oid *types)
+{
+	return OidIsValid(LookupFuncName(list_make2(makeString(nspname),
+												makeString(pstrdup(name))),
+									 nargs, types, true));
+}
+
 /*
  * The routed statement of the front end `call` of form `form` on the
  * distributed table `table`, analyzed with $1, $2... of its arguments'
  * `nparams` types (`types`), from the cache or parsed and analyzed now and
- * kept; NULL if the extension lacks the functions it calls.  The caller
- * copies it before use.
+ * kept; NULL if the extension lacks the functions it calls.  `alone`: the
+ * statement that commits on its own.  The caller copies it before use.
  */
 static Query *
 routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
-				int nparams)
+				int nparams, bool alone)
 {
 	static const Oid needs_types[2][2] = {{ANYELEMENTOID}, {TEXTOID, TEXTOID}};
+	static const Oid alone_types[1] = {REGCLASSOID};
 	int			r = routed_form(form);
-	RoutedKey	key = {call->funcid, table};
+	RoutedKey	key;
 	RoutedEntry *entry;
 	MemoryContext cxt;
 	MemoryContext old;
@@ -492,6 +529,10 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 		CacheRegisterRelcacheCallback(routed_relcache_callback, (Datum) 0);
 		CacheRegisterSyscacheCallback(PROCOID, routed_proc_callback, (Datum) 0);
 	}
+	memset(&key, 0, sizeof(key));
+	key.funcid = call->funcid;
+	key.table = table;
+	key.alone = alone;
 	entry = hash_search(routed_cache, &key, HASH_FIND, NULL);
 	if (entry != NULL)
 		return entry->query;
@@ -499,17 +540,19 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 	/*
 	 * The front end lives in the extension's schema, as the twins do; they
 	 * are missing there while an older version of the extension is
-	 * installed under this library (until ALTER EXTENSION fbf UPDATE).
+	 * installed under this library (until ALTER EXTENSION fbf UPDATE):
+	 * those of 1.4 for either statement, fbf_outside_transaction_block of
+	 * 1.5 for the one that commits on its own.
 	 */
 	nspname = get_namespace_name(get_func_namespace(call->funcid));
-	if (!OidIsValid(LookupFuncName(list_make2(makeString(nspname),
-											  makeString(pstrdup(routed_forms[r].needs))),
-								   routed_forms[r].needs_nargs,
-								   needs_types[routed_forms[r].needs_nargs - 1],
-								   true)))
+	if (!has_function(nspname, routed_forms[r].needs,
+					  routed_forms[r].needs_nargs,
+					  needs_types[routed_forms[r].needs_nargs - 1]) ||
+		(alone && !has_function(nspname, "fbf_outside_transaction_block",
+								1, alone_types)))
 		return NULL;
 	schema = quote_identifier(nspname);
-	sql = psprintf(routed_forms[r].sql,
+	sql = psprintf(alone ? routed_forms[r].alone : routed_forms[r].sql,
 				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
 											  get_rel_name(table)),
 				   schema);
@@ -549,17 +592,51 @@ put_arguments(Node *node, void *args)
 }
 
 /*
+ * The routing value of `routed`, a statement that commits on its own with
+ * the client's constants in place: the first comparison of its WHERE, the
+ * routing column with fbf_routing_key or fbf_claim_anchor of constants,
+ * evaluated here (fbf_routing_key's 22004 for a NULL key) and put in place
+ * as a constant, as Citus' fast path wants it; NULL if it is NULL (a
+ * claim of a NULL id, which the other statement takes, to be refused as
+ * the front end refuses it).
+ */
+static Const *
+alone_routing_value(Query *routed)
+{
+	Node	   *quals = routed->jointree->quals;
+	OpExpr	   *op;
+	Expr	   *value;
+	Const	   *result;
+
+	if (is_andclause(quals))
+		quals = linitial(((BoolExpr *) quals)->args);
+	op = castNode(OpExpr, quals);
+	value = lsecond(op->args);
+	result = castNode(Const, evaluate_expr(value, exprType((Node *) value),
+										   exprTypmod((Node *) value),
+										   exprCollation((Node *) value)));
+	if (result->constisnull)
+		return NULL;
+	lsecond(op->args) = result;
+	return result;
+}
+
+/*
  * The routed statement (the file's header) that stands for `parse`, the
  * lone call `call` of the front end of form `form` on the distributed
  * table `table`, whose arguments are `args` (coordinator_arguments): the
  * analyzed template, each $n replaced by the argument, through the
  * rewriter (row security, rules) as the client's statement went; NULL if
  * that makes it more than one statement, or the extension lacks the
- * functions it calls.
+ * functions it calls.  `alone`: the statement that commits on its own,
+ * whose arguments are constants; NULL too if its routing value is NULL.
+ * Its routing value's shard metadata is then locked in ShareLock, as
+ * Citus locks a routed write's (FbfCitusLockRoutingValue), as the table's
+ * owner `owner`.
  */
 static Query *
 routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
-				 Oid table)
+				 Oid table, bool alone, Oid owner)
 {
 	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
 	Oid			types[5];
@@ -575,11 +652,20 @@ routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
 	for (i = 0; i < nparams; i++)
 		types[i] = exprType(list_nth(args, i));
 
-	template = routed_template(call, form, table, types, nparams);
+	template = routed_template(call, form, table, types, nparams, alone);
 	if (template == NULL)
 		return NULL;
 	routed = copyObject(template);
 	routed = (Query *) put_arguments((Node *) routed, args);
+	if (alone)
+	{
+		Const	   *value = alone_routing_value(routed);
+
+		if (value == NULL)
+			return NULL;
+		FbfCitusLockRoutingValue(table, owner, value->constvalue,
+								 value->consttype);
+	}
 	rewritten = QueryRewrite(routed);
 	if (list_length(rewritten) != 1)
 		return NULL;
@@ -678,6 +764,34 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 }
 
 /*
+ * May the routed statement of the lone call `call`, in a plan made with
+ * `boundParams`, be the one that commits on its own (the file's header)?
+ * Only a custom plan's (`boundParams` set: it runs once, in the
+ * transaction it is made in), outside a transaction block, whose arguments
+ * call no volatile function (one evaluated while the statement is planned
+ * could write through Citus, which then holds the transaction open on the
+ * workers: an increment of its own), where Citus sends reads to the
+ * primaries (citus.use_secondary_nodes) and opens a transaction block for
+ * a read inside one (citus.select_opens_transaction_block), so that
+ * fbf_outside_transaction_block on the placement catches a plan run in a
+ * transaction block that it was not made in.
+ */
+static bool
+commits_alone(FuncExpr *call, ParamListInfo boundParams)
+{
+	const char *secondaries;
+	const char *opens;
+
+	if (boundParams == NULL || IsTransactionBlock() ||
+		contain_volatile_functions((Node *) call->args))
+		return false;
+	secondaries = GetConfigOption("citus.use_secondary_nodes", true, false);
+	opens = GetConfigOption("citus.select_opens_transaction_block", true, false);
+	return secondaries != NULL && strcmp(secondaries, "never") == 0 &&
+		opens != NULL && strcmp(opens, "on") == 0;
+}
+
+/*
  * The routed statement that stands for `parse` (the file's header), or
  * NULL: the statement keeps its call.  `clients`: it is the client's
  * statement, planned from the text the client sent, not one a function or
@@ -695,6 +809,7 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	FuncExpr   *call;
 	FastForm	form;
 	Oid			table;
+	Oid			owner = InvalidOid;
 	List	   *args;
 	const char *why = NULL;
 	Query	   *routed = NULL;
@@ -702,7 +817,7 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	if (XactReadOnly ||
 		(call = lone_call(parse)) == NULL ||
 		(form = front_end_form(call->funcid)) == FAST_NONE ||
-		!OidIsValid(table = routable_table(call, form)))
+		!OidIsValid(table = routable_table(call, form, &owner)))
 		return NULL;
 
 	if (!clients)
@@ -710,7 +825,11 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	else if ((args = coordinator_arguments(call, form, boundParams,
 										   cursorOptions, inval_items,
 										   &why, dissuade)) != NIL &&
-			 (routed = routed_statement(parse, call, args, form, table)) == NULL)
+			 (!commits_alone(call, boundParams) ||
+			  (routed = routed_statement(parse, call, args, form, table,
+										 true, owner)) == NULL) &&
+			 (routed = routed_statement(parse, call, args, form, table,
+										false, owner)) == NULL)
 		why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
 	if (routed == NULL)
 		ereport(DEBUG1,

@@ -382,9 +382,56 @@ is($rc, 0, 'a prepared statement with a stable key and a volatile seq runs') or 
 is(value('fastp0'), '10', 'each of its 10 executions applied, with a seq of its own');
 is($coord->safe_psql('postgres', 'SELECT last_value FROM fast_seq4'), '10',
 	'its volatile argument evaluated once per execution');
-my $fast_sent = () = $err =~ /fbf_increment_on_placement\('public\.likes'::regclass, 'fastp0'::text,/g;
+my $fast_sent = () = $err =~ /issuing WITH touch AS .*fbf_increment_on_placement\('public\.likes'::regclass, 'fastp0'::text,/g;
 is($fast_sent, 10, 'each execution on the fast path, the key evaluated here')
 	or diag($err);
+unlike($err, qr/fbf_outside_transaction_block/,
+	'with a volatile argument, never the statement that commits on its own');
+# without a volatile argument, each execution of a custom plan in
+# autocommit is the statement that commits on its own: a read of the key's
+# shard, grouped to one row, no transaction block
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	($rc, $out, $err) = prepared_script('fastalone',
+		"\\set n :n + 1\nSELECT idempotent_increment('likes', 'fasta' || :client_id::int, 44, :n, 1);\n", 10);
+}
+is($rc, 0, 'a prepared statement with a stable key runs') or diag($err);
+is(value('fasta0'), '10', 'each of its 10 executions applied');
+$fast_sent = () = $err =~ /issuing SELECT public\.fbf_increment_on_placement\(public\.fbf_outside_transaction_block\('public\.likes'::regclass\), 'fasta0'::text, .* FROM public\.likes_\d+ likes WHERE .* GROUP BY \(\)$/mg;
+is($fast_sent, 10, 'each execution as the statement that commits on its own') or diag($err);
+unlike($err, qr/issuing (?:BEGIN|WITH touch)/, 'in autocommit: no transaction block, no data-modifying CTE');
+# the same prepared statement in transaction blocks over both workers: the
+# routed statement that joins the distributed transaction, committed with
+# two-phase commit; fbf_outside_transaction_block never sent
+my ($pa) = grep { node_of($_) == 1 } map { "blk$_" } 1 .. 50;
+my ($pb) = grep { node_of($_) == 2 } map { "blk$_" } 1 .. 50;
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	($rc, $out, $err) = prepared_script('fastblock', <<"EOS", 3);
+\\set n :n + 1
+BEGIN;
+SELECT idempotent_increment('likes', '$pa', 45, :n, 1);
+SELECT idempotent_increment('likes', '$pb', 45, :n, 1);
+COMMIT;
+EOS
+}
+is($rc, 0, 'a prepared statement in transaction blocks over both workers runs') or diag($err);
+my $touch_sent = () = $err =~ /issuing WITH touch AS \(UPDATE public\.likes_\d+ likes /g;
+is($touch_sent, 6, 'in a transaction block, the routed statement that joins the distributed transaction') or diag($err);
+$prepares = () = $err =~ /issuing PREPARE TRANSACTION/g;
+is($prepares, 6, 'committed with PREPARE TRANSACTION on both workers, each time');
+unlike($err, qr/fbf_outside_transaction_block/, 'never the statement that commits on its own');
+# on a placement, inside a transaction block, the statement that commits
+# on its own is refused before it applies anything (a portal bound outside
+# a transaction block and executed inside one)
+($rc, $out, $err) = $w1->psql('postgres', q{
+	BEGIN;
+	SELECT fbf_outside_transaction_block('likes');},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/25001: this statement was planned to commit on its own, and runs inside a transaction block/,
+	'fbf_outside_transaction_block inside a transaction block: 25001');
+is($w1->safe_psql('postgres', q{SELECT fbf_outside_transaction_block('likes')}), 'likes',
+	'outside one: the table');
 unlike($err, qr/issuing .*(?:fbf_apply_on_placement|nextval)/,
 	'never the function route, never the function sent');
 # a plan that may run again keeps the function route: a prepared statement

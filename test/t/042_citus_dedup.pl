@@ -163,6 +163,28 @@ is(join('', map { $w1->safe_psql('postgres', "SELECT fbf_claim('inbox', ${_}::bi
 like($err, qr/22004: id of fbf_claim must not be null/, 'fast path: a NULL id is refused as fbf_claim refuses it (22004)');
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT fbf_claim('inbox', 'fp-client'::text, NULL)");
 like($err, qr/22004: seq of fbf_claim must not be null/, 'fast path: a NULL seq too (22004)');
+# prepared statements with parameters, in autocommit: each claim sent as the
+# statement that commits on its own (a read of the anchor's shard, grouped
+# to one row), ids and (client_id, seq) pairs
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+my $pfile = "${PostgreSQL::Test::Utils::tmp_check}/claims.sql";
+open(my $pfh, '>', $pfile) or die "$pfile: $!";
+print $pfh "\\set id :id + 1\nSELECT fbf_claim('inbox', :id::bigint);\nSELECT fbf_claim('inbox', 'pc'::text, :id::bigint);\n";
+close $pfh;
+my ($po, $pe) = ('', '');
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	IPC::Run::run([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 5, '-D', 'id=9600',
+		'-h', '127.0.0.1', '-p', $coord->port, '-f', $pfile, 'postgres' ], '>', \$po, '2>', \$pe);
+}
+my $alone = () = $pe =~ /issuing SELECT \(public\.fbf_claim_on_placement\(public\.fbf_outside_transaction_block\('public\.inbox'::regclass\), .*\)\)\[1\] AS fbf_claim FROM public\.inbox_\d+ inbox WHERE .* GROUP BY \(\)$/mg;
+is($alone, 10, 'fast path, prepared: each claim as the statement that commits on its own') or diag($pe);
+unlike($pe, qr/issuing (?:BEGIN|WITH touch)|ERROR/, 'no transaction block, no data-modifying CTE, no error');
+is(claim_range($coord, 9601, 9605), 0, 'its ids are claimed');
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE fbf_claim('inbox', 'pc'::text, s)) FROM generate_series(9601, 9605) s}),
+	0, 'and its (client_id, seq) pairs');
 
 # ---- shard moves carry the windows ----
 sub shard_of

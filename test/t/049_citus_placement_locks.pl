@@ -26,7 +26,13 @@
 #     afterwards a direct call on the old worker is refused (55000);
 #   - a move while a session on the coordinator increments keys of the
 #     moving shard, each in its own transaction: every operation counted
-#     once, every retry dismissed.
+#     once, every retry dismissed;
+#   - the fast path's statement that commits on its own (a prepared
+#     statement in autocommit), which Citus sends as a read and does not
+#     lock for: it takes the shard's metadata lock on the coordinator, so
+#     it waits for a transfer's lock there (55P03 with lock_timeout), and
+#     a move in block_writes mode while clients send it fails none of
+#     them, counts each operation once and dismisses every retry.
 use strict;
 use warnings;
 
@@ -240,6 +246,70 @@ is($coord->safe_psql('postgres', qq{
 is($coord->safe_psql('postgres', qq{
 	SELECT count(*) FILTER (WHERE idempotent_increment('likes', k, 9, s, 1))
 	  FROM unnest(ARRAY[$keylist]) k, generate_series(1, 50) s}),
+	0, 'and every retry dismissed');
+
+# ---- the statement that commits on its own waits for a transfer ----
+# A prepared statement with parameters, in autocommit: the fast path sends
+# it as a read (SELECT ... GROUP BY ()), for which Citus takes no lock; the
+# planner takes the shard's metadata lock on the coordinator instead.
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+sub pgbench_on
+{
+	my ($node, $name, $script, @args) = @_;
+	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $script;
+	close $fh;
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', @args,
+			'-h', '127.0.0.1', '-p', $node->port, '-f', $file, 'postgres' ],
+		'>', \$o, '2>', \$e);
+	return ($h, \$o, \$e);
+}
+my $chold = hold_lock($coord, $shard, 7);
+{
+	local $ENV{PGOPTIONS} = '-c lock_timeout=2s -c citus.log_remote_commands=on -c client_min_messages=log';
+	my ($h, $o, $e) = pgbench_on($coord, 'alone_wait',
+		"SELECT idempotent_increment('likes', :k, 20, 1, 1);\n", '-c', '1', '-t', '1', '-D', "k=$key");
+	$h->finish;
+	like($$e, qr/lock timeout/, 'the statement that commits on its own waits for a transfer\'s lock on the coordinator (lock_timeout)');
+	unlike($$e, qr/issuing/, 'and sends nothing meanwhile');
+}
+$chold->query_safe('COMMIT');
+$chold->quit;
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	my ($h, $o, $e) = pgbench_on($coord, 'alone_once',
+		"SELECT idempotent_increment('likes', :k, 20, 1, 1);\n", '-c', '1', '-t', '1', '-D', "k=$key");
+	$h->finish;
+	is($h->result(0), 0, 'it applies once the lock is released') or diag($$e);
+	like($$e, qr/issuing SELECT .*fbf_outside_transaction_block\(.* GROUP BY \(\)/,
+		'as the statement that commits on its own');
+}
+
+# a move in block_writes mode while two clients send it, each operation new
+my $arr = 'ARRAY[' . $keylist . ']';
+my ($bh, $bo, $be) = pgbench_on($coord, 'alone_move', <<"EOS", '-c', '2', '-j', '2', '-t', '400', '-D', 'seq=0');
+\\set seq :seq + 1
+SELECT idempotent_increment('likes', ($arr)[1 + :seq % 20], 30 + :client_id, :seq, 1);
+EOS
+usleep(300_000);
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_move_shard_placement(%d, '127.0.0.1', %d, '127.0.0.1', %d,
+									  shard_transfer_mode => 'block_writes')},
+	$shard, $node->port, $other->port));
+my $moved_during = $bh->pumpable ? 1 : 0;
+note('the clients were ' . ($moved_during ? 'still' : 'no longer') . ' running when the move committed');
+$bh->finish;
+is($bh->result(0), 0, 'no client\'s statement failed during the move') or diag($$be);
+is(node_of($shard)->port, $other->port, 'the shard moved');
+is($coord->safe_psql('postgres', qq{
+	SELECT sum(fbf_counter_value('likes', k)) FROM unnest($arr) k}),
+	1000 + 800, 'every operation during the move counted once');
+is($coord->safe_psql('postgres', qq{
+	SELECT count(*) FILTER (WHERE idempotent_increment('likes', ($arr)[1 + s % 20], c, s, 1))
+	  FROM generate_series(30, 31) c, generate_series(1, 400) s}),
 	0, 'and every retry dismissed');
 
 $_->stop for @nodes;
