@@ -396,30 +396,46 @@ FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
  * Lock, on the node that routes a statement, the metadata of the shard of
  * the distributed table `table` (owned by `owner`) that holds the routing
  * value `value` (of type `type`) in ShareLock until the end of the
- * transaction, as Citus does for a routed write before it loads the
- * shard's placement (AcquireMetadataLocks): for the fast path's statements
- * that Citus runs as reads (citus_plan.c), so that a shard move or split
- * waits for them, and they for it, as for a plain UPDATE.  The caller
- * checked that the user may write to the table.
+ * transaction, as Citus' executor does for a routed write
+ * (AcquireMetadataLocks): for the fast path's statement that commits on
+ * its own, which Citus runs as a read and locks nothing for
+ * (citus_plan.c), so that a shard move or split waits for it, and it for
+ * them, as for a plain UPDATE.  A split that commits while this waits
+ * moves the value to another shard: the metadata is read again once the
+ * lock is held (invalidations accepted), and the new shard locked too,
+ * until the shard found is the one locked; Citus then plans with that
+ * metadata.  The caller checked that the user may write to the table.
  */
 void
 FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value, Oid type)
 {
-	lock_shard_metadata(owner, shard_of(table, value, type));
+	int64		locked = -1;
+	int64		shardid = shard_of(table, value, type);
+
+	while (shardid != locked)
+	{
+		CHECK_FOR_INTERRUPTS();
+		lock_shard_metadata(owner, shardid);
+		locked = shardid;
+		AcceptInvalidationMessages();
+		shardid = shard_of(table, value, type);
+	}
 }
 
 /*
  * fbf_outside_transaction_block(counter regclass) RETURNS regclass:
  * `counter`, or an error (25001) if a transaction block is open.  The fast
- * path's statements that commit on their own (citus_plan.c) pass their
- * table through it on the placement: Citus sends such a statement as a
- * read, which in a transaction block it commits without two-phase commit,
- * so it may run only outside one.  The plan is made outside one; this
- * catches a plan made outside and run inside (a portal bound before a
- * BEGIN and executed after it), where Citus opens a transaction block on
- * the placement for the read (citus.select_opens_transaction_block, which
- * the fast path requires).  Strict: NULL for a NULL table, which the
- * placement function then refuses.
+ * path's statement that commits on its own (citus_plan.c) passes its table
+ * through it on the placement: Citus sends that statement as a read, which
+ * in a distributed transaction it commits without two-phase commit, so it
+ * may run only as a transaction's one distributed statement.  The node
+ * that plans it checks that when it plans and when it executes it
+ * (commits_alone, alone_executor_start); this is the placement's own
+ * check, behind those: wherever Citus opens a transaction block on the
+ * placement for the read (inside a distributed transaction, or inside a
+ * transaction block while citus.select_opens_transaction_block is on),
+ * nothing is applied.  Strict: NULL for a NULL table, which the placement
+ * function then refuses.
  */
 PG_FUNCTION_INFO_V1(fbf_outside_transaction_block);
 
@@ -430,8 +446,8 @@ fbf_outside_transaction_block(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("this statement was planned to commit on its own, and runs inside a transaction block"),
-				 errdetail("Its plan was made outside the transaction block."),
-				 errhint("Execute the statement again: it is planned for the transaction block.")));
+				 errdetail("Its plan was made for a statement that is its transaction's only distributed statement."),
+				 errhint("Roll back, and retry the transaction.")));
 	PG_RETURN_OID(PG_GETARG_OID(0));
 }
 

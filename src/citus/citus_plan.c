@@ -38,8 +38,26 @@
  * it is now the client's statement: in autocommit it is sent in one round
  * trip, as a plain UPDATE is; in an explicit transaction it joins the
  * distributed transaction, and a transaction that writes through more than
- * one node commits with two-phase commit, as before.  A prepared statement
- * keeps the plan, and Citus prunes the shard per execution.
+ * one node commits with two-phase commit, as before.
+ *
+ * A custom plan outside a transaction block (commits_alone) becomes
+ * instead the statement that commits on its own,
+ *
+ *	SELECT fbf_increment_on_placement(fbf_outside_transaction_block(counter),
+ *									  <key>, client_id, seq, delta)
+ *	FROM counter WHERE key = <key, evaluated here> AND shard < 0 GROUP BY ()
+ *
+ * which reads no row and returns one, and which Citus plans with its
+ * fast-path router planner, cheaper than the modification above, and runs
+ * as a read task: no metadata lock, no transaction block on the placement
+ * in autocommit, no two-phase commit.  So it is made only for a plan that
+ * runs once, in the state it is planned in, outside a transaction block;
+ * this file takes the shard's metadata lock before Citus plans it, as
+ * Citus' executor does for a routed write (FbfCitusLockRoutingValue), and
+ * the placement refuses it in a transaction block
+ * (fbf_outside_transaction_block, 25001: a named portal bound before a
+ * BEGIN and executed after it).  docs/design.md, "The statement that
+ * commits on its own".
  * fbf_routing_key is the key itself, or the front end's error (22004) if
  * it is NULL: Citus evaluates it to choose the shard, and would otherwise
  * fail to find one for a NULL key, before the twin could say why.
@@ -53,6 +71,9 @@
  *	SELECT (fbf_claim_on_placement(dedup, fbf_claim_anchor(id),
  *								   ARRAY[id], NULL))[1]
  *
+ * (or, committing on its own, SELECT (fbf_claim_on_placement(
+ * fbf_outside_transaction_block(dedup), ...))[1] FROM dedup WHERE anchor =
+ * <anchor, evaluated here> GROUP BY ()).
  * Citus evaluates the anchor to route, and the placement computes it again
  * from the id and checks it; the privilege of a claim is INSERT.  A batch
  * of claims spans shards, so it keeps its route (one statement per shard).
@@ -127,7 +148,9 @@
  * fast path"); a statement of any other kind is planned without a word.
  *
  * Locks: RowExclusiveLock on the table, as the rewritten statement's
- * UPDATE takes it (privileges checked before); pg_proc through the
+ * UPDATE takes it (privileges checked before); for the statement that
+ * commits on its own, then the routing value's shard metadata lock in
+ * ShareLock (src/citus/README.md, "Locks"); pg_proc through the
  * syscache.  The cache of analyzed statements is per backend, in
  * CacheMemoryContext, emptied by invalidations (routed_forget).
  *
@@ -143,6 +166,7 @@
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type_d.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -368,7 +392,9 @@ lone_call(Query *parse)
  * distributed by Citus (a counter by its key, a dedup table by its anchor)
  * that the caller may use as `form` does, without row security, and its
  * owner in *owner; InvalidOid otherwise.  Locks it with RowExclusiveLock,
- * as the routed statement will, once its privilege is known.
+ * as the routed statement with the CTE will, once its privilege is known
+ * (the statement that commits on its own reads the table, but the call
+ * writes to it: the lock is a writer's either way).
  */
 static Oid
 routable_table(FuncExpr *call, FastForm form, Oid *owner)
@@ -432,6 +458,8 @@ typedef struct RoutedEntry
 	RoutedKey	key;
 	MemoryContext cxt;			/* holds query */
 	Query	   *query;			/* analyzed, with $1, $2... unreplaced */
+	Oid			guard;			/* the statement that commits on its own:
+								 * fbf_outside_transaction_block */
 } RoutedEntry;
 
 static HTAB *routed_cache = NULL;
@@ -484,13 +512,13 @@ routed_error_callback(void *arg)
 	}
 }
 
-/* does the function `name` of the schema `nspname` take `nargs` `types`? */
-static bool
-has_function(char *nspname, const char *name, int nargs, const Oid *types)
+/* the function `name` of the schema `nspname` taking `nargs` `types` */
+static Oid
+function_oid(char *nspname, const char *name, int nargs, const Oid *types)
 {
-	return OidIsValid(LookupFuncName(list_make2(makeString(nspname),
-												makeString(pstrdup(name))),
-									 nargs, types, true));
+	return LookupFuncName(list_make2(makeString(nspname),
+									 makeString(pstrdup(name))),
+						  nargs, types, true);
 }
 
 /*
@@ -498,11 +526,13 @@ has_function(char *nspname, const char *name, int nargs, const Oid *types)
  * distributed table `table`, analyzed with $1, $2... of its arguments'
  * `nparams` types (`types`), from the cache or parsed and analyzed now and
  * kept; NULL if the extension lacks the functions it calls.  `alone`: the
- * statement that commits on its own.  The caller copies it before use.
+ * statement that commits on its own, and *guard the function it passes
+ * the table through (fbf_outside_transaction_block).  The caller copies
+ * it before use.
  */
 static Query *
 routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
-				int nparams, bool alone)
+				int nparams, bool alone, Oid *guard)
 {
 	static const Oid needs_types[2][2] = {{ANYELEMENTOID}, {TEXTOID, TEXTOID}};
 	static const Oid alone_types[1] = {REGCLASSOID};
@@ -535,7 +565,10 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 	key.alone = alone;
 	entry = hash_search(routed_cache, &key, HASH_FIND, NULL);
 	if (entry != NULL)
+	{
+		*guard = entry->guard;
 		return entry->query;
+	}
 
 	/*
 	 * The front end lives in the extension's schema, as the twins do; they
@@ -545,11 +578,12 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 	 * 1.5 for the one that commits on its own.
 	 */
 	nspname = get_namespace_name(get_func_namespace(call->funcid));
-	if (!has_function(nspname, routed_forms[r].needs,
-					  routed_forms[r].needs_nargs,
-					  needs_types[routed_forms[r].needs_nargs - 1]) ||
-		(alone && !has_function(nspname, "fbf_outside_transaction_block",
-								1, alone_types)))
+	*guard = alone ? function_oid(nspname, "fbf_outside_transaction_block",
+								  1, alone_types) : InvalidOid;
+	if (!OidIsValid(function_oid(nspname, routed_forms[r].needs,
+								 routed_forms[r].needs_nargs,
+								 needs_types[routed_forms[r].needs_nargs - 1])) ||
+		(alone && !OidIsValid(*guard)))
 		return NULL;
 	schema = quote_identifier(nspname);
 	sql = psprintf(alone ? routed_forms[r].alone : routed_forms[r].sql,
@@ -574,6 +608,7 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 		MemoryContextDelete(entry->cxt);
 	entry->cxt = cxt;
 	entry->query = query;
+	entry->guard = *guard;
 	return query;
 }
 
@@ -595,10 +630,10 @@ put_arguments(Node *node, void *args)
  * The routing value of `routed`, a statement that commits on its own with
  * the client's constants in place: the first comparison of its WHERE, the
  * routing column with fbf_routing_key or fbf_claim_anchor of constants,
- * evaluated here (fbf_routing_key's 22004 for a NULL key) and put in place
- * as a constant, as Citus' fast path wants it; NULL if it is NULL (a
- * claim of a NULL id, which the other statement takes, to be refused as
- * the front end refuses it).
+ * evaluated here and put in place as a constant, as Citus' fast path wants
+ * it.  Neither function returns NULL (a NULL key or id is refused there,
+ * 22004, as the front end refuses it); were one to, NULL, and the other
+ * statement is made.
  */
 static Const *
 alone_routing_value(Query *routed)
@@ -629,14 +664,15 @@ alone_routing_value(Query *routed)
  * rewriter (row security, rules) as the client's statement went; NULL if
  * that makes it more than one statement, or the extension lacks the
  * functions it calls.  `alone`: the statement that commits on its own,
- * whose arguments are constants; NULL too if its routing value is NULL.
+ * whose arguments are constants, and *guard its
+ * fbf_outside_transaction_block; NULL too if its routing value is NULL.
  * Its routing value's shard metadata is then locked in ShareLock, as
  * Citus locks a routed write's (FbfCitusLockRoutingValue), as the table's
  * owner `owner`.
  */
 static Query *
 routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
-				 Oid table, bool alone, Oid owner)
+				 Oid table, bool alone, Oid owner, Oid *guard)
 {
 	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
 	Oid			types[5];
@@ -652,7 +688,8 @@ routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
 	for (i = 0; i < nparams; i++)
 		types[i] = exprType(list_nth(args, i));
 
-	template = routed_template(call, form, table, types, nparams, alone);
+	template = routed_template(call, form, table, types, nparams, alone,
+							   guard);
 	if (template == NULL)
 		return NULL;
 	routed = copyObject(template);
@@ -764,17 +801,34 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 }
 
 /*
+ * Is the statement about to run the first of a transaction that commits
+ * when it ends: outside a transaction block, and not after another
+ * statement of a pipeline (the extended protocol's messages before a Sync
+ * share one transaction, outside any block, and Citus keeps a distributed
+ * transaction that an earlier one opened)?
+ */
+static bool
+first_of_its_transaction(void)
+{
+	return !IsTransactionBlock() &&
+		(MyXactFlags & XACT_FLAGS_PIPELINING) == 0;
+}
+
+/*
  * May the routed statement of the lone call `call`, in a plan made with
  * `boundParams`, be the one that commits on its own (the file's header)?
  * Only a custom plan's (`boundParams` set: it runs once, in the
- * transaction it is made in), outside a transaction block, whose arguments
- * call no volatile function (one evaluated while the statement is planned
- * could write through Citus, which then holds the transaction open on the
- * workers: an increment of its own), where Citus sends reads to the
- * primaries (citus.use_secondary_nodes) and opens a transaction block for
- * a read inside one (citus.select_opens_transaction_block), so that
- * fbf_outside_transaction_block on the placement catches a plan run in a
- * transaction block that it was not made in.
+ * transaction it is made in), as its transaction's first statement
+ * (first_of_its_transaction, checked again when it runs:
+ * alone_executor_start), whose arguments call no volatile function (one
+ * evaluated while the statement is planned could write through Citus,
+ * which then holds a distributed transaction open: an increment of its
+ * own), where Citus sends reads to the primaries
+ * (citus.use_secondary_nodes, set only at a session's start) and opens a
+ * transaction block for a read inside one
+ * (citus.select_opens_transaction_block), so that
+ * fbf_outside_transaction_block on the placement stands behind those
+ * checks.
  */
 static bool
 commits_alone(FuncExpr *call, ParamListInfo boundParams)
@@ -782,7 +836,7 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
 	const char *secondaries;
 	const char *opens;
 
-	if (boundParams == NULL || IsTransactionBlock() ||
+	if (boundParams == NULL || !first_of_its_transaction() ||
 		contain_volatile_functions((Node *) call->args))
 		return false;
 	secondaries = GetConfigOption("citus.use_secondary_nodes", true, false);
@@ -799,12 +853,14 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
  * function, evaluated here, running statements of its own).  The
  * functions folded into the arguments go to *inval_items; *dissuade says
  * that the plan made without the routed statement should not be preferred
- * to custom plans (coordinator_arguments).  A call on a routable table that
+ * to custom plans (coordinator_arguments).  *guard is the function the
+ * statement that commits on its own passes its table through, if it is
+ * that statement; InvalidOid otherwise.  A call on a routable table that
  * is declined says why, at DEBUG1.
  */
 static Query *
 fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
-		  bool clients, List **inval_items, bool *dissuade)
+		  bool clients, List **inval_items, bool *dissuade, Oid *guard)
 {
 	FuncExpr   *call;
 	FastForm	form;
@@ -827,9 +883,9 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 										   &why, dissuade)) != NIL &&
 			 (!commits_alone(call, boundParams) ||
 			  (routed = routed_statement(parse, call, args, form, table,
-										 true, owner)) == NULL) &&
+										 true, owner, guard)) == NULL) &&
 			 (routed = routed_statement(parse, call, args, form, table,
-										false, owner)) == NULL)
+										false, owner, guard)) == NULL)
 		why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
 	if (routed == NULL)
 		ereport(DEBUG1,
@@ -839,11 +895,19 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	return routed;
 }
 
+/* the hash of fbf_outside_transaction_block in pg_proc's syscache, or 0 */
+static uint32 alone_guard_hash = 0;
+
 /*
  * Plan `parse` with the planner before us (Citus'), the routed statement
  * in its place if fast_path makes one; `clients` as fast_path takes it.
  * A generic plan that fast_path dissuades gets a cost the plan cache never
- * prefers to a custom plan's, as Citus prices its own such plans out.
+ * prefers to a custom plan's, as Citus prices its own such plans out.  The
+ * plan of a statement that commits on its own depends on
+ * fbf_outside_transaction_block, which the plan it gets from Citus does
+ * not say (the function is called on the placement): that dependency,
+ * added to its invalidation items, is also how alone_executor_start knows
+ * it.
  */
 static PlannedStmt *
 plan_statement(Query *parse, const char *query_string, int cursorOptions,
@@ -851,9 +915,21 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
 {
 	List	   *inval_items = NIL;
 	bool		dissuade = false;
+	Oid			guard = InvalidOid;
 	Query	   *routed = fast_path(parse, boundParams, cursorOptions, clients,
-								   &inval_items, &dissuade);
+								   &inval_items, &dissuade, &guard);
 	PlannedStmt *result;
+
+	if (OidIsValid(guard))
+	{
+		PlanInvalItem *item = makeNode(PlanInvalItem);
+
+		item->cacheId = PROCOID;
+		item->hashValue = GetSysCacheHashValue1(PROCOID,
+												ObjectIdGetDatum(guard));
+		inval_items = lappend(inval_items, item);
+		alone_guard_hash = item->hashValue;
+	}
 
 	if (prev_planner_hook)
 		result = prev_planner_hook(routed ? routed : parse, query_string,
@@ -900,6 +976,56 @@ fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
+ * Is `stmt` the plan of a statement that commits on its own (its
+ * dependency on fbf_outside_transaction_block, plan_statement)?  Only a
+ * Citus plan (a custom scan) of a backend that made one.
+ */
+static bool
+commits_alone_plan(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (alone_guard_hash == 0 || stmt->planTree == NULL ||
+		!IsA(stmt->planTree, CustomScan))
+		return false;
+	foreach(lc, stmt->invalItems)
+	{
+		PlanInvalItem *item = lfirst_node(PlanInvalItem, lc);
+
+		if (item->cacheId == PROCOID && item->hashValue == alone_guard_hash)
+			return true;
+	}
+	return false;
+}
+
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/*
+ * The executor's start: a statement that commits on its own must still be
+ * the first of its transaction when it runs (first_of_its_transaction), or
+ * it is refused (25001) before Citus sends anything.  Its plan was made
+ * when it was (commits_alone), at the protocol's Bind; a portal bound then
+ * and executed later may run after a BEGIN, or after another statement of
+ * a pipeline, where Citus would commit its read without two-phase commit.
+ */
+static void
+alone_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
+		commits_alone_plan(queryDesc->plannedstmt) &&
+		!first_of_its_transaction())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("this statement was planned to commit on its own, and runs inside a larger transaction"),
+				 errdetail("Its plan was made for a statement that is its transaction's only distributed statement."),
+				 errhint("Roll back, and retry the transaction.")));
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+/*
  * fbf_routing_key(key text, fname text) RETURNS text: `key`, by which
  * Citus routes the statement of the fast path; error (22004) if it is
  * NULL, as the front end `fname` says it.  Immutable, not strict.
@@ -917,13 +1043,16 @@ fbf_routing_key(PG_FUNCTION_ARGS)
 }
 
 /*
- * Install the planner hook; from _PG_init.  Citus, which must come first
- * in shared_preload_libraries, installs its planner before: so this hook
- * runs first and hands Citus the routed statement.
+ * Install the planner hook and the executor's start; from _PG_init.
+ * Citus, which must come first in shared_preload_libraries, installs its
+ * planner before: so this hook runs first and hands Citus the routed
+ * statement.
  */
 void
 FbfCitusPlanInit(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = fbf_citus_planner;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = alone_executor_start;
 }

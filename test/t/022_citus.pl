@@ -432,6 +432,42 @@ like($err, qr/25001: this statement was planned to commit on its own, and runs i
 	'fbf_outside_transaction_block inside a transaction block: 25001');
 is($w1->safe_psql('postgres', q{SELECT fbf_outside_transaction_block('likes')}), 'likes',
 	'outside one: the table');
+# a pipeline (statements sent before a Sync share one transaction, outside
+# any transaction block): after a first statement that keeps a distributed
+# transaction open (a call with something else in it takes the function
+# route), a prepared call is sent as the routed statement that joins it
+my ($qa) = grep { node_of($_) == 1 } map { "pipe$_" } 1 .. 50;
+my ($qb) = grep { node_of($_) == 2 } map { "pipe$_" } 1 .. 50;
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	($rc, $out, $err) = prepared_script('fastpipe', <<"EOS", 3);
+\\set n :n + 1
+\\startpipeline
+SELECT idempotent_increment('likes', '$qa', 46, :n, 1) AS a, 1 AS b;
+SELECT idempotent_increment('likes', '$qb', 46, :n, 1);
+\\endpipeline
+EOS
+}
+is($rc, 0, 'a pipeline: a prepared call after a distributed statement runs') or diag($err);
+is(value($qa) . value($qb), '33', 'a pipeline: every call applied');
+unlike($err, qr/fbf_outside_transaction_block/, 'a pipeline: after its first statement, never the statement that commits on its own');
+# a pipeline whose first statement is the call: it commits on its own
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	($rc, $out, $err) = prepared_script('fastpipe2', <<"EOS", 3);
+\\set n :n + 1
+\\startpipeline
+SELECT idempotent_increment('likes', '$qb', 47, :n, 1);
+SELECT idempotent_increment('likes', '$qa', 47, :n, 1);
+\\endpipeline
+EOS
+}
+is($rc, 0, 'a pipeline whose first statement is a call runs') or diag($err);
+is(value($qa) . value($qb), '66', 'every call applied');
+my $alone_sent = () = $err =~ /issuing SELECT public\.fbf_increment_on_placement\(public\.fbf_outside_transaction_block/g;
+my $joined_sent = () = $err =~ /issuing WITH touch/g;
+is("$alone_sent/$joined_sent", '3/3', 'the first call of each pipeline commits on its own, the second joins')
+	or diag($err);
 unlike($err, qr/issuing .*(?:fbf_apply_on_placement|nextval)/,
 	'never the function route, never the function sent');
 # a plan that may run again keeps the function route: a prepared statement
