@@ -50,14 +50,15 @@
  * which reads no row and returns one, and which Citus plans with its
  * fast-path router planner, cheaper than the modification above, and runs
  * as a read task: no metadata lock, no transaction block on the placement
- * in autocommit, no two-phase commit.  So it is made only for a plan that
- * runs once, in the state it is planned in, outside a transaction block;
- * this file takes the shard's metadata lock before Citus plans it, as
- * Citus' executor does for a routed write (FbfCitusLockRoutingValue), and
- * the placement refuses it in a transaction block
- * (fbf_outside_transaction_block, 25001: a named portal bound before a
- * BEGIN and executed after it).  docs/design.md, "The statement that
- * commits on its own".
+ * in autocommit, no two-phase commit.  So it is made only for a custom
+ * plan (one execution) of a statement that is its transaction's first and
+ * commits when it ends: outside a transaction block and a pipeline, with
+ * no volatile argument (commits_alone), checked again when it runs
+ * (alone_executor_start, 25001).  This file takes the shard's metadata
+ * lock before Citus plans it, as Citus' executor does for a routed write
+ * (FbfCitusLockRoutingValue), and the placement refuses it inside a
+ * transaction block (fbf_outside_transaction_block, 25001).
+ * docs/design.md, "The statement that commits on its own".
  * fbf_routing_key is the key itself, or the front end's error (22004) if
  * it is NULL: Citus evaluates it to choose the shard, and would otherwise
  * fail to find one for a NULL key, before the twin could say why.
