@@ -27,7 +27,10 @@
 #   `bench_incr(key, client_id, seq, delta)` in PL/pgSQL, distributed with
 #   create_distributed_function by its key and colocated with the counter,
 #   so that Citus delegates the whole call to the key's worker (one round
-#   trip), sent to the coordinator.  Builds and installs
+#   trip), sent to the coordinator.  FBF_BENCH_SEQS=random gives each
+#   operation a random seq instead of its client's next one (the filter
+#   answers such operations alone, so false dismissals at the counter's
+#   target may show).  Builds and installs
 #   fbf (and Citus from the vendored tarball, test/lib.sh), starts a
 #   coordinator and two workers on loopback ports as the postgres user
 #   (shared_preload_libraries = 'citus,fbf', fsync on), and stops them on
@@ -43,6 +46,13 @@ clients=${3:-4}
 keys=10000
 mode=${FBF_BENCH_MODE:-prepared}
 key=${FBF_BENCH_KEY:-"'k' || :k"}
+if [ "${FBF_BENCH_SEQS:-ordered}" = random ]; then
+	next_seq='random(1, 4611686018427387903)'
+	next_batch='random(100, 4611686018427387903)'
+else
+	next_seq=':seq + 1'
+	next_batch=':seq + 100'
+fi
 
 citus_cluster_start
 
@@ -74,13 +84,13 @@ fi
 # side and pgbench), seqs from :seq (apart for each round) up
 cat >"$dir/fbf.sql" <<SQL
 \set k random(1, $keys)
-\set seq :seq + 1
+\set seq $next_seq
 \set cid :base + :client_id
 SELECT idempotent_increment('bench_fbf', $key, :cid, :seq, 1);
 SQL
 cat >"$dir/deleg.sql" <<SQL
 \set k random(1, $keys)
-\set seq :seq + 1
+\set seq $next_seq
 \set cid :base + :client_id
 SELECT bench_incr($key, :cid, :seq, 1);
 SQL
@@ -91,7 +101,7 @@ SQL
 # a batch: 100 new operations of one client on one key
 {
 	echo "\\set k random(1, $keys)"
-	echo "\\set seq :seq + 100"
+	echo "\\set seq $next_batch"
 	echo "\\set cid :base + :client_id"
 	printf "SELECT idempotent_increment('bench_fbf', %s, array_fill(:cid::bigint, ARRAY[100]), ARRAY[" "$key"
 	for i in $(seq 1 100); do printf "%s:seq::bigint - %d" "$([ "$i" -gt 1 ] && echo ", ")" "$((100 - i))"; done
