@@ -84,7 +84,9 @@
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/varlena.h"
 
 #include "citus/citus.h"
@@ -98,34 +100,101 @@
  */
 
 /*
- * The result of the Citus SQL function pg_catalog.`name`, whose argument
- * types are `argtypes`, called with the `nargs` values `args` of the types
- * `types` (the actual types, for a polymorphic argument): through fmgr,
- * without SPI, with a FuncExpr that tells a polymorphic function its
- * arguments' types (get_fn_expr_argtype).  Error if it returns NULL.
+ * The Citus functions called here, each looked up once per backend and
+ * argument types and kept until pg_proc changes (citus_calls_forget): a
+ * placement call makes four calls, and the node that routes a statement
+ * that commits on its own two, each of which would otherwise search
+ * pg_proc by name.
  */
-static Datum
-citus_call(const char *name, int nargs, const Oid *argtypes, const Oid *types,
-		   const Datum *args)
+#define CITUS_CALLS_MAX		8
+
+typedef struct CitusCall
 {
-	Oid			fn = LookupFuncName(list_make2(makeString("pg_catalog"),
-											   makeString(pstrdup(name))),
-									nargs, argtypes, false);
-	FmgrInfo	flinfo;
+	const char *name;			/* a string constant of this file's */
+	int			nargs;
+	Oid			types[FUNC_MAX_ARGS];	/* the actual argument types */
+	FmgrInfo	flinfo;			/* in CacheMemoryContext, with its FuncExpr */
+} CitusCall;
+
+static CitusCall citus_calls[CITUS_CALLS_MAX];
+static int	ncitus_calls = 0;
+
+static void
+citus_calls_forget(Datum arg, int cacheid, uint32 hashvalue)
+{
+	ncitus_calls = 0;
+}
+
+/*
+ * The function manager's entry for the Citus SQL function
+ * pg_catalog.`name`, whose argument types are `argtypes`, called with
+ * arguments of the types `types` (the actual types, for a polymorphic
+ * argument), with a FuncExpr that tells a polymorphic function its
+ * arguments' types (get_fn_expr_argtype): from citus_calls, or looked up
+ * now and kept.  The memory of forgotten entries stays in
+ * CacheMemoryContext (a few hundred bytes each time pg_proc changes).
+ */
+static FmgrInfo *
+citus_function(const char *name, int nargs, const Oid *argtypes,
+			   const Oid *types)
+{
+	static bool registered = false;
+	CitusCall  *call;
+	MemoryContext old;
 	List	   *exprs = NIL;
-	Datum		result;
+	Oid			fn;
 	int			i;
 
-	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+	for (i = 0; i < ncitus_calls; i++)
+		if (strcmp(citus_calls[i].name, name) == 0 &&
+			citus_calls[i].nargs == nargs &&
+			memcmp(citus_calls[i].types, types, sizeof(Oid) * nargs) == 0)
+			return &citus_calls[i].flinfo;
 
-	fmgr_info(fn, &flinfo);
+	if (!registered)
+	{
+		CacheRegisterSyscacheCallback(PROCOID, citus_calls_forget, (Datum) 0);
+		registered = true;
+	}
+	fn = LookupFuncName(list_make2(makeString("pg_catalog"),
+								   makeString(pstrdup(name))),
+						nargs, argtypes, false);
+	if (ncitus_calls == CITUS_CALLS_MAX)
+		ncitus_calls = 0;
+	call = &citus_calls[ncitus_calls];
+	call->name = name;
+	call->nargs = nargs;
+	memcpy(call->types, types, sizeof(Oid) * nargs);
+	fmgr_info_cxt(fn, &call->flinfo, CacheMemoryContext);
+	old = MemoryContextSwitchTo(CacheMemoryContext);
 	for (i = 0; i < nargs; i++)
 		exprs = lappend(exprs, makeNullConst(types[i], -1, InvalidOid));
 	fmgr_info_set_expr((Node *) makeFuncExpr(fn, get_func_rettype(fn), exprs,
 											 InvalidOid, InvalidOid,
 											 COERCE_EXPLICIT_CALL),
-					   &flinfo);
-	InitFunctionCallInfoData(*fcinfo, &flinfo, nargs, InvalidOid, NULL, NULL);
+					   &call->flinfo);
+	MemoryContextSwitchTo(old);
+	ncitus_calls++;
+	return &call->flinfo;
+}
+
+/*
+ * The result of the Citus SQL function pg_catalog.`name`, whose argument
+ * types are `argtypes`, called with the `nargs` values `args` of the types
+ * `types` (the actual types, for a polymorphic argument): through fmgr,
+ * without SPI (citus_function).  Error if it returns NULL.
+ */
+static Datum
+citus_call(const char *name, int nargs, const Oid *argtypes, const Oid *types,
+		   const Datum *args)
+{
+	FmgrInfo   *flinfo = citus_function(name, nargs, argtypes, types);
+	Datum		result;
+	int			i;
+
+	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+
+	InitFunctionCallInfoData(*fcinfo, flinfo, nargs, InvalidOid, NULL, NULL);
 	for (i = 0; i < nargs; i++)
 	{
 		fcinfo->args[i].value = args[i];
