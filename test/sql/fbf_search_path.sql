@@ -364,6 +364,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_increment_outcome_on_placement(regclass,text,uuid,bigint,bigint)',
 	 'SELECT fbf_increment_outcome_on_placement(''likes'', ''k'', ''a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11''::uuid, 9, 1)'),
 	('fbf_routing_key(text,text)', 'SELECT fbf_routing_key(''k'', ''idempotent_increment'')'),
+	('fbf_outside_transaction_block(regclass)', 'SELECT fbf_outside_transaction_block(''likes'')'),
 	('fbf_claim_anchor(anyelement)', 'SELECT fbf_claim_anchor(''m-1''::text)'),
 	('fbf_claim_anchor(anyelement,bigint)', 'SELECT fbf_claim_anchor(7::bigint, 1)'),
 	('fbf_distribute_counter(regclass,integer,text)', 'SELECT fbf_distribute_counter(''likes'', 4, ''cuckoo_likes'')'),
