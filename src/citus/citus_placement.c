@@ -79,6 +79,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/primnodes.h"
 #include "parser/parse_func.h"
+#include "storage/sinval.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -405,8 +406,11 @@ local_shard(Oid table, int64 shardid)
  *	   the copy, and be lost with it;
  *	4. the metadata again, as it is now that the lock is held (a move or
  *	   split that committed while this waited is seen: invalidations are
- *	   accepted first): the shard must still hold `value` and be placed
- *	   here (55000, retry: the client's retry is routed again).
+ *	   accepted first): the shard must still hold `value`, which is read
+ *	   again only if an invalidation arrived since it was looked up
+ *	   (SharedInvalidMessageCounter, as RangeVarGetRelidExtended does),
+ *	   and be placed here (55000, retry: the client's retry is routed
+ *	   again).
  *
  * No deadlock comes of the lock with a shard transfer.  A routed call
  * holds the routing node's lock (the coordinator's, taken by Citus) before
@@ -430,6 +434,7 @@ FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
 	Relation	index;
 	Oid			owner;
 	int64		shardid;
+	uint64		seen;
 
 	if (!FbfCounterOpenRoutable(shell, access, AccessShareLock, &heap, &index))
 	{
@@ -449,10 +454,12 @@ FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
 	owner = heap->rd_rel->relowner;
 	FbfCounterClose(heap, NULL);
 
+	seen = SharedInvalidMessageCounter;
 	shardid = shard_of(shell, value, type);
 	lock_shard_metadata(owner, shardid);
 	AcceptInvalidationMessages();
-	if (shard_of(shell, value, type) != shardid)
+	if (SharedInvalidMessageCounter != seen &&
+		shard_of(shell, value, type) != shardid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("shard " INT64_FORMAT " of \"%s\" was split while the call waited for its lock",
@@ -479,15 +486,20 @@ void
 FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value, Oid type)
 {
 	int64		locked = -1;
-	int64		shardid = shard_of(table, value, type);
 
-	while (shardid != locked)
+	for (;;)
 	{
+		uint64		seen = SharedInvalidMessageCounter;
+		int64		shardid = shard_of(table, value, type);
+
+		if (shardid == locked)
+			break;
 		CHECK_FOR_INTERRUPTS();
 		lock_shard_metadata(owner, shardid);
 		locked = shardid;
 		AcceptInvalidationMessages();
-		shardid = shard_of(table, value, type);
+		if (SharedInvalidMessageCounter == seen)
+			break;				/* nothing changed since the look-up */
 	}
 }
 

@@ -631,6 +631,36 @@ is($out, 't', 'fast path through a worker, to the other worker\'s shard');
 ($rc, $out, $err, $issued) = fbf_citus_sent($w1, "SELECT idempotent_increment('likes', '$on1[0]', 40, 8, 5)");
 is($out, 't', 'fast path through a worker, to its own shard');
 is(incr($coord, $f, 40, 8) . incr($w2, $on1[0], 40, 8), 'ff', 'remembered');
+# prepared, through a worker (Citus MX): the statement that commits on its
+# own, to the other worker's shard (sent) and to its own (executed by
+# Citus' local execution, in the client's backend), in autocommit and, the
+# same keys, in a transaction block over both (the routed statement that
+# joins, committed with two-phase commit)
+my ($ma) = grep { node_of($_) == 1 } map { "mx$_" } 1 .. 50;
+my ($mb) = grep { node_of($_) == 2 } map { "mx$_" } 1 .. 50;
+my $mxfile = "${PostgreSQL::Test::Utils::tmp_check}/mx.sql";
+open(my $mxfh, '>', $mxfile) or die "$mxfile: $!";
+print $mxfh "\\set n :n + 1\nSELECT idempotent_increment('likes', '$ma', 48, :n, 1);\n"
+  . "SELECT idempotent_increment('likes', '$mb', 48, :n, 1);\n"
+  . "BEGIN;\nSELECT idempotent_increment('likes', '$ma', 49, :n, 1);\n"
+  . "SELECT idempotent_increment('likes', '$mb', 49, :n, 1);\nCOMMIT;\n";
+close $mxfh;
+my ($mo, $me) = ('', '');
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c citus.log_local_commands=on -c client_min_messages=log';
+	IPC::Run::run([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 5, '-D', 'n=0',
+		'-h', '127.0.0.1', '-p', $w1->port, '-f', $mxfile, 'postgres' ], '>', \$mo, '2>', \$me);
+}
+unlike($me, qr/ERROR/, 'prepared through a worker, to both shards, in and out of transaction blocks: no error')
+	or diag($me);
+is(value($ma) . ' ' . value($mb), '10 10', 'each operation applied once');
+my $mx_local = () = $me =~ /executing the command locally: SELECT public\.fbf_increment_on_placement\(public\.fbf_outside_transaction_block/g;
+my $mx_remote = () = $me =~ /issuing SELECT public\.fbf_increment_on_placement\(public\.fbf_outside_transaction_block/g;
+is("$mx_local/$mx_remote", '5/5', 'in autocommit, the statement that commits on its own: executed locally on its own shard, sent to the other')
+	or diag($me);
+my $mx_prepares = () = $me =~ /issuing PREPARE TRANSACTION/g;
+ok($mx_prepares >= 5, 'the transaction blocks commit with two-phase commit') or diag($me);
+is(incr($coord, $ma, 48, 5) . incr($coord, $mb, 49, 5), 'ff', 'their retries through the coordinator are dismissed');
 # prepared statements (the extended protocol, pgbench -M prepared): each
 # client sends one operation 30 times, past the plan cache's fifth run
 my $script = "${PostgreSQL::Test::Utils::tmp_check}/fastpath.sql";
