@@ -636,8 +636,8 @@ is(incr($coord, $f, 40, 8) . incr($w2, $on1[0], 40, 8), 'ff', 'remembered');
 # Citus' local execution, in the client's backend), in autocommit and, the
 # same keys, in a transaction block over both (the routed statement that
 # joins, committed with two-phase commit)
-my ($ma) = grep { node_of($_) == 1 } map { "mx$_" } 1 .. 50;
-my ($mb) = grep { node_of($_) == 2 } map { "mx$_" } 1 .. 50;
+my ($ma) = grep { node_of($_) == 1 } map { "wmx$_" } 1 .. 50;
+my ($mb) = grep { node_of($_) == 2 } map { "wmx$_" } 1 .. 50;
 my $mxfile = "${PostgreSQL::Test::Utils::tmp_check}/mx.sql";
 open(my $mxfh, '>', $mxfile) or die "$mxfile: $!";
 print $mxfh "\\set n :n + 1\nSELECT idempotent_increment('likes', '$ma', 48, :n, 1);\n"
