@@ -881,13 +881,20 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 		why = "it is planned inside another statement (a function, a trigger, a DO block, EXPLAIN, EXECUTE or a cursor)";
 	else if ((args = coordinator_arguments(call, form, boundParams,
 										   cursorOptions, inval_items,
-										   &why, dissuade)) != NIL &&
-			 (!commits_alone(call, boundParams) ||
-			  (routed = routed_statement(parse, call, args, form, table,
-										 true, owner, guard)) == NULL) &&
-			 (routed = routed_statement(parse, call, args, form, table,
-										false, owner, guard)) == NULL)
-		why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
+										   &why, dissuade)) != NIL)
+	{
+		if (commits_alone(call, boundParams))
+			routed = routed_statement(parse, call, args, form, table,
+									  true, owner, guard);
+		if (routed == NULL)
+		{
+			*guard = InvalidOid;
+			routed = routed_statement(parse, call, args, form, table,
+									  false, owner, guard);
+		}
+		if (routed == NULL)
+			why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
+	}
 	if (routed == NULL)
 		ereport(DEBUG1,
 				(errmsg_internal("fbf: this call of %s on \"%s\" takes the function route: %s",
