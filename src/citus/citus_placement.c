@@ -114,16 +114,18 @@ typedef struct CitusCall
 	const char *name;			/* a string constant of this file's */
 	int			nargs;
 	Oid			types[FUNC_MAX_ARGS];	/* the actual argument types */
-	FmgrInfo	flinfo;			/* in CacheMemoryContext, with its FuncExpr */
+	FmgrInfo	flinfo;			/* in citus_calls_cxt, with its FuncExpr */
 } CitusCall;
 
 static CitusCall citus_calls[CITUS_CALLS_MAX];
 static int	ncitus_calls = 0;
+static MemoryContext citus_calls_cxt = NULL;	/* the entries' memory */
+static bool citus_calls_stale = false;	/* pg_proc changed since they were made */
 
 static void
 citus_calls_forget(Datum arg, int cacheid, uint32 hashvalue)
 {
-	ncitus_calls = 0;
+	citus_calls_stale = true;
 }
 
 /*
@@ -132,42 +134,51 @@ citus_calls_forget(Datum arg, int cacheid, uint32 hashvalue)
  * arguments of the types `types` (the actual types, for a polymorphic
  * argument), with a FuncExpr that tells a polymorphic function its
  * arguments' types (get_fn_expr_argtype): from citus_calls, or looked up
- * now and kept.  The memory of forgotten entries stays in
- * CacheMemoryContext (a few hundred bytes each time pg_proc changes).
+ * now and kept.  An invalidation of pg_proc only marks the entries stale
+ * (citus_calls_forget): it may arrive while an entry's function is being
+ * called, or while an entry is being made.  They are dropped, and their
+ * memory (their FuncExprs, and what the functions keep in fn_extra)
+ * freed, at the next look-up, when none is in use.
  */
 static FmgrInfo *
 citus_function(const char *name, int nargs, const Oid *argtypes,
 			   const Oid *types)
 {
-	static bool registered = false;
 	CitusCall  *call;
 	MemoryContext old;
 	List	   *exprs = NIL;
 	Oid			fn;
 	int			i;
 
+	if (citus_calls_stale || ncitus_calls == CITUS_CALLS_MAX)
+	{
+		ncitus_calls = 0;
+		citus_calls_stale = false;
+		if (citus_calls_cxt != NULL)
+			MemoryContextReset(citus_calls_cxt);
+	}
 	for (i = 0; i < ncitus_calls; i++)
 		if (strcmp(citus_calls[i].name, name) == 0 &&
 			citus_calls[i].nargs == nargs &&
 			memcmp(citus_calls[i].types, types, sizeof(Oid) * nargs) == 0)
 			return &citus_calls[i].flinfo;
 
-	if (!registered)
+	if (citus_calls_cxt == NULL)
 	{
+		citus_calls_cxt = AllocSetContextCreate(CacheMemoryContext,
+												"fbf Citus functions",
+												ALLOCSET_SMALL_SIZES);
 		CacheRegisterSyscacheCallback(PROCOID, citus_calls_forget, (Datum) 0);
-		registered = true;
 	}
 	fn = LookupFuncName(list_make2(makeString("pg_catalog"),
 								   makeString(pstrdup(name))),
 						nargs, argtypes, false);
-	if (ncitus_calls == CITUS_CALLS_MAX)
-		ncitus_calls = 0;
 	call = &citus_calls[ncitus_calls];
 	call->name = name;
 	call->nargs = nargs;
 	memcpy(call->types, types, sizeof(Oid) * nargs);
-	fmgr_info_cxt(fn, &call->flinfo, CacheMemoryContext);
-	old = MemoryContextSwitchTo(CacheMemoryContext);
+	fmgr_info_cxt(fn, &call->flinfo, citus_calls_cxt);
+	old = MemoryContextSwitchTo(citus_calls_cxt);
 	for (i = 0; i < nargs; i++)
 		exprs = lappend(exprs, makeNullConst(types[i], -1, InvalidOid));
 	fmgr_info_set_expr((Node *) makeFuncExpr(fn, get_func_rettype(fn), exprs,
