@@ -49,7 +49,8 @@
  * in ShareLock, until the end of the transaction, taken through Citus'
  * lock_shard_metadata, then the shard table opened by FbfCounterApply (or
  * FbfClaim); Citus' catalogs pg_dist_placement and pg_dist_local_group
- * are read with AccessShareLock.  That metadata lock is the one a routed
+ * are read with AccessShareLock, unless the shard is one this backend has
+ * found placed here since it last processed an invalidation (local_shard).  That metadata lock is the one a routed
  * write takes on the node that routes it (Citus takes it on the
  * coordinator for the routed statement) and the one a shard move or split
  * holds in ExclusiveLock on every node while it copies the shard's last
@@ -354,11 +355,39 @@ lock_shard_metadata(Oid owner, int64 shardid)
 }
 
 /*
+ * The shards local_shard found placed here, with their tables, kept while
+ * this backend processes no invalidation (SharedInvalidMessageCounter
+ * stays what it was when the entries were found): Citus invalidates a
+ * distributed table's relation cache entry whenever a placement of one of
+ * its shards is added, removed or given to another group
+ * (CitusInvalidateRelcacheByShardId, from InsertShardPlacementRow,
+ * DeleteShardPlacementRow and UpdatePlacementGroupId), and dropping or
+ * renaming a shard table invalidates it too.  The prologue asks only once
+ * it holds the shard's metadata lock and has accepted invalidations, so a
+ * transfer that committed before the lock was granted has emptied the
+ * list; none can commit while the lock is held.  Only placements found
+ * here are kept: a miss is an error, and its retry looks again.
+ */
+#define LOCAL_SHARDS_MAX	64
+
+typedef struct LocalShard
+{
+	Oid			shell;			/* the distributed table */
+	int64		shardid;
+	Oid			shard;			/* its shard's table, on this node */
+} LocalShard;
+
+static LocalShard local_shards[LOCAL_SHARDS_MAX];
+static int	nlocal_shards = 0;
+static uint64 local_shards_seen = 0;	/* SharedInvalidMessageCounter then */
+
+/*
  * The table of shard `shardid` of the distributed table `table`, which
  * must be placed on this node; error if it is elsewhere (the metadata
  * changed since the statement was routed: a shard move or split committed
  * meanwhile; the transaction aborts and the client's retry is routed
- * again).  Citus names the table (shard_name).
+ * again).  Citus names the table (shard_name).  From local_shards, or
+ * looked up and kept there.
  */
 static Oid
 local_shard(Oid table, int64 shardid)
@@ -367,6 +396,17 @@ local_shard(Oid table, int64 shardid)
 	Datum		args[3];
 	text	   *name;
 	Oid			shard = InvalidOid;
+	uint64		seen = SharedInvalidMessageCounter;
+	int			i;
+
+	if (local_shards_seen != seen)
+	{
+		nlocal_shards = 0;
+		local_shards_seen = seen;
+	}
+	for (i = 0; i < nlocal_shards; i++)
+		if (local_shards[i].shardid == shardid && local_shards[i].shell == table)
+			return local_shards[i].shard;
 
 	if (placed_here(shardid))
 	{
@@ -385,6 +425,17 @@ local_shard(Oid table, int64 shardid)
 						shardid, get_rel_name(table)),
 				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
+
+	/* kept only if no invalidation arrived while it was looked up */
+	if (SharedInvalidMessageCounter == seen)
+	{
+		if (nlocal_shards == LOCAL_SHARDS_MAX)
+			nlocal_shards = 0;
+		local_shards[nlocal_shards].shell = table;
+		local_shards[nlocal_shards].shardid = shardid;
+		local_shards[nlocal_shards].shard = shard;
+		nlocal_shards++;
+	}
 	return shard;
 }
 

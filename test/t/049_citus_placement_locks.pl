@@ -184,7 +184,6 @@ ok($waiting, 'the move waits on the worker for the shard\'s lock the direct call
 is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 9,
 	'the direct call\'s delta is not visible while its transaction is open');
 $writer->query_safe('COMMIT');
-$writer->quit;
 ($out) = $mover->query(q{SELECT 'moved'});
 my $move_err = $mover->{stderr};
 $mover->quit;
@@ -199,6 +198,13 @@ is($coord->safe_psql('postgres', "SELECT idempotent_increment('likes', '$key', 8
 ($rc, $out, $err) = as_writer($node, "SELECT fbf_increment_on_placement('likes', '$key', 8::bigint, 2, 1)");
 like($err, qr/55000: shard $shard of "likes" is not placed on this node/,
 	'a direct call on the old worker is refused (55000)');
+# the direct call's session found the shard placed here before the move:
+# what it kept of that does not outlive the move
+$writer->query_safe('\\set VERBOSITY verbose');
+$writer->query("SELECT fbf_increment_on_placement('likes', '$key', 8::bigint, 3, 1)");
+like($writer->{stderr}, qr/55000: shard $shard of "likes" is not placed on this node/,
+	'and so is one in the session that called there before the move (55000)');
+$writer->quit;
 
 # ---- a move while routed increments run ----
 my @keys = split /\n/, $coord->safe_psql('postgres', qq{
