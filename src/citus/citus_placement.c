@@ -49,12 +49,13 @@
  * in ShareLock, until the end of the transaction, taken through Citus'
  * lock_shard_metadata, then the shard table opened by FbfCounterApply (or
  * FbfClaim); Citus' catalogs pg_dist_placement and pg_dist_local_group
- * are read with AccessShareLock, unless the shard is one this backend has
- * found placed here since it last processed an invalidation (local_shard).  That metadata lock is the one a routed
- * write takes on the node that routes it (Citus takes it on the
- * coordinator for the routed statement) and the one a shard move or split
- * holds in ExclusiveLock on every node while it copies the shard's last
- * writes, so a placement function called directly on a worker waits for
+ * are read with AccessShareLock, unless the shard is one this backend
+ * found placed here since it last processed a relation cache invalidation
+ * (local_shard).  That metadata lock is the one a routed write takes on
+ * the node that routes it (Citus takes it on the coordinator for the
+ * routed statement) and the one a shard move or split holds in
+ * ExclusiveLock on every node while it copies the shard's last writes,
+ * so a placement function called directly on a worker waits for
  * a transfer as a routed write does (on the coordinator, or on the routing
  * worker under Citus MX), instead of writing to a placement being copied.
  * The prologue's comment gives the lock order with transfers.
@@ -355,18 +356,23 @@ lock_shard_metadata(Oid owner, int64 shardid)
 }
 
 /*
- * The shards local_shard found placed here, with their tables, kept while
- * this backend processes no invalidation (SharedInvalidMessageCounter
- * stays what it was when the entries were found): Citus invalidates a
- * distributed table's relation cache entry whenever a placement of one of
- * its shards is added, removed or given to another group
- * (CitusInvalidateRelcacheByShardId, from InsertShardPlacementRow,
- * DeleteShardPlacementRow and UpdatePlacementGroupId), and dropping or
- * renaming a shard table invalidates it too.  The prologue asks only once
- * it holds the shard's metadata lock and has accepted invalidations, so a
- * transfer that committed before the lock was granted has emptied the
- * list; none can commit while the lock is held.  Only placements found
- * here are kept: a miss is an error, and its retry looks again.
+ * The shards local_shard found placed here, with their tables, kept until
+ * this backend processes a relation cache invalidation of any relation
+ * (local_shards_forget): Citus invalidates a distributed table's relation
+ * cache entry whenever a placement of one of its shards is added, removed
+ * or given to another group (CitusInvalidateRelcacheByShardId, from
+ * InsertShardPlacementRow, DeleteShardPlacementRow and
+ * UpdatePlacementGroupId, and the triggers on pg_dist_placement and
+ * pg_dist_local_group), and dropping or renaming a shard table invalidates
+ * it too.  A relation cache callback sees every such invalidation this
+ * backend processes: other backends' committed ones, its own at each
+ * command's end, and, when its (sub)transaction aborts, its own undone,
+ * so that a placement this backend's own transaction made and then rolled
+ * back is forgotten too.  The prologue asks only once it holds the shard's
+ * metadata lock and has accepted invalidations, so a transfer that
+ * committed before the lock was granted has emptied the list, and none can
+ * commit while the lock is held.  Only placements found here are kept: a
+ * miss is an error, and its retry looks again.
  */
 #define LOCAL_SHARDS_MAX	64
 
@@ -379,7 +385,16 @@ typedef struct LocalShard
 
 static LocalShard local_shards[LOCAL_SHARDS_MAX];
 static int	nlocal_shards = 0;
-static uint64 local_shards_seen = 0;	/* SharedInvalidMessageCounter then */
+static int	next_local_shard = 0;	/* the one a new entry replaces when full */
+static uint64 local_shards_forgotten = 0;	/* times local_shards_forget ran */
+
+static void
+local_shards_forget(Datum arg, Oid relid)
+{
+	nlocal_shards = 0;
+	next_local_shard = 0;
+	local_shards_forgotten++;
+}
 
 /*
  * The table of shard `shardid` of the distributed table `table`, which
@@ -393,16 +408,17 @@ static Oid
 local_shard(Oid table, int64 shardid)
 {
 	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
+	static bool callback_registered = false;
 	Datum		args[3];
 	text	   *name;
 	Oid			shard = InvalidOid;
-	uint64		seen = SharedInvalidMessageCounter;
+	uint64		forgotten = local_shards_forgotten;
 	int			i;
 
-	if (local_shards_seen != seen)
+	if (!callback_registered)
 	{
-		nlocal_shards = 0;
-		local_shards_seen = seen;
+		CacheRegisterRelcacheCallback(local_shards_forget, (Datum) 0);
+		callback_registered = true;
 	}
 	for (i = 0; i < nlocal_shards; i++)
 		if (local_shards[i].shardid == shardid && local_shards[i].shell == table)
@@ -426,15 +442,19 @@ local_shard(Oid table, int64 shardid)
 				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
 
-	/* kept only if no invalidation arrived while it was looked up */
-	if (SharedInvalidMessageCounter == seen)
+	/* kept only if nothing was invalidated while it was looked up */
+	if (local_shards_forgotten == forgotten)
 	{
-		if (nlocal_shards == LOCAL_SHARDS_MAX)
-			nlocal_shards = 0;
-		local_shards[nlocal_shards].shell = table;
-		local_shards[nlocal_shards].shardid = shardid;
-		local_shards[nlocal_shards].shard = shard;
-		nlocal_shards++;
+		if (nlocal_shards < LOCAL_SHARDS_MAX)
+			i = nlocal_shards++;
+		else
+		{
+			i = next_local_shard;
+			next_local_shard = (i + 1) % LOCAL_SHARDS_MAX;
+		}
+		local_shards[i].shell = table;
+		local_shards[i].shardid = shardid;
+		local_shards[i].shard = shard;
 	}
 	return shard;
 }

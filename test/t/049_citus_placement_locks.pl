@@ -23,7 +23,8 @@
 #   - a real move in block_writes mode waits for a direct call's open
 #     transaction on the shard's worker, so the call's operation reaches
 #     the new placement (a retry is dismissed, its delta counted once);
-#     afterwards a direct call on the old worker is refused (55000);
+#     afterwards a direct call on the old worker is refused (55000), in a
+#     new session and in the one that called there before the move;
 #   - a move while a session on the coordinator increments keys of the
 #     moving shard, each in its own transaction: every operation counted
 #     once, every retry dismissed;
@@ -32,7 +33,10 @@
 #     lock for: it takes the shard's metadata lock on the coordinator, so
 #     it waits for a transfer's lock there (55P03 with lock_timeout), and
 #     a move in block_writes mode while clients send it fails none of
-#     them, counts each operation once and dismisses every retry.
+#     them, counts each operation once and dismisses every retry;
+#   - a move onto the coordinator in a transaction block, rolled back:
+#     the session's direct call there applied inside the block, and is
+#     refused after the rollback (55000).
 use strict;
 use warnings;
 
@@ -317,6 +321,35 @@ is($coord->safe_psql('postgres', qq{
 	SELECT count(*) FILTER (WHERE idempotent_increment('likes', ($arr)[1 + s % 20], c, s, 1))
 	  FROM generate_series(30, 31) c, generate_series(1, 400) s}),
 	0, 'and every retry dismissed');
+
+# ---- a placement the session made itself, then rolled back ----
+# A move onto the coordinator inside a transaction block: the session sees
+# its own new placement there, and a direct call applies on it.  Once the
+# move rolls back, the shard is not placed on the coordinator, and the
+# session's next call there is refused: what it kept of the placement
+# does not outlive the rollback, and nothing is written to the table the
+# move made (which its cleanup drops).
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_set_node_property('127.0.0.1', %d, 'shouldhaveshards', true)}, $coord->port));
+my $own = $coord->background_psql('postgres', on_error_stop => 0);
+$own->query_safe('\\set VERBOSITY verbose');
+$own->query_safe('SET client_min_messages = error');
+$own->query_safe('BEGIN');
+$own->query_safe(sprintf(q{
+	SELECT citus_move_shard_placement(%d, '127.0.0.1', %d, '127.0.0.1', %d,
+									  shard_transfer_mode => 'block_writes')},
+	$shard, $other->port, $coord->port));
+is($own->query_safe("SELECT fbf_increment_on_placement('likes', '$key', 40::bigint, 1, 1)"), 't',
+	'inside the move\'s transaction block, a direct call applies on the coordinator\'s new placement');
+$own->query_safe('ROLLBACK');
+is(node_of($shard)->port, $other->port, 'the move rolled back');
+$own->query("SELECT fbf_increment_on_placement('likes', '$key', 40::bigint, 2, 1)");
+like($own->{stderr}, qr/55000: shard $shard of "likes" is not placed on this node/,
+	'after the rollback, the same session\'s next call on the coordinator is refused (55000)');
+$own->quit;
+is($coord->safe_psql('postgres', qq{
+	SELECT idempotent_increment('likes', '$key', 40, 2, 1)}), 't',
+	'and that operation, never applied, applies when routed to the placement');
 
 $_->stop for @nodes;
 done_testing();
