@@ -47,11 +47,11 @@
  * with the placement prologue: the shell opened with AccessShareLock once
  * its privileges are checked, then the metadata lock of the value's shard
  * in ShareLock, until the end of the transaction, taken through Citus'
- * lock_shard_metadata, then the shard table opened by FbfCounterApply (or
- * FbfClaim); Citus' catalogs pg_dist_placement and pg_dist_local_group
- * are read with AccessShareLock, unless the shard is one this backend
- * found placed here since it last processed a relation cache invalidation
- * (local_shard).  That metadata lock is the one a routed write takes on
+ * lock_shard_metadata, or with the tag this backend saw it take for the
+ * shard, then the shard table opened by FbfCounterApply (or FbfClaim);
+ * Citus' catalogs pg_dist_placement and pg_dist_local_group are read with
+ * AccessShareLock, unless the shard is one this backend found placed here
+ * since it last processed a relation cache invalidation (local_shard).  That metadata lock is the one a routed write takes on
  * the node that routes it (Citus takes it on the coordinator for the
  * routed statement) and the one a shard move or split holds in
  * ExclusiveLock on every node while it copies the shard's last writes,
@@ -81,6 +81,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/primnodes.h"
 #include "parser/parse_func.h"
+#include "storage/lock.h"
 #include "storage/sinval.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -300,6 +301,176 @@ shard_of(Oid table, Datum value, Oid type)
 }
 
 /*
+ * What this backend learned about shards, kept until it processes a
+ * relation cache invalidation of any relation (shards_forget): the shards
+ * local_shard found placed here, with their tables, and the lock tags
+ * lock_shard_metadata saw Citus take for shards' metadata.
+ *
+ * Citus invalidates a distributed table's relation cache entry whenever
+ * its metadata changes: a placement of one of its shards added, removed
+ * or given to another group (CitusInvalidateRelcacheByShardId, from
+ * InsertShardPlacementRow, DeleteShardPlacementRow and
+ * UpdatePlacementGroupId, and the triggers on pg_dist_placement and
+ * pg_dist_local_group), its shards or its colocation changed (the
+ * triggers on pg_dist_shard and pg_dist_partition); dropping or renaming
+ * a shard table invalidates it too.  Citus' own metadata cache, from
+ * which it computes a shard's lock tag, is dropped by the same
+ * invalidations (its relation cache callback).  A relation cache callback
+ * sees every such invalidation this backend processes: other backends'
+ * committed ones, its own at each command's end, and, when its
+ * (sub)transaction aborts, its own undone, so that a placement this
+ * backend's own transaction made and then rolled back is forgotten too.
+ * An entry is kept only if no invalidation was processed while it was
+ * looked up (shards_forgotten unchanged).  Only what was found is kept: a
+ * shard not placed here is an error, and its retry looks again.
+ */
+#define SHARDS_KEPT_MAX		64
+
+typedef struct LocalShard
+{
+	Oid			shell;			/* the distributed table */
+	int64		shardid;
+	Oid			shard;			/* its shard's table, on this node */
+} LocalShard;
+
+typedef struct ShardLock
+{
+	int64		shardid;
+	LOCKTAG		tag;			/* its metadata lock, as Citus computed it */
+} ShardLock;
+
+static LocalShard local_shards[SHARDS_KEPT_MAX];
+static int	nlocal_shards = 0;
+static int	next_local_shard = 0;	/* the one a new entry replaces when full */
+static ShardLock shard_locks[SHARDS_KEPT_MAX];
+static int	nshard_locks = 0;
+static int	next_shard_lock = 0;
+static uint64 shards_forgotten = 0; /* times shards_forget ran */
+
+static void
+shards_forget(Datum arg, Oid relid)
+{
+	nlocal_shards = next_local_shard = 0;
+	nshard_locks = next_shard_lock = 0;
+	shards_forgotten++;
+}
+
+/*
+ * shards_forgotten as it is now, the callback registered first: an entry
+ * learned from here on is kept only if it is the same afterwards.
+ */
+static uint64
+shards_generation(void)
+{
+	static bool callback_registered = false;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(shards_forget, (Datum) 0);
+		callback_registered = true;
+	}
+	return shards_forgotten;
+}
+
+/* the slot of a new entry of a kept list of `n` entries, `next` replaced when full */
+static int
+shards_slot(int *n, int *next)
+{
+	int			slot;
+
+	if (*n < SHARDS_KEPT_MAX)
+		return (*n)++;
+	slot = *next;
+	*next = (slot + 1) % SHARDS_KEPT_MAX;
+	return slot;
+}
+
+/*
+ * The advisory lock tags this backend holds in ShareLock, from the lock
+ * manager's shared table (GetLockStatusData, which takes every partition
+ * lock: lock_shard_metadata asks only while it learns a shard's tag).
+ * Returns their number; *tags is palloc'd.
+ */
+static int
+advisory_share_locks(LOCKTAG **tags)
+{
+	LockData   *data = GetLockStatusData();
+	int			n = 0;
+	int			i;
+
+	*tags = palloc(sizeof(LOCKTAG) * Max(data->nelements, 1));
+	for (i = 0; i < data->nelements; i++)
+	{
+		LockInstanceData *lock = &data->locks[i];
+
+		if (lock->pid == MyProcPid &&
+			lock->locktag.locktag_type == LOCKTAG_ADVISORY &&
+			(lock->holdMask & LOCKBIT_ON(ShareLock)) != 0)
+			(*tags)[n++] = lock->locktag;
+	}
+	pfree(data->locks);
+	pfree(data);
+	return n;
+}
+
+/*
+ * Lock shard `shardid`'s metadata through Citus' SQL function
+ * lock_shard_metadata, as the table's owner `owner` (lock_shard_metadata's
+ * comment says why), and learn the tag it locked: the one advisory lock
+ * in ShareLock this backend holds after the call and did not before.
+ * Kept in shard_locks unless the lock was already held (nothing new is
+ * seen), or more than one lock is new, or an invalidation was processed
+ * meanwhile.
+ */
+static void
+lock_shard_metadata_through_citus(Oid owner, int64 shardid)
+{
+	static const Oid lock_types[2] = {INT4OID, INT8ARRAYOID};
+	uint64		generation = shards_generation();
+	Datum		args[2];
+	Oid			save_userid;
+	int			save_sec_context;
+	LOCKTAG    *before;
+	LOCKTAG    *after;
+	int			nbefore = advisory_share_locks(&before);
+	int			nafter;
+	int			nnew = 0;
+	LOCKTAG    *learned = NULL;
+	int			i;
+	int			j;
+
+	args[0] = Int32GetDatum(ShareLock);
+	args[1] = FbfArrayBuildInts(INT8OID, &shardid, 1);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	(void) citus_call("lock_shard_metadata", 2, lock_types, lock_types, args);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+
+	nafter = advisory_share_locks(&after);
+	for (i = 0; i < nafter; i++)
+	{
+		for (j = 0; j < nbefore; j++)
+			if (memcmp(&after[i], &before[j], sizeof(LOCKTAG)) == 0)
+				break;
+		if (j == nbefore)
+		{
+			learned = &after[i];
+			nnew++;
+		}
+	}
+	if (nnew == 1 && shards_forgotten == generation)
+	{
+		i = shards_slot(&nshard_locks, &next_shard_lock);
+		shard_locks[i].shardid = shardid;
+		shard_locks[i].tag = *learned;
+	}
+	pfree(before);
+	pfree(after);
+}
+
+/*
  * Take the metadata lock of shard `shardid` of the distributed table
  * `shell` (owned by `owner`) in ShareLock, for the rest of the
  * transaction: the lock a routed write takes on the node that routes it
@@ -310,22 +481,29 @@ shard_of(Oid table, Datum value, Oid type)
  * coordinator, then LockShardListMetadataOnWorkers, which runs
  * `SELECT lock_shard_metadata(7, ARRAY[...])` on each worker).
  *
- * Taken by calling Citus' own SQL function lock_shard_metadata
+ * The tag is Citus' to compute: Citus 13's LockShardDistributionMetadata
+ * does not lock the tag of SET_LOCKTAG_SHARD_METADATA_RESOURCE
+ * (resource_lock.h: an advisory tag, field1 the shard id's high 32 bits,
+ * field2 its low 32, field4 ADV_LOCKTAG_CLASS_CITUS_SHARD_METADATA) for a
+ * hash-distributed table in a colocation group, but
+ * SET_LOCKTAG_COLOCATED_SHARDS_METADATA_RESOURCE (field1 the shard's index
+ * among its table's sorted shards, field2 the colocation id, field4
+ * ADV_LOCKTAG_CLASS_CITUS_COLOCATED_SHARDS_METADATA), so that colocated
+ * shards share one lock (SetLocktagForShardDistributionMetadata,
+ * resource_lock.c), from its metadata cache.  So the first lock of a
+ * shard is taken by calling Citus' own SQL function lock_shard_metadata
  * (pg_catalog, found by qualified name and argument types, as citus_call
- * finds every Citus function: search_path cannot substitute another)
- * rather than by building the lock tag here: Citus 13's
- * LockShardDistributionMetadata does not lock the tag of
- * SET_LOCKTAG_SHARD_METADATA_RESOURCE (resource_lock.h: an advisory tag,
- * field1 the shard id's high 32 bits, field2 its low 32, field4
- * ADV_LOCKTAG_CLASS_CITUS_SHARD_METADATA) for a hash-distributed table in
- * a colocation group, but SET_LOCKTAG_COLOCATED_SHARDS_METADATA_RESOURCE
- * (field1 the shard's index among its table's sorted shards, field2 the
- * colocation id, field4 ADV_LOCKTAG_CLASS_CITUS_COLOCATED_SHARDS_METADATA),
- * so that colocated shards share one lock (SetLocktagForShardDistribution-
- * Metadata, resource_lock.c).  Which tag a version of Citus uses, and the
- * shard's index, are Citus' to compute: through its function, this is the
- * very lock the move's `lock_shard_metadata(ExclusiveLock, ...)` takes on
- * this node, whatever the version; no link to citus.so either.
+ * finds every Citus function: search_path cannot substitute another),
+ * which is the very lock the move's `lock_shard_metadata(ExclusiveLock,
+ * ...)` takes on this node, whatever the version; no link to citus.so
+ * either.  The tag it took is learned then (lock_shard_metadata_through_
+ * citus) and kept in shard_locks, and later locks of the shard take that
+ * tag directly (LockAcquire, as LockShardDistributionMetadata does),
+ * without the function's look-ups and ownership check, until an
+ * invalidation changes what Citus would compute.  An invalidation
+ * processed once the kept tag is locked (a split or a colocation change
+ * that committed meanwhile) may have changed it: the lock is then taken
+ * through Citus as well, as Citus now computes it.
  *
  * lock_shard_metadata requires its caller to own the shard's table
  * (EnsureShardOwner: it keeps users from blocking others' writes).  The
@@ -340,60 +518,22 @@ shard_of(Oid table, Datum value, Oid type)
 static void
 lock_shard_metadata(Oid owner, int64 shardid)
 {
-	static const Oid lock_types[2] = {INT4OID, INT8ARRAYOID};
-	Datum		args[2];
-	Oid			save_userid;
-	int			save_sec_context;
+	uint64		seen = SharedInvalidMessageCounter;
+	int			i;
 
-	args[0] = Int32GetDatum(ShareLock);
-	args[1] = FbfArrayBuildInts(INT8OID, &shardid, 1);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	(void) citus_call("lock_shard_metadata", 2, lock_types, lock_types, args);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-}
+	(void) shards_generation();
+	for (i = 0; i < nshard_locks; i++)
+		if (shard_locks[i].shardid == shardid)
+		{
+			LOCKTAG		tag = shard_locks[i].tag;
 
-/*
- * The shards local_shard found placed here, with their tables, kept until
- * this backend processes a relation cache invalidation of any relation
- * (local_shards_forget): Citus invalidates a distributed table's relation
- * cache entry whenever a placement of one of its shards is added, removed
- * or given to another group (CitusInvalidateRelcacheByShardId, from
- * InsertShardPlacementRow, DeleteShardPlacementRow and
- * UpdatePlacementGroupId, and the triggers on pg_dist_placement and
- * pg_dist_local_group), and dropping or renaming a shard table invalidates
- * it too.  A relation cache callback sees every such invalidation this
- * backend processes: other backends' committed ones, its own at each
- * command's end, and, when its (sub)transaction aborts, its own undone,
- * so that a placement this backend's own transaction made and then rolled
- * back is forgotten too.  The prologue asks only once it holds the shard's
- * metadata lock and has accepted invalidations, so a transfer that
- * committed before the lock was granted has emptied the list, and none can
- * commit while the lock is held.  Only placements found here are kept: a
- * miss is an error, and its retry looks again.
- */
-#define LOCAL_SHARDS_MAX	64
-
-typedef struct LocalShard
-{
-	Oid			shell;			/* the distributed table */
-	int64		shardid;
-	Oid			shard;			/* its shard's table, on this node */
-} LocalShard;
-
-static LocalShard local_shards[LOCAL_SHARDS_MAX];
-static int	nlocal_shards = 0;
-static int	next_local_shard = 0;	/* the one a new entry replaces when full */
-static uint64 local_shards_forgotten = 0;	/* times local_shards_forget ran */
-
-static void
-local_shards_forget(Datum arg, Oid relid)
-{
-	nlocal_shards = 0;
-	next_local_shard = 0;
-	local_shards_forgotten++;
+			(void) LockAcquire(&tag, ShareLock, false, false);
+			AcceptInvalidationMessages();
+			if (SharedInvalidMessageCounter == seen)
+				return;
+			break;
+		}
+	lock_shard_metadata_through_citus(owner, shardid);
 }
 
 /*
@@ -402,24 +542,21 @@ local_shards_forget(Datum arg, Oid relid)
  * changed since the statement was routed: a shard move or split committed
  * meanwhile; the transaction aborts and the client's retry is routed
  * again).  Citus names the table (shard_name).  From local_shards, or
- * looked up and kept there.
+ * looked up and kept there.  The prologue asks only once it holds the
+ * shard's metadata lock and has accepted invalidations, so a transfer that
+ * committed before the lock was granted has emptied the list, and none can
+ * commit while the lock is held.
  */
 static Oid
 local_shard(Oid table, int64 shardid)
 {
 	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
-	static bool callback_registered = false;
+	uint64		generation = shards_generation();
 	Datum		args[3];
 	text	   *name;
 	Oid			shard = InvalidOid;
-	uint64		forgotten = local_shards_forgotten;
 	int			i;
 
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(local_shards_forget, (Datum) 0);
-		callback_registered = true;
-	}
 	for (i = 0; i < nlocal_shards; i++)
 		if (local_shards[i].shardid == shardid && local_shards[i].shell == table)
 			return local_shards[i].shard;
@@ -442,16 +579,9 @@ local_shard(Oid table, int64 shardid)
 				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
 
-	/* kept only if nothing was invalidated while it was looked up */
-	if (local_shards_forgotten == forgotten)
+	if (shards_forgotten == generation)
 	{
-		if (nlocal_shards < LOCAL_SHARDS_MAX)
-			i = nlocal_shards++;
-		else
-		{
-			i = next_local_shard;
-			next_local_shard = (i + 1) % LOCAL_SHARDS_MAX;
-		}
+		i = shards_slot(&nlocal_shards, &next_local_shard);
 		local_shards[i].shell = table;
 		local_shards[i].shardid = shardid;
 		local_shards[i].shard = shard;

@@ -198,7 +198,10 @@ sub fbf_citus_cluster
 		$node->init;
 		$node->append_conf('postgresql.conf',
 			"shared_preload_libraries = 'citus,fbf'\nfbf.fixed_window_keys = on\n"
-			  . "listen_addresses = '127.0.0.1'\n" . ($conf // ''));
+			  . "listen_addresses = '127.0.0.1'\n"
+			  # not every statement: a shard window's copy is a literal of
+			  # its pages, and the tests' logs would reach gigabytes
+			  . "log_statement = 'ddl'\n" . ($conf // ''));
 		$node->start;
 		$node->safe_psql('postgres', 'CREATE EXTENSION citus');
 		push @nodes, $node;

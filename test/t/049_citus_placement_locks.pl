@@ -17,6 +17,8 @@
 #     fbf_apply_on_placement and fbf_claim_on_placement for a key of that
 #     shard wait for it and fail with lock_timeout (55P03), recording
 #     nothing; once the holder commits, the same calls apply;
+#   - a session that locked the shard before (whose later locks take the
+#     tag it saw Citus' function lock) waits for a transfer's lock too;
 #   - a holder in ShareLock (what routed writes take) does not block them;
 #   - a routed increment through the coordinator, and one through the
 #     other worker (Citus MX), still apply;
@@ -31,7 +33,8 @@
 #   - the fast path's statement that commits on its own (a prepared
 #     statement in autocommit), which Citus sends as a read and does not
 #     lock for: it takes the shard's metadata lock on the coordinator, so
-#     it waits for a transfer's lock there (55P03 with lock_timeout), and
+#     it waits for a transfer's lock there (55P03 with lock_timeout), in a
+#     new session and in one that sent it before, and
 #     a move in block_writes mode while clients send it fails none of
 #     them, counts each operation once and dismisses every retry;
 #   - a move onto the coordinator in a transaction block, rolled back:
@@ -142,6 +145,27 @@ is($out, '{t}', 'fbf_claim_on_placement claims once the lock is released') or di
 is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 5,
 	'the five direct operations counted once');
 
+# ---- a session that locked the shard before waits too ----
+# Its first lock of the shard went through Citus' lock_shard_metadata; its
+# later ones take the tag it saw that function lock.
+my $again = $node->background_psql('postgres', on_error_stop => 0,
+	extra_params => [ '-U', 'writer' ]);
+$again->query_safe('\\set VERBOSITY verbose');
+$again->query_safe("SELECT fbf_increment_on_placement('likes', '$key', 10::bigint, 1, 1)");
+$holder = hold_lock($node, $shard, 7);
+$again->query("SET lock_timeout = '2s'; SELECT fbf_increment_on_placement('likes', '$key', 10::bigint, 2, 1)");
+like($again->{stderr}, qr/55P03/,
+	'a session that locked the shard before waits for a transfer\'s lock too (55P03)');
+$holder->query_safe('COMMIT');
+$holder->quit;
+$again->{stderr} = '';
+my $applied = $again->query_safe("SELECT fbf_increment_on_placement('likes', '$key', 10::bigint, 2, 1)");
+chomp $applied;
+is($applied, 't', 'and applies once it is released (nothing was recorded before)');
+$again->quit;
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 7,
+	'both of its operations counted once');
+
 # ---- a routed write's lock (ShareLock) does not block them ----
 $holder = hold_lock($node, $shard, 5);
 ($rc, $out, $err) = as_writer($node, "SET lock_timeout = '2s'; "
@@ -163,7 +187,7 @@ is($out, 't', 'a routed increment through the other worker (Citus MX) applies') 
 	SELECT fbf_claim('inbox', 43::bigint);
 	COMMIT;});
 is($out, "t\nt", 'a transaction of routed writes through the coordinator commits') or diag($err);
-is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 9,
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 11,
 	'every operation counted once');
 
 # ---- a real move waits for a direct call's transaction ----
@@ -185,7 +209,7 @@ for (my $i = 0; $i < 600 && !$waiting; $i++)
 	usleep(50_000) unless $waiting;
 }
 ok($waiting, 'the move waits on the worker for the shard\'s lock the direct call holds');
-is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 9,
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 11,
 	'the direct call\'s delta is not visible while its transaction is open');
 $writer->query_safe('COMMIT');
 ($out) = $mover->query(q{SELECT 'moved'});
@@ -195,7 +219,7 @@ like($out, qr/moved/, 'the move completes once the direct call commits');
 unlike($move_err, qr/ERROR/, 'without error');
 is(node_of($shard)->port, $other->port, 'the shard is on the other worker');
 $coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
-is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 19,
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 21,
 	'the direct call\'s delta reached the new placement');
 is($coord->safe_psql('postgres', "SELECT idempotent_increment('likes', '$key', 8, 1, 10)"), 'f',
 	'and its operation is remembered there: a retry is dismissed');
@@ -288,6 +312,41 @@ my $chold = hold_lock($coord, $shard, 7);
 }
 $chold->query_safe('COMMIT');
 $chold->quit;
+# a session that sent it before: its later locks of the shard take the tag
+# it saw Citus' lock_shard_metadata lock.  One pgbench client sends it,
+# then waits on an advisory lock this test holds until it has taken the
+# transfer's lock, then sends it again.
+my $gate = $coord->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(4242)');
+{
+	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
+	my ($h, $o, $e) = pgbench_on($coord, 'alone_again', <<"EOS", '-c', '1', '-t', '1', '-D', "k=$key");
+SELECT idempotent_increment('likes', :k, 21, 1, 1);
+SELECT pg_advisory_lock(4242);
+SELECT pg_advisory_unlock(4242);
+SET lock_timeout = '2s';
+SELECT idempotent_increment('likes', :k, 21, 2, 1);
+EOS
+	my $gated = 0;
+	for (my $i = 0; $i < 1200 && !$gated; $i++)
+	{
+		$gated = $coord->safe_psql('postgres', q{
+			SELECT count(*) FROM pg_locks
+			 WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted});
+		usleep(50_000) unless $gated;
+	}
+	ok($gated, 'a client sent the statement that commits on its own, and waits at the gate');
+	$chold = hold_lock($coord, $shard, 7);
+	$gate->query_safe('SELECT pg_advisory_unlock(4242)');
+	$h->finish;
+	my @sent = $$e =~ /issuing SELECT .*fbf_outside_transaction_block\(.* GROUP BY \(\)/g;
+	is(scalar(@sent), 1, 'its first was sent as the statement that commits on its own') or diag($$e);
+	like($$e, qr/lock timeout/,
+		'its next waits for a transfer\'s lock on the coordinator (lock_timeout) and sends nothing');
+	$chold->query_safe('COMMIT');
+	$chold->quit;
+}
+$gate->quit;
 {
 	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
 	my ($h, $o, $e) = pgbench_on($coord, 'alone_once',
