@@ -302,27 +302,38 @@ shard_of(Oid table, Datum value, Oid type)
 
 /*
  * What this backend learned about shards, kept until it processes a
- * relation cache invalidation of any relation (shards_forget): the shards
- * local_shard found placed here, with their tables, and the lock tags
- * lock_shard_metadata saw Citus take for shards' metadata.
+ * relation cache invalidation (shards_forget): the shards local_shard
+ * found placed here, with their tables, until an invalidation of any
+ * relation; the lock tags lock_shard_metadata saw Citus take for shards'
+ * metadata, until an invalidation of their distributed table, or of all
+ * relations.
  *
  * Citus invalidates a distributed table's relation cache entry whenever
  * its metadata changes: a placement of one of its shards added, removed
  * or given to another group (CitusInvalidateRelcacheByShardId, from
  * InsertShardPlacementRow, DeleteShardPlacementRow and
- * UpdatePlacementGroupId, and the triggers on pg_dist_placement and
- * pg_dist_local_group), its shards or its colocation changed (the
- * triggers on pg_dist_shard and pg_dist_partition); dropping or renaming
- * a shard table invalidates it too.  Citus' own metadata cache, from
- * which it computes a shard's lock tag, is dropped by the same
- * invalidations (its relation cache callback).  A relation cache callback
- * sees every such invalidation this backend processes: other backends'
- * committed ones, its own at each command's end, and, when its
- * (sub)transaction aborts, its own undone, so that a placement this
- * backend's own transaction made and then rolled back is forgotten too.
- * An entry is kept only if no invalidation was processed while it was
- * looked up (shards_forgotten unchanged).  Only what was found is kept: a
- * shard not placed here is an error, and its retry looks again.
+ * UpdatePlacementGroupId, and the trigger on pg_dist_placement), its
+ * shards or its colocation changed (the triggers on pg_dist_shard and
+ * pg_dist_partition).  This node's group changing invalidates
+ * pg_dist_local_group's entry (its trigger), and dropping or renaming a
+ * shard table invalidates that table's: a placement is therefore
+ * forgotten at any invalidation.  A lock tag is Citus' to compute from
+ * its cache entry of the distributed table (its index among the table's
+ * shards, the table's colocation group), which Citus drops at an
+ * invalidation of that table or of all relations and at no other
+ * (InvalidateDistRelationCacheCallback, metadata_cache.c): the tag is
+ * forgotten at the same ones, so that other relations' invalidations (a
+ * session creating and dropping temporary tables) do not send every lock
+ * back through Citus.
+ *
+ * A relation cache callback sees every invalidation this backend
+ * processes: other backends' committed ones, its own at each command's
+ * end, and, when its (sub)transaction aborts, its own undone, so that a
+ * placement this backend's own transaction made and then rolled back is
+ * forgotten too.  An entry is kept only if nothing that would have
+ * dropped it was processed while it was looked up.  Only what was found
+ * is kept: a shard not placed here is an error, and its retry looks
+ * again.
  */
 #define SHARDS_KEPT_MAX		64
 
@@ -335,6 +346,7 @@ typedef struct LocalShard
 
 typedef struct ShardLock
 {
+	Oid			shell;			/* the distributed table */
 	int64		shardid;
 	LOCKTAG		tag;			/* its metadata lock, as Citus computed it */
 } ShardLock;
@@ -345,22 +357,30 @@ static int	next_local_shard = 0;	/* the one a new entry replaces when full */
 static ShardLock shard_locks[SHARDS_KEPT_MAX];
 static int	nshard_locks = 0;
 static int	next_shard_lock = 0;
-static uint64 shards_forgotten = 0; /* times shards_forget ran */
+static uint64 local_shards_forgotten = 0;	/* times local_shards was emptied */
+static Oid	shard_lock_learning = InvalidOid;	/* the table whose tag is being learned */
+static bool shard_lock_learning_forgotten = false;	/* and it was invalidated meanwhile */
 
 static void
 shards_forget(Datum arg, Oid relid)
 {
+	int			kept = 0;
+	int			i;
+
 	nlocal_shards = next_local_shard = 0;
-	nshard_locks = next_shard_lock = 0;
-	shards_forgotten++;
+	local_shards_forgotten++;
+
+	for (i = 0; i < nshard_locks; i++)
+		if (OidIsValid(relid) && shard_locks[i].shell != relid)
+			shard_locks[kept++] = shard_locks[i];
+	nshard_locks = kept;
+	if (!OidIsValid(relid) || relid == shard_lock_learning)
+		shard_lock_learning_forgotten = true;
 }
 
-/*
- * shards_forgotten as it is now, the callback registered first: an entry
- * learned from here on is kept only if it is the same afterwards.
- */
-static uint64
-shards_generation(void)
+/* register shards_forget, once per backend, before anything is kept */
+static void
+shards_remember(void)
 {
 	static bool callback_registered = false;
 
@@ -369,7 +389,6 @@ shards_generation(void)
 		CacheRegisterRelcacheCallback(shards_forget, (Datum) 0);
 		callback_registered = true;
 	}
-	return shards_forgotten;
 }
 
 /* the slot of a new entry of a kept list of `n` entries, `next` replaced when full */
@@ -413,20 +432,31 @@ advisory_share_locks(LOCKTAG **tags)
 	return n;
 }
 
+/* the index in shard_locks of shard `shardid` of `shell`, or -1 */
+static int
+shard_lock_kept(Oid shell, int64 shardid)
+{
+	int			i;
+
+	for (i = 0; i < nshard_locks; i++)
+		if (shard_locks[i].shardid == shardid && shard_locks[i].shell == shell)
+			return i;
+	return -1;
+}
+
 /*
- * Lock shard `shardid`'s metadata through Citus' SQL function
- * lock_shard_metadata, as the table's owner `owner` (lock_shard_metadata's
- * comment says why), and learn the tag it locked: the one advisory lock
- * in ShareLock this backend holds after the call and did not before.
- * Kept in shard_locks unless the lock was already held (nothing new is
- * seen), or more than one lock is new, or an invalidation was processed
- * meanwhile.
+ * Lock the metadata of shard `shardid` of `shell` through Citus' SQL
+ * function lock_shard_metadata, as the table's owner `owner`
+ * (lock_shard_metadata's comment says why), and learn the tag it locked:
+ * the one advisory lock in ShareLock this backend holds after the call and
+ * did not before.  Kept in shard_locks unless the lock was already held
+ * (nothing new is seen), or more than one lock is new, or an invalidation
+ * of `shell` was processed meanwhile.
  */
 static void
-lock_shard_metadata_through_citus(Oid owner, int64 shardid)
+lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid)
 {
 	static const Oid lock_types[2] = {INT4OID, INT8ARRAYOID};
-	uint64		generation = shards_generation();
 	Datum		args[2];
 	Oid			save_userid;
 	int			save_sec_context;
@@ -439,6 +469,9 @@ lock_shard_metadata_through_citus(Oid owner, int64 shardid)
 	int			i;
 	int			j;
 
+	shards_remember();
+	shard_lock_learning = shell;
+	shard_lock_learning_forgotten = false;
 	args[0] = Int32GetDatum(ShareLock);
 	args[1] = FbfArrayBuildInts(INT8OID, &shardid, 1);
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
@@ -447,6 +480,7 @@ lock_shard_metadata_through_citus(Oid owner, int64 shardid)
 						   SECURITY_RESTRICTED_OPERATION);
 	(void) citus_call("lock_shard_metadata", 2, lock_types, lock_types, args);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
+	shard_lock_learning = InvalidOid;
 
 	nafter = advisory_share_locks(&after);
 	for (i = 0; i < nafter; i++)
@@ -460,11 +494,16 @@ lock_shard_metadata_through_citus(Oid owner, int64 shardid)
 			nnew++;
 		}
 	}
-	if (nnew == 1 && shards_forgotten == generation)
+	if (nnew == 1 && !shard_lock_learning_forgotten &&
+		shard_lock_kept(shell, shardid) < 0)
 	{
 		i = shards_slot(&nshard_locks, &next_shard_lock);
+		shard_locks[i].shell = shell;
 		shard_locks[i].shardid = shardid;
 		shard_locks[i].tag = *learned;
+		ereport(DEBUG1,
+				(errmsg_internal("fbf: the metadata lock tag of shard " INT64_FORMAT " of \"%s\" is kept",
+								 shardid, get_rel_name(shell))));
 	}
 	pfree(before);
 	pfree(after);
@@ -500,10 +539,11 @@ lock_shard_metadata_through_citus(Oid owner, int64 shardid)
  * citus) and kept in shard_locks, and later locks of the shard take that
  * tag directly (LockAcquire, as LockShardDistributionMetadata does),
  * without the function's look-ups and ownership check, until an
- * invalidation changes what Citus would compute.  An invalidation
- * processed once the kept tag is locked (a split or a colocation change
- * that committed meanwhile) may have changed it: the lock is then taken
- * through Citus as well, as Citus now computes it.
+ * invalidation of the table drops it, as it drops what Citus computes it
+ * from.  Invalidations are accepted once the kept tag is locked: if that
+ * drops the tag (a split or a colocation change that committed before the
+ * lock was granted), the lock is taken through Citus as well, as Citus
+ * now computes it.
  *
  * lock_shard_metadata requires its caller to own the shard's table
  * (EnsureShardOwner: it keeps users from blocking others' writes).  The
@@ -516,24 +556,20 @@ lock_shard_metadata_through_citus(Oid owner, int64 shardid)
  * the (sub)transaction, on error).
  */
 static void
-lock_shard_metadata(Oid owner, int64 shardid)
+lock_shard_metadata(Oid owner, Oid shell, int64 shardid)
 {
-	uint64		seen = SharedInvalidMessageCounter;
-	int			i;
+	int			i = shard_lock_kept(shell, shardid);
 
-	(void) shards_generation();
-	for (i = 0; i < nshard_locks; i++)
-		if (shard_locks[i].shardid == shardid)
-		{
-			LOCKTAG		tag = shard_locks[i].tag;
+	if (i >= 0)
+	{
+		LOCKTAG		tag = shard_locks[i].tag;
 
-			(void) LockAcquire(&tag, ShareLock, false, false);
-			AcceptInvalidationMessages();
-			if (SharedInvalidMessageCounter == seen)
-				return;
-			break;
-		}
-	lock_shard_metadata_through_citus(owner, shardid);
+		(void) LockAcquire(&tag, ShareLock, false, false);
+		AcceptInvalidationMessages();
+		if (shard_lock_kept(shell, shardid) >= 0)
+			return;
+	}
+	lock_shard_metadata_through_citus(owner, shell, shardid);
 }
 
 /*
@@ -551,12 +587,14 @@ static Oid
 local_shard(Oid table, int64 shardid)
 {
 	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
-	uint64		generation = shards_generation();
+	uint64		forgotten;
 	Datum		args[3];
 	text	   *name;
 	Oid			shard = InvalidOid;
 	int			i;
 
+	shards_remember();
+	forgotten = local_shards_forgotten;
 	for (i = 0; i < nlocal_shards; i++)
 		if (local_shards[i].shardid == shardid && local_shards[i].shell == table)
 			return local_shards[i].shard;
@@ -579,7 +617,7 @@ local_shard(Oid table, int64 shardid)
 				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
 
-	if (shards_forgotten == generation)
+	if (local_shards_forgotten == forgotten)
 	{
 		i = shards_slot(&nlocal_shards, &next_local_shard);
 		local_shards[i].shell = table;
@@ -668,7 +706,7 @@ FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
 
 	seen = SharedInvalidMessageCounter;
 	shardid = shard_of(shell, value, type);
-	lock_shard_metadata(owner, shardid);
+	lock_shard_metadata(owner, shell, shardid);
 	AcceptInvalidationMessages();
 	if (SharedInvalidMessageCounter != seen &&
 		shard_of(shell, value, type) != shardid)
@@ -707,7 +745,7 @@ FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value, Oid type)
 		if (shardid == locked)
 			break;
 		CHECK_FOR_INTERRUPTS();
-		lock_shard_metadata(owner, shardid);
+		lock_shard_metadata(owner, table, shardid);
 		locked = shardid;
 		AcceptInvalidationMessages();
 		if (SharedInvalidMessageCounter == seen)

@@ -39,7 +39,11 @@
 #     them, counts each operation once and dismisses every retry;
 #   - a move onto the coordinator in a transaction block, rolled back:
 #     the session's direct call there applied inside the block, and is
-#     refused after the rollback (55000).
+#     refused after the rollback (55000);
+#   - what a session keeps of a shard's lock tag survives other
+#     relations' invalidations, and not a split of an earlier shard of the
+#     table, which changes the tag: the session then waits for a transfer's
+#     lock as Citus computes it.
 use strict;
 use warnings;
 
@@ -412,6 +416,73 @@ $own->quit;
 is($coord->safe_psql('postgres', qq{
 	SELECT idempotent_increment('likes', '$key', 40, 2, 1)}), 't',
 	'and that operation, never applied, applies when routed to the placement');
+
+# ---- what a session keeps of a shard's lock, and what drops it ----
+# Citus' tag for a shard's metadata lock holds the shard's index among its
+# table's shards.  A session keeps the tag it saw Citus lock for a shard
+# (DEBUG1 says when) until the table is invalidated: other relations'
+# invalidations (another session's temporary tables) keep it; a split of
+# an earlier shard of the table, which shifts the shard's index, drops it,
+# and the session's next call locks the shard as Citus computes it now.
+my ($first, $firstmin, $firstmax) = split /\|/, $coord->safe_psql('postgres', q{
+	SELECT shardid, shardminvalue, shardmaxvalue FROM pg_dist_shard
+	 WHERE logicalrelid = 'likes'::regclass ORDER BY shardminvalue::int LIMIT 1});
+my $last = $coord->safe_psql('postgres', q{
+	SELECT shardid FROM pg_dist_shard
+	 WHERE logicalrelid = 'likes'::regclass ORDER BY shardminvalue::int DESC LIMIT 1});
+my $lkey = $coord->safe_psql('postgres', qq{
+	SELECT k FROM generate_series(1, 1000) i, LATERAL (SELECT 's' || i AS k) s
+	 WHERE get_shard_id_for_distribution_column('likes', k) = $last LIMIT 1});
+my $lnode = node_of($last);
+ok($lnode && node_of($first), 'the first and the last shard of the table are on workers');
+# the tag a transfer's lock of `shard` on `node` takes (index/colocation/class)
+sub transfer_tag
+{
+	my ($node, $shard) = @_;
+	my $h = hold_lock($node, $shard, 7);
+	my $tag = $node->safe_psql('postgres', q{
+		SELECT classid || '/' || objid || '/' || objsubid FROM pg_locks
+		 WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted});
+	$h->query_safe('COMMIT');
+	$h->quit;
+	return $tag;
+}
+my $tag_before = transfer_tag($lnode, $last);
+my $kept = qr/metadata lock tag of shard $last of "likes" is kept/;
+my $learner = $lnode->background_psql('postgres', on_error_stop => 0,
+	extra_params => [ '-U', 'writer' ]);
+$learner->query_safe('\\set VERBOSITY verbose');
+$learner->query("SET client_min_messages = debug1; SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 1, 1)");
+like($learner->{stderr}, $kept, 'a session\'s first call keeps the tag of its shard\'s lock');
+$lnode->safe_psql('postgres',
+	join('', map { "CREATE TEMP TABLE churn$_ (a int); DROP TABLE churn$_;" } 1 .. 20),
+	extra_params => [ '-U', 'writer' ]);
+$learner->{stderr} = '';
+$learner->query("SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 2, 1)");
+unlike($learner->{stderr}, qr/is kept|ERROR/,
+	'another session\'s temporary tables do not drop it: the next call takes it as kept');
+my $nodeid = $coord->safe_psql('postgres',
+	'SELECT nodeid FROM pg_dist_node WHERE nodeport = ' . node_of($first)->port);
+my $mid = int(($firstmin + $firstmax) / 2);
+$coord->safe_psql('postgres', qq{
+	SELECT citus_split_shard_by_split_points($first, ARRAY['$mid'], ARRAY[$nodeid, $nodeid],
+											 shard_transfer_mode => 'block_writes')});
+my $tag_after = transfer_tag($lnode, $last);
+isnt($tag_after, $tag_before, "the split of the first shard changed the last shard's tag ($tag_before, $tag_after)");
+$holder = hold_lock($lnode, $last, 7);
+$learner->{stderr} = '';
+$learner->query("SET lock_timeout = '2s'; SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 3, 1)");
+like($learner->{stderr}, qr/55P03/,
+	'after the split, the session that kept the old tag waits for a transfer\'s lock (55P03)');
+$holder->query_safe('COMMIT');
+$holder->quit;
+$learner->{stderr} = '';
+my $third = $learner->query("RESET lock_timeout; SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 3, 1)");
+like($learner->{stderr}, $kept, 'and then keeps the new tag');
+like($third, qr/^t/, 'its operation applies once the lock is released');
+$learner->quit;
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 3,
+	'its three operations counted once');
 
 $_->stop for @nodes;
 done_testing();
