@@ -51,8 +51,9 @@
  * shard, then the shard table opened by FbfCounterApply (or FbfClaim);
  * Citus' catalogs pg_dist_placement and pg_dist_local_group are read with
  * AccessShareLock, unless the shard is one this backend found placed here
- * since it last processed a relation cache invalidation (local_shard).  That metadata lock is the one a routed write takes on
- * the node that routes it (Citus takes it on the coordinator for the
+ * since it last processed a relation cache invalidation (local_shard).
+ * That metadata lock is the one a routed write takes on the node that
+ * routes it (Citus takes it on the coordinator for the
  * routed statement) and the one a shard move or split holds in
  * ExclusiveLock on every node while it copies the shard's last writes,
  * so a placement function called directly on a worker waits for
@@ -348,6 +349,7 @@ typedef struct ShardLock
 {
 	Oid			shell;			/* the distributed table */
 	int64		shardid;
+	bool		known;			/* tag was seen; else it could not be */
 	LOCKTAG		tag;			/* its metadata lock, as Citus computed it */
 } ShardLock;
 
@@ -447,31 +449,38 @@ shard_lock_kept(Oid shell, int64 shardid)
 /*
  * Lock the metadata of shard `shardid` of `shell` through Citus' SQL
  * function lock_shard_metadata, as the table's owner `owner`
- * (lock_shard_metadata's comment says why), and learn the tag it locked:
- * the one advisory lock in ShareLock this backend holds after the call and
- * did not before.  Kept in shard_locks unless the lock was already held
- * (nothing new is seen), or more than one lock is new, or an invalidation
- * of `shell` was processed meanwhile.
+ * (lock_shard_metadata's comment says why), and, if `learn`, learn the tag
+ * it locked: the one advisory lock in ShareLock this backend holds after
+ * the call and did not before.  Kept in shard_locks unless an invalidation
+ * of `shell` was processed meanwhile; as not known if the lock was already
+ * held (nothing new is seen: a statement Citus routed to a shard of this
+ * node took it first) or more than one lock is new, so that later calls
+ * do not scan the lock table again for it.
  */
 static void
-lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid)
+lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
+								  bool learn)
 {
 	static const Oid lock_types[2] = {INT4OID, INT8ARRAYOID};
 	Datum		args[2];
 	Oid			save_userid;
 	int			save_sec_context;
-	LOCKTAG    *before;
+	LOCKTAG    *before = NULL;
 	LOCKTAG    *after;
-	int			nbefore = advisory_share_locks(&before);
+	int			nbefore = 0;
 	int			nafter;
 	int			nnew = 0;
 	LOCKTAG    *learned = NULL;
 	int			i;
 	int			j;
 
-	shards_remember();
-	shard_lock_learning = shell;
-	shard_lock_learning_forgotten = false;
+	if (learn)
+	{
+		shards_remember();
+		nbefore = advisory_share_locks(&before);
+		shard_lock_learning = shell;
+		shard_lock_learning_forgotten = false;
+	}
 	args[0] = Int32GetDatum(ShareLock);
 	args[1] = FbfArrayBuildInts(INT8OID, &shardid, 1);
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
@@ -480,6 +489,8 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid)
 						   SECURITY_RESTRICTED_OPERATION);
 	(void) citus_call("lock_shard_metadata", 2, lock_types, lock_types, args);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (!learn)
+		return;
 	shard_lock_learning = InvalidOid;
 
 	nafter = advisory_share_locks(&after);
@@ -494,18 +505,21 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid)
 			nnew++;
 		}
 	}
-	if (nnew == 1 && !shard_lock_learning_forgotten &&
-		shard_lock_kept(shell, shardid) < 0)
+	if (!shard_lock_learning_forgotten && shard_lock_kept(shell, shardid) < 0)
 	{
 		i = shards_slot(&nshard_locks, &next_shard_lock);
 		shard_locks[i].shell = shell;
 		shard_locks[i].shardid = shardid;
-		shard_locks[i].tag = *learned;
+		shard_locks[i].known = nnew == 1;
+		if (nnew == 1)
+			shard_locks[i].tag = *learned;
 		ereport(DEBUG1,
-				(errmsg_internal("fbf: the metadata lock tag of shard " INT64_FORMAT " of \"%s\" is kept",
-								 shardid, get_rel_name(shell))));
+				(errmsg_internal("fbf: the metadata lock tag of shard " INT64_FORMAT " of \"%s\" is %s",
+								 shardid, get_rel_name(shell),
+								 nnew == 1 ? "kept" : "not seen: locked through Citus")));
 	}
-	pfree(before);
+	if (before != NULL)
+		pfree(before);
 	pfree(after);
 }
 
@@ -560,16 +574,17 @@ lock_shard_metadata(Oid owner, Oid shell, int64 shardid)
 {
 	int			i = shard_lock_kept(shell, shardid);
 
-	if (i >= 0)
+	if (i >= 0 && shard_locks[i].known)
 	{
 		LOCKTAG		tag = shard_locks[i].tag;
 
 		(void) LockAcquire(&tag, ShareLock, false, false);
 		AcceptInvalidationMessages();
-		if (shard_lock_kept(shell, shardid) >= 0)
+		i = shard_lock_kept(shell, shardid);
+		if (i >= 0)
 			return;
 	}
-	lock_shard_metadata_through_citus(owner, shell, shardid);
+	lock_shard_metadata_through_citus(owner, shell, shardid, i < 0);
 }
 
 /*

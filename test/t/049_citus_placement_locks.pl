@@ -43,7 +43,8 @@
 #   - what a session keeps of a shard's lock tag survives other
 #     relations' invalidations, and not a split of an earlier shard of the
 #     table, which changes the tag: the session then waits for a transfer's
-#     lock as Citus computes it.
+#     lock as Citus computes it; a session whose first call found the lock
+#     already held keeps no tag, and still waits for a transfer's lock.
 use strict;
 use warnings;
 
@@ -483,6 +484,27 @@ like($third, qr/^t/, 'its operation applies once the lock is released');
 $learner->quit;
 is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 3,
 	'its three operations counted once');
+# a session that already held the shard's lock when it first called (as a
+# statement Citus routes to a shard of its own node does): no new lock is
+# seen, nor looked for again; its locks still go through Citus
+my $held = $lnode->background_psql('postgres', on_error_stop => 0);
+$held->query_safe('\\set VERBOSITY verbose');
+$held->query("SET client_min_messages = debug1; BEGIN; SELECT lock_shard_metadata(5, ARRAY[$last]::bigint[]); "
+	  . "SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 1, 1); COMMIT");
+like($held->{stderr}, qr/metadata lock tag of shard $last of "likes" is not seen/,
+	'a call that finds the shard\'s lock already held sees no tag');
+$held->{stderr} = '';
+$held->query("SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 2, 1)");
+unlike($held->{stderr}, qr/metadata lock tag of shard|ERROR/, 'and its next call does not look for it again');
+$holder = hold_lock($lnode, $last, 7);
+$held->{stderr} = '';
+$held->query("SET lock_timeout = '2s'; SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 3, 1)");
+like($held->{stderr}, qr/55P03/, 'its calls still wait for a transfer\'s lock (55P03)');
+$holder->query_safe('COMMIT');
+$holder->quit;
+$held->quit;
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 5,
+	'its two operations before the transfer\'s lock counted once');
 
 $_->stop for @nodes;
 done_testing();
