@@ -87,6 +87,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -302,12 +303,12 @@ shard_of(Oid table, Datum value, Oid type)
 }
 
 /*
- * What this backend learned about shards, kept until it processes a
- * relation cache invalidation (shards_forget): the shards local_shard
- * found placed here, with their tables, until an invalidation of any
- * relation; the lock tags lock_shard_metadata saw Citus take for shards'
- * metadata, until an invalidation of their distributed table, or of all
- * relations.
+ * What this backend learned about shards, kept in `kept_shards` until it
+ * processes a relation cache invalidation (shards_forget): the shards
+ * local_shard found placed here, with their tables, until an invalidation
+ * of any relation; the lock tags lock_shard_metadata saw Citus take for
+ * shards' metadata, until an invalidation of their distributed table, or
+ * of all relations.
  *
  * Citus invalidates a distributed table's relation cache entry whenever
  * its metadata changes: a placement of one of its shards added, removed
@@ -318,92 +319,138 @@ shard_of(Oid table, Datum value, Oid type)
  * pg_dist_partition).  This node's group changing invalidates
  * pg_dist_local_group's entry (its trigger), and dropping or renaming a
  * shard table invalidates that table's: a placement is therefore
- * forgotten at any invalidation.  A lock tag is Citus' to compute from
- * its cache entry of the distributed table (its index among the table's
- * shards, the table's colocation group), which Citus drops at an
- * invalidation of that table or of all relations and at no other
- * (InvalidateDistRelationCacheCallback, metadata_cache.c): the tag is
- * forgotten at the same ones, so that other relations' invalidations (a
- * session creating and dropping temporary tables) do not send every lock
- * back through Citus.
+ * forgotten at any invalidation (placements_forgotten counts them; an
+ * entry's placement holds only while its count is current).  A lock tag
+ * is Citus' to compute from its cache entry of the distributed table (its
+ * index among the table's shards, the table's colocation group), which
+ * Citus drops at an invalidation of that table or of all relations and at
+ * no other (InvalidateDistRelationCacheCallback, metadata_cache.c): the
+ * tag is forgotten at the same ones, so that other relations'
+ * invalidations (a session creating and dropping temporary tables) do not
+ * send every lock back through Citus.
  *
  * A relation cache callback sees every invalidation this backend
  * processes: other backends' committed ones, its own at each command's
  * end, and, when its (sub)transaction aborts, its own undone, so that a
  * placement this backend's own transaction made and then rolled back is
- * forgotten too.  An entry is kept only if nothing that would have
+ * forgotten too.  Something is kept only if nothing that would have
  * dropped it was processed while it was looked up.  Only what was found
  * is kept: a shard not placed here is an error, and its retry looks
- * again.
+ * again.  A hash table, bounded: past SHARDS_KEPT_MAX entries (shards this
+ * backend has written to since the last invalidation of their tables) it
+ * is emptied and filled again.
  */
-#define SHARDS_KEPT_MAX		64
+#define SHARDS_KEPT_MAX		8192
 
-typedef struct LocalShard
+/* how often a lock that saw nothing new is learned again: see KeptShard */
+#define SHARD_LOCK_UNSEEN_MAX	2
+
+typedef struct KeptShardKey
 {
 	Oid			shell;			/* the distributed table */
 	int64		shardid;
-	Oid			shard;			/* its shard's table, on this node */
-} LocalShard;
+} KeptShardKey;
 
-typedef struct ShardLock
+/* what is known of a shard's metadata lock */
+typedef enum ShardLockKnown
 {
-	Oid			shell;			/* the distributed table */
-	int64		shardid;
-	bool		known;			/* tag was seen; else it could not be */
-	LOCKTAG		tag;			/* its metadata lock, as Citus computed it */
-} ShardLock;
+	SHARD_LOCK_UNKNOWN,			/* not learned yet */
+	SHARD_LOCK_KNOWN,			/* `tag` was seen */
+	SHARD_LOCK_UNSEEN			/* the lock was held already when learned */
+} ShardLockKnown;
 
-static LocalShard local_shards[SHARDS_KEPT_MAX];
-static int	nlocal_shards = 0;
-static int	next_local_shard = 0;	/* the one a new entry replaces when full */
-static ShardLock shard_locks[SHARDS_KEPT_MAX];
-static int	nshard_locks = 0;
-static int	next_shard_lock = 0;
-static uint64 local_shards_forgotten = 0;	/* times local_shards was emptied */
+/*
+ * A shard's entry.  A lock seen already held when it was learned (a
+ * statement Citus routed to a shard of this node took it first; another
+ * table colocated with it, which shares the tag, was written to first in
+ * the same transaction) is learned again in a later transaction, up to
+ * SHARD_LOCK_UNSEEN_MAX times, then taken through Citus without learning
+ * until the entry is dropped: learning scans the lock table twice.
+ */
+typedef struct KeptShard
+{
+	KeptShardKey key;
+	Oid			shard;			/* its table on this node, or InvalidOid */
+	uint64		placed_in;		/* placements_forgotten when `shard` was found */
+	ShardLockKnown lock;
+	int			unseen;			/* times the lock was learned as unseen */
+	LocalTransactionId unseen_in;	/* the transaction of the last of them */
+	LOCKTAG		tag;			/* SHARD_LOCK_KNOWN: the lock, as Citus computed it */
+} KeptShard;
+
+static HTAB *kept_shards = NULL;
+static uint64 placements_forgotten = 0; /* invalidations processed */
 static Oid	shard_lock_learning = InvalidOid;	/* the table whose tag is being learned */
 static bool shard_lock_learning_forgotten = false;	/* and it was invalidated meanwhile */
+
+/* drop the entries of the shards of `shell`, or every entry if InvalidOid */
+static void
+kept_shards_drop(Oid shell)
+{
+	HASH_SEQ_STATUS status;
+	KeptShard  *entry;
+
+	hash_seq_init(&status, kept_shards);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(shell) || entry->key.shell == shell)
+			(void) hash_search(kept_shards, &entry->key, HASH_REMOVE, NULL);
+}
 
 static void
 shards_forget(Datum arg, Oid relid)
 {
-	int			kept = 0;
-	int			i;
-
-	nlocal_shards = next_local_shard = 0;
-	local_shards_forgotten++;
-
-	for (i = 0; i < nshard_locks; i++)
-		if (OidIsValid(relid) && shard_locks[i].shell != relid)
-			shard_locks[kept++] = shard_locks[i];
-	nshard_locks = kept;
+	placements_forgotten++;
 	if (!OidIsValid(relid) || relid == shard_lock_learning)
 		shard_lock_learning_forgotten = true;
+	if (kept_shards != NULL)
+		kept_shards_drop(relid);
 }
 
-/* register shards_forget, once per backend, before anything is kept */
-static void
-shards_remember(void)
+/*
+ * The entry of shard `shardid` of `shell`, or NULL; created if `create`
+ * (its fields unknown), emptying the table first if it is full.  The
+ * first call registers shards_forget.
+ */
+static KeptShard *
+kept_shard(Oid shell, int64 shardid, bool create)
 {
-	static bool callback_registered = false;
+	KeptShardKey key;
+	KeptShard  *entry;
+	bool		found;
 
-	if (!callback_registered)
+	if (kept_shards == NULL)
 	{
+		HASHCTL		ctl;
+
+		if (!create)
+			return NULL;
+		ctl.keysize = sizeof(KeptShardKey);
+		ctl.entrysize = sizeof(KeptShard);
+		ctl.hcxt = TopMemoryContext;
+		kept_shards = hash_create("fbf kept shards", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		CacheRegisterRelcacheCallback(shards_forget, (Datum) 0);
-		callback_registered = true;
 	}
-}
 
-/* the slot of a new entry of a kept list of `n` entries, `next` replaced when full */
-static int
-shards_slot(int *n, int *next)
-{
-	int			slot;
+	memset(&key, 0, sizeof(key));	/* the padding is hashed too */
+	key.shell = shell;
+	key.shardid = shardid;
+	if (!create)
+		return hash_search(kept_shards, &key, HASH_FIND, NULL);
 
-	if (*n < SHARDS_KEPT_MAX)
-		return (*n)++;
-	slot = *next;
-	*next = (slot + 1) % SHARDS_KEPT_MAX;
-	return slot;
+	if (hash_get_num_entries(kept_shards) >= SHARDS_KEPT_MAX &&
+		hash_search(kept_shards, &key, HASH_FIND, NULL) == NULL)
+		kept_shards_drop(InvalidOid);
+	entry = hash_search(kept_shards, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->shard = InvalidOid;
+		entry->placed_in = 0;
+		entry->lock = SHARD_LOCK_UNKNOWN;
+		entry->unseen = 0;
+		entry->unseen_in = InvalidLocalTransactionId;
+	}
+	return entry;
 }
 
 /*
@@ -434,28 +481,27 @@ advisory_share_locks(LOCKTAG **tags)
 	return n;
 }
 
-/* the index in shard_locks of shard `shardid` of `shell`, or -1 */
-static int
-shard_lock_kept(Oid shell, int64 shardid)
+/*
+ * Is `tag` one of Citus' shard metadata locks?  Advisory, of the class of
+ * a shard's (ADV_LOCKTAG_CLASS_CITUS_SHARD_METADATA, 4) or of colocated
+ * shards' (ADV_LOCKTAG_CLASS_CITUS_COLOCATED_SHARDS_METADATA, 8) metadata
+ * (resource_lock.h): a tag of another class is never kept.
+ */
+static bool
+citus_metadata_tag(const LOCKTAG *tag)
 {
-	int			i;
-
-	for (i = 0; i < nshard_locks; i++)
-		if (shard_locks[i].shardid == shardid && shard_locks[i].shell == shell)
-			return i;
-	return -1;
+	return tag->locktag_type == LOCKTAG_ADVISORY &&
+		(tag->locktag_field4 == 4 || tag->locktag_field4 == 8);
 }
 
 /*
  * Lock the metadata of shard `shardid` of `shell` through Citus' SQL
  * function lock_shard_metadata, as the table's owner `owner`
  * (lock_shard_metadata's comment says why), and, if `learn`, learn the tag
- * it locked: the one advisory lock in ShareLock this backend holds after
- * the call and did not before.  Kept in shard_locks unless an invalidation
- * of `shell` was processed meanwhile; as not known if the lock was already
- * held (nothing new is seen: a statement Citus routed to a shard of this
- * node took it first) or more than one lock is new, so that later calls
- * do not scan the lock table again for it.
+ * it locked: the one advisory lock of Citus' metadata classes in ShareLock
+ * this backend holds after the call and did not before.  Kept unless an
+ * invalidation of `shell` was processed meanwhile; as unseen if the lock
+ * was already held (nothing new is seen) or more than one lock is new.
  */
 static void
 lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
@@ -471,12 +517,12 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
 	int			nafter;
 	int			nnew = 0;
 	LOCKTAG    *learned = NULL;
+	KeptShard  *entry;
 	int			i;
 	int			j;
 
 	if (learn)
 	{
-		shards_remember();
 		nbefore = advisory_share_locks(&before);
 		shard_lock_learning = shell;
 		shard_lock_learning_forgotten = false;
@@ -496,6 +542,8 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
 	nafter = advisory_share_locks(&after);
 	for (i = 0; i < nafter; i++)
 	{
+		if (!citus_metadata_tag(&after[i]))
+			continue;
 		for (j = 0; j < nbefore; j++)
 			if (memcmp(&after[i], &before[j], sizeof(LOCKTAG)) == 0)
 				break;
@@ -505,14 +553,20 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
 			nnew++;
 		}
 	}
-	if (!shard_lock_learning_forgotten && shard_lock_kept(shell, shardid) < 0)
+	if (!shard_lock_learning_forgotten)
 	{
-		i = shards_slot(&nshard_locks, &next_shard_lock);
-		shard_locks[i].shell = shell;
-		shard_locks[i].shardid = shardid;
-		shard_locks[i].known = nnew == 1;
+		entry = kept_shard(shell, shardid, true);
 		if (nnew == 1)
-			shard_locks[i].tag = *learned;
+		{
+			entry->lock = SHARD_LOCK_KNOWN;
+			entry->tag = *learned;
+		}
+		else
+		{
+			entry->lock = SHARD_LOCK_UNSEEN;
+			entry->unseen++;
+			entry->unseen_in = FbfMyLocalTransactionId();
+		}
 		ereport(DEBUG1,
 				(errmsg_internal("fbf: the metadata lock tag of shard " INT64_FORMAT " of \"%s\" is %s",
 								 shardid, get_rel_name(shell),
@@ -550,14 +604,22 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
  * which is the very lock the move's `lock_shard_metadata(ExclusiveLock,
  * ...)` takes on this node, whatever the version; no link to citus.so
  * either.  The tag it took is learned then (lock_shard_metadata_through_
- * citus) and kept in shard_locks, and later locks of the shard take that
- * tag directly (LockAcquire, as LockShardDistributionMetadata does),
- * without the function's look-ups and ownership check, until an
- * invalidation of the table drops it, as it drops what Citus computes it
- * from.  Invalidations are accepted once the kept tag is locked: if that
- * drops the tag (a split or a colocation change that committed before the
- * lock was granted), the lock is taken through Citus as well, as Citus
- * now computes it.
+ * citus) and kept, and later locks of the shard take that tag directly
+ * (LockAcquire, as LockShardDistributionMetadata does), without the
+ * function's look-ups and ownership check, until an invalidation of the
+ * table drops it, as it drops what Citus computes it from.  Invalidations
+ * are accepted once the kept tag is locked: if that drops the tag (a
+ * split or a colocation change that committed before the lock was
+ * granted), the lock just taken is released (the transaction keeps it if
+ * an earlier call took it too) and taken through Citus, as Citus now
+ * computes it.
+ *
+ * As a routed write's lock, this one is computed when it is taken: a
+ * transaction that holds it while another shard of the table is split,
+ * or the table's colocation changes, holds a tag that is no longer the
+ * shard's, and a transfer of the shard that starts after that does not
+ * wait for it.  Citus' own routed writes have the same window
+ * (docs/design.md, "The placement functions lock their shard").
  *
  * lock_shard_metadata requires its caller to own the shard's table
  * (EnsureShardOwner: it keeps users from blocking others' writes).  The
@@ -572,19 +634,25 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
 static void
 lock_shard_metadata(Oid owner, Oid shell, int64 shardid)
 {
-	int			i = shard_lock_kept(shell, shardid);
+	KeptShard  *entry = kept_shard(shell, shardid, false);
+	bool		learn;
 
-	if (i >= 0 && shard_locks[i].known)
+	if (entry != NULL && entry->lock == SHARD_LOCK_KNOWN)
 	{
-		LOCKTAG		tag = shard_locks[i].tag;
+		LOCKTAG		tag = entry->tag;
 
 		(void) LockAcquire(&tag, ShareLock, false, false);
 		AcceptInvalidationMessages();
-		i = shard_lock_kept(shell, shardid);
-		if (i >= 0)
+		entry = kept_shard(shell, shardid, false);
+		if (entry != NULL && entry->lock == SHARD_LOCK_KNOWN)
 			return;
+		(void) LockRelease(&tag, ShareLock, false);
 	}
-	lock_shard_metadata_through_citus(owner, shell, shardid, i < 0);
+	learn = entry == NULL || entry->lock == SHARD_LOCK_UNKNOWN ||
+		(entry->lock == SHARD_LOCK_UNSEEN &&
+		 entry->unseen < SHARD_LOCK_UNSEEN_MAX &&
+		 entry->unseen_in != FbfMyLocalTransactionId());
+	lock_shard_metadata_through_citus(owner, shell, shardid, learn);
 }
 
 /*
@@ -592,27 +660,24 @@ lock_shard_metadata(Oid owner, Oid shell, int64 shardid)
  * must be placed on this node; error if it is elsewhere (the metadata
  * changed since the statement was routed: a shard move or split committed
  * meanwhile; the transaction aborts and the client's retry is routed
- * again).  Citus names the table (shard_name).  From local_shards, or
- * looked up and kept there.  The prologue asks only once it holds the
- * shard's metadata lock and has accepted invalidations, so a transfer that
- * committed before the lock was granted has emptied the list, and none can
- * commit while the lock is held.
+ * again).  Citus names the table (shard_name).  Kept (kept_shard), or
+ * looked up and kept.  The prologue asks only once it holds the shard's
+ * metadata lock and has accepted invalidations, so a transfer that
+ * committed before the lock was granted has made what was kept stale, and
+ * none can commit while the lock is held.
  */
 static Oid
 local_shard(Oid table, int64 shardid)
 {
 	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
-	uint64		forgotten;
+	uint64		forgotten = placements_forgotten;
+	KeptShard  *entry = kept_shard(table, shardid, false);
 	Datum		args[3];
 	text	   *name;
 	Oid			shard = InvalidOid;
-	int			i;
 
-	shards_remember();
-	forgotten = local_shards_forgotten;
-	for (i = 0; i < nlocal_shards; i++)
-		if (local_shards[i].shardid == shardid && local_shards[i].shell == table)
-			return local_shards[i].shard;
+	if (entry != NULL && OidIsValid(entry->shard) && entry->placed_in == forgotten)
+		return entry->shard;
 
 	if (placed_here(shardid))
 	{
@@ -632,12 +697,11 @@ local_shard(Oid table, int64 shardid)
 				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
 
-	if (local_shards_forgotten == forgotten)
+	if (placements_forgotten == forgotten)
 	{
-		i = shards_slot(&nlocal_shards, &next_local_shard);
-		local_shards[i].shell = table;
-		local_shards[i].shardid = shardid;
-		local_shards[i].shard = shard;
+		entry = kept_shard(table, shardid, true);
+		entry->shard = shard;
+		entry->placed_in = forgotten;
 	}
 	return shard;
 }

@@ -43,8 +43,12 @@
 #   - what a session keeps of a shard's lock tag survives other
 #     relations' invalidations, and not a split of an earlier shard of the
 #     table, which changes the tag: the session then waits for a transfer's
-#     lock as Citus computes it; a session whose first call found the lock
-#     already held keeps no tag, and still waits for a transfer's lock.
+#     lock as Citus computes it; a kept tag a transfer held while the
+#     session waited, dropped by the transfer's commit, is learned again
+#     and kept; a session whose call found the lock already held keeps no
+#     tag, learns it in a later transaction, gives up after two such
+#     transactions, and still waits for a transfer's lock; more shards
+#     than the 64 an earlier version kept are all kept.
 use strict;
 use warnings;
 
@@ -481,30 +485,106 @@ $learner->{stderr} = '';
 my $third = $learner->query("RESET lock_timeout; SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 3, 1)");
 like($learner->{stderr}, $kept, 'and then keeps the new tag');
 like($third, qr/^t/, 'its operation applies once the lock is released');
+# the kept tag is the one a transfer holds: the session waits for it, and
+# the transfer's commit (here a change of the shard's placement row, whose
+# trigger invalidates the table, as a move's does) drops the tag; the
+# session releases the lock it waited for and locks through Citus again,
+# which it then sees take the tag, and keeps it
+$holder = hold_lock($lnode, $last, 7);
+$learner->{stderr} = '';
+$learner->query_until(qr/waiting/,
+	"\\echo waiting\nSELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 4, 1);\n");
+ok($lnode->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted}),
+	'the session waits for the transfer\'s lock on its kept tag');
+$holder->query_safe("UPDATE pg_dist_placement SET shardlength = shardlength WHERE shardid = $last");
+$holder->query_safe('COMMIT');
+$holder->quit;
+my $fourth = $learner->query('SELECT 1');
+like($fourth, qr/^t\n1\n?$/, 'once the transfer commits, its operation applies');
+like($learner->{stderr}, $kept, 'and the tag, dropped by the transfer\'s commit, is learned again and kept');
 $learner->quit;
-is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 3,
-	'its three operations counted once');
-# a session that already held the shard's lock when it first called (as a
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 4,
+	'its four operations counted once');
+# a session that already held the shard's lock when it called (as a
 # statement Citus routes to a shard of its own node does): no new lock is
-# seen, nor looked for again; its locks still go through Citus
+# seen; the next transaction looks again, and after two such transactions
+# no later call looks for it; its locks still go through Citus
 my $held = $lnode->background_psql('postgres', on_error_stop => 0);
 $held->query_safe('\\set VERBOSITY verbose');
-$held->query("SET client_min_messages = debug1; BEGIN; SELECT lock_shard_metadata(5, ARRAY[$last]::bigint[]); "
-	  . "SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 1, 1); COMMIT");
-like($held->{stderr}, qr/metadata lock tag of shard $last of "likes" is not seen/,
-	'a call that finds the shard\'s lock already held sees no tag');
+$held->query_safe('SET client_min_messages = debug1');
+for my $try (1, 2)
+{
+	$held->{stderr} = '';
+	$held->query("BEGIN; SELECT lock_shard_metadata(5, ARRAY[$last]::bigint[]); "
+		  . "SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, $try, 1); COMMIT");
+	like($held->{stderr}, qr/metadata lock tag of shard $last of "likes" is not seen/,
+		"a call that finds the shard's lock already held sees no tag (transaction $try)");
+}
 $held->{stderr} = '';
-$held->query("SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 2, 1)");
-unlike($held->{stderr}, qr/metadata lock tag of shard|ERROR/, 'and its next call does not look for it again');
+$held->query("SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 3, 1)");
+unlike($held->{stderr}, qr/metadata lock tag of shard|ERROR/,
+	'after two such transactions, its next call does not look for it again');
 $holder = hold_lock($lnode, $last, 7);
 $held->{stderr} = '';
-$held->query("SET lock_timeout = '2s'; SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 3, 1)");
+$held->query("SET lock_timeout = '2s'; SELECT fbf_increment_on_placement('likes', '$lkey', 12::bigint, 4, 1)");
 like($held->{stderr}, qr/55P03/, 'its calls still wait for a transfer\'s lock (55P03)');
 $holder->query_safe('COMMIT');
 $holder->quit;
 $held->quit;
-is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 5,
-	'its two operations before the transfer\'s lock counted once');
+# a session whose first call found the lock held, and whose next
+# transaction's did not: that one learns the tag and keeps it
+my $once = $lnode->background_psql('postgres', on_error_stop => 0);
+$once->query_safe('SET client_min_messages = debug1');
+$once->query("BEGIN; SELECT lock_shard_metadata(5, ARRAY[$last]::bigint[]); "
+	  . "SELECT fbf_increment_on_placement('likes', '$lkey', 13::bigint, 1, 1); COMMIT");
+like($once->{stderr}, qr/metadata lock tag of shard $last of "likes" is not seen/,
+	'a first call that finds the lock held sees no tag');
+$once->{stderr} = '';
+$once->query("SELECT fbf_increment_on_placement('likes', '$lkey', 13::bigint, 2, 1)");
+like($once->{stderr}, $kept, 'the next transaction\'s call learns it and keeps it');
+$once->quit;
+is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 9,
+	'the operations before the transfer\'s lock counted once');
+
+# a session that writes to more shards than an earlier version kept (64):
+# each tag is learned once, and kept while the session goes round them
+# (its shards spread over the three nodes; one connection per node, as
+# many prepared transactions as the cluster allows)
+$coord->safe_psql('postgres', q{
+	SET citus.multi_shard_modify_mode TO 'sequential';
+	SELECT fbf_create_counter_table('wide', retention => '10 min', target_fpp => 1e-6);
+	SELECT fbf_distribute_counter('wide', shard_count => 240, colocate_with => 'none');
+	GRANT SELECT, INSERT, UPDATE ON wide TO writer;
+});
+my $wkeys = $coord->safe_psql('postgres', sprintf(q{
+	SELECT string_agg(quote_literal(k), ',') FROM (
+	  SELECT DISTINCT ON (sh) k FROM (
+	    SELECT 'w' || i AS k, get_shard_id_for_distribution_column('wide', 'w' || i) AS sh
+	      FROM generate_series(1, 20000) i) x
+	   WHERE sh IN (SELECT p.shardid FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+	                 WHERE n.nodeport = %d)
+	   ORDER BY sh, k LIMIT 70) y}, $w1->port));
+my @wkeys = split /,/, $wkeys;
+is(scalar(@wkeys), 70, 'keys of 70 shards placed on one worker');
+my $round = qq{DO \$\$ DECLARE k text; BEGIN
+	FOREACH k IN ARRAY ARRAY[$wkeys] LOOP
+		PERFORM fbf_increment_on_placement('wide', k, 1::bigint, nextval('s'), 1);
+	END LOOP; END \$\$;};
+my $wide = $w1->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'writer' ]);
+$wide->query_safe('CREATE TEMP SEQUENCE s');
+$wide->query_safe('SET client_min_messages = debug1');
+my @learned;
+for my $r (1 .. 2)
+{
+	$wide->{stderr} = '';
+	$wide->query($round);
+	push @learned, scalar(() = $wide->{stderr} =~ /metadata lock tag of shard \d+ of "wide" is kept/g);
+}
+$wide->quit;
+is("@learned", '70 0', 'the first round learns each of the 70 tags, the second none');
+is($coord->safe_psql('postgres', q{SELECT sum(value) FROM wide}), 140,
+	'every operation of the two rounds counted once');
 
 $_->stop for @nodes;
 done_testing();
