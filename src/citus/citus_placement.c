@@ -51,7 +51,7 @@
  * shard, then the shard table opened by FbfCounterApply (or FbfClaim);
  * Citus' catalogs pg_dist_placement and pg_dist_local_group are read with
  * AccessShareLock, unless the shard is one this backend found placed here
- * since it last processed a relation cache invalidation (local_shard).
+ * and kept (local_shard, kept_shard).
  * That metadata lock is the one a routed write takes on the node that
  * routes it (Citus takes it on the coordinator for the
  * routed statement) and the one a shard move or split holds in
@@ -235,6 +235,9 @@ citus_attnum(Oid catalog, const char *name)
 	return attno;
 }
 
+/* pg_dist_local_group, as placed_here last found it (shards_forget) */
+static Oid	local_group_relid = InvalidOid;
+
 /*
  * Is shard `shardid` placed on this node?  Its rows of pg_dist_placement
  * (through their index on shardid, if there is one) name a group, and
@@ -260,6 +263,7 @@ placed_here(int64 shardid)
 
 	if (!OidIsValid(placements) || !OidIsValid(local))
 		elog(ERROR, "fbf: Citus' metadata lacks pg_dist_placement or pg_dist_local_group");
+	local_group_relid = local;
 
 	rel = table_open(local, AccessShareLock);
 	a_group = citus_attnum(local, "groupid");
@@ -304,11 +308,12 @@ shard_of(Oid table, Datum value, Oid type)
 
 /*
  * What this backend learned about shards, kept in `kept_shards` until it
- * processes a relation cache invalidation (shards_forget): the shards
- * local_shard found placed here, with their tables, until an invalidation
- * of any relation; the lock tags lock_shard_metadata saw Citus take for
- * shards' metadata, until an invalidation of their distributed table, or
- * of all relations.
+ * processes a relation cache invalidation that may change it
+ * (shards_forget): the shards local_shard found placed here, with their
+ * tables, and the lock tags lock_shard_metadata saw Citus take for shards'
+ * metadata, until an invalidation of their distributed table, or of all
+ * relations; a placement also until an invalidation of its shard's table
+ * or of pg_dist_local_group.
  *
  * Citus invalidates a distributed table's relation cache entry whenever
  * its metadata changes: a placement of one of its shards added, removed
@@ -318,16 +323,18 @@ shard_of(Oid table, Datum value, Oid type)
  * shards or its colocation changed (the triggers on pg_dist_shard and
  * pg_dist_partition).  This node's group changing invalidates
  * pg_dist_local_group's entry (its trigger), and dropping or renaming a
- * shard table invalidates that table's: a placement is therefore
- * forgotten at any invalidation (placements_forgotten counts them; an
- * entry's placement holds only while its count is current).  A lock tag
+ * shard table invalidates that table's: a placement is forgotten at those
+ * and at no other, so that other relations' invalidations (a session
+ * creating and dropping temporary tables) do not send every call back to
+ * Citus' catalogs.  (A placement row added before its shard's row names
+ * no table to invalidate: the shard's row, added next, invalidates it; a
+ * shard's row deleted invalidates its table.)  A lock tag
  * is Citus' to compute from its cache entry of the distributed table (its
  * index among the table's shards, the table's colocation group), which
  * Citus drops at an invalidation of that table or of all relations and at
  * no other (InvalidateDistRelationCacheCallback, metadata_cache.c): the
  * tag is forgotten at the same ones, so that other relations'
- * invalidations (a session creating and dropping temporary tables) do not
- * send every lock back through Citus.
+ * invalidations do not send every lock back through Citus.
  *
  * A relation cache callback sees every invalidation this backend
  * processes: other backends' committed ones, its own at each command's
@@ -371,7 +378,6 @@ typedef struct KeptShard
 {
 	KeptShardKey key;
 	Oid			shard;			/* its table on this node, or InvalidOid */
-	uint64		placed_in;		/* placements_forgotten when `shard` was found */
 	ShardLockKnown lock;
 	int			unseen;			/* times the lock was learned as unseen */
 	LocalTransactionId unseen_in;	/* the transaction of the last of them */
@@ -379,30 +385,42 @@ typedef struct KeptShard
 } KeptShard;
 
 static HTAB *kept_shards = NULL;
-static uint64 placements_forgotten = 0; /* invalidations processed */
+static uint64 invalidations_seen = 0;	/* invalidations processed */
 static Oid	shard_lock_learning = InvalidOid;	/* the table whose tag is being learned */
 static bool shard_lock_learning_forgotten = false;	/* and it was invalidated meanwhile */
 
-/* drop the entries of the shards of `shell`, or every entry if InvalidOid */
+/*
+ * Forget what an invalidation of `relid` may change (InvalidOid: every
+ * relation): the entries of its shards if it is a distributed table, the
+ * placement of its shard if it is a shard table.
+ */
 static void
-kept_shards_drop(Oid shell)
+kept_shards_drop(Oid relid)
 {
 	HASH_SEQ_STATUS status;
 	KeptShard  *entry;
 
 	hash_seq_init(&status, kept_shards);
 	while ((entry = hash_seq_search(&status)) != NULL)
-		if (!OidIsValid(shell) || entry->key.shell == shell)
+	{
+		if (!OidIsValid(relid) || entry->key.shell == relid)
 			(void) hash_search(kept_shards, &entry->key, HASH_REMOVE, NULL);
+		else if (entry->shard == relid)
+			entry->shard = InvalidOid;
+	}
 }
 
 static void
 shards_forget(Datum arg, Oid relid)
 {
-	placements_forgotten++;
+	invalidations_seen++;
 	if (!OidIsValid(relid) || relid == shard_lock_learning)
 		shard_lock_learning_forgotten = true;
-	if (kept_shards != NULL)
+	if (kept_shards == NULL)
+		return;
+	if (OidIsValid(relid) && relid == local_group_relid)
+		kept_shards_drop(InvalidOid);
+	else
 		kept_shards_drop(relid);
 }
 
@@ -445,7 +463,6 @@ kept_shard(Oid shell, int64 shardid, bool create)
 	if (!found)
 	{
 		entry->shard = InvalidOid;
-		entry->placed_in = 0;
 		entry->lock = SHARD_LOCK_UNKNOWN;
 		entry->unseen = 0;
 		entry->unseen_in = InvalidLocalTransactionId;
@@ -670,13 +687,13 @@ static Oid
 local_shard(Oid table, int64 shardid)
 {
 	static const Oid name_types[3] = {REGCLASSOID, INT8OID, BOOLOID};
-	uint64		forgotten = placements_forgotten;
+	uint64		seen = invalidations_seen;
 	KeptShard  *entry = kept_shard(table, shardid, false);
 	Datum		args[3];
 	text	   *name;
 	Oid			shard = InvalidOid;
 
-	if (entry != NULL && OidIsValid(entry->shard) && entry->placed_in == forgotten)
+	if (entry != NULL && OidIsValid(entry->shard))
 		return entry->shard;
 
 	if (placed_here(shardid))
@@ -697,12 +714,15 @@ local_shard(Oid table, int64 shardid)
 				 errdetail("Its placement moved since the call was routed here."),
 				 errhint("Retry the transaction.")));
 
-	if (placements_forgotten == forgotten)
+	/* unless something was invalidated meanwhile (conservatively: anything) */
+	if (invalidations_seen == seen)
 	{
 		entry = kept_shard(table, shardid, true);
 		entry->shard = shard;
-		entry->placed_in = forgotten;
 	}
+	ereport(DEBUG1,
+			(errmsg_internal("fbf: shard " INT64_FORMAT " of \"%s\" is found placed on this node",
+							 shardid, get_rel_name(table))));
 	return shard;
 }
 

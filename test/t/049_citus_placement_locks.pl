@@ -457,15 +457,18 @@ my $kept = qr/metadata lock tag of shard $last of "likes" is kept/;
 my $learner = $lnode->background_psql('postgres', on_error_stop => 0,
 	extra_params => [ '-U', 'writer' ]);
 $learner->query_safe('\\set VERBOSITY verbose');
-$learner->query("SET client_min_messages = debug1; SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 1, 1)");
-like($learner->{stderr}, $kept, 'a session\'s first call keeps the tag of its shard\'s lock');
+$learner->query_safe('SET client_min_messages = debug1');
+my $placed = qr/shard $last of "likes" is found placed on this node/;
+$learner->query("SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 1, 1)");
+like($learner->{stderr}, $placed, 'a session\'s first call reads where the shard is placed');
+like($learner->{stderr}, $kept, 'and keeps the tag of its shard\'s lock');
 $lnode->safe_psql('postgres',
 	join('', map { "CREATE TEMP TABLE churn$_ (a int); DROP TABLE churn$_;" } 1 .. 20),
 	extra_params => [ '-U', 'writer' ]);
 $learner->{stderr} = '';
 $learner->query("SELECT fbf_increment_on_placement('likes', '$lkey', 11::bigint, 2, 1)");
-unlike($learner->{stderr}, qr/is kept|ERROR/,
-	'another session\'s temporary tables do not drop it: the next call takes it as kept');
+unlike($learner->{stderr}, qr/found placed|is kept|ERROR/,
+	'another session\'s temporary tables drop neither the placement nor the tag: the next call reads neither');
 my $nodeid = $coord->safe_psql('postgres',
 	'SELECT nodeid FROM pg_dist_node WHERE nodeport = ' . node_of($first)->port);
 my $mid = int(($firstmin + $firstmax) / 2);
@@ -503,6 +506,7 @@ $holder->quit;
 my $fourth = $learner->query('SELECT 1');
 like($fourth, qr/^t\n1\n?$/, 'once the transfer commits, its operation applies');
 like($learner->{stderr}, $kept, 'and the tag, dropped by the transfer\'s commit, is learned again and kept');
+like($learner->{stderr}, $placed, 'and where its shard is placed is read again');
 $learner->quit;
 is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$lkey')"), 4,
 	'its four operations counted once');
