@@ -427,7 +427,7 @@ shards_forget(Datum arg, Oid relid)
 /*
  * The entry of shard `shardid` of `shell`, or NULL; created if `create`
  * (its fields unknown), emptying the table first if it is full.  The
- * first call registers shards_forget.
+ * first call creates the table and registers shards_forget.
  */
 static KeptShard *
 kept_shard(Oid shell, int64 shardid, bool create)
@@ -436,12 +436,11 @@ kept_shard(Oid shell, int64 shardid, bool create)
 	KeptShard  *entry;
 	bool		found;
 
+	/* created by the first look-up, so that nothing is missed once it learns */
 	if (kept_shards == NULL)
 	{
 		HASHCTL		ctl;
 
-		if (!create)
-			return NULL;
 		ctl.keysize = sizeof(KeptShardKey);
 		ctl.entrysize = sizeof(KeptShard);
 		ctl.hcxt = TopMemoryContext;
@@ -628,8 +627,10 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
  * are accepted once the kept tag is locked: if that drops the tag (a
  * split or a colocation change that committed before the lock was
  * granted), the lock just taken is released (the transaction keeps it if
- * an earlier call took it too) and taken through Citus, as Citus now
- * computes it.
+ * an earlier call took it too), and false is returned: the shard may be
+ * gone (a split of this very shard), so the caller looks it up again and
+ * calls again, and the lock is then taken through Citus, as Citus now
+ * computes it.  True once the lock is held.
  *
  * As a routed write's lock, this one is computed when it is taken: a
  * transaction that holds it while another shard of the table is split,
@@ -648,7 +649,7 @@ lock_shard_metadata_through_citus(Oid owner, Oid shell, int64 shardid,
  * to a user, and the user id is restored right after (or by the abort of
  * the (sub)transaction, on error).
  */
-static void
+static bool
 lock_shard_metadata(Oid owner, Oid shell, int64 shardid)
 {
 	KeptShard  *entry = kept_shard(shell, shardid, false);
@@ -662,14 +663,16 @@ lock_shard_metadata(Oid owner, Oid shell, int64 shardid)
 		AcceptInvalidationMessages();
 		entry = kept_shard(shell, shardid, false);
 		if (entry != NULL && entry->lock == SHARD_LOCK_KNOWN)
-			return;
+			return true;
 		(void) LockRelease(&tag, ShareLock, false);
+		return false;
 	}
 	learn = entry == NULL || entry->lock == SHARD_LOCK_UNKNOWN ||
 		(entry->lock == SHARD_LOCK_UNSEEN &&
 		 entry->unseen < SHARD_LOCK_UNSEEN_MAX &&
 		 entry->unseen_in != FbfMyLocalTransactionId());
 	lock_shard_metadata_through_citus(owner, shell, shardid, learn);
+	return true;
 }
 
 /*
@@ -724,6 +727,17 @@ local_shard(Oid table, int64 shardid)
 			(errmsg_internal("fbf: shard " INT64_FORMAT " of \"%s\" is found placed on this node",
 							 shardid, get_rel_name(table))));
 	return shard;
+}
+
+/* the prologue's error for a value whose shard was split while it waited */
+fbf_noreturn static void
+split_while_waiting(Oid shell, int64 shardid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("shard " INT64_FORMAT " of \"%s\" was split while the call waited for its lock",
+					shardid, get_rel_name(shell)),
+			 errhint("Retry the transaction.")));
 }
 
 /*
@@ -805,15 +819,16 @@ FbfCitusPlacementPrologue(Oid shell, FbfCounterAccess access, Datum value,
 
 	seen = SharedInvalidMessageCounter;
 	shardid = shard_of(shell, value, type);
-	lock_shard_metadata(owner, shell, shardid);
+	while (!lock_shard_metadata(owner, shell, shardid))
+	{
+		/* the kept tag was dropped: the shard may be gone (see there) */
+		if (shard_of(shell, value, type) != shardid)
+			split_while_waiting(shell, shardid);
+	}
 	AcceptInvalidationMessages();
 	if (SharedInvalidMessageCounter != seen &&
 		shard_of(shell, value, type) != shardid)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("shard " INT64_FORMAT " of \"%s\" was split while the call waited for its lock",
-						shardid, get_rel_name(shell)),
-				 errhint("Retry the transaction.")));
+		split_while_waiting(shell, shardid);
 	return local_shard(shell, shardid);
 }
 
@@ -844,7 +859,8 @@ FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value, Oid type)
 		if (shardid == locked)
 			break;
 		CHECK_FOR_INTERRUPTS();
-		lock_shard_metadata(owner, table, shardid);
+		if (!lock_shard_metadata(owner, table, shardid))
+			continue;			/* the kept tag was dropped: look again */
 		locked = shardid;
 		AcceptInvalidationMessages();
 		if (SharedInvalidMessageCounter == seen)

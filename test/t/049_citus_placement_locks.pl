@@ -48,7 +48,9 @@
 #     and kept; a session whose call found the lock already held keeps no
 #     tag, learns it in a later transaction, gives up after two such
 #     transactions, and still waits for a transfer's lock; more shards
-#     than the 64 an earlier version kept are all kept.
+#     than the 64 an earlier version kept are all kept; a call that waits
+#     for the lock of a shard being split fails with the split's 55000,
+#     with the tag kept or not.
 use strict;
 use warnings;
 
@@ -590,5 +592,72 @@ is("@learned", '70 0', 'the first round learns each of the 70 tags, the second n
 is($coord->safe_psql('postgres', q{SELECT sum(value) FROM wide}), 140,
 	'every operation of the two rounds counted once');
 
+# a call that waits for its shard's lock while that very shard is split:
+# once the split commits, the shard is gone, and the call fails with the
+# split's retryable error (55000), whether the session had kept the tag
+# (it then looks the shard up again rather than asking Citus to lock the
+# old one, which Citus no longer knows: XX000) or not
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('halves', retention => '10 min', target_fpp => 1e-9);
+	SELECT fbf_distribute_counter('halves', shard_count => 8, colocate_with => 'none');
+	GRANT SELECT, INSERT, UPDATE ON halves TO writer;
+});
+# split the shard of `key` while `call` (a query the session `s` runs)
+# waits for its lock, held meanwhile by a session on `node` (the node of
+# the lock the call waits for: the shard's worker, or the coordinator)
+sub split_while_calling
+{
+	my ($s, $key, $node, $call) = @_;
+	my $shard = $coord->safe_psql('postgres',
+		"SELECT get_shard_id_for_distribution_column('halves', '$key')");
+	my ($min, $max) = split /\|/, $coord->safe_psql('postgres',
+		"SELECT shardminvalue, shardmaxvalue FROM pg_dist_shard WHERE shardid = $shard");
+	my $mid = int(($min + $max) / 2);
+	my $nodeid = $coord->safe_psql('postgres',
+		'SELECT nodeid FROM pg_dist_node WHERE nodeport = ' . node_of($shard)->port);
+	my $h = hold_lock($node, $shard, 5);
+	my $sp = $coord->background_psql('postgres', on_error_stop => 0);
+	$sp->query_until(qr/splitting/, qq{\\echo splitting
+		SELECT citus_split_shard_by_split_points($shard, ARRAY['$mid'], ARRAY[$nodeid, $nodeid],
+												 shard_transfer_mode => 'block_writes');
+	});
+	$node->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_locks
+		 WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted})
+	  or die 'the split does not wait';
+	$s->{stderr} = '';
+	$s->query_until(qr/calling/, "\\echo calling\n$call;\n");
+	$node->poll_query_until('postgres', q{
+		SELECT count(*) = 2 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted})
+	  or die 'the call does not wait';
+	$h->query_safe('COMMIT');
+	$h->quit;
+	$sp->query_safe('SELECT 1');
+	$sp->quit;
+	my $out = $s->query('SELECT 1');
+	return ($shard, $out);
+}
+for my $kept (1, 0)
+{
+	my $shard = $coord->safe_psql('postgres', q{
+		SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'halves'::regclass
+		 ORDER BY shardminvalue::int LIMIT 1 OFFSET 2});
+	my $key = $coord->safe_psql('postgres', qq{
+		SELECT k FROM generate_series(1, 5000) i, LATERAL (SELECT 'h$kept-' || i AS k) s
+		 WHERE get_shard_id_for_distribution_column('halves', k) = $shard LIMIT 1});
+	my $node = node_of($shard);
+	my $s = $node->background_psql('postgres', on_error_stop => 0, extra_params => [ '-U', 'writer' ]);
+	$s->query_safe('\\set VERBOSITY verbose');
+	$s->query_safe("SELECT fbf_increment_on_placement('halves', '$key', 1::bigint, 1, 1)") if $kept;
+	my ($split, $out) = split_while_calling($s, $key, $node,
+		"SELECT fbf_increment_on_placement('halves', '$key', 2::bigint, 1, 1)");
+	like($s->{stderr}, qr/55000: shard $split of "halves" was split while the call waited for its lock/,
+		'a call waiting for the lock of a shard being split fails with 55000 once it is split ('
+		  . ($kept ? 'the tag kept' : 'the tag not kept') . ')');
+	$s->quit;
+	is($coord->safe_psql('postgres', "SELECT fbf_counter_value('halves', '$key')"), $kept,
+		'and applies nothing');
+	$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+}
 $_->stop for @nodes;
 done_testing();
