@@ -50,7 +50,8 @@
 #     transactions, and still waits for a transfer's lock; more shards
 #     than the 64 an earlier version kept are all kept; a call that waits
 #     for the lock of a shard being split fails with the split's 55000,
-#     with the tag kept or not.
+#     with the tag kept or not; on the coordinator, the statement that
+#     commits on its own then moves on to the new shard.
 use strict;
 use warnings;
 
@@ -596,7 +597,9 @@ is($coord->safe_psql('postgres', q{SELECT sum(value) FROM wide}), 140,
 # once the split commits, the shard is gone, and the call fails with the
 # split's retryable error (55000), whether the session had kept the tag
 # (it then looks the shard up again rather than asking Citus to lock the
-# old one, which Citus no longer knows: XX000) or not
+# old one, which Citus no longer knows: XX000) or not; on the coordinator,
+# the statement that commits on its own moves on to the new shard
+# (objsubid 4 and 8 are the classes of Citus' shard metadata locks)
 $coord->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('halves', retention => '10 min', target_fpp => 1e-9);
 	SELECT fbf_distribute_counter('halves', shard_count => 8, colocate_with => 'none');
@@ -623,12 +626,12 @@ sub split_while_calling
 	});
 	$node->poll_query_until('postgres', q{
 		SELECT count(*) > 0 FROM pg_locks
-		 WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted})
+		 WHERE locktype = 'advisory' AND objsubid IN (4, 8) AND mode = 'ExclusiveLock' AND NOT granted})
 	  or die 'the split does not wait';
 	$s->{stderr} = '';
 	$s->query_until(qr/calling/, "\\echo calling\n$call;\n");
 	$node->poll_query_until('postgres', q{
-		SELECT count(*) = 2 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted})
+		SELECT count(*) = 2 FROM pg_locks WHERE locktype = 'advisory' AND objsubid IN (4, 8) AND NOT granted})
 	  or die 'the call does not wait';
 	$h->query_safe('COMMIT');
 	$h->quit;
@@ -658,6 +661,73 @@ for my $kept (1, 0)
 	is($coord->safe_psql('postgres', "SELECT fbf_counter_value('halves', '$key')"), $kept,
 		'and applies nothing');
 	$coord->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+}
+# on the coordinator: a prepared statement (pgbench) sent as the statement
+# that commits on its own keeps its shard's tag; its next, sent while the
+# shard is being split, waits for the tag, then moves on to the new shard
+{
+	my $shard = $coord->safe_psql('postgres', q{
+		SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'halves'::regclass
+		 ORDER BY shardminvalue::int DESC LIMIT 1});
+	my $key = $coord->safe_psql('postgres', qq{
+		SELECT k FROM generate_series(1, 5000) i, LATERAL (SELECT 'hc-' || i AS k) s
+		 WHERE get_shard_id_for_distribution_column('halves', k) = $shard LIMIT 1});
+	my ($min, $max) = split /\|/, $coord->safe_psql('postgres',
+		"SELECT shardminvalue, shardmaxvalue FROM pg_dist_shard WHERE shardid = $shard");
+	my $mid = int(($min + $max) / 2);
+	my $nodeid = $coord->safe_psql('postgres',
+		'SELECT nodeid FROM pg_dist_node WHERE nodeport = ' . node_of($shard)->port);
+	my $cgate = $coord->background_psql('postgres');
+	$cgate->query_safe('SELECT pg_advisory_lock(4243)');
+	my ($h, $o, $e);
+	{
+		local $ENV{PGOPTIONS} = '-c client_min_messages=debug1';
+		($h, $o, $e) = pgbench_on($coord, 'alone_split', <<"EOS", '-c', '1', '-t', '1', '-D', "k=$key");
+SELECT idempotent_increment('halves', :k, 3, 1, 1);
+SELECT pg_advisory_lock(4243);
+SELECT pg_advisory_unlock(4243);
+SELECT idempotent_increment('halves', :k, 3, 2, 1);
+EOS
+	}
+	# (pgbench's output read meanwhile, so that it never waits to write)
+	my $until = sub
+	{
+		my ($sql) = @_;
+		for (my $i = 0; $i < 600; $i++)
+		{
+			$h->pump_nb if $h->pumpable;
+			return 1 if $coord->safe_psql('postgres', $sql) eq 't';
+			usleep(100_000);
+		}
+		return 0;
+	};
+	ok($until->(q{SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4243 AND NOT granted}),
+		'on the coordinator, a client sent the statement that commits on its own, and waits at the gate');
+	my $ch = hold_lock($coord, $shard, 5);
+	my $sp = $coord->background_psql('postgres', on_error_stop => 0);
+	$sp->query_until(qr/splitting/, qq{\\echo splitting
+		SELECT citus_split_shard_by_split_points($shard, ARRAY['$mid'], ARRAY[$nodeid, $nodeid],
+												 shard_transfer_mode => 'block_writes');
+	});
+	ok($until->(q{SELECT count(*) > 0 FROM pg_locks
+				   WHERE locktype = 'advisory' AND objsubid IN (4, 8) AND mode = 'ExclusiveLock' AND NOT granted}),
+		'a split of its shard waits for the lock on the coordinator');
+	$cgate->query_safe('SELECT pg_advisory_unlock(4243)');
+	ok($until->(q{SELECT count(*) = 2 FROM pg_locks
+				   WHERE locktype = 'advisory' AND objsubid IN (4, 8) AND NOT granted}),
+		'the client\'s next statement waits behind the split');
+	$ch->query_safe('COMMIT');
+	$ch->quit;
+	$sp->query('SELECT 1');
+	unlike($sp->{stderr}, qr/ERROR/, 'the split commits');
+	$sp->quit;
+	$cgate->quit;
+	$h->finish;
+	is($h->result(0), 0, 'once the split commits, the statement goes on to the new shard') or diag($$e);
+	like($$e, qr/metadata lock tag of shard $shard of "halves" is kept/,
+		'its first statement had kept the tag of the old shard');
+	is($coord->safe_psql('postgres', "SELECT fbf_counter_value('halves', '$key')"), 2,
+		'both operations counted once');
 }
 $_->stop for @nodes;
 done_testing();
