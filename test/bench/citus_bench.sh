@@ -22,7 +22,8 @@
 #   instead (the key 'k' || 42, a number concatenated: a stable function,
 #   as users write it in SQL).  FBF_BENCH_KEY replaces the key expression
 #   on both sides (default 'k' || :k; 'k' || :k::int makes it a stable
-#   function of a parameter).  FBF_BENCH_DELEGATED=1 adds a side:
+#   function of a parameter; :k makes it the text parameter itself, the
+#   keys '1' to '10000'), and the tables are filled with the same keys.  FBF_BENCH_DELEGATED=1 adds a side:
 #   deleg, the increment through a function of the user's own,
 #   `bench_incr(key, client_id, seq, delta)` in PL/pgSQL, distributed with
 #   create_distributed_function by its key and colocated with the counter,
@@ -46,6 +47,8 @@ clients=${3:-4}
 keys=10000
 mode=${FBF_BENCH_MODE:-prepared}
 key=${FBF_BENCH_KEY:-"'k' || :k"}
+# the keys the clients write, for filling the tables: the expression of i
+fill="(${key//:k/i})::text"
 if [ "${FBF_BENCH_SEQS:-ordered}" = random ]; then
 	next_seq='random(1, 4611686018427387903)'
 	next_batch='random(100, 4611686018427387903)'
@@ -63,9 +66,9 @@ SELECT fbf_distribute_counter('bench_fbf');
 CREATE TABLE bench_plain (key text NOT NULL, shard integer NOT NULL, value bigint NOT NULL DEFAULT 0,
 						  PRIMARY KEY (key, shard));
 SELECT create_distributed_table('bench_plain', 'key', colocate_with => 'bench_fbf');
-INSERT INTO bench_plain SELECT 'k' || i, 0, 0 FROM generate_series(1, $keys) i;
+INSERT INTO bench_plain SELECT $fill, 0, 0 FROM generate_series(1, $keys) i;
 -- the counter's rows exist too, as after warm-up
-SELECT count(*) FROM (SELECT idempotent_increment('bench_fbf', 'k' || i, -1, i, 0)
+SELECT count(*) FROM (SELECT idempotent_increment('bench_fbf', $fill, -1, i, 0)
 						FROM generate_series(1, $keys) i) s;
 SQL
 delegated=${FBF_BENCH_DELEGATED:-0}

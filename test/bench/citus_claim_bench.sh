@@ -6,7 +6,7 @@
 # interleaved rounds; reports each side's median transactions per second,
 # their ratio, and the dedup table's duplicates (every id is new: each
 # duplicate is a false positive).  synchronous_commit is off on every node
-# for both sides.
+# for both sides; FBF_BENCH_SYNC=on sets it on instead.
 #
 #   bash test/bench/citus_claim_bench.sh [rounds [seconds [clients]]]
 #
@@ -18,8 +18,10 @@ set -euo pipefail
 rounds=${1:-5}
 secs=${2:-10}
 clients=${3:-4}
+sync=${FBF_BENCH_SYNC:-off}
+case $sync in on | off) ;; *) echo "FBF_BENCH_SYNC: on or off" >&2; exit 2 ;; esac
 
-citus_cluster_start "synchronous_commit = off"
+citus_cluster_start "synchronous_commit = $sync"
 
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 SET client_min_messages = warning;
@@ -41,7 +43,7 @@ INSERT INTO bench_processed (id) VALUES (:id) ON CONFLICT DO NOTHING;
 SQL
 
 run() {
-	PGOPTIONS='-c synchronous_commit=off' \
+	PGOPTIONS="-c synchronous_commit=$sync" \
 		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" -f "$dir/$1.sql" 2>/dev/null |
 		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 }
