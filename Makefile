@@ -68,7 +68,7 @@ DATA        = sql/$(EXTENSION)--1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 # types and views' row types are members too).
 REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_type_forged fbf_counter fbf_counter_errors \
                fbf_counter_direct fbf_counter_batch fbf_dedup fbf_counter_load fbf_counter_mismatch \
-               fbf_streams fbf_streams_snapshot fbf_prepared fbf_filters fbf_edges fbf_window_tables \
+               fbf_streams fbf_streams_snapshot fbf_prepared fbf_placement_read fbf_filters fbf_edges fbf_window_tables \
                cuckoo cuckoo_duplicates cuckoo_hash fbf_search_path fbf_upgrade
 REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 

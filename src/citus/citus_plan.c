@@ -50,7 +50,9 @@
  * which reads no row and returns one, and which Citus plans with its
  * fast-path router planner, cheaper than the modification above, and runs
  * as a read task: no metadata lock, no transaction block on the placement
- * in autocommit, no two-phase commit.  So it is made only for a custom
+ * in autocommit, no two-phase commit.  On the node of the shard, where it
+ * arrives on the shard table, it is planned as its call alone
+ * (placement_read).  So it is made only for a custom
  * plan (one execution) of a statement that is its transaction's first and
  * commits when it ends: outside a transaction block and a pipeline, with
  * no volatile argument (commits_alone), checked again when it runs
@@ -326,38 +328,47 @@ static int	planning_depth = 0;
 PG_FUNCTION_INFO_V1(fbf_routing_key);
 
 /*
+ * The C symbol of the function `funcid` if it is one of this module's
+ * (palloc'd), or NULL.
+ */
+static char *
+module_symbol(Oid funcid)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	Datum		d;
+	bool		isnull;
+	char	   *symbol = NULL;
+	char	   *module;
+
+	if (!HeapTupleIsValid(tuple))
+		return NULL;
+	if (((Form_pg_proc) GETSTRUCT(tuple))->prolang == ClanguageId)
+	{
+		d = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &isnull);
+		module = isnull ? NULL : TextDatumGetCString(d);
+		d = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
+		if (!isnull && module != NULL && strcmp(module, "$libdir/fbf") == 0)
+			symbol = TextDatumGetCString(d);
+	}
+	ReleaseSysCache(tuple);
+	return symbol;
+}
+
+/*
  * Which front end the function `funcid` is: one whose C symbol, in this
  * module, is in front_ends; FAST_NONE for any other function.
  */
 static FastForm
 front_end_form(Oid funcid)
 {
-	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-	FastForm	form = FAST_NONE;
-	Datum		d;
-	bool		isnull;
-	char	   *symbol;
-	char	   *module;
+	char	   *symbol = module_symbol(funcid);
 	int			i;
 
-	if (!HeapTupleIsValid(tuple))
-		return FAST_NONE;
-	if (((Form_pg_proc) GETSTRUCT(tuple))->prolang != ClanguageId)
-	{
-		ReleaseSysCache(tuple);
-		return FAST_NONE;
-	}
-	d = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &isnull);
-	module = isnull ? NULL : TextDatumGetCString(d);
-	d = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
-	symbol = isnull ? NULL : TextDatumGetCString(d);
-	ReleaseSysCache(tuple);
-	if (module == NULL || symbol == NULL || strcmp(module, "$libdir/fbf") != 0)
-		return FAST_NONE;
-	for (i = 0; i < (int) lengthof(front_ends); i++)
-		if (strcmp(symbol, front_ends[i].symbol) == 0)
-			form = front_ends[i].form;
-	return form;
+	if (symbol != NULL)
+		for (i = 0; i < (int) lengthof(front_ends); i++)
+			if (strcmp(symbol, front_ends[i].symbol) == 0)
+				return front_ends[i].form;
+	return FAST_NONE;
 }
 
 /*
@@ -903,6 +914,90 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	return routed;
 }
 
+/* ----------------------------------------------------------------------
+ * The statement that commits on its own, on its placement
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * Is `parse` the statement that commits on its own as the node of its
+ * shard receives it from Citus, on the shard table:
+ *
+ *	SELECT twin(fbf_outside_transaction_block(counter), ...)
+ *	FROM <shard> WHERE key = <constant> AND shard < 0 GROUP BY ()
+ *
+ * (a claim's target is (fbf_claim_on_placement(...))[1])?  Grouped by the
+ * empty set, with no aggregate and no HAVING, a SELECT returns one row
+ * whatever its table holds, and evaluates its target once, which can name
+ * no column of the table (the parser allows none).  So, its quals calling
+ * nothing volatile, it is its target alone, and is planned as that
+ * (plan_statement): no scan of the shard to plan, cost and run, which was
+ * a tenth of the placement node's work for each call.  The table stays in
+ * the range table, out of the join tree, as an INSERT's target does: the
+ * executor still checks the caller's SELECT on the columns the quals
+ * named, and the plan still locks the table and depends on it.
+ *
+ * Recognized by fbf_outside_transaction_block, this module's function
+ * that only the fast path's statement calls, as the first argument of its
+ * lone target's function, and by a table that is a window table Citus does
+ * not distribute: on the shell (the node that plans the client's
+ * statement) Citus must see the scan to route it.
+ */
+static bool
+placement_read(Query *parse)
+{
+	Node	   *target;
+	FuncExpr   *call;
+	Node	   *guard;
+	GroupingSet *gset;
+	RangeTblEntry *rte;
+	Relation	rel;
+	FbfCounterRel *entry;
+	char	   *symbol;
+	bool		result;
+
+	if (parse->commandType != CMD_SELECT || list_length(parse->groupingSets) != 1 ||
+		parse->utilityStmt != NULL || parse->cteList != NIL ||
+		parse->hasSubLinks || parse->hasAggs || parse->hasWindowFuncs ||
+		parse->hasTargetSRFs || parse->hasModifyingCTE ||
+		parse->hasForUpdate || parse->setOperations != NULL ||
+		parse->groupClause != NIL || parse->havingQual != NULL ||
+		parse->sortClause != NIL || parse->distinctClause != NIL ||
+		parse->limitCount != NULL || parse->limitOffset != NULL ||
+		parse->rowMarks != NIL || list_length(parse->targetList) != 1 ||
+		list_length(parse->rtable) != 1 || parse->jointree == NULL ||
+		list_length(parse->jointree->fromlist) != 1 ||
+		!IsA(linitial(parse->jointree->fromlist), RangeTblRef) ||
+		contain_volatile_functions(parse->jointree->quals))
+		return false;
+	gset = linitial(parse->groupingSets);
+	if (!IsA(gset, GroupingSet) || gset->kind != GROUPING_SET_EMPTY)
+		return false;
+
+	target = (Node *) linitial_node(TargetEntry, parse->targetList)->expr;
+	if (IsA(target, SubscriptingRef))
+		target = (Node *) ((SubscriptingRef *) target)->refexpr;
+	if (!IsA(target, FuncExpr) || ((FuncExpr *) target)->args == NIL)
+		return false;
+	call = (FuncExpr *) target;
+	guard = linitial(call->args);
+	if (!IsA(guard, FuncExpr) ||
+		(symbol = module_symbol(((FuncExpr *) guard)->funcid)) == NULL ||
+		strcmp(symbol, "fbf_outside_transaction_block") != 0)
+		return false;
+
+	/* the table is locked since the statement's analysis */
+	rte = linitial_node(RangeTblEntry, parse->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
+		return false;
+	rel = relation_open(rte->relid, NoLock);
+	entry = FbfCounterRelGet(rel);
+	result = OidIsValid(entry->window_index) &&
+		entry->citus == FBF_CITUS_LOCAL;
+	relation_close(rel, NoLock);
+	return result;
+}
+
 /* the hash of fbf_outside_transaction_block in pg_proc's syscache, or 0 */
 static uint32 alone_guard_hash = 0;
 
@@ -928,6 +1023,13 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
 								   &inval_items, &dissuade, &guard);
 	PlannedStmt *result;
 
+	if (routed == NULL && placement_read(parse))
+	{
+		/* its target alone (placement_read); the planner's to scribble on */
+		parse->jointree->fromlist = NIL;
+		parse->jointree->quals = NULL;
+		parse->groupingSets = NIL;
+	}
 	if (OidIsValid(guard))
 	{
 		PlanInvalItem *item = makeNode(PlanInvalItem);
