@@ -166,6 +166,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_collation_d.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type_d.h"
@@ -372,31 +373,47 @@ front_end_form(Oid funcid)
 }
 
 /*
- * The call of a front end that `parse` is, alone, or NULL: a SELECT with
- * one target and nothing else, the target a call of a function taking
- * arguments.
+ * The one target of `parse`, if it is a SELECT of one target with no CTE,
+ * sublink, aggregate, window function, set-returning target, set
+ * operation, grouping by a column, HAVING, ordering, DISTINCT, LIMIT,
+ * OFFSET or locking clause; NULL otherwise.  Its FROM, WHERE and grouping
+ * sets are the caller's to judge.
  */
-static FuncExpr *
-lone_call(Query *parse)
+static Expr *
+lone_target(Query *parse)
 {
 	TargetEntry *tle;
 
 	if (parse->commandType != CMD_SELECT || parse->utilityStmt != NULL ||
-		parse->rtable != NIL || parse->cteList != NIL ||
-		parse->hasSubLinks || parse->hasAggs || parse->hasWindowFuncs ||
-		parse->hasTargetSRFs || parse->hasModifyingCTE ||
-		parse->hasForUpdate || parse->setOperations != NULL ||
-		parse->jointree == NULL || parse->jointree->quals != NULL ||
-		parse->jointree->fromlist != NIL || parse->groupClause != NIL ||
-		parse->groupingSets != NIL || parse->havingQual != NULL ||
+		parse->cteList != NIL || parse->hasSubLinks || parse->hasAggs ||
+		parse->hasWindowFuncs || parse->hasTargetSRFs ||
+		parse->hasModifyingCTE || parse->hasForUpdate ||
+		parse->setOperations != NULL || parse->jointree == NULL ||
+		parse->groupClause != NIL || parse->havingQual != NULL ||
 		parse->sortClause != NIL || parse->distinctClause != NIL ||
 		parse->limitCount != NULL || parse->limitOffset != NULL ||
 		parse->rowMarks != NIL || list_length(parse->targetList) != 1)
 		return NULL;
 	tle = linitial_node(TargetEntry, parse->targetList);
-	if (tle->resjunk || !IsA(tle->expr, FuncExpr))
+	return tle->resjunk ? NULL : tle->expr;
+}
+
+/*
+ * The call of a front end that `parse` is, alone, or NULL: a SELECT with
+ * one target and nothing else (lone_target, and no FROM, WHERE or
+ * grouping), the target a call of a function taking arguments.
+ */
+static FuncExpr *
+lone_call(Query *parse)
+{
+	Expr	   *target;
+
+	if (parse->rtable != NIL || parse->groupingSets != NIL ||
+		(target = lone_target(parse)) == NULL ||
+		parse->jointree->quals != NULL || parse->jointree->fromlist != NIL ||
+		!IsA(target, FuncExpr))
 		return NULL;
-	return (FuncExpr *) tle->expr;
+	return (FuncExpr *) target;
 }
 
 /*
@@ -929,10 +946,14 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
  * (a claim's target is (fbf_claim_on_placement(...))[1])?  Grouped by the
  * empty set, with no aggregate and no HAVING, a SELECT returns one row
  * whatever its table holds, and evaluates its target once, which can name
- * no column of the table (the parser allows none).  So, its quals calling
+ * no column of the table (the parser allows none); PostgreSQL plans the
+ * scan and then throws it away for a Result.  So, its quals calling
  * nothing volatile, it is its target alone, and is planned as that
- * (plan_statement): no scan of the shard to plan, cost and run, which was
- * a tenth of the placement node's work for each call.  The table stays in
+ * (plan_statement), without planning the scan, which was a tenth of the
+ * placement node's work for each call.  Its quals are then not
+ * simplified either: one that would fail when folded (1/0) no longer
+ * fails, where the quals Citus sends are constants the planning node
+ * evaluated.  The table stays in
  * the range table, out of the join tree, as an INSERT's target does: the
  * executor still checks the caller's SELECT on the columns the quals
  * named, and the plan still locks the table and depends on it.
@@ -956,25 +977,16 @@ placement_read(Query *parse)
 	char	   *symbol;
 	bool		result;
 
-	if (parse->commandType != CMD_SELECT || list_length(parse->groupingSets) != 1 ||
-		parse->utilityStmt != NULL || parse->cteList != NIL ||
-		parse->hasSubLinks || parse->hasAggs || parse->hasWindowFuncs ||
-		parse->hasTargetSRFs || parse->hasModifyingCTE ||
-		parse->hasForUpdate || parse->setOperations != NULL ||
-		parse->groupClause != NIL || parse->havingQual != NULL ||
-		parse->sortClause != NIL || parse->distinctClause != NIL ||
-		parse->limitCount != NULL || parse->limitOffset != NULL ||
-		parse->rowMarks != NIL || list_length(parse->targetList) != 1 ||
-		list_length(parse->rtable) != 1 || parse->jointree == NULL ||
+	if (list_length(parse->groupingSets) != 1 ||
+		list_length(parse->rtable) != 1 ||
+		(target = (Node *) lone_target(parse)) == NULL ||
 		list_length(parse->jointree->fromlist) != 1 ||
-		!IsA(linitial(parse->jointree->fromlist), RangeTblRef) ||
-		contain_volatile_functions(parse->jointree->quals))
+		!IsA(linitial(parse->jointree->fromlist), RangeTblRef))
 		return false;
 	gset = linitial(parse->groupingSets);
 	if (!IsA(gset, GroupingSet) || gset->kind != GROUPING_SET_EMPTY)
 		return false;
 
-	target = (Node *) linitial_node(TargetEntry, parse->targetList)->expr;
 	if (IsA(target, SubscriptingRef))
 		target = (Node *) ((SubscriptingRef *) target)->refexpr;
 	if (!IsA(target, FuncExpr) || ((FuncExpr *) target)->args == NIL)
@@ -983,12 +995,18 @@ placement_read(Query *parse)
 	guard = linitial(call->args);
 	if (!IsA(guard, FuncExpr) ||
 		(symbol = module_symbol(((FuncExpr *) guard)->funcid)) == NULL ||
-		strcmp(symbol, "fbf_outside_transaction_block") != 0)
+		strcmp(symbol, "fbf_outside_transaction_block") != 0 ||
+		contain_volatile_functions(parse->jointree->quals))
 		return false;
 
-	/* the table is locked since the statement's analysis */
+	/*
+	 * The table is locked since the statement's analysis.  One with
+	 * inheritance children is left as it is: planning its scan locks them
+	 * (a shard has none).
+	 */
 	rte = linitial_node(RangeTblEntry, parse->rtable);
-	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
+		(rte->inh && has_subclass(rte->relid)))
 		return false;
 	rel = relation_open(rte->relid, NoLock);
 	entry = FbfCounterRelGet(rel);
