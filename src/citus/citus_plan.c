@@ -350,6 +350,8 @@ module_symbol(Oid funcid)
 		d = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
 		if (!isnull && module != NULL && strcmp(module, "$libdir/fbf") == 0)
 			symbol = TextDatumGetCString(d);
+		if (module != NULL)
+			pfree(module);
 	}
 	ReleaseSysCache(tuple);
 	return symbol;
@@ -950,13 +952,12 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
  * scan and then throws it away for a Result.  So, its quals calling
  * nothing volatile, it is its target alone, and is planned as that
  * (plan_statement), without planning the scan, which was a tenth of the
- * placement node's work for each call.  Its quals are then not
- * simplified either: one that would fail when folded (1/0) no longer
- * fails, where the quals Citus sends are constants the planning node
- * evaluated.  The table stays in
- * the range table, out of the join tree, as an INSERT's target does: the
- * executor still checks the caller's SELECT on the columns the quals
- * named, and the plan still locks the table and depends on it.
+ * placement node's work for each call.  Its quals are then not simplified
+ * either: one that would fail when folded (1/0) no longer fails, where the
+ * quals Citus sends are constants the planning node evaluated.  The table
+ * stays in the range table, out of the join tree, as an INSERT's target
+ * does: the executor still checks the caller's SELECT on the columns the
+ * quals named, and the plan still locks the table and depends on it.
  *
  * Recognized by fbf_outside_transaction_block, this module's function
  * that only the fast path's statement calls, as the first argument of its
