@@ -59,7 +59,12 @@
  * (alone_executor_start, 25001).  This file takes the shard's metadata
  * lock before Citus plans it, as Citus' executor does for a routed write
  * (FbfCitusLockRoutingValue), and the placement refuses it inside a
- * transaction block (fbf_outside_transaction_block, 25001).
+ * transaction block (fbf_outside_transaction_block, 25001).  The generic
+ * plan of a call whose key is a text parameter of its own is that
+ * statement too, routed by the parameter (unbound_key), which Citus'
+ * fast path prunes by when the plan runs; the executor's start then makes
+ * those checks and takes that lock (start_unbound), or plans the statement
+ * again for the execution where the plan cannot run so (plan_again).
  * docs/design.md, "The statement that commits on its own".
  * fbf_routing_key is the key itself, or the front end's error (22004) if
  * it is NULL: Citus evaluates it to choose the shard, and would otherwise
@@ -133,9 +138,11 @@
  *	  argument is not immutable, evaluating it at every execution;
  *	- a generic plan that would run (plan_cache_mode =
  *	  force_generic_plan, or a cursor asking for one) has no parameter
- *	  left in the arguments: Citus cannot route a SELECT by an unbound
- *	  parameter, and would fail at execution (0A000).  Under the default
- *	  mode Citus prices such a generic plan out, so custom plans are made;
+ *	  left in the arguments, unless it is the statement that commits on
+ *	  its own routed by its key parameter: Citus cannot route the
+ *	  statement with the CTE by an unbound parameter, and would fail at
+ *	  execution (0A000).  Under the default mode Citus prices such a
+ *	  generic plan out, so custom plans are made;
  *	- the caller has UPDATE on the counter, INSERT on the dedup table
  *	  (checked before the table is opened; a caller without it gets the
  *	  front end's own error), row
@@ -170,6 +177,7 @@
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type_d.h"
+#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -181,6 +189,7 @@
 #include "parser/parse_func.h"
 #include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/lmgr.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
@@ -419,6 +428,21 @@ lone_call(Query *parse)
 }
 
 /*
+ * May the caller route a call on the table `relid` that needs `privilege`
+ * on it: does it hold it, and does row security not apply to it there?
+ * False for a table dropped since its OID was known (the call reports it).
+ */
+static bool
+may_route(Oid relid, AclMode privilege)
+{
+	bool		missing = false;
+
+	return pg_class_aclcheck_ext(relid, GetUserId(), privilege,
+								 &missing) == ACLCHECK_OK && !missing &&
+		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+}
+
+/*
  * The table `call` applies to, if it is a window table of the form's kind
  * distributed by Citus (a counter by its key, a dedup table by its anchor)
  * that the caller may use as `form` does, without row security, and its
@@ -436,16 +460,12 @@ routable_table(FuncExpr *call, FastForm form, Oid *owner)
 	Relation	rel;
 	FbfCounterRel *entry;
 	bool		routable = false;
-	bool		missing = false;
 
 	if (!IsA(table, Const) || table->constisnull ||
 		table->consttype != REGCLASSOID)
 		return InvalidOid;
 	relid = DatumGetObjectId(table->constvalue);
-	/* a table dropped since the constant was made: the call reports it */
-	if (pg_class_aclcheck_ext(relid, GetUserId(), routed_forms[r].privilege,
-							  &missing) != ACLCHECK_OK || missing ||
-		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+	if (!may_route(relid, routed_forms[r].privilege))
 		return InvalidOid;
 	rel = try_relation_open(relid, RowExclusiveLock);
 	if (rel == NULL)
@@ -470,9 +490,9 @@ routable_table(FuncExpr *call, FastForm form, Oid *owner)
 /*
  * Each front end's routed statement on each table, analyzed once per
  * backend: parsing and analyzing its text is a third of the fast path's
- * own planning, and the statement is planned on every execution (Citus'
- * router cannot prune a SELECT whose key is an unbound parameter, so a
- * prepared statement of the fast path never gets a generic plan).  An
+ * own planning, and the statement is planned on every execution unless
+ * its generic plan is kept (unbound_key: Citus' router cannot prune the
+ * statement with the CTE by an unbound parameter).  An
  * entry goes when its table changes (a relcache invalidation) or any
  * function does (pg_proc's): it names the table's columns and the twins
  * by OID.
@@ -495,6 +515,8 @@ typedef struct RoutedEntry
 
 static HTAB *routed_cache = NULL;
 
+static void unbound_forget(Oid table);
+
 /* drop the entries of `table` (InvalidOid: every entry) */
 static void
 routed_forget(Oid table)
@@ -502,6 +524,7 @@ routed_forget(Oid table)
 	HASH_SEQ_STATUS status;
 	RoutedEntry *entry;
 
+	unbound_forget(table);
 	if (routed_cache == NULL)
 		return;
 	hash_seq_init(&status, routed_cache);
@@ -658,33 +681,19 @@ put_arguments(Node *node, void *args)
 }
 
 /*
- * The routing value of `routed`, a statement that commits on its own with
- * the client's constants in place: the first comparison of its WHERE, the
- * routing column with fbf_routing_key or fbf_claim_anchor of constants,
- * evaluated here and put in place as a constant, as Citus' fast path wants
- * it.  Neither function returns NULL (a NULL key or id is refused there,
- * 22004, as the front end refuses it); were one to, NULL, and the other
- * statement is made.
+ * Where the routing value of `routed`, a statement that commits on its
+ * own, stands: the right side of the first comparison of its WHERE, the
+ * routing column compared with fbf_routing_key or fbf_claim_anchor of the
+ * client's arguments.
  */
-static Const *
-alone_routing_value(Query *routed)
+static Expr **
+alone_routing_slot(Query *routed)
 {
 	Node	   *quals = routed->jointree->quals;
-	OpExpr	   *op;
-	Expr	   *value;
-	Const	   *result;
 
 	if (is_andclause(quals))
 		quals = linitial(((BoolExpr *) quals)->args);
-	op = castNode(OpExpr, quals);
-	value = lsecond(op->args);
-	result = castNode(Const, evaluate_expr(value, exprType((Node *) value),
-										   exprTypmod((Node *) value),
-										   exprCollation((Node *) value)));
-	if (result->constisnull)
-		return NULL;
-	lsecond(op->args) = result;
-	return result;
+	return (Expr **) &lsecond(castNode(OpExpr, quals)->args);
 }
 
 /*
@@ -695,15 +704,22 @@ alone_routing_value(Query *routed)
  * rewriter (row security, rules) as the client's statement went; NULL if
  * that makes it more than one statement, or the extension lacks the
  * functions it calls.  `alone`: the statement that commits on its own,
- * whose arguments are constants, and *guard its
- * fbf_outside_transaction_block; NULL too if its routing value is NULL.
- * Its routing value's shard metadata is then locked in ShareLock, as
- * Citus locks a routed write's (FbfCitusLockRoutingValue), as the table's
- * owner `owner`.
+ * and *guard its fbf_outside_transaction_block.  Bound (`unbound` NULL),
+ * its arguments are constants, and its routing value is evaluated here
+ * and put in place as a constant, as Citus' fast path wants it (NULL is
+ * returned if that is NULL, though neither function returns it: a NULL
+ * key or id is refused there, 22004, as the front end refuses it); the
+ * value's shard metadata is then locked in ShareLock, as Citus locks a
+ * routed write's (FbfCitusLockRoutingValue), as the table's owner
+ * `owner`.  Otherwise it is a generic plan's (unbound_key): the routing
+ * key is the client's parameter itself, by which Citus prunes when the
+ * plan runs, and *unbound is fbf_routing_key, whose check the executor's
+ * start makes then, before it takes that lock (start_unbound).
  */
 static Query *
 routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
-				 Oid table, bool alone, Oid owner, Oid *guard)
+				 Oid table, bool alone, Oid owner, Oid *guard,
+				 Oid *unbound)
 {
 	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
 	Oid			types[5];
@@ -725,12 +741,25 @@ routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
 		return NULL;
 	routed = copyObject(template);
 	routed = (Query *) put_arguments((Node *) routed, args);
-	if (alone)
+	if (alone && unbound != NULL)
 	{
-		Const	   *value = alone_routing_value(routed);
+		Expr	  **slot = alone_routing_slot(routed);
+		FuncExpr   *routing = castNode(FuncExpr, *slot);
 
-		if (value == NULL)
+		*unbound = routing->funcid;
+		*slot = linitial(routing->args);
+	}
+	else if (alone)
+	{
+		Expr	  **slot = alone_routing_slot(routed);
+		Const	   *value = castNode(Const,
+									 evaluate_expr(*slot, exprType((Node *) *slot),
+												   exprTypmod((Node *) *slot),
+												   exprCollation((Node *) *slot)));
+
+		if (value->constisnull)
 			return NULL;
+		*slot = (Expr *) value;
 		FbfCitusLockRoutingValue(table, owner, value->constvalue,
 								 value->consttype);
 	}
@@ -769,16 +798,14 @@ has_extern_param(Node *node, void *context)
  * volatile function) is evaluated, each argument once.  The functions
  * inlined meanwhile go to *inval_items, for the plan's dependencies.  NIL,
  * with *why, if an argument calls a stable or volatile function and the
- * plan may run again, or a parameter is left and the plan being made is a
- * generic one that will run (`cursorOptions`, plan_cache_mode).  *dissuade
- * is set when the plan is the generic one of a statement with parameters
- * whose arguments are not immutable: custom plans of it take the fast path,
- * so the plan cache should not prefer this one.
+ * plan may run again.  *dissuade is then set if the plan is the generic
+ * one of a statement with parameters: custom plans of it take the fast
+ * path, so the plan cache should not prefer this one.  A generic plan's
+ * arguments keep their parameters (fast_path judges them).
  */
 static List *
 coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
-					  int cursorOptions, List **inval_items, const char **why,
-					  bool *dissuade)
+					  List **inval_items, const char **why, bool *dissuade)
 {
 	bool		once = boundParams != NULL;
 	PlannerGlobal *glob = makeNode(PlannerGlobal);
@@ -813,13 +840,6 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 										   exprCollation((Node *) arg));
 		}
 	}
-	else if ((plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN ||
-			  (cursorOptions & CURSOR_OPT_GENERIC_PLAN) != 0) &&
-			 has_extern_param((Node *) args, NULL))
-	{
-		*why = "a generic plan would run with a parameter unbound";
-		return NIL;
-	}
 
 	/* a counter's keyless forms are on the default key */
 	if (routed_forms[routed_form(form)].kind == FBF_WINDOW_COUNTER &&
@@ -846,34 +866,70 @@ first_of_its_transaction(void)
 }
 
 /*
- * May the routed statement of the lone call `call`, in a plan made with
- * `boundParams`, be the one that commits on its own (the file's header)?
- * Only a custom plan's (`boundParams` set: it runs once, in the
+ * Does Citus send reads to the primaries (citus.use_secondary_nodes, set
+ * only at a session's start) and open a transaction block for a read
+ * inside one (citus.select_opens_transaction_block), so that
+ * fbf_outside_transaction_block on the placement stands behind the checks
+ * of the statement that commits on its own?
+ */
+static bool
+alone_settings(void)
+{
+	const char *secondaries;
+	const char *opens;
+
+	secondaries = GetConfigOption("citus.use_secondary_nodes", true, false);
+	opens = GetConfigOption("citus.select_opens_transaction_block", true, false);
+	return secondaries != NULL && strcmp(secondaries, "never") == 0 &&
+		opens != NULL && strcmp(opens, "on") == 0;
+}
+
+/*
+ * May the routed statement of the lone call `call`, in a custom plan made
+ * with `boundParams`, be the one that commits on its own (the file's
+ * header)?  Only a custom plan's (`boundParams` set: it runs once, in the
  * transaction it is made in), as its transaction's first statement
  * (first_of_its_transaction, checked again when it runs:
  * alone_executor_start), whose arguments call no volatile function (one
  * evaluated while the statement is planned could write through Citus,
  * which then holds a distributed transaction open: an increment of its
- * own), where Citus sends reads to the primaries
- * (citus.use_secondary_nodes, set only at a session's start) and opens a
- * transaction block for a read inside one
- * (citus.select_opens_transaction_block), so that
- * fbf_outside_transaction_block on the placement stands behind those
- * checks.
+ * own), under alone_settings.
  */
 static bool
 commits_alone(FuncExpr *call, ParamListInfo boundParams)
 {
-	const char *secondaries;
-	const char *opens;
+	return boundParams != NULL && first_of_its_transaction() &&
+		!contain_volatile_functions((Node *) call->args) && alone_settings();
+}
 
-	if (boundParams == NULL || !first_of_its_transaction() ||
-		contain_volatile_functions((Node *) call->args))
-		return false;
-	secondaries = GetConfigOption("citus.use_secondary_nodes", true, false);
-	opens = GetConfigOption("citus.select_opens_transaction_block", true, false);
-	return secondaries != NULL && strcmp(secondaries, "never") == 0 &&
-		opens != NULL && strcmp(opens, "on") == 0;
+/*
+ * The key of a counter's call of form `form` whose arguments, as a generic
+ * plan leaves them, are `args` (coordinator_arguments), if the plan can be
+ * the statement that commits on its own: a text parameter of the client's,
+ * with nothing but parameters and constants beside it.  Citus prunes such
+ * a read by the parameter when the plan runs; when it runs,
+ * start_unbound checks what commits_alone checks of a custom plan and
+ * takes the lock routed_statement takes for one.  NULL otherwise.
+ */
+static Param *
+unbound_key(FastForm form, List *args)
+{
+	ListCell   *lc;
+	Node	   *key;
+
+	if (routed_forms[routed_form(form)].kind != FBF_WINDOW_COUNTER)
+		return NULL;
+	foreach(lc, args)
+	{
+		Node	   *arg = lfirst(lc);
+
+		if (!IsA(arg, Const) &&
+			!(IsA(arg, Param) && ((Param *) arg)->paramkind == PARAM_EXTERN))
+			return NULL;
+	}
+	key = lsecond(args);
+	return IsA(key, Param) && ((Param *) key)->paramtype == TEXTOID ?
+		(Param *) key : NULL;
 }
 
 /*
@@ -886,12 +942,15 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
  * that the plan made without the routed statement should not be preferred
  * to custom plans (coordinator_arguments).  *guard is the function the
  * statement that commits on its own passes its table through, if it is
- * that statement; InvalidOid otherwise.  A call on a routable table that
- * is declined says why, at DEBUG1.
+ * that statement, and *unbound the routing function the executor's start
+ * stands for if it is a generic plan's (routed_statement); InvalidOid
+ * otherwise.  A call on a routable table that is declined says why, at
+ * DEBUG1.
  */
 static Query *
 fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
-		  bool clients, List **inval_items, bool *dissuade, Oid *guard)
+		  bool clients, List **inval_items, bool *dissuade, Oid *guard,
+		  Oid *unbound)
 {
 	FuncExpr   *call;
 	FastForm	form;
@@ -910,19 +969,30 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	if (!clients)
 		why = "it is planned inside another statement (a function, a trigger, a DO block, EXPLAIN, EXECUTE or a cursor)";
 	else if ((args = coordinator_arguments(call, form, boundParams,
-										   cursorOptions, inval_items,
-										   &why, dissuade)) != NIL)
+										   inval_items, &why,
+										   dissuade)) != NIL)
 	{
-		if (commits_alone(call, boundParams))
+		if (boundParams == NULL && unbound_key(form, args) != NULL &&
+			alone_settings())
 			routed = routed_statement(parse, call, args, form, table,
-									  true, owner, guard);
+									  true, owner, guard, unbound);
+		else if (commits_alone(call, boundParams))
+			routed = routed_statement(parse, call, args, form, table,
+									  true, owner, guard, NULL);
 		if (routed == NULL)
 		{
 			*guard = InvalidOid;
-			routed = routed_statement(parse, call, args, form, table,
-									  false, owner, guard);
+			*unbound = InvalidOid;
+			if (boundParams == NULL &&
+				(plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN ||
+				 (cursorOptions & CURSOR_OPT_GENERIC_PLAN) != 0) &&
+				has_extern_param((Node *) args, NULL))
+				why = "a generic plan would run with a parameter unbound";
+			else
+				routed = routed_statement(parse, call, args, form, table,
+										  false, owner, guard, NULL);
 		}
-		if (routed == NULL)
+		if (routed == NULL && why == NULL)
 			why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
 	}
 	if (routed == NULL)
@@ -1017,8 +1087,36 @@ placement_read(Query *parse)
 	return result;
 }
 
-/* the hash of fbf_outside_transaction_block in pg_proc's syscache, or 0 */
+/*
+ * The hashes, in pg_proc's syscache, of fbf_outside_transaction_block and
+ * of fbf_routing_key, by which the plans of statements that commit on
+ * their own are known (plan_statement, commits_alone_plan); 0 until this
+ * backend makes one.
+ */
 static uint32 alone_guard_hash = 0;
+static uint32 alone_unbound_hash = 0;
+
+/* how a statement is being planned again at the executor's start */
+typedef enum PlanAgain
+{
+	AGAIN_NOT,					/* it is not (fbf_citus_planner judges) */
+	AGAIN_ROUTED,				/* as the client's statement */
+	AGAIN_AS_CALL				/* as a statement not the client's */
+} PlanAgain;
+
+static PlanAgain planning_again = AGAIN_NOT;
+
+/* a plan's dependency on the function `funcid`, its hash put in *hash */
+static PlanInvalItem *
+function_dependency(Oid funcid, uint32 *hash)
+{
+	PlanInvalItem *item = makeNode(PlanInvalItem);
+
+	item->cacheId = PROCOID;
+	item->hashValue = GetSysCacheHashValue1(PROCOID, ObjectIdGetDatum(funcid));
+	*hash = item->hashValue;
+	return item;
+}
 
 /*
  * Plan `parse` with the planner before us (Citus'), the routed statement
@@ -1027,9 +1125,10 @@ static uint32 alone_guard_hash = 0;
  * prefers to a custom plan's, as Citus prices its own such plans out.  The
  * plan of a statement that commits on its own depends on
  * fbf_outside_transaction_block, which the plan it gets from Citus does
- * not say (the function is called on the placement): that dependency,
- * added to its invalidation items, is also how alone_executor_start knows
- * it.
+ * not say (the function is called on the placement), and a generic one on
+ * fbf_routing_key too, whose check its executor's start makes: those
+ * dependencies, added to its invalidation items, are also how
+ * alone_executor_start knows it.
  */
 static PlannedStmt *
 plan_statement(Query *parse, const char *query_string, int cursorOptions,
@@ -1038,8 +1137,9 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
 	List	   *inval_items = NIL;
 	bool		dissuade = false;
 	Oid			guard = InvalidOid;
+	Oid			unbound = InvalidOid;
 	Query	   *routed = fast_path(parse, boundParams, cursorOptions, clients,
-								   &inval_items, &dissuade, &guard);
+								   &inval_items, &dissuade, &guard, &unbound);
 	PlannedStmt *result;
 
 	if (routed == NULL && placement_read(parse))
@@ -1050,15 +1150,11 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
 		parse->groupingSets = NIL;
 	}
 	if (OidIsValid(guard))
-	{
-		PlanInvalItem *item = makeNode(PlanInvalItem);
-
-		item->cacheId = PROCOID;
-		item->hashValue = GetSysCacheHashValue1(PROCOID,
-												ObjectIdGetDatum(guard));
-		inval_items = lappend(inval_items, item);
-		alone_guard_hash = item->hashValue;
-	}
+		inval_items = lappend(inval_items,
+							  function_dependency(guard, &alone_guard_hash));
+	if (OidIsValid(unbound))
+		inval_items = lappend(inval_items,
+							  function_dependency(unbound, &alone_unbound_hash));
 
 	if (prev_planner_hook)
 		result = prev_planner_hook(routed ? routed : parse, query_string,
@@ -1079,15 +1175,17 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
  * client's if its text is the one the client sent (debug_query_string: a
  * function's or a trigger's statement has its own), no portal runs it
  * (EXECUTE, EXPLAIN, DO, a cursor) and no other planning is under way
- * (planning_depth counts them).
+ * (planning_depth counts them); or if plan_again says so, planning it
+ * again when it starts to run.
  */
 static PlannedStmt *
 fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 				  ParamListInfo boundParams)
 {
-	bool		clients = query_string != NULL &&
-		query_string == debug_query_string &&
-		ActivePortal == NULL && planning_depth == 0;
+	bool		clients = planning_depth == 0 &&
+		(planning_again == AGAIN_ROUTED ||
+		 (planning_again == AGAIN_NOT && query_string != NULL &&
+		  query_string == debug_query_string && ActivePortal == NULL));
 	PlannedStmt *result;
 
 	planning_depth++;
@@ -1107,13 +1205,16 @@ fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 /*
  * Is `stmt` the plan of a statement that commits on its own (its
  * dependency on fbf_outside_transaction_block, plan_statement)?  Only a
- * Citus plan (a custom scan) of a backend that made one.
+ * Citus plan (a custom scan) of a backend that made one.  *unbound says
+ * whether it is a generic plan's (its dependency on fbf_routing_key).
  */
 static bool
-commits_alone_plan(PlannedStmt *stmt)
+commits_alone_plan(PlannedStmt *stmt, bool *unbound)
 {
 	ListCell   *lc;
+	bool		alone = false;
 
+	*unbound = false;
 	if (alone_guard_hash == 0 || stmt->planTree == NULL ||
 		!IsA(stmt->planTree, CustomScan))
 		return false;
@@ -1121,10 +1222,282 @@ commits_alone_plan(PlannedStmt *stmt)
 	{
 		PlanInvalItem *item = lfirst_node(PlanInvalItem, lc);
 
-		if (item->cacheId == PROCOID && item->hashValue == alone_guard_hash)
+		if (item->cacheId != PROCOID)
+			continue;
+		if (item->hashValue == alone_guard_hash)
+			alone = true;
+		else if (alone_unbound_hash != 0 &&
+				 item->hashValue == alone_unbound_hash)
+			*unbound = true;
+	}
+	return alone;
+}
+
+/* ----------------------------------------------------------------------
+ * The generic plan of a statement that commits on its own, when it runs
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * What the executor's start needs of such a plan that the plan does not
+ * say (Citus' plan holds the statement it sends): the call's table and its
+ * owner, the parameter that is its key, and the front end's name.  Found
+ * by analyzing the statement's text again (unbound_call), and kept per
+ * backend by that text, in unbound_cxt.  The memo is emptied when its
+ * table's relcache entry or any function changes (routed_forget), and when
+ * it would hold more than UNBOUND_MAX calls.
+ */
+typedef struct UnboundCall
+{
+	uint32		hash;			/* of text: the key */
+	char	   *text;			/* the client's statement */
+	Oid			table;			/* the counter */
+	Oid			owner;			/* its owner */
+	int			key;			/* the key is $key */
+	char	   *front_end;		/* the function the client called */
+} UnboundCall;
+
+#define UNBOUND_MAX 64
+
+static MemoryContext unbound_cxt = NULL;
+static HTAB *unbound_calls = NULL;
+
+/* empty the memo of unbound calls if it knows `table` (InvalidOid: any) */
+static void
+unbound_forget(Oid table)
+{
+	HASH_SEQ_STATUS status;
+	UnboundCall *entry;
+	bool		knows = !OidIsValid(table);
+
+	if (unbound_calls == NULL)
+		return;
+	hash_seq_init(&status, unbound_calls);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		knows |= entry->table == table;
+	if (knows)
+	{
+		MemoryContextReset(unbound_cxt);
+		unbound_calls = NULL;
+	}
+}
+
+/*
+ * The text of the statement planned as `stmt` from `source`, the query
+ * string the executor has (palloc'd): the statement's place in it, or all
+ * of it; NULL if that place is not in it.
+ */
+static char *
+statement_text(const char *source, PlannedStmt *stmt)
+{
+	int			total = source ? strlen(source) : 0;
+	int			location = Max(stmt->stmt_location, 0);
+	int			len = stmt->stmt_len;
+
+	if (source == NULL || location > total || location + len > total)
+		return NULL;
+	return pnstrdup(source + location, len > 0 ? len : total - location);
+}
+
+/*
+ * The statement `text` analyzed again, with the types of the parameters
+ * the executor binds (queryDesc->params), and put through the rewriter, as
+ * the plan cache does for its plans; NULL unless that makes one SELECT.
+ */
+static Query *
+statement_again(QueryDesc *queryDesc, const char *text)
+{
+	ParamListInfo params = queryDesc->params;
+	int			nparams = params ? params->numParams : 0;
+	Oid		   *types = palloc0(sizeof(Oid) * Max(nparams, 1));
+	List	   *raw;
+	List	   *rewritten;
+	Query	   *query;
+	int			i;
+
+	if (params != NULL && params->paramFetch != NULL)
+		return NULL;
+	raw = raw_parser(text, RAW_PARSE_DEFAULT);
+	if (list_length(raw) != 1)
+		return NULL;
+	for (i = 0; i < nparams; i++)
+		types[i] = params->params[i].ptype;
+	query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), text,
+									  types, nparams, NULL);
+	if (query->commandType != CMD_SELECT)
+		return NULL;
+	rewritten = QueryRewrite(query);
+	return list_length(rewritten) == 1 ? linitial_node(Query, rewritten) : NULL;
+}
+
+/* does the plan `stmt` name the table `table` (for its privileges)? */
+static bool
+plan_names(PlannedStmt *stmt, Oid table)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == table)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The call that the generic plan of a statement that commits on its own,
+ * about to run as `queryDesc`, stands for, if it still can: the memo's, or
+ * found again from the statement's text (a call of the fast path whose
+ * generic plan routes by the key parameter: unbound_key), on the table the
+ * plan reads, which the caller may update without row security (checked
+ * before it is locked in RowExclusiveLock, as routable_table does for a
+ * custom plan), with its key parameter bound to a text.  NULL otherwise.
+ */
+static UnboundCall *
+unbound_call(QueryDesc *queryDesc)
+{
+	ParamListInfo params = queryDesc->params;
+	char	   *text = statement_text(queryDesc->sourceText,
+									  queryDesc->plannedstmt);
+	uint32		hash;
+	UnboundCall *entry;
+	UnboundCall found;
+	Query	   *query;
+	FuncExpr   *call;
+	FastForm	form;
+	List	   *args;
+	List	   *inval_items = NIL;
+	const char *why = NULL;
+	bool		dissuade = false;
+	Param	   *key;
+	MemoryContext old;
+
+	if (text == NULL || params == NULL || params->paramFetch != NULL)
+		return NULL;
+	hash = hash_bytes((const unsigned char *) text, strlen(text));
+	entry = unbound_calls ? hash_search(unbound_calls, &hash, HASH_FIND, NULL) : NULL;
+	if (entry != NULL && strcmp(entry->text, text) == 0 &&
+		plan_names(queryDesc->plannedstmt, entry->table))
+	{
+		if (!may_route(entry->table, ACL_UPDATE))
+			return NULL;
+		LockRelationOid(entry->table, RowExclusiveLock);
+		found = *entry;
+	}
+	else if ((query = statement_again(queryDesc, text)) != NULL &&
+			 (call = lone_call(query)) != NULL &&
+			 (form = front_end_form(call->funcid)) != FAST_NONE &&
+			 OidIsValid(found.table = routable_table(call, form, &found.owner)) &&
+			 plan_names(queryDesc->plannedstmt, found.table) &&
+			 (args = coordinator_arguments(call, form, NULL, &inval_items,
+										   &why, &dissuade)) != NIL &&
+			 (key = unbound_key(form, args)) != NULL)
+	{
+		if (unbound_calls != NULL &&
+			hash_get_num_entries(unbound_calls) >= UNBOUND_MAX)
+			unbound_forget(InvalidOid);
+		if (unbound_cxt == NULL)
+			unbound_cxt = AllocSetContextCreate(CacheMemoryContext,
+												"fbf unbound calls",
+												ALLOCSET_SMALL_SIZES);
+		if (unbound_calls == NULL)
+		{
+			HASHCTL		ctl = {.keysize = sizeof(uint32),
+			.entrysize = sizeof(UnboundCall),.hcxt = unbound_cxt};
+
+			unbound_calls = hash_create("fbf unbound calls", 16, &ctl,
+										HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		old = MemoryContextSwitchTo(unbound_cxt);
+		found.text = pstrdup(text);
+		found.key = key->paramid;
+		found.front_end = get_func_name(call->funcid);
+		MemoryContextSwitchTo(old);
+		entry = hash_search(unbound_calls, &hash, HASH_ENTER, NULL);
+		found.hash = hash;
+		*entry = found;
+	}
+	else
+		return NULL;
+
+	if (found.key > params->numParams ||
+		params->params[found.key - 1].ptype != TEXTOID)
+		return NULL;
+	return entry;
+}
+
+/*
+ * The plan of a statement that commits on its own, about to run as
+ * `queryDesc` where it cannot, planned again from its text
+ * (statement_again) as a custom plan for the parameters the executor
+ * binds: `how` AGAIN_ROUTED, as the client's statement (fbf_citus_planner),
+ * with the routed statement that suits the transaction it runs in now;
+ * AGAIN_AS_CALL, as its call.  A plan whose statement is not in the query
+ * string the executor has is refused, before Citus sends anything.
+ */
+static PlannedStmt *
+plan_again(QueryDesc *queryDesc, PlanAgain how)
+{
+	char	   *text = statement_text(queryDesc->sourceText,
+									  queryDesc->plannedstmt);
+	Query	   *query = text ? statement_again(queryDesc, text) : NULL;
+	PlannedStmt *result;
+
+	if (query == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("this plan of a call of the fast path cannot run here"),
+				 errdetail("It was made for the statement on its own, and that statement is not the one running."),
+				 errhint("Execute the prepared statement itself, or set plan_cache_mode to force_custom_plan.")));
+	planning_again = how;
+	PG_TRY();
+	{
+		result = planner(query, queryDesc->sourceText, CURSOR_OPT_PARALLEL_OK,
+						 queryDesc->params);
+	}
+	PG_FINALLY();
+	{
+		planning_again = AGAIN_NOT;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * The executor's start of the generic plan of a statement that commits on
+ * its own (routed_statement): what commits_alone checks of a custom plan,
+ * and the lock routed_statement takes for one, now that the parameters are
+ * bound.  Run as the first statement of its transaction, under
+ * alone_settings, a call the plan still stands for (unbound_call) has its
+ * key checked as fbf_routing_key checks it (22004 for a NULL key) and its
+ * shard's metadata locked in ShareLock (FbfCitusLockRoutingValue), before
+ * Citus prunes by the parameter and loads the placement.  Otherwise (a
+ * transaction block, a pipeline, a setting changed) the statement is
+ * planned again in its place, as a custom plan with these parameters
+ * would be planned (plan_again): the routed statement with the CTE, joining
+ * the distributed transaction.
+ */
+static void
+start_unbound(QueryDesc *queryDesc)
+{
+	UnboundCall *call;
+	ParamExternData *key;
+
+	if (first_of_its_transaction() && alone_settings() &&
+		(call = unbound_call(queryDesc)) != NULL)
+	{
+		key = &queryDesc->params->params[call->key - 1];
+		if (key->isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key of %s must not be null", call->front_end)));
+		FbfCitusLockRoutingValue(call->table, call->owner, key->value,
+								 TEXTOID);
+		return;
+	}
+	queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_ROUTED);
 }
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
@@ -1136,18 +1509,30 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
  * when it was (commits_alone), at the protocol's Bind; a portal bound then
  * and executed later may run after a BEGIN, or after another statement of
  * a pipeline, where Citus would commit its read without two-phase commit.
+ * A generic plan's start is start_unbound's.  Under EXPLAIN ANALYZE (or
+ * auto_explain.log_analyze), where Citus runs the read on the placement
+ * inside a subtransaction that fbf_outside_transaction_block refuses,
+ * either is planned again as its call (plan_again).
  */
 static void
 alone_executor_start(QueryDesc *queryDesc, int eflags)
 {
+	bool		unbound;
+
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		commits_alone_plan(queryDesc->plannedstmt) &&
-		!first_of_its_transaction())
-		ereport(ERROR,
-				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-				 errmsg("this statement was planned to commit on its own, and runs inside a larger transaction"),
-				 errdetail("Its plan was made for a statement that is its transaction's only distributed statement."),
-				 errhint("Roll back, and retry the transaction.")));
+		commits_alone_plan(queryDesc->plannedstmt, &unbound))
+	{
+		if (queryDesc->instrument_options != 0)
+			queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_AS_CALL);
+		else if (unbound)
+			start_unbound(queryDesc);
+		else if (!first_of_its_transaction())
+			ereport(ERROR,
+					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+					 errmsg("this statement was planned to commit on its own, and runs inside a larger transaction"),
+					 errdetail("Its plan was made for a statement that is its transaction's only distributed statement."),
+					 errhint("Roll back, and retry the transaction.")));
+	}
 	if (prev_executor_start)
 		prev_executor_start(queryDesc, eflags);
 	else

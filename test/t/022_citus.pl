@@ -732,6 +732,65 @@ is($pgbench->result(0), 0, 'prepared statements with force_generic_plan run') or
 is($coord->safe_psql('postgres', q{
 	SELECT fbf_counter_value('likes', 'pb0') || ' ' || fbf_counter_value('likes', 'pb1')}),
 	'1 1', 'and their operations stay applied once');
+
+# The key as a parameter of its own, as pgbench and drivers send it: from
+# the sixth execution (at once under force_generic_plan) the plan cache
+# keeps a generic plan, the statement that commits on its own routed by the
+# parameter, which Citus prunes when it runs; the coordinator checks and
+# locks when it starts to run it.  The same prepared statements in a
+# transaction block and later in a pipeline are planned again when they
+# start, as the routed statement that joins the transaction.
+my $gscript = <<'EOS';
+\set n :n + 1
+\set gk 900001
+SELECT idempotent_increment('likes', :gk, 72, :n, 1);
+BEGIN;
+SELECT idempotent_increment('likes', :gk, 73, :n, 1);
+COMMIT;
+\startpipeline
+SELECT idempotent_increment('likes', :gk, 74, :n, 1);
+SELECT idempotent_increment('likes', :gk, 75, :n, 1);
+\endpipeline
+EOS
+{
+	local $ENV{PGOPTIONS} = '-c client_min_messages=debug2';
+	($arc, $aout, $aerr) = prepared_script('generic', $gscript, 12);
+}
+is($arc, 0, 'a key parameter, past the fifth execution, in and out of transaction blocks and pipelines: runs')
+	or diag($aerr);
+unlike($aerr, qr/ERROR/, 'no statement failed') or diag($aerr);
+like($aerr, qr/Deferred pruning for a fast-path router query/,
+	'the plan cache kept generic plans, which Citus prunes when they run');
+is(value('900001'), '48', 'each of the 48 operations applied once');
+($arc, $aout, $aerr) = prepared_script('generic', $gscript, 12);
+is($arc, 0, 'their retries, through generic plans again: run') or diag($aerr);
+is(value('900001'), '48', 'and are all dismissed');
+{
+	local $ENV{PGOPTIONS} = '-c plan_cache_mode=force_generic_plan';
+	($arc, $aout, $aerr) = prepared_script('generic', $gscript =~ s/, 7(\d), :n/, 8$1, :n/gr, 6);
+}
+is($arc, 0, 'force_generic_plan, a key parameter: runs') or diag($aerr);
+is(value('900001'), '72', 'force_generic_plan, a key parameter: each operation applied once');
+# That generic plan run from SQL (EXECUTE of the prepared statement, which
+# binds NULL where pgbench cannot): under EXPLAIN ANALYZE, where Citus
+# would run the read inside a subtransaction on the placement, it is
+# planned again as the call; a NULL key is refused as the front end
+# refuses it, before Citus prunes by it.
+($arc, $aout, $aerr) = prepared_script('generic_null', <<'EOS', 8);
+\set n :n + 1
+\set gk 900002
+SELECT idempotent_increment('likes', :gk, 76, :n, 1);
+\if :n = 7
+EXPLAIN (ANALYZE, COSTS OFF) EXECUTE "P_0"('900003', 1000);
+\endif
+\if :n = 8
+EXECUTE "P_0"(NULL, 1001);
+\endif
+EOS
+isnt($arc, 0, 'a NULL key bound to the generic plan: refused');
+like($aerr, qr/key of idempotent_increment must not be null/, 'with the front end\'s error') or diag($aerr);
+is(value('900002'), '8', 'and nothing else applied or lost');
+is(value('900003'), '1', 'EXPLAIN ANALYZE of the generic plan applies its operation once');
 # a read-only transaction gets the front end's own error
 ($rc, $out, $err) = $coord->psql('postgres', qq{
 	SET default_transaction_read_only = on;

@@ -393,6 +393,56 @@ is($coord->safe_psql('postgres', qq{
 	  FROM generate_series(30, 31) c, generate_series(1, 400) s}),
 	0, 'and every retry dismissed');
 
+# the same with the key a parameter of its own (numbers, as pgbench sends
+# its variables): past the fifth execution each client runs the generic
+# plan, which Citus prunes by the parameter when it runs, and whose shard
+# metadata lock the coordinator takes as it starts to run it.  The shard
+# moves back meanwhile.
+my @gkeys = split /\n/, $coord->safe_psql('postgres', qq{
+	SELECT i FROM generate_series(100000, 120000) i
+	 WHERE get_shard_id_for_distribution_column('likes', i::text) = $shard LIMIT 4});
+is(scalar(@gkeys), 4, '4 numeric keys of the shard');
+my ($gh, $go, $ge);
+{
+	local $ENV{PGOPTIONS} = '-c client_min_messages=debug2';
+	($gh, $go, $ge) = pgbench_on($coord, 'generic_move', <<'EOS', '-c', '2', '-j', '2', '-t', '400',
+\set seq :seq + 1
+\set j :seq % 4
+\if :j = 0
+\set kv :k0
+\elif :j = 1
+\set kv :k1
+\elif :j = 2
+\set kv :k2
+\else
+\set kv :k3
+\endif
+SELECT idempotent_increment('likes', :kv, 60 + :client_id, :seq, 1);
+EOS
+	'-D', 'seq=0', map { ('-D', "k$_=$gkeys[$_]") } 0 .. 3);
+}
+usleep(300_000);
+$coord->safe_psql('postgres', sprintf(q{
+	SELECT citus_move_shard_placement(%d, '127.0.0.1', %d, '127.0.0.1', %d,
+									  shard_transfer_mode => 'block_writes')},
+	$shard, $other->port, $node->port));
+note('the clients were ' . ($gh->pumpable ? 'still' : 'no longer') . ' running when the move committed');
+$gh->finish;
+is($gh->result(0), 0, 'generic plans: no client\'s statement failed during the move')
+	or diag(join("\n", grep { !/^DEBUG/ } split /\n/, $$ge));
+like($$ge, qr/Deferred pruning for a fast-path router query/, 'the clients ran generic plans');
+is(node_of($shard)->port, $node->port, 'the shard moved back');
+my $garr = 'ARRAY[' . join(',', map { "'$_'" } @gkeys) . ']';
+is($coord->safe_psql('postgres', qq{
+	SELECT sum(fbf_counter_value('likes', k)) FROM unnest(${garr}::text[]) k}),
+	800, 'generic plans: every operation during the move counted once');
+is($coord->safe_psql('postgres', qq{
+	SELECT count(*) FILTER (WHERE idempotent_increment('likes', (${garr}::text[])[1 + s % 4], c, s, 1))
+	  FROM generate_series(60, 61) c, generate_series(1, 400) s}),
+	0, 'generic plans: and every retry dismissed');
+# what follows calls the shard's node the other
+($node, $other) = ($other, $node);
+
 # ---- a placement the session made itself, then rolled back ----
 # A move onto the coordinator inside a transaction block: the session sees
 # its own new placement there, and a direct call applies on it.  Once the
