@@ -177,7 +177,6 @@
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type_d.h"
-#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -189,7 +188,6 @@
 #include "parser/parse_func.h"
 #include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
-#include "storage/lmgr.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
@@ -515,8 +513,6 @@ typedef struct RoutedEntry
 
 static HTAB *routed_cache = NULL;
 
-static void unbound_forget(Oid table);
-
 /* drop the entries of `table` (InvalidOid: every entry) */
 static void
 routed_forget(Oid table)
@@ -524,7 +520,6 @@ routed_forget(Oid table)
 	HASH_SEQ_STATUS status;
 	RoutedEntry *entry;
 
-	unbound_forget(table);
 	if (routed_cache == NULL)
 		return;
 	hash_seq_init(&status, routed_cache);
@@ -704,22 +699,21 @@ alone_routing_slot(Query *routed)
  * rewriter (row security, rules) as the client's statement went; NULL if
  * that makes it more than one statement, or the extension lacks the
  * functions it calls.  `alone`: the statement that commits on its own,
- * and *guard its fbf_outside_transaction_block.  Bound (`unbound` NULL),
+ * and *guard its fbf_outside_transaction_block.  Bound (not `unbound`),
  * its arguments are constants, and its routing value is evaluated here
  * and put in place as a constant, as Citus' fast path wants it (NULL is
  * returned if that is NULL, though neither function returns it: a NULL
  * key or id is refused there, 22004, as the front end refuses it); the
  * value's shard metadata is then locked in ShareLock, as Citus locks a
  * routed write's (FbfCitusLockRoutingValue), as the table's owner
- * `owner`.  Otherwise it is a generic plan's (unbound_key): the routing
- * key is the client's parameter itself, by which Citus prunes when the
- * plan runs, and *unbound is fbf_routing_key, whose check the executor's
- * start makes then, before it takes that lock (start_unbound).
+ * `owner`.  `unbound`: a generic plan's (unbound_key), whose routing key
+ * is the client's parameter itself, by which Citus prunes when the plan
+ * runs; the executor's start makes fbf_routing_key's check then, and takes
+ * that lock (start_unbound).
  */
 static Query *
 routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
-				 Oid table, bool alone, Oid owner, Oid *guard,
-				 Oid *unbound)
+				 Oid table, bool alone, bool unbound, Oid owner, Oid *guard)
 {
 	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
 	Oid			types[5];
@@ -741,13 +735,11 @@ routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
 		return NULL;
 	routed = copyObject(template);
 	routed = (Query *) put_arguments((Node *) routed, args);
-	if (alone && unbound != NULL)
+	if (alone && unbound)
 	{
 		Expr	  **slot = alone_routing_slot(routed);
-		FuncExpr   *routing = castNode(FuncExpr, *slot);
 
-		*unbound = routing->funcid;
-		*slot = linitial(routing->args);
+		*slot = linitial(castNode(FuncExpr, *slot)->args);
 	}
 	else if (alone)
 	{
@@ -906,18 +898,22 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
  * The key of a counter's call of form `form` whose arguments, as a generic
  * plan leaves them, are `args` (coordinator_arguments), if the plan can be
  * the statement that commits on its own: a text parameter of the client's,
- * with nothing but parameters and constants beside it.  Citus prunes such
- * a read by the parameter when the plan runs; when it runs,
- * start_unbound checks what commits_alone checks of a custom plan and
- * takes the lock routed_statement takes for one.  NULL otherwise.
+ * with nothing but parameters and constants beside it, where Citus' fast
+ * path planner (citus.enable_fast_path_router_planner) prunes such a read
+ * by the parameter when the plan runs.  When it runs, start_unbound checks
+ * what commits_alone checks of a custom plan and takes the lock
+ * routed_statement takes for one.  NULL otherwise.
  */
 static Param *
 unbound_key(FastForm form, List *args)
 {
 	ListCell   *lc;
 	Node	   *key;
+	const char *fast = GetConfigOption("citus.enable_fast_path_router_planner",
+									   true, false);
 
-	if (routed_forms[routed_form(form)].kind != FBF_WINDOW_COUNTER)
+	if (routed_forms[routed_form(form)].kind != FBF_WINDOW_COUNTER ||
+		fast == NULL || strcmp(fast, "on") != 0)
 		return NULL;
 	foreach(lc, args)
 	{
@@ -933,6 +929,28 @@ unbound_key(FastForm form, List *args)
 }
 
 /*
+ * What the plan of the statement that commits on its own carries for the
+ * executor's start, which the plan Citus makes does not say (it holds the
+ * statement it sends): the client's call as its statement `parse` names
+ * it (its target entry), to plan the statement again from where it cannot
+ * run as it is (plan_again), and for a generic plan the parameter `key`
+ * it is routed by (unbound_key).  A Result of those targets that nothing
+ * runs, the plan's last subplan, taken off before the executor starts
+ * (alone_executor_start).
+ */
+static List *
+alone_carried(Query *parse, Param *key)
+{
+	List	   *targets = list_make1(copyObject(linitial(parse->targetList)));
+
+	if (key != NULL)
+		targets = lappend(targets,
+						  makeTargetEntry((Expr *) copyObject(key), 2, NULL,
+										  false));
+	return targets;
+}
+
+/*
  * The routed statement that stands for `parse` (the file's header), or
  * NULL: the statement keeps its call.  `clients`: it is the client's
  * statement, planned from the text the client sent, not one a function or
@@ -942,15 +960,14 @@ unbound_key(FastForm form, List *args)
  * that the plan made without the routed statement should not be preferred
  * to custom plans (coordinator_arguments).  *guard is the function the
  * statement that commits on its own passes its table through, if it is
- * that statement, and *unbound the routing function the executor's start
- * stands for if it is a generic plan's (routed_statement); InvalidOid
- * otherwise.  A call on a routable table that is declined says why, at
- * DEBUG1.
+ * that statement, and InvalidOid otherwise; that statement's plan carries
+ * *carried then (alone_carried).  A call on a routable table that is
+ * declined says why, at DEBUG1.
  */
 static Query *
 fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 		  bool clients, List **inval_items, bool *dissuade, Oid *guard,
-		  Oid *unbound)
+		  List **carried)
 {
 	FuncExpr   *call;
 	FastForm	form;
@@ -959,6 +976,7 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	List	   *args;
 	const char *why = NULL;
 	Query	   *routed = NULL;
+	Param	   *key = NULL;
 
 	if (XactReadOnly ||
 		(call = lone_call(parse)) == NULL ||
@@ -972,17 +990,18 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 										   inval_items, &why,
 										   dissuade)) != NIL)
 	{
-		if (boundParams == NULL && unbound_key(form, args) != NULL &&
+		if (boundParams == NULL && (key = unbound_key(form, args)) != NULL &&
 			alone_settings())
 			routed = routed_statement(parse, call, args, form, table,
-									  true, owner, guard, unbound);
+									  true, true, owner, guard);
 		else if (commits_alone(call, boundParams))
 			routed = routed_statement(parse, call, args, form, table,
-									  true, owner, guard, NULL);
-		if (routed == NULL)
+									  true, false, owner, guard);
+		if (routed != NULL)
+			*carried = alone_carried(parse, key);
+		else
 		{
 			*guard = InvalidOid;
-			*unbound = InvalidOid;
 			if (boundParams == NULL &&
 				(plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN ||
 				 (cursorOptions & CURSOR_OPT_GENERIC_PLAN) != 0) &&
@@ -990,7 +1009,7 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 				why = "a generic plan would run with a parameter unbound";
 			else
 				routed = routed_statement(parse, call, args, form, table,
-										  false, owner, guard, NULL);
+										  false, false, owner, guard);
 		}
 		if (routed == NULL && why == NULL)
 			why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";
@@ -1087,14 +1106,8 @@ placement_read(Query *parse)
 	return result;
 }
 
-/*
- * The hashes, in pg_proc's syscache, of fbf_outside_transaction_block and
- * of fbf_routing_key, by which the plans of statements that commit on
- * their own are known (plan_statement, commits_alone_plan); 0 until this
- * backend makes one.
- */
+/* the hash of fbf_outside_transaction_block in pg_proc's syscache, or 0 */
 static uint32 alone_guard_hash = 0;
-static uint32 alone_unbound_hash = 0;
 
 /* how a statement is being planned again at the executor's start */
 typedef enum PlanAgain
@@ -1106,18 +1119,6 @@ typedef enum PlanAgain
 
 static PlanAgain planning_again = AGAIN_NOT;
 
-/* a plan's dependency on the function `funcid`, its hash put in *hash */
-static PlanInvalItem *
-function_dependency(Oid funcid, uint32 *hash)
-{
-	PlanInvalItem *item = makeNode(PlanInvalItem);
-
-	item->cacheId = PROCOID;
-	item->hashValue = GetSysCacheHashValue1(PROCOID, ObjectIdGetDatum(funcid));
-	*hash = item->hashValue;
-	return item;
-}
-
 /*
  * Plan `parse` with the planner before us (Citus'), the routed statement
  * in its place if fast_path makes one; `clients` as fast_path takes it.
@@ -1125,10 +1126,9 @@ function_dependency(Oid funcid, uint32 *hash)
  * prefers to a custom plan's, as Citus prices its own such plans out.  The
  * plan of a statement that commits on its own depends on
  * fbf_outside_transaction_block, which the plan it gets from Citus does
- * not say (the function is called on the placement), and a generic one on
- * fbf_routing_key too, whose check its executor's start makes: those
- * dependencies, added to its invalidation items, are also how
- * alone_executor_start knows it.
+ * not say (the function is called on the placement): that dependency,
+ * added to its invalidation items, is also how alone_executor_start knows
+ * it; and it carries what alone_carried says.
  */
 static PlannedStmt *
 plan_statement(Query *parse, const char *query_string, int cursorOptions,
@@ -1137,9 +1137,9 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
 	List	   *inval_items = NIL;
 	bool		dissuade = false;
 	Oid			guard = InvalidOid;
-	Oid			unbound = InvalidOid;
+	List	   *carried = NIL;
 	Query	   *routed = fast_path(parse, boundParams, cursorOptions, clients,
-								   &inval_items, &dissuade, &guard, &unbound);
+								   &inval_items, &dissuade, &guard, &carried);
 	PlannedStmt *result;
 
 	if (routed == NULL && placement_read(parse))
@@ -1150,11 +1150,15 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
 		parse->groupingSets = NIL;
 	}
 	if (OidIsValid(guard))
-		inval_items = lappend(inval_items,
-							  function_dependency(guard, &alone_guard_hash));
-	if (OidIsValid(unbound))
-		inval_items = lappend(inval_items,
-							  function_dependency(unbound, &alone_unbound_hash));
+	{
+		PlanInvalItem *item = makeNode(PlanInvalItem);
+
+		item->cacheId = PROCOID;
+		item->hashValue = GetSysCacheHashValue1(PROCOID,
+												ObjectIdGetDatum(guard));
+		inval_items = lappend(inval_items, item);
+		alone_guard_hash = item->hashValue;
+	}
 
 	if (prev_planner_hook)
 		result = prev_planner_hook(routed ? routed : parse, query_string,
@@ -1164,6 +1168,13 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
 								  cursorOptions, boundParams);
 	if (routed != NULL)
 		result->invalItems = list_concat(result->invalItems, inval_items);
+	if (OidIsValid(guard))
+	{
+		Result	   *carrier = makeNode(Result);
+
+		carrier->plan.targetlist = carried;
+		result->subplans = lappend(result->subplans, carrier);
+	}
 	if (dissuade)
 		result->planTree->total_cost = DISSUADED_PLAN_COST;
 	return result;
@@ -1205,252 +1216,70 @@ fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 /*
  * Is `stmt` the plan of a statement that commits on its own (its
  * dependency on fbf_outside_transaction_block, plan_statement)?  Only a
- * Citus plan (a custom scan) of a backend that made one.  *unbound says
- * whether it is a generic plan's (its dependency on fbf_routing_key).
+ * Citus plan (a custom scan) of a backend that made one.  Its targets
+ * (alone_carried) go to *carried.
  */
 static bool
-commits_alone_plan(PlannedStmt *stmt, bool *unbound)
+commits_alone_plan(PlannedStmt *stmt, List **carried)
 {
 	ListCell   *lc;
-	bool		alone = false;
+	Plan	   *carrier;
 
-	*unbound = false;
 	if (alone_guard_hash == 0 || stmt->planTree == NULL ||
-		!IsA(stmt->planTree, CustomScan))
+		!IsA(stmt->planTree, CustomScan) || stmt->subplans == NIL ||
+		!IsA((carrier = llast(stmt->subplans)), Result))
 		return false;
 	foreach(lc, stmt->invalItems)
 	{
 		PlanInvalItem *item = lfirst_node(PlanInvalItem, lc);
 
-		if (item->cacheId != PROCOID)
-			continue;
-		if (item->hashValue == alone_guard_hash)
-			alone = true;
-		else if (alone_unbound_hash != 0 &&
-				 item->hashValue == alone_unbound_hash)
-			*unbound = true;
-	}
-	return alone;
-}
-
-/* ----------------------------------------------------------------------
- * The generic plan of a statement that commits on its own, when it runs
- * ----------------------------------------------------------------------
- */
-
-/*
- * What the executor's start needs of such a plan that the plan does not
- * say (Citus' plan holds the statement it sends): the call's table and its
- * owner, the parameter that is its key, and the front end's name.  Found
- * by analyzing the statement's text again (unbound_call), and kept per
- * backend by that text, in unbound_cxt.  The memo is emptied when its
- * table's relcache entry or any function changes (routed_forget), and when
- * it would hold more than UNBOUND_MAX calls.
- */
-typedef struct UnboundCall
-{
-	uint32		hash;			/* of text: the key */
-	char	   *text;			/* the client's statement */
-	Oid			table;			/* the counter */
-	Oid			owner;			/* its owner */
-	int			key;			/* the key is $key */
-	char	   *front_end;		/* the function the client called */
-} UnboundCall;
-
-#define UNBOUND_MAX 64
-
-static MemoryContext unbound_cxt = NULL;
-static HTAB *unbound_calls = NULL;
-
-/* empty the memo of unbound calls if it knows `table` (InvalidOid: any) */
-static void
-unbound_forget(Oid table)
-{
-	HASH_SEQ_STATUS status;
-	UnboundCall *entry;
-	bool		knows = !OidIsValid(table);
-
-	if (unbound_calls == NULL)
-		return;
-	hash_seq_init(&status, unbound_calls);
-	while ((entry = hash_seq_search(&status)) != NULL)
-		knows |= entry->table == table;
-	if (knows)
-	{
-		MemoryContextReset(unbound_cxt);
-		unbound_calls = NULL;
-	}
-}
-
-/*
- * The text of the statement planned as `stmt` from `source`, the query
- * string the executor has (palloc'd): the statement's place in it, or all
- * of it; NULL if that place is not in it.
- */
-static char *
-statement_text(const char *source, PlannedStmt *stmt)
-{
-	int			total = source ? strlen(source) : 0;
-	int			location = Max(stmt->stmt_location, 0);
-	int			len = stmt->stmt_len;
-
-	if (source == NULL || location > total || location + len > total)
-		return NULL;
-	return pnstrdup(source + location, len > 0 ? len : total - location);
-}
-
-/*
- * The statement `text` analyzed again, with the types of the parameters
- * the executor binds (queryDesc->params), and put through the rewriter, as
- * the plan cache does for its plans; NULL unless that makes one SELECT.
- */
-static Query *
-statement_again(QueryDesc *queryDesc, const char *text)
-{
-	ParamListInfo params = queryDesc->params;
-	int			nparams = params ? params->numParams : 0;
-	Oid		   *types = palloc0(sizeof(Oid) * Max(nparams, 1));
-	List	   *raw;
-	List	   *rewritten;
-	Query	   *query;
-	int			i;
-
-	if (params != NULL && params->paramFetch != NULL)
-		return NULL;
-	raw = raw_parser(text, RAW_PARSE_DEFAULT);
-	if (list_length(raw) != 1)
-		return NULL;
-	for (i = 0; i < nparams; i++)
-		types[i] = params->params[i].ptype;
-	query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), text,
-									  types, nparams, NULL);
-	if (query->commandType != CMD_SELECT)
-		return NULL;
-	rewritten = QueryRewrite(query);
-	return list_length(rewritten) == 1 ? linitial_node(Query, rewritten) : NULL;
-}
-
-/* does the plan `stmt` name the table `table` (for its privileges)? */
-static bool
-plan_names(PlannedStmt *stmt, Oid table)
-{
-	ListCell   *lc;
-
-	foreach(lc, stmt->rtable)
-	{
-		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-
-		if (rte->rtekind == RTE_RELATION && rte->relid == table)
+		if (item->cacheId == PROCOID && item->hashValue == alone_guard_hash)
+		{
+			*carried = carrier->targetlist;
 			return true;
+		}
 	}
 	return false;
 }
 
 /*
- * The call that the generic plan of a statement that commits on its own,
- * about to run as `queryDesc`, stands for, if it still can: the memo's, or
- * found again from the statement's text (a call of the fast path whose
- * generic plan routes by the key parameter: unbound_key), on the table the
- * plan reads, which the caller may update without row security (checked
- * before it is locked in RowExclusiveLock, as routable_table does for a
- * custom plan), with its key parameter bound to a text.  NULL otherwise.
+ * Is the statement about to run as `queryDesc` the client's own, not one
+ * that another runs (SQL's EXECUTE of a prepared statement in a function or
+ * a DO block, which the transaction goes on after): the text of the
+ * protocol's message or of the simple query (a copy of it in the portal),
+ * with no planning under way?
  */
-static UnboundCall *
-unbound_call(QueryDesc *queryDesc)
+static bool
+runs_as_clients(QueryDesc *queryDesc)
 {
-	ParamListInfo params = queryDesc->params;
-	char	   *text = statement_text(queryDesc->sourceText,
-									  queryDesc->plannedstmt);
-	uint32		hash;
-	UnboundCall *entry;
-	UnboundCall found;
-	Query	   *query;
-	FuncExpr   *call;
-	FastForm	form;
-	List	   *args;
-	List	   *inval_items = NIL;
-	const char *why = NULL;
-	bool		dissuade = false;
-	Param	   *key;
-	MemoryContext old;
-
-	if (text == NULL || params == NULL || params->paramFetch != NULL)
-		return NULL;
-	hash = hash_bytes((const unsigned char *) text, strlen(text));
-	entry = unbound_calls ? hash_search(unbound_calls, &hash, HASH_FIND, NULL) : NULL;
-	if (entry != NULL && strcmp(entry->text, text) == 0 &&
-		plan_names(queryDesc->plannedstmt, entry->table))
-	{
-		if (!may_route(entry->table, ACL_UPDATE))
-			return NULL;
-		LockRelationOid(entry->table, RowExclusiveLock);
-		found = *entry;
-	}
-	else if ((query = statement_again(queryDesc, text)) != NULL &&
-			 (call = lone_call(query)) != NULL &&
-			 (form = front_end_form(call->funcid)) != FAST_NONE &&
-			 OidIsValid(found.table = routable_table(call, form, &found.owner)) &&
-			 plan_names(queryDesc->plannedstmt, found.table) &&
-			 (args = coordinator_arguments(call, form, NULL, &inval_items,
-										   &why, &dissuade)) != NIL &&
-			 (key = unbound_key(form, args)) != NULL)
-	{
-		if (unbound_calls != NULL &&
-			hash_get_num_entries(unbound_calls) >= UNBOUND_MAX)
-			unbound_forget(InvalidOid);
-		if (unbound_cxt == NULL)
-			unbound_cxt = AllocSetContextCreate(CacheMemoryContext,
-												"fbf unbound calls",
-												ALLOCSET_SMALL_SIZES);
-		if (unbound_calls == NULL)
-		{
-			HASHCTL		ctl = {.keysize = sizeof(uint32),
-			.entrysize = sizeof(UnboundCall),.hcxt = unbound_cxt};
-
-			unbound_calls = hash_create("fbf unbound calls", 16, &ctl,
-										HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		}
-		old = MemoryContextSwitchTo(unbound_cxt);
-		found.text = pstrdup(text);
-		found.key = key->paramid;
-		found.front_end = get_func_name(call->funcid);
-		MemoryContextSwitchTo(old);
-		entry = hash_search(unbound_calls, &hash, HASH_ENTER, NULL);
-		found.hash = hash;
-		*entry = found;
-	}
-	else
-		return NULL;
-
-	if (found.key > params->numParams ||
-		params->params[found.key - 1].ptype != TEXTOID)
-		return NULL;
-	return entry;
+	return planning_depth == 0 && debug_query_string != NULL &&
+		queryDesc->sourceText != NULL &&
+		strcmp(queryDesc->sourceText, debug_query_string) == 0;
 }
 
 /*
  * The plan of a statement that commits on its own, about to run as
- * `queryDesc` where it cannot, planned again from its text
- * (statement_again) as a custom plan for the parameters the executor
- * binds: `how` AGAIN_ROUTED, as the client's statement (fbf_citus_planner),
- * with the routed statement that suits the transaction it runs in now;
- * AGAIN_AS_CALL, as its call.  A plan whose statement is not in the query
- * string the executor has is refused, before Citus sends anything.
+ * `queryDesc` where it cannot as it is, planned again from the client's
+ * call it carries (`carried`, alone_carried) as a custom plan for the
+ * parameters the executor binds: `how` AGAIN_ROUTED, as the client's
+ * statement (fbf_citus_planner), with the routed statement that suits the
+ * transaction it runs in now; AGAIN_AS_CALL, as its call.
  */
 static PlannedStmt *
-plan_again(QueryDesc *queryDesc, PlanAgain how)
+plan_again(QueryDesc *queryDesc, PlanAgain how, List *carried)
 {
-	char	   *text = statement_text(queryDesc->sourceText,
-									  queryDesc->plannedstmt);
-	Query	   *query = text ? statement_again(queryDesc, text) : NULL;
+	Query	   *query = makeNode(Query);
 	PlannedStmt *result;
 
-	if (query == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("this plan of a call of the fast path cannot run here"),
-				 errdetail("It was made for the statement on its own, and that statement is not the one running."),
-				 errhint("Execute the prepared statement itself, or set plan_cache_mode to force_custom_plan.")));
+	query->commandType = CMD_SELECT;
+	query->querySource = QSRC_ORIGINAL;
+	query->canSetTag = true;
+	query->queryId = queryDesc->plannedstmt->queryId;
+	query->stmt_location = queryDesc->plannedstmt->stmt_location;
+	query->stmt_len = queryDesc->plannedstmt->stmt_len;
+	query->jointree = makeFromExpr(NIL, NULL);
+	query->targetList = list_make1(copyObject(linitial(carried)));
+
 	planning_again = how;
 	PG_TRY();
 	{
@@ -1467,65 +1296,89 @@ plan_again(QueryDesc *queryDesc, PlanAgain how)
 
 /*
  * The executor's start of the generic plan of a statement that commits on
- * its own (routed_statement): what commits_alone checks of a custom plan,
- * and the lock routed_statement takes for one, now that the parameters are
- * bound.  Run as the first statement of its transaction, under
- * alone_settings, a call the plan still stands for (unbound_call) has its
- * key checked as fbf_routing_key checks it (22004 for a NULL key) and its
- * shard's metadata locked in ShareLock (FbfCitusLockRoutingValue), before
- * Citus prunes by the parameter and loads the placement.  Otherwise (a
- * transaction block, a pipeline, a setting changed) the statement is
- * planned again in its place, as a custom plan with these parameters
- * would be planned (plan_again): the routed statement with the CTE, joining
- * the distributed transaction.
+ * its own (routed_statement), which carries the client's call and its key
+ * parameter (`carried`): what commits_alone checks of a custom plan, and
+ * the lock routed_statement takes for one, now that the parameters are
+ * bound.  Run as the first statement of a transaction that may write,
+ * under alone_settings, a call that is still routable (routable_table: the
+ * caller's privilege and row security checked before the table is locked)
+ * has its key checked as fbf_routing_key checks it (22004 for a NULL key)
+ * and its shard's metadata locked in ShareLock (FbfCitusLockRoutingValue),
+ * before Citus prunes by the parameter and loads the placement.  Otherwise
+ * (a transaction block, a pipeline, a read-only transaction, a setting
+ * changed, a table no longer routable) the statement is planned again in
+ * its place, as a custom plan with these parameters would be (plan_again):
+ * the routed statement with the CTE, joining the distributed transaction,
+ * or the call with the front end's own error.
  */
 static void
-start_unbound(QueryDesc *queryDesc)
+start_unbound(QueryDesc *queryDesc, List *carried)
 {
-	UnboundCall *call;
-	ParamExternData *key;
+	FuncExpr   *call = castNode(FuncExpr, castNode(TargetEntry, linitial(carried))->expr);
+	Param	   *key = castNode(Param, castNode(TargetEntry, lsecond(carried))->expr);
+	ParamListInfo params = queryDesc->params;
+	FastForm	form;
+	Oid			table;
+	Oid			owner = InvalidOid;
+	ParamExternData *value;
 
-	if (first_of_its_transaction() && alone_settings() &&
-		(call = unbound_call(queryDesc)) != NULL)
+	if (first_of_its_transaction() && !XactReadOnly && alone_settings() &&
+		params != NULL && params->paramFetch == NULL &&
+		key->paramid >= 1 && key->paramid <= params->numParams &&
+		params->params[key->paramid - 1].ptype == TEXTOID &&
+		(form = front_end_form(call->funcid)) != FAST_NONE &&
+		OidIsValid(table = routable_table(call, form, &owner)))
 	{
-		key = &queryDesc->params->params[call->key - 1];
-		if (key->isnull)
+		value = &params->params[key->paramid - 1];
+		if (value->isnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("key of %s must not be null", call->front_end)));
-		FbfCitusLockRoutingValue(call->table, call->owner, key->value,
-								 TEXTOID);
+					 errmsg("key of %s must not be null",
+							get_func_name(call->funcid))));
+		FbfCitusLockRoutingValue(table, owner, value->value, TEXTOID);
 		return;
 	}
-	queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_ROUTED);
+	queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_ROUTED, carried);
 }
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
 /*
- * The executor's start: a statement that commits on its own must still be
- * the first of its transaction when it runs (first_of_its_transaction), or
- * it is refused (25001) before Citus sends anything.  Its plan was made
- * when it was (commits_alone), at the protocol's Bind; a portal bound then
- * and executed later may run after a BEGIN, or after another statement of
- * a pipeline, where Citus would commit its read without two-phase commit.
- * A generic plan's start is start_unbound's.  Under EXPLAIN ANALYZE (or
- * auto_explain.log_analyze), where Citus runs the read on the placement
- * inside a subtransaction that fbf_outside_transaction_block refuses,
- * either is planned again as its call (plan_again).
+ * The executor's start of the plan of a statement that commits on its own
+ * (commits_alone_plan), taking off what it carries first (alone_carried).
+ * It must run as the client's own statement (runs_as_clients), and not
+ * under EXPLAIN ANALYZE or auto_explain.log_analyze (where Citus runs the
+ * read on the placement inside a subtransaction, which
+ * fbf_outside_transaction_block refuses): else it is planned again, as
+ * its call (plan_again).  A generic plan's start is start_unbound's.  A
+ * custom plan must still be the first of its transaction
+ * (first_of_its_transaction), or it is refused (25001) before Citus sends
+ * anything: its plan was made when it was (commits_alone), at the
+ * protocol's Bind, and a portal bound then and executed later may run
+ * after a BEGIN, or after another statement of a pipeline, where Citus
+ * would commit its read without two-phase commit.
  */
 static void
 alone_executor_start(QueryDesc *queryDesc, int eflags)
 {
-	bool		unbound;
+	List	   *carried;
 
-	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		commits_alone_plan(queryDesc->plannedstmt, &unbound))
+	if (commits_alone_plan(queryDesc->plannedstmt, &carried))
 	{
-		if (queryDesc->instrument_options != 0)
-			queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_AS_CALL);
-		else if (unbound)
-			start_unbound(queryDesc);
+		PlannedStmt *stmt = makeNode(PlannedStmt);
+
+		memcpy(stmt, queryDesc->plannedstmt, sizeof(PlannedStmt));
+		stmt->subplans = list_truncate(list_copy(stmt->subplans),
+									   list_length(stmt->subplans) - 1);
+		queryDesc->plannedstmt = stmt;
+		if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
+			;
+		else if (queryDesc->instrument_options != 0 ||
+				 !runs_as_clients(queryDesc))
+			queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_AS_CALL,
+												carried);
+		else if (list_length(carried) == 2)
+			start_unbound(queryDesc, carried);
 		else if (!first_of_its_transaction())
 			ereport(ERROR,
 					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),

@@ -791,6 +791,31 @@ isnt($arc, 0, 'a NULL key bound to the generic plan: refused');
 like($aerr, qr/key of idempotent_increment must not be null/, 'with the front end\'s error') or diag($aerr);
 is(value('900002'), '8', 'and nothing else applied or lost');
 is(value('900003'), '1', 'EXPLAIN ANALYZE of the generic plan applies its operation once');
+# run by another statement (SQL's EXECUTE in a DO block, in autocommit),
+# it is planned again as its call, and rolls back with that statement
+($arc, $aout, $aerr) = prepared_script('generic_nested', <<'EOS', 7);
+\set n :n + 1
+\set gk 900004
+SELECT idempotent_increment('likes', :gk, 77, :n, 1);
+\if :n = 7
+DO $$BEGIN EXECUTE 'EXECUTE "P_0"(''900005'', 1)'; RAISE EXCEPTION 'rolled back'; END$$;
+\endif
+EOS
+like($aerr, qr/rolled back/, 'the generic plan run inside a DO block that fails: the block fails') or diag($aerr);
+is(value('900004') . ' ' . value('900005'), '7 0', 'and its operation is rolled back with it');
+# in a read-only transaction it gets the front end's own error, as a
+# custom plan does
+($arc, $aout, $aerr) = prepared_script('generic_readonly', <<'EOS', 7);
+\set n :n + 1
+\set gk 900006
+\if :n = 7
+SET default_transaction_read_only = on;
+\endif
+SELECT idempotent_increment('likes', :gk, 78, :n, 1);
+EOS
+like($aerr, qr/cannot execute idempotent_increment\(\) in a read-only transaction/,
+	'the generic plan in a read-only transaction: the front end\'s error') or diag($aerr);
+is(value('900006'), '6', 'and nothing applied');
 # a read-only transaction gets the front end's own error
 ($rc, $out, $err) = $coord->psql('postgres', qq{
 	SET default_transaction_read_only = on;
