@@ -160,7 +160,8 @@
  * Locks: RowExclusiveLock on the table, as the rewritten statement's
  * UPDATE takes it (privileges checked before); for the statement that
  * commits on its own, then the routing value's shard metadata lock in
- * ShareLock (src/citus/README.md, "Locks"); pg_proc through the
+ * ShareLock (src/citus/README.md, "Locks"): for a generic plan of it,
+ * both when the executor starts (start_unbound); pg_proc through the
  * syscache.  The cache of analyzed statements is per backend, in
  * CacheMemoryContext, emptied by invalidations (routed_forget).
  *
@@ -423,6 +424,33 @@ lone_call(Query *parse)
 		!IsA(target, FuncExpr))
 		return NULL;
 	return (FuncExpr *) target;
+}
+
+/*
+ * `call` with its arguments in the positions of its function's parameters
+ * (a copy), if it names them (`seq => 5`): the planner puts them there
+ * only later, and the routed statement takes them by position.
+ */
+static FuncExpr *
+positional_call(FuncExpr *call)
+{
+	ListCell   *lc;
+	HeapTuple	tuple;
+	FuncExpr   *result;
+
+	foreach(lc, call->args)
+		if (IsA(lfirst(lc), NamedArgExpr))
+			break;
+	if (lc == NULL)
+		return call;
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(call->funcid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", call->funcid);
+	result = copyObject(call);
+	result->args = expand_function_arguments(result->args, false,
+											 result->funcresulttype, tuple);
+	ReleaseSysCache(tuple);
+	return result;
 }
 
 /*
@@ -899,8 +927,9 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
  * plan leaves them, are `args` (coordinator_arguments), if the plan can be
  * the statement that commits on its own: a text parameter of the client's,
  * with nothing but parameters and constants beside it, where Citus' fast
- * path planner (citus.enable_fast_path_router_planner) prunes such a read
- * by the parameter when the plan runs.  When it runs, start_unbound checks
+ * path planner prunes such a read by the parameter when the plan runs
+ * (citus.enable_fast_path_router_planner and citus.enable_router_execution
+ * on).  When it runs, start_unbound checks
  * what commits_alone checks of a custom plan and takes the lock
  * routed_statement takes for one.  NULL otherwise.
  */
@@ -911,9 +940,12 @@ unbound_key(FastForm form, List *args)
 	Node	   *key;
 	const char *fast = GetConfigOption("citus.enable_fast_path_router_planner",
 									   true, false);
+	const char *router = GetConfigOption("citus.enable_router_execution",
+										 true, false);
 
 	if (routed_forms[routed_form(form)].kind != FBF_WINDOW_COUNTER ||
-		fast == NULL || strcmp(fast, "on") != 0)
+		fast == NULL || strcmp(fast, "on") != 0 ||
+		router == NULL || strcmp(router, "on") != 0)
 		return NULL;
 	foreach(lc, args)
 	{
@@ -981,7 +1013,8 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	if (XactReadOnly ||
 		(call = lone_call(parse)) == NULL ||
 		(form = front_end_form(call->funcid)) == FAST_NONE ||
-		!OidIsValid(table = routable_table(call, form, &owner)))
+		!OidIsValid(table = routable_table(call = positional_call(call),
+											form, &owner)))
 		return NULL;
 
 	if (!clients)
@@ -1243,6 +1276,27 @@ commits_alone_plan(PlannedStmt *stmt, List **carried)
 }
 
 /*
+ * What the plan `queryDesc` is about to run carries, if it is that of a
+ * statement that commits on its own (commits_alone_plan), taken off: the
+ * plan becomes a copy without it.  NIL for any other plan.
+ */
+static List *
+take_carried(QueryDesc *queryDesc)
+{
+	List	   *carried;
+	PlannedStmt *stmt;
+
+	if (!commits_alone_plan(queryDesc->plannedstmt, &carried))
+		return NIL;
+	stmt = makeNode(PlannedStmt);
+	memcpy(stmt, queryDesc->plannedstmt, sizeof(PlannedStmt));
+	stmt->subplans = list_truncate(list_copy(stmt->subplans),
+								   list_length(stmt->subplans) - 1);
+	queryDesc->plannedstmt = stmt;
+	return carried;
+}
+
+/*
  * Is the statement about to run as `queryDesc` the client's own, not one
  * that another runs (SQL's EXECUTE of a prepared statement in a function or
  * a DO block, which the transaction goes on after): the text of the
@@ -1269,6 +1323,7 @@ static PlannedStmt *
 plan_again(QueryDesc *queryDesc, PlanAgain how, List *carried)
 {
 	Query	   *query = makeNode(Query);
+	PlanAgain	was = planning_again;
 	PlannedStmt *result;
 
 	query->commandType = CMD_SELECT;
@@ -1288,7 +1343,7 @@ plan_again(QueryDesc *queryDesc, PlanAgain how, List *carried)
 	}
 	PG_FINALLY();
 	{
-		planning_again = AGAIN_NOT;
+		planning_again = was;
 	}
 	PG_END_TRY();
 	return result;
@@ -1339,6 +1394,8 @@ start_unbound(QueryDesc *queryDesc, List *carried)
 		return;
 	}
 	queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_ROUTED, carried);
+	/* a custom plan that commits on its own, made under commits_alone now */
+	(void) take_carried(queryDesc);
 }
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
@@ -1361,19 +1418,11 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
 static void
 alone_executor_start(QueryDesc *queryDesc, int eflags)
 {
-	List	   *carried;
+	List	   *carried = take_carried(queryDesc);
 
-	if (commits_alone_plan(queryDesc->plannedstmt, &carried))
+	if (carried != NIL && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 	{
-		PlannedStmt *stmt = makeNode(PlannedStmt);
-
-		memcpy(stmt, queryDesc->plannedstmt, sizeof(PlannedStmt));
-		stmt->subplans = list_truncate(list_copy(stmt->subplans),
-									   list_length(stmt->subplans) - 1);
-		queryDesc->plannedstmt = stmt;
-		if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
-			;
-		else if (queryDesc->instrument_options != 0 ||
+		if (queryDesc->instrument_options != 0 ||
 				 !runs_as_clients(queryDesc))
 			queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_AS_CALL,
 												carried);

@@ -28,7 +28,11 @@
 #   `bench_incr(key, client_id, seq, delta)` in PL/pgSQL, distributed with
 #   create_distributed_function by its key and colocated with the counter,
 #   so that Citus delegates the whole call to the key's worker (one round
-#   trip), sent to the coordinator.  FBF_BENCH_SEQS=random gives each
+#   trip), sent to the coordinator.  FBF_BENCH_CUSTOM=1 adds a side:
+#   custom, the increment through the coordinator under plan_cache_mode =
+#   force_custom_plan (planned for every execution, as before the key
+#   parameter had a generic plan; as the fbf side is where its key is not
+#   a parameter of its own).  FBF_BENCH_SEQS=random gives each
 #   operation a random seq instead of its client's next one (the filter
 #   answers such operations alone, so false dismissals at the counter's
 #   target may show).  Builds and installs
@@ -116,15 +120,19 @@ mapfile -t workers < <(psql -X -q -At -c "SELECT nodeport FROM pg_dist_node WHER
 
 # side round: fbf, plain, batch through the coordinator; fbf_w, plain_w
 # through the workers (the clients split between them, the transactions
-# summed).  Client ids: 0.. through the coordinator, 100.. and 200..
-# through the workers, 1000.. in batches, 2000.. delegated; each round's
+# summed); custom through the coordinator.  Client ids: 0.. through the
+# coordinator, 100.. and 200.. through the workers, 1000.. in batches,
+# 2000.. delegated, 3000.. custom; each round's
 # seqs start at round * 10^9.
 run() {
-	local side=${1%_w} seq0=$(($2 * 1000000000)) base=0 n i=0
+	local side=${1%_w} seq0=$(($2 * 1000000000)) base=0 n i=0 plans=
 	[ "$side" != batch ] || base=1000
 	[ "$side" != deleg ] || base=2000
-	if [ "$side" = "$1" ]; then
-		"$PG_BINDIR/pgbench" -n -M "$mode" -c "$clients" -j "$clients" -T "$secs" \
+	if [ "$side" = custom ]; then
+		side=fbf base=3000 plans='-c plan_cache_mode=force_custom_plan'
+	fi
+	if [ "$side" = "$1" ] || [ -n "$plans" ]; then
+		PGOPTIONS="${PGOPTIONS:-} $plans" "$PG_BINDIR/pgbench" -n -M "$mode" -c "$clients" -j "$clients" -T "$secs" \
 			-D base=$base -D seq=$seq0 -f "$dir/$side.sql" 2>/dev/null |
 			sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 		return
@@ -139,9 +147,17 @@ run() {
 	wait
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+# the ratio of side $1 to side $2 in each round, and their median (steadier
+# than the ratio of the medians when the machine's speed drifts over a run)
+rounds_ratio() {
+	local r
+	r=$(paste "$dir/$1.tps" "$dir/$2.tps" | awk '{printf "%.2f\n", $1 / $2}')
+	echo "$(echo $r) (median $(echo "$r" | median))"
+}
 
 sides="fbf plain fbf_w plain_w batch"
 [ "$delegated" != 1 ] || sides="$sides deleg"
+[ "${FBF_BENCH_CUSTOM:-0}" != 1 ] || sides="$sides custom"
 for side in $sides; do : >"$dir/$side.tps"; done
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) -eq 1 ]; then order=$sides; else order=$(echo $sides | tr ' ' '\n' | tac | tr '\n' ' '); fi
@@ -155,8 +171,10 @@ for side in $sides; do eval "m_$side=\$(median <\"$dir/$side.tps\")"; done
 psql -X -q -At -c "SELECT 'dismissal rate: ' || sum(dismissed) || ' of ' || sum(applied + dismissed)
 	|| ' (' || round(100.0 * sum(dismissed) / greatest(sum(applied + dismissed), 1), 4) || '%)'
 	FROM fbf_counter_stats WHERE counter = 'bench_fbf'::regclass"
-echo "coordinator: median tps idempotent_increment $m_fbf, plain UPDATE $m_plain, ratio $(ratio "$m_fbf" "$m_plain")"
-echo "workers: median tps idempotent_increment $m_fbf_w, plain UPDATE $m_plain_w, ratio $(ratio "$m_fbf_w" "$m_plain_w")"
+echo "coordinator: median tps idempotent_increment $m_fbf, plain UPDATE $m_plain, ratio $(ratio "$m_fbf" "$m_plain"); by round $(rounds_ratio fbf plain)"
+echo "workers: median tps idempotent_increment $m_fbf_w, plain UPDATE $m_plain_w, ratio $(ratio "$m_fbf_w" "$m_plain_w"); by round $(rounds_ratio fbf_w plain_w)"
+[ "${FBF_BENCH_CUSTOM:-0}" != 1 ] ||
+	echo "custom plans, coordinator: median tps $m_custom, ratio $(ratio "$m_custom" "$m_plain") to the plain UPDATE; the generic plan $(ratio "$m_fbf" "$m_custom") of it, by round $(rounds_ratio fbf custom)"
 [ "$delegated" != 1 ] ||
 	echo "delegated function, coordinator: median tps $m_deleg, ratio $(ratio "$m_deleg" "$m_plain") to the plain UPDATE, $(ratio "$m_deleg" "$m_fbf") to idempotent_increment"
 echo "batches of 100: median tps $m_batch ($(awk -v a="$m_batch" 'BEGIN {printf "%.0f", a * 100}') operations/s), $(ratio "$(awk -v a="$m_batch" 'BEGIN {print a * 100}')" "$m_fbf")x single increments through the coordinator"

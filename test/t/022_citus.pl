@@ -816,6 +816,19 @@ EOS
 like($aerr, qr/cannot execute idempotent_increment\(\) in a read-only transaction/,
 	'the generic plan in a read-only transaction: the front end\'s error') or diag($aerr);
 is(value('900006'), '6', 'and nothing applied');
+# a prepared call that names its arguments, in another order: each
+# execution applies its own operation (custom plans take the arguments in
+# their parameters' positions), and its retries are dismissed
+my $named = <<'EOS';
+\set n :n + 1
+\set gk 900007
+SELECT idempotent_increment('likes', :gk, seq => :n, delta => 1, client_id => 79);
+EOS
+($arc, $aout, $aerr) = prepared_script('named', $named, 7);
+is($arc, 0, 'a prepared call with named arguments runs') or diag($aerr);
+is(value('900007'), '7', 'each of its operations applied once');
+($arc, $aout, $aerr) = prepared_script('named', $named, 7);
+is(value('900007'), '7', 'and its retries dismissed');
 # a read-only transaction gets the front end's own error
 ($rc, $out, $err) = $coord->psql('postgres', qq{
 	SET default_transaction_read_only = on;
