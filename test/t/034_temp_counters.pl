@@ -11,10 +11,12 @@
 use strict;
 use warnings;
 
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FbfTest;
+use Time::HiRes qw(usleep);
 
 my $node = fbf_node('main', "fbf.naptime = 100\nautovacuum = off\nrestart_after_crash = on\n");
 $node->safe_psql('postgres', q{
@@ -89,8 +91,23 @@ is(worker_errors($offset), 0, 'the worker logs no error for them');
 my $pid = temp_query('SELECT pg_backend_pid()');
 like($pid, qr/^[0-9]+\z/, "the session's backend pid");
 kill 'KILL', $pid or die "could not kill backend $pid: $!";
-$node->poll_query_until('postgres', 'SELECT 1', '1')
-  or die 'the server did not come back after the crash';
+# Wait for the server to come back.  Not with poll_query_until: it feeds
+# psql the query on its standard input, and a psql that exits before
+# reading it (the server still restarting) makes IPC::Run die of a broken
+# pipe.  Here the query is an argument, and the input /dev/null.
+my $psql = `pg_config --bindir`;
+chomp $psql;
+$psql .= '/psql';
+my $back = 0;
+for (my $i = 0; !$back && $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $psql, '-XAt', '-d', $node->connstr('postgres'), '-c', 'SELECT 1' ],
+		'<', '/dev/null', '>', \$out, '2>', \$err);
+	$back = $out eq "1\n";
+	usleep(100_000) unless $back;
+}
+$back or die 'the server did not come back after the crash';
 is($node->safe_psql('postgres',
 	q{SELECT count(*) FROM pg_class WHERE relname IN ('tc1', 'td') AND relpersistence = 't'}),
 	'2', 'the crash left the temporary tables behind');
