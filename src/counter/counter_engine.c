@@ -53,8 +53,11 @@
 #include "registry/registry.h"
 #include "window/window.h"
 
-/* has this backend told the launcher that its database has counters? */
-static bool database_noted = false;
+/*
+ * The launcher's count of idle passes (FbfDatabaseIdlePasses) when this
+ * backend last told it that its database has counters; 0: never.
+ */
+static uint64 database_noted_at = 0;
 
 /* What apply_ops did, beyond the answers. */
 typedef struct FbfApplyTally
@@ -73,15 +76,19 @@ typedef struct FbfApplyTally
 /*
  * The current transaction is about to apply an operation (an increment or
  * a claim): the launcher must know at once that this database has windows
- * to maintain.
+ * to maintain.  Told once, and again after any pass put a database off as
+ * idle (it may be this one, which would otherwise wait for its next
+ * refresh to be drained).
  */
 static void
 note_operation(void)
 {
-	if (!database_noted)
+	uint64		idle_passes = FbfDatabaseIdlePasses(MyDatabaseId);
+
+	if (idle_passes != database_noted_at)
 	{
 		FbfDatabaseHasCounters(MyDatabaseId);
-		database_noted = true;
+		database_noted_at = idle_passes;
 	}
 }
 

@@ -20,13 +20,16 @@
  *	- databases: for each database, whether it had the extension when the
  *	  worker last looked, when its last pass started and when the next is
  *	  due, so that the launcher serves the databases that need it, the
- *	  longest-waiting first (worker.c).
+ *	  longest-waiting first (worker.c); and how many passes have found
+ *	  their database idle, so that a backend that told the launcher of its
+ *	  operations before tells it again once its database was put off.
  *
  * Locking: FbfShared->lock protects the membership of both hash tables
  * (share to look up, exclusive to insert or remove an entry).  The
  * counters inside a stats entry are atomics, updated under the share lock;
  * last_maintained and the database entries' fields are updated under the
- * exclusive lock.
+ * exclusive lock.  The count of idle passes is an atomic, read without
+ * the lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -77,9 +80,18 @@ typedef struct FbfDatabaseEntry
 	bool		noted;			/* counters noted since the last pass started */
 } FbfDatabaseEntry;
 
+/*
+ * Passes that put their database off as idle, counted from 1 in one of
+ * these slots by database OID: a backend rereads only its own database's
+ * slot, and another database's idle spells seldom make it note its own
+ * again.
+ */
+#define FBF_IDLE_PASS_SLOTS	64
+
 typedef struct FbfSharedState
 {
 	LWLock	   *lock;
+	pg_atomic_uint64 idle_passes[FBF_IDLE_PASS_SLOTS];
 } FbfSharedState;
 
 static FbfSharedState *FbfShared = NULL;
@@ -124,7 +136,11 @@ fbf_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	FbfShared = ShmemInitStruct("fbf", sizeof(FbfSharedState), &found);
 	if (!found)
+	{
 		FbfShared->lock = &(GetNamedLWLockTranche("fbf"))->lock;
+		for (int i = 0; i < FBF_IDLE_PASS_SLOTS; i++)
+			pg_atomic_init_u64(&FbfShared->idle_passes[i], 1);
+	}
 
 	ctl.keysize = sizeof(FbfStatsKey);
 	ctl.entrysize = sizeof(FbfStatsEntry);
@@ -413,10 +429,15 @@ FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms)
 /*
  * A pass in dbid ended: the next one is due at next_due, or at once if a
  * counter was noted meanwhile (created after the pass listed the counters,
- * say: the pass did not see it).
+ * say: the pass did not see it).  `idle`: the pass found no operation and
+ * puts the database off for longer than fbf.naptime; every backend that
+ * noted its database before then notes it again at its next operation
+ * (FbfDatabaseIdlePasses), so that operations from connections that stay
+ * open are drained after a naptime, not after the idle wait.
  */
 void
-FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due)
+FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due,
+					bool idle)
 {
 	FbfDatabaseEntry *entry;
 
@@ -426,9 +447,24 @@ FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due)
 	{
 		entry->has_extension = has_extension || entry->noted;
 		entry->next_due = entry->noted ? 0 : next_due;
+		if (idle && !entry->noted)
+			pg_atomic_fetch_add_u64(&FbfShared->idle_passes[dbid % FBF_IDLE_PASS_SLOTS],
+									1);
 		entry->noted = false;
 	}
 	LWLockRelease(FbfShared->lock);
+}
+
+/*
+ * How many passes have put dbid (or a database sharing its slot) off as
+ * idle (FbfDatabasePassDone), from 1: a backend notes its database again
+ * (FbfDatabaseHasCounters) whenever this differs from what it read when it
+ * last noted.  A plain read, for every operation.
+ */
+uint64
+FbfDatabaseIdlePasses(Oid dbid)
+{
+	return pg_atomic_read_u64(&FbfShared->idle_passes[dbid % FBF_IDLE_PASS_SLOTS]);
 }
 
 /*

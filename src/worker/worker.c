@@ -24,7 +24,10 @@
  * per FBF_NO_EXTENSION_MS): creating a counter or incrementing one tells
  * the registry at once, and a creation again when it commits (a pass
  * started by the first note may have listed the counters before the
- * creator committed).  Passes are short on purpose: a worker that stayed
+ * creator committed).  A backend tells it of its operations once, and
+ * again after a pass put a database off as idle (FbfDatabaseIdlePasses):
+ * a connection that stays open through an idle spell gets its operations
+ * drained after a naptime, not after the idle wait.  Passes are short on purpose: a worker that stayed
  * connected would make DROP DATABASE fail.
  *
  * Correctness never depends on the worker: a backend that finds a refresh
@@ -567,7 +570,8 @@ fbf_pass_main(Datum main_arg)
 		CommitTransactionCommand();
 		FbfDatabasePassDone(dbid, false,
 							TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														FBF_NO_EXTENSION_MS));
+														FBF_NO_EXTENSION_MS),
+							false);
 		proc_exit(0);
 	}
 	{
@@ -607,6 +611,7 @@ fbf_pass_main(Datum main_arg)
 	/* busy: again after naptime; idle: when the first refresh is due */
 	FbfDatabasePassDone(dbid, true,
 						TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													Max(idle_ms, fbf_naptime_ms)));
+													Max(idle_ms, fbf_naptime_ms)),
+						idle_ms > fbf_naptime_ms);
 	proc_exit(0);
 }

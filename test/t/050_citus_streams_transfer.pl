@@ -14,6 +14,13 @@
 #     filter_answers unchanged), on every shard, the moved ones included;
 #   - every shard's streams are exact already (streams_exact_from NULL)
 #     and know their streams (streams > 0).
+# A shard's streams learn its operations when the worker drains them off
+# their chains (until then the chains answer them exactly): the test waits
+# for every shard's streams to know their operations, rather than for a
+# time a loaded machine may outrun.  A moved shard's streams are known at
+# once or never: it gets no operation between the transfer and the wait,
+# and its chains travel in its snapshot's streams, not as chains.  No wait
+# hides streams that are not exact: they stay so for at least a retention.
 # The same for a distributed dedup table's (client_id, seq) claims through
 # both kinds of move: every repeated claim refused, every new one granted,
 # all answered by the streams.
@@ -53,13 +60,20 @@ sub answers
 		 WHERE counter = 'likes'::regclass});
 }
 
-# the shards whose streams are not exact yet, and those that know none
-sub streams_state
+# Wait until every shard of the table knows its streams, and none is
+# waiting for them to be exact: the shards whose streams are not exact
+# yet, and those that know none, are '0|0'.
+sub streams_known
 {
-	return $coord->safe_psql('postgres', q{
+	my ($view, $column, $table, $what) = @_;
+	ok($coord->poll_query_until('postgres', qq{
 		SELECT count(*) FILTER (WHERE streams_exact_from IS NOT NULL) || '|' ||
 			   count(*) FILTER (WHERE streams = 0)
-		  FROM fbf_counter_stats WHERE counter = 'likes'::regclass});
+		  FROM $view WHERE $column = '$table'::regclass}, '0|0'),
+		"$what: every shard's streams exact already, and known")
+	  or diag($coord->safe_psql('postgres', qq{
+		SELECT now(), shard, node_port, streams, pending, streams_exact_from, last_refresh
+		  FROM $view WHERE $column = '$table'::regclass ORDER BY shard}));
 }
 
 sub shard_of
@@ -79,7 +93,7 @@ sub check_after
 	my ($what, $client, $high) = @_;
 	my ($exact0, $filter0) = answers();
 
-	is(streams_state(), '0|0', "$what: every shard's streams exact already, and known");
+	streams_known('fbf_counter_stats', 'counter', 'likes', $what);
 	is(apply_range($client, $high - 9, $high), 0, "$what: every retry dismissed");
 	is(apply_range($client, $high + 1, $high + 10), 10 * $nkeys,
 		"$what: every new operation applied (no false dismissal)");
@@ -89,9 +103,7 @@ sub check_after
 }
 
 is(apply_range(1, 1, 20), 20 * $nkeys, 'in-order operations on every key applied');
-# the worker drains them into the stream pages within a second; some may
-# still be on their chains when a snapshot is taken, and travel too
-sleep 1;
+streams_known('fbf_counter_stats', 'counter', 'likes', 'in-order operations');
 
 my ($shard, $from, $to) = shard_of('k1');
 $coord->safe_psql('postgres', qq{
@@ -153,11 +165,7 @@ sub dedup_check_after
 	my ($what, $high) = @_;
 	my ($exact0, $filter0) = dedup_answers();
 
-	is($coord->safe_psql('postgres', q{
-		SELECT count(*) FILTER (WHERE streams_exact_from IS NOT NULL) || '|' ||
-			   count(*) FILTER (WHERE streams = 0)
-		  FROM fbf_dedup_stats WHERE dedup = 'inbox'::regclass}),
-		'0|0', "dedup table, $what: every shard's streams exact already, and known");
+	streams_known('fbf_dedup_stats', 'dedup', 'inbox', "dedup table, $what");
 	is(claim_range($high - 9, $high), 0, "dedup table, $what: every repeated claim refused");
 	is(claim_range($high + 1, $high + 10), 10 * $nclients,
 		"dedup table, $what: every new claim granted (no false dismissal)");
@@ -167,7 +175,7 @@ sub dedup_check_after
 }
 
 is(claim_range(1, 20), 20 * $nclients, 'in-order claims of every client granted');
-sleep 1;
+streams_known('fbf_dedup_stats', 'dedup', 'inbox', 'dedup table, in-order claims');
 
 ($shard, $from, $to) = dedup_shard_of(1);
 $coord->safe_psql('postgres', qq{
