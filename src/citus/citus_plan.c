@@ -171,7 +171,6 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/transam.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_collation_d.h"
@@ -923,59 +922,16 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
 		!contain_volatile_functions((Node *) call->args) && alone_settings();
 }
 
-/* is `funcid` a function of the user's or an extension's? */
-static bool
-not_built_in(Oid funcid, void *context)
-{
-	return funcid >= FirstNormalObjectId;
-}
-
-/*
- * Does `node`, an argument of a generic plan as coordinator_arguments
- * leaves it (immutable), hold anything but what the placement may evaluate
- * in the client's stead: constants, the client's parameters (Citus binds
- * their values into the statement it sends), and built-in functions and
- * operators of them in arrays?  Not an input/output coercion: one reads
- * the session's settings (bytea_output, extra_float_digits), and the
- * placement's would stand for the client's.  Nor a function of the
- * user's: immutable by its word only, it may read them too.
- */
-static bool
-not_placement_evaluable(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	switch (nodeTag(node))
-	{
-		case T_Const:
-			return false;
-		case T_Param:
-			return ((Param *) node)->paramkind != PARAM_EXTERN;
-		case T_List:			/* a function's arguments, an array's elements */
-		case T_FuncExpr:
-		case T_OpExpr:
-		case T_ArrayExpr:
-		case T_RelabelType:
-			if (check_functions_in_node(node, not_built_in, NULL))
-				return true;
-			return expression_tree_walker(node, not_placement_evaluable,
-										  context);
-		default:
-			return true;
-	}
-}
-
 /*
  * The key of a counter's call of form `form` whose arguments, as a generic
  * plan leaves them, are `args` (coordinator_arguments), if the plan can be
  * the statement that commits on its own: a text parameter of the client's,
- * beside arguments the placement may evaluate (not_placement_evaluable: a
- * batch's arrays built of parameters, say), where Citus' fast path planner
- * prunes such a read by the parameter when the plan runs
+ * with nothing but parameters and constants beside it, where Citus' fast
+ * path planner prunes such a read by the parameter when the plan runs
  * (citus.enable_fast_path_router_planner and citus.enable_router_execution
- * on), and binds the parameters' values into the statement it sends.
- * When it runs, start_unbound checks what commits_alone checks of a custom
- * plan and takes the lock routed_statement takes for one.  NULL otherwise.
+ * on).  When it runs, start_unbound checks
+ * what commits_alone checks of a custom plan and takes the lock
+ * routed_statement takes for one.  NULL otherwise.
  */
 static Param *
 unbound_key(FastForm form, List *args)
@@ -993,7 +949,10 @@ unbound_key(FastForm form, List *args)
 		return NULL;
 	foreach(lc, args)
 	{
-		if (not_placement_evaluable(lfirst(lc), NULL))
+		Node	   *arg = lfirst(lc);
+
+		if (!IsA(arg, Const) &&
+			!(IsA(arg, Param) && ((Param *) arg)->paramkind == PARAM_EXTERN))
 			return NULL;
 	}
 	key = lsecond(args);

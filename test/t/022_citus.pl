@@ -829,45 +829,6 @@ is($arc, 0, 'a prepared call with named arguments runs') or diag($aerr);
 is(value('900007'), '7', 'each of its operations applied once');
 ($arc, $aout, $aerr) = prepared_script('named', $named, 7);
 is(value('900007'), '7', 'and its retries dismissed');
-# a batch whose arrays are built of parameters by built-in functions and
-# operators, as a client builds one: its generic plan is the statement
-# that commits on its own too, the placement evaluating the arrays with the
-# values Citus binds in
-my $gbatch = <<'EOS';
-\set n :n + 1
-\set gk 900008
-SELECT idempotent_increment('likes', :gk, array_fill(80::bigint, ARRAY[3]),
-	ARRAY[:n::bigint * 3 - 2, :n::bigint * 3 - 1, :n::bigint * 3], array_fill(1::bigint, ARRAY[3]));
-EOS
-{
-	local $ENV{PGOPTIONS} = '-c client_min_messages=debug2';
-	($arc, $aout, $aerr) = prepared_script('generic_batch', $gbatch, 12);
-}
-is($arc, 0, 'a batch of arrays built of parameters, past the fifth execution: runs') or diag($aerr);
-like($aerr, qr/Deferred pruning for a fast-path router query/,
-	'the plan cache kept its generic plan, which Citus prunes when it runs');
-is(value('900008'), '36', 'each of its 36 operations applied once');
-($arc, $aout, $aerr) = prepared_script('generic_batch', $gbatch, 12);
-is(value('900008'), '36', 'and their retries dismissed');
-# an argument the placement would evaluate with its own settings (an
-# input/output coercion) or a function of the user's keeps the function
-# route under force_generic_plan, as before
-$coord->safe_psql('postgres', q{
-	CREATE FUNCTION twice(bigint) RETURNS bigint IMMUTABLE LANGUAGE plpgsql
-		AS 'BEGIN RETURN 2 * $1; END'});
-for my $arg (':n::text::bigint', 'twice(:n::bigint)')
-{
-	local $ENV{PGOPTIONS} = '-c client_min_messages=debug2 -c plan_cache_mode=force_generic_plan';
-	($arc, $aout, $aerr) = prepared_script('generic_refused', <<'EOS' . <<"EOS", 3);
-\set n :n + 1
-\set gk 900009
-EOS
-SELECT idempotent_increment('likes', :gk, 81, $arg, 1);
-EOS
-	like($aerr, qr/a generic plan would run with a parameter unbound/,
-		"a generic plan with the argument $arg: the function route") or diag($aerr);
-}
-is(value('900009'), '5', 'its operations applied once each: seqs 1, 2, 3, then 2 again (dismissed), 4 and 6');
 # a read-only transaction gets the front end's own error
 ($rc, $out, $err) = $coord->psql('postgres', qq{
 	SET default_transaction_read_only = on;
