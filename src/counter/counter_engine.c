@@ -55,7 +55,7 @@
 
 /*
  * The launcher's count of idle passes (FbfDatabaseIdlePasses) when this
- * backend last told it that its database has counters; 0: never.
+ * backend last told it that its database has operations; 0: never.
  */
 static uint64 database_noted_at = 0;
 
@@ -74,20 +74,23 @@ typedef struct FbfApplyTally
 } FbfApplyTally;
 
 /*
- * The current transaction is about to apply an operation (an increment or
- * a claim): the launcher must know at once that this database has windows
- * to maintain.  Told once, and again after any pass put a database off as
- * idle (it may be this one, which would otherwise wait for its next
- * refresh to be drained).
+ * The current transaction applied operations (increments or claims), and
+ * counted them (FbfStatsCount): the launcher must know that this database
+ * has windows to maintain.  Told once, and again after a pass put a
+ * database of this one's slot off as idle (FbfDatabaseIdlePasses), since
+ * its chains would otherwise wait for its next refresh to be drained.
+ * Read after the count: a pass that found no operation either saw it (and
+ * did not put the database off) or was counted before this read
+ * (FbfDatabasePassDone).
  */
 static void
-note_operation(void)
+note_operations(void)
 {
 	uint64		idle_passes = FbfDatabaseIdlePasses(MyDatabaseId);
 
 	if (idle_passes != database_noted_at)
 	{
-		FbfDatabaseHasCounters(MyDatabaseId);
+		FbfDatabaseHasOperations(MyDatabaseId);
 		database_noted_at = idle_passes;
 	}
 }
@@ -452,9 +455,6 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 	FbfCounterCounts counts;
 
 	Assert(ops->deltas != NULL || !track_mismatch);
-	if (ops->n > 0)
-		note_operation();
-
 	/* hashed under the window's key; reread, and again, if it is not */
 	FbfWindowGetKeying(index, false, &keying);
 	FbfOpsHash(ops, &keying);
@@ -483,6 +483,8 @@ FbfEngineApply(Relation heap, Relation index, FbfOps *ops,
 	counts.filter = tally.nfilter;
 	counts.averted = tally.naverted;
 	FbfStatsCount(MyDatabaseId, RelationGetRelid(heap), &counts);
+	if (ops->n > 0)
+		note_operations();
 
 	/* more operations than the filter's bits are for: grow it now */
 	if (tally.overfull)

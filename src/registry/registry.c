@@ -77,6 +77,9 @@ typedef struct FbfDatabaseEntry
 	bool		has_extension;	/* when last looked at */
 	TimestampTz next_due;		/* when the next pass is due */
 	TimestampTz last_pass;		/* when the last pass started */
+	TimestampTz soonest;		/* when the next pass would be due, were
+								 * the database busy: a naptime after the
+								 * last pass ended */
 	bool		noted;			/* counters noted since the last pass started */
 } FbfDatabaseEntry;
 
@@ -399,6 +402,7 @@ database_entry(Oid dbid)
 		entry->has_extension = false;
 		entry->next_due = 0;
 		entry->last_pass = 0;
+		entry->soonest = 0;
 		entry->noted = false;
 	}
 	return entry;
@@ -427,17 +431,43 @@ FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms)
 }
 
 /*
+ * Has a counter of dbid that a pass maintained since `since` had
+ * operations counted after it was maintained?  Under the lock.
+ */
+static bool
+counted_since_maintained(Oid dbid, TimestampTz since)
+{
+	HASH_SEQ_STATUS status;
+	FbfStatsEntry *entry;
+
+	hash_seq_init(&status, stats_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->key.dbid == dbid && entry->last_maintained >= since &&
+			pg_atomic_read_u64(&entry->applied) +
+			pg_atomic_read_u64(&entry->dismissed) != entry->ops_maintained)
+		{
+			hash_seq_term(&status);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * A pass in dbid ended: the next one is due at next_due, or at once if a
  * counter was noted meanwhile (created after the pass listed the counters,
- * say: the pass did not see it).  `idle`: the pass found no operation and
- * puts the database off for longer than fbf.naptime; every backend that
- * noted its database before then notes it again at its next operation
- * (FbfDatabaseIdlePasses), so that operations from connections that stay
- * open are drained after a naptime, not after the idle wait.
+ * say: the pass did not see it); `soonest` is when it would be due were
+ * the database busy (FbfDatabaseHasOperations).  `idle`: the pass found
+ * no operation on the counters it maintained, and puts the database off
+ * for longer than fbf.naptime.  Unless an operation was counted on one of
+ * them after all (checked here, under the lock that counting takes), the
+ * database's slot of idle passes is counted (FbfDatabaseIdlePasses): each
+ * backend of it that counts an operation from then on notes it again.
  */
 void
 FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due,
-					bool idle)
+					TimestampTz soonest, bool idle)
 {
 	FbfDatabaseEntry *entry;
 
@@ -445,8 +475,15 @@ FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due,
 	entry = database_entry(dbid);
 	if (entry)
 	{
+		if (idle && !entry->noted &&
+			counted_since_maintained(dbid, entry->last_pass))
+		{
+			idle = false;
+			next_due = soonest;
+		}
 		entry->has_extension = has_extension || entry->noted;
 		entry->next_due = entry->noted ? 0 : next_due;
+		entry->soonest = soonest;
 		if (idle && !entry->noted)
 			pg_atomic_fetch_add_u64(&FbfShared->idle_passes[dbid % FBF_IDLE_PASS_SLOTS],
 									1);
@@ -457,9 +494,9 @@ FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due,
 
 /*
  * How many passes have put dbid (or a database sharing its slot) off as
- * idle (FbfDatabasePassDone), from 1: a backend notes its database again
- * (FbfDatabaseHasCounters) whenever this differs from what it read when it
- * last noted.  A plain read, for every operation.
+ * idle (FbfDatabasePassDone), from 1: a backend that counted an operation
+ * notes its database (FbfDatabaseHasOperations) whenever this differs from
+ * what it read when it last noted.  A plain read, for every call.
  */
 uint64
 FbfDatabaseIdlePasses(Oid dbid)
@@ -468,8 +505,8 @@ FbfDatabaseIdlePasses(Oid dbid)
 }
 
 /*
- * dbid has counters (one was just created, or incremented): its next pass
- * is due now.  A counter being created is not yet visible to a pass: the
+ * dbid has a new counter (one was just created): its next pass is due
+ * now.  A counter being created is not yet visible to a pass: the
  * creator calls FbfDatabaseHasCountersAtCommit too.
  */
 void
@@ -487,6 +524,34 @@ FbfDatabaseHasCounters(Oid dbid)
 			entry->has_extension = true;
 			entry->next_due = 0;
 		}
+	}
+	LWLockRelease(FbfShared->lock);
+}
+
+/*
+ * A backend counted an operation in dbid (FbfStatsCount) after a pass put
+ * the database off as idle, or for the first time: the next pass is due
+ * no later than a busy database's would be (`soonest`), or at once if no
+ * pass has found the extension there yet.  Never earlier: the passes of a
+ * database with operations come once per naptime, however many backends
+ * note it (one whose counters all have worker_maintenance off included).
+ */
+void
+FbfDatabaseHasOperations(Oid dbid)
+{
+	FbfDatabaseEntry *entry;
+
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	entry = database_entry(dbid);
+	if (entry)
+	{
+		if (!entry->has_extension)
+		{
+			entry->has_extension = true;
+			entry->next_due = 0;
+		}
+		else if (entry->next_due > entry->soonest)
+			entry->next_due = entry->soonest;
 	}
 	LWLockRelease(FbfShared->lock);
 }

@@ -55,9 +55,11 @@ extern void FbfDatabaseSchedule(Oid dbid, TimestampTz *next_due,
 								TimestampTz *last_pass);
 extern void FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms);
 extern void FbfDatabasePassDone(Oid dbid, bool has_extension,
-								TimestampTz next_due, bool idle);
+								TimestampTz next_due, TimestampTz soonest,
+								bool idle);
 extern uint64 FbfDatabaseIdlePasses(Oid dbid);
 extern void FbfDatabaseHasCounters(Oid dbid);
+extern void FbfDatabaseHasOperations(Oid dbid);
 extern void FbfDatabaseHasCountersAtCommit(void);
 
 /* ----------------------------------------------------------------------

@@ -25,9 +25,11 @@
  * the registry at once, and a creation again when it commits (a pass
  * started by the first note may have listed the counters before the
  * creator committed).  A backend tells it of its operations once, and
- * again after a pass put a database off as idle (FbfDatabaseIdlePasses):
- * a connection that stays open through an idle spell gets its operations
- * drained after a naptime, not after the idle wait.  Passes are short on purpose: a worker that stayed
+ * again after a pass put a database off as idle (FbfDatabaseIdlePasses),
+ * which makes the next pass due a naptime after the last one
+ * (FbfDatabaseHasOperations): a connection that stays open through an
+ * idle spell gets its operations drained after a naptime, not after the
+ * idle wait, and passes never come more often than a busy database's.  Passes are short on purpose: a worker that stayed
  * connected would make DROP DATABASE fail.
  *
  * Correctness never depends on the worker: a backend that finds a refresh
@@ -461,36 +463,38 @@ counter_tables(void)
 }
 
 /*
- * Maintain one counter in its own transaction, filling *schedule.  Skips
- * it, without waiting, if its table or its window index is locked against
- * us (DDL in progress), or was dropped; the counter then counts as busy.
- * Neither lock is waited for: DDL that drops the two (DROP EXTENSION, DROP
- * TABLE ... CASCADE) may take the index's first, and a worker holding the
- * table while it waited for the index would deadlock with it.  Skips it
- * too if its owner set the option worker_maintenance off; that one counts
- * as idle, and asks for no early pass.
+ * Maintain one counter in its own transaction, filling *schedule; returns
+ * whether it was maintained.  Skips it, without waiting, if its table or
+ * its window index is locked against us (DDL in progress), or was
+ * dropped; the counter then counts as busy.  Neither lock is waited for:
+ * DDL that drops the two (DROP EXTENSION, DROP TABLE ... CASCADE) may take
+ * the index's first, and a worker holding the table while it waited for
+ * the index would deadlock with it.  Skips it too if its owner set the
+ * option worker_maintenance off; that one counts as idle, and asks for no
+ * early pass.
  */
-static void
+static bool
 maintain_one(Oid heapoid, Oid indexoid, FbfCounterSchedule *schedule)
 {
 	Relation	heap;
 	Relation	index;
+	bool		maintained = false;
 
 	schedule->busy = true;
 	schedule->refresh_in = 0;
 	if (!ConditionalLockRelationOid(heapoid, RowExclusiveLock))
-		return;
+		return false;
 	if (!ConditionalLockRelationOid(indexoid, RowExclusiveLock))
 	{
 		UnlockRelationOid(heapoid, RowExclusiveLock);
-		return;
+		return false;
 	}
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(heapoid)) ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexoid)))
 	{
 		UnlockRelationOid(indexoid, RowExclusiveLock);
 		UnlockRelationOid(heapoid, RowExclusiveLock);
-		return;
+		return false;
 	}
 	heap = table_open(heapoid, NoLock);
 	index = index_open(indexoid, NoLock);
@@ -500,8 +504,12 @@ maintain_one(Oid heapoid, Oid indexoid, FbfCounterSchedule *schedule)
 		schedule->refresh_in = (int64) FBF_IDLE_MAX_MS * 1000;
 	}
 	else
+	{
 		FbfCounterMaintain(heap, index, schedule);
+		maintained = true;
+	}
 	FbfCounterClose(heap, index);
+	return maintained;
 }
 
 /* the database a pass is connecting to; InvalidOid once it is connected */
@@ -549,6 +557,8 @@ fbf_pass_main(Datum main_arg)
 	ListCell   *lc;
 	MemoryContext pass_context;
 	volatile int64 idle_ms = FBF_IDLE_MAX_MS;
+	volatile bool maintained = false;
+	TimestampTz now;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -568,9 +578,10 @@ fbf_pass_main(Datum main_arg)
 	if (!has_extension)
 	{
 		CommitTransactionCommand();
+		now = GetCurrentTimestamp();
 		FbfDatabasePassDone(dbid, false,
-							TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														FBF_NO_EXTENSION_MS),
+							TimestampTzPlusMilliseconds(now, FBF_NO_EXTENSION_MS),
+							TimestampTzPlusMilliseconds(now, fbf_naptime_ms),
 							false);
 		proc_exit(0);
 	}
@@ -592,7 +603,8 @@ fbf_pass_main(Datum main_arg)
 		StartTransactionCommand();
 		PG_TRY();
 		{
-			maintain_one(heapoid, indexoid, &schedule);
+			if (maintain_one(heapoid, indexoid, &schedule))
+				maintained = true;
 			CommitTransactionCommand();
 		}
 		PG_CATCH();
@@ -608,10 +620,14 @@ fbf_pass_main(Datum main_arg)
 		idle_ms = Min(idle_ms, schedule.busy ? 0 : schedule.refresh_in / 1000);
 	}
 
-	/* busy: again after naptime; idle: when the first refresh is due */
+	/*
+	 * busy: again after naptime; idle: when the first refresh is due, or a
+	 * naptime after an operation on a counter it maintains (FbfDatabasePassDone)
+	 */
+	now = GetCurrentTimestamp();
 	FbfDatabasePassDone(dbid, true,
-						TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													Max(idle_ms, fbf_naptime_ms)),
-						idle_ms > fbf_naptime_ms);
+						TimestampTzPlusMilliseconds(now, Max(idle_ms, fbf_naptime_ms)),
+						TimestampTzPlusMilliseconds(now, fbf_naptime_ms),
+						maintained && idle_ms > fbf_naptime_ms);
 	proc_exit(0);
 }

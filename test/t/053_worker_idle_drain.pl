@@ -14,7 +14,17 @@
 # One psql connection: an operation; wait until the worker drained it;
 # three seconds (fifteen naptimes) for passes to find the database idle;
 # another operation.  The worker must drain that one within 25 seconds:
-# it takes a naptime, the idle wait is a minute.
+# it takes a naptime, the idle wait is a minute (an hour's retention
+# refreshes less often than that).
+#
+# Telling the launcher again never brings passes closer than a naptime:
+# operations on a counter with worker_maintenance off, beside an idle one,
+# each after a pass put the database off, cost a pass per naptime, not a
+# pass per operation.  Passes are counted by their commits (three: the
+# list of counters, and one for each counter); twice the naptime's rate
+# is allowed, for autovacuum's commits and a loaded machine's timing, so
+# a version that starts a pass for some operations (the first version of
+# the fix did, some 1.6 passes a naptime) may pass here.
 use strict;
 use warnings;
 
@@ -27,7 +37,7 @@ use FbfTest;
 
 my $node = fbf_node('idle_drain', "fbf.naptime = 200ms\n");
 $node->safe_psql('postgres', q{
-	SELECT fbf_create_counter_table('c', retention => '10 min')});
+	SELECT fbf_create_counter_table('c', retention => '1 hour')});
 
 my $pending = q{SELECT pending FROM fbf_counter_stats WHERE counter = 'c'::regclass};
 
@@ -62,5 +72,35 @@ is($left, 0, 'the worker drains the operation after the idle spell within 25 s')
 note sprintf('drained after %.1f s', time - $start);
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('c', 'k')}), 2,
 	'both operations applied');
+
+# 100 transactions of an operation each, 0.1 s apart, on a counter the
+# worker does not maintain; 'c' stays idle.
+$node->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('off', retention => '1 hour');
+	ALTER INDEX off_fbf SET (worker_maintenance = off);
+	ALTER SYSTEM SET fbf.naptime = '1s';
+	SELECT pg_reload_conf();});
+sleep 3;
+my $commits = q{SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'};
+my $before = $node->safe_psql('postgres', $commits);
+$start = time;
+$node->safe_psql('postgres', q{
+	DO $$
+	BEGIN
+		FOR i IN 1 .. 100 LOOP
+			PERFORM idempotent_increment('off', 1, i, 1);
+			COMMIT;
+			PERFORM pg_sleep(0.1);
+		END LOOP;
+	END
+	$$});
+my $secs = time - $start;
+sleep 2;
+my $after = $node->safe_psql('postgres', $commits);
+# the client's 100 commits, its DO's own and the first read's
+my $passes = ($after - $before - 102) / 3;
+note sprintf('%d passes in %.1f s of operations', $passes, $secs);
+cmp_ok($passes, '<=', 2 * ($secs + 2) + 2,
+	'operations after idle passes bring a pass per naptime, not one per operation');
 
 done_testing();
