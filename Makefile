@@ -47,7 +47,7 @@ OBJS        = src/fbf.o \
               src/counter/counter_batch.o src/counter/counter_load.o src/counter/dedup.o \
               src/counter/counter_op.o src/counter/counter_rel.o src/counter/counter_engine.o \
               src/citus/citus_route.o src/citus/citus_placement.o src/citus/citus_dedup.o \
-              src/citus/citus_plan.o src/citus/citus_transfer.o \
+              src/citus/citus_plan.o src/citus/citus_transfer.o src/citus/citus_alone.o \
               src/worker/worker.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \
               src/cuckoo/cuckooinsert.o src/cuckoo/cuckooscan.o \

@@ -14,7 +14,8 @@
  *				fbf.aimd_*, fbf.period_min (FbfCounterMaintainInit)
  *	citus		no setting; the route to counters distributed by Citus
  *				(FbfCitusInit), the planner hook of its fast path
- *				(FbfCitusPlanInit), the route to dedup tables distributed by
+ *				(FbfCitusPlanInit) and its executor start (FbfCitusAloneInit),
+ *				the route to dedup tables distributed by
  *				Citus (FbfDedupCitusInit) and the hooks around Citus' shard
  *				transfers (FbfCitusTransferInit)
  *	worker		fbf.worker_enabled, fbf.naptime
@@ -65,6 +66,7 @@ _PG_init(void)
 	FbfCounterMaintainInit();
 	FbfCitusInit();
 	FbfCitusPlanInit();
+	FbfCitusAloneInit();
 	FbfDedupCitusInit();
 	FbfCitusTransferInit();
 	FbfWorkerInit();

@@ -6,9 +6,10 @@
  *	  src/citus/README.md.
  *
  * Declarations by file, from the bottom layer up: the placement's side
- * (citus_placement.c), routing a call (citus_route.c), then the files no
- * other calls: claims (citus_dedup.c), the fast path
- * (citus_plan.c), shard transfers (citus_transfer.c).  A file calls only
+ * (citus_placement.c), routing a call (citus_route.c), then claims
+ * (citus_dedup.c), the fast path's planning (citus_plan.c), shard
+ * transfers (citus_transfer.c), and the fast path's executor start
+ * (citus_alone.c), which only _PG_init calls.  A file calls only
  * the files above its own heading and itself.  The counters' engine never
  * calls this folder by name: it reaches it through the route registered
  * at init (FbfCounterSetRoute, FbfDedupSetRoute: counter/counter.h).
@@ -20,6 +21,9 @@
 
 #include "postgres.h"
 
+#include "executor/execdesc.h"
+#include "nodes/plannodes.h"
+#include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "utils/relcache.h"
 
@@ -55,15 +59,37 @@ extern void FbfCitusRunRouted(Relation shell, const char *what,
 extern void FbfDedupCitusInit(void);
 
 /* ----------------------------------------------------------------------
- * citus_plan.c: the fast path
+ * citus_plan.c: the fast path's planning
  * ----------------------------------------------------------------------
  */
+
+/* how a statement is planned again when it starts (FbfCitusPlanAgain) */
+typedef enum FbfPlanAgain
+{
+	FBF_AGAIN_NOT,				/* it is not (the planner hook judges) */
+	FBF_AGAIN_ROUTED,			/* as the client's statement */
+	FBF_AGAIN_AS_CALL			/* as a statement not the client's */
+} FbfPlanAgain;
+
 extern void FbfCitusPlanInit(void);
+extern bool FbfCitusFirstOfTransaction(void);
+extern bool FbfCitusAloneSettings(void);
+extern bool FbfCitusAloneCarried(PlannedStmt *stmt, List **carried);
+extern Oid	FbfCitusRoutableCall(FuncExpr *call, Oid *owner);
+extern bool FbfCitusRunsAsClients(QueryDesc *queryDesc);
+extern PlannedStmt *FbfCitusPlanAgain(QueryDesc *queryDesc, FbfPlanAgain how,
+									  List *carried);
 
 /* ----------------------------------------------------------------------
  * citus_transfer.c: windows through shard moves and splits
  * ----------------------------------------------------------------------
  */
 extern void FbfCitusTransferInit(void);
+
+/* ----------------------------------------------------------------------
+ * citus_alone.c: the fast path's executor start
+ * ----------------------------------------------------------------------
+ */
+extern void FbfCitusAloneInit(void);
 
 #endif							/* FBF_CITUS_H */

@@ -56,15 +56,16 @@
  * plan (one execution) of a statement that is its transaction's first and
  * commits when it ends: outside a transaction block and a pipeline, with
  * no volatile argument (commits_alone), checked again when it runs
- * (alone_executor_start, 25001).  This file takes the shard's metadata
+ * (citus_alone.c, 25001).  This file takes the shard's metadata
  * lock before Citus plans it, as Citus' executor does for a routed write
  * (FbfCitusLockRoutingValue), and the placement refuses it inside a
  * transaction block (fbf_outside_transaction_block, 25001).  The generic
  * plan of a call whose key is a text parameter of its own is that
  * statement too, routed by the parameter (unbound_key), which Citus'
  * fast path prunes by when the plan runs; the executor's start then makes
- * those checks and takes that lock (start_unbound), or plans the statement
- * again for the execution where the plan cannot run so (plan_again).
+ * those checks and takes that lock (citus_alone.c), or has the statement
+ * planned again for the execution where the plan cannot run so
+ * (FbfCitusPlanAgain).
  * docs/design.md, "The statement that commits on its own".
  * fbf_routing_key is the key itself, or the front end's error (22004) if
  * it is NULL: Citus evaluates it to choose the shard, and would otherwise
@@ -161,7 +162,7 @@
  * UPDATE takes it (privileges checked before); for the statement that
  * commits on its own, then the routing value's shard metadata lock in
  * ShareLock (src/citus/README.md, "Locks"): for a generic plan of it,
- * both when the executor starts (start_unbound); pg_proc through the
+ * both when the executor starts (citus_alone.c); pg_proc through the
  * syscache.  The cache of analyzed statements is per backend, in
  * CacheMemoryContext, emptied by invalidations (routed_forget).
  *
@@ -737,7 +738,7 @@ alone_routing_slot(Query *routed)
  * `owner`.  `unbound`: a generic plan's (unbound_key), whose routing key
  * is the client's parameter itself, by which Citus prunes when the plan
  * runs; the executor's start makes fbf_routing_key's check then, and takes
- * that lock (start_unbound).
+ * that lock (citus_alone.c).
  */
 static Query *
 routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
@@ -878,8 +879,8 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
  * share one transaction, outside any block, and Citus keeps a distributed
  * transaction that an earlier one opened)?
  */
-static bool
-first_of_its_transaction(void)
+bool
+FbfCitusFirstOfTransaction(void)
 {
 	return !IsTransactionBlock() &&
 		(MyXactFlags & XACT_FLAGS_PIPELINING) == 0;
@@ -892,8 +893,8 @@ first_of_its_transaction(void)
  * fbf_outside_transaction_block on the placement stands behind the checks
  * of the statement that commits on its own?
  */
-static bool
-alone_settings(void)
+bool
+FbfCitusAloneSettings(void)
 {
 	const char *secondaries;
 	const char *opens;
@@ -909,17 +910,18 @@ alone_settings(void)
  * with `boundParams`, be the one that commits on its own (the file's
  * header)?  Only a custom plan's (`boundParams` set: it runs once, in the
  * transaction it is made in), as its transaction's first statement
- * (first_of_its_transaction, checked again when it runs:
- * alone_executor_start), whose arguments call no volatile function (one
+ * (FbfCitusFirstOfTransaction, checked again when it runs:
+ * citus_alone.c), whose arguments call no volatile function (one
  * evaluated while the statement is planned could write through Citus,
  * which then holds a distributed transaction open: an increment of its
- * own), under alone_settings.
+ * own), under FbfCitusAloneSettings.
  */
 static bool
 commits_alone(FuncExpr *call, ParamListInfo boundParams)
 {
-	return boundParams != NULL && first_of_its_transaction() &&
-		!contain_volatile_functions((Node *) call->args) && alone_settings();
+	return boundParams != NULL && FbfCitusFirstOfTransaction() &&
+		!contain_volatile_functions((Node *) call->args) &&
+		FbfCitusAloneSettings();
 }
 
 /*
@@ -929,8 +931,8 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
  * with nothing but parameters and constants beside it, where Citus' fast
  * path planner prunes such a read by the parameter when the plan runs
  * (citus.enable_fast_path_router_planner and citus.enable_router_execution
- * on).  When it runs, start_unbound checks
- * what commits_alone checks of a custom plan and takes the lock
+ * on).  When it runs, the executor's start (citus_alone.c) checks what
+ * commits_alone checks of a custom plan and takes the lock
  * routed_statement takes for one.  NULL otherwise.
  */
 static Param *
@@ -965,10 +967,10 @@ unbound_key(FastForm form, List *args)
  * executor's start, which the plan Citus makes does not say (it holds the
  * statement it sends): the client's call as its statement `parse` names
  * it (its target entry), to plan the statement again from where it cannot
- * run as it is (plan_again), and for a generic plan the parameter `key`
- * it is routed by (unbound_key).  A Result of those targets that nothing
- * runs, the plan's last subplan, taken off before the executor starts
- * (alone_executor_start).
+ * run as it is (FbfCitusPlanAgain), and for a generic plan the parameter
+ * `key` it is routed by (unbound_key).  A Result of those targets that
+ * nothing runs, the plan's last subplan, taken off before the executor
+ * starts (FbfCitusAloneCarried, citus_alone.c).
  */
 static List *
 alone_carried(Query *parse, Param *key)
@@ -1024,7 +1026,7 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 										   dissuade)) != NIL)
 	{
 		if (boundParams == NULL && (key = unbound_key(form, args)) != NULL &&
-			alone_settings())
+			FbfCitusAloneSettings())
 			routed = routed_statement(parse, call, args, form, table,
 									  true, true, owner, guard);
 		else if (commits_alone(call, boundParams))
@@ -1142,15 +1144,8 @@ placement_read(Query *parse)
 /* the hash of fbf_outside_transaction_block in pg_proc's syscache, or 0 */
 static uint32 alone_guard_hash = 0;
 
-/* how a statement is being planned again at the executor's start */
-typedef enum PlanAgain
-{
-	AGAIN_NOT,					/* it is not (fbf_citus_planner judges) */
-	AGAIN_ROUTED,				/* as the client's statement */
-	AGAIN_AS_CALL				/* as a statement not the client's */
-} PlanAgain;
-
-static PlanAgain planning_again = AGAIN_NOT;
+/* how a statement is being planned again (FbfCitusPlanAgain) */
+static FbfPlanAgain planning_again = FBF_AGAIN_NOT;
 
 /*
  * Plan `parse` with the planner before us (Citus'), the routed statement
@@ -1160,8 +1155,8 @@ static PlanAgain planning_again = AGAIN_NOT;
  * plan of a statement that commits on its own depends on
  * fbf_outside_transaction_block, which the plan it gets from Citus does
  * not say (the function is called on the placement): that dependency,
- * added to its invalidation items, is also how alone_executor_start knows
- * it; and it carries what alone_carried says.
+ * added to its invalidation items, is also how the executor's start knows
+ * it (FbfCitusAloneCarried); and it carries what alone_carried says.
  */
 static PlannedStmt *
 plan_statement(Query *parse, const char *query_string, int cursorOptions,
@@ -1219,7 +1214,7 @@ plan_statement(Query *parse, const char *query_string, int cursorOptions,
  * client's if its text is the one the client sent (debug_query_string: a
  * function's or a trigger's statement has its own), no portal runs it
  * (EXECUTE, EXPLAIN, DO, a cursor) and no other planning is under way
- * (planning_depth counts them); or if plan_again says so, planning it
+ * (planning_depth counts them); or if FbfCitusPlanAgain says so, planning it
  * again when it starts to run.
  */
 static PlannedStmt *
@@ -1227,8 +1222,8 @@ fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 				  ParamListInfo boundParams)
 {
 	bool		clients = planning_depth == 0 &&
-		(planning_again == AGAIN_ROUTED ||
-		 (planning_again == AGAIN_NOT && query_string != NULL &&
+		(planning_again == FBF_AGAIN_ROUTED ||
+		 (planning_again == FBF_AGAIN_NOT && query_string != NULL &&
 		  query_string == debug_query_string && ActivePortal == NULL));
 	PlannedStmt *result;
 
@@ -1246,14 +1241,19 @@ fbf_citus_planner(Query *parse, const char *query_string, int cursorOptions,
 	return result;
 }
 
+/* ----------------------------------------------------------------------
+ * What the executor's start (citus_alone.c) asks of the planning
+ * ----------------------------------------------------------------------
+ */
+
 /*
  * Is `stmt` the plan of a statement that commits on its own (its
  * dependency on fbf_outside_transaction_block, plan_statement)?  Only a
  * Citus plan (a custom scan) of a backend that made one.  Its targets
  * (alone_carried) go to *carried.
  */
-static bool
-commits_alone_plan(PlannedStmt *stmt, List **carried)
+bool
+FbfCitusAloneCarried(PlannedStmt *stmt, List **carried)
 {
 	ListCell   *lc;
 	Plan	   *carrier;
@@ -1276,24 +1276,18 @@ commits_alone_plan(PlannedStmt *stmt, List **carried)
 }
 
 /*
- * What the plan `queryDesc` is about to run carries, if it is that of a
- * statement that commits on its own (commits_alone_plan), taken off: the
- * plan becomes a copy without it.  NIL for any other plan.
+ * The table of `call`, a call of a front end (front_end_form) on a table
+ * it may route (routable_table, which locks it), and its owner in *owner;
+ * InvalidOid for any other call.  For the executor's start of a generic
+ * plan (citus_alone.c), whose call was analyzed positionally.
  */
-static List *
-take_carried(QueryDesc *queryDesc)
+Oid
+FbfCitusRoutableCall(FuncExpr *call, Oid *owner)
 {
-	List	   *carried;
-	PlannedStmt *stmt;
+	FastForm	form = front_end_form(call->funcid);
 
-	if (!commits_alone_plan(queryDesc->plannedstmt, &carried))
-		return NIL;
-	stmt = makeNode(PlannedStmt);
-	memcpy(stmt, queryDesc->plannedstmt, sizeof(PlannedStmt));
-	stmt->subplans = list_truncate(list_copy(stmt->subplans),
-								   list_length(stmt->subplans) - 1);
-	queryDesc->plannedstmt = stmt;
-	return carried;
+	return form == FAST_NONE ? InvalidOid :
+		routable_table(call, form, owner);
 }
 
 /*
@@ -1303,8 +1297,8 @@ take_carried(QueryDesc *queryDesc)
  * protocol's message or of the simple query (a copy of it in the portal),
  * with no planning under way?
  */
-static bool
-runs_as_clients(QueryDesc *queryDesc)
+bool
+FbfCitusRunsAsClients(QueryDesc *queryDesc)
 {
 	return planning_depth == 0 && debug_query_string != NULL &&
 		queryDesc->sourceText != NULL &&
@@ -1315,15 +1309,16 @@ runs_as_clients(QueryDesc *queryDesc)
  * The plan of a statement that commits on its own, about to run as
  * `queryDesc` where it cannot as it is, planned again from the client's
  * call it carries (`carried`, alone_carried) as a custom plan for the
- * parameters the executor binds: `how` AGAIN_ROUTED, as the client's
+ * parameters the executor binds: `how` FBF_AGAIN_ROUTED, as the client's
  * statement (fbf_citus_planner), with the routed statement that suits the
- * transaction it runs in now; AGAIN_AS_CALL, as its call.
+ * transaction it runs in now; FBF_AGAIN_AS_CALL, as its call.  For the
+ * executor's start (citus_alone.c).
  */
-static PlannedStmt *
-plan_again(QueryDesc *queryDesc, PlanAgain how, List *carried)
+PlannedStmt *
+FbfCitusPlanAgain(QueryDesc *queryDesc, FbfPlanAgain how, List *carried)
 {
 	Query	   *query = makeNode(Query);
-	PlanAgain	was = planning_again;
+	FbfPlanAgain was = planning_again;
 	PlannedStmt *result;
 
 	query->commandType = CMD_SELECT;
@@ -1350,98 +1345,6 @@ plan_again(QueryDesc *queryDesc, PlanAgain how, List *carried)
 }
 
 /*
- * The executor's start of the generic plan of a statement that commits on
- * its own (routed_statement), which carries the client's call and its key
- * parameter (`carried`): what commits_alone checks of a custom plan, and
- * the lock routed_statement takes for one, now that the parameters are
- * bound.  Run as the first statement of a transaction that may write,
- * under alone_settings, a call that is still routable (routable_table: the
- * caller's privilege and row security checked before the table is locked)
- * has its key checked as fbf_routing_key checks it (22004 for a NULL key)
- * and its shard's metadata locked in ShareLock (FbfCitusLockRoutingValue),
- * before Citus prunes by the parameter and loads the placement.  Otherwise
- * (a transaction block, a pipeline, a read-only transaction, a setting
- * changed, a table no longer routable) the statement is planned again in
- * its place, as a custom plan with these parameters would be (plan_again):
- * the routed statement with the CTE, joining the distributed transaction,
- * or the call with the front end's own error.
- */
-static void
-start_unbound(QueryDesc *queryDesc, List *carried)
-{
-	FuncExpr   *call = castNode(FuncExpr, castNode(TargetEntry, linitial(carried))->expr);
-	Param	   *key = castNode(Param, castNode(TargetEntry, lsecond(carried))->expr);
-	ParamListInfo params = queryDesc->params;
-	FastForm	form;
-	Oid			table;
-	Oid			owner = InvalidOid;
-	ParamExternData *value;
-
-	if (first_of_its_transaction() && !XactReadOnly && alone_settings() &&
-		params != NULL && params->paramFetch == NULL &&
-		key->paramid >= 1 && key->paramid <= params->numParams &&
-		params->params[key->paramid - 1].ptype == TEXTOID &&
-		(form = front_end_form(call->funcid)) != FAST_NONE &&
-		OidIsValid(table = routable_table(call, form, &owner)))
-	{
-		value = &params->params[key->paramid - 1];
-		if (value->isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("key of %s must not be null",
-							get_func_name(call->funcid))));
-		FbfCitusLockRoutingValue(table, owner, value->value, TEXTOID);
-		return;
-	}
-	queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_ROUTED, carried);
-	/* a custom plan that commits on its own, made under commits_alone now */
-	(void) take_carried(queryDesc);
-}
-
-static ExecutorStart_hook_type prev_executor_start = NULL;
-
-/*
- * The executor's start of the plan of a statement that commits on its own
- * (commits_alone_plan), taking off what it carries first (alone_carried).
- * It must run as the client's own statement (runs_as_clients), and not
- * under EXPLAIN ANALYZE or auto_explain.log_analyze (where Citus runs the
- * read on the placement inside a subtransaction, which
- * fbf_outside_transaction_block refuses): else it is planned again, as
- * its call (plan_again).  A generic plan's start is start_unbound's.  A
- * custom plan must still be the first of its transaction
- * (first_of_its_transaction), or it is refused (25001) before Citus sends
- * anything: its plan was made when it was (commits_alone), at the
- * protocol's Bind, and a portal bound then and executed later may run
- * after a BEGIN, or after another statement of a pipeline, where Citus
- * would commit its read without two-phase commit.
- */
-static void
-alone_executor_start(QueryDesc *queryDesc, int eflags)
-{
-	List	   *carried = take_carried(queryDesc);
-
-	if (carried != NIL && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
-	{
-		if (queryDesc->instrument_options != 0 ||
-				 !runs_as_clients(queryDesc))
-			queryDesc->plannedstmt = plan_again(queryDesc, AGAIN_AS_CALL,
-												carried);
-		else if (list_length(carried) == 2)
-			start_unbound(queryDesc, carried);
-		else if (!first_of_its_transaction())
-			ereport(ERROR,
-					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-					 errmsg("this statement was planned to commit on its own, and runs inside a larger transaction"),
-					 errdetail("Its plan was made for a statement that is its transaction's only distributed statement."),
-					 errhint("Roll back, and retry the transaction.")));
-	}
-	if (prev_executor_start)
-		prev_executor_start(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
-}
-
-/*
  * fbf_routing_key(key text, fname text) RETURNS text: `key`, by which
  * Citus routes the statement of the fast path; error (22004) if it is
  * NULL, as the front end `fname` says it.  Immutable, not strict.
@@ -1459,16 +1362,13 @@ fbf_routing_key(PG_FUNCTION_ARGS)
 }
 
 /*
- * Install the planner hook and the executor's start; from _PG_init.
- * Citus, which must come first in shared_preload_libraries, installs its
- * planner before: so this hook runs first and hands Citus the routed
- * statement.
+ * Install the planner hook; from _PG_init.  Citus, which must come first
+ * in shared_preload_libraries, installs its planner before: so this hook
+ * runs first and hands Citus the routed statement.
  */
 void
 FbfCitusPlanInit(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = fbf_citus_planner;
-	prev_executor_start = ExecutorStart_hook;
-	ExecutorStart_hook = alone_executor_start;
 }
