@@ -455,21 +455,6 @@ positional_call(FuncExpr *call)
 }
 
 /*
- * May the caller route a call on the table `relid` that needs `privilege`
- * on it: does it hold it, and does row security not apply to it there?
- * False for a table dropped since its OID was known (the call reports it).
- */
-static bool
-may_route(Oid relid, AclMode privilege)
-{
-	bool		missing = false;
-
-	return pg_class_aclcheck_ext(relid, GetUserId(), privilege,
-								 &missing) == ACLCHECK_OK && !missing &&
-		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
-}
-
-/*
  * The table `call` applies to, if it is a window table of the form's kind
  * distributed by Citus (a counter by its key, a dedup table by its anchor)
  * that the caller may use as `form` does, without row security, and its
@@ -487,12 +472,17 @@ routable_table(FuncExpr *call, FastForm form, Oid *owner)
 	Relation	rel;
 	FbfCounterRel *entry;
 	bool		routable = false;
+	bool		missing = false;
 
 	if (!IsA(table, Const) || table->constisnull ||
 		table->consttype != REGCLASSOID)
 		return InvalidOid;
 	relid = DatumGetObjectId(table->constvalue);
-	if (!may_route(relid, routed_forms[r].privilege))
+
+	/* the privilege, without row security; a table dropped meanwhile: no */
+	if (pg_class_aclcheck_ext(relid, GetUserId(), routed_forms[r].privilege,
+							  &missing) != ACLCHECK_OK || missing ||
+		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
 		return InvalidOid;
 	rel = try_relation_open(relid, RowExclusiveLock);
 	if (rel == NULL)
