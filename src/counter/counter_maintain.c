@@ -91,9 +91,12 @@ FbfCounterGrow(Relation index)
 /*
  * One maintenance pass over an open counter (FbfWindowMaintain under the
  * AIMD settings), recorded in the registry.  If `schedule` is not NULL, it
- * gets whether the counter had operations since its previous pass, and in
- * how many microseconds its next refresh is due.  The caller holds
- * RowExclusiveLock on the table.
+ * gets whether the counter is busy (it had operations since its previous
+ * pass, or operations of transactions still in progress waited on its
+ * chains before its drain, FbfWindowInFlight: a later pass drains them,
+ * and nothing else would tell the worker when they commit), and in how many
+ * microseconds its next refresh is due.  The caller holds RowExclusiveLock
+ * on the table.
  */
 FbfAimdDecision
 FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
@@ -101,14 +104,17 @@ FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
 	FbfAimdPolicy policy;
 	FbfAimdDecision d;
 	bool		busy;
+	bool		in_flight;
 
 	aimd_policy(&policy);
+	/* asked before the drain: an entry that commits meanwhile is drained */
+	in_flight = schedule != NULL && FbfWindowInFlight(index);
 	d = FbfWindowMaintain(index, &policy);
 	busy = FbfStatsMaintained(MyDatabaseId, RelationGetRelid(heap),
 							  GetCurrentTimestamp());
 	if (schedule != NULL)
 	{
-		schedule->busy = busy;
+		schedule->busy = busy || in_flight;
 		schedule->refresh_in = FbfWindowRefreshDueIn(index);
 	}
 	return d;

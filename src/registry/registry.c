@@ -459,8 +459,9 @@ counted_since_maintained(Oid dbid, TimestampTz since)
  * counter was noted meanwhile (created after the pass listed the counters,
  * say: the pass did not see it); `soonest` is when it would be due were
  * the database busy (FbfDatabaseHasOperations).  `idle`: the pass found
- * no operation on the counters it maintained, and puts the database off
- * for longer than fbf.naptime.  Unless an operation was counted on one of
+ * no new operation on the counters it maintained, and none of an open
+ * transaction on their chains, and puts the database off for longer than
+ * fbf.naptime.  Unless an operation was counted on one of
  * them after all (checked here, under the lock that counting takes), the
  * database's slot of idle passes is counted (FbfDatabaseIdlePasses): each
  * backend of it that counts an operation from then on notes it again.

@@ -283,6 +283,7 @@ extern int	FbfWindowResize(Relation index, int nfilters);
 /* ---- window_maintain.c: the maintenance pass ---- */
 extern FbfAimdDecision FbfWindowMaintain(Relation index,
 										 const FbfAimdPolicy *policy);
+extern bool FbfWindowInFlight(Relation index);
 
 /* ---- window_read.c: reading the whole window ---- */
 extern void FbfWindowGetCapacity(Relation index, FbfWindowCapacity *cap);

@@ -224,6 +224,8 @@ extern uint64 FbfChainCommitted(const FbfWindowMetaPageData *meta,
 								const FbfPendingChain *chain,
 								void (*fn) (const FbfHash *hash, void *arg),
 								void *arg);
+extern bool FbfChainInFlight(const FbfWindowMetaPageData *meta,
+							 const FbfPendingChain *chain);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 						  FbfPendingChain *chain, bool may_defer, bool *grow);
 extern void FbfChainExtend(Relation index, FbfPendingChain *chain);

@@ -2,7 +2,8 @@
  *
  * window_maintain.c
  *	  Maintenance of a whole window: draining every chain
- *	  (FbfWindowDrain), and the maintenance pass the worker and
+ *	  (FbfWindowDrain), counting what is left in flight on them
+ *	  (FbfWindowInFlight), and the maintenance pass the worker and
  *	  fbf_counter_maintain run (FbfWindowMaintain): refresh, reloptions,
  *	  drains, a split under way continued, then the controllers: split
  *	  for the arrival rate, merge when it fell, one AIMD step, each as the
@@ -62,6 +63,41 @@ FbfWindowDrain(Relation index, bool may_defer, bool *grow)
 	}
 	UnlockReleaseBuffer(metabuf);
 	return removed;
+}
+
+/*
+ * Does an operation of a transaction still in progress wait on one of the
+ * window's chains (FbfChainInFlight)?  No drain can take it before the
+ * transaction ends, and nothing tells the worker when it does: the
+ * maintenance pass asks before it drains (counter_maintain.c), so that an
+ * entry whose transaction ends after this look is either drained by that
+ * pass or keeps the worker coming back a naptime later.  Entries that wait
+ * for more bits are committed, and do not count.  False for a window of
+ * storage version 1, which the pass upgrades first.  Locks: the metapage
+ * share, each chain share in turn.
+ */
+bool
+FbfWindowInFlight(Relation index)
+{
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
+	bool		in_flight = false;
+	uint32		c;
+
+	if (meta.version == FBF_STORAGE_VERSION)
+	{
+		for (c = 0; c < meta.nchains && !in_flight; c++)
+		{
+			FbfPendingChain chain;
+
+			FbfChainLockMode(index, &meta, c, BUFFER_LOCK_SHARE, &chain);
+			in_flight = FbfChainInFlight(&meta, &chain);
+			FbfChainRelease(&chain);
+			FbfWindowCheckCancel(metabuf);
+		}
+	}
+	UnlockReleaseBuffer(metabuf);
+	return in_flight;
 }
 
 /*

@@ -722,6 +722,38 @@ FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chai
 }
 
 /*
+ * Does a locked chain hold an operation of a transaction still in progress
+ * (neither committed nor aborted)?  The first one found answers; annexes
+ * are skipped.
+ */
+bool
+FbfChainInFlight(const FbfWindowMetaPageData *meta,
+				 const FbfPendingChain *chain)
+{
+	FbfEntryMemo memo = {InvalidFullTransactionId, FBF_ENTRY_ABORTED};
+	int			p;
+
+	for (p = 0; p < chain->n; p++)
+	{
+		int			n;
+		FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(chain->bufs[p]), &n);
+		int			j;
+
+		for (j = 0; j < n; j++)
+		{
+			FbfEntryStatus s;
+
+			if (FbfEntryIsAnnex(&entries[j]))
+				continue;
+			s = FbfEntryStatusMemo(meta, &entries[j], &memo);
+			if (s != FBF_ENTRY_COMMITTED && s != FBF_ENTRY_ABORTED)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Drain every page of a locked chain, then move the overflow pages left
  * empty to the head's spare list (so later operations lock fewer pages, and
  * FbfChainExtend reuses them).  Returns entries removed.

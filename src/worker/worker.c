@@ -18,19 +18,20 @@
  * A pass connects, runs FbfCounterMaintain (refresh if due, drain, one
  * AIMD step) on every counter table, and exits, telling the registry when
  * the next pass is due: after fbf.naptime if any counter had operations
- * since the last pass, else when the first of them must next be refreshed
- * (at most FBF_IDLE_MAX_MS later).  An idle database thus costs a pass per
- * refresh period, one without the extension a pass per server start (and
- * per FBF_NO_EXTENSION_MS): creating a counter or incrementing one tells
- * the registry at once, and a creation again when it commits (a pass
- * started by the first note may have listed the counters before the
- * creator committed).  A backend tells it of its operations once, and
- * again after a pass put a database off as idle (FbfDatabaseIdlePasses),
- * which makes the next pass due a naptime after the last one
- * (FbfDatabaseHasOperations): a connection that stays open through an
- * idle spell gets its operations drained after a naptime, not after the
- * idle wait, and passes never come more often than a busy database's.  Passes are short on purpose: a worker that stayed
- * connected would make DROP DATABASE fail.
+ * since the last pass, or has operations of open transactions on its
+ * chains (FbfCounterMaintain), else when the first of them must next be
+ * refreshed (at most FBF_IDLE_MAX_MS later).  An idle database thus costs
+ * a pass per refresh period, one without the extension a pass per server
+ * start (and per FBF_NO_EXTENSION_MS).  Creating a counter tells the
+ * registry at once, and again when it commits (a pass started by the
+ * first note may have listed the counters before the creator committed).
+ * A backend tells it of its operations once, and again after a pass put
+ * a database off as idle (FbfDatabaseIdlePasses), which makes the next
+ * pass due a naptime after the last one (FbfDatabaseHasOperations): a
+ * connection that stays open through an idle spell gets its operations
+ * drained after a naptime, not after the idle wait, and passes never come
+ * more often than a busy database's.  Passes are short on purpose: a
+ * worker that stayed connected would make DROP DATABASE fail.
  *
  * Correctness never depends on the worker: a backend that finds a refresh
  * overdue performs it, and a full pending page is drained by the backend

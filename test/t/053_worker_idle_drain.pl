@@ -17,6 +17,12 @@
 # it takes a naptime, the idle wait is a minute (an hour's retention
 # refreshes less often than that).
 #
+# An operation whose transaction stays open while passes come and go (a
+# slow client, or a two-phase commit's PREPARE waiting for its COMMIT
+# PREPARED: both are run) keeps the database busy: a pass finds its entry
+# in flight on the chain and comes back a naptime later, so the entry is
+# drained a naptime after the commit, not after the idle wait.
+#
 # Telling the launcher again never brings passes closer than a naptime:
 # operations on a counter with worker_maintenance off, beside an idle one,
 # each after a pass put the database off, cost a pass per naptime, not a
@@ -35,7 +41,7 @@ use Time::HiRes qw(usleep time);
 use IPC::Run;
 use FbfTest;
 
-my $node = fbf_node('idle_drain', "fbf.naptime = 200ms\n");
+my $node = fbf_node('idle_drain', "fbf.naptime = 200ms\nmax_prepared_transactions = 5\n");
 $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('c', retention => '1 hour')});
 
@@ -72,6 +78,42 @@ is($left, 0, 'the worker drains the operation after the idle spell within 25 s')
 note sprintf('drained after %.1f s', time - $start);
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('c', 'k')}), 2,
 	'both operations applied');
+
+# an operation in a transaction open for 3 s (fifteen naptimes)
+$node->safe_psql('postgres', q{
+	BEGIN;
+	SELECT idempotent_increment('c', 'k', 1, 3, 1);
+	SELECT pg_sleep(3);
+	COMMIT;});
+$start = time;
+while (time < $start + 25)
+{
+	$left = $node->safe_psql('postgres', $pending);
+	last if $left == 0;
+	usleep(100_000);
+}
+is($left, 0, 'an operation of a transaction open across passes: drained within 25 s of its commit');
+note sprintf('drained after %.1f s', time - $start);
+
+# the same, prepared for 3 s before COMMIT PREPARED, as a two-phase
+# commit's participant is (Citus' workers)
+$node->safe_psql('postgres', q{
+	BEGIN;
+	SELECT idempotent_increment('c', 'k', 1, 4, 1);
+	PREPARE TRANSACTION 'fbf_053';});
+sleep 3;
+$node->safe_psql('postgres', q{COMMIT PREPARED 'fbf_053'});
+$start = time;
+while (time < $start + 25)
+{
+	$left = $node->safe_psql('postgres', $pending);
+	last if $left == 0;
+	usleep(100_000);
+}
+is($left, 0, 'an operation of a transaction prepared across passes: drained within 25 s of its commit');
+note sprintf('drained after %.1f s', time - $start);
+is($node->safe_psql('postgres', q{SELECT fbf_counter_value('c', 'k')}), 4,
+	'the four operations applied');
 
 # 100 transactions of an operation each, 0.1 s apart, on a counter the
 # worker does not maintain; 'c' stays idle.
