@@ -683,14 +683,15 @@ FbfChainRelease(FbfPendingChain *chain)
 }
 
 /*
- * Give each committed entry of a locked chain to `fn`, and return how many
- * are still in flight (neither committed nor aborted): what a snapshot
- * reads of a chain (window_bloom_snap.c, window_cuckoo_snap.c).  Annexes
- * are skipped.
+ * Judge each entry of a locked chain (annexes are skipped): give each
+ * committed one to `fn` (if not NULL), and return how many are still in
+ * flight (neither committed nor aborted); with `first`, stop at the first
+ * of those.
  */
-uint64
-FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
-				  void (*fn) (const FbfHash *hash, void *arg), void *arg)
+static uint64
+chain_judge(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
+			void (*fn) (const FbfHash *hash, void *arg), void *arg,
+			bool first)
 {
 	uint64		in_flight = 0;
 	int			p;
@@ -712,45 +713,42 @@ FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chai
 			{
 				FbfHash		hash = {entries[j].h1, entries[j].h2};
 
-				fn(&hash, arg);
+				if (fn != NULL)
+					fn(&hash, arg);
 			}
 			else if (s != FBF_ENTRY_ABORTED)
+			{
 				in_flight++;
+				if (first)
+					return in_flight;
+			}
 		}
 	}
 	return in_flight;
 }
 
 /*
- * Does a locked chain hold an operation of a transaction still in progress
- * (neither committed nor aborted)?  The first one found answers; annexes
- * are skipped.
+ * Give each committed entry of a locked chain to `fn`, and return how many
+ * are still in flight (chain_judge): what a snapshot reads of a chain
+ * (window_bloom_snap.c, window_cuckoo_snap.c).
+ */
+uint64
+FbfChainCommitted(const FbfWindowMetaPageData *meta, const FbfPendingChain *chain,
+				  void (*fn) (const FbfHash *hash, void *arg), void *arg)
+{
+	return chain_judge(meta, chain, fn, arg, false);
+}
+
+/*
+ * Does a locked chain hold an operation of a transaction still in
+ * progress (chain_judge, to the first one): what the maintenance pass asks
+ * (FbfWindowInFlight)?
  */
 bool
 FbfChainInFlight(const FbfWindowMetaPageData *meta,
 				 const FbfPendingChain *chain)
 {
-	FbfEntryMemo memo = {InvalidFullTransactionId, FBF_ENTRY_ABORTED};
-	int			p;
-
-	for (p = 0; p < chain->n; p++)
-	{
-		int			n;
-		FbfPendingEntry *entries = FbfWindowPageGetEntries(BufferGetPage(chain->bufs[p]), &n);
-		int			j;
-
-		for (j = 0; j < n; j++)
-		{
-			FbfEntryStatus s;
-
-			if (FbfEntryIsAnnex(&entries[j]))
-				continue;
-			s = FbfEntryStatusMemo(meta, &entries[j], &memo);
-			if (s != FBF_ENTRY_COMMITTED && s != FBF_ENTRY_ABORTED)
-				return true;
-		}
-	}
-	return false;
+	return chain_judge(meta, chain, NULL, NULL, true) > 0;
 }
 
 /*

@@ -47,6 +47,23 @@ $node->safe_psql('postgres', q{
 
 my $pending = q{SELECT pending FROM fbf_counter_stats WHERE counter = 'c'::regclass};
 
+# check that the worker drains c's chains within 25 s from now, as `what`
+sub drained_within_25s
+{
+	my ($what) = @_;
+	my $start = time;
+	my $left;
+
+	while (time < $start + 25)
+	{
+		$left = $node->safe_psql('postgres', $pending);
+		last if $left == 0;
+		usleep(100_000);
+	}
+	is($left, 0, "$what within 25 s");
+	note sprintf('drained after %.1f s', time - $start);
+}
+
 # one connection, one transaction per -c
 my ($stdout, $stderr) = ('', '');
 my $ok = IPC::Run::run(
@@ -66,16 +83,7 @@ my $ok = IPC::Run::run(
 ok($ok, 'an operation, drained, an idle spell, another operation, on one connection')
   or diag($stderr);
 
-my $start = time;
-my $left;
-while (time < $start + 25)
-{
-	$left = $node->safe_psql('postgres', $pending);
-	last if $left == 0;
-	usleep(100_000);
-}
-is($left, 0, 'the worker drains the operation after the idle spell within 25 s');
-note sprintf('drained after %.1f s', time - $start);
+drained_within_25s('the worker drains the operation after the idle spell');
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('c', 'k')}), 2,
 	'both operations applied');
 
@@ -85,15 +93,7 @@ $node->safe_psql('postgres', q{
 	SELECT idempotent_increment('c', 'k', 1, 3, 1);
 	SELECT pg_sleep(3);
 	COMMIT;});
-$start = time;
-while (time < $start + 25)
-{
-	$left = $node->safe_psql('postgres', $pending);
-	last if $left == 0;
-	usleep(100_000);
-}
-is($left, 0, 'an operation of a transaction open across passes: drained within 25 s of its commit');
-note sprintf('drained after %.1f s', time - $start);
+drained_within_25s('an operation of a transaction open across passes: drained after its commit');
 
 # the same, prepared for 3 s before COMMIT PREPARED, as a two-phase
 # commit's participant is (Citus' workers)
@@ -103,15 +103,7 @@ $node->safe_psql('postgres', q{
 	PREPARE TRANSACTION 'fbf_053';});
 sleep 3;
 $node->safe_psql('postgres', q{COMMIT PREPARED 'fbf_053'});
-$start = time;
-while (time < $start + 25)
-{
-	$left = $node->safe_psql('postgres', $pending);
-	last if $left == 0;
-	usleep(100_000);
-}
-is($left, 0, 'an operation of a transaction prepared across passes: drained within 25 s of its commit');
-note sprintf('drained after %.1f s', time - $start);
+drained_within_25s('an operation of a transaction prepared across passes: drained after its commit');
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('c', 'k')}), 4,
 	'the four operations applied');
 
@@ -125,7 +117,7 @@ $node->safe_psql('postgres', q{
 sleep 3;
 my $commits = q{SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'};
 my $before = $node->safe_psql('postgres', $commits);
-$start = time;
+my $start = time;
 $node->safe_psql('postgres', q{
 	DO $$
 	BEGIN
