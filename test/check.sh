@@ -68,6 +68,7 @@ FBF_TAP_JOBS=${FBF_TAP_JOBS:-2}
 # how long each part takes: `part NAME` ends the part before and starts
 # one; finish prints them
 part_names=()
+digest=()
 part_secs=()
 part_name=""
 part_start=$SECONDS
@@ -142,6 +143,7 @@ finish() {
 	done
 	printf 'time: %5d s  in all\n' "$SECONDS"
 	if [ ${#failures[@]} -gt 0 ]; then
+		[ ${#digest[@]} -eq 0 ] || printf '%s\n' "${digest[@]}"
 		printf 'FAILED: %s\n' "${failures[@]}"
 		echo "logs kept in $logdir"
 	else
@@ -243,6 +245,11 @@ run_installcheck() {
 		[ -f "$diffs" ] && cat "$diffs" && cp "$diffs" "${log%.log}.diffs"
 		[ "$bad" -gt 0 ] || failed=$((failed + 1))
 		failures+=("installcheck ($label)")
+		# the tail of a CI run is often all one sees of it: the tests that
+		# failed and the start of their diffs are printed again at the end
+		digest+=("installcheck ($label), exit $rc:"
+			"$(grep -E '\.\.\. (FAILED|failed)|^not ok [0-9]+ ' "$log")"
+			"$([ -f "$diffs" ] && head -n 60 "$diffs")")
 	fi
 }
 # (TAP_TESTS= : the TAP tests run below, as the postgres user)
