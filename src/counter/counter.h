@@ -230,8 +230,9 @@ extern int64 FbfCounterSum(Relation heap, text *key, bool read_only);
 /* When a counter next needs its maintenance pass (FbfCounterMaintain). */
 typedef struct FbfCounterSchedule
 {
-	bool		busy;			/* operations since the previous pass, or
-								 * of open transactions on its chains */
+	bool		busy;			/* operations since the previous pass */
+	bool		in_flight;		/* operations of open transactions on its
+								 * chains, which a later pass drains */
 	int64		refresh_in;		/* microseconds until its next refresh */
 } FbfCounterSchedule;
 

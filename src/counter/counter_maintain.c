@@ -92,11 +92,11 @@ FbfCounterGrow(Relation index)
  * One maintenance pass over an open counter (FbfWindowMaintain under the
  * AIMD settings), recorded in the registry.  If `schedule` is not NULL, it
  * gets whether the counter is busy (it had operations since its previous
- * pass, or operations of transactions still in progress waited on its
- * chains before its drain, FbfWindowInFlight: a later pass drains them,
- * and nothing else would tell the worker when they commit), and in how many
- * microseconds its next refresh is due.  The caller holds RowExclusiveLock
- * on the table.
+ * pass), whether operations of transactions still in progress waited on
+ * its chains before its drain (FbfWindowInFlight: a later pass drains
+ * them, and nothing else would tell the worker when they commit), and in
+ * how many microseconds its next refresh is due.  The caller holds
+ * RowExclusiveLock on the table.
  */
 FbfAimdDecision
 FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
@@ -114,7 +114,8 @@ FbfCounterMaintain(Relation heap, Relation index, FbfCounterSchedule *schedule)
 							  GetCurrentTimestamp());
 	if (schedule != NULL)
 	{
-		schedule->busy = busy || in_flight;
+		schedule->busy = busy;
+		schedule->in_flight = in_flight;
 		schedule->refresh_in = FbfWindowRefreshDueIn(index);
 	}
 	return d;

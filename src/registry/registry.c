@@ -81,6 +81,7 @@ typedef struct FbfDatabaseEntry
 								 * the database busy: a naptime after the
 								 * last pass ended */
 	bool		noted;			/* counters noted since the last pass started */
+	int			waits;			/* FbfPassOutcome's, of the last pass */
 } FbfDatabaseEntry;
 
 /*
@@ -404,6 +405,7 @@ database_entry(Oid dbid)
 		entry->last_pass = 0;
 		entry->soonest = 0;
 		entry->noted = false;
+		entry->waits = 0;
 	}
 	return entry;
 }
@@ -455,22 +457,42 @@ counted_since_maintained(Oid dbid, TimestampTz since)
 }
 
 /*
- * A pass in dbid ended: the next one is due at next_due, or at once if a
- * counter was noted meanwhile (created after the pass listed the counters,
- * say: the pass did not see it); `soonest` is when it would be due were
- * the database busy (FbfDatabaseHasOperations).  `idle`: the pass found
- * no new operation on the counters it maintained, and none of an open
- * transaction on their chains, and puts the database off for longer than
- * fbf.naptime.  Unless an operation was counted on one of
- * them after all (checked here, under the lock that counting takes), the
- * database's slot of idle passes is counted (FbfDatabaseIdlePasses): each
- * backend of it that counts an operation from then on notes it again.
+ * How many passes in a row found in dbid only operations of open
+ * transactions (FbfPassOutcome): the next pass waits longer for each.
  */
-void
-FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due,
-					TimestampTz soonest, bool idle)
+int
+FbfDatabaseWaits(Oid dbid)
 {
 	FbfDatabaseEntry *entry;
+	int			waits = 0;
+
+	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
+	if (entry)
+		waits = entry->waits;
+	LWLockRelease(FbfShared->lock);
+	return waits;
+}
+
+/*
+ * A pass in dbid ended: the next one is due at outcome->next_due, or at
+ * once if a counter was noted meanwhile (created after the pass listed the
+ * counters, say: the pass did not see it).  If the pass was idle (it found
+ * no new operation on the counters it maintained, and puts the database
+ * off for longer than fbf.naptime), unless an operation was counted on one
+ * of them after all (checked here, under the lock that counting takes:
+ * the next pass is then due at outcome->soonest, and waits for no open
+ * transaction), the database's slot of idle passes is counted
+ * (FbfDatabaseIdlePasses): each backend of it that counts an operation
+ * from then on notes it again (FbfDatabaseHasOperations).
+ */
+void
+FbfDatabasePassDone(Oid dbid, const FbfPassOutcome *outcome)
+{
+	FbfDatabaseEntry *entry;
+	TimestampTz next_due = outcome->next_due;
+	bool		idle = outcome->idle;
+	int			waits = outcome->waits;
 
 	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
 	entry = database_entry(dbid);
@@ -480,11 +502,13 @@ FbfDatabasePassDone(Oid dbid, bool has_extension, TimestampTz next_due,
 			counted_since_maintained(dbid, entry->last_pass))
 		{
 			idle = false;
-			next_due = soonest;
+			next_due = outcome->soonest;
+			waits = 0;
 		}
-		entry->has_extension = has_extension || entry->noted;
+		entry->has_extension = outcome->has_extension || entry->noted;
 		entry->next_due = entry->noted ? 0 : next_due;
-		entry->soonest = soonest;
+		entry->soonest = outcome->soonest;
+		entry->waits = waits;
 		if (idle && !entry->noted)
 			pg_atomic_fetch_add_u64(&FbfShared->idle_passes[dbid % FBF_IDLE_PASS_SLOTS],
 									1);

@@ -50,13 +50,26 @@ extern void FbfStatsCount(Oid dbid, Oid relid, const FbfCounterCounts *counts);
 extern bool FbfStatsMaintained(Oid dbid, Oid relid, TimestampTz when);
 extern void FbfStatsGet(Oid dbid, Oid relid, FbfCounterStatsSnapshot *out);
 
+/* What a maintenance pass in a database found (FbfDatabasePassDone). */
+typedef struct FbfPassOutcome
+{
+	bool		has_extension;
+	TimestampTz next_due;		/* when the next pass is due */
+	TimestampTz soonest;		/* when it would be due, were the database
+								 * busy: a naptime after this pass */
+	bool		idle;			/* no new operation: it puts the database
+								 * off for longer than a naptime */
+	int			waits;			/* passes in a row, this one the last, that
+								 * found operations of open transactions
+								 * and no new one; else 0 */
+} FbfPassOutcome;
+
 /* the launcher's schedule of maintenance passes, by database */
 extern void FbfDatabaseSchedule(Oid dbid, TimestampTz *next_due,
 								TimestampTz *last_pass);
 extern void FbfDatabasePassStarted(Oid dbid, TimestampTz now, int retry_ms);
-extern void FbfDatabasePassDone(Oid dbid, bool has_extension,
-								TimestampTz next_due, TimestampTz soonest,
-								bool idle);
+extern int	FbfDatabaseWaits(Oid dbid);
+extern void FbfDatabasePassDone(Oid dbid, const FbfPassOutcome *outcome);
 extern uint64 FbfDatabaseIdlePasses(Oid dbid);
 extern void FbfDatabaseHasCounters(Oid dbid);
 extern void FbfDatabaseHasOperations(Oid dbid);

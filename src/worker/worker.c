@@ -18,11 +18,16 @@
  * A pass connects, runs FbfCounterMaintain (refresh if due, drain, one
  * AIMD step) on every counter table, and exits, telling the registry when
  * the next pass is due: after fbf.naptime if any counter had operations
- * since the last pass, or has operations of open transactions on its
- * chains (FbfCounterMaintain), else when the first of them must next be
- * refreshed (at most FBF_IDLE_MAX_MS later).  An idle database thus costs
- * a pass per refresh period, one without the extension a pass per server
- * start (and per FBF_NO_EXTENSION_MS).  Creating a counter tells the
+ * since the last pass, else when the first of them must next be refreshed
+ * (at most FBF_IDLE_MAX_MS later).  An idle database thus costs a pass per
+ * refresh period, one without the extension a pass per server start (and
+ * per FBF_NO_EXTENSION_MS).  Operations of open transactions on a
+ * counter's chains (FbfCounterMaintain) bring the next pass closer: after
+ * a naptime, and after twice the wait for each pass in a row that found
+ * only such operations, up to FBF_IDLE_MAX_MS.  So an operation is drained
+ * about as long after its commit as its transaction was open, and a
+ * session idle in a transaction, or a prepared transaction never
+ * resolved, costs a pass a minute, not one a naptime.  Creating a counter tells the
  * registry at once, and again when it commits (a pass started by the
  * first note may have listed the counters before the creator committed).
  * A backend tells it of its operations once, and again after a pass put
@@ -482,6 +487,7 @@ maintain_one(Oid heapoid, Oid indexoid, FbfCounterSchedule *schedule)
 	bool		maintained = false;
 
 	schedule->busy = true;
+	schedule->in_flight = false;
 	schedule->refresh_in = 0;
 	if (!ConditionalLockRelationOid(heapoid, RowExclusiveLock))
 		return false;
@@ -559,6 +565,11 @@ fbf_pass_main(Datum main_arg)
 	MemoryContext pass_context;
 	volatile int64 idle_ms = FBF_IDLE_MAX_MS;
 	volatile bool maintained = false;
+	volatile bool busy = false;
+	volatile bool in_flight = false;
+	int			waits;
+	int64		wait_ms;
+	FbfPassOutcome outcome;
 	TimestampTz now;
 
 	pqsignal(SIGTERM, die);
@@ -580,10 +591,12 @@ fbf_pass_main(Datum main_arg)
 	{
 		CommitTransactionCommand();
 		now = GetCurrentTimestamp();
-		FbfDatabasePassDone(dbid, false,
-							TimestampTzPlusMilliseconds(now, FBF_NO_EXTENSION_MS),
-							TimestampTzPlusMilliseconds(now, fbf_naptime_ms),
-							false);
+		outcome.has_extension = false;
+		outcome.next_due = TimestampTzPlusMilliseconds(now, FBF_NO_EXTENSION_MS);
+		outcome.soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
+		outcome.idle = false;
+		outcome.waits = 0;
+		FbfDatabasePassDone(dbid, &outcome);
 		proc_exit(0);
 	}
 	{
@@ -594,11 +607,18 @@ fbf_pass_main(Datum main_arg)
 	}
 	CommitTransactionCommand();
 
+	/*
+	 * Operations of open transactions, and no new one, since the last pass:
+	 * each such pass in a row waits twice as long as the one before it
+	 */
+	waits = FbfDatabaseWaits(dbid);
+	wait_ms = Min((int64) fbf_naptime_ms << Min(waits, 16), FBF_IDLE_MAX_MS);
+
 	for (lc = list_head(counters); lc != NULL; lc = lnext(counters, lnext(counters, lc)))
 	{
 		Oid			heapoid = lfirst_oid(lc);
 		Oid			indexoid = lfirst_oid(lnext(counters, lc));
-		FbfCounterSchedule schedule = {true, 0};
+		FbfCounterSchedule schedule = {true, false, 0};
 
 		CHECK_FOR_INTERRUPTS();
 		StartTransactionCommand();
@@ -618,17 +638,27 @@ fbf_pass_main(Datum main_arg)
 			RESUME_INTERRUPTS();
 		}
 		PG_END_TRY();
-		idle_ms = Min(idle_ms, schedule.busy ? 0 : schedule.refresh_in / 1000);
+		if (schedule.busy)
+			busy = true;
+		else if (schedule.in_flight)
+			in_flight = true;
+		idle_ms = Min(idle_ms, schedule.busy ? 0 :
+					  schedule.in_flight ? Min(wait_ms, schedule.refresh_in / 1000) :
+					  schedule.refresh_in / 1000);
 	}
 
 	/*
-	 * busy: again after naptime; idle: when the first refresh is due, or a
-	 * naptime after an operation on a counter it maintains (FbfDatabasePassDone)
+	 * busy: again after naptime; only operations of open transactions: after
+	 * wait_ms; idle: when the first refresh is due.  Either of the last two
+	 * comes a naptime after an operation on a counter it maintains instead,
+	 * if longer than a naptime (FbfDatabasePassDone).
 	 */
 	now = GetCurrentTimestamp();
-	FbfDatabasePassDone(dbid, true,
-						TimestampTzPlusMilliseconds(now, Max(idle_ms, fbf_naptime_ms)),
-						TimestampTzPlusMilliseconds(now, fbf_naptime_ms),
-						maintained && idle_ms > fbf_naptime_ms);
+	outcome.has_extension = true;
+	outcome.next_due = TimestampTzPlusMilliseconds(now, Max(idle_ms, fbf_naptime_ms));
+	outcome.soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
+	outcome.idle = maintained && idle_ms > fbf_naptime_ms;
+	outcome.waits = in_flight && !busy ? waits + 1 : 0;
+	FbfDatabasePassDone(dbid, &outcome);
 	proc_exit(0);
 }

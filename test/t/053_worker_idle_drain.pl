@@ -20,8 +20,10 @@
 # An operation whose transaction stays open while passes come and go (a
 # slow client, or a two-phase commit's PREPARE waiting for its COMMIT
 # PREPARED: both are run) keeps the database busy: a pass finds its entry
-# in flight on the chain and comes back a naptime later, so the entry is
-# drained a naptime after the commit, not after the idle wait.
+# in flight on the chain and comes back soon, so the entry is drained soon
+# after the commit, not after the idle wait.  Soon: a naptime, doubled
+# for each pass in a row that found only such entries, so that a
+# transaction open for long costs few passes (counted as below).
 #
 # Telling the launcher again never brings passes closer than a naptime:
 # operations on a counter with worker_maintenance off, beside an idle one,
@@ -107,6 +109,25 @@ drained_within_25s('an operation of a transaction prepared across passes: draine
 is($node->safe_psql('postgres', q{SELECT fbf_counter_value('c', 'k')}), 4,
 	'the four operations applied');
 
+# an operation in a transaction open for 10 s (fifty naptimes): the
+# passes that find only it wait twice as long each time (0.2, 0.4, ..
+# 6.4 s), some seven of them, not fifty; it is drained after the commit
+my $commits = q{SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'};
+my $before = $node->safe_psql('postgres', $commits);
+$node->safe_psql('postgres', q{
+	BEGIN;
+	SELECT idempotent_increment('c', 'k', 1, 5, 1);
+	SELECT pg_sleep(10);
+	COMMIT;});
+my $after = $node->safe_psql('postgres', $commits);
+# the transaction's commit and the first read's; a pass commits three
+# times (as it connects, the list of counters, and c)
+my $waiting = ($after - $before - 2) / 3;
+note "$waiting passes while the transaction was open";
+cmp_ok($waiting, '<=', 15,
+	'passes back off while only an open transaction keeps the database busy');
+drained_within_25s('an operation of a transaction open for fifty naptimes: drained after its commit');
+
 # 100 transactions of an operation each, 0.1 s apart, on a counter the
 # worker does not maintain; 'c' stays idle.
 $node->safe_psql('postgres', q{
@@ -115,8 +136,7 @@ $node->safe_psql('postgres', q{
 	ALTER SYSTEM SET fbf.naptime = '1s';
 	SELECT pg_reload_conf();});
 sleep 3;
-my $commits = q{SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'};
-my $before = $node->safe_psql('postgres', $commits);
+$before = $node->safe_psql('postgres', $commits);
 my $start = time;
 $node->safe_psql('postgres', q{
 	DO $$
@@ -130,7 +150,7 @@ $node->safe_psql('postgres', q{
 	$$});
 my $secs = time - $start;
 sleep 2;
-my $after = $node->safe_psql('postgres', $commits);
+$after = $node->safe_psql('postgres', $commits);
 # the client's 100 commits, its DO's own and the first read's
 my $passes = ($after - $before - 102) / 3;
 note sprintf('%d passes in %.1f s of operations', $passes, $secs);
