@@ -658,7 +658,7 @@ fbf_pass_main(Datum main_arg)
 	outcome.next_due = TimestampTzPlusMilliseconds(now, Max(idle_ms, fbf_naptime_ms));
 	outcome.soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
 	outcome.idle = maintained && idle_ms > fbf_naptime_ms;
-	outcome.waits = in_flight && !busy ? waits + 1 : 0;
+	outcome.waits = in_flight && !busy ? Min(waits + 1, 16) : 0;
 	FbfDatabasePassDone(dbid, &outcome);
 	proc_exit(0);
 }
