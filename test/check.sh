@@ -245,11 +245,12 @@ run_installcheck() {
 		[ -f "$diffs" ] && cat "$diffs" && cp "$diffs" "${log%.log}.diffs"
 		[ "$bad" -gt 0 ] || failed=$((failed + 1))
 		failures+=("installcheck ($label)")
-		# the tail of a CI run is often all one sees of it: the tests that
-		# failed and the start of their diffs are printed again at the end
-		digest+=("installcheck ($label), exit $rc:"
-			"$(grep -E '\.\.\. (FAILED|failed)|^not ok [0-9]+ ' "$log")"
-			"$([ -f "$diffs" ] && head -n 60 "$diffs")")
+		# the tail of a CI run is often all one sees of it: the start of
+		# the diffs and the tests that failed are printed again at the end,
+		# the tests last
+		digest+=("$([ -f "$diffs" ] && head -n 40 "$diffs")"
+			"installcheck ($label), exit $rc:"
+			"$(grep -E '\.\.\. (FAILED|failed)|^not ok [0-9]+ ' "$log")")
 	fi
 }
 # (TAP_TESTS= : the TAP tests run below, as the postgres user)
