@@ -2,8 +2,8 @@
  *
  * window_maintain.c
  *	  Maintenance of a whole window: draining every chain
- *	  (FbfWindowDrain), counting what is left in flight on them
- *	  (FbfWindowInFlight), and the maintenance pass the worker and
+ *	  (FbfWindowDrain), asking whether operations of open transactions
+ *	  wait on them (FbfWindowInFlight), and the maintenance pass the worker and
  *	  fbf_counter_maintain run (FbfWindowMaintain): refresh, reloptions,
  *	  drains, a split under way continued, then the controllers: split
  *	  for the arrival rate, merge when it fell, one AIMD step, each as the
@@ -71,7 +71,7 @@ FbfWindowDrain(Relation index, bool may_defer, bool *grow)
  * transaction ends, and nothing tells the worker when it does: the
  * maintenance pass asks before it drains (counter_maintain.c), so that an
  * entry whose transaction ends after this look is either drained by that
- * pass or keeps the worker coming back a naptime later.  Entries that wait
+ * pass or keeps the worker coming back (worker.c says when).  Entries that wait
  * for more bits are committed, and do not count.  False for a window of
  * storage version 1, which the pass upgrades first.  Locks: the metapage
  * share, each chain share in turn.

@@ -27,9 +27,10 @@
  * only such operations, up to FBF_IDLE_MAX_MS.  So an operation is drained
  * about as long after its commit as its transaction was open, and a
  * session idle in a transaction, or a prepared transaction never
- * resolved, costs a pass a minute, not one a naptime.  Creating a counter tells the
- * registry at once, and again when it commits (a pass started by the
- * first note may have listed the counters before the creator committed).
+ * resolved, costs a pass a minute, not one a naptime.  Creating a counter
+ * tells the registry at once, and again when it commits (a pass started by
+ * the first note may have listed the counters before the creator
+ * committed).
  * A backend tells it of its operations once, and again after a pass put
  * a database off as idle (FbfDatabaseIdlePasses), which makes the next
  * pass due a naptime after the last one (FbfDatabaseHasOperations): a
@@ -619,6 +620,7 @@ fbf_pass_main(Datum main_arg)
 		Oid			heapoid = lfirst_oid(lc);
 		Oid			indexoid = lfirst_oid(lnext(counters, lc));
 		FbfCounterSchedule schedule = {true, false, 0};
+		int64		due_ms;
 
 		CHECK_FOR_INTERRUPTS();
 		StartTransactionCommand();
@@ -638,13 +640,18 @@ fbf_pass_main(Datum main_arg)
 			RESUME_INTERRUPTS();
 		}
 		PG_END_TRY();
+		due_ms = schedule.refresh_in / 1000;
 		if (schedule.busy)
+		{
 			busy = true;
+			due_ms = 0;
+		}
 		else if (schedule.in_flight)
+		{
 			in_flight = true;
-		idle_ms = Min(idle_ms, schedule.busy ? 0 :
-					  schedule.in_flight ? Min(wait_ms, schedule.refresh_in / 1000) :
-					  schedule.refresh_in / 1000);
+			due_ms = Min(due_ms, wait_ms);
+		}
+		idle_ms = Min(idle_ms, due_ms);
 	}
 
 	/*
