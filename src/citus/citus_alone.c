@@ -7,22 +7,23 @@
  *
  * Such a plan carries what the executor's start needs and Citus' plan does
  * not say (citus_plan.c, alone_carried): the client's call as analyzed,
- * and for a generic plan the key parameter it is routed by.  The start
+ * and for a generic plan the parameter it is routed by (a counter's key, a
+ * claim's anchor) and that parameter's expression.  The start
  * takes that off (take_carried), then judges the plan where it runs now,
  * as the planning node judged it where it was made (commits_alone):
  *	- run by another statement (SQL's EXECUTE in a function or a DO block)
  *	  or under EXPLAIN ANALYZE or auto_explain.log_analyze, the call is
  *	  planned again as its call (FbfCitusPlanAgain);
- *	- a generic plan runs as it is, checked and locked now that the
- *	  parameters are bound, or is planned again for this execution
- *	  (start_unbound);
+ *	- a generic plan runs as it is, its routing value bound, checked and
+ *	  locked now that the parameters are bound, or is planned again for
+ *	  this execution (start_unbound);
  *	- a custom plan must still be its transaction's first statement, or
  *	  it is refused (25001) before Citus sends anything.
  * docs/design.md, "The statement that commits on its own", and "Its
  * generic plan".
  *
  * Locks: for a generic plan, RowExclusiveLock on the table (privileges and
- * row security checked before: FbfCitusRoutableCall), then the key's shard
+ * row security checked before: FbfCitusRoutableCall), then the routing value's shard
  * metadata in ShareLock (FbfCitusLockRoutingValue), before Citus prunes
  * and loads the placement: the order src/citus/README.md states ("Locks").
  *
@@ -34,6 +35,7 @@
 #include "catalog/pg_type_d.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 
 #include "citus/citus.h"
@@ -61,49 +63,120 @@ take_carried(QueryDesc *queryDesc)
 	return carried;
 }
 
+/* what the generic plan of a statement that commits on its own carries */
+typedef struct GenericCarried
+{
+	FuncExpr   *call;			/* the client's call, as analyzed */
+	Param	   *routing;		/* the parameter the plan is routed by */
+	Expr	   *value;			/* its value, of the client's parameters */
+} GenericCarried;
+
+/* `carried` (citus_plan.c, alone_carried) of a generic plan, unpacked */
+static GenericCarried
+generic_carried(List *carried)
+{
+	GenericCarried result;
+
+	result.call = castNode(FuncExpr,
+						   castNode(TargetEntry, linitial(carried))->expr);
+	result.routing = castNode(Param,
+							  castNode(TargetEntry, lsecond(carried))->expr);
+	result.value = castNode(TargetEntry, lthird(carried))->expr;
+	return result;
+}
+
+/*
+ * Can the routing value of the generic plan that carries `generic` be
+ * evaluated and bound with the parameters bound to `queryDesc`: the
+ * protocol's (fixed, not fetched as a PL's are)?
+ */
+static bool
+routing_bindable(QueryDesc *queryDesc, const GenericCarried *generic)
+{
+	ParamListInfo params = queryDesc->params;
+
+	return params != NULL && params->paramFetch == NULL &&
+		generic->routing->paramid >= 1;
+}
+
+/*
+ * The value by which the generic plan that carries `generic` is routed,
+ * evaluated with the parameters bound to `queryDesc` as a custom plan
+ * evaluates it when it is made: fbf_routing_key of a counter's key (22004
+ * for a NULL key, as the front end says it), fbf_claim_anchor of a claim's
+ * id (22004 for a NULL id); and bound to the routing parameter, in a copy
+ * of the parameters that the executor then runs with.  A counter's is the
+ * client's key parameter, which keeps its value; a claim's is fbf's own,
+ * numbered after every parameter the call names, so that it can replace
+ * only one the statement does not name.
+ */
+static Datum
+bind_routing(QueryDesc *queryDesc, const GenericCarried *generic)
+{
+	Param	   *routing = generic->routing;
+	ParamListInfo params = queryDesc->params;
+	ExprContext *econtext = CreateStandaloneExprContext();
+	ParamListInfo bound;
+	ParamExternData *slot;
+	Datum		value;
+	bool		isnull;
+
+	econtext->ecxt_param_list_info = params;
+	value = ExecEvalExprSwitchContext(ExecInitExprWithParams(generic->value,
+															 params),
+									  econtext, &isnull);
+	if (isnull)					/* neither function returns NULL */
+		elog(ERROR, "fbf: the routing value of a generic plan is NULL");
+	value = datumCopy(value, get_typbyval(routing->paramtype),
+					  get_typlen(routing->paramtype));
+	FreeExprContext(econtext, true);
+
+	bound = makeParamList(Max(params->numParams, routing->paramid));
+	memcpy(bound->params, params->params,
+		   sizeof(ParamExternData) * params->numParams);
+	slot = &bound->params[routing->paramid - 1];
+	slot->value = value;
+	slot->isnull = false;
+	slot->pflags = PARAM_FLAG_CONST;
+	slot->ptype = routing->paramtype;
+	queryDesc->params = bound;
+	return value;
+}
+
 /*
  * The executor's start of the generic plan of a statement that commits on
  * its own (citus_plan.c, routed_statement), which carries the client's
- * call and its key parameter (`carried`): what commits_alone checks of a
- * custom plan, and the lock routed_statement takes for one, now that the
- * parameters are bound.  Run as the first statement of a transaction that
- * may write, under FbfCitusAloneSettings, a call that is still routable
- * (FbfCitusRoutableCall: the caller's privilege and row security checked
- * before the table is locked) has its key checked as fbf_routing_key
- * checks it (22004 for a NULL key) and its shard's metadata locked in
- * ShareLock (FbfCitusLockRoutingValue), before Citus prunes by the
- * parameter and loads the placement.  Otherwise (a transaction block, a
- * pipeline, a read-only transaction, a setting changed, a table no longer
- * routable) the statement is planned again in its place, as a custom plan
- * with these parameters would be (FbfCitusPlanAgain): the routed statement
- * with the CTE, joining the distributed transaction, or the call with the
- * front end's own error.
+ * call, its routing parameter and that parameter's value (`carried`): what
+ * commits_alone checks of a custom plan, and the lock routed_statement
+ * takes for one, now that the parameters are bound.  Run as the first
+ * statement of a transaction that may write, under FbfCitusAloneSettings,
+ * a call that is still routable (FbfCitusRoutableCall: the caller's
+ * privilege and row security checked before the table is locked) has its
+ * routing value evaluated and bound (bind_routing: 22004 for a NULL key or
+ * id) and its shard's metadata locked in ShareLock
+ * (FbfCitusLockRoutingValue), before Citus prunes by the parameter and
+ * loads the placement.  Otherwise (a transaction block, a pipeline, a
+ * read-only transaction, a setting changed, a table no longer routable)
+ * the statement is planned again in its place, as a custom plan with these
+ * parameters would be (FbfCitusPlanAgain): the routed statement with the
+ * CTE, joining the distributed transaction, or the call with the front
+ * end's own error.
  */
 static void
 start_unbound(QueryDesc *queryDesc, List *carried)
 {
-	FuncExpr   *call = castNode(FuncExpr,
-								castNode(TargetEntry, linitial(carried))->expr);
-	Param	   *key = castNode(Param,
-							   castNode(TargetEntry, lsecond(carried))->expr);
-	ParamListInfo params = queryDesc->params;
+	GenericCarried generic = generic_carried(carried);
 	Oid			table;
 	Oid			owner = InvalidOid;
-	ParamExternData *value;
+	Datum		value;
 
 	if (FbfCitusFirstOfTransaction() && !XactReadOnly &&
-		FbfCitusAloneSettings() && params != NULL && params->paramFetch == NULL &&
-		key->paramid >= 1 && key->paramid <= params->numParams &&
-		params->params[key->paramid - 1].ptype == TEXTOID &&
-		OidIsValid(table = FbfCitusRoutableCall(call, &owner)))
+		FbfCitusAloneSettings() && routing_bindable(queryDesc, &generic) &&
+		OidIsValid(table = FbfCitusRoutableCall(generic.call, &owner)))
 	{
-		value = &params->params[key->paramid - 1];
-		if (value->isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("key of %s must not be null",
-							get_func_name(call->funcid))));
-		FbfCitusLockRoutingValue(table, owner, value->value, TEXTOID);
+		value = bind_routing(queryDesc, &generic);
+		FbfCitusLockRoutingValue(table, owner, value,
+								 generic.routing->paramtype);
 		return;
 	}
 	queryDesc->plannedstmt = FbfCitusPlanAgain(queryDesc, FBF_AGAIN_ROUTED,
@@ -119,7 +192,10 @@ start_unbound(QueryDesc *queryDesc, List *carried)
  * not under EXPLAIN ANALYZE or auto_explain.log_analyze (where Citus runs
  * the read on the placement inside a subtransaction, which
  * fbf_outside_transaction_block refuses): else it is planned again, as its
- * call (FbfCitusPlanAgain).  A generic plan's start is start_unbound's.  A
+ * call (FbfCitusPlanAgain).  A generic plan's start is start_unbound's;
+ * under EXPLAIN without ANALYZE, where nothing runs, its routing value is
+ * only bound, for Citus to prune by (a claim's is no parameter of the
+ * client's), or it is planned again as its call.  A
  * custom plan must still be the first of its transaction
  * (FbfCitusFirstOfTransaction), or it is refused (25001) before Citus
  * sends anything: its plan was made when it was (commits_alone), at the
@@ -131,15 +207,27 @@ static void
 alone_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	List	   *carried = take_carried(queryDesc);
+	bool		generic = list_length(carried) == 3;
 
-	if (carried != NIL && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+	if (generic && (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
+	{
+		GenericCarried parts = generic_carried(carried);
+
+		if (routing_bindable(queryDesc, &parts))
+			(void) bind_routing(queryDesc, &parts);
+		else
+			queryDesc->plannedstmt = FbfCitusPlanAgain(queryDesc,
+													   FBF_AGAIN_AS_CALL,
+													   carried);
+	}
+	else if (carried != NIL && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 	{
 		if (queryDesc->instrument_options != 0 ||
 			!FbfCitusRunsAsClients(queryDesc))
 			queryDesc->plannedstmt = FbfCitusPlanAgain(queryDesc,
 													   FBF_AGAIN_AS_CALL,
 													   carried);
-		else if (list_length(carried) == 2)
+		else if (generic)
 			start_unbound(queryDesc, carried);
 		else if (!FbfCitusFirstOfTransaction())
 			ereport(ERROR,

@@ -60,12 +60,13 @@
  * lock before Citus plans it, as Citus' executor does for a routed write
  * (FbfCitusLockRoutingValue), and the placement refuses it inside a
  * transaction block (fbf_outside_transaction_block, 25001).  The generic
- * plan of a call whose key is a text parameter of its own is that
- * statement too, routed by the parameter (unbound_key), which Citus'
- * fast path prunes by when the plan runs; the executor's start then makes
- * those checks and takes that lock (citus_alone.c), or has the statement
- * planned again for the execution where the plan cannot run so
- * (FbfCitusPlanAgain).
+ * plan of a call whose key is a text parameter of its own, or of a claim
+ * whose id is a parameter, is that statement too, routed by a parameter
+ * (unbound_routing: the key, or the claim's anchor as a parameter of
+ * fbf's own), which Citus' fast path prunes by when the plan runs; the
+ * executor's start then binds it, makes those checks and takes that lock
+ * (citus_alone.c), or has the statement planned again for the execution
+ * where the plan cannot run so (FbfCitusPlanAgain).
  * docs/design.md, "The statement that commits on its own".
  * fbf_routing_key is the key itself, or the front end's error (22004) if
  * it is NULL: Citus evaluates it to choose the shard, and would otherwise
@@ -140,7 +141,7 @@
  *	- a generic plan that would run (plan_cache_mode =
  *	  force_generic_plan, or a cursor asking for one) has no parameter
  *	  left in the arguments, unless it is the statement that commits on
- *	  its own routed by its key parameter: Citus cannot route the
+ *	  its own routed by a parameter (unbound_routing): Citus cannot route the
  *	  statement with the CTE by an unbound parameter, and would fail at
  *	  execution (0A000).  Under the default mode Citus prices such a
  *	  generic plan out, so custom plans are made;
@@ -508,7 +509,7 @@ routable_table(FuncExpr *call, FastForm form, Oid *owner)
  * Each front end's routed statement on each table, analyzed once per
  * backend: parsing and analyzing its text is a third of the fast path's
  * own planning, and the statement is planned on every execution unless
- * its generic plan is kept (unbound_key: Citus' router cannot prune the
+ * its generic plan is kept (unbound_routing: Citus' router cannot prune the
  * statement with the CTE by an unbound parameter).  An
  * entry goes when its table changes (a relcache invalidation) or any
  * function does (pg_proc's): it names the table's columns and the twins
@@ -718,21 +719,23 @@ alone_routing_slot(Query *routed)
  * rewriter (row security, rules) as the client's statement went; NULL if
  * that makes it more than one statement, or the extension lacks the
  * functions it calls.  `alone`: the statement that commits on its own,
- * and *guard its fbf_outside_transaction_block.  Bound (not `unbound`),
+ * and *guard its fbf_outside_transaction_block.  Bound (`unbound` NULL),
  * its arguments are constants, and its routing value is evaluated here
  * and put in place as a constant, as Citus' fast path wants it (NULL is
  * returned if that is NULL, though neither function returns it: a NULL
  * key or id is refused there, 22004, as the front end refuses it); the
  * value's shard metadata is then locked in ShareLock, as Citus locks a
  * routed write's (FbfCitusLockRoutingValue), as the table's owner
- * `owner`.  `unbound`: a generic plan's (unbound_key), whose routing key
- * is the client's parameter itself, by which Citus prunes when the plan
- * runs; the executor's start makes fbf_routing_key's check then, and takes
- * that lock (citus_alone.c).
+ * `owner`.  `unbound`: a generic plan's routing parameter
+ * (unbound_routing), put in the routing value's place, by which Citus
+ * prunes when the plan runs; the routing value's expression, of the
+ * client's parameters, goes to *routing, for the executor's start to
+ * evaluate then, before it takes that lock (citus_alone.c).
  */
 static Query *
 routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
-				 Oid table, bool alone, bool unbound, Oid owner, Oid *guard)
+				 Oid table, bool alone, Param *unbound, Oid owner, Oid *guard,
+				 Expr **routing)
 {
 	TargetEntry *was = linitial_node(TargetEntry, parse->targetList);
 	Oid			types[5];
@@ -754,11 +757,12 @@ routed_statement(Query *parse, FuncExpr *call, List *args, FastForm form,
 		return NULL;
 	routed = copyObject(template);
 	routed = (Query *) put_arguments((Node *) routed, args);
-	if (alone && unbound)
+	if (alone && unbound != NULL)
 	{
 		Expr	  **slot = alone_routing_slot(routed);
 
-		*slot = linitial(castNode(FuncExpr, *slot)->args);
+		*routing = *slot;
+		*slot = (Expr *) copyObject(unbound);
 	}
 	else if (alone)
 	{
@@ -915,41 +919,66 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
 }
 
 /*
- * The key of a counter's call of form `form` whose arguments, as a generic
- * plan leaves them, are `args` (coordinator_arguments), if the plan can be
- * the statement that commits on its own: a text parameter of the client's,
- * with nothing but parameters and constants beside it, where Citus' fast
- * path planner prunes such a read by the parameter when the plan runs
- * (citus.enable_fast_path_router_planner and citus.enable_router_execution
- * on).  When it runs, the executor's start (citus_alone.c) checks what
- * commits_alone checks of a custom plan and takes the lock
- * routed_statement takes for one.  NULL otherwise.
+ * The parameter by which the generic plan of a call of form `form`, whose
+ * arguments as a generic plan leaves them are `args`
+ * (coordinator_arguments), is routed, if the plan can be the statement
+ * that commits on its own: the arguments are parameters of the client's
+ * and constants, and Citus' fast path planner prunes such a read by a
+ * parameter when the plan runs (citus.enable_fast_path_router_planner and
+ * citus.enable_router_execution on).
+ *	- A counter's call is routed by its key, if that is a text parameter:
+ *	  the client's own, bound by the client.
+ *	- A claim is routed by the anchor of its id, which no parameter of the
+ *	  client's holds: by one of its own, numbered after every parameter
+ *	  the call names (the statement is the call: no other can be named),
+ *	  of fbf_claim_anchor's type, which the executor's start binds.  Its id,
+ *	  or its client id or seq, must be a parameter (a claim of constants is
+ *	  planned as it is).
+ * When the plan runs, the executor's start (citus_alone.c) checks what
+ * commits_alone checks of a custom plan, evaluates the routing value
+ * (routed_statement) and takes the lock routed_statement takes for one.
+ * NULL otherwise.
  */
 static Param *
-unbound_key(FastForm form, List *args)
+unbound_routing(FastForm form, List *args)
 {
 	ListCell   *lc;
 	Node	   *key;
+	Param	   *anchor;
+	int			last = 0;
 	const char *fast = GetConfigOption("citus.enable_fast_path_router_planner",
 									   true, false);
 	const char *router = GetConfigOption("citus.enable_router_execution",
 										 true, false);
 
-	if (routed_forms[routed_form(form)].kind != FBF_WINDOW_COUNTER ||
-		fast == NULL || strcmp(fast, "on") != 0 ||
+	if (fast == NULL || strcmp(fast, "on") != 0 ||
 		router == NULL || strcmp(router, "on") != 0)
 		return NULL;
 	foreach(lc, args)
 	{
 		Node	   *arg = lfirst(lc);
 
-		if (!IsA(arg, Const) &&
-			!(IsA(arg, Param) && ((Param *) arg)->paramkind == PARAM_EXTERN))
+		if (IsA(arg, Param) && ((Param *) arg)->paramkind == PARAM_EXTERN)
+			last = Max(last, ((Param *) arg)->paramid);
+		else if (!IsA(arg, Const))
 			return NULL;
 	}
-	key = lsecond(args);
-	return IsA(key, Param) && ((Param *) key)->paramtype == TEXTOID ?
-		(Param *) key : NULL;
+	if (routed_forms[routed_form(form)].kind == FBF_WINDOW_COUNTER)
+	{
+		key = lsecond(args);
+		return IsA(key, Param) && ((Param *) key)->paramtype == TEXTOID ?
+			(Param *) key : NULL;
+	}
+	if (!has_extern_param((Node *) list_delete_first(list_copy(args)), NULL))
+		return NULL;
+	anchor = makeNode(Param);
+	anchor->paramkind = PARAM_EXTERN;
+	anchor->paramid = last + 1;
+	anchor->paramtype = INT4OID;
+	anchor->paramtypmod = -1;
+	anchor->paramcollid = InvalidOid;
+	anchor->location = -1;
+	return anchor;
 }
 
 /*
@@ -958,19 +987,25 @@ unbound_key(FastForm form, List *args)
  * statement it sends): the client's call as its statement `parse` names
  * it (its target entry), to plan the statement again from where it cannot
  * run as it is (FbfCitusPlanAgain), and for a generic plan the parameter
- * `key` it is routed by (unbound_key).  A Result of those targets that
+ * `unbound` it is routed by (unbound_routing) and the expression of its
+ * value, `routing` (routed_statement).  A Result of those targets that
  * nothing runs, the plan's last subplan, taken off before the executor
  * starts (FbfCitusAloneCarried, citus_alone.c).
  */
 static List *
-alone_carried(Query *parse, Param *key)
+alone_carried(Query *parse, Param *unbound, Expr *routing)
 {
 	List	   *targets = list_make1(copyObject(linitial(parse->targetList)));
 
-	if (key != NULL)
+	if (unbound != NULL)
+	{
 		targets = lappend(targets,
-						  makeTargetEntry((Expr *) copyObject(key), 2, NULL,
-										  false));
+						  makeTargetEntry((Expr *) copyObject(unbound), 2,
+										  NULL, false));
+		targets = lappend(targets,
+						  makeTargetEntry((Expr *) copyObject(routing), 3,
+										  NULL, false));
+	}
 	return targets;
 }
 
@@ -1000,7 +1035,8 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 	List	   *args;
 	const char *why = NULL;
 	Query	   *routed = NULL;
-	Param	   *key = NULL;
+	Param	   *unbound = NULL;
+	Expr	   *routing = NULL;
 
 	if (XactReadOnly ||
 		(call = lone_call(parse)) == NULL ||
@@ -1015,15 +1051,16 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 										   inval_items, &why,
 										   dissuade)) != NIL)
 	{
-		if (boundParams == NULL && (key = unbound_key(form, args)) != NULL &&
+		if (boundParams == NULL &&
+			(unbound = unbound_routing(form, args)) != NULL &&
 			FbfCitusAloneSettings())
 			routed = routed_statement(parse, call, args, form, table,
-									  true, true, owner, guard);
+									  true, unbound, owner, guard, &routing);
 		else if (commits_alone(call, boundParams))
 			routed = routed_statement(parse, call, args, form, table,
-									  true, false, owner, guard);
+									  true, NULL, owner, guard, NULL);
 		if (routed != NULL)
-			*carried = alone_carried(parse, key);
+			*carried = alone_carried(parse, unbound, routing);
 		else
 		{
 			*guard = InvalidOid;
@@ -1034,7 +1071,7 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
 				why = "a generic plan would run with a parameter unbound";
 			else
 				routed = routed_statement(parse, call, args, form, table,
-										  false, false, owner, guard);
+										  false, NULL, owner, guard, NULL);
 		}
 		if (routed == NULL && why == NULL)
 			why = "the routed statement cannot be made (rules on the table, or an extension not yet updated)";

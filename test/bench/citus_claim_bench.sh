@@ -6,7 +6,11 @@
 # interleaved rounds; reports each side's median transactions per second,
 # their ratio, and the dedup table's duplicates (every id is new: each
 # duplicate is a false positive).  synchronous_commit is off on every node
-# for both sides; FBF_BENCH_SYNC=on sets it on instead.
+# for both sides; FBF_BENCH_SYNC=on sets it on instead.  On its own scratch
+# cluster it also reports the CPU each side's transaction costs on the
+# coordinator and on the two workers together (every process of each
+# node, in microseconds per transaction, medians of the rounds): where
+# the difference is.
 #
 #   bash test/bench/citus_claim_bench.sh [rounds [seconds [clients]]]
 #
@@ -42,24 +46,42 @@ cat >"$dir/plain.sql" <<SQL
 INSERT INTO bench_processed (id) VALUES (:id) ON CONFLICT DO NOTHING;
 SQL
 
+# one run of a side: its tps to $dir/<side>.tps, and with the cluster's
+# own nodes its CPU per transaction (µs) to $dir/<side>.coord and .workers
 run() {
-	PGOPTIONS="-c synchronous_commit=$sync" \
-		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" -f "$dir/$1.sql" 2>/dev/null |
-		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+	local side=$1 r=$2 out tps tx before after line=""
+	before=($(node_cpu_ticks))
+	out=$(PGOPTIONS="-c synchronous_commit=$sync" \
+		"$PG_BINDIR/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$secs" -f "$dir/$side.sql" 2>/dev/null)
+	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
+	tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+	echo "$tps" >>"$dir/$side.tps"
+	if [ ${#before[@]} -eq 3 ] && [ "${tx:-0}" -gt 0 ]; then
+		sleep 1 # the sessions end and are counted
+		after=($(node_cpu_ticks))
+		awk -v a="${after[0]}" -v b="${before[0]}" -v hz="$hz" -v n="$tx" \
+			'BEGIN {printf "%.0f\n", (a - b) * 1e6 / hz / n}' >>"$dir/$side.coord"
+		awk -v a="$((after[1] + after[2]))" -v b="$((before[1] + before[2]))" -v hz="$hz" -v n="$tx" \
+			'BEGIN {printf "%.0f\n", (a - b) * 1e6 / hz / n}' >>"$dir/$side.workers"
+		line="; CPU per transaction: coordinator $(tail -1 "$dir/$side.coord") µs, workers $(tail -1 "$dir/$side.workers") µs"
+	fi
+	echo "round $r $side: $tps tps$line"
 }
 
-: >"$dir/fbf.tps"
-: >"$dir/plain.tps"
+hz=$(getconf CLK_TCK)
+for side in fbf plain; do : >"$dir/$side.tps"; : >"$dir/$side.coord"; : >"$dir/$side.workers"; done
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) -eq 1 ]; then order="fbf plain"; else order="plain fbf"; fi
 	for side in $order; do
-		tps=$(run "$side")
-		echo "$tps" >>"$dir/$side.tps"
-		echo "round $r $side: $tps tps"
+		run "$side" "$r"
 	done
 done
 fbf=$(median <"$dir/fbf.tps")
 plain=$(median <"$dir/plain.tps")
+if [ -s "$dir/fbf.coord" ]; then
+	echo "median CPU per transaction: fbf_claim coordinator $(median <"$dir/fbf.coord") µs, workers $(median <"$dir/fbf.workers") µs;" \
+		"INSERT coordinator $(median <"$dir/plain.coord") µs, workers $(median <"$dir/plain.workers") µs"
+fi
 psql -X -q -At -c "SELECT 'duplicates (false positives): ' || sum(duplicates) || ' of ' || sum(claimed + duplicates)
 	FROM fbf_dedup_stats WHERE dedup = 'bench_dedup'::regclass"
 echo "median tps: fbf_claim $fbf, INSERT ON CONFLICT DO NOTHING $plain, ratio $(awk -v a="$fbf" -v b="$plain" 'BEGIN {printf "%.2f", a / b}')"

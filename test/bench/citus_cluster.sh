@@ -8,6 +8,10 @@
 # has fbf: docs/user-guide.md, "Scaling out with Citus") it does nothing.
 # $dir is the scratch directory (the benchmark's scripts go there too).
 # median: the median of the numbers on standard input, one per line.
+# node_cpu_ticks: the CPU time, in clock ticks, that each node of the
+# scratch cluster has used so far (its postmaster's children that ended,
+# and those alive), one line per node, coordinator first; nothing for an
+# existing cluster.
 
 dir=$(mktemp -d /tmp/fbf-citus-bench.XXXXXX)
 chown postgres: "$dir"
@@ -73,3 +77,16 @@ SQL
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+node_cpu_ticks() {
+	local n pm child
+	for n in "${nodes[@]}"; do
+		pm=$(head -1 "$n/postmaster.pid")
+		{
+			awk '{print $16 + $17}' "/proc/$pm/stat"
+			for child in $(pgrep -P "$pm"); do
+				awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || true
+			done
+		} | awk '{s += $1} END {print s}'
+	done
+}

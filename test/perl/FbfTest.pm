@@ -81,6 +81,20 @@
 # the node $from and the upper on $to, and returns how many shards the
 # table had before and has after, as the coordinator's metadata says.
 #
+#   my ($h, $out, $err) = fbf_pgbench_start($node, 'name', $script, '-c', 2, '-T', 5);
+#
+# fbf_pgbench_start starts pgbench on $node with the script $script
+# (written to a file named after 'name' in the test's scratch directory),
+# as prepared statements, with the further pgbench arguments given, and
+# returns its IPC::Run handle and references to its output and errors.
+# The server options of its sessions are the caller's PGOPTIONS.
+#
+#   my ($rc, $out, $err) = fbf_pgbench_prepared($node, 'name', $script, 12);
+#
+# fbf_pgbench_prepared runs such a script to its end: one client, that
+# many transactions, the variable n set to 0; it returns pgbench's exit
+# code, output and errors.
+#
 #   my $c = db_commits($node, 'idle_db');
 #
 # db_commits returns the transactions committed in the database so far,
@@ -96,7 +110,7 @@ use Test::More;
 
 our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats db_commits
   fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
-  citus_split_shard);
+  citus_split_shard fbf_pgbench_start fbf_pgbench_prepared);
 
 sub fbf_node
 {
@@ -174,6 +188,33 @@ sub db_commits
 	$node->safe_psql('postgres', 'SELECT pg_stat_clear_snapshot()');
 	return $node->safe_psql('postgres',
 		"SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'");
+}
+
+sub fbf_pgbench_start
+{
+	my ($node, $name, $script, @args) = @_;
+	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
+	my $bindir = `pg_config --bindir`;
+	my ($out, $err) = ('', '');
+
+	chomp $bindir;
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $script;
+	close $fh;
+	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', @args,
+			'-h', '127.0.0.1', '-p', $node->port, '-f', $file, 'postgres' ],
+		'>', \$out, '2>', \$err);
+	return ($h, \$out, \$err);
+}
+
+sub fbf_pgbench_prepared
+{
+	my ($node, $name, $script, $tx) = @_;
+	my ($h, $out, $err) = fbf_pgbench_start($node, $name, $script,
+		'-c', 1, '-t', $tx, '-D', 'n=0');
+
+	$h->finish;
+	return ($h->result(0), $$out, $$err);
 }
 
 sub fbf_citus_cluster

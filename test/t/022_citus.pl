@@ -106,16 +106,7 @@ sub value
 sub prepared_script
 {
 	my ($name, $text, $tx) = @_;
-	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
-	open(my $fh, '>', $file) or die "$file: $!";
-	print $fh $text;
-	close $fh;
-	my ($o, $e) = ('', '');
-	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', $tx,
-			'-D', 'n=0', '-h', '127.0.0.1', '-p', $coord->port, '-f', $file, 'postgres' ],
-		'>', \$o, '2>', \$e);
-	$h->finish;
-	return ($h->result(0), $o, $e);
+	return fbf_pgbench_prepared($coord, $name, $text, $tx);
 }
 
 # ---- the shell's window ----

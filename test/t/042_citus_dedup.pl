@@ -14,7 +14,11 @@
 #   - the fast path: a statement that is one claim of one id (each type,
 #     and (client_id, seq)) is sent as the routed statement in one round
 #     trip; it and the function route remember each other's claims; NULL
-#     arguments get fbf_claim's own errors;
+#     arguments get fbf_claim's own errors; prepared, past its fifth
+#     execution (or under force_generic_plan), it runs a generic plan
+#     routed by the id's anchor, in and out of transaction blocks and
+#     pipelines, under EXPLAIN and EXPLAIN ANALYZE, with a NULL id, and
+#     while a shard moves;
 #   - shard transfers carry the shards' windows: every claimed id is still
 #     a duplicate after citus_move_shard_placement (block_writes, and
 #     logical replication), citus_split_shard_by_split_points,
@@ -34,6 +38,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use FbfTest;
+use Time::HiRes qw(usleep);
 
 my ($coord, $w1, $w2) = fbf_citus_cluster(citus_transfer_conf() . qq{fbf.naptime = 500ms
 });
@@ -186,6 +191,83 @@ is($coord->safe_psql('postgres', q{
 	SELECT count(*) FILTER (WHERE fbf_claim('inbox', 'pc'::text, s)) FROM generate_series(9601, 9605) s}),
 	0, 'and its (client_id, seq) pairs');
 
+# The same prepared claims past their fifth execution: the plan cache keeps
+# a generic plan, the statement that commits on its own routed by a
+# parameter of fbf's own, which the coordinator binds to the id's anchor
+# when the plan starts to run and Citus prunes by.  In a transaction block
+# and in a pipeline the same statements are planned again when they start,
+# as the routed statement that joins the transaction.  Each claim true
+# once: the script fails (1/0) otherwise.
+my $gclaims = <<'EOS';
+\set n :n + 1
+\set id 9700 + :n
+\set id2 9800 + :n
+\set id3 9900 + :n
+SELECT fbf_claim('inbox', :id::bigint) AS a \gset
+SELECT fbf_claim('inbox', :id::bigint) AS b \gset
+SELECT fbf_claim('inbox', 'gc'::text, :id::bigint) AS c \gset
+SELECT fbf_claim('inbox', 'gc'::text, :id::bigint) AS d \gset
+BEGIN;
+SELECT fbf_claim('inbox', :id2::bigint) AS e \gset
+SELECT fbf_claim('inbox', :id2::bigint) AS f \gset
+COMMIT;
+\startpipeline
+SELECT fbf_claim('inbox', :id3::bigint);
+SELECT fbf_claim('inbox', :id3::bigint);
+\endpipeline
+\if :a and not :b and :c and not :d and :e and not :f
+\else
+SELECT 1/0;
+\endif
+EOS
+my ($grc, $gout, $gerr);
+{
+	local $ENV{PGOPTIONS} = '-c client_min_messages=debug2';
+	($grc, $gout, $gerr) = fbf_pgbench_prepared($coord, 'generic_claims', $gclaims, 12);
+}
+is($grc, 0, 'prepared claims past the fifth execution, in and out of transaction blocks and pipelines: run')
+	or diag($gerr);
+unlike($gerr, qr/ERROR/, 'each answered true once, then false') or diag($gerr);
+like($gerr, qr/Deferred pruning for a fast-path router query/,
+	'the plan cache kept generic plans, which Citus prunes when they run');
+is(claim_range($coord, 9701, 9712) . claim_range($coord, 9801, 9812) . claim_range($coord, 9901, 9912),
+	'000', 'every id they claimed is a duplicate afterwards');
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE fbf_claim('inbox', 'gc'::text, s)) FROM generate_series(9701, 9712) s}),
+	0, 'and every (client_id, seq) pair');
+{
+	local $ENV{PGOPTIONS} = '-c plan_cache_mode=force_generic_plan';
+	($grc, $gout, $gerr) = fbf_pgbench_prepared($coord, 'generic_claims_forced',
+		$gclaims =~ s/ 9(\d)00 \+ :n/ 1${1}000 + :n/gr, 4);
+}
+is($grc, 0, 'force_generic_plan: each claim true once') or diag($gerr);
+is(claim_range($coord, 17001, 17004) . claim_range($coord, 18001, 18004) . claim_range($coord, 19001, 19004),
+	'000', 'force_generic_plan: claimed');
+# That generic plan run from SQL (EXECUTE of the prepared statement):
+# EXPLAIN, for which Citus prunes by the anchor's parameter too, runs and
+# claims nothing; EXPLAIN ANALYZE, where
+# Citus would run the read inside a subtransaction on the placement,
+# plans it again as the call, which claims once; a NULL id is refused as
+# fbf_claim refuses it, before Citus prunes.
+($grc, $gout, $gerr) = fbf_pgbench_prepared($coord, 'generic_claims_sql', <<'EOS', 8);
+\set n :n + 1
+\set id 9950 + :n
+SELECT fbf_claim('inbox', :id::bigint);
+\if :n = 6
+EXPLAIN (COSTS OFF) EXECUTE "P_0"('9990');
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE "P_0"('9991');
+\endif
+\if :n = 7
+EXECUTE "P_0"(NULL);
+\endif
+EOS
+isnt($grc, 0, 'a NULL id bound to the generic plan: refused');
+like($gerr, qr/id of fbf_claim must not be null/, 'with fbf_claim\'s error') or diag($gerr);
+unlike($gerr, qr/ERROR:  (?!id of fbf_claim must not be null)/, 'and no other error') or diag($gerr);
+is(claim_range($coord, 9990, 9990), 1, 'EXPLAIN claimed nothing');
+is(claim_range($coord, 9991, 9991), 0, 'EXPLAIN ANALYZE claimed once');
+is(claim_range($coord, 9951, 9957), 0, 'the claims before the NULL were applied');
+
 # ---- shard moves carry the windows ----
 sub shard_of
 {
@@ -197,10 +279,37 @@ sub shard_of
 	my $other = $port == $w1->port ? $w2->port : $w1->port;
 	return ($shard, $port, $other);
 }
+# The first move, in block_writes mode, while two clients claim new ids
+# through their prepared statements' generic plans (after the fifth
+# execution), one shard's ids among them: the coordinator takes the shard's
+# metadata lock as each starts to run, so each claim is answered true once
+# (the script fails otherwise) and none is lost.
 my ($shard, $from, $to) = shard_of();
+my ($mh, $mo, $me);
+{
+	local $ENV{PGOPTIONS} = '-c client_min_messages=debug2';
+	($mh, $mo, $me) = fbf_pgbench_start($coord, 'generic_claims_move', <<'EOS',
+\set n :n + 1
+\set id 20000 + :client_id * 5000 + :n
+SELECT fbf_claim('inbox', :id::bigint) AS a \gset
+\if :a
+\else
+SELECT 1/0;
+\endif
+EOS
+		'-c', 2, '-j', 2, '-t', 1500, '-D', 'n=0');
+}
+usleep(300_000);
 $coord->safe_psql('postgres', qq{
 	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to,
 									  shard_transfer_mode => 'block_writes')});
+note('the clients were ' . ($mh->pumpable ? 'still' : 'no longer') . ' running when the move committed');
+$mh->finish;
+is($mh->result(0), 0, 'generic plans of claims during a move: each claim true once, none failed')
+	or diag(join("\n", grep { !/^DEBUG/ } split /\n/, $$me));
+like($$me, qr/Deferred pruning for a fast-path router query/, 'the clients ran generic plans');
+is(claim_range($coord, 20001, 21500) + claim_range($coord, 25001, 26500), 0,
+	'and every id they claimed is a duplicate after the move');
 is(claim_range($coord, 1, 500) + claim_range($coord, 2001, 3000), 0,
 	'after citus_move_shard_placement (block_writes) every claimed id is a duplicate');
 is(claim_range($coord, 8001, 8300), 300, 'new ids claimed after the move');

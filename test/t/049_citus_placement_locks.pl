@@ -298,25 +298,10 @@ is($coord->safe_psql('postgres', qq{
 # A prepared statement with parameters, in autocommit: the fast path sends
 # it as a read (SELECT ... GROUP BY ()), for which Citus takes no lock; the
 # planner takes the shard's metadata lock on the coordinator instead.
-my $bindir = `pg_config --bindir`;
-chomp $bindir;
-sub pgbench_on
-{
-	my ($node, $name, $script, @args) = @_;
-	my $file = "${PostgreSQL::Test::Utils::tmp_check}/$name.sql";
-	open(my $fh, '>', $file) or die "$file: $!";
-	print $fh $script;
-	close $fh;
-	my ($o, $e) = ('', '');
-	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', @args,
-			'-h', '127.0.0.1', '-p', $node->port, '-f', $file, 'postgres' ],
-		'>', \$o, '2>', \$e);
-	return ($h, \$o, \$e);
-}
 my $chold = hold_lock($coord, $shard, 7);
 {
 	local $ENV{PGOPTIONS} = '-c lock_timeout=2s -c citus.log_remote_commands=on -c client_min_messages=log';
-	my ($h, $o, $e) = pgbench_on($coord, 'alone_wait',
+	my ($h, $o, $e) = fbf_pgbench_start($coord, 'alone_wait',
 		"SELECT idempotent_increment('likes', :k, 20, 1, 1);\n", '-c', '1', '-t', '1', '-D', "k=$key");
 	$h->finish;
 	like($$e, qr/lock timeout/, 'the statement that commits on its own waits for a transfer\'s lock on the coordinator (lock_timeout)');
@@ -332,7 +317,7 @@ my $gate = $coord->background_psql('postgres');
 $gate->query_safe('SELECT pg_advisory_lock(4242)');
 {
 	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
-	my ($h, $o, $e) = pgbench_on($coord, 'alone_again', <<"EOS", '-c', '1', '-t', '1', '-D', "k=$key");
+	my ($h, $o, $e) = fbf_pgbench_start($coord, 'alone_again', <<"EOS", '-c', '1', '-t', '1', '-D', "k=$key");
 SELECT idempotent_increment('likes', :k, 21, 1, 1);
 SELECT pg_advisory_lock(4242);
 SELECT pg_advisory_unlock(4242);
@@ -361,7 +346,7 @@ EOS
 $gate->quit;
 {
 	local $ENV{PGOPTIONS} = '-c citus.log_remote_commands=on -c client_min_messages=log';
-	my ($h, $o, $e) = pgbench_on($coord, 'alone_once',
+	my ($h, $o, $e) = fbf_pgbench_start($coord, 'alone_once',
 		"SELECT idempotent_increment('likes', :k, 20, 1, 1);\n", '-c', '1', '-t', '1', '-D', "k=$key");
 	$h->finish;
 	is($h->result(0), 0, 'it applies once the lock is released') or diag($$e);
@@ -371,7 +356,7 @@ $gate->quit;
 
 # a move in block_writes mode while two clients send it, each operation new
 my $arr = 'ARRAY[' . $keylist . ']';
-my ($bh, $bo, $be) = pgbench_on($coord, 'alone_move', <<"EOS", '-c', '2', '-j', '2', '-t', '400', '-D', 'seq=0');
+my ($bh, $bo, $be) = fbf_pgbench_start($coord, 'alone_move', <<"EOS", '-c', '2', '-j', '2', '-t', '400', '-D', 'seq=0');
 \\set seq :seq + 1
 SELECT idempotent_increment('likes', ($arr)[1 + :seq % 20], 30 + :client_id, :seq, 1);
 EOS
@@ -405,7 +390,7 @@ is(scalar(@gkeys), 4, '4 numeric keys of the shard');
 my ($gh, $go, $ge);
 {
 	local $ENV{PGOPTIONS} = '-c client_min_messages=debug2';
-	($gh, $go, $ge) = pgbench_on($coord, 'generic_move', <<'EOS', '-c', '2', '-j', '2', '-t', '400',
+	($gh, $go, $ge) = fbf_pgbench_start($coord, 'generic_move', <<'EOS', '-c', '2', '-j', '2', '-t', '400',
 \set seq :seq + 1
 \set j :seq % 4
 \if :j = 0
@@ -733,7 +718,7 @@ for my $kept (1, 0)
 	my ($h, $o, $e);
 	{
 		local $ENV{PGOPTIONS} = '-c client_min_messages=debug1';
-		($h, $o, $e) = pgbench_on($coord, 'alone_split', <<"EOS", '-c', '1', '-t', '1', '-D', "k=$key");
+		($h, $o, $e) = fbf_pgbench_start($coord, 'alone_split', <<"EOS", '-c', '1', '-t', '1', '-D', "k=$key");
 SELECT idempotent_increment('halves', :k, 3, 1, 1);
 SELECT pg_advisory_lock(4243);
 SELECT pg_advisory_unlock(4243);
