@@ -100,47 +100,50 @@ routing_bindable(QueryDesc *queryDesc, const GenericCarried *generic)
 }
 
 /*
- * The value by which the generic plan that carries `generic` is routed,
+ * Bind the routing value of the generic plan that carries `generic`,
  * evaluated with the parameters bound to `queryDesc` as a custom plan
  * evaluates it when it is made: fbf_routing_key of a counter's key (22004
  * for a NULL key, as the front end says it), fbf_claim_anchor of a claim's
- * id (22004 for a NULL id); and bound to the routing parameter, in a copy
- * of the parameters that the executor then runs with.  A counter's is the
- * client's key parameter, which keeps its value; a claim's is fbf's own,
- * numbered after every parameter the call names, so that it can replace
- * only one the statement does not name.
+ * id (22004 for a NULL id).  It is bound to the routing parameter in a
+ * copy of the parameters, which the executor then runs with, and returned
+ * in *value.  A counter's routing parameter is the client's key, which
+ * keeps its value; a claim's is fbf's own, numbered after every parameter
+ * the call names, so that it can replace only one the statement does not
+ * name.  False, binding nothing, if the value is NULL (neither function
+ * returns NULL, unless redefined).
  */
-static Datum
-bind_routing(QueryDesc *queryDesc, const GenericCarried *generic)
+static bool
+bind_routing(QueryDesc *queryDesc, const GenericCarried *generic,
+			 Datum *value)
 {
 	Param	   *routing = generic->routing;
 	ParamListInfo params = queryDesc->params;
 	ExprContext *econtext = CreateStandaloneExprContext();
 	ParamListInfo bound;
 	ParamExternData *slot;
-	Datum		value;
 	bool		isnull;
 
 	econtext->ecxt_param_list_info = params;
-	value = ExecEvalExprSwitchContext(ExecInitExprWithParams(generic->value,
-															 params),
-									  econtext, &isnull);
-	if (isnull)					/* neither function returns NULL */
-		elog(ERROR, "fbf: the routing value of a generic plan is NULL");
-	value = datumCopy(value, get_typbyval(routing->paramtype),
-					  get_typlen(routing->paramtype));
+	*value = ExecEvalExprSwitchContext(ExecInitExprWithParams(generic->value,
+															  params),
+									   econtext, &isnull);
+	if (!isnull)
+		*value = datumCopy(*value, get_typbyval(routing->paramtype),
+						   get_typlen(routing->paramtype));
 	FreeExprContext(econtext, true);
+	if (isnull)
+		return false;
 
 	bound = makeParamList(Max(params->numParams, routing->paramid));
 	memcpy(bound->params, params->params,
 		   sizeof(ParamExternData) * params->numParams);
 	slot = &bound->params[routing->paramid - 1];
-	slot->value = value;
+	slot->value = *value;
 	slot->isnull = false;
 	slot->pflags = PARAM_FLAG_CONST;
 	slot->ptype = routing->paramtype;
 	queryDesc->params = bound;
-	return value;
+	return true;
 }
 
 /*
@@ -160,7 +163,7 @@ bind_routing(QueryDesc *queryDesc, const GenericCarried *generic)
  * the statement is planned again in its place, as a custom plan with these
  * parameters would be (FbfCitusPlanAgain): the routed statement with the
  * CTE, joining the distributed transaction, or the call with the front
- * end's own error.
+ * end's own error.  That is said at DEBUG1, with why.
  */
 static void
 start_unbound(QueryDesc *queryDesc, List *carried)
@@ -169,16 +172,29 @@ start_unbound(QueryDesc *queryDesc, List *carried)
 	Oid			table;
 	Oid			owner = InvalidOid;
 	Datum		value;
+	const char *why;
 
-	if (FbfCitusFirstOfTransaction() && !XactReadOnly &&
-		FbfCitusAloneSettings() && routing_bindable(queryDesc, &generic) &&
-		OidIsValid(table = FbfCitusRoutableCall(generic.call, &owner)))
+	if (!FbfCitusFirstOfTransaction())
+		why = "it is not its transaction's first statement";
+	else if (XactReadOnly)
+		why = "the transaction is read-only";
+	else if (!FbfCitusAloneSettings())
+		why = "a Citus setting changed";
+	else if (!routing_bindable(queryDesc, &generic))
+		why = "its parameters are not the protocol's";
+	else if (!OidIsValid(table = FbfCitusRoutableCall(generic.call, &owner)))
+		why = "the table is no longer routable";
+	else if (!bind_routing(queryDesc, &generic, &value))
+		why = "its routing value is NULL";
+	else
 	{
-		value = bind_routing(queryDesc, &generic);
 		FbfCitusLockRoutingValue(table, owner, value,
 								 generic.routing->paramtype);
 		return;
 	}
+	ereport(DEBUG1,
+			(errmsg_internal("fbf: the generic plan of this call of %s is planned again for this execution: %s",
+							 get_func_name(generic.call->funcid), why)));
 	queryDesc->plannedstmt = FbfCitusPlanAgain(queryDesc, FBF_AGAIN_ROUTED,
 											   carried);
 	/* a custom plan that commits on its own, made under commits_alone now */
@@ -193,15 +209,17 @@ start_unbound(QueryDesc *queryDesc, List *carried)
  * the read on the placement inside a subtransaction, which
  * fbf_outside_transaction_block refuses): else it is planned again, as its
  * call (FbfCitusPlanAgain).  A generic plan's start is start_unbound's;
- * under EXPLAIN without ANALYZE, where nothing runs, its routing value is
- * only bound, for Citus to prune by (a claim's is no parameter of the
- * client's), or it is planned again as its call.  A
+ * under EXPLAIN without ANALYZE (SQL's EXPLAIN EXECUTE of the prepared
+ * statement: never the client's own), it is planned again as its call,
+ * as it would be run there (and Citus, which prunes when it starts the
+ * plan, finds no claim's anchor bound).  A
  * custom plan must still be the first of its transaction
- * (FbfCitusFirstOfTransaction), or it is refused (25001) before Citus
- * sends anything: its plan was made when it was (commits_alone), at the
- * protocol's Bind, and a portal bound then and executed later may run
- * after a BEGIN, or after another statement of a pipeline, where Citus
- * would commit its read without two-phase commit.
+ * (FbfCitusFirstOfTransaction) when it starts, or it is refused (25001)
+ * before Citus sends anything, where Citus would commit its read without
+ * two-phase commit: a check behind commits_alone's, made at the same Bind
+ * (the executor of a one-SELECT portal starts there).  A portal bound
+ * then and executed after a BEGIN is refused on the placement instead
+ * (fbf_outside_transaction_block; docs/design.md, "Its generic plan").
  */
 static void
 alone_executor_start(QueryDesc *queryDesc, int eflags)
@@ -210,16 +228,9 @@ alone_executor_start(QueryDesc *queryDesc, int eflags)
 	bool		generic = list_length(carried) == 3;
 
 	if (generic && (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
-	{
-		GenericCarried parts = generic_carried(carried);
-
-		if (routing_bindable(queryDesc, &parts))
-			(void) bind_routing(queryDesc, &parts);
-		else
-			queryDesc->plannedstmt = FbfCitusPlanAgain(queryDesc,
-													   FBF_AGAIN_AS_CALL,
-													   carried);
-	}
+		queryDesc->plannedstmt = FbfCitusPlanAgain(queryDesc,
+												   FBF_AGAIN_AS_CALL,
+												   carried);
 	else if (carried != NIL && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 	{
 		if (queryDesc->instrument_options != 0 ||

@@ -1306,7 +1306,8 @@ FbfCitusAloneCarried(PlannedStmt *stmt, List **carried)
  * The table of `call`, a call of a front end (front_end_form) on a table
  * it may route (routable_table, which locks it), and its owner in *owner;
  * InvalidOid for any other call.  For the executor's start of a generic
- * plan (citus_alone.c), whose call was analyzed positionally.
+ * plan (citus_alone.c), which carries the call as the client's statement
+ * names its arguments (by name too: positional_call).
  */
 Oid
 FbfCitusRoutableCall(FuncExpr *call, Oid *owner)
@@ -1314,7 +1315,7 @@ FbfCitusRoutableCall(FuncExpr *call, Oid *owner)
 	FastForm	form = front_end_form(call->funcid);
 
 	return form == FAST_NONE ? InvalidOid :
-		routable_table(call, form, owner);
+		routable_table(positional_call(call), form, owner);
 }
 
 /*

@@ -35,7 +35,14 @@
 #   a parameter of its own).  FBF_BENCH_SEQS=random gives each
 #   operation a random seq instead of its client's next one (the filter
 #   answers such operations alone, so false dismissals at the counter's
-#   target may show).  Builds and installs
+#   target may show).  FBF_BENCH_BATCH=arrays sends a batch's client ids
+#   and seqs as array parameters, as a driver sends arrays, instead of
+#   arrays built from 100 expressions in the statement: the batch's
+#   statement is then parameters and constants (a generic plan, as a
+#   single increment's with the key :k); pgbench cannot make an array,
+#   so each batch first fetches its arrays' text from the coordinator (a
+#   round trip and a query more per batch, which the batch side pays).
+#   Builds and installs
 #   fbf (and Citus from the vendored tarball, test/lib.sh), starts a
 #   coordinator and two workers on loopback ports as the postgres user
 #   (shared_preload_libraries = 'citus,fbf', fsync on), and stops them on
@@ -110,9 +117,14 @@ SQL
 	echo "\\set k random(1, $keys)"
 	echo "\\set seq $next_batch"
 	echo "\\set cid :base + :client_id"
-	printf "SELECT idempotent_increment('bench_fbf', %s, array_fill(:cid::bigint, ARRAY[100]), ARRAY[" "$key"
-	for i in $(seq 1 100); do printf "%s:seq::bigint - %d" "$([ "$i" -gt 1 ] && echo ", ")" "$((100 - i))"; done
-	echo "]::bigint[], array_fill(1::bigint, ARRAY[100]));"
+	if [ "${FBF_BENCH_BATCH:-expressions}" = arrays ]; then
+		echo "SELECT array_fill(:cid::bigint, ARRAY[100])::text AS cids, ARRAY(SELECT :seq::bigint - 99 + g FROM generate_series(0, 99) g)::text AS seqs \\gset"
+		echo "SELECT idempotent_increment('bench_fbf', $key, :cids::bigint[], :seqs::bigint[], array_fill(1::bigint, ARRAY[100]));"
+	else
+		printf "SELECT idempotent_increment('bench_fbf', %s, array_fill(:cid::bigint, ARRAY[100]), ARRAY[" "$key"
+		for i in $(seq 1 100); do printf "%s:seq::bigint - %d" "$([ "$i" -gt 1 ] && echo ", ")" "$((100 - i))"; done
+		echo "]::bigint[], array_fill(1::bigint, ARRAY[100]));"
+	fi
 } >"$dir/batch.sql"
 
 # the workers' ports, from Citus' metadata

@@ -230,6 +230,8 @@ is($grc, 0, 'prepared claims past the fifth execution, in and out of transaction
 unlike($gerr, qr/ERROR/, 'each answered true once, then false') or diag($gerr);
 like($gerr, qr/Deferred pruning for a fast-path router query/,
 	'the plan cache kept generic plans, which Citus prunes when they run');
+like($gerr, qr/the generic plan of this call of fbf_claim is planned again for this execution: it is not its transaction's first statement/,
+	'in the transaction block, planned again when they start') or diag($gerr);
 is(claim_range($coord, 9701, 9712) . claim_range($coord, 9801, 9812) . claim_range($coord, 9901, 9912),
 	'000', 'every id they claimed is a duplicate afterwards');
 is($coord->safe_psql('postgres', q{
@@ -243,12 +245,33 @@ is($coord->safe_psql('postgres', q{
 is($grc, 0, 'force_generic_plan: each claim true once') or diag($gerr);
 is(claim_range($coord, 17001, 17004) . claim_range($coord, 18001, 18004) . claim_range($coord, 19001, 19004),
 	'000', 'force_generic_plan: claimed');
-# That generic plan run from SQL (EXECUTE of the prepared statement):
-# EXPLAIN, for which Citus prunes by the anchor's parameter too, runs and
-# claims nothing; EXPLAIN ANALYZE, where
-# Citus would run the read inside a subtransaction on the placement,
-# plans it again as the call, which claims once; a NULL id is refused as
-# fbf_claim refuses it, before Citus prunes.
+# Outside transaction blocks the generic plans run as they are, every
+# time, with their arguments by position or by name: never planned again.
+{
+	local $ENV{PGOPTIONS} = '-c client_min_messages=debug1';
+	($grc, $gout, $gerr) = fbf_pgbench_prepared($coord, 'generic_claims_alone', <<'EOS', 10);
+\set n :n + 1
+\set id 40000 + :n
+SELECT fbf_claim('inbox', :id::bigint) AS a \gset
+SELECT fbf_claim(id => :id::bigint, dedup => 'inbox') AS b \gset
+SELECT fbf_claim(dedup => 'inbox', client_id => 'gn'::text, seq => :id::bigint) AS c \gset
+SELECT fbf_claim('inbox', 'gn'::text, :id::bigint) AS d \gset
+\if :a and not :b and :c and not :d
+\else
+SELECT 1/0;
+\endif
+EOS
+}
+is($grc, 0, 'generic plans in autocommit, arguments by position and by name: each claim true once')
+	or diag($gerr);
+unlike($gerr, qr/planned again|function route/, 'none planned again, none on the function route') or diag($gerr);
+is(claim_range($coord, 40001, 40010), 0, 'their ids are claimed');
+
+# That generic plan run from SQL (EXECUTE of the prepared statement,
+# never the client's own statement) is planned again as its call, before
+# Citus prunes: under EXPLAIN it claims nothing, under EXPLAIN ANALYZE
+# (where Citus would run the read inside a subtransaction on the
+# placement) it claims once, and a NULL id gets fbf_claim's own error.
 ($grc, $gout, $gerr) = fbf_pgbench_prepared($coord, 'generic_claims_sql', <<'EOS', 8);
 \set n :n + 1
 \set id 9950 + :n
