@@ -12,8 +12,9 @@
  * takes that off (take_carried), then judges the plan where it runs now,
  * as the planning node judged it where it was made (commits_alone):
  *	- run by another statement (SQL's EXECUTE in a function or a DO block)
- *	  or under EXPLAIN ANALYZE or auto_explain.log_analyze, the call is
- *	  planned again as its call (FbfCitusPlanAgain);
+ *	  or under EXPLAIN ANALYZE or auto_explain.log_analyze, and a generic
+ *	  plan under EXPLAIN, the call is planned again as its call
+ *	  (FbfCitusPlanAgain);
  *	- a generic plan runs as it is, its routing value bound, checked and
  *	  locked now that the parameters are bound, or is planned again for
  *	  this execution (start_unbound);
@@ -23,9 +24,10 @@
  * generic plan".
  *
  * Locks: for a generic plan, RowExclusiveLock on the table (privileges and
- * row security checked before: FbfCitusRoutableCall), then the routing value's shard
- * metadata in ShareLock (FbfCitusLockRoutingValue), before Citus prunes
- * and loads the placement: the order src/citus/README.md states ("Locks").
+ * row security checked before: FbfCitusRoutableCall), then the routing
+ * value's shard metadata in ShareLock (FbfCitusLockRoutingValue), before
+ * Citus prunes and loads the placement: the order src/citus/README.md
+ * states ("Locks").
  *
  *-------------------------------------------------------------------------
  */
