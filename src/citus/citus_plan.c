@@ -61,12 +61,13 @@
  * (FbfCitusLockRoutingValue), and the placement refuses it inside a
  * transaction block (fbf_outside_transaction_block, 25001).  The generic
  * plan of a call whose key is a text parameter of its own, or of a claim
- * whose id is a parameter, is that statement too, routed by a parameter
- * (unbound_routing: the key, or the claim's anchor as a parameter of
- * fbf's own), which Citus' fast path prunes by when the plan runs; the
- * executor's start then binds it, makes those checks and takes that lock
- * (citus_alone.c), or has the statement planned again for the execution
- * where the plan cannot run so (FbfCitusPlanAgain).
+ * whose id (or client id or seq) is a parameter, with nothing but
+ * parameters and constants beside it, is that statement too, routed by a
+ * parameter (unbound_routing: the key, or the claim's anchor as a
+ * parameter of fbf's own), which Citus' fast path prunes by when the plan
+ * runs; the executor's start then binds it, makes those checks and takes
+ * that lock (citus_alone.c), or has the statement planned again for the
+ * execution where the plan cannot run so (FbfCitusPlanAgain).
  * docs/design.md, "The statement that commits on its own".
  * fbf_routing_key is the key itself, or the front end's error (22004) if
  * it is NULL: Citus evaluates it to choose the shard, and would otherwise
@@ -935,8 +936,9 @@ commits_alone(FuncExpr *call, ParamListInfo boundParams)
  *	  or its client id or seq, must be a parameter (a claim of constants is
  *	  planned as it is).
  * When the plan runs, the executor's start (citus_alone.c) checks what
- * commits_alone checks of a custom plan, evaluates the routing value
- * (routed_statement) and takes the lock routed_statement takes for one.
+ * commits_alone checks of a custom plan, evaluates and binds the routing
+ * value that routed_statement set aside (bind_routing) and takes the lock
+ * routed_statement takes for one.
  * NULL otherwise.
  */
 static Param *
