@@ -354,3 +354,187 @@ CREATE FUNCTION fbf_outside_transaction_block(counter regclass) RETURNS regclass
 
 COMMENT ON FUNCTION fbf_outside_transaction_block(regclass) IS
 	'the table, or an error if a transaction block is open (internal: the Citus fast path calls it)';
+
+-- New distributed tables plan their shards' windows for each shard's
+-- share of the table's expected rate (docs/user-guide.md, "Scaling out
+-- with Citus"): tables distributed before keep their windows.
+-- A distributed table's shards share its expected rate.  Citus makes each
+-- shard's window from the table's window index, options included, and
+-- the keys (or ids) spread evenly over the shards: so before the shards
+-- are made, the window's expected_rate becomes a shard's share of it,
+-- never below the smaller of the table's rate and 1000/s (the default:
+-- a shard keeps at least a default window's room for operations in
+-- flight; a shard that gets more grows its window, as any window does).
+-- The shard count is the one create_distributed_table will use:
+-- shard_count, else that of the table colocate_with names (qualified, as
+-- fbf_distribute_counter and fbf_distribute_dedup pass it), else
+-- citus.shard_count.  A window of an explicit shape (nbits) is left as
+-- it is.  Called by fbf_distribute_window and fbf_distribute_dedup_window
+-- once they have checked the table and its owner.
+CREATE FUNCTION fbf_share_expected_rate(
+	tbl regclass,
+	shard_count integer,
+	colocate_with text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	win regclass;
+	opts text[];
+	rate float8;
+	shards integer := shard_count;
+	share float8;
+BEGIN
+	SELECT c.oid::regclass, COALESCE(c.reloptions, '{}') INTO win, opts
+	  FROM pg_catalog.pg_index i
+	  JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+	  JOIN pg_catalog.pg_am a ON a.oid = c.relam
+	 WHERE i.indrelid = tbl AND a.amname = 'fbf_filter';
+	IF win IS NULL OR EXISTS (SELECT FROM pg_catalog.unnest(opts) o
+							   WHERE o LIKE 'nbits=%' AND o <> 'nbits=0') THEN
+		RETURN;
+	END IF;
+	rate := COALESCE((SELECT pg_catalog.split_part(o, '=', 2)::float8
+						FROM pg_catalog.unnest(opts) o WHERE o LIKE 'expected_rate=%'),
+					 1000);
+	IF shards IS NULL THEN
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+			RETURN;
+		END IF;
+		IF pg_catalog.lower(colocate_with) = ANY (ARRAY['default', 'none']) THEN
+			shards := pg_catalog.current_setting('citus.shard_count')::integer;
+		ELSE
+			SELECT pg_catalog.count(*) INTO shards FROM pg_catalog.pg_dist_shard
+			 WHERE logicalrelid = pg_catalog.to_regclass(colocate_with);
+		END IF;
+	END IF;
+	IF shards > 1 THEN
+		share := GREATEST(rate / shards, LEAST(rate, 1000));
+		IF share < rate THEN
+			EXECUTE pg_catalog.format('ALTER INDEX %s SET (expected_rate = %s)', win, share);
+		END IF;
+	END IF;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_share_expected_rate(regclass, integer, text) IS
+	'plan the window of a table about to be distributed for one shard''s share of its expected rate (internal: fbf_distribute_counter and fbf_distribute_dedup call it)';
+
+CREATE OR REPLACE FUNCTION fbf_distribute_window(
+	counter regclass,
+	shard_count integer,
+	colocate_with text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	has_rows boolean;
+	remembered bigint;
+	-- the table as messages name it (a regclass would print qualified here)
+	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+					WHERE c.oid = counter);
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'fbf_distribute_counter needs the citus extension'
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Preload citus before fbf (shared_preload_libraries = ''citus,fbf''), then CREATE EXTENSION citus.';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_index i
+					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
+					WHERE i.indrelid = counter AND a.amname = 'fbf_filter'
+					  AND NOT ('kind=dedup' = ANY (COALESCE(c.reloptions, '{}')))) THEN
+		RAISE EXCEPTION '"%" is not a counter table', shown
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Create counter tables with fbf_create_counter_table().';
+	END IF;
+	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = counter), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', shown
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %s)', counter) INTO STRICT has_rows;
+	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
+	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(counter))).counts) AS e;
+	IF has_rows OR remembered > 0 THEN
+		RAISE EXCEPTION 'counter "%" has already applied operations', shown
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'The shards of a distributed counter start with empty windows: the operations this table remembers would be applied again.',
+				  HINT = 'Distribute a counter right after creating it.';
+	END IF;
+	PERFORM @extschema@.fbf_share_expected_rate(counter, shard_count, colocate_with);
+	PERFORM pg_catalog.create_distributed_table(counter, 'key', colocate_with => colocate_with,
+												shard_count => shard_count);
+	-- one placement per shard: a copy would be a second window for the same keys
+	IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+				WHERE logicalrelid = counter AND repmodel <> 's') THEN
+		RAISE EXCEPTION 'counter "%" would have more than one placement per shard', shown
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Set citus.shard_replication_factor = 1.';
+	END IF;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION fbf_distribute_dedup_window(
+	dedup regclass,
+	shard_count integer,
+	colocate_with text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	remembered bigint;
+	-- the table as messages name it (a regclass would print qualified here)
+	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+					WHERE c.oid = dedup);
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'fbf_distribute_dedup needs the citus extension'
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Preload citus before fbf (shared_preload_libraries = ''citus,fbf''), then CREATE EXTENSION citus.';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_index i
+					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
+					WHERE i.indrelid = dedup AND a.amname = 'fbf_filter'
+					  AND 'kind=dedup' = ANY (COALESCE(c.reloptions, '{}'))) THEN
+		RAISE EXCEPTION '"%" is not a dedup table', shown
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Create dedup tables with fbf_create_dedup(); distribute counter tables with fbf_distribute_counter().';
+	END IF;
+	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = dedup), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', shown
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
+	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(dedup))).counts) AS e;
+	IF remembered > 0 THEN
+		RAISE EXCEPTION 'dedup table "%" has already claimed ids', shown
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'The shards of a distributed dedup table start with empty windows: the ids this table remembers would be claimed again.',
+				  HINT = 'Distribute a dedup table right after creating it.';
+	END IF;
+	-- The routed statement's CTE (UPDATE dedup SET anchor = anchor WHERE
+	-- anchor = $2) reads and updates the anchor column, which the executor
+	-- checks: on a table that holds no rows these grant nothing to read or
+	-- change (and, being column grants, no LOCK TABLE), so that INSERT,
+	-- checked by fbf_claim, stays the privilege to claim.  Granted before
+	-- the shards exist, which copy the table's grants.
+	EXECUTE pg_catalog.format('GRANT SELECT (anchor), UPDATE (anchor) ON %s TO PUBLIC', dedup);
+	-- Citus moves shards by logical replication only with a replica
+	-- identity; the table holds no rows, so FULL costs nothing
+	EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', dedup);
+	PERFORM @extschema@.fbf_share_expected_rate(dedup, shard_count, colocate_with);
+	PERFORM pg_catalog.create_distributed_table(dedup, 'anchor', colocate_with => colocate_with,
+												shard_count => shard_count);
+	-- one placement per shard: a copy would be a second window for the same ids
+	IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+				WHERE logicalrelid = dedup AND repmodel <> 's') THEN
+		RAISE EXCEPTION 'dedup table "%" would have more than one placement per shard', shown
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'Set citus.shard_replication_factor = 1.';
+	END IF;
+END
+$fn$;

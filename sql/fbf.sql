@@ -1552,6 +1552,69 @@ CREATE FUNCTION fbf_outside_transaction_block(counter regclass) RETURNS regclass
 COMMENT ON FUNCTION fbf_outside_transaction_block(regclass) IS
 	'the table, or an error if a transaction block is open (internal: the Citus fast path calls it)';
 
+-- A distributed table's shards share its expected rate.  Citus makes each
+-- shard's window from the table's window index, options included, and
+-- the keys (or ids) spread evenly over the shards: so before the shards
+-- are made, the window's expected_rate becomes a shard's share of it,
+-- never below the smaller of the table's rate and 1000/s (the default:
+-- a shard keeps at least a default window's room for operations in
+-- flight; a shard that gets more grows its window, as any window does).
+-- The shard count is the one create_distributed_table will use:
+-- shard_count, else that of the table colocate_with names (qualified, as
+-- fbf_distribute_counter and fbf_distribute_dedup pass it), else
+-- citus.shard_count.  A window of an explicit shape (nbits) is left as
+-- it is.  Called by fbf_distribute_window and fbf_distribute_dedup_window
+-- once they have checked the table and its owner.
+CREATE FUNCTION fbf_share_expected_rate(
+	tbl regclass,
+	shard_count integer,
+	colocate_with text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	win regclass;
+	opts text[];
+	rate float8;
+	shards integer := shard_count;
+	share float8;
+BEGIN
+	SELECT c.oid::regclass, COALESCE(c.reloptions, '{}') INTO win, opts
+	  FROM pg_catalog.pg_index i
+	  JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+	  JOIN pg_catalog.pg_am a ON a.oid = c.relam
+	 WHERE i.indrelid = tbl AND a.amname = 'fbf_filter';
+	IF win IS NULL OR EXISTS (SELECT FROM pg_catalog.unnest(opts) o
+							   WHERE o LIKE 'nbits=%' AND o <> 'nbits=0') THEN
+		RETURN;
+	END IF;
+	rate := COALESCE((SELECT pg_catalog.split_part(o, '=', 2)::float8
+						FROM pg_catalog.unnest(opts) o WHERE o LIKE 'expected_rate=%'),
+					 1000);
+	IF shards IS NULL THEN
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+			RETURN;
+		END IF;
+		IF pg_catalog.lower(colocate_with) = ANY (ARRAY['default', 'none']) THEN
+			shards := pg_catalog.current_setting('citus.shard_count')::integer;
+		ELSE
+			SELECT pg_catalog.count(*) INTO shards FROM pg_catalog.pg_dist_shard
+			 WHERE logicalrelid = pg_catalog.to_regclass(colocate_with);
+		END IF;
+	END IF;
+	IF shards > 1 THEN
+		share := GREATEST(rate / shards, LEAST(rate, 1000));
+		IF share < rate THEN
+			EXECUTE pg_catalog.format('ALTER INDEX %s SET (expected_rate = %s)', win, share);
+		END IF;
+	END IF;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_share_expected_rate(regclass, integer, text) IS
+	'plan the window of a table about to be distributed for one shard''s share of its expected rate (internal: fbf_distribute_counter and fbf_distribute_dedup call it)';
+
 -- Distribute a counter table with Citus by its key column: a key's rows
 -- and the window that remembers its operations live on one shard.  Only a
 -- counter that has applied nothing yet: its window's memory would not
@@ -1600,6 +1663,7 @@ BEGIN
 				  DETAIL = 'The shards of a distributed counter start with empty windows: the operations this table remembers would be applied again.',
 				  HINT = 'Distribute a counter right after creating it.';
 	END IF;
+	PERFORM @extschema@.fbf_share_expected_rate(counter, shard_count, colocate_with);
 	PERFORM pg_catalog.create_distributed_table(counter, 'key', colocate_with => colocate_with,
 												shard_count => shard_count);
 	-- one placement per shard: a copy would be a second window for the same keys
@@ -1734,6 +1798,7 @@ BEGIN
 	-- Citus moves shards by logical replication only with a replica
 	-- identity; the table holds no rows, so FULL costs nothing
 	EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', dedup);
+	PERFORM @extschema@.fbf_share_expected_rate(dedup, shard_count, colocate_with);
 	PERFORM pg_catalog.create_distributed_table(dedup, 'anchor', colocate_with => colocate_with,
 												shard_count => shard_count);
 	-- one placement per shard: a copy would be a second window for the same ids

@@ -74,6 +74,13 @@
 # citus_shards_on returns how many of the table's shard placements the
 # coordinator's metadata puts on the node.
 #
+#   my $plan = citus_shard_windows($coord, 'likes');
+#
+# citus_shard_windows returns what the windows of the table's shards are
+# planned for and take, as "expected_rate=R B" (R the window index's
+# expected_rate option, B its size in bytes), the distinct values over
+# all shards sorted and joined by "; ".
+#
 #   my ($before, $after) = citus_split_shard($coord, 'likes', $shard, $w1, $w2);
 #
 # citus_split_shard splits the shard $shard of the table in two at the
@@ -110,7 +117,7 @@ use Test::More;
 
 our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats db_commits
   fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
-  citus_split_shard fbf_pgbench_start fbf_pgbench_prepared);
+  citus_shard_windows citus_split_shard fbf_pgbench_start fbf_pgbench_prepared);
 
 sub fbf_node
 {
@@ -281,6 +288,20 @@ sub citus_shards_on
 		SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
 		 JOIN pg_dist_shard s USING (shardid)
 		 WHERE n.nodeport = %d AND s.logicalrelid = '%s'::regclass}, $node->port, $table));
+}
+
+sub citus_shard_windows
+{
+	my ($coord, $table) = @_;
+
+	return $coord->safe_psql('postgres', sprintf(q{
+		SELECT string_agg(DISTINCT result, '; ' ORDER BY result)
+		  FROM run_command_on_shards('%s', $$
+			SELECT o || ' ' || pg_relation_size(c.oid)
+			  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			  JOIN pg_am a ON a.oid = c.relam, unnest(c.reloptions) o
+			 WHERE i.indrelid = '%%s'::regclass AND a.amname = 'fbf_filter'
+			   AND o LIKE 'expected_rate=%%%%'$$)}, $table));
 }
 
 sub citus_split_shard

@@ -369,6 +369,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_claim_anchor(anyelement,bigint)', 'SELECT fbf_claim_anchor(7::bigint, 1)'),
 	('fbf_distribute_counter(regclass,integer,text)', 'SELECT fbf_distribute_counter(''likes'', 4, ''cuckoo_likes'')'),
 	('fbf_distribute_window(regclass,integer,text)', 'SELECT fbf_distribute_window(''likes'', 4, ''default'')'),
+	('fbf_share_expected_rate(regclass,integer,text)', 'SELECT fbf_share_expected_rate(''likes'', 4, ''default'')'),
 	('fbf_copy_shard_window(text,integer,text,text,integer,text)',
 	 'SELECT fbf_copy_shard_window(''localhost'', 1, ''likes'', ''localhost'', 1, ''likes'')'),
 	-- distributed dedup tables (not installed: each refuses, after its checks)

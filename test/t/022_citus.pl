@@ -114,6 +114,48 @@ my ($rc, $out, $err) = $coord->psql('postgres', "SELECT fbf_snapshot('likes')",
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/0A000: "likes" is distributed by Citus/, 'the shell\'s window is refused (0A000)');
 
+# ---- the shards share the table's expected rate ----
+# each shard's window is planned for its share of the table's rate, and
+# takes what a counter planned for that rate takes; never below the
+# default (1000/s) unless the table's own rate is lower; an explicit shape
+# is kept
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('rated', retention => '10 min', expected_rate => 20000);
+	SELECT fbf_distribute_counter('rated', shard_count => 4);
+	SELECT fbf_create_counter_table('rated_with', retention => '10 min', expected_rate => 20000);
+	SELECT fbf_distribute_counter('rated_with', colocate_with => 'rated');
+	SELECT fbf_create_counter_table('rated_default', retention => '10 min');
+	SELECT fbf_distribute_counter('rated_default');
+	SELECT fbf_create_counter_table('rated_floor', retention => '10 min', expected_rate => 2000);
+	SELECT fbf_distribute_counter('rated_floor', shard_count => 4);
+	SELECT fbf_create_counter_table('rated_low', retention => '10 min', expected_rate => 500);
+	SELECT fbf_distribute_counter('rated_low', shard_count => 4);
+	SELECT fbf_create_counter_table('shaped', retention => '10 min', expected_rate => 20000,
+									nbits => 100000, nhashes => 7, npast => 10);
+	SELECT fbf_distribute_counter('shaped', shard_count => 4);
+	SELECT fbf_create_counter_table('local_5000', retention => '10 min', expected_rate => 5000);
+	SELECT fbf_create_counter_table('local_1000', retention => '10 min', expected_rate => 1000);
+	SELECT fbf_create_counter_table('local_500', retention => '10 min', expected_rate => 500);});
+my %size = map { $_ => $coord->safe_psql('postgres', "SELECT pg_relation_size('local_${_}_fbf')") }
+  (5000, 1000, 500);
+is(citus_shard_windows($coord, 'rated'), "expected_rate=5000 $size{5000}",
+	'20,000/s over 4 shards: each shard\'s window is planned for 5,000/s, and takes what a counter of 5,000/s takes');
+is(citus_shard_windows($coord, 'rated_with'), "expected_rate=5000 $size{5000}",
+	'and so with colocate_with a table of 4 shards');
+is(citus_shard_windows($coord, 'rated_default'), "expected_rate=1000 $size{1000}",
+	'a default counter (1,000/s) over 32 shards: each keeps the default plan');
+is(citus_shard_windows($coord, 'rated_floor'), "expected_rate=1000 $size{1000}",
+	'2,000/s over 4 shards: not below the default');
+is(citus_shard_windows($coord, 'rated_low'), "expected_rate=500 $size{500}",
+	'500/s over 4 shards: a rate below the default is kept');
+like(citus_shard_windows($coord, 'shaped'), qr/^expected_rate=20000 \d+$/,
+	'an explicit shape is kept');
+is(join(' ', map { $coord->safe_psql('postgres', $_) }
+	  "SELECT idempotent_increment('rated', 'k', 1, 1, 1)",
+	  "SELECT idempotent_increment('rated', 'k', 1, 1, 1)",
+	  "SELECT fbf_counter_value('rated', 'k')"), 't f 1',
+	'a shard\'s window so planned remembers');
+
 # ---- retries through other nodes ----
 my $k = $on1[0];
 is(incr($coord, $k, 1, 1), 't', 'applied through the coordinator');

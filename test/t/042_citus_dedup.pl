@@ -67,6 +67,17 @@ sub claim_range
 # ---- the shell ----
 my ($rc, $out, $err) = try_sql($coord, "SELECT fbf_snapshot('inbox')");
 like($err, qr/0A000: "inbox" is distributed by Citus/, 'the shell\'s window is refused (0A000)');
+
+# the shards share the table's expected rate (as a counter's: 022_citus.pl)
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_dedup('rated', retention => '10 min', expected_rate => 8000);
+	SELECT fbf_distribute_dedup('rated', shard_count => 4);
+	SELECT fbf_create_dedup('local_2000', retention => '10 min', expected_rate => 2000);});
+is(citus_shard_windows($coord, 'rated'),
+	'expected_rate=2000 ' . $coord->safe_psql('postgres', "SELECT pg_relation_size('local_2000_fbf')"),
+	'8,000/s over 4 shards: each shard\'s window is planned for 2,000/s, and takes what a dedup table of 2,000/s takes');
+is(join(' ', map { $coord->safe_psql('postgres', "SELECT fbf_claim('rated', 7::bigint)") } 1 .. 2),
+	't f', 'and remembers');
 is($coord->safe_psql('postgres', q{
 	SELECT partmethod::text || ':' || (SELECT attname FROM pg_attribute
 								  WHERE attrelid = 'inbox'::regclass AND attnum = 1)
