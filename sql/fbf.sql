@@ -1554,17 +1554,18 @@ COMMENT ON FUNCTION fbf_outside_transaction_block(regclass) IS
 
 -- A distributed table's shards share its expected rate.  Citus makes each
 -- shard's window from the table's window index, options included, and
--- the keys (or ids) spread evenly over the shards: so before the shards
--- are made, the window's expected_rate becomes a shard's share of it,
--- never below the smaller of the table's rate and 1000/s (the default:
--- a shard keeps at least a default window's room for operations in
--- flight; a shard that gets more grows its window, as any window does).
--- The shard count is the one create_distributed_table will use:
--- shard_count, else that of the table colocate_with names (qualified, as
--- fbf_distribute_counter and fbf_distribute_dedup pass it), else
--- citus.shard_count.  A window of an explicit shape (nbits) is left as
--- it is.  Called by fbf_distribute_window and fbf_distribute_dedup_window
--- once they have checked the table and its owner.
+-- the keys (or ids) spread evenly over the hash range: so before the
+-- shards are made, the window's expected_rate becomes the share of the
+-- largest shard, rounded up, never below the smaller of the table's rate
+-- and 1000/s (the default: a shard keeps at least a default window's
+-- room for operations in flight).  The shards are those
+-- create_distributed_table will make: shard_count even ones, else those
+-- of the table colocate_with names (qualified, as fbf_distribute_counter
+-- and fbf_distribute_dedup pass it), which a split may have made uneven,
+-- else citus.shard_count even ones.  A window of an explicit shape
+-- (nbits) is left as it is.  Called by fbf_distribute_window and
+-- fbf_distribute_dedup_window once they have checked the table and its
+-- owner and locked the table.
 CREATE FUNCTION fbf_share_expected_rate(
 	tbl regclass,
 	shard_count integer,
@@ -1577,7 +1578,7 @@ DECLARE
 	win regclass;
 	opts text[];
 	rate float8;
-	shards integer := shard_count;
+	largest float8;				-- the largest shard's part of the hash range
 	share float8;
 BEGIN
 	SELECT c.oid::regclass, COALESCE(c.reloptions, '{}') INTO win, opts
@@ -1592,28 +1593,34 @@ BEGIN
 	rate := COALESCE((SELECT pg_catalog.split_part(o, '=', 2)::float8
 						FROM pg_catalog.unnest(opts) o WHERE o LIKE 'expected_rate=%'),
 					 1000);
-	IF shards IS NULL THEN
-		IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
-			RETURN;
-		END IF;
-		IF pg_catalog.lower(colocate_with) = ANY (ARRAY['default', 'none']) THEN
-			shards := pg_catalog.current_setting('citus.shard_count')::integer;
-		ELSE
-			SELECT pg_catalog.count(*) INTO shards FROM pg_catalog.pg_dist_shard
-			 WHERE logicalrelid = pg_catalog.to_regclass(colocate_with);
+	IF shard_count < 1 THEN
+		RETURN;					-- create_distributed_table refuses it
+	ELSIF shard_count IS NOT NULL THEN
+		largest := 1.0 / shard_count;
+	ELSIF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	ELSIF pg_catalog.lower(colocate_with) = ANY (ARRAY['default', 'none']) THEN
+		largest := 1.0 / pg_catalog.current_setting('citus.shard_count')::integer;
+	ELSE
+		-- a hash-distributed table's shards, each a range of int4 hashes
+		SELECT pg_catalog.max((s.shardmaxvalue::bigint - s.shardminvalue::bigint + 1)::float8
+							  / 4294967296.0)
+		  INTO largest
+		  FROM pg_catalog.pg_dist_shard s
+		 WHERE s.logicalrelid = pg_catalog.to_regclass(colocate_with);
+		IF largest IS NULL THEN
+			RETURN;				-- no such table: create_distributed_table refuses it
 		END IF;
 	END IF;
-	IF shards > 1 THEN
-		share := GREATEST(rate / shards, LEAST(rate, 1000));
-		IF share < rate THEN
-			EXECUTE pg_catalog.format('ALTER INDEX %s SET (expected_rate = %s)', win, share);
-		END IF;
+	share := pg_catalog.ceil(GREATEST(rate * largest, LEAST(rate, 1000)));
+	IF share < rate THEN
+		EXECUTE pg_catalog.format('ALTER INDEX %s SET (expected_rate = %s)', win, share::bigint);
 	END IF;
 END
 $fn$;
 
 COMMENT ON FUNCTION fbf_share_expected_rate(regclass, integer, text) IS
-	'plan the window of a table about to be distributed for one shard''s share of its expected rate (internal: fbf_distribute_counter and fbf_distribute_dedup call it)';
+	'plan the window of a table about to be distributed for its largest shard''s share of its expected rate (internal: fbf_distribute_counter and fbf_distribute_dedup call it)';
 
 -- Distribute a counter table with Citus by its key column: a key's rows
 -- and the window that remembers its operations live on one shard.  Only a
@@ -1654,6 +1661,10 @@ BEGIN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
+	-- no operation from here on: what is checked below stays true, and the
+	-- window index is altered (fbf_share_expected_rate) while no increment
+	-- holds the table and waits for it
+	EXECUTE pg_catalog.format('LOCK TABLE %s IN EXCLUSIVE MODE', counter);
 	EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %s)', counter) INTO STRICT has_rows;
 	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
 	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(counter))).counts) AS e;
@@ -1780,6 +1791,8 @@ BEGIN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
+	-- no claim from here on, as for a counter (fbf_distribute_window)
+	EXECUTE pg_catalog.format('LOCK TABLE %s IN EXCLUSIVE MODE', dedup);
 	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
 	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(dedup))).counts) AS e;
 	IF remembered > 0 THEN

@@ -369,7 +369,8 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_claim_anchor(anyelement,bigint)', 'SELECT fbf_claim_anchor(7::bigint, 1)'),
 	('fbf_distribute_counter(regclass,integer,text)', 'SELECT fbf_distribute_counter(''likes'', 4, ''cuckoo_likes'')'),
 	('fbf_distribute_window(regclass,integer,text)', 'SELECT fbf_distribute_window(''likes'', 4, ''default'')'),
-	('fbf_share_expected_rate(regclass,integer,text)', 'SELECT fbf_share_expected_rate(''likes'', 4, ''default'')'),
+	('fbf_share_expected_rate(regclass,integer,text)',
+	 'SELECT fbf_share_expected_rate(fbf_create_counter_table(''rated'', expected_rate => 8000), 4, ''default'')'),
 	('fbf_copy_shard_window(text,integer,text,text,integer,text)',
 	 'SELECT fbf_copy_shard_window(''localhost'', 1, ''likes'', ''localhost'', 1, ''likes'')'),
 	-- distributed dedup tables (not installed: each refuses, after its checks)
@@ -434,6 +435,11 @@ SELECT relnamespace::regnamespace, relname FROM pg_class
 WHERE relname IN ('likes', 'cuckoo_likes', 'shaped', 'inbox', 'audited')
   AND relnamespace IN ('sp_run1'::regnamespace, 'sp_run2'::regnamespace)
 ORDER BY relname, relnamespace::regnamespace::text;
+-- fbf_share_expected_rate planned a table of 8000/s for one of 4 shards
+SELECT relnamespace::regnamespace, o FROM pg_class, unnest(reloptions) o
+WHERE relname = 'rated_fbf' AND o LIKE 'expected_rate=%'
+  AND relnamespace IN ('sp_run1'::regnamespace, 'sp_run2'::regnamespace)
+ORDER BY relnamespace::regnamespace::text;
 SELECT fbf_counter_value('sp_run1.likes', '') AS run1, fbf_counter_value('sp_run2.likes', '') AS run2,
 	   fbf_counter_value('sp_run1.audited', 'k') AS audited1, fbf_counter_value('sp_run2.audited', 'k') AS audited2;
 

@@ -116,7 +116,9 @@ like($err, qr/0A000: "likes" is distributed by Citus/, 'the shell\'s window is r
 
 # ---- the shards share the table's expected rate ----
 # each shard's window is planned for its share of the table's rate, and
-# takes what a counter planned for that rate takes; never below the
+# takes what a counter planned for that rate takes: the rate over
+# shard_count, over citus.shard_count, or the share of the largest shard
+# of the table colocate_with names (after a split too); never below the
 # default (1000/s) unless the table's own rate is lower; an explicit shape
 # is kept
 $coord->safe_psql('postgres', q{
@@ -135,9 +137,16 @@ $coord->safe_psql('postgres', q{
 	SELECT fbf_distribute_counter('shaped', shard_count => 4);
 	SELECT fbf_create_counter_table('local_5000', retention => '10 min', expected_rate => 5000);
 	SELECT fbf_create_counter_table('local_1000', retention => '10 min', expected_rate => 1000);
-	SELECT fbf_create_counter_table('local_500', retention => '10 min', expected_rate => 500);});
+	SELECT fbf_create_counter_table('local_500', retention => '10 min', expected_rate => 500);
+	SELECT fbf_create_counter_table('rated_wide', retention => '1 min', expected_rate => 64000);
+	SELECT fbf_distribute_counter('rated_wide');
+	SET citus.shard_count = 8;
+	SELECT fbf_create_counter_table('rated_eight', retention => '1 min', expected_rate => 64000);
+	SELECT fbf_distribute_counter('rated_eight', colocate_with => 'none');
+	SELECT fbf_create_counter_table('local_2000_1min', retention => '1 min', expected_rate => 2000);
+	SELECT fbf_create_counter_table('local_8000_1min', retention => '1 min', expected_rate => 8000);});
 my %size = map { $_ => $coord->safe_psql('postgres', "SELECT pg_relation_size('local_${_}_fbf')") }
-  (5000, 1000, 500);
+  (5000, 1000, 500, '2000_1min', '8000_1min');
 is(citus_shard_windows($coord, 'rated'), "expected_rate=5000 $size{5000}",
 	'20,000/s over 4 shards: each shard\'s window is planned for 5,000/s, and takes what a counter of 5,000/s takes');
 is(citus_shard_windows($coord, 'rated_with'), "expected_rate=5000 $size{5000}",
@@ -150,6 +159,19 @@ is(citus_shard_windows($coord, 'rated_low'), "expected_rate=500 $size{500}",
 	'500/s over 4 shards: a rate below the default is kept');
 like(citus_shard_windows($coord, 'shaped'), qr/^expected_rate=20000 \d+$/,
 	'an explicit shape is kept');
+is(citus_shard_windows($coord, 'rated_wide'), "expected_rate=2000 $size{'2000_1min'}",
+	'64,000/s over citus.shard_count (32) shards: 2,000/s each');
+is(citus_shard_windows($coord, 'rated_eight'), "expected_rate=8000 $size{'8000_1min'}",
+	'with citus.shard_count = 8 and colocate_with => none: 8,000/s each');
+my ($rated_shard) = $coord->safe_psql('postgres',
+	"SELECT min(shardid) FROM pg_dist_shard WHERE logicalrelid = 'rated'::regclass");
+my ($rated_before, $rated_after) = citus_split_shard($coord, 'rated', $rated_shard, $w1->port, $w2->port);
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('rated_split', retention => '10 min', expected_rate => 20000);
+	SELECT fbf_distribute_counter('rated_split', colocate_with => 'rated');});
+is("$rated_before $rated_after " . citus_shard_windows($coord, 'rated_split'),
+	"4 5 expected_rate=5000 $size{5000}",
+	'colocated with a table of 4 shards, one split in two: planned for the largest shard\'s share (5,000/s), not a fifth');
 is(join(' ', map { $coord->safe_psql('postgres', $_) }
 	  "SELECT idempotent_increment('rated', 'k', 1, 1, 1)",
 	  "SELECT idempotent_increment('rated', 'k', 1, 1, 1)",
