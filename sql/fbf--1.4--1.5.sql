@@ -461,6 +461,12 @@ BEGIN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
+	-- create_distributed_table would return without distributing
+	IF colocate_with IS NULL THEN
+		RAISE EXCEPTION 'colocate_with must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed',
+				  HINT = 'Pass ''default'', ''none'' or the name of a distributed table.';
+	END IF;
 	-- no operation from here on: what is checked below stays true, and the
 	-- window index is altered (fbf_share_expected_rate) while no increment
 	-- holds the table and waits for it
@@ -518,6 +524,12 @@ BEGIN
 	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = dedup), 'USAGE') THEN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	-- create_distributed_table would return without distributing
+	IF colocate_with IS NULL THEN
+		RAISE EXCEPTION 'colocate_with must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed',
+				  HINT = 'Pass ''default'', ''none'' or the name of a distributed table.';
 	END IF;
 	-- no claim from here on, as for a counter (fbf_distribute_window)
 	EXECUTE pg_catalog.format('LOCK TABLE %s IN EXCLUSIVE MODE', dedup);

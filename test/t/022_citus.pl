@@ -177,6 +177,12 @@ is(join(' ', map { $coord->safe_psql('postgres', $_) }
 	  "SELECT idempotent_increment('rated', 'k', 1, 1, 1)",
 	  "SELECT fbf_counter_value('rated', 'k')"), 't f 1',
 	'a shard\'s window so planned remembers');
+($rc, $out, $err) = $coord->psql('postgres', q{
+	SELECT fbf_create_counter_table('unplaced', retention => '10 min');
+	SELECT fbf_distribute_counter('unplaced', colocate_with => NULL)},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/22004: colocate_with must not be NULL/,
+	'colocate_with NULL is refused (22004), where create_distributed_table would do nothing');
 
 # ---- retries through other nodes ----
 my $k = $on1[0];

@@ -434,6 +434,11 @@ like($err, qr/55000: dedup table "used" has already claimed ids/,
 like($err, qr/42809: "ctr" is not a dedup table/, 'a counter table is refused (42809)');
 ($rc, $out, $err) = try_sql($coord, "SELECT fbf_distribute_dedup('plain')");
 like($err, qr/42809: "plain" is not a dedup table/, 'a plain table is refused (42809)');
+($rc, $out, $err) = try_sql($coord, q{
+	SELECT fbf_create_dedup('unplaced', retention => '10 min');
+	SELECT fbf_distribute_dedup('unplaced', colocate_with => NULL)});
+like($err, qr/22004: colocate_with must not be NULL/,
+	'colocate_with NULL is refused (22004), where create_distributed_table would do nothing');
 $coord->safe_psql('postgres', q{
 	SELECT fbf_create_dedup('fresh', retention => '10 min');
 	GRANT INSERT ON fresh TO claimer;});
