@@ -28,8 +28,12 @@
 #     the empty table's anchor column fbf_distribute_dedup makes, without
 #     which it cannot: 42501); fbf_claim_on_placement
 #     refuses ids outside the shard it was routed to (22023);
+#   - the shards' windows are planned for their share of expected_rate
+#     (8,000/s over 4 shards: 2,000/s each, as a local dedup table of
+#     2,000/s) and remember;
 #   - fbf_distribute_dedup refuses a dedup table that has claimed ids
-#     (55000) and a counter or a plain table (42809).
+#     (55000), a counter or a plain table (42809) and colocate_with NULL
+#     (22004).
 use strict;
 use warnings;
 
