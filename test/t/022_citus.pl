@@ -33,6 +33,13 @@
 #     citus_split_shard_by_split_points, citus_drain_node and the
 #     rebalancer's background moves (citus_rebalance_start), every retry of
 #     an earlier operation is dismissed, on a Bloom and a cuckoo counter;
+#   - the shards share the table's expected_rate: each shard's window is
+#     planned for the rate over shard_count or citus.shard_count, or for
+#     the share of the largest shard of the table colocate_with names
+#     (after a split too), rounded up, never below 1,000/s unless the
+#     table's own rate is lower, and takes what a local counter of that
+#     rate takes; an explicit shape is kept; fbf_distribute_counter holds
+#     the table locked; colocate_with NULL is refused (22004);
 #   - operators a hostile role put ahead of pg_catalog on a superuser's
 #     search_path, on every node, never run when the superuser distributes,
 #     increments, reads and moves a counter.
@@ -130,6 +137,8 @@ $coord->safe_psql('postgres', q{
 	SELECT fbf_distribute_counter('rated_default');
 	SELECT fbf_create_counter_table('rated_floor', retention => '10 min', expected_rate => 2000);
 	SELECT fbf_distribute_counter('rated_floor', shard_count => 4);
+	SELECT fbf_create_counter_table('rated_odd', retention => '10 min', expected_rate => 10001);
+	SELECT fbf_distribute_counter('rated_odd', shard_count => 4);
 	SELECT fbf_create_counter_table('rated_low', retention => '10 min', expected_rate => 500);
 	SELECT fbf_distribute_counter('rated_low', shard_count => 4);
 	SELECT fbf_create_counter_table('shaped', retention => '10 min', expected_rate => 20000,
@@ -155,6 +164,8 @@ is(citus_shard_windows($coord, 'rated_default'), "expected_rate=1000 $size{1000}
 	'a default counter (1,000/s) over 32 shards: each keeps the default plan');
 is(citus_shard_windows($coord, 'rated_floor'), "expected_rate=1000 $size{1000}",
 	'2,000/s over 4 shards: not below the default');
+like(citus_shard_windows($coord, 'rated_odd'), qr/^expected_rate=2501 \d+$/,
+	'10,001/s over 4 shards: rounded up to 2,501/s');
 is(citus_shard_windows($coord, 'rated_low'), "expected_rate=500 $size{500}",
 	'500/s over 4 shards: a rate below the default is kept');
 like(citus_shard_windows($coord, 'shaped'), qr/^expected_rate=20000 \d+$/,
@@ -183,6 +194,43 @@ is(join(' ', map { $coord->safe_psql('postgres', $_) }
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/22004: colocate_with must not be NULL/,
 	'colocate_with NULL is refused (22004), where create_distributed_table would do nothing');
+
+# an increment in flight when a distribution starts: the distribution
+# waits for it (the table is locked before the checks), then refuses the
+# counter that has applied it (55000), where it would otherwise pass its
+# checks first and distribute a table whose window does not reach the
+# shards
+$coord->safe_psql('postgres',
+	"SELECT fbf_create_counter_table('raced', retention => '10 min', expected_rate => 8000)");
+my $racer = $coord->background_psql('postgres', on_error_stop => 0);
+$racer->query_safe("BEGIN; SELECT idempotent_increment('raced', 'k', 1, 1, 1)");
+my $distributor = $coord->background_psql('postgres', on_error_stop => 0);
+$distributor->query_safe('\\set VERBOSITY verbose');
+$distributor->query_until(qr/distributing/, qq{\\echo distributing
+	SELECT fbf_distribute_counter('raced', shard_count => 4);
+});
+my $distributing = 0;
+for (my $i = 0; $i < 600 && !$distributing; $i++)
+{
+	$distributing = $coord->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_stat_activity
+		 WHERE wait_event_type = 'Lock' AND query LIKE '%fbf_distribute_counter(''raced''%'});
+	usleep(50_000) unless $distributing;
+}
+ok($distributing, 'a distribution waits for an increment in flight on the table');
+$racer->query_safe('COMMIT');
+$racer->quit;
+$distributor->query(q{SELECT 'done'});
+my $distribute_err = $distributor->{stderr};
+$distributor->quit;
+like($distribute_err, qr/55000: counter "raced" has already applied operations/,
+	'then refuses the counter, which has applied it (55000)');
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'raced'::regclass;
+	SELECT string_agg(o, ',') FROM pg_class, unnest(reloptions) o
+	 WHERE relname = 'raced_fbf' AND o LIKE 'expected_rate=%';
+	SELECT fbf_counter_value('raced', 'k')}), "0\nexpected_rate=8000\n1",
+	'which stays a local counter with its window as it was, its operation counted once');
 
 # ---- retries through other nodes ----
 my $k = $on1[0];
