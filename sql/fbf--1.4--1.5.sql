@@ -369,9 +369,8 @@ COMMENT ON FUNCTION fbf_outside_transaction_block(regclass) IS
 -- of the table colocate_with names (qualified, as fbf_distribute_counter
 -- and fbf_distribute_dedup pass it), which a split may have made uneven,
 -- else citus.shard_count even ones.  A window of an explicit shape
--- (nbits) is left as it is.  Called by fbf_distribute_window and
--- fbf_distribute_dedup_window once they have checked the table and its
--- owner and locked the table.
+-- (nbits) is left as it is.  Called by fbf_distribute_table once it has
+-- checked the table and its owner and locked the table.
 CREATE FUNCTION fbf_share_expected_rate(
 	tbl regclass,
 	shard_count integer,
@@ -428,8 +427,17 @@ $fn$;
 COMMENT ON FUNCTION fbf_share_expected_rate(regclass, integer, text) IS
 	'plan the window of a table about to be distributed for its largest shard''s share of its expected rate (internal: fbf_distribute_counter and fbf_distribute_dedup call it)';
 
-CREATE OR REPLACE FUNCTION fbf_distribute_window(
-	counter regclass,
+-- Distribute a counter table (kind 'counter') by its key column, or a
+-- dedup table (kind 'dedup') by its anchor column, each operation's
+-- routing value: an operation and the window that remembers it live on
+-- one shard.  Only a table that has applied nothing yet: its window's
+-- memory would not reach the new shards.  For fbf_distribute_counter and
+-- fbf_distribute_dedup, which name the table to colocate with
+-- schema-qualified (this function runs with search_path = pg_catalog,
+-- pg_temp).
+CREATE FUNCTION fbf_distribute_table(
+	tbl regclass,
+	kind text,
 	shard_count integer,
 	colocate_with text)
 	RETURNS void
@@ -437,27 +445,36 @@ CREATE OR REPLACE FUNCTION fbf_distribute_window(
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
-	has_rows boolean;
+	dedup boolean := kind = 'dedup';
+	has_rows boolean := false;
 	remembered bigint;
 	-- the table as messages name it (a regclass would print qualified here)
 	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
-					WHERE c.oid = counter);
+					WHERE c.oid = tbl);
+	-- how messages name the table's kind
+	noun text := CASE WHEN dedup THEN 'dedup table' ELSE 'counter' END;
 BEGIN
+	IF kind IS NULL OR kind NOT IN ('counter', 'dedup') THEN
+		RAISE EXCEPTION 'unknown kind of table "%"', kind
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
-		RAISE EXCEPTION 'fbf_distribute_counter needs the citus extension'
+		RAISE EXCEPTION 'fbf_distribute_% needs the citus extension', kind
 			USING ERRCODE = 'feature_not_supported',
 				  HINT = 'Preload citus before fbf (shared_preload_libraries = ''citus,fbf''), then CREATE EXTENSION citus.';
 	END IF;
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_index i
 					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
 					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
-					WHERE i.indrelid = counter AND a.amname = 'fbf_filter'
-					  AND NOT ('kind=dedup' = ANY (COALESCE(c.reloptions, '{}')))) THEN
-		RAISE EXCEPTION '"%" is not a counter table', shown
+					WHERE i.indrelid = tbl AND a.amname = 'fbf_filter'
+					  AND ('kind=dedup' = ANY (COALESCE(c.reloptions, '{}'))) = dedup) THEN
+		RAISE EXCEPTION '"%" is not a % table', shown, kind
 			USING ERRCODE = 'wrong_object_type',
-				  HINT = 'Create counter tables with fbf_create_counter_table().';
+				  HINT = CASE WHEN dedup
+							  THEN 'Create dedup tables with fbf_create_dedup(); distribute counter tables with fbf_distribute_counter().'
+							  ELSE 'Create counter tables with fbf_create_counter_table().' END;
 	END IF;
-	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = counter), 'USAGE') THEN
+	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE') THEN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
@@ -468,98 +485,95 @@ BEGIN
 				  HINT = 'Pass ''default'', ''none'' or the name of a distributed table.';
 	END IF;
 	-- no operation from here on: what is checked below stays true, and the
-	-- window index is altered (fbf_share_expected_rate) while no increment
+	-- window index is altered (fbf_share_expected_rate) while no operation
 	-- holds the table and waits for it
-	EXECUTE pg_catalog.format('LOCK TABLE %s IN EXCLUSIVE MODE', counter);
-	EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %s)', counter) INTO STRICT has_rows;
-	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
-	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(counter))).counts) AS e;
-	IF has_rows OR remembered > 0 THEN
-		RAISE EXCEPTION 'counter "%" has already applied operations', shown
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = 'The shards of a distributed counter start with empty windows: the operations this table remembers would be applied again.',
-				  HINT = 'Distribute a counter right after creating it.';
+	EXECUTE pg_catalog.format('LOCK TABLE %s IN EXCLUSIVE MODE', tbl);
+	IF NOT dedup THEN
+		EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %s)', tbl) INTO STRICT has_rows;
 	END IF;
-	PERFORM @extschema@.fbf_share_expected_rate(counter, shard_count, colocate_with);
-	PERFORM pg_catalog.create_distributed_table(counter, 'key', colocate_with => colocate_with,
+	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
+	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(tbl))).counts) AS e;
+	IF has_rows OR remembered > 0 THEN
+		RAISE EXCEPTION '% "%" has already %', noun, shown,
+			CASE WHEN dedup THEN 'claimed ids' ELSE 'applied operations' END
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = pg_catalog.format('The shards of a distributed %s start with empty windows: the %s this table remembers would be %s again.',
+											 noun,
+											 CASE WHEN dedup THEN 'ids' ELSE 'operations' END,
+											 CASE WHEN dedup THEN 'claimed' ELSE 'applied' END),
+				  HINT = pg_catalog.format('Distribute a %s right after creating it.', noun);
+	END IF;
+	IF dedup THEN
+		-- The routed statement's CTE (UPDATE dedup SET anchor = anchor WHERE
+		-- anchor = $2) reads and updates the anchor column, which the
+		-- executor checks: on a table that holds no rows these grant nothing
+		-- to read or change (and, being column grants, no LOCK TABLE), so
+		-- that INSERT, checked by fbf_claim, stays the privilege to claim.
+		-- Granted before the shards exist, which copy the table's grants.
+		EXECUTE pg_catalog.format('GRANT SELECT (anchor), UPDATE (anchor) ON %s TO PUBLIC', tbl);
+		-- Citus moves shards by logical replication only with a replica
+		-- identity; the table holds no rows, so FULL costs nothing
+		EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', tbl);
+	END IF;
+	PERFORM @extschema@.fbf_share_expected_rate(tbl, shard_count, colocate_with);
+	PERFORM pg_catalog.create_distributed_table(tbl, CASE WHEN dedup THEN 'anchor' ELSE 'key' END,
+												colocate_with => colocate_with,
 												shard_count => shard_count);
-	-- one placement per shard: a copy would be a second window for the same keys
+	-- one placement per shard: a copy would be a second window for the same
+	-- operations
 	IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
-				WHERE logicalrelid = counter AND repmodel <> 's') THEN
-		RAISE EXCEPTION 'counter "%" would have more than one placement per shard', shown
+				WHERE logicalrelid = tbl AND repmodel <> 's') THEN
+		RAISE EXCEPTION '% "%" would have more than one placement per shard', noun, shown
 			USING ERRCODE = 'feature_not_supported',
 				  HINT = 'Set citus.shard_replication_factor = 1.';
 	END IF;
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION fbf_distribute_dedup_window(
-	dedup regclass,
-	shard_count integer,
-	colocate_with text)
+COMMENT ON FUNCTION fbf_distribute_table(regclass, text, integer, text) IS
+	'distribute a new counter or dedup table with Citus (internal: use fbf_distribute_counter or fbf_distribute_dedup)';
+
+-- fbf_distribute_counter and fbf_distribute_dedup share it: the two
+-- functions each of them called before are gone
+CREATE OR REPLACE FUNCTION fbf_distribute_counter(
+	counter regclass,
+	shard_count integer DEFAULT NULL,
+	colocate_with text DEFAULT 'default')
 	RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-	SET search_path = pg_catalog, pg_temp
-	AS $fn$
-DECLARE
-	remembered bigint;
-	-- the table as messages name it (a regclass would print qualified here)
-	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
-					WHERE c.oid = dedup);
-BEGIN
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
-		RAISE EXCEPTION 'fbf_distribute_dedup needs the citus extension'
-			USING ERRCODE = 'feature_not_supported',
-				  HINT = 'Preload citus before fbf (shared_preload_libraries = ''citus,fbf''), then CREATE EXTENSION citus.';
-	END IF;
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_index i
-					 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-					 JOIN pg_catalog.pg_am a ON a.oid = c.relam
-					WHERE i.indrelid = dedup AND a.amname = 'fbf_filter'
-					  AND 'kind=dedup' = ANY (COALESCE(c.reloptions, '{}'))) THEN
-		RAISE EXCEPTION '"%" is not a dedup table', shown
-			USING ERRCODE = 'wrong_object_type',
-				  HINT = 'Create dedup tables with fbf_create_dedup(); distribute counter tables with fbf_distribute_counter().';
-	END IF;
-	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = dedup), 'USAGE') THEN
-		RAISE EXCEPTION 'must be owner of table %', shown
-			USING ERRCODE = 'insufficient_privilege';
-	END IF;
-	-- create_distributed_table would return without distributing
-	IF colocate_with IS NULL THEN
-		RAISE EXCEPTION 'colocate_with must not be NULL'
-			USING ERRCODE = 'null_value_not_allowed',
-				  HINT = 'Pass ''default'', ''none'' or the name of a distributed table.';
-	END IF;
-	-- no claim from here on, as for a counter (fbf_distribute_window)
-	EXECUTE pg_catalog.format('LOCK TABLE %s IN EXCLUSIVE MODE', dedup);
-	SELECT COALESCE(pg_catalog.sum(e), 0) INTO remembered
-	  FROM pg_catalog.unnest((@extschema@.fbf_info(@extschema@.fbf_snapshot(dedup))).counts) AS e;
-	IF remembered > 0 THEN
-		RAISE EXCEPTION 'dedup table "%" has already claimed ids', shown
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = 'The shards of a distributed dedup table start with empty windows: the ids this table remembers would be claimed again.',
-				  HINT = 'Distribute a dedup table right after creating it.';
-	END IF;
-	-- The routed statement's CTE (UPDATE dedup SET anchor = anchor WHERE
-	-- anchor = $2) reads and updates the anchor column, which the executor
-	-- checks: on a table that holds no rows these grant nothing to read or
-	-- change (and, being column grants, no LOCK TABLE), so that INSERT,
-	-- checked by fbf_claim, stays the privilege to claim.  Granted before
-	-- the shards exist, which copy the table's grants.
-	EXECUTE pg_catalog.format('GRANT SELECT (anchor), UPDATE (anchor) ON %s TO PUBLIC', dedup);
-	-- Citus moves shards by logical replication only with a replica
-	-- identity; the table holds no rows, so FULL costs nothing
-	EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', dedup);
-	PERFORM @extschema@.fbf_share_expected_rate(dedup, shard_count, colocate_with);
-	PERFORM pg_catalog.create_distributed_table(dedup, 'anchor', colocate_with => colocate_with,
-												shard_count => shard_count);
-	-- one placement per shard: a copy would be a second window for the same ids
-	IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
-				WHERE logicalrelid = dedup AND repmodel <> 's') THEN
-		RAISE EXCEPTION 'dedup table "%" would have more than one placement per shard', shown
-			USING ERRCODE = 'feature_not_supported',
-				  HINT = 'Set citus.shard_replication_factor = 1.';
-	END IF;
-END
-$fn$;
+	LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+	-- Bound when created, and run with the caller's search_path, in which
+	-- create_distributed_table would look colocate_with up: the table found
+	-- there goes on schema-qualified ('default', 'none' and names of no
+	-- table go on as they are).
+	SELECT @extschema@.fbf_distribute_table(counter, 'counter', shard_count,
+		COALESCE((SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+					FROM pg_catalog.pg_class c
+					JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+				   WHERE pg_catalog.lower(colocate_with) OPERATOR(pg_catalog.<>) ALL (ARRAY['default', 'none'])
+					 AND c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(colocate_with)::pg_catalog.oid),
+				 colocate_with));
+END;
+
+CREATE OR REPLACE FUNCTION fbf_distribute_dedup(
+	dedup regclass,
+	shard_count integer DEFAULT NULL,
+	colocate_with text DEFAULT 'default')
+	RETURNS void
+	LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+	-- Bound when created, and run with the caller's search_path, in which
+	-- create_distributed_table would look colocate_with up: the table found
+	-- there goes on schema-qualified ('default', 'none' and names of no
+	-- table go on as they are).
+	SELECT @extschema@.fbf_distribute_table(dedup, 'dedup', shard_count,
+		COALESCE((SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+					FROM pg_catalog.pg_class c
+					JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+				   WHERE pg_catalog.lower(colocate_with) OPERATOR(pg_catalog.<>) ALL (ARRAY['default', 'none'])
+					 AND c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(colocate_with)::pg_catalog.oid),
+				 colocate_with));
+END;
+
+DROP FUNCTION fbf_distribute_window(regclass, integer, text);
+DROP FUNCTION fbf_distribute_dedup_window(regclass, integer, text);

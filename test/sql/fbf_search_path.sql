@@ -368,7 +368,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_claim_anchor(anyelement)', 'SELECT fbf_claim_anchor(''m-1''::text)'),
 	('fbf_claim_anchor(anyelement,bigint)', 'SELECT fbf_claim_anchor(7::bigint, 1)'),
 	('fbf_distribute_counter(regclass,integer,text)', 'SELECT fbf_distribute_counter(''likes'', 4, ''cuckoo_likes'')'),
-	('fbf_distribute_window(regclass,integer,text)', 'SELECT fbf_distribute_window(''likes'', 4, ''default'')'),
+	('fbf_distribute_table(regclass,text,integer,text)', 'SELECT fbf_distribute_table(''likes'', ''counter'', 4, ''default'')'),
 	('fbf_share_expected_rate(regclass,integer,text)',
 	 'SELECT fbf_share_expected_rate(fbf_create_counter_table(''rated'', expected_rate => 8000), 4, ''default'')'),
 	('fbf_copy_shard_window(text,integer,text,text,integer,text)',
@@ -380,7 +380,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_claim_on_placement(regclass,integer,anyarray,bigint[])',
 	 'SELECT fbf_claim_on_placement(''inbox'', 0, ARRAY[''c'']::text[], ARRAY[1]::bigint[])'),
 	('fbf_distribute_dedup(regclass,integer,text)', 'SELECT fbf_distribute_dedup(''inbox'', 4, ''cuckoo_likes'')'),
-	('fbf_distribute_dedup_window(regclass,integer,text)', 'SELECT fbf_distribute_dedup_window(''inbox'', 4, ''default'')');
+	('fbf_distribute_table(regclass,text,integer,text)', 'SELECT fbf_distribute_table(''inbox'', ''dedup'', 4, ''default'')');
 
 -- every function of the extension is called above
 SELECT fn AS not_called FROM sp_functions
