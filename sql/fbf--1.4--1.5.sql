@@ -577,3 +577,10 @@ END;
 
 DROP FUNCTION fbf_distribute_window(regclass, integer, text);
 DROP FUNCTION fbf_distribute_dedup_window(regclass, integer, text);
+
+-- A window's options are written as given: before, a caller's
+-- extra_float_digits below 0 rounded target_fpp and expected_rate
+-- (0.0012 became 0.001, 12345 became 1.2e+04)
+ALTER FUNCTION fbf_create_window(text, text, interval, double precision, double precision,
+								 integer, integer, integer, integer, text, integer)
+	SET extra_float_digits = 1;

@@ -260,6 +260,8 @@ CREATE FUNCTION fbf_create_window(
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
+	-- the options written as given, not rounded by the caller's setting
+	SET extra_float_digits = 1
 	AS $fn$
 DECLARE
 	ident text[] := pg_catalog.parse_ident(name);

@@ -249,6 +249,12 @@ SELECT sqlstate_of($q$ALTER INDEX c_fbf SET (filter = cuckoo)$q$) AS alter_cucko
 SELECT fbf_create_counter_table('explicit_bloom', filter => 'bloom');
 SELECT reloptions FROM pg_class WHERE relname = 'explicit_bloom_fbf';
 DROP TABLE explicit_bloom;
+-- the options are the values given, whatever the caller's extra_float_digits
+SET extra_float_digits = -15;
+SELECT fbf_create_counter_table('digits', target_fpp => 0.0012, expected_rate => 12345.5);
+SELECT reloptions FROM pg_class WHERE relname = 'digits_fbf';
+RESET extra_float_digits;
+DROP TABLE digits;
 SET fbf.max_filter_size = '1MB';
 SELECT fbf_create_counter_table('bad', retention => '1 hour', expected_rate => 1000, target_fpp => 0.001);
 SELECT fbf_create_counter_table('bad', retention => '1 hour', expected_rate => 1e9, target_fpp => 1e-9);
