@@ -146,14 +146,97 @@ share_unit(const FbfOps *ops, int share_by)
 }
 
 /*
+ * Does the counter divide its capacity among units?  Not if its option
+ * at_capacity is "dismiss" (its window takes everything, and dismisses new
+ * operations beyond its target), nor if it is temporary (one session uses
+ * it, and it must not take a share table from the counters others share).
+ */
+static bool
+is_shared(Relation heap, const FbfWindowOptions *opts)
+{
+	return opts->at_capacity == FBF_AT_CAPACITY_REFUSE &&
+		heap->rd_rel->relpersistence != RELPERSISTENCE_TEMP;
+}
+
+/* a unit (not the pool) as refusals name it */
+static char *
+share_who(const FbfOps *ops, int share_by)
+{
+	if (share_by == FBF_SHARE_BY_KEY && ops->key != NULL)
+		return psprintf("key \"%s\"", text_to_cstring(ops->key));
+	return psprintf("role \"%s\"", GetUserNameFromId(GetUserId(), false));
+}
+
+/*
+ * Refuse the operation apply_reserved asks about if its unit is heavy; the
+ * call's hold on the window let go first (the window let go of its locks
+ * already, but the hold is the caller's to end).
+ */
+static void
+refuse_if_heavy(Relation heap, Relation index, const FbfOps *ops,
+				const FbfApplyInfo *info, FbfWindowHold *hold)
+{
+	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
+	uint64		unit;
+
+	if (!is_shared(heap, opts))
+		return;
+	unit = share_unit(ops, opts->share_by);
+	if (unit == SHARE_POOL_UNIT ||
+		!FbfShareIsHeavy(MyDatabaseId, RelationGetRelid(heap), unit,
+						 info->capacity.epoch))
+		return;
+	if (hold != NULL)
+		FbfWindowLetGo(hold);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("%s has filled the pending pages of counter filter \"%s\" up to the part kept for others",
+					share_who(ops, opts->share_by), RelationGetRelationName(index)),
+			 errdetail("It took more than its share of the new operations of this period and the one before; the last fifth of each pending chain is kept for those who did not."),
+			 errhint("Retry the operation in a later period, commit or roll back its open transactions, or send fewer operations at once.")));
+}
+
+/*
+ * A unit allowed the reserve is asked again after this many operations of
+ * its call: a unit that becomes heavy during a long batch is refused there,
+ * while a unit alone does not pay a question for each operation.
+ */
+#define RESERVE_ASK_EVERY	64
+
+/*
+ * Apply an operation (FbfWindowApply), letting it take the reserve of its
+ * pending chain (FBF_OP_RESERVED: returned with the period in info) where
+ * nobody shares the window (is_shared), everyone shares one pool, or its
+ * unit is not heavy (FbfShareIsHeavy: it took no more of this period and
+ * the one before than max-min fairness gives it); a heavy one is refused
+ * with 53400.  *allowed counts the call's next operations that may take it
+ * without asking again (starts at 0).
+ */
+static FbfOpResult
+apply_reserved(Relation heap, Relation index, const FbfOps *ops,
+			   const FbfWindowKeying *keying, const FbfWindowOp *op,
+			   FbfWindowHold *hold, FbfApplyInfo *info, int *allowed)
+{
+	FbfOpResult r;
+
+	if (*allowed > 0)
+	{
+		(*allowed)--;
+		return FbfWindowApply(index, keying, op, true, hold, info);
+	}
+	r = FbfWindowApply(index, keying, op, false, hold, info);
+	if (r != FBF_OP_RESERVED)
+		return r;
+	refuse_if_heavy(heap, index, ops, info, hold);
+	*allowed = RESERVE_ASK_EVERY - 1;
+	return FbfWindowApply(index, keying, op, true, hold, info);
+}
+
+/*
  * Charge a new operation the window recorded (FbfApplyInfo) to its unit
- * (FbfShareCharge); refused, the operation fails with 53400 (the
- * transaction aborts, and with it the entry), the call's hold on the
- * window (if any) let go first.  A counter whose option
- * at_capacity is "dismiss" does not share: its window takes everything,
- * and dismisses new operations beyond its target.  Nor does a temporary
- * counter: one session uses it, and it must not take a share table from
- * the counters others share.
+ * (FbfShareCharge), where the window is shared (is_shared); refused, the
+ * operation fails with 53400 (the transaction aborts, and with it the
+ * entry), the call's hold on the window (if any) let go first.
  */
 static void
 charge_share(Relation heap, Relation index, const FbfOps *ops,
@@ -165,8 +248,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	FbfShareVerdict verdict;
 	char	   *who;
 
-	if (opts->at_capacity != FBF_AT_CAPACITY_REFUSE || info->entries == 0 ||
-		heap->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+	if (!is_shared(heap, opts) || info->entries == 0)
 		return;
 	demand.unit = share_unit(ops, opts->share_by);
 	demand.pooled = demand.unit == SHARE_POOL_UNIT;
@@ -190,12 +272,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 				 errdetail("Every share table of the server is held by counters with operations in flight of transactions begun in the last %d seconds.", FBF_SHARE_STALE_SECS),
 				 errhint("Retry the operation; commit or roll back transactions left open on other counters.")));
 
-	if (demand.pooled)
-		who = NULL;
-	else if (opts->share_by == FBF_SHARE_BY_KEY && ops->key != NULL)
-		who = psprintf("key \"%s\"", text_to_cstring(ops->key));
-	else
-		who = psprintf("role \"%s\"", GetUserNameFromId(GetUserId(), false));
+	who = demand.pooled ? NULL : share_who(ops, opts->share_by);
 
 	/* (one pool has no share of the entries in flight: never pooled here) */
 	if (verdict == FBF_SHARE_OVER_IN_FLIGHT)
@@ -294,6 +371,7 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 			  FbfWindowHold *hold, FbfApplyTally *tally)
 {
 	FbfDeltaId *deltas;
+	int			reserve_allowed = 0;
 	int			k;
 
 	/* hashing and sorting them checks for interrupts: no buffer lock held */
@@ -308,8 +386,8 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 		if (!is_new[deltas[k].op])
 			continue;
 		delta_identity(ops, keying, &deltas[k], &delta_op);
-		if (FbfWindowApply(index, keying, &delta_op, hold,
-						   &info) == FBF_OP_REKEYED)
+		if (apply_reserved(heap, index, ops, keying, &delta_op, hold,
+						   &info, &reserve_allowed) == FBF_OP_REKEYED)
 		{
 			end_hold(hold);
 			rekeyed_error(index, false);
@@ -357,6 +435,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 	/* applied, in ops' order: record_deltas reads it in sequence */
 	bool	   *is_new = track_mismatch ? palloc(Max(ops->n, 1)) : NULL;
 	bool		recorded = false;
+	int			reserve_allowed = 0;
 	int			i;
 
 	tally->sum = int64_to_int128(0);
@@ -375,7 +454,8 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		FbfOpResult r = FBF_OP_DUPLICATE;
 
 		if (!repeat)
-			r = FbfWindowApply(index, keying, &hashed[i], hold, &info);
+			r = apply_reserved(heap, index, ops, keying, &hashed[i], hold,
+							   &info, &reserve_allowed);
 		if (r == FBF_OP_REKEYED)
 		{
 			end_hold(hold);

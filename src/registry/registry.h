@@ -136,6 +136,7 @@ extern void FbfShareShmemInit(void);
 extern FbfShareVerdict FbfShareCharge(Oid dbid, Oid relid,
 									  const FbfShareDemand *demand,
 									  FbfShareStanding *standing);
+extern bool FbfShareIsHeavy(Oid dbid, Oid relid, uint64 unit, int64 epoch);
 extern void FbfShareForget(Oid dbid, Oid relid);
 
 #endif							/* FBF_REGISTRY_H */

@@ -47,6 +47,13 @@
  *	  period, if the period is still the same: they never reach the bits.
  *	  (A rolled back subtransaction's operations stay charged until the
  *	  transaction ends.)
+ *	- heavy: FbfShareIsHeavy tells a window's caller, when one of a unit's
+ *	  operations would take the last part of a pending chain (its reserve,
+ *	  window/window_apply.c), whether the unit took more of this period
+ *	  and the one before than max-min fairness gives it of FBF_SHARE_RESERVE
+ *	  of what every unit took: a flood that fills the chains with entries
+ *	  waiting for the next period's bits is refused there, leaving that
+ *	  part to the others.
  *
  * Nothing here is durable: a restart starts every count at zero, and the
  * entries of transactions prepared before it are charged to no one.  A
@@ -107,6 +114,13 @@
  * late drains), where units within their shares may still fill it.
  */
 #define FBF_SHARE_BEYOND		0.75
+
+/*
+ * A unit is heavy (FbfShareIsHeavy) if it took more than max-min fairness
+ * gives it of this part of what every unit took: the part of the pending
+ * chains that is not their reserve (window/window_apply.c).
+ */
+#define FBF_SHARE_RESERVE		0.8
 
 /* the slot of the units the table cannot tell apart */
 #define OTHERS_SLOT				FBF_SHARE_UNITS
@@ -867,6 +881,90 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	if (standing->verdict == FBF_SHARE_ADMITTED)
 		hold(table, generation, slot, demand->entries, epoch, cost);
 	return standing->verdict;
+}
+
+/*
+ * The table counter (dbid, relid) holds, without giving it one (nor
+ * trusting this backend's cache of it): -1 if it has none.  *generation
+ * gets the table's generation, to check under its lock.
+ */
+static int
+held_table(Oid dbid, Oid relid, uint64 *generation)
+{
+	int			found = -1;
+	int			t;
+
+	LWLockAcquire(Shares->lock, LW_SHARED);
+	for (t = 0; t < FBF_SHARE_TABLES && found < 0; t++)
+	{
+		if (Shares->tables[t].dbid == dbid && Shares->tables[t].relid == relid)
+		{
+			found = t;
+			*generation = Shares->tables[t].generation;
+		}
+	}
+	LWLockRelease(Shares->lock);
+	return found;
+}
+
+/*
+ * Is `unit` heavy on counter (dbid, relid) in the window's period `epoch`:
+ * did it take more of the new operations of this period and the one before
+ * than max-min fairness would give it, were FBF_SHARE_RESERVE of what every
+ * unit took all there was, each unit demanding what it took (so light
+ * units, however many, leave a heavy one its part, and a flood stands out
+ * from a busy unit beside it)?  Never a unit alone, nor one the table has
+ * not counted (a newcomer), nor the units the table cannot tell apart (its
+ * last slot: a newcomer there would pay for a flood beside it), nor any
+ * unit of a counter without a table.  Reads only: gives the counter no
+ * table, and claims no slot.
+ */
+bool
+FbfShareIsHeavy(Oid dbid, Oid relid, uint64 unit, int64 epoch)
+{
+	FbfShareTable *t;
+	uint64		generation;
+	int			table;
+	bool		heavy = false;
+
+	Assert(unit != 0);
+	table = held_table(dbid, relid, &generation);
+	if (table < 0)
+		return false;
+	t = &Shares->tables[table];
+	LWLockAcquire(t->lock, LW_SHARED);
+	if (t->generation == generation && t->dbid == dbid && t->relid == relid &&
+		epoch <= t->epoch + 1 && t->nactive > 1)
+	{
+		ShareDemand demands[FBF_SHARE_UNITS + 1];
+		double		took = 0;
+		double		mine = -1;
+		int			m = 0;
+		int			s;
+
+		for (s = 0; s <= OTHERS_SLOT; s++)
+		{
+			const FbfShareUnit *u = &t->units[s];
+			/* of a period ago, this period's counts are the one before's */
+			double		d = u->fill + (epoch > t->epoch ? 0 : u->prev);
+
+			if (d <= 0)
+				continue;
+			demands[m].demand = d;
+			demands[m].weight = slot_weight(t, s);
+			m++;
+			took += d;
+			if (s < OTHERS_SLOT && u->unit == unit)
+				mine = d;
+		}
+		if (mine > 0 && m > 1)
+		{
+			qsort(demands, m, sizeof(ShareDemand), demand_cmp);
+			heavy = mine > water_level(demands, m, FBF_SHARE_RESERVE * took);
+		}
+	}
+	LWLockRelease(t->lock);
+	return heavy;
 }
 
 /*

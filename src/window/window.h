@@ -108,8 +108,11 @@ typedef enum FbfOpResult
 {
 	FBF_OP_APPLIED,				/* new: recorded as in flight, apply it */
 	FBF_OP_DUPLICATE,			/* seen: committed or ours, dismiss it */
-	FBF_OP_REKEYED				/* nothing done: the window's key is not
+	FBF_OP_REKEYED,				/* nothing done: the window's key is not
 								 * the one the operation was hashed under */
+	FBF_OP_RESERVED				/* nothing done: it would take the reserve
+								 * of its pending chain, which the caller
+								 * did not allow */
 } FbfOpResult;
 
 /*
@@ -247,8 +250,8 @@ extern FbfWindowHold *FbfWindowHoldCreate(Relation index);
 extern void FbfWindowLetGo(FbfWindowHold *hold);
 extern FbfOpResult FbfWindowApply(Relation index,
 								  const FbfWindowKeying *keying,
-								  const FbfWindowOp *op, FbfWindowHold *hold,
-								  FbfApplyInfo *info);
+								  const FbfWindowOp *op, bool reserve,
+								  FbfWindowHold *hold, FbfApplyInfo *info);
 extern bool FbfWindowContains(Relation index, const FbfHash *hash,
 							  FbfWindowHold *hold);
 

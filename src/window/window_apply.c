@@ -257,6 +257,17 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 #define HOLD_INDEX_MIN_PAGES	4
 
 /*
+ * A pending chain's last fifth of pages is its reserve: an operation whose
+ * caller did not allow it (FbfWindowApply's `reserve`) takes no room there
+ * and extends the chain no further (FBF_OP_RESERVED), so that a unit whose
+ * flood fills the chains, with its operations in flight or with entries
+ * that wait for the next period's bits, leaves room to the others (the
+ * caller asks its shares whose operation may take it:
+ * counter/counter_engine.c).
+ */
+#define RESERVE_FROM	(FBF_MAX_PENDING_PAGES - FBF_MAX_PENDING_PAGES / 5)
+
+/*
  * The locks FbfWindowApply (or FbfWindowContains) holds for an operation,
  * kept from one to the next by a caller that passes the same hold to each
  * (FbfWindowHoldCreate):
@@ -442,6 +453,7 @@ typedef struct ApplyState
 	bool		lane_full;		/* its partition page asks for more bits */
 	FbfOpResult result;			/* STEP_DONE: the answer */
 	bool		refresh_tried;	/* once: a refresh may rightly be postponed */
+	bool		reserve;		/* it may take its chain's reserve */
 	bool		may_defer;		/* drains may put entries off */
 	bool		grow;			/* a drain put entries off: grow */
 } ApplyState;
@@ -690,6 +702,13 @@ ask_bits(ApplyState *st, FbfApplyInfo *info)
  * flight, and a drain of what others' fates decided since can wait for the
  * next operation that finds the chain full (a drain reads every entry).
  *
+ * Room on the chain's reserve (RESERVE_FROM) is taken only if the caller
+ * allowed it (a chain with room only there is drained first, as a full
+ * one is); else nothing is done, and the answer is FBF_OP_RESERVED.  Such
+ * a caller's operation never reaches a full chain, so it never grows the
+ * window itself: growth for its load comes from the rate (the caller's
+ * "overfull", the worker's passes).
+ *
  * A chain full of entries that wait for more bits (the drain put them
  * off) grows the window now and tries again.  At its cap, a counter that
  * refuses what it cannot take refuses this operation: the entries wait for
@@ -703,10 +722,17 @@ find_room(ApplyState *st)
 	FbfWindowHold *h = st->h;
 	FbfPendingChain *chain = &h->chain;
 
-	if (st->room < 0 &&
+	if ((st->room < 0 || (!st->reserve && st->room >= RESERVE_FROM)) &&
 		(!h->drained || chain->n == FBF_MAX_PENDING_PAGES) &&
 		drain_held(h, st->may_defer, &st->grow) > 0)
 		st->room = chain_room(h, st->need, h->room_from);
+	if (!st->reserve &&
+		(st->room >= RESERVE_FROM || (st->room < 0 && chain->n >= RESERVE_FROM)))
+	{
+		FbfWindowLetGo(h);
+		st->result = FBF_OP_RESERVED;
+		return STEP_DONE;
+	}
 	if (st->room >= 0)
 		return STEP_ON;
 
@@ -830,6 +856,11 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
  * more bits grows the window itself (FbfWindowGrowNow) before it records
  * anything.
  *
+ * Without `reserve`, an operation that would take room on the last fifth
+ * of its chain (its reserve, RESERVE_FROM) does nothing and returns
+ * FBF_OP_RESERVED, every lock let go, with info->capacity (its epoch: the
+ * period): the caller decides whether it may (its shares) and asks again.
+ *
  * `hold` (NULL for an operation alone) keeps the metapage and the chain
  * locked for the caller's next operation (FbfWindowHoldCreate); the caller
  * lets go of them (FbfWindowLetGo) before it asks the window anything
@@ -844,7 +875,8 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
  */
 FbfOpResult
 FbfWindowApply(Relation index, const FbfWindowKeying *keying,
-			   const FbfWindowOp *op, FbfWindowHold *hold, FbfApplyInfo *info)
+			   const FbfWindowOp *op, bool reserve, FbfWindowHold *hold,
+			   FbfApplyInfo *info)
 {
 	FbfWindowHold alone;
 	ApplyState	st = {0};
@@ -858,6 +890,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	Assert(hold->index == index);
 	st.h = hold;
 	st.op = op;
+	st.reserve = reserve;
 	st.may_defer = true;
 	info->overfull = false;
 	info->stale_keying = false;
@@ -887,6 +920,9 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			break;
 		/* STEP_AGAIN: locks let go to refresh, grow or wait; ask again */
 	}
+	/* the period the caller's shares judge the reserve in */
+	if (st.result == FBF_OP_RESERVED)
+		FbfWindowCapacityOf(&hold->meta, &info->capacity);
 	if (hold->meta_held && ++hold->asked >= HOLD_MAX_OPS)
 		FbfWindowLetGo(hold);
 	return st.result;

@@ -1,0 +1,141 @@
+# The last fifth of a window's pending chains is kept for the units that
+# did not flood it.
+#
+# A split frees no room in the filters of the current period, so a flood
+# of new operations beyond what they take waits on the pending chains for
+# the next period's bits.  The shares judge a unit against the capacity of
+# the window grown to its cap, which a small window's flood is far from:
+# before the reserve, such a flood filled the chains, grew the window to
+# its cap within the period (each full chain splits it, which frees no
+# room), and then every operation that found its chain full was refused
+# (53400, "at its capacity"), the victim's too.  Now an operation that
+# would take room on the last fifth of its chain asks the shares first: a
+# unit that took more than its share of the last two periods is refused
+# there (53400, "has filled the pending pages ... up to the part kept
+# for others"), the others take it.
+#
+#   1. t2 applies a few operations; t1 floods a counter planned for 10
+#      operations a second with committed batches of 5,000 new operations
+#      until it is refused, then of 100, then of 10 (so that, before the
+#      reserve, its entries filled the chains to the last few): it is
+#      refused with "has filled the pending pages" (53400); what its
+#      batches applied is counted once;
+#   2. then t2's 300 new operations, one a statement, are all applied
+#      (none refused, none dismissed);
+#   3. t1 is refused again;
+#   4. a unit alone is not held back by the reserve: on a second counter,
+#      t1 alone runs the same flood, which goes on past the reserve (more
+#      than a tenth more operations) until the window refuses it "at its
+#      capacity" at its cap, as before, never "has filled the pending
+#      pages".
+# The background worker is off, so that no pass drains or refreshes the
+# window meanwhile, and a period lasts minutes (a retention of an hour):
+# the backlog waits on the chains for the whole test.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FbfTest;
+
+my $node = fbf_node('share_reserve', "fbf.worker_enabled = off\n");
+
+$node->safe_psql('postgres', q{
+	CREATE ROLE t1 LOGIN;
+	CREATE ROLE t2 LOGIN;
+	SELECT fbf_create_counter_table('fl', retention => '1 hour', expected_rate => 10);
+	SELECT fbf_create_counter_table('alone', retention => '1 hour', expected_rate => 10);
+	GRANT SELECT, INSERT, UPDATE ON fl, alone TO t1, t2;});
+
+# one batch of `size` new operations (new clients from `base`) as role t1
+# on `counter`: how many it applied (the filter answers a new client's
+# first operation, and may dismiss it at its target rate), or undef and
+# the error's message
+sub flood_batch
+{
+	my ($counter, $base, $size) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', qq{
+		SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', 'a',
+			ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
+			array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a},
+		extra_params => [ '-U', 't1' ]);
+	return ($out, '') if $ret == 0;
+	$err =~ s/^psql:[^:]*:\d+: //;
+	return (undef, $err);
+}
+
+# t1's flood of `counter`: committed batches of 5,000 new operations until
+# one is refused, then of 100, then of 10, so that its committed entries
+# fill the chains as far as it may: the operations applied, and the first
+# refusal
+sub flood
+{
+	my ($counter) = @_;
+	my ($applied, $first, $base) = (0, undef, 1_000_000);
+	for my $size (5000, 100, 10)
+	{
+		for (1 .. 200)
+		{
+			my ($n, $err) = flood_batch($counter, $base, $size);
+			$base += 10_000;
+			if (!defined $n)
+			{
+				$first //= $err;
+				last;
+			}
+			$applied += $n;
+		}
+	}
+	return ($applied, $first // '');
+}
+
+# t2 is a unit of the counter's shares before the flood
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 10) g
+	 WHERE idempotent_increment('fl', 'b', 100 + g, 1, 1)},
+	extra_params => [ '-U', 't2' ]), '10', 't2 applies 10 operations');
+
+# ---- 1. the flood, until refused ----
+my ($t1_applied, $refusal) = flood('fl');
+note "t1 applied $t1_applied operations, first refused: $refusal";
+like($refusal, qr/role "t1" has filled the pending pages of counter filter "fl_fbf" up to the part kept for others/,
+	"t1's flood is refused where it would take the chains' reserve");
+is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'a')"), $t1_applied,
+	't1\'s batches counted each operation they applied once');
+
+# ---- 2. t2 takes the reserve ----
+my ($applied, $refused, $dismissed) = split /\|/, $node->safe_psql('postgres', q{
+	CREATE TEMP TABLE outcome (o text);
+	DO $$
+	BEGIN
+		FOR g IN 1 .. 300 LOOP
+			BEGIN
+				INSERT INTO outcome VALUES (CASE WHEN idempotent_increment('fl', 'b', 1000 + g, 1, 1)
+												 THEN 'applied' ELSE 'dismissed' END);
+			EXCEPTION WHEN others THEN
+				INSERT INTO outcome VALUES (SQLSTATE || ' ' || SQLERRM);
+			END;
+		END LOOP;
+	END $$;
+	SELECT count(*) FILTER (WHERE o = 'applied'), count(*) FILTER (WHERE o NOT IN ('applied', 'dismissed')),
+		   count(*) FILTER (WHERE o = 'dismissed') FROM outcome},
+	extra_params => [ '-U', 't2' ]);
+is("$applied $refused $dismissed", '300 0 0',
+	't2\'s 300 new operations after the flood are all applied: none refused, none dismissed');
+is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'b')"), '310',
+	't2\'s key counted each of its operations once');
+
+# ---- 3. t1 is still refused ----
+like((flood_batch('fl', 9_000_000, 10))[1], qr/role "t1" has filled the pending pages/,
+	't1 is refused again, after t2 took the reserve');
+
+# ---- 4. a unit alone takes the reserve ----
+my ($alone_applied, $alone_refusal) = flood('alone');
+note "t1 alone applied $alone_applied operations, first refused: $alone_refusal";
+unlike($alone_refusal, qr/has filled the pending pages/,
+	'a unit alone is never refused for the reserve');
+cmp_ok($alone_applied, '>', $t1_applied * 1.1,
+	"alone, t1's flood fills the chains further ($alone_applied operations) than beside t2 ($t1_applied)");
+
+done_testing();
