@@ -168,32 +168,23 @@ share_who(const FbfOps *ops, int share_by)
 }
 
 /*
- * Refuse the operation apply_reserved asks about if its unit is heavy; the
- * call's hold on the window let go first (the window let go of its locks
- * already, but the hold is the caller's to end).
+ * Refuse the operation apply_reserved asks about: its unit may not take
+ * the reserve of its chain (`detail`: why); the call's hold on the window
+ * let go first (the window let go of its locks already, but the hold is
+ * the caller's to end).
  */
 static void
-refuse_if_heavy(Relation heap, Relation index, const FbfOps *ops,
-				const FbfApplyInfo *info, FbfWindowHold *hold)
+refuse_reserve(Relation index, const FbfOps *ops, int share_by,
+			   FbfWindowHold *hold, const char *detail, const char *hint)
 {
-	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
-	uint64		unit;
-
-	if (!is_shared(heap, opts))
-		return;
-	unit = share_unit(ops, opts->share_by);
-	if (unit == SHARE_POOL_UNIT ||
-		!FbfShareIsHeavy(MyDatabaseId, RelationGetRelid(heap), unit,
-						 info->capacity.epoch))
-		return;
 	if (hold != NULL)
 		FbfWindowLetGo(hold);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 errmsg("%s has filled the pending pages of counter filter \"%s\" up to the part kept for others",
-					share_who(ops, opts->share_by), RelationGetRelationName(index)),
-			 errdetail("It took more than its share of the new operations of this period and the one before; the last fifth of each pending chain is kept for those who did not."),
-			 errhint("Retry the operation in a later period, commit or roll back its open transactions, or send fewer operations at once.")));
+					share_who(ops, share_by), RelationGetRelationName(index)),
+			 errdetail("%s", detail),
+			 errhint("%s", hint)));
 }
 
 /*
@@ -203,33 +194,91 @@ refuse_if_heavy(Relation heap, Relation index, const FbfOps *ops,
  */
 #define RESERVE_ASK_EVERY	64
 
+/* What a call may do with the reserve of its chains (apply_reserved). */
+typedef struct ReserveLease
+{
+	int			left;			/* its next operations that need not ask */
+	FbfReserve	reserve;		/* what they may do */
+} ReserveLease;
+
+/*
+ * Who may take the reserve of a window's pending chains, and for how many
+ * of the call's operations (`lease`), asked of the shares for the unit of
+ * `ops` in the period of `info` (FbfShareWeigh): everyone, for the whole
+ * call, where nobody shares the window (is_shared) or everyone shares one
+ * pool; a unit alone, for entries waiting for bits, only while the window
+ * can grow (FBF_RESERVE_GROW: at the cap, what it leaves of the chains is
+ * all a unit that comes next will find, since a split frees no room in
+ * the current period); a unit that took no more than max-min fairness
+ * gives it.  A heavy unit is refused with 53400.  The shares are asked
+ * again after RESERVE_ASK_EVERY operations.
+ */
+static void
+lease_reserve(Relation heap, Relation index, const FbfOps *ops,
+			  const FbfApplyInfo *info, FbfWindowHold *hold,
+			  ReserveLease *lease)
+{
+	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
+	uint64		unit;
+
+	lease->reserve = FBF_RESERVE_TAKE;
+	lease->left = INT_MAX;
+	if (!is_shared(heap, opts))
+		return;
+	unit = share_unit(ops, opts->share_by);
+	if (unit == SHARE_POOL_UNIT)
+		return;
+	lease->left = RESERVE_ASK_EVERY - 1;
+	switch (FbfShareWeigh(MyDatabaseId, RelationGetRelid(heap), unit,
+						  info->capacity.epoch))
+	{
+		case FBF_SHARE_HEAVY:
+			refuse_reserve(index, ops, opts->share_by, hold,
+						   "It took more than its share of the new operations of this period and the one before; the last fifth of each pending chain is kept for those who did not.",
+						   "Retry the operation in a later period, commit or roll back its open transactions, or send fewer operations at once.");
+			break;
+		case FBF_SHARE_ALONE:
+			lease->reserve = FBF_RESERVE_GROW;
+			break;
+		case FBF_SHARE_LIGHT:
+			break;
+	}
+}
+
 /*
  * Apply an operation (FbfWindowApply), letting it take the reserve of its
- * pending chain (FBF_OP_RESERVED: returned with the period in info) where
- * nobody shares the window (is_shared), everyone shares one pool, or its
- * unit is not heavy (FbfShareIsHeavy: it took no more of this period and
- * the one before than max-min fairness gives it); a heavy one is refused
- * with 53400.  *allowed counts the call's next operations that may take it
- * without asking again (starts at 0).
+ * pending chain (FBF_OP_RESERVED: returned with the period in info) as
+ * the call's `lease` says (zeroed before its first operation), asked for
+ * (lease_reserve) when an operation meets the reserve with none left, or
+ * meets it still under the lease's answer (a unit alone at the window's
+ * cap); a unit alone is refused there (53400), as lease_reserve refuses a
+ * heavy one.
  */
 static FbfOpResult
 apply_reserved(Relation heap, Relation index, const FbfOps *ops,
 			   const FbfWindowKeying *keying, const FbfWindowOp *op,
-			   FbfWindowHold *hold, FbfApplyInfo *info, int *allowed)
+			   FbfWindowHold *hold, FbfApplyInfo *info, ReserveLease *lease)
 {
 	FbfOpResult r;
 
-	if (*allowed > 0)
+	if (lease->left > 0)
 	{
-		(*allowed)--;
-		return FbfWindowApply(index, keying, op, true, hold, info);
+		lease->left--;
+		r = FbfWindowApply(index, keying, op, lease->reserve, hold, info);
 	}
-	r = FbfWindowApply(index, keying, op, false, hold, info);
+	else
+		r = FbfWindowApply(index, keying, op, FBF_RESERVE_KEEP, hold, info);
 	if (r != FBF_OP_RESERVED)
 		return r;
-	refuse_if_heavy(heap, index, ops, info, hold);
-	*allowed = RESERVE_ASK_EVERY - 1;
-	return FbfWindowApply(index, keying, op, true, hold, info);
+	/* asked afresh: a lease for a unit alone may be one no more */
+	lease_reserve(heap, index, ops, info, hold, lease);
+	r = FbfWindowApply(index, keying, op, lease->reserve, hold, info);
+	Assert(r != FBF_OP_RESERVED || lease->reserve == FBF_RESERVE_GROW);
+	if (r == FBF_OP_RESERVED)
+		refuse_reserve(index, ops, FbfWindowGetOptions(index)->share_by, hold,
+					   "It alone sends new operations, and the filter is as large as fbf.max_filter_size lets it be: what waits for the next period's filter may not fill the last fifth of each pending chain, which is kept for whoever comes next.",
+					   "Retry the operation in a later period, plan the counter for its load (expected_rate), or raise fbf.max_filter_size.");
+	return r;
 }
 
 /*
@@ -371,7 +420,7 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 			  FbfWindowHold *hold, FbfApplyTally *tally)
 {
 	FbfDeltaId *deltas;
-	int			reserve_allowed = 0;
+	ReserveLease lease = {0};
 	int			k;
 
 	/* hashing and sorting them checks for interrupts: no buffer lock held */
@@ -387,7 +436,7 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 			continue;
 		delta_identity(ops, keying, &deltas[k], &delta_op);
 		if (apply_reserved(heap, index, ops, keying, &delta_op, hold,
-						   &info, &reserve_allowed) == FBF_OP_REKEYED)
+						   &info, &lease) == FBF_OP_REKEYED)
 		{
 			end_hold(hold);
 			rekeyed_error(index, false);
@@ -435,7 +484,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 	/* applied, in ops' order: record_deltas reads it in sequence */
 	bool	   *is_new = track_mismatch ? palloc(Max(ops->n, 1)) : NULL;
 	bool		recorded = false;
-	int			reserve_allowed = 0;
+	ReserveLease lease = {0};
 	int			i;
 
 	tally->sum = int64_to_int128(0);
@@ -455,7 +504,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 
 		if (!repeat)
 			r = apply_reserved(heap, index, ops, keying, &hashed[i], hold,
-							   &info, &reserve_allowed);
+							   &info, &lease);
 		if (r == FBF_OP_REKEYED)
 		{
 			end_hold(hold);

@@ -130,13 +130,27 @@ typedef struct FbfShareStanding
 								 * cannot tell apart) */
 } FbfShareStanding;
 
+/*
+ * What a unit took of a counter's last two periods beside the others
+ * (FbfShareWeigh): whether it may take the reserve of the window's pending
+ * chains.
+ */
+typedef enum FbfShareWeight
+{
+	FBF_SHARE_LIGHT,			/* no more than its part of them, or not
+								 * told apart */
+	FBF_SHARE_HEAVY,			/* more than max-min fairness gives it */
+	FBF_SHARE_ALONE				/* the only unit that took any */
+} FbfShareWeight;
+
 extern Size FbfShareShmemSize(void);
 extern void FbfShareShmemRequest(void);
 extern void FbfShareShmemInit(void);
 extern FbfShareVerdict FbfShareCharge(Oid dbid, Oid relid,
 									  const FbfShareDemand *demand,
 									  FbfShareStanding *standing);
-extern bool FbfShareIsHeavy(Oid dbid, Oid relid, uint64 unit, int64 epoch);
+extern FbfShareWeight FbfShareWeigh(Oid dbid, Oid relid, uint64 unit,
+									int64 epoch);
 extern void FbfShareForget(Oid dbid, Oid relid);
 
 #endif							/* FBF_REGISTRY_H */

@@ -47,13 +47,14 @@
  *	  period, if the period is still the same: they never reach the bits.
  *	  (A rolled back subtransaction's operations stay charged until the
  *	  transaction ends.)
- *	- heavy: FbfShareIsHeavy tells a window's caller, when one of a unit's
+ *	- heavy: FbfShareWeigh tells a window's caller, when one of a unit's
  *	  operations would take the last part of a pending chain (its reserve,
  *	  window/window_apply.c), whether the unit took more of this period
  *	  and the one before than max-min fairness gives it of FBF_SHARE_RESERVE
- *	  of what every unit took: a flood that fills the chains with entries
+ *	  of what every unit took (a flood that fills the chains with entries
  *	  waiting for the next period's bits is refused there, leaving that
- *	  part to the others.
+ *	  part to the others), or was the only one to take any (which the
+ *	  caller lets take it only while the window can still grow).
  *
  * Nothing here is durable: a restart starts every count at zero, and the
  * entries of transactions prepared before it are charged to no one.  A
@@ -116,7 +117,7 @@
 #define FBF_SHARE_BEYOND		0.75
 
 /*
- * A unit is heavy (FbfShareIsHeavy) if it took more than max-min fairness
+ * A unit is heavy (FbfShareWeigh) if it took more than max-min fairness
  * gives it of this part of what every unit took: the part of the pending
  * chains that is not their reserve (window/window_apply.c).
  */
@@ -908,33 +909,34 @@ held_table(Oid dbid, Oid relid, uint64 *generation)
 }
 
 /*
- * Is `unit` heavy on counter (dbid, relid) in the window's period `epoch`:
- * did it take more of the new operations of this period and the one before
- * than max-min fairness would give it, were FBF_SHARE_RESERVE of what every
- * unit took all there was, each unit demanding what it took (so light
- * units, however many, leave a heavy one its part, and a flood stands out
- * from a busy unit beside it)?  Never a unit alone, nor one the table has
- * not counted (a newcomer), nor the units the table cannot tell apart (its
- * last slot: a newcomer there would pay for a flood beside it), nor any
+ * How much `unit` took of counter (dbid, relid)'s new operations in the
+ * window's period `epoch` and the one before, beside the other units:
+ * heavy if more than max-min fairness would give it, were
+ * FBF_SHARE_RESERVE of what every unit took all there was, each unit
+ * demanding what it took (so light units, however many, leave a heavy one
+ * its part, and a flood stands out from a busy unit beside it); alone if
+ * no other unit took any.  Light: a unit within that, one the table has
+ * not counted (a newcomer), the units the table cannot tell apart (its
+ * last slot: a newcomer there would pay for a flood beside it), and any
  * unit of a counter without a table.  Reads only: gives the counter no
  * table, and claims no slot.
  */
-bool
-FbfShareIsHeavy(Oid dbid, Oid relid, uint64 unit, int64 epoch)
+FbfShareWeight
+FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 {
 	FbfShareTable *t;
 	uint64		generation;
 	int			table;
-	bool		heavy = false;
+	FbfShareWeight weight = FBF_SHARE_LIGHT;
 
 	Assert(unit != 0);
 	table = held_table(dbid, relid, &generation);
 	if (table < 0)
-		return false;
+		return FBF_SHARE_LIGHT;
 	t = &Shares->tables[table];
 	LWLockAcquire(t->lock, LW_SHARED);
 	if (t->generation == generation && t->dbid == dbid && t->relid == relid &&
-		epoch <= t->epoch + 1 && t->nactive > 1)
+		epoch <= t->epoch + 1)
 	{
 		ShareDemand demands[FBF_SHARE_UNITS + 1];
 		double		took = 0;
@@ -957,14 +959,17 @@ FbfShareIsHeavy(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 			if (s < OTHERS_SLOT && u->unit == unit)
 				mine = d;
 		}
-		if (mine > 0 && m > 1)
+		if (mine > 0 && m == 1)
+			weight = FBF_SHARE_ALONE;
+		else if (mine > 0)
 		{
 			qsort(demands, m, sizeof(ShareDemand), demand_cmp);
-			heavy = mine > water_level(demands, m, FBF_SHARE_RESERVE * took);
+			if (mine > water_level(demands, m, FBF_SHARE_RESERVE * took))
+				weight = FBF_SHARE_HEAVY;
 		}
 	}
 	LWLockRelease(t->lock);
-	return heavy;
+	return weight;
 }
 
 /*

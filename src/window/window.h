@@ -116,6 +116,22 @@ typedef enum FbfOpResult
 } FbfOpResult;
 
 /*
+ * Whether an operation may take room on the reserve of its pending chain
+ * (the last fifth of its pages), which FbfWindowApply keeps for those its
+ * caller lets in: the window says where the reserve is, the caller who
+ * may take it (a counter's shares).
+ */
+typedef enum FbfReserve
+{
+	FBF_RESERVE_KEEP,			/* no: FBF_OP_RESERVED where it would */
+	FBF_RESERVE_TAKE,			/* yes */
+	FBF_RESERVE_GROW			/* yes, but where entries wait there for
+								 * bits, only while the window can grow,
+								 * growing it first; at its cap,
+								 * FBF_OP_RESERVED */
+} FbfReserve;
+
+/*
  * How a window hashes identities (window_key.c, FbfWindowGetKeying): under
  * its secret key, and, while it may still hold operations recorded before
  * it had one (or before it gave up the fixed key of fbf.fixed_window_keys),
@@ -250,7 +266,7 @@ extern FbfWindowHold *FbfWindowHoldCreate(Relation index);
 extern void FbfWindowLetGo(FbfWindowHold *hold);
 extern FbfOpResult FbfWindowApply(Relation index,
 								  const FbfWindowKeying *keying,
-								  const FbfWindowOp *op, bool reserve,
+								  const FbfWindowOp *op, FbfReserve reserve,
 								  FbfWindowHold *hold, FbfApplyInfo *info);
 extern bool FbfWindowContains(Relation index, const FbfHash *hash,
 							  FbfWindowHold *hold);

@@ -263,7 +263,10 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * flood fills the chains, with its operations in flight or with entries
  * that wait for the next period's bits, leaves room to the others (the
  * caller asks its shares whose operation may take it:
- * counter/counter_engine.c).
+ * counter/counter_engine.c).  A caller that allows it only while the
+ * window can grow (FBF_RESERVE_GROW: a unit alone) has the window grown
+ * there for entries that wait for bits, as a full chain would, and gets
+ * FBF_OP_RESERVED for them at the cap.
  */
 #define RESERVE_FROM	(FBF_MAX_PENDING_PAGES - FBF_MAX_PENDING_PAGES / 5)
 
@@ -287,6 +290,7 @@ struct FbfWindowHold
 	uint32		chainno;
 	int			on_chain;		/* operations that asked the held chain */
 	bool		drained;		/* the held chain was drained since locked */
+	bool		put_off;		/* and that drain put entries off for bits */
 	int			room_from[FBF_NEED_MAX];	/* chain_room's hints */
 	FbfChainIndex cix;
 	int			npend;			/* entries appended in memory, not yet on */
@@ -349,24 +353,32 @@ let_go_chain(FbfWindowHold *h)
 	h->chain_held = false;
 	h->on_chain = 0;
 	h->drained = false;
+	h->put_off = false;
 	memset(h->room_from, 0, sizeof(h->room_from));
 }
 
 /*
  * Drain the held chain (FbfChainDrain); if that changed its entries (it
  * removed some, or unlinked a page), its index and its full pages are to
- * be found again.  Returns the entries removed.
+ * be found again.  Returns the entries removed; *grow set if it put
+ * entries off for want of bits (and the hold remembers it while it holds
+ * the chain).
  */
 static int
 drain_held(FbfWindowHold *h, bool may_defer, bool *grow)
 {
 	int			npages;
 	int			removed;
+	bool		put_off = false;
 
 	flush_pending(h);
 	npages = h->chain.n;
-	removed = FbfChainDrain(h->index, &h->meta, &h->chain, may_defer, grow);
+	removed = FbfChainDrain(h->index, &h->meta, &h->chain, may_defer,
+							&put_off);
 	h->drained = true;
+	h->put_off = put_off;
+	if (put_off)
+		*grow = true;
 	if (removed > 0 || h->chain.n != npages)
 	{
 		FbfChainIndexReset(&h->cix);
@@ -453,7 +465,8 @@ typedef struct ApplyState
 	bool		lane_full;		/* its partition page asks for more bits */
 	FbfOpResult result;			/* STEP_DONE: the answer */
 	bool		refresh_tried;	/* once: a refresh may rightly be postponed */
-	bool		reserve;		/* it may take its chain's reserve */
+	FbfReserve	reserve;		/* may it take its chain's reserve */
+	bool		grown_for_reserve;	/* FBF_RESERVE_GROW grew the window */
 	bool		may_defer;		/* drains may put entries off */
 	bool		grow;			/* a drain put entries off: grow */
 } ApplyState;
@@ -707,7 +720,12 @@ ask_bits(ApplyState *st, FbfApplyInfo *info)
  * one is); else nothing is done, and the answer is FBF_OP_RESERVED.  Such
  * a caller's operation never reaches a full chain, so it never grows the
  * window itself: growth for its load comes from the rate (the caller's
- * "overfull", the worker's passes).
+ * "overfull", the worker's passes).  A caller that allows it only while
+ * the window can grow (FBF_RESERVE_GROW), where a drain put entries off
+ * for want of bits, has the window grown once, as a full chain grows it,
+ * and takes it; at the cap, it gets FBF_OP_RESERVED.  Where the chain
+ * holds entries in flight alone, such a caller takes it: no growth makes
+ * room for those (the caller's shares bound them).
  *
  * A chain full of entries that wait for more bits (the drain put them
  * off) grows the window now and tries again.  At its cap, a counter that
@@ -722,16 +740,34 @@ find_room(ApplyState *st)
 	FbfWindowHold *h = st->h;
 	FbfPendingChain *chain = &h->chain;
 
-	if ((st->room < 0 || (!st->reserve && st->room >= RESERVE_FROM)) &&
+	if ((st->room < 0 ||
+		 (st->reserve != FBF_RESERVE_TAKE && st->room >= RESERVE_FROM)) &&
 		(!h->drained || chain->n == FBF_MAX_PENDING_PAGES) &&
 		drain_held(h, st->may_defer, &st->grow) > 0)
 		st->room = chain_room(h, st->need, h->room_from);
-	if (!st->reserve &&
+	if (st->reserve != FBF_RESERVE_TAKE &&
 		(st->room >= RESERVE_FROM || (st->room < 0 && chain->n >= RESERVE_FROM)))
 	{
-		FbfWindowLetGo(h);
-		st->result = FBF_OP_RESERVED;
-		return STEP_DONE;
+		bool		waiting = st->may_defer && (st->grow || h->put_off);
+		bool		can_grow = FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
+
+		if (st->reserve == FBF_RESERVE_GROW && waiting && can_grow &&
+			!st->grown_for_reserve)
+		{
+			/* as for a full chain, below; once: a split frees no room */
+			FbfWindowLetGo(h);
+			st->grow = false;
+			st->grown_for_reserve = true;
+			(void) FbfWindowGrowNow(h->index);
+			CHECK_FOR_INTERRUPTS();
+			return STEP_AGAIN;
+		}
+		if (st->reserve == FBF_RESERVE_KEEP || (waiting && !can_grow))
+		{
+			FbfWindowLetGo(h);
+			st->result = FBF_OP_RESERVED;
+			return STEP_DONE;
+		}
 	}
 	if (st->room >= 0)
 		return STEP_ON;
@@ -856,10 +892,12 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
  * more bits grows the window itself (FbfWindowGrowNow) before it records
  * anything.
  *
- * Without `reserve`, an operation that would take room on the last fifth
- * of its chain (its reserve, RESERVE_FROM) does nothing and returns
+ * With FBF_RESERVE_KEEP, an operation that would take room on the last
+ * fifth of its chain (its reserve, RESERVE_FROM) does nothing and returns
  * FBF_OP_RESERVED, every lock let go, with info->capacity (its epoch: the
- * period): the caller decides whether it may (its shares) and asks again.
+ * period): the caller decides whether it may (its shares) and asks again,
+ * with FBF_RESERVE_TAKE, or with FBF_RESERVE_GROW, which takes it only
+ * while the window can grow, growing it first (find_room).
  *
  * `hold` (NULL for an operation alone) keeps the metapage and the chain
  * locked for the caller's next operation (FbfWindowHoldCreate); the caller
@@ -875,7 +913,7 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
  */
 FbfOpResult
 FbfWindowApply(Relation index, const FbfWindowKeying *keying,
-			   const FbfWindowOp *op, bool reserve, FbfWindowHold *hold,
+			   const FbfWindowOp *op, FbfReserve reserve, FbfWindowHold *hold,
 			   FbfApplyInfo *info)
 {
 	FbfWindowHold alone;

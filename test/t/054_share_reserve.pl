@@ -23,11 +23,16 @@
 #   2. then t2's 300 new operations, one a statement, are all applied
 #      (none refused, none dismissed);
 #   3. t1 is refused again;
-#   4. a unit alone is not held back by the reserve: on a second counter,
-#      t1 alone runs the same flood, which goes on past the reserve (more
-#      than a tenth more operations) until the window refuses it "at its
-#      capacity" at its cap, as before, never "has filled the pending
-#      pages".
+#   4. a unit alone takes the reserve only while the window can grow: on
+#      a second counter, t1 alone runs the same flood from one session (so
+#      that the rate grows the window once, and the reserve does the rest
+#      of its growth): the batch that first meets the reserve grows the
+#      window to its cap (fbf.max_filter_size) and is then refused there
+#      ("has filled the pending pages", "It alone sends"), never "at its
+#      capacity"; then t2, a newcomer, has its 300 new operations all
+#      applied (before, t1 alone filled the chains to the last page and t2
+#      found them full: refused "at its capacity" 189 times of 300), and
+#      t1 is refused again.
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -90,6 +95,41 @@ sub flood
 	return ($applied, $first // '');
 }
 
+# t1 alone floods `counter` from one session, with the flood's batches,
+# each followed by the window's partitions: the operations applied, the
+# partitions before and after the first refused batch, and its error
+sub flood_alone
+{
+	my ($counter) = @_;
+	my ($sql, $base) = ('', 1_000_000);
+	for my $size ((5000) x 30, (100) x 30, (10) x 30)
+	{
+		$sql .= qq{SELECT 'applied', count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', 'a',
+			ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
+			array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a;
+			SELECT 'parts', partitions FROM fbf_counter_stats WHERE counter = '$counter'::regclass;
+};
+		$base += 10_000;
+	}
+	my ($ret, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 0,
+		extra_params => [ '-U', 't1' ]);
+	my ($applied, $prev, $last, $before, $after) = (0, '', 0, undef, undef);
+	for my $line (split /\n/, $out)
+	{
+		my ($what, $n) = split /\|/, $line;
+		$applied += $n if $what eq 'applied';
+		if ($what eq 'parts')
+		{
+			# a batch refused: no 'applied' line before its partitions
+			($before, $after) = ($last, $n) if $prev ne 'applied' && !defined $before;
+			$last = $n;
+		}
+		$prev = $what;
+	}
+	my ($first) = $err =~ /(ERROR: .*?)(?=\npsql:|\z)/s;
+	return ($applied, $before // -1, $after // -1, $first // '');
+}
+
 # t2 is a unit of the counter's shares before the flood
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM generate_series(1, 10) g
@@ -105,23 +145,32 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'a')"), $t1_appl
 	't1\'s batches counted each operation they applied once');
 
 # ---- 2. t2 takes the reserve ----
-my ($applied, $refused, $dismissed) = split /\|/, $node->safe_psql('postgres', q{
-	CREATE TEMP TABLE outcome (o text);
-	DO $$
-	BEGIN
-		FOR g IN 1 .. 300 LOOP
-			BEGIN
-				INSERT INTO outcome VALUES (CASE WHEN idempotent_increment('fl', 'b', 1000 + g, 1, 1)
-												 THEN 'applied' ELSE 'dismissed' END);
-			EXCEPTION WHEN others THEN
-				INSERT INTO outcome VALUES (SQLSTATE || ' ' || SQLERRM);
-			END;
-		END LOOP;
-	END $$;
-	SELECT count(*) FILTER (WHERE o = 'applied'), count(*) FILTER (WHERE o NOT IN ('applied', 'dismissed')),
-		   count(*) FILTER (WHERE o = 'dismissed') FROM outcome},
-	extra_params => [ '-U', 't2' ]);
-is("$applied $refused $dismissed", '300 0 0',
+
+# t2's 300 new operations on `counter` from seq `from`, one a statement:
+# "applied refused dismissed"
+sub newcomer
+{
+	my ($counter, $from) = @_;
+	my ($applied, $refused, $dismissed) = split /\|/, $node->safe_psql('postgres', qq{
+		CREATE TEMP TABLE outcome (o text);
+		DO \$\$
+		BEGIN
+			FOR g IN 1 .. 300 LOOP
+				BEGIN
+					INSERT INTO outcome VALUES (CASE WHEN idempotent_increment('$counter', 'b', $from + g, 1, 1)
+													 THEN 'applied' ELSE 'dismissed' END);
+				EXCEPTION WHEN others THEN
+					INSERT INTO outcome VALUES (SQLSTATE || ' ' || SQLERRM);
+				END;
+			END LOOP;
+		END \$\$;
+		SELECT count(*) FILTER (WHERE o = 'applied'), count(*) FILTER (WHERE o NOT IN ('applied', 'dismissed')),
+			   count(*) FILTER (WHERE o = 'dismissed') FROM outcome},
+		extra_params => [ '-U', 't2' ]);
+	return "$applied $refused $dismissed";
+}
+
+is(newcomer('fl', 1000), '300 0 0',
 	't2\'s 300 new operations after the flood are all applied: none refused, none dismissed');
 is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'b')"), '310',
 	't2\'s key counted each of its operations once');
@@ -130,12 +179,23 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'b')"), '310',
 like((flood_batch('fl', 9_000_000, 10))[1], qr/role "t1" has filled the pending pages/,
 	't1 is refused again, after t2 took the reserve');
 
-# ---- 4. a unit alone takes the reserve ----
-my ($alone_applied, $alone_refusal) = flood('alone');
-note "t1 alone applied $alone_applied operations, first refused: $alone_refusal";
-unlike($alone_refusal, qr/has filled the pending pages/,
-	'a unit alone is never refused for the reserve');
-cmp_ok($alone_applied, '>', $t1_applied * 1.1,
-	"alone, t1's flood fills the chains further ($alone_applied operations) than beside t2 ($t1_applied)");
+# ---- 4. a unit alone, then a newcomer ----
+my ($alone_applied, $parts_before, $parts_after, $alone_refusal) = flood_alone('alone');
+my ($bytes, $cap) = split /\|/, $node->safe_psql('postgres', q{
+	SELECT bytes, pg_size_bytes(current_setting('fbf.max_filter_size'))
+	  FROM fbf_counter_stats WHERE counter = 'alone'::regclass});
+note "t1 alone applied $alone_applied operations; its first refused batch grew the window from $parts_before to $parts_after partitions, $bytes bytes (cap $cap); refused: $alone_refusal";
+like($alone_refusal, qr/role "t1" has filled the pending pages of counter filter "alone_fbf" up to the part kept for others\s+DETAIL:\s+It alone sends new operations/,
+	'alone, t1 is refused at the reserve as a unit alone, not "at its capacity"');
+cmp_ok($parts_after, '>', $parts_before,
+	'alone, the batch that met the reserve grew the window first');
+cmp_ok($bytes, '>', $cap / 2, 'alone, t1 was refused once the window was at its cap');
+is($node->safe_psql('postgres', "SELECT fbf_counter_value('alone', 'a')"), $alone_applied,
+	't1\'s batches alone counted each operation they applied once');
+is(newcomer('alone', 0), '300 0 0',
+	'a newcomer after the flood of a unit alone has its 300 new operations all applied');
+like((flood_batch('alone', 9_000_000, 5000))[1],
+	qr/role "t1" has filled the pending pages.*\s+DETAIL:\s+It took more than its share/,
+	't1 is refused again, now as heavy beside the newcomer');
 
 done_testing();
