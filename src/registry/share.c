@@ -28,7 +28,10 @@
  *	  have a share of 1 / n of it.  A table tells FBF_SHARE_UNITS units
  *	  apart; the rest share its last slot, which stands for as many shares
  *	  as it saw units (others_weight), so that units beyond the table's
- *	  count are not squeezed into one share.  Within its share a unit is always
+ *	  count are not squeezed into one share, and counts its heaviest units
+ *	  apart (others_count), so that past its level only those of them
+ *	  that took more than a share's part of it are refused, not the others
+ *	  beside a flood.  Within its share a unit is always
  *	  admitted.  Beyond it, up to the water level of max-min fairness
  *	  over FBF_SHARE_BEYOND of the capacity, each other unit demanding what
  *	  it took this period or the one before (judge_rate): light units may
@@ -104,6 +107,8 @@
 #define FBF_SHARE_SKETCH_BITS	(FBF_SHARE_SKETCH_WORDS * 64)
 /* prepared transactions whose in-flight charge a table keeps */
 #define FBF_SHARE_PREPARED		64
+/* units of the last slot whose fills a table keeps apart (others_count) */
+#define FBF_SHARE_OTHERS_TOP	8
 
 /* the part of the chains' entries the units may hold in flight at all */
 #define FBF_SHARE_IN_FLIGHT		0.8
@@ -136,6 +141,13 @@ typedef struct FbfShareUnit
 								 * transactions */
 } FbfShareUnit;
 
+/* a unit of the last slot counted apart, and what it took this period */
+typedef struct FbfShareTop
+{
+	uint64		unit;
+	double		fill;			/* 0: free */
+} FbfShareTop;
+
 typedef struct FbfSharePrepared
 {
 	TransactionId xid;			/* InvalidTransactionId: free */
@@ -157,6 +169,8 @@ typedef struct FbfShareTable
 	/* the units of the others' slot, this period and the one before */
 	uint64		others_seen[FBF_SHARE_SKETCH_WORDS];
 	uint64		others_prev[FBF_SHARE_SKETCH_WORDS];
+	/* the heaviest of them this period (others_count) */
+	FbfShareTop others_top[FBF_SHARE_OTHERS_TOP];
 	FbfShareUnit units[FBF_SHARE_UNITS + 1];
 	FbfSharePrepared prepared[FBF_SHARE_PREPARED];
 } FbfShareTable;
@@ -321,6 +335,7 @@ roll(FbfShareTable *t, int64 epoch)
 		t->others_prev[s] = next ? t->others_seen[s] : 0;
 		t->others_seen[s] = 0;
 	}
+	memset(t->others_top, 0, sizeof(t->others_top));
 	t->fill = 0;
 	t->epoch = epoch;
 	sweep_prepared(t);
@@ -396,6 +411,65 @@ sharers(const FbfShareTable *t)
 	if (unit_active(&t->units[OTHERS_SLOT]))
 		n += others_weight(t) - 1;
 	return Max(n, 1.0);
+}
+
+/*
+ * Count `cost` of `unit`, of the last slot, among the heaviest units of
+ * that slot this period: the weighted Misra-Gries summary, whose count of
+ * a unit is never more than what it took, and less by at most the slot's
+ * fill this period over FBF_SHARE_OTHERS_TOP + 1, so that a unit taking
+ * most of the slot is counted nearly whole.  (What an aborted transaction
+ * gives back is not taken off here: it counts against its unit alone.)
+ */
+static void
+others_count(FbfShareTable *t, uint64 unit, double cost)
+{
+	FbfShareTop *top = t->others_top;
+	double		least = cost;
+	int			free_i = -1;
+	int			i;
+
+	for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
+	{
+		if (top[i].fill > 0 && top[i].unit == unit)
+		{
+			top[i].fill += cost;
+			return;
+		}
+		if (top[i].fill <= 0 && free_i < 0)
+			free_i = i;
+		if (top[i].fill > 0)
+			least = Min(least, top[i].fill);
+	}
+	if (free_i < 0)
+	{
+		/* all counted: each, this one too, gives up the least of them */
+		for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
+		{
+			top[i].fill -= least;
+			if (top[i].fill <= 0 && free_i < 0)
+				free_i = i;
+		}
+		cost -= least;
+	}
+	if (cost > 0)
+	{
+		Assert(free_i >= 0);
+		top[free_i].unit = unit;
+		top[free_i].fill = cost;
+	}
+}
+
+/* what `unit` of the last slot took this period, as others_count counts */
+static double
+others_fill(const FbfShareTable *t, uint64 unit)
+{
+	int			i;
+
+	for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
+		if (t->others_top[i].fill > 0 && t->others_top[i].unit == unit)
+			return t->others_top[i].fill;
+	return 0;
 }
 
 /* charges of transactions begun before this are stale (FBF_SHARE_STALE_SECS) */
@@ -755,7 +829,10 @@ water_level(const ShareDemand *d, int m, double room)
  * max-min fairness over FBF_SHARE_BEYOND of the capacity: each other unit
  * demands what it took this period or the period before, whichever is
  * more, and this one all it can get; so light units may burst far past
- * 1/n while a heavy one takes only what they leave.
+ * 1/n while a heavy one takes only what they leave.  The last slot is
+ * judged as one unit of its weight; past its level, only its units that
+ * took more than a share's part of it (others_fill) are refused, so that
+ * one of them that floods takes nothing from the others.
  */
 static void
 judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
@@ -789,8 +866,14 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	m++;
 	qsort(demands, m, sizeof(ShareDemand), demand_cmp);
 	level = water_level(demands, m, FBF_SHARE_BEYOND) * weight;
-	if (u->fill + cost > level)
+	if (u->fill + cost <= level)
+		return;
+	if (slot < OTHERS_SLOT)
 		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, Max(share, level),
+			   demand->per_period);
+	else if (others_fill(t, demand->unit) + cost > Max(share, level) / weight)
+		refuse(standing, FBF_SHARE_OVER_RATE,
+			   others_fill(t, demand->unit), Max(share, level) / weight,
 			   demand->per_period);
 }
 
@@ -864,6 +947,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
 	{
+		if (slot == OTHERS_SLOT)
+			others_count(t, demand->unit, cost);
 		t->fill += cost;
 		u->fill += cost;
 		u->in_flight += demand->entries;
@@ -915,11 +1000,11 @@ held_table(Oid dbid, Oid relid, uint64 *generation)
  * FBF_SHARE_RESERVE of what every unit took all there was, each unit
  * demanding what it took (so light units, however many, leave a heavy one
  * its part, and a flood stands out from a busy unit beside it); alone if
- * no other unit took any.  Light: a unit within that, one the table has
- * not counted (a newcomer), the units the table cannot tell apart (its
- * last slot: a newcomer there would pay for a flood beside it), and any
- * unit of a counter without a table.  Reads only: gives the counter no
- * table, and claims no slot.
+ * no other unit took any.  A unit of the table's last slot is judged, as
+ * one share, by what it took this period as others_count counted it
+ * (others_fill), and is never alone.  Light: a unit within that, one the
+ * table has not counted (a newcomer), and any unit of a counter without
+ * a table.  Reads only: gives the counter no table, and claims no slot.
  */
 FbfShareWeight
 FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
@@ -941,6 +1026,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 		ShareDemand demands[FBF_SHARE_UNITS + 1];
 		double		took = 0;
 		double		mine = -1;
+		bool		per_share = false;
 		int			m = 0;
 		int			s;
 
@@ -959,7 +1045,13 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 			if (s < OTHERS_SLOT && u->unit == unit)
 				mine = d;
 		}
-		if (mine > 0 && m == 1)
+		/* a unit of the last slot: what it took this period, one share */
+		if (mine < 0)
+		{
+			mine = others_fill(t, unit);
+			per_share = true;
+		}
+		if (mine > 0 && m == 1 && !per_share)
 			weight = FBF_SHARE_ALONE;
 		else if (mine > 0)
 		{
