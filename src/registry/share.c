@@ -29,9 +29,9 @@
  *	  apart; the rest share its last slot, which stands for as many shares
  *	  as it saw units (others_weight), so that units beyond the table's
  *	  count are not squeezed into one share, and counts its heaviest units
- *	  apart (others_count), so that past its level only those of them
- *	  that took more than a share's part of it are refused, not the others
- *	  beside a flood.  Within its share a unit is always
+ *	  apart (others_count), so that past its level those of them within a
+ *	  share of their own are still admitted, up to its share more: the
+ *	  others beside one of them that floods it.  Within its share a unit is always
  *	  admitted.  Beyond it, up to the water level of max-min fairness
  *	  over FBF_SHARE_BEYOND of the capacity, each other unit demanding what
  *	  it took this period or the one before (judge_rate): light units may
@@ -416,10 +416,12 @@ sharers(const FbfShareTable *t)
 /*
  * Count `cost` of `unit`, of the last slot, among the heaviest units of
  * that slot this period: the weighted Misra-Gries summary, whose count of
- * a unit is never more than what it took, and less by at most the slot's
- * fill this period over FBF_SHARE_OTHERS_TOP + 1, so that a unit taking
- * most of the slot is counted nearly whole.  (What an aborted transaction
- * gives back is not taken off here: it counts against its unit alone.)
+ * a unit is never more than what it was admitted, and less by at most what
+ * the slot admitted this period over FBF_SHARE_OTHERS_TOP + 1, so that a
+ * unit taking most of the slot is counted nearly whole.  (What an aborted
+ * transaction gives back is not taken off here: it counts against its
+ * unit alone, which may then be refused past the slot's level, as every
+ * unit of the slot was before the summary.)
  */
 static void
 others_count(FbfShareTable *t, uint64 unit, double cost)
@@ -830,9 +832,13 @@ water_level(const ShareDemand *d, int m, double room)
  * demands what it took this period or the period before, whichever is
  * more, and this one all it can get; so light units may burst far past
  * 1/n while a heavy one takes only what they leave.  The last slot is
- * judged as one unit of its weight; past its level, only its units that
- * took more than a share's part of it (others_fill) are refused, so that
- * one of them that floods takes nothing from the others.
+ * judged as one unit of its weight; past its level, a unit of it that
+ * took no more than a share of its own (1/n, as others_count counts it)
+ * is admitted still, as a unit with a slot of its own would be, up to the
+ * slot's share beyond the level: so the others of the slot go on beside
+ * one of them that flooded it, and the slot never takes more than its
+ * level and its share, however its units evade the count (the summary
+ * cannot follow more than FBF_SHARE_OTHERS_TOP of them).
  */
 static void
 judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
@@ -868,13 +874,13 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	level = water_level(demands, m, FBF_SHARE_BEYOND) * weight;
 	if (u->fill + cost <= level)
 		return;
-	if (slot < OTHERS_SLOT)
-		refuse(standing, FBF_SHARE_OVER_RATE, u->fill, Max(share, level),
-			   demand->per_period);
-	else if (others_fill(t, demand->unit) + cost > Max(share, level) / weight)
-		refuse(standing, FBF_SHARE_OVER_RATE,
-			   others_fill(t, demand->unit), Max(share, level) / weight,
-			   demand->per_period);
+	/* of the last slot, within a share of its own: up to the slot's share more */
+	if (slot == OTHERS_SLOT &&
+		others_fill(t, demand->unit) + cost <= 1.0 / standing->sharers &&
+		u->fill + cost <= level + share)
+		return;
+	refuse(standing, FBF_SHARE_OVER_RATE, u->fill, Max(share, level),
+		   demand->per_period);
 }
 
 /*
@@ -1000,11 +1006,11 @@ held_table(Oid dbid, Oid relid, uint64 *generation)
  * FBF_SHARE_RESERVE of what every unit took all there was, each unit
  * demanding what it took (so light units, however many, leave a heavy one
  * its part, and a flood stands out from a busy unit beside it); alone if
- * no other unit took any.  A unit of the table's last slot is judged, as
- * one share, by what it took this period as others_count counted it
- * (others_fill), and is never alone.  Light: a unit within that, one the
- * table has not counted (a newcomer), and any unit of a counter without
- * a table.  Reads only: gives the counter no table, and claims no slot.
+ * no other unit took any.  Light: a unit within that, one the table has
+ * not counted (a newcomer), the units the table cannot tell apart (its
+ * last slot: a newcomer there would pay for a flood beside it), and any
+ * unit of a counter without a table.  Reads only: gives the counter no
+ * table, and claims no slot.
  */
 FbfShareWeight
 FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
@@ -1026,7 +1032,6 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 		ShareDemand demands[FBF_SHARE_UNITS + 1];
 		double		took = 0;
 		double		mine = -1;
-		bool		per_share = false;
 		int			m = 0;
 		int			s;
 
@@ -1045,13 +1050,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 			if (s < OTHERS_SLOT && u->unit == unit)
 				mine = d;
 		}
-		/* a unit of the last slot: what it took this period, one share */
-		if (mine < 0)
-		{
-			mine = others_fill(t, unit);
-			per_share = true;
-		}
-		if (mine > 0 && m == 1 && !per_share)
+		if (mine > 0 && m == 1)
 			weight = FBF_SHARE_ALONE;
 		else if (mine > 0)
 		{

@@ -6,20 +6,25 @@
 # units.  Before, one of them that flooded filled the slot up to its level
 # and every other unit of it was then refused (53400, "over its share"):
 # one role's load refusing others.  Now the slot keeps its heaviest units'
-# counts apart (a Misra-Gries summary), and past its level only those of
-# its units that took more than a share's part of it are refused.
+# counts apart (a Misra-Gries summary), and past its level those of its
+# units within a share of their own (1/n) are still admitted, up to the
+# slot's share beyond its level.
 #
 #   1. 128 roles take the table's slots with an operation each; 12 more
 #      roles, in the last slot, an operation each;
 #   2. m129, of the last slot, floods with committed batches of 100 new
 #      operations until it is refused: "over its share" (53400);
-#   3. the 11 other roles of the last slot then send 500 new operations
-#      each, in batches of 100: none is refused;
-#   4. m129 is refused again, among them.
-# A 2 MB fbf.max_filter_size and a counter of the default plan, so that a
-# flood reaches the window's capacity at its cap quickly; the worker off
-# and a retention of 5 minutes, so that the whole test is one or two
-# periods.
+#   3. the 11 other roles of the last slot then send 50 new operations
+#      each, within a share of their own (1/140 of the period): none is
+#      refused;
+#   4. m129 is refused again, among them;
+#   5. the 12 roles of the last slot send batches of 100 in turn, more
+#      of them than the summary's 8 counts can follow: the slot takes no
+#      more than its level and its share, whatever each reads as.
+# A 2 MB fbf.max_filter_size and a counter planned for 50 a second, so that a
+# flood reaches the window's capacity at its cap quickly (its period's
+# capacity is a count, whatever the period's length); the worker off and
+# a retention of an hour, so that the whole test is one period.
 use strict;
 use warnings;
 
@@ -35,7 +40,7 @@ fbf.worker_enabled = off
 
 $node->safe_psql('postgres', q{
 	CREATE TABLE log (who int, outcome text, detail text);
-	SELECT fbf_create_counter_table('m', retention => '5 min');
+	SELECT fbf_create_counter_table('m', retention => '1 hour', expected_rate => 50);
 	DO $$
 	BEGIN
 		FOR i IN 1 .. 140 LOOP
@@ -100,9 +105,7 @@ $node->safe_psql('postgres', q{
 	DO $$
 	BEGIN
 		FOR i IN 130 .. 140 LOOP
-			FOR b IN 1 .. 5 LOOP
-				CALL batch(i, 100);
-			END LOOP;
+			CALL batch(i, 50);
 		END LOOP;
 	END $$;});
 my ($ok, $refused) = split /\|/, $node->safe_psql('postgres', q{
@@ -110,19 +113,36 @@ my ($ok, $refused) = split /\|/, $node->safe_psql('postgres', q{
 		   coalesce(string_agg(who || ': ' || outcome, '; ') FILTER (WHERE outcome <> 'ok'), '')
 	  FROM log WHERE who > 129});
 is($refused, '', 'none of the 11 other roles of the last slot is refused');
-is($ok, 11 * 6, 'each of them had its 5 batches of 100 new operations (and its first) taken');
+is($ok, 11 * 2, 'each of them had its 50 new operations (and its first) taken');
 my ($keys_right, $dismissed) = split /\|/, $node->safe_psql('postgres', q{
 	SELECT count(*) FILTER (WHERE fbf_counter_value('m', 'm' || who) = applied),
-		   11 * 501 - sum(applied)
+		   11 * 51 - sum(applied)
 	  FROM (SELECT who, sum(detail::bigint) AS applied FROM log
 			 WHERE who > 129 AND outcome = 'ok' GROUP BY who) k});
 is($keys_right, '11', 'each of their keys counted once each operation its batches applied');
-note "of their 5,511 new operations, $dismissed were not applied (dismissed by the filter, or refused)";
+note "of their 561 new operations, $dismissed were not applied (dismissed by the filter, or refused)";
 
 # ---- 4. m129 again ----
 $node->safe_psql('postgres', 'CALL batch(129, 100)');
 like($node->safe_psql('postgres',
 		'SELECT outcome FROM log WHERE who = 129 ORDER BY ctid DESC LIMIT 1'),
 	qr/^53400 role "m129" is over its share/, 'm129 is refused again');
+
+# ---- 5. more of them than the summary follows ----
+my ($capacity) = $flood_refusal =~ /\((\d+) operations\)/;
+$node->safe_psql('postgres', q{
+	DO $$
+	BEGIN
+		FOR r IN 1 .. 20 LOOP
+			FOR i IN 129 .. 140 LOOP
+				CALL batch(i, 100);
+			END LOOP;
+		END LOOP;
+	END $$;});
+my $slot_took = $node->safe_psql('postgres', q{
+	SELECT sum(fbf_counter_value('m', 'm' || i)) FROM generate_series(129, 140) i});
+note "the last slot's 12 roles took $slot_took operations of a period of $capacity";
+ok(defined $capacity && $slot_took <= $capacity * (0.75 + 13 / 140) + 100,
+	"the last slot took no more than its level and its share ($slot_took of $capacity)");
 
 done_testing();
