@@ -210,8 +210,10 @@ typedef struct ReserveLease
  * can grow (FBF_RESERVE_GROW: at the cap, what it leaves of the chains is
  * all a unit that comes next will find, since a split frees no room in
  * the current period); a unit that took no more than max-min fairness
- * gives it.  A heavy unit is refused with 53400.  The shares are asked
- * again after RESERVE_ASK_EVERY operations.
+ * gives it, until it has put as many entries on the reserve this period
+ * as are left of it (so the first to come leaves the next half of it).
+ * A heavy unit, or one that spent its part, is refused with 53400.  The
+ * shares are asked again after RESERVE_ASK_EVERY operations.
  */
 static void
 lease_reserve(Relation heap, Relation index, const FbfOps *ops,
@@ -230,11 +232,17 @@ lease_reserve(Relation heap, Relation index, const FbfOps *ops,
 		return;
 	lease->left = RESERVE_ASK_EVERY - 1;
 	switch (FbfShareWeigh(MyDatabaseId, RelationGetRelid(heap), unit,
-						  info->capacity.epoch))
+						  info->capacity.epoch,
+						  info->reserve_free * info->capacity.reserve))
 	{
 		case FBF_SHARE_HEAVY:
 			refuse_reserve(index, ops, opts->share_by, hold,
 						   "It took more than its share of the new operations of this period and the one before; the last fifth of each pending chain is kept for those who did not.",
+						   "Retry the operation in a later period, commit or roll back its open transactions, or send fewer operations at once.");
+			break;
+		case FBF_SHARE_SPENT:
+			refuse_reserve(index, ops, opts->share_by, hold,
+						   "It put as many new operations on the last fifth of the pending chains this period as are left there; the rest is kept for those who come next.",
 						   "Retry the operation in a later period, commit or roll back its open transactions, or send fewer operations at once.");
 			break;
 		case FBF_SHARE_ALONE:
@@ -302,6 +310,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	demand.unit = share_unit(ops, opts->share_by);
 	demand.pooled = demand.unit == SHARE_POOL_UNIT;
 	demand.entries = info->entries;
+	demand.on_reserve = info->on_reserve;
 	demand.epoch = info->capacity.epoch;
 	demand.per_period = info->capacity.per_period;
 	demand.in_flight = info->capacity.in_flight;

@@ -102,6 +102,7 @@ typedef struct FbfShareDemand
 	double		per_period;		/* new operations it takes per period */
 	double		in_flight;		/* entries its chains hold */
 	int			entries;		/* the entries this operation took */
+	bool		on_reserve;		/* ... on its chain's reserve */
 } FbfShareDemand;
 
 typedef enum FbfShareVerdict
@@ -140,7 +141,9 @@ typedef enum FbfShareWeight
 	FBF_SHARE_LIGHT,			/* no more than its part of them, or not
 								 * told apart */
 	FBF_SHARE_HEAVY,			/* more than max-min fairness gives it */
-	FBF_SHARE_ALONE				/* the only unit that took any */
+	FBF_SHARE_ALONE,			/* the only unit that took any */
+	FBF_SHARE_SPENT				/* light, but it took as much of the
+								 * reserve this period as is left of it */
 } FbfShareWeight;
 
 extern Size FbfShareShmemSize(void);
@@ -150,7 +153,7 @@ extern FbfShareVerdict FbfShareCharge(Oid dbid, Oid relid,
 									  const FbfShareDemand *demand,
 									  FbfShareStanding *standing);
 extern FbfShareWeight FbfShareWeigh(Oid dbid, Oid relid, uint64 unit,
-									int64 epoch);
+									int64 epoch, double reserve_free);
 extern void FbfShareForget(Oid dbid, Oid relid);
 
 #endif							/* FBF_REGISTRY_H */

@@ -139,6 +139,8 @@ typedef struct FbfShareUnit
 	double		prev;			/* in the period before */
 	int64		in_flight;		/* entries of its open and prepared
 								 * transactions */
+	int64		spent;			/* entries its new operations put on the
+								 * chains' reserve this period */
 } FbfShareUnit;
 
 /* a unit of the last slot counted apart, and what it took this period */
@@ -204,8 +206,9 @@ typedef struct ShareHeld
 	uint64		generation;
 	int			slot;
 	int64		entries;
-	int64		epoch;			/* the period of `fill` */
+	int64		epoch;			/* the period of `fill` and `spent` */
 	double		fill;
+	int64		spent;
 } ShareHeld;
 
 static ShareHeld *held = NULL;
@@ -267,11 +270,12 @@ count_active(FbfShareTable *t)
 
 /*
  * Give back `entries` of a slot's in-flight charge, and `fill` of what it
- * took of the period `epoch` if that is still the table's (the table's lock
- * held).
+ * took of the period `epoch` and `spent` of the reserve then, if that is
+ * still the table's period (the table's lock held).
  */
 static void
-release(FbfShareTable *t, int slot, int64 entries, int64 epoch, double fill)
+release(FbfShareTable *t, int slot, int64 entries, int64 epoch, double fill,
+		int64 spent)
 {
 	FbfShareUnit *u = &t->units[slot];
 	bool		was = unit_active(u);
@@ -282,6 +286,7 @@ release(FbfShareTable *t, int slot, int64 entries, int64 epoch, double fill)
 	{
 		u->fill -= Min(fill, u->fill);
 		t->fill -= Min(fill, t->fill);
+		u->spent -= Min(spent, u->spent);
 	}
 	if (was && !unit_active(u))
 	{
@@ -307,7 +312,7 @@ sweep_prepared(FbfShareTable *t)
 		if (TransactionIdIsValid(row->xid) &&
 			!TransactionIdIsInProgress(row->xid))
 		{
-			release(t, row->slot, row->entries, 0, 0);
+			release(t, row->slot, row->entries, 0, 0, 0);
 			row->xid = InvalidTransactionId;
 		}
 	}
@@ -329,6 +334,7 @@ roll(FbfShareTable *t, int64 epoch)
 	{
 		t->units[s].prev = next ? t->units[s].fill : 0;
 		t->units[s].fill = 0;
+		t->units[s].spent = 0;
 	}
 	for (s = 0; s < FBF_SHARE_SKETCH_WORDS; s++)
 	{
@@ -365,6 +371,7 @@ unit_slot(FbfShareTable *t, uint64 unit)
 	t->units[free_slot].fill = 0;
 	t->units[free_slot].prev = 0;
 	t->units[free_slot].in_flight = 0;
+	t->units[free_slot].spent = 0;
 	return free_slot;
 }
 
@@ -671,8 +678,12 @@ share_xact_callback(XactEvent event, void *arg)
 			}
 		}
 		if (!kept)
+		{
+			bool		aborted = event == XACT_EVENT_ABORT;
+
 			release(t, held[h].slot, held[h].entries, held[h].epoch,
-					event == XACT_EVENT_ABORT ? held[h].fill : 0);
+					aborted ? held[h].fill : 0, aborted ? held[h].spent : 0);
+		}
 		LWLockRelease(t->lock);
 	}
 	nheld = 0;
@@ -696,12 +707,13 @@ reserve_held(void)
 
 /*
  * Remember that this transaction holds `entries` more of a slot, and took
- * `fill` more of the period `epoch` (only the latest period's is kept: an
- * earlier one's has rolled into the slot's `prev`).
+ * `fill` more of the period `epoch`, `spent` of it on the reserve (only
+ * the latest period's is kept: an earlier one's has rolled into the
+ * slot's `prev`).
  */
 static void
 hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
-	 double fill)
+	 double fill, int64 spent)
 {
 	int			h;
 
@@ -720,6 +732,7 @@ hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
 		held[h].entries = 0;
 		held[h].epoch = epoch;
 		held[h].fill = 0;
+		held[h].spent = 0;
 		nheld++;
 	}
 	held[h].entries += entries;
@@ -727,8 +740,10 @@ hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
 	{
 		held[h].epoch = epoch;
 		held[h].fill = 0;
+		held[h].spent = 0;
 	}
 	held[h].fill += fill;
+	held[h].spent += spent;
 }
 
 /* a refusal: what it was judged by */
@@ -959,6 +974,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		u->fill += cost;
 		u->in_flight += demand->entries;
 		t->in_flight += demand->entries;
+		if (demand->on_reserve)
+			u->spent += demand->entries;
 	}
 	else if (!unit_active(u))
 	{
@@ -971,7 +988,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	LWLockRelease(t->lock);
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
-		hold(table, generation, slot, demand->entries, epoch, cost);
+		hold(table, generation, slot, demand->entries, epoch, cost,
+			 demand->on_reserve ? demand->entries : 0);
 	return standing->verdict;
 }
 
@@ -1009,11 +1027,16 @@ held_table(Oid dbid, Oid relid, uint64 *generation)
  * no other unit took any.  Light: a unit within that, one the table has
  * not counted (a newcomer), the units the table cannot tell apart (its
  * last slot: a newcomer there would pay for a flood beside it), and any
- * unit of a counter without a table.  Reads only: gives the counter no
- * table, and claims no slot.
+ * unit of a counter without a table.  A light unit with a slot that put
+ * as many entries on the reserve this period as `reserve_free` (what is
+ * left of it, as its operation's chain shows) has spent its part: so each
+ * light unit takes at most half of what the reserve had when it came, and
+ * the next one finds the other half, where the first to come took it all.
+ * Reads only: gives the counter no table, and claims no slot.
  */
 FbfShareWeight
-FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
+FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
+			  double reserve_free)
 {
 	FbfShareTable *t;
 	uint64		generation;
@@ -1032,6 +1055,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 		ShareDemand demands[FBF_SHARE_UNITS + 1];
 		double		took = 0;
 		double		mine = -1;
+		int64		spent = 0;
 		int			m = 0;
 		int			s;
 
@@ -1048,7 +1072,10 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 			m++;
 			took += d;
 			if (s < OTHERS_SLOT && u->unit == unit)
+			{
 				mine = d;
+				spent = epoch == t->epoch ? u->spent : 0;
+			}
 		}
 		if (mine > 0 && m == 1)
 			weight = FBF_SHARE_ALONE;
@@ -1057,6 +1084,8 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch)
 			qsort(demands, m, sizeof(ShareDemand), demand_cmp);
 			if (mine > water_level(demands, m, FBF_SHARE_RESERVE * took))
 				weight = FBF_SHARE_HEAVY;
+			else if (spent > 0 && spent >= reserve_free)
+				weight = FBF_SHARE_SPENT;
 		}
 	}
 	LWLockRelease(t->lock);

@@ -212,6 +212,7 @@ typedef struct FbfWindowCapacity
 								 * the target, the window grown as far as
 								 * fbf.max_filter_size lets it */
 	double		in_flight;		/* pending entries the chains hold at most */
+	double		reserve;		/* of them, those of the chains' reserves */
 } FbfWindowCapacity;
 
 /* What FbfWindowApply tells its caller beside its result. */
@@ -222,9 +223,13 @@ typedef struct FbfApplyInfo
 								 * now: read it again for the next call
 								 * (FbfWindowGetKeying) */
 	FbfAnswer	answer;
-	/* FBF_OP_APPLIED: the entries it took (2 with its annex), and the
-	 * capacity they count against */
+	/* FBF_OP_APPLIED: the entries it took (2 with its annex), whether
+	 * they went on its chain's reserve, and the capacity they count
+	 * against */
 	int			entries;
+	bool		on_reserve;
+	/* FBF_OP_RESERVED: the part of its chain's reserve still free */
+	double		reserve_free;
 	FbfWindowCapacity capacity;
 } FbfApplyInfo;
 

@@ -257,18 +257,19 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 #define HOLD_INDEX_MIN_PAGES	4
 
 /*
- * A pending chain's last fifth of pages is its reserve: an operation whose
- * caller did not allow it (FbfWindowApply's `reserve`) takes no room there
- * and extends the chain no further (FBF_OP_RESERVED), so that a unit whose
- * flood fills the chains, with its operations in flight or with entries
- * that wait for the next period's bits, leaves room to the others (the
- * caller asks its shares whose operation may take it:
- * counter/counter_engine.c).  A caller that allows it only while the
+ * The reserve.  A pending chain's last fifth of pages (FBF_RESERVE_FROM,
+ * window_page.h) is its reserve: an operation whose caller did not allow
+ * it (FbfWindowApply's `reserve`) takes no room there and extends the
+ * chain no further (FBF_OP_RESERVED), so that a unit whose flood fills
+ * the chains, with its operations in flight or with entries that wait for
+ * the next period's bits, leaves room to the others (the caller asks its
+ * shares whose operation may take it: counter/counter_engine.c).  A caller that allows it only while the
  * window can grow (FBF_RESERVE_GROW: a unit alone) has the window grown
  * there for entries that wait for bits, as a full chain would, and gets
- * FBF_OP_RESERVED for them at the cap.
+ * FBF_OP_RESERVED for them at the cap.  What an operation took of the
+ * reserve is told to the caller (FbfApplyInfo.on_reserve), whose shares
+ * count it.
  */
-#define RESERVE_FROM	(FBF_MAX_PENDING_PAGES - FBF_MAX_PENDING_PAGES / 5)
 
 /*
  * The locks FbfWindowApply (or FbfWindowContains) holds for an operation,
@@ -467,6 +468,7 @@ typedef struct ApplyState
 	bool		refresh_tried;	/* once: a refresh may rightly be postponed */
 	FbfReserve	reserve;		/* may it take its chain's reserve */
 	bool		grown_for_reserve;	/* FBF_RESERVE_GROW grew the window */
+	double		reserve_free;	/* FBF_OP_RESERVED: of its chain's reserve */
 	bool		may_defer;		/* drains may put entries off */
 	bool		grow;			/* a drain put entries off: grow */
 } ApplyState;
@@ -715,7 +717,7 @@ ask_bits(ApplyState *st, FbfApplyInfo *info)
  * flight, and a drain of what others' fates decided since can wait for the
  * next operation that finds the chain full (a drain reads every entry).
  *
- * Room on the chain's reserve (RESERVE_FROM) is taken only if the caller
+ * Room on the chain's reserve (FBF_RESERVE_FROM) is taken only if the caller
  * allowed it (a chain with room only there is drained first, as a full
  * one is); else nothing is done, and the answer is FBF_OP_RESERVED.  Such
  * a caller's operation never reaches a full chain, so it never grows the
@@ -741,12 +743,12 @@ find_room(ApplyState *st)
 	FbfPendingChain *chain = &h->chain;
 
 	if ((st->room < 0 ||
-		 (st->reserve != FBF_RESERVE_TAKE && st->room >= RESERVE_FROM)) &&
+		 (st->reserve != FBF_RESERVE_TAKE && st->room >= FBF_RESERVE_FROM)) &&
 		(!h->drained || chain->n == FBF_MAX_PENDING_PAGES) &&
 		drain_held(h, st->may_defer, &st->grow) > 0)
 		st->room = chain_room(h, st->need, h->room_from);
 	if (st->reserve != FBF_RESERVE_TAKE &&
-		(st->room >= RESERVE_FROM || (st->room < 0 && chain->n >= RESERVE_FROM)))
+		(st->room >= FBF_RESERVE_FROM || (st->room < 0 && chain->n >= FBF_RESERVE_FROM)))
 	{
 		bool		waiting = st->may_defer && (st->grow || h->put_off);
 		bool		can_grow = FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
@@ -764,6 +766,11 @@ find_room(ApplyState *st)
 		}
 		if (st->reserve == FBF_RESERVE_KEEP || (waiting && !can_grow))
 		{
+			/* pages before the one with room, or before the end, are full */
+			int			first_free = st->room >= 0 ? st->room : chain->n;
+
+			st->reserve_free = Min(1.0, (double) (FBF_MAX_PENDING_PAGES - first_free) /
+								   FBF_RESERVE_PAGES);
 			FbfWindowLetGo(h);
 			st->result = FBF_OP_RESERVED;
 			return STEP_DONE;
@@ -849,6 +856,7 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
 		flush_pending(h);
 
 	info->entries = st->need;
+	info->on_reserve = st->room >= FBF_RESERVE_FROM;
 	FbfWindowCapacityOf(&h->meta, &info->capacity);
 	if (!h->keep)
 		FbfWindowLetGo(h);
@@ -893,9 +901,9 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
  * anything.
  *
  * With FBF_RESERVE_KEEP, an operation that would take room on the last
- * fifth of its chain (its reserve, RESERVE_FROM) does nothing and returns
+ * fifth of its chain (its reserve, FBF_RESERVE_FROM) does nothing and returns
  * FBF_OP_RESERVED, every lock let go, with info->capacity (its epoch: the
- * period): the caller decides whether it may (its shares) and asks again,
+ * period) and info->reserve_free: the caller decides whether it may (its shares) and asks again,
  * with FBF_RESERVE_TAKE, or with FBF_RESERVE_GROW, which takes it only
  * while the window can grow, growing it first (find_room).
  *
@@ -933,6 +941,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	info->overfull = false;
 	info->stale_keying = false;
 	info->entries = 0;
+	info->on_reserve = false;
 	for (;;)
 	{
 		ApplyStep	step;
@@ -958,9 +967,12 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 			break;
 		/* STEP_AGAIN: locks let go to refresh, grow or wait; ask again */
 	}
-	/* the period the caller's shares judge the reserve in */
+	/* the period the caller's shares judge the reserve in, and its room */
 	if (st.result == FBF_OP_RESERVED)
+	{
 		FbfWindowCapacityOf(&hold->meta, &info->capacity);
+		info->reserve_free = st.reserve_free;
+	}
 	if (hold->meta_held && ++hold->asked >= HOLD_MAX_OPS)
 		FbfWindowLetGo(hold);
 	return st.result;

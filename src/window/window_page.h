@@ -317,6 +317,13 @@ FbfEntryIsAnnex(const FbfPendingEntry *entry)
 #define FBF_MAX_PENDING_PAGES	128
 
 /*
+ * A pending chain's last fifth of pages is its reserve, kept for whom the
+ * caller lets in (window_apply.c, find_room): it begins at this page.
+ */
+#define FBF_RESERVE_PAGES		(FBF_MAX_PENDING_PAGES / 5)
+#define FBF_RESERVE_FROM		(FBF_MAX_PENDING_PAGES - FBF_RESERVE_PAGES)
+
+/*
  * An operation drains its partition's chain first once the chain's oldest
  * entry is this many xids old, so that no entry gets near the commit log's
  * horizon even where nothing else drains (window_pending.c).

@@ -95,6 +95,8 @@ FbfWindowCapacityOf(const FbfWindowMetaPageData *meta, FbfWindowCapacity *cap)
 		FbfWindowPartsAtCap(meta);
 	cap->in_flight = (double) meta->nchains * FBF_MAX_PENDING_PAGES *
 		FBF_PENDING_CAPACITY;
+	cap->reserve = (double) meta->nchains * FBF_RESERVE_PAGES *
+		FBF_PENDING_CAPACITY;
 }
 
 /* What the window can take now (FbfWindowCapacityOf). */

@@ -23,7 +23,14 @@
 #   2. then t2's 300 new operations, one a statement, are all applied
 #      (none refused, none dismissed);
 #   3. t1 is refused again;
-#   4. a unit alone takes the reserve only while the window can grow: on
+#   4. the reserve is not first come, first served: on the first counter,
+#      t3, light beside t1, floods what t1 left with the same committed
+#      batches until it is refused at the reserve, having spent its part
+#      of it (half of what was left when it came); then t4, a newcomer,
+#      has its 300 new operations all applied (before, t3 took the whole
+#      reserve and t4 found the chains full: refused "at its capacity"
+#      183 times of 300);
+#   5. a unit alone takes the reserve only while the window can grow: on
 #      a second counter, t1 alone runs the same flood from one session (so
 #      that the rate grows the window once, and the reserve does the rest
 #      of its growth): the batch that first meets the reserve grows the
@@ -49,40 +56,45 @@ my $node = fbf_node('share_reserve', "fbf.worker_enabled = off\n");
 $node->safe_psql('postgres', q{
 	CREATE ROLE t1 LOGIN;
 	CREATE ROLE t2 LOGIN;
+	CREATE ROLE t3 LOGIN;
+	CREATE ROLE t4 LOGIN;
 	SELECT fbf_create_counter_table('fl', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('alone', retention => '1 hour', expected_rate => 10);
-	GRANT SELECT, INSERT, UPDATE ON fl, alone TO t1, t2;});
+	GRANT SELECT, INSERT, UPDATE ON fl, alone TO t1, t2, t3, t4;});
 
-# one batch of `size` new operations (new clients from `base`) as role t1
-# on `counter`: how many it applied (the filter answers a new client's
-# first operation, and may dismiss it at its target rate), or undef and
-# the error's message
+# one batch of `size` new operations (new clients from `base`) as role
+# `role` (t1 unless given) on `counter`, key 'a': how many it applied (the
+# filter answers a new client's first operation, and may dismiss it at its
+# target rate), or undef and the error's message
 sub flood_batch
 {
-	my ($counter, $base, $size) = @_;
+	my ($counter, $base, $size, $role) = @_;
+	$role //= 't1';
 	my ($ret, $out, $err) = $node->psql('postgres', qq{
 		SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', 'a',
 			ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
 			array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a},
-		extra_params => [ '-U', 't1' ]);
+		extra_params => [ '-U', $role ]);
 	return ($out, '') if $ret == 0;
 	$err =~ s/^psql:[^:]*:\d+: //;
 	return (undef, $err);
 }
 
-# t1's flood of `counter`: committed batches of 5,000 new operations until
+# a flood of `counter` by `role` (t1 unless given): committed batches of
+# 5,000 new operations from client `base` (1,000,000 unless given) until
 # one is refused, then of 100, then of 10, so that its committed entries
 # fill the chains as far as it may: the operations applied, and the first
 # refusal
 sub flood
 {
-	my ($counter) = @_;
-	my ($applied, $first, $base) = (0, undef, 1_000_000);
+	my ($counter, $role, $base) = @_;
+	my ($applied, $first) = (0, undef);
+	$base //= 1_000_000;
 	for my $size (5000, 100, 10)
 	{
 		for (1 .. 200)
 		{
-			my ($n, $err) = flood_batch($counter, $base, $size);
+			my ($n, $err) = flood_batch($counter, $base, $size, $role);
 			$base += 10_000;
 			if (!defined $n)
 			{
@@ -146,11 +158,12 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'a')"), $t1_appl
 
 # ---- 2. t2 takes the reserve ----
 
-# t2's 300 new operations on `counter` from seq `from`, one a statement:
-# "applied refused dismissed"
+# 300 new operations of `role` (t2 unless given) on `counter`, key 'b',
+# from seq `from`, one a statement: "applied refused dismissed"
 sub newcomer
 {
-	my ($counter, $from) = @_;
+	my ($counter, $from, $role) = @_;
+	$role //= 't2';
 	my ($applied, $refused, $dismissed) = split /\|/, $node->safe_psql('postgres', qq{
 		CREATE TEMP TABLE outcome (o text);
 		DO \$\$
@@ -166,7 +179,7 @@ sub newcomer
 		END \$\$;
 		SELECT count(*) FILTER (WHERE o = 'applied'), count(*) FILTER (WHERE o NOT IN ('applied', 'dismissed')),
 			   count(*) FILTER (WHERE o = 'dismissed') FROM outcome},
-		extra_params => [ '-U', 't2' ]);
+		extra_params => [ '-U', $role ]);
 	return "$applied $refused $dismissed";
 }
 
@@ -179,7 +192,16 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'b')"), '310',
 like((flood_batch('fl', 9_000_000, 10))[1], qr/role "t1" has filled the pending pages/,
 	't1 is refused again, after t2 took the reserve');
 
-# ---- 4. a unit alone, then a newcomer ----
+# ---- 4. the reserve is not first come, first served ----
+my ($t3_applied, $t3_refusal) = flood('fl', 't3', 20_000_000);
+note "t3 applied $t3_applied operations, first refused: $t3_refusal";
+like($t3_refusal, qr/role "t3" has filled the pending pages of counter filter "fl_fbf" up to the part kept for others/,
+	"t3, light beside t1, is refused at the reserve once it took its part");
+cmp_ok($t3_applied, '>', 1000, 't3 took a part of the reserve before');
+is(newcomer('fl', 5000, 't4'), '300 0 0',
+	'a newcomer after t3 has its 300 new operations all applied');
+
+# ---- 5. a unit alone, then a newcomer ----
 my ($alone_applied, $parts_before, $parts_after, $alone_refusal) = flood_alone('alone');
 my ($bytes, $cap) = split /\|/, $node->safe_psql('postgres', q{
 	SELECT bytes, pg_size_bytes(current_setting('fbf.max_filter_size'))
