@@ -43,8 +43,10 @@
  *	  FBF_SHARE_IN_FLIGHT of the chains' entries over n: even a unit alone
  *	  leaves room for the next ones.  Charged when an entry is recorded,
  *	  released when its transaction ends (the transaction callback below);
- *	  a prepared transaction's charge moves to the table with its xid and
- *	  is released once the xid is no longer in progress, looked at when the
+ *	  a prepared transaction's charge moves to a row of the table with its
+ *	  xid (one for each transaction the server may have prepared, up to
+ *	  FBF_SHARE_PREPARED_MAX, beyond which PREPARE is refused) and is
+ *	  released once the xid is no longer in progress, looked at when the
  *	  unit would be refused and when the period rolls.
  *	- a transaction that aborts gives back what its operations took of the
  *	  period, if the period is still the same: they never reach the bits.
@@ -57,7 +59,9 @@
  *	  of what every unit took (a flood that fills the chains with entries
  *	  waiting for the next period's bits is refused there, leaving that
  *	  part to the others), or was the only one to take any (which the
- *	  caller lets take it only while the window can still grow).
+ *	  caller lets take it only while the window can still grow); and
+ *	  whether a light unit has already put on the reserve this period as
+ *	  much as is left of it (so none takes it all).
  *
  * Nothing here is durable: a restart starts every count at zero, and the
  * entries of transactions prepared before it are charged to no one.  A
@@ -93,6 +97,7 @@
 #include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -105,8 +110,13 @@
 /* bits of the sketch that counts the units of the last slot */
 #define FBF_SHARE_SKETCH_WORDS	4
 #define FBF_SHARE_SKETCH_BITS	(FBF_SHARE_SKETCH_WORDS * 64)
-/* prepared transactions whose in-flight charge a table keeps */
-#define FBF_SHARE_PREPARED		64
+/*
+ * Prepared transactions whose in-flight charge a table keeps, at most: as
+ * many as the server may have prepared at once (max_prepared_transactions),
+ * so that none has to be let go (share_prepared_rows); beyond this many,
+ * a transaction is refused PREPARE instead.
+ */
+#define FBF_SHARE_PREPARED_MAX	256
 /* units of the last slot whose fills a table keeps apart (others_count) */
 #define FBF_SHARE_OTHERS_TOP	8
 
@@ -174,13 +184,16 @@ typedef struct FbfShareTable
 	/* the heaviest of them this period (others_count) */
 	FbfShareTop others_top[FBF_SHARE_OTHERS_TOP];
 	FbfShareUnit units[FBF_SHARE_UNITS + 1];
-	FbfSharePrepared prepared[FBF_SHARE_PREPARED];
 } FbfShareTable;
 
 typedef struct FbfShareShared
 {
 	LWLock	   *lock;			/* which counter holds which table */
+	int			nprepared;		/* rows of prepared transactions a table
+								 * has (share_prepared_rows) */
 	FbfShareTable tables[FBF_SHARE_TABLES];
+	/* each table's rows of prepared transactions, table after table */
+	FbfSharePrepared prepared[FLEXIBLE_ARRAY_MEMBER];
 } FbfShareShared;
 
 static FbfShareShared *Shares = NULL;
@@ -209,18 +222,33 @@ typedef struct ShareHeld
 	int64		epoch;			/* the period of `fill` and `spent` */
 	double		fill;
 	int64		spent;
+	int			row;			/* its table's row of the transaction being
+								 * prepared, -1 if none (yet) */
 } ShareHeld;
 
 static ShareHeld *held = NULL;
 static int	nheld = 0;
 static int	maxheld = 0;
-static TransactionId preparing_xid = InvalidTransactionId;
 static bool callback_registered = false;
+
+/*
+ * Rows of prepared transactions per table: one for each transaction the
+ * server may have prepared at once, up to FBF_SHARE_PREPARED_MAX
+ * (max_prepared_transactions is fixed at server start).
+ */
+static int
+share_prepared_rows(void)
+{
+	return Min(max_prepared_xacts, FBF_SHARE_PREPARED_MAX);
+}
 
 Size
 FbfShareShmemSize(void)
 {
-	return MAXALIGN(sizeof(FbfShareShared));
+	return MAXALIGN(add_size(offsetof(FbfShareShared, prepared),
+							 mul_size(sizeof(FbfSharePrepared),
+									  mul_size(FBF_SHARE_TABLES,
+											   share_prepared_rows()))));
 }
 
 void
@@ -236,13 +264,21 @@ FbfShareShmemInit(void)
 	bool		found;
 	int			t;
 
-	Shares = ShmemInitStruct("fbf shares", sizeof(FbfShareShared), &found);
+	Shares = ShmemInitStruct("fbf shares", FbfShareShmemSize(), &found);
 	if (found)
 		return;
-	memset(Shares, 0, sizeof(FbfShareShared));
+	memset(Shares, 0, FbfShareShmemSize());
+	Shares->nprepared = share_prepared_rows();
 	Shares->lock = &(GetNamedLWLockTranche("fbf shares"))[0].lock;
 	for (t = 0; t < FBF_SHARE_TABLES; t++)
 		Shares->tables[t].lock = &(GetNamedLWLockTranche("fbf shares"))[t + 1].lock;
+}
+
+/* the rows of prepared transactions of table `t` */
+static inline FbfSharePrepared *
+table_prepared(const FbfShareTable *t)
+{
+	return &Shares->prepared[(t - Shares->tables) * Shares->nprepared];
 }
 
 /* does a unit count among those sharing the table's capacity? */
@@ -303,11 +339,12 @@ release(FbfShareTable *t, int slot, int64 entries, int64 epoch, double fill,
 static void
 sweep_prepared(FbfShareTable *t)
 {
+	FbfSharePrepared *rows = table_prepared(t);
 	int			p;
 
-	for (p = 0; p < FBF_SHARE_PREPARED; p++)
+	for (p = 0; p < Shares->nprepared; p++)
 	{
-		FbfSharePrepared *row = &t->prepared[p];
+		FbfSharePrepared *row = &rows[p];
 
 		if (TransactionIdIsValid(row->xid) &&
 			!TransactionIdIsInProgress(row->xid))
@@ -598,6 +635,8 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 			uint64		gen = table->generation + 1;
 
 			memset(table, 0, sizeof(FbfShareTable));
+			memset(table_prepared(table), 0,
+				   sizeof(FbfSharePrepared) * Shares->nprepared);
 			table->lock = lock;
 			table->generation = gen;
 			table->dbid = dbid;
@@ -621,7 +660,68 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 	return pick;
 }
 
-/* end of transaction: give back what it held, or keep it for its xid */
+/*
+ * Before PREPARE: each charge the transaction holds gets a row of its
+ * table for its xid, where it stays until the prepared transaction ends
+ * (sweep_prepared).  A table has a row for every transaction the server
+ * may have prepared at once, up to FBF_SHARE_PREPARED_MAX; with none free,
+ * the PREPARE is refused (53400) rather than the charge let go, which
+ * would let the unit hold more than its share in flight.
+ */
+static void
+keep_for_prepare(void)
+{
+	TransactionId xid = GetTopTransactionIdIfAny();
+	int			h;
+
+	if (!TransactionIdIsValid(xid))
+		return;
+	for (h = 0; h < nheld; h++)
+	{
+		FbfShareTable *t = &Shares->tables[held[h].table];
+		FbfSharePrepared *rows = table_prepared(t);
+		Oid			relid = t->relid;
+		int			p;
+
+		LWLockAcquire(t->lock, LW_EXCLUSIVE);
+		if (t->generation != held[h].generation)
+		{
+			LWLockRelease(t->lock);
+			continue;
+		}
+		sweep_prepared(t);
+		for (p = 0; p < Shares->nprepared; p++)
+		{
+			if (!TransactionIdIsValid(rows[p].xid))
+			{
+				rows[p].xid = xid;
+				rows[p].slot = held[h].slot;
+				rows[p].entries = held[h].entries;
+				held[h].row = p;
+				break;
+			}
+		}
+		LWLockRelease(t->lock);
+		if (held[h].row < 0)
+		{
+			char	   *name = get_rel_name(relid);
+
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("cannot prepare a transaction that holds new operations of counter \"%s\"",
+							name ? name : psprintf("%u", relid)),
+					 errdetail("%d prepared transactions hold new operations of it, as many as its share table keeps.",
+							   Shares->nprepared),
+					 errhint("Commit or roll back prepared transactions that use this counter.")));
+		}
+	}
+}
+
+/*
+ * End of transaction: give back what it held, or leave it with its xid's
+ * rows (keep_for_prepare); an aborted transaction gives back what it took
+ * of its period too.
+ */
 static void
 share_xact_callback(XactEvent event, void *arg)
 {
@@ -630,7 +730,7 @@ share_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			preparing_xid = GetTopTransactionIdIfAny();
+			keep_for_prepare();
 			return;
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_COMMIT:
@@ -644,7 +744,7 @@ share_xact_callback(XactEvent event, void *arg)
 	for (h = 0; h < nheld; h++)
 	{
 		FbfShareTable *t = &Shares->tables[held[h].table];
-		bool		kept = false;
+		bool		aborted = event == XACT_EVENT_ABORT;
 
 		LWLockAcquire(t->lock, LW_EXCLUSIVE);
 		if (t->generation != held[h].generation)
@@ -652,42 +752,17 @@ share_xact_callback(XactEvent event, void *arg)
 			LWLockRelease(t->lock);
 			continue;
 		}
-		if (event == XACT_EVENT_PREPARE)
+		if (held[h].row >= 0 && event != XACT_EVENT_PREPARE)
 		{
-			int			p;
-
-			/*
-			 * The charge stays with the prepared transaction, in a row of
-			 * its xid (made free of ended ones first).  If every row is
-			 * held by one in progress, it is let go: kept on its unit, it
-			 * would outlive the transaction.
-			 */
-			sweep_prepared(t);
-			for (p = 0; p < FBF_SHARE_PREPARED && TransactionIdIsValid(preparing_xid); p++)
-			{
-				FbfSharePrepared *row = &t->prepared[p];
-
-				if (!TransactionIdIsValid(row->xid))
-				{
-					row->xid = preparing_xid;
-					row->slot = held[h].slot;
-					row->entries = held[h].entries;
-					kept = true;
-					break;
-				}
-			}
+			/* PREPARE failed after keep_for_prepare: the row is free again */
+			table_prepared(t)[held[h].row].xid = InvalidTransactionId;
 		}
-		if (!kept)
-		{
-			bool		aborted = event == XACT_EVENT_ABORT;
-
+		if (held[h].row < 0 || event != XACT_EVENT_PREPARE)
 			release(t, held[h].slot, held[h].entries, held[h].epoch,
 					aborted ? held[h].fill : 0, aborted ? held[h].spent : 0);
-		}
 		LWLockRelease(t->lock);
 	}
 	nheld = 0;
-	preparing_xid = InvalidTransactionId;
 }
 
 /* room for one more held charge, made before a charge can be taken */
@@ -733,6 +808,7 @@ hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
 		held[h].epoch = epoch;
 		held[h].fill = 0;
 		held[h].spent = 0;
+		held[h].row = -1;
 		nheld++;
 	}
 	held[h].entries += entries;

@@ -1,0 +1,128 @@
+# Prepared transactions cannot carry a role past its share of the entries
+# in flight.
+#
+# A role's open and prepared transactions hold at most its share of 80% of
+# the pending chains' entries; a prepared transaction's charge stays in a
+# row of the counter's share table with its xid until it ends.  Before, a
+# table kept 64 such rows and let go of the charges of any more: a role
+# that first prepared 64 transactions of one operation could then hold
+# nearly all the chains in prepared transactions, and another role's
+# transaction was refused ("at its capacity").  Now a table has a row for
+# every transaction the server may have prepared at once
+# (max_prepared_transactions), up to 256; beyond that many, PREPARE is
+# refused (53400) instead.
+#
+#   1. t2 applies an operation (so that two roles share the counter); t1
+#      prepares 70 transactions of one new operation each, then
+#      transactions of 2,000 until one is refused: refused for its share
+#      of the operations in flight (53400), holding no more than it;
+#   2. t2's transaction of 20,000 new operations commits, all applied;
+#      every prepared transaction rolled back, t1's own of 20,000 does;
+#   3. on a server with max_prepared_transactions = 300, the 257th prepared
+#      transaction holding operations of one counter is refused at PREPARE
+#      (53400, "cannot prepare"), and its operation is not applied.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FbfTest;
+
+my $node = fbf_node('share_prepared', "fbf.worker_enabled = off\nmax_prepared_transactions = 300\n");
+
+$node->safe_psql('postgres', q{
+	CREATE ROLE t1 LOGIN;
+	CREATE ROLE t2 LOGIN;
+	SELECT fbf_create_counter_table('pp', retention => '1 hour', expected_rate => 10);
+	SELECT fbf_create_counter_table('many', retention => '1 hour');
+	GRANT SELECT, INSERT, UPDATE ON pp, many TO t1, t2;});
+
+# SQL of a transaction of role t1 prepared as `gid`: `size` new operations
+# (new clients from `base`) on `counter`, of a key of its own (a prepared
+# transaction keeps its rows locked)
+sub prepared_batch
+{
+	my ($counter, $gid, $base, $size) = @_;
+	return qq{BEGIN;
+SELECT 'applied', count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', '$gid',
+	ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
+	array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a;
+PREPARE TRANSACTION '$gid';
+};
+}
+
+# run `sql` as t1 in one session, going on after errors: the operations
+# its transactions applied, and its first error
+sub as_t1
+{
+	my ($sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 0,
+		extra_params => [ '-U', 't1' ]);
+	my $applied = 0;
+	for my $line (split /\n/, $out)
+	{
+		my ($what, $n) = split /\|/, $line;
+		$applied += $n if $what eq 'applied';
+	}
+	my ($first) = $err =~ /(ERROR: .*?)(?=\npsql:|\z)/s;
+	return ($applied, $first // '');
+}
+
+is($node->safe_psql('postgres', "SELECT idempotent_increment('pp', 'b', 1, 1, 1)",
+	extra_params => [ '-U', 't2' ]), 't', 't2 applies an operation');
+
+# ---- 1. t1 prepares 70 small transactions, then large ones ----
+my $sql = '';
+$sql .= prepared_batch('pp', "small$_", 1_000_000 + $_, 1) for 1 .. 70;
+my ($small, $err) = as_t1($sql);
+is($small, 70, 't1 prepared 70 transactions of one new operation');
+is($err, '', '... none refused');
+
+$sql = '';
+$sql .= prepared_batch('pp', "large$_", 2_000_000 + 10_000 * $_, 2000) for 1 .. 100;
+my ($large, $refusal) = as_t1($sql);
+my ($held, $share, $capacity) = $refusal =~ /hold (\d+) entries in flight; its share is (\d+) of the (\d+)/;
+note "t1 prepared $large more operations; refused: $refusal";
+like($refusal, qr/role "t1" holds its share of the operations in flight on counter filter "pp_fbf"/,
+	't1\'s large prepared transactions are refused for its share of the operations in flight');
+# each of its operations (a client's, numbered) holds two entries: its own
+# and its stream annex
+my $in_flight = 2 * $node->safe_psql('postgres',
+	q{SELECT pending FROM fbf_counter_stats WHERE counter = 'pp'::regclass});
+cmp_ok($in_flight, '<=', ($share // 0) + 2 * 2000,
+	"t1's prepared transactions hold no more than its share and a batch ($in_flight entries, share " . ($share // '?') . ")");
+
+# ---- 2. t2's transaction ----
+my ($ret, $out, $t2_err) = $node->psql('postgres', q{
+	SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('pp', 'b',
+		ARRAY(SELECT 5000000 + g FROM generate_series(1, 20000) g),
+		array_fill(1::bigint, ARRAY[20000]), array_fill(1::bigint, ARRAY[20000]))) a},
+	extra_params => [ '-U', 't2' ]);
+is($out, '20000', 't2\'s transaction of 20,000 new operations is all applied beside t1\'s prepared ones')
+  or diag($t2_err);
+
+# ---- rolled back, what they held is let go ----
+for my $gid (split /\n/, $node->safe_psql('postgres', 'SELECT gid FROM pg_prepared_xacts'))
+{
+	$node->safe_psql('postgres', "ROLLBACK PREPARED '$gid'");
+}
+my ($again, $again_err) = as_t1("SELECT 'applied', count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('pp', 'a',
+	ARRAY(SELECT 9000000 + g FROM generate_series(1, 20000) g),
+	array_fill(1::bigint, ARRAY[20000]), array_fill(1::bigint, ARRAY[20000]))) a");
+is("$again $again_err", '20000 ', 't1 applies a transaction of 20,000 after its prepared ones are rolled back');
+
+
+# ---- 3. beyond the rows a table keeps, PREPARE is refused ----
+$sql = '';
+$sql .= prepared_batch('many', "many$_", 1_000_000 + $_, 1) for 1 .. 257;
+my ($many, $many_err) = as_t1($sql);
+like($many_err, qr/cannot prepare a transaction that holds new operations of counter "many"\s+DETAIL:\s+256 prepared transactions/,
+	'the 257th prepared transaction on one counter is refused at PREPARE');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'many%'"),
+	'256', '256 of them are prepared');
+$node->safe_psql('postgres', "COMMIT PREPARED 'many1'");
+is($node->safe_psql('postgres', "SELECT sum(value) FROM many"), '1',
+	'only what a committed prepared transaction applied is counted (not the refused one\'s)');
+
+done_testing();
