@@ -674,7 +674,8 @@ keep_for_prepare(void)
 	TransactionId xid = GetTopTransactionIdIfAny();
 	int			h;
 
-	if (!TransactionIdIsValid(xid))
+	/* with none allowed, MarkAsPreparing refuses it in its own words */
+	if (!TransactionIdIsValid(xid) || max_prepared_xacts == 0)
 		return;
 	for (h = 0; h < nheld; h++)
 	{
