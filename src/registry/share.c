@@ -229,6 +229,7 @@ typedef struct ShareHeld
 static ShareHeld *held = NULL;
 static int	nheld = 0;
 static int	maxheld = 0;
+static TransactionId prepare_xid = InvalidTransactionId;	/* keep_for_prepare's */
 static bool callback_registered = false;
 
 /*
@@ -661,12 +662,37 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 }
 
 /*
- * Before PREPARE: each charge the transaction holds gets a row of its
- * table for its xid, where it stays until the prepared transaction ends
- * (sweep_prepared).  A table has a row for every transaction the server
- * may have prepared at once, up to FBF_SHARE_PREPARED_MAX; with none free,
- * the PREPARE is refused (53400) rather than the charge let go, which
- * would let the unit hold more than its share in flight.
+ * Move `entries` of slot `from`'s in-flight charge to slot `to` (the
+ * table's lock held exclusively).
+ */
+static void
+move_in_flight(FbfShareTable *t, int from, int to, int64 entries)
+{
+	FbfShareUnit *u = &t->units[from];
+	bool		was = unit_active(u);
+
+	entries = Min(entries, u->in_flight);
+	u->in_flight -= entries;
+	t->units[to].in_flight += entries;
+	if (was && !unit_active(u))
+	{
+		t->nactive--;
+		if (from < OTHERS_SLOT)
+			u->unit = 0;
+	}
+}
+
+/*
+ * Before PREPARE: the charges the transaction holds on a table get one row
+ * of it for its xid, where they stay until the prepared transaction ends
+ * (sweep_prepared), all on the slot of the largest of them (a row keeps
+ * one slot's; the others are the transaction's own units too).  So a
+ * table has a row for every transaction the server may have prepared at
+ * once, up to FBF_SHARE_PREPARED_MAX; with none free, the PREPARE is
+ * refused (53400) rather than the charges let go, which would let their
+ * units hold more than their shares in flight.  The held charges of the
+ * table then say which row they are in; the largest keeps all their
+ * entries.
  */
 static void
 keep_for_prepare(void)
@@ -677,13 +703,18 @@ keep_for_prepare(void)
 	/* with none allowed, MarkAsPreparing refuses it in its own words */
 	if (!TransactionIdIsValid(xid) || max_prepared_xacts == 0)
 		return;
+	prepare_xid = xid;
 	for (h = 0; h < nheld; h++)
 	{
 		FbfShareTable *t = &Shares->tables[held[h].table];
 		FbfSharePrepared *rows = table_prepared(t);
 		Oid			relid = t->relid;
+		int			keep = h;
 		int			p;
+		int			i;
 
+		if (held[h].row >= 0)
+			continue;			/* its table's row is taken */
 		LWLockAcquire(t->lock, LW_EXCLUSIVE);
 		if (t->generation != held[h].generation)
 		{
@@ -694,16 +725,37 @@ keep_for_prepare(void)
 		for (p = 0; p < Shares->nprepared; p++)
 		{
 			if (!TransactionIdIsValid(rows[p].xid))
-			{
-				rows[p].xid = xid;
-				rows[p].slot = held[h].slot;
-				rows[p].entries = held[h].entries;
-				held[h].row = p;
 				break;
+		}
+		if (p < Shares->nprepared)
+		{
+			for (i = h + 1; i < nheld; i++)
+			{
+				if (held[i].table == held[h].table &&
+					held[i].generation == held[h].generation &&
+					held[i].entries > held[keep].entries)
+					keep = i;
 			}
+			for (i = h; i < nheld; i++)
+			{
+				if (held[i].table != held[h].table ||
+					held[i].generation != held[h].generation)
+					continue;
+				if (i != keep)
+				{
+					move_in_flight(t, held[i].slot, held[keep].slot,
+								   held[i].entries);
+					held[keep].entries += held[i].entries;
+					held[i].entries = 0;
+				}
+				held[i].row = p;
+			}
+			rows[p].xid = xid;
+			rows[p].slot = held[keep].slot;
+			rows[p].entries = held[keep].entries;
 		}
 		LWLockRelease(t->lock);
-		if (held[h].row < 0)
+		if (p == Shares->nprepared)
 		{
 			char	   *name = get_rel_name(relid);
 
@@ -719,9 +771,12 @@ keep_for_prepare(void)
 }
 
 /*
- * End of transaction: give back what it held, or leave it with its xid's
+ * End of transaction: give back what it held, or leave it in its xid's
  * rows (keep_for_prepare); an aborted transaction gives back what it took
- * of its period too.
+ * of its period too.  A PREPARE that fails after keep_for_prepare frees
+ * the rows it took, unless a sweep did first (the xid stops being in
+ * progress before the abort's callbacks run): the sweep let their entries
+ * go, and the row may be another transaction's by now.
  */
 static void
 share_xact_callback(XactEvent event, void *arg)
@@ -746,6 +801,7 @@ share_xact_callback(XactEvent event, void *arg)
 	{
 		FbfShareTable *t = &Shares->tables[held[h].table];
 		bool		aborted = event == XACT_EVENT_ABORT;
+		int64		entries = held[h].entries;
 
 		LWLockAcquire(t->lock, LW_EXCLUSIVE);
 		if (t->generation != held[h].generation)
@@ -753,17 +809,28 @@ share_xact_callback(XactEvent event, void *arg)
 			LWLockRelease(t->lock);
 			continue;
 		}
-		if (held[h].row >= 0 && event != XACT_EVENT_PREPARE)
+		if (held[h].row >= 0 && event == XACT_EVENT_PREPARE)
 		{
-			/* PREPARE failed after keep_for_prepare: the row is free again */
-			table_prepared(t)[held[h].row].xid = InvalidTransactionId;
+			/* left in the row */
+			LWLockRelease(t->lock);
+			continue;
 		}
-		if (held[h].row < 0 || event != XACT_EVENT_PREPARE)
-			release(t, held[h].slot, held[h].entries, held[h].epoch,
-					aborted ? held[h].fill : 0, aborted ? held[h].spent : 0);
+		if (held[h].row >= 0 && entries > 0)
+		{
+			/* the row's charge: the PREPARE failed */
+			FbfSharePrepared *row = &table_prepared(t)[held[h].row];
+
+			if (row->xid == prepare_xid)
+				row->xid = InvalidTransactionId;
+			else
+				entries = 0;	/* a sweep let them go */
+		}
+		release(t, held[h].slot, entries, held[h].epoch,
+				aborted ? held[h].fill : 0, aborted ? held[h].spent : 0);
 		LWLockRelease(t->lock);
 	}
 	nheld = 0;
+	prepare_xid = InvalidTransactionId;
 }
 
 /* room for one more held charge, made before a charge can be taken */

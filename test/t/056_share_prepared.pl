@@ -20,7 +20,13 @@
 #      every prepared transaction rolled back, t1's own of 20,000 does;
 #   3. on a server with max_prepared_transactions = 300, the 257th prepared
 #      transaction holding operations of one counter is refused at PREPARE
-#      (53400, "cannot prepare"), and its operation is not applied.
+#      (53400, "cannot prepare"), and its operation is not applied;
+#   4. a prepared transaction takes one row of a table however many units
+#      it charged: restarted with max_prepared_transactions = 100, on a
+#      counter shared by key, t1 prepares two transactions of 150 keys
+#      each, and t2 then prepares one of its own (before, a transaction
+#      took a row per slot it charged, up to 129: t1's first was refused,
+#      and one of 99 keys would have left t2 none).
 use strict;
 use warnings;
 
@@ -36,7 +42,9 @@ $node->safe_psql('postgres', q{
 	CREATE ROLE t2 LOGIN;
 	SELECT fbf_create_counter_table('pp', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('many', retention => '1 hour');
-	GRANT SELECT, INSERT, UPDATE ON pp, many TO t1, t2;});
+	SELECT fbf_create_counter_table('kk', retention => '1 hour');
+	ALTER INDEX kk_fbf SET (share_by = 'key');
+	GRANT SELECT, INSERT, UPDATE ON pp, many, kk TO t1, t2;});
 
 # SQL of a transaction of role t1 prepared as `gid`: `size` new operations
 # (new clients from `base`) on `counter`, of a key of its own (a prepared
@@ -124,5 +132,33 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gi
 $node->safe_psql('postgres', "COMMIT PREPARED 'many1'");
 is($node->safe_psql('postgres', "SELECT sum(value) FROM many"), '1',
 	'only what a committed prepared transaction applied is counted (not the refused one\'s)');
+
+# ---- 4. one row a prepared transaction, however many units ----
+for my $gid (split /\n/, $node->safe_psql('postgres', 'SELECT gid FROM pg_prepared_xacts'))
+{
+	$node->safe_psql('postgres', "ROLLBACK PREPARED '$gid'");
+}
+$node->append_conf('postgresql.conf', "max_prepared_transactions = 100\n");
+$node->restart;
+$sql = '';
+for my $x (1, 2)
+{
+	$sql .= "BEGIN;\n";
+	$sql .= "SELECT 'applied', count(*) FROM idempotent_increment('kk', 'h${x}_$_', 1, 1, 1) a WHERE a;\n" for 1 .. 150;
+	$sql .= "PREPARE TRANSACTION 'hog$x';\n";
+}
+my ($hog, $hog_err) = as_t1($sql);
+is("$hog $hog_err", '300 ', 't1 prepares two transactions of 150 keys each on a counter shared by key');
+($ret, $out, $err) = $node->psql('postgres', q{
+	BEGIN;
+	SELECT idempotent_increment('kk', 'victim', 1, 1, 1);
+	PREPARE TRANSACTION 'victim';},
+	extra_params => [ '-U', 't2' ]);
+is("$ret $err", '0 ', 't2 then prepares a transaction of its own there');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid IN ('hog1', 'hog2', 'victim')"),
+	'3', 'all three are prepared');
+$node->safe_psql('postgres', "COMMIT PREPARED '$_'") for qw(hog1 hog2 victim);
+is($node->safe_psql('postgres', "SELECT count(*), sum(value) FROM kk"), '301|301',
+	'their operations are counted once each');
 
 done_testing();
