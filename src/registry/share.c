@@ -160,11 +160,19 @@ typedef struct FbfShareTop
 	double		fill;			/* 0: free */
 } FbfShareTop;
 
+/*
+ * A prepared transaction's charges on a table: those of its first
+ * FBF_SHARE_PREPARED_SLOTS slots each on its own; any more, on the slot
+ * of its largest (keep_for_prepare).
+ */
+#define FBF_SHARE_PREPARED_SLOTS	4
+
 typedef struct FbfSharePrepared
 {
 	TransactionId xid;			/* InvalidTransactionId: free */
-	int			slot;
-	int64		entries;
+	int16		nslots;
+	int16		slot[FBF_SHARE_PREPARED_SLOTS];
+	int32		entries[FBF_SHARE_PREPARED_SLOTS];	/* at most the chains' */
 } FbfSharePrepared;
 
 typedef struct FbfShareTable
@@ -224,6 +232,7 @@ typedef struct ShareHeld
 	int64		spent;
 	int			row;			/* its table's row of the transaction being
 								 * prepared, -1 if none (yet) */
+	bool		done;			/* let go of (share_xact_callback) */
 } ShareHeld;
 
 static ShareHeld *held = NULL;
@@ -350,7 +359,10 @@ sweep_prepared(FbfShareTable *t)
 		if (TransactionIdIsValid(row->xid) &&
 			!TransactionIdIsInProgress(row->xid))
 		{
-			release(t, row->slot, row->entries, 0, 0, 0);
+			int			i;
+
+			for (i = 0; i < row->nslots; i++)
+				release(t, row->slot[i], row->entries[i], 0, 0, 0);
 			row->xid = InvalidTransactionId;
 		}
 	}
@@ -661,6 +673,14 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 	return pick;
 }
 
+/* are held charges `i` and `j` on the same table, of one generation? */
+static inline bool
+held_together(int i, int j)
+{
+	return held[i].table == held[j].table &&
+		held[i].generation == held[j].generation;
+}
+
 /*
  * Move `entries` of slot `from`'s in-flight charge to slot `to` (the
  * table's lock held exclusively).
@@ -685,14 +705,14 @@ move_in_flight(FbfShareTable *t, int from, int to, int64 entries)
 /*
  * Before PREPARE: the charges the transaction holds on a table get one row
  * of it for its xid, where they stay until the prepared transaction ends
- * (sweep_prepared), all on the slot of the largest of them (a row keeps
- * one slot's; the others are the transaction's own units too).  So a
- * table has a row for every transaction the server may have prepared at
- * once, up to FBF_SHARE_PREPARED_MAX; with none free, the PREPARE is
- * refused (53400) rather than the charges let go, which would let their
- * units hold more than their shares in flight.  The held charges of the
- * table then say which row they are in; the largest keeps all their
- * entries.
+ * (sweep_prepared): its largest and FBF_SHARE_PREPARED_SLOTS - 1 others
+ * each on its own slot, any more moved onto the largest's slot (they are
+ * the transaction's own units too).  So a table has a row for every
+ * transaction the server may have prepared at once, up to
+ * FBF_SHARE_PREPARED_MAX; with none free, the PREPARE is refused (53400)
+ * rather than the charges let go, which would let their units hold more
+ * than their shares in flight.  The held charges of the table then say
+ * which row they are in (those moved, with no entries of their own).
  */
 static void
 keep_for_prepare(void)
@@ -729,30 +749,38 @@ keep_for_prepare(void)
 		}
 		if (p < Shares->nprepared)
 		{
+			FbfSharePrepared *row = &rows[p];
+
 			for (i = h + 1; i < nheld; i++)
 			{
-				if (held[i].table == held[h].table &&
-					held[i].generation == held[h].generation &&
-					held[i].entries > held[keep].entries)
+				if (held_together(i, h) && held[i].entries > held[keep].entries)
 					keep = i;
 			}
+			row->xid = xid;
+			row->nslots = 1;	/* [0]: the largest's, once the rest are in */
 			for (i = h; i < nheld; i++)
 			{
-				if (held[i].table != held[h].table ||
-					held[i].generation != held[h].generation)
+				if (!held_together(i, h))
 					continue;
-				if (i != keep)
+				held[i].row = p;
+				if (i == keep)
+					continue;
+				if (row->nslots < FBF_SHARE_PREPARED_SLOTS)
+				{
+					row->slot[row->nslots] = held[i].slot;
+					row->entries[row->nslots] = (int32) held[i].entries;
+					row->nslots++;
+				}
+				else
 				{
 					move_in_flight(t, held[i].slot, held[keep].slot,
 								   held[i].entries);
 					held[keep].entries += held[i].entries;
 					held[i].entries = 0;
 				}
-				held[i].row = p;
 			}
-			rows[p].xid = xid;
-			rows[p].slot = held[keep].slot;
-			rows[p].entries = held[keep].entries;
+			row->slot[0] = held[keep].slot;
+			row->entries[0] = (int32) held[keep].entries;
 		}
 		LWLockRelease(t->lock);
 		if (p == Shares->nprepared)
@@ -773,10 +801,11 @@ keep_for_prepare(void)
 /*
  * End of transaction: give back what it held, or leave it in its xid's
  * rows (keep_for_prepare); an aborted transaction gives back what it took
- * of its period too.  A PREPARE that fails after keep_for_prepare frees
- * the rows it took, unless a sweep did first (the xid stops being in
- * progress before the abort's callbacks run): the sweep let their entries
- * go, and the row may be another transaction's by now.
+ * of its period too.  The charges on one table are let go together, under
+ * one hold of its lock: a PREPARE that fails after keep_for_prepare frees
+ * the table's row and gives back what it keeps, unless a sweep did both
+ * first (the xid stops being in progress before the abort's callbacks
+ * run; the row may be another transaction's by now).
  */
 static void
 share_xact_callback(XactEvent event, void *arg)
@@ -801,32 +830,35 @@ share_xact_callback(XactEvent event, void *arg)
 	{
 		FbfShareTable *t = &Shares->tables[held[h].table];
 		bool		aborted = event == XACT_EVENT_ABORT;
-		int64		entries = held[h].entries;
+		bool		in_row = false;
+		int			i;
 
+		if (held[h].done)
+			continue;
 		LWLockAcquire(t->lock, LW_EXCLUSIVE);
-		if (t->generation != held[h].generation)
+		if (t->generation == held[h].generation && held[h].row >= 0)
 		{
-			LWLockRelease(t->lock);
-			continue;
-		}
-		if (held[h].row >= 0 && event == XACT_EVENT_PREPARE)
-		{
-			/* left in the row */
-			LWLockRelease(t->lock);
-			continue;
-		}
-		if (held[h].row >= 0 && entries > 0)
-		{
-			/* the row's charge: the PREPARE failed */
 			FbfSharePrepared *row = &table_prepared(t)[held[h].row];
 
-			if (row->xid == prepare_xid)
+			in_row = row->xid == prepare_xid;
+			/* prepared: left in the row; else the row is free again */
+			if (in_row && event != XACT_EVENT_PREPARE)
 				row->xid = InvalidTransactionId;
-			else
-				entries = 0;	/* a sweep let them go */
 		}
-		release(t, held[h].slot, entries, held[h].epoch,
-				aborted ? held[h].fill : 0, aborted ? held[h].spent : 0);
+		for (i = h; i < nheld; i++)
+		{
+			if (!held_together(i, h))
+				continue;
+			held[i].done = true;
+			if (t->generation != held[i].generation ||
+				(in_row && event == XACT_EVENT_PREPARE))
+				continue;
+			/* a row a sweep let go of gave its entries back */
+			release(t, held[i].slot,
+					held[i].row < 0 || in_row ? held[i].entries : 0,
+					held[i].epoch, aborted ? held[i].fill : 0,
+					aborted ? held[i].spent : 0);
+		}
 		LWLockRelease(t->lock);
 	}
 	nheld = 0;
@@ -877,6 +909,7 @@ hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
 		held[h].fill = 0;
 		held[h].spent = 0;
 		held[h].row = -1;
+		held[h].done = false;
 		nheld++;
 	}
 	held[h].entries += entries;
@@ -1064,6 +1097,11 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	memset(standing, 0, sizeof(*standing));
 	standing->verdict = FBF_SHARE_ADMITTED;
 	Assert(demand->unit != 0);
+	/* keep_for_prepare has put the transaction's charges in their rows */
+	if (TransactionIdIsValid(prepare_xid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot record a new operation of a counter while its transaction is being prepared")));
 	reserve_held();
 	if (!callback_registered)
 	{

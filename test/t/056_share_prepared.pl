@@ -26,7 +26,12 @@
 #      counter shared by key, t1 prepares two transactions of 150 keys
 #      each, and t2 then prepares one of its own (before, a transaction
 #      took a row per slot it charged, up to 129: t1's first was refused,
-#      and one of 99 keys would have left t2 none).
+#      and one of 99 keys would have left t2 none);
+#   5. a PREPARE that fails after its charges took their row (a GID in
+#      use) gives back both (the abort's callback, or the sweep that finds
+#      the xid ended): 120 such failures of 500 new operations each
+#      (more than the rows, and than t1's share in flight), then t1 still
+#      prepares a transaction, and commits one of 10,000.
 use strict;
 use warnings;
 
@@ -43,8 +48,9 @@ $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('pp', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('many', retention => '1 hour');
 	SELECT fbf_create_counter_table('kk', retention => '1 hour');
+	SELECT fbf_create_counter_table('dd', retention => '1 hour', expected_rate => 10);
 	ALTER INDEX kk_fbf SET (share_by = 'key');
-	GRANT SELECT, INSERT, UPDATE ON pp, many, kk TO t1, t2;});
+	GRANT SELECT, INSERT, UPDATE ON pp, many, kk, dd TO t1, t2;});
 
 # SQL of a transaction of role t1 prepared as `gid`: `size` new operations
 # (new clients from `base`) on `counter`, of a key of its own (a prepared
@@ -53,7 +59,7 @@ sub prepared_batch
 {
 	my ($counter, $gid, $base, $size) = @_;
 	return qq{BEGIN;
-SELECT 'applied', count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', '$gid',
+SELECT 'applied', count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', '$gid/$base',
 	ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
 	array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a;
 PREPARE TRANSACTION '$gid';
@@ -160,5 +166,25 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gi
 $node->safe_psql('postgres', "COMMIT PREPARED '$_'") for qw(hog1 hog2 victim);
 is($node->safe_psql('postgres', "SELECT count(*), sum(value) FROM kk"), '301|301',
 	'their operations are counted once each');
+
+# ---- 5. a PREPARE that fails gives back its row and its charge ----
+$node->safe_psql('postgres', "SELECT idempotent_increment('dd', 'b', 1, 1, 1)",
+	extra_params => [ '-U', 't2' ]);
+my ($dup) = as_t1(prepared_batch('dd', 'dup', 1, 1));
+is($dup, 1, 't1 prepares a transaction "dup"');
+$sql = '';
+$sql .= prepared_batch('dd', 'dup', 1_000_000 * $_, 500) for 1 .. 120;
+my ($dups, $dup_err) = as_t1($sql);
+like($dup_err, qr/transaction identifier "dup" is already in use/,
+	'PREPARE of another transaction as "dup" fails (120 times)');
+is(($node->psql('postgres', "BEGIN; SELECT idempotent_increment('dd', 'after', 1, 1, 1); PREPARE TRANSACTION 'after'",
+	extra_params => [ '-U', 't1' ]))[0], 0, 't1 prepares another transaction: the failures left no row taken');
+my ($big, $big_err) = as_t1("SELECT 'applied', count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('dd', 'a',
+	ARRAY(SELECT 500000000 + g FROM generate_series(1, 10000) g),
+	array_fill(1::bigint, ARRAY[10000]), array_fill(1::bigint, ARRAY[10000]))) a");
+is("$big $big_err", '10000 ', 't1 commits 10,000 new operations: the failures left no charge in flight');
+$node->safe_psql('postgres', "COMMIT PREPARED '$_'") for qw(dup after);
+is($node->safe_psql('postgres', "SELECT sum(value) FROM dd"), '10003',
+	'dd counted what was committed, none of the failures');
 
 done_testing();
