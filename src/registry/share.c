@@ -315,6 +315,22 @@ count_active(FbfShareTable *t)
 }
 
 /*
+ * A slot that was active (`was`) and no longer is stops counting among
+ * the table's units, and one of its own is free for another unit (the
+ * table's lock held exclusively).
+ */
+static void
+stop_counting(FbfShareTable *t, int slot, bool was)
+{
+	if (was && !unit_active(&t->units[slot]))
+	{
+		t->nactive--;
+		if (slot < OTHERS_SLOT)
+			t->units[slot].unit = 0;
+	}
+}
+
+/*
  * Give back `entries` of a slot's in-flight charge, and `fill` of what it
  * took of the period `epoch` and `spent` of the reserve then, if that is
  * still the table's period (the table's lock held).
@@ -334,12 +350,7 @@ release(FbfShareTable *t, int slot, int64 entries, int64 epoch, double fill,
 		t->fill -= Min(fill, t->fill);
 		u->spent -= Min(spent, u->spent);
 	}
-	if (was && !unit_active(u))
-	{
-		t->nactive--;
-		if (slot < OTHERS_SLOT)
-			u->unit = 0;
-	}
+	stop_counting(t, slot, was);
 }
 
 /*
@@ -694,12 +705,7 @@ move_in_flight(FbfShareTable *t, int from, int to, int64 entries)
 	entries = Min(entries, u->in_flight);
 	u->in_flight -= entries;
 	t->units[to].in_flight += entries;
-	if (was && !unit_active(u))
-	{
-		t->nactive--;
-		if (from < OTHERS_SLOT)
-			u->unit = 0;
-	}
+	stop_counting(t, from, was);
 }
 
 /*

@@ -263,10 +263,11 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
  * chain no further (FBF_OP_RESERVED), so that a unit whose flood fills
  * the chains, with its operations in flight or with entries that wait for
  * the next period's bits, leaves room to the others (the caller asks its
- * shares whose operation may take it: counter/counter_engine.c).  A caller that allows it only while the
- * window can grow (FBF_RESERVE_GROW: a unit alone) has the window grown
- * there for entries that wait for bits, as a full chain would, and gets
- * FBF_OP_RESERVED for them at the cap.  What an operation took of the
+ * shares whose operation may take it: counter/counter_engine.c).  A
+ * caller that allows it only while the window can grow (FBF_RESERVE_GROW:
+ * a unit alone) has the window grown there for entries that wait for
+ * bits, as a full chain would, and gets FBF_OP_RESERVED for them at the
+ * cap.  What an operation took of the
  * reserve is told to the caller (FbfApplyInfo.on_reserve), whose shares
  * count it.
  */
