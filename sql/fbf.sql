@@ -628,6 +628,96 @@ CREATE FUNCTION fbf_local_counter_stats(
 COMMENT ON FUNCTION fbf_local_counter_stats() IS
 	'one row per counter or dedup table of this database (on a Citus node: its shard tables, not the shells) that the user may read';
 
+-- The windows of the shards of every distributed counter (dedup false) or
+-- dedup table (dedup true) the user may read, for fbf_counter_stats and
+-- fbf_dedup_stats on a Citus coordinator: a row per shard placement, with
+-- its distributed table, shard and node, and the row its node's
+-- fbf_local_counter_stats() (fbf_local_dedup_stats()) gives the shard, as
+-- jsonb.  One command per node, sent to the nodes at once
+-- (master_run_on_worker): a node reads each of its windows once, however
+-- many shards it holds.  The command runs with the search_path Citus gives
+-- its connection: each operator in it is pg_catalog's, named, and the
+-- shards are named with their schemas.  A shard the caller may not read
+-- on its node has no row.
+CREATE FUNCTION fbf_shard_window_stats(
+	dedup boolean,
+	OUT relid regclass,
+	OUT shardid bigint,
+	OUT shard text,
+	OUT node_name text,
+	OUT node_port integer,
+	OUT stats jsonb)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	names text[];
+	ports integer[];
+	commands text[];
+	r record;
+	e jsonb;
+BEGIN
+	-- (apart: without Citus, its catalogs do not exist to be planned)
+	IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	SELECT array_agg(per_node.nodename), array_agg(per_node.nodeport),
+		   array_agg(format(
+				'SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_array(n.relid, n.shardid, '
+				'pg_catalog.row_to_json(s)) ORDER BY n.ord), ''[]'') '
+				'FROM ROWS FROM (pg_catalog.unnest(%L::pg_catalog.text[]), pg_catalog.unnest(%L::pg_catalog.oid[]), '
+				'pg_catalog.unnest(%L::pg_catalog.int8[])) WITH ORDINALITY AS n(shard, relid, shardid, ord) '
+				'JOIN @extschema@.%I() s ON s.%I::pg_catalog.oid OPERATOR(pg_catalog.=) '
+				'pg_catalog.to_regclass(n.shard)::pg_catalog.oid',
+				per_node.shards, per_node.relids, per_node.shardids,
+				CASE WHEN dedup THEN 'fbf_local_dedup_stats' ELSE 'fbf_local_counter_stats' END,
+				CASE WHEN dedup THEN 'dedup' ELSE 'counter' END))
+	  INTO names, ports, commands
+	  FROM (SELECT d.nodename, d.nodeport,
+				   array_agg(shard_name(sh.logicalrelid, sh.shardid, false)
+							 ORDER BY sh.logicalrelid, sh.shardid) AS shards,
+				   array_agg(sh.logicalrelid::oid ORDER BY sh.logicalrelid, sh.shardid) AS relids,
+				   array_agg(sh.shardid ORDER BY sh.logicalrelid, sh.shardid) AS shardids
+			  FROM pg_dist_partition p
+			  JOIN pg_dist_shard sh ON sh.logicalrelid = p.logicalrelid
+			  JOIN pg_dist_placement pl ON pl.shardid = sh.shardid
+			  JOIN pg_dist_node d ON d.groupid = pl.groupid
+			 WHERE d.noderole = 'primary' AND d.isactive
+			   AND EXISTS (SELECT FROM pg_index i
+							 JOIN pg_class ic ON ic.oid = i.indexrelid
+							 JOIN pg_am a ON a.oid = ic.relam
+							WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter'
+							  AND ('kind=dedup' = ANY (COALESCE(ic.reloptions, '{}'))) = dedup)
+			   AND has_table_privilege(p.logicalrelid, 'SELECT')
+			 GROUP BY d.nodename, d.nodeport) per_node;
+	IF names IS NULL THEN
+		RETURN;
+	END IF;
+	FOR r IN SELECT * FROM master_run_on_worker(names, ports, commands, true)
+	LOOP
+		IF NOT r.success THEN
+			RAISE EXCEPTION 'could not read the windows of the shards on %:%: %',
+				r.node_name, r.node_port, r.result
+				USING ERRCODE = 'connection_failure';
+		END IF;
+		node_name := r.node_name;
+		node_port := r.node_port;
+		FOR e IN SELECT jsonb_array_elements(r.result::jsonb)
+		LOOP
+			relid := (e->>0)::oid;
+			shardid := (e->>1)::bigint;
+			shard := shard_name(relid, shardid);
+			stats := e->2;
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_shard_window_stats(boolean) IS
+	'the rows the nodes of a Citus cluster give for the shards of its distributed counters (or dedup tables) the user may read; for fbf_counter_stats and fbf_dedup_stats';
+
 -- Every counter the user may read: this node's (fbf_local_counter_stats),
 -- and on a Citus coordinator each shard of every distributed counter, read
 -- on the shard's node, as a row of the distributed table with the node and
@@ -670,9 +760,7 @@ CREATE FUNCTION fbf_counter_stats(
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
-	c regclass;
 	r record;
-	s pg_catalog.jsonb;
 BEGIN
 	RETURN QUERY SELECT l.*, NULL::text, NULL::integer, NULL::text
 				   FROM @extschema@.fbf_local_counter_stats() l;
@@ -683,42 +771,23 @@ BEGIN
 	IF NOT pg_catalog.citus_is_coordinator() THEN
 		RETURN;
 	END IF;
-	FOR c IN SELECT p.logicalrelid FROM pg_catalog.pg_dist_partition p
-			  WHERE EXISTS (SELECT FROM pg_catalog.pg_index i
-							  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-							  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
-							 WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter'
-							   AND NOT ('kind=dedup' = ANY (COALESCE(ic.reloptions, '{}'))))
-				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
-			  ORDER BY 1
+	-- each shard's row, read on its node
+	FOR r IN SELECT * FROM @extschema@.fbf_shard_window_stats(false)
+			  ORDER BY relid, shardid
 	LOOP
-		-- run on the shard's node with the search_path Citus gives its
-		-- connection: each operator is pg_catalog's, named
-		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(c,
-				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_local_counter_stats() s '
-				'WHERE s.counter::pg_catalog.oid OPERATOR(pg_catalog.=) ''%s''::pg_catalog.regclass::pg_catalog.oid')
-				 ORDER BY 3
-		LOOP
-			IF NOT r.success THEN
-				RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
-					r.shardid, r.nodename, r.nodeport, r.result
-					USING ERRCODE = 'connection_failure';
-			END IF;
-			s := r.result::pg_catalog.jsonb;
-			SELECT * INTO counter, filters, live_filters, period, retention, nbits, nhashes,
-					partitions, elements, estimated_fpp, target_fpp, applied, dismissed, bytes,
-					last_refresh, resizes, capped, pending, mismatched, filter, load,
-					fingerprint_bits, streams, stream_capacity, stream_evictions,
-					exact_answers, filter_answers, dismissals_averted, streams_exact_from,
-					node_name, node_port, shard
-			  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_counter_stats,
-													 s - 'counter');
-			counter := c;
-			node_name := r.nodename;
-			node_port := r.nodeport;
-			shard := s->>'counter';
-			RETURN NEXT;
-		END LOOP;
+		SELECT * INTO counter, filters, live_filters, period, retention, nbits, nhashes,
+				partitions, elements, estimated_fpp, target_fpp, applied, dismissed, bytes,
+				last_refresh, resizes, capped, pending, mismatched, filter, load,
+				fingerprint_bits, streams, stream_capacity, stream_evictions,
+				exact_answers, filter_answers, dismissals_averted, streams_exact_from,
+				node_name, node_port, shard
+		  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_counter_stats,
+												 r.stats - 'counter');
+		counter := r.relid;
+		node_name := r.node_name;
+		node_port := r.node_port;
+		shard := r.shard;
+		RETURN NEXT;
 	END LOOP;
 END
 $fn$;
@@ -971,9 +1040,7 @@ CREATE FUNCTION fbf_dedup_stats(
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
-	d regclass;
 	r record;
-	s pg_catalog.jsonb;
 BEGIN
 	RETURN QUERY SELECT l.*, NULL::text, NULL::integer, NULL::text
 				   FROM @extschema@.fbf_local_dedup_stats() l;
@@ -984,44 +1051,23 @@ BEGIN
 	IF NOT pg_catalog.citus_is_coordinator() THEN
 		RETURN;
 	END IF;
-	FOR d IN SELECT p.logicalrelid FROM pg_catalog.pg_dist_partition p
-			  WHERE EXISTS (SELECT FROM pg_catalog.pg_index i
-							  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-							  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
-							 WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter'
-							   AND 'kind=dedup' = ANY (COALESCE(ic.reloptions, '{}')))
-				AND pg_catalog.has_table_privilege(p.logicalrelid, 'SELECT')
-			  ORDER BY 1
+	-- each shard's row, read on its node
+	FOR r IN SELECT * FROM @extschema@.fbf_shard_window_stats(true)
+			  ORDER BY relid, shardid
 	LOOP
-		-- run on the shard's node with the search_path Citus gives its
-		-- connection: each operator is pg_catalog's, named
-		FOR r IN SELECT * FROM pg_catalog.run_command_on_placements(d,
-				'SELECT pg_catalog.row_to_json(s) FROM @extschema@.fbf_local_dedup_stats() s '
-				'WHERE s.dedup::pg_catalog.oid OPERATOR(pg_catalog.=) ''%s''::pg_catalog.regclass::pg_catalog.oid')
-				 ORDER BY 3
-		LOOP
-			IF NOT r.success THEN
-				RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
-					r.shardid, r.nodename, r.nodeport, r.result
-					USING ERRCODE = 'connection_failure';
-			END IF;
-			-- a shard the caller may not read on its node has no row
-			CONTINUE WHEN r.result IS NULL OR r.result = '';
-			s := r.result::pg_catalog.jsonb;
-			SELECT * INTO dedup, filters, live_filters, period, retention, nbits, nhashes,
-					partitions, elements, estimated_fpp, target_fpp, claimed, duplicates, bytes,
-					last_refresh, resizes, capped, pending, filter, load, fingerprint_bits,
-					streams, stream_capacity, stream_evictions, exact_answers,
-					filter_answers, dismissals_averted, streams_exact_from,
-					node_name, node_port, shard
-			  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_dedup_stats,
-													 s - 'dedup');
-			dedup := d;
-			node_name := r.nodename;
-			node_port := r.nodeport;
-			shard := s->>'dedup';
-			RETURN NEXT;
-		END LOOP;
+		SELECT * INTO dedup, filters, live_filters, period, retention, nbits, nhashes,
+				partitions, elements, estimated_fpp, target_fpp, claimed, duplicates, bytes,
+				last_refresh, resizes, capped, pending, filter, load, fingerprint_bits,
+				streams, stream_capacity, stream_evictions, exact_answers,
+				filter_answers, dismissals_averted, streams_exact_from,
+				node_name, node_port, shard
+		  FROM pg_catalog.jsonb_populate_record(NULL::@extschema@.fbf_dedup_stats,
+												 r.stats - 'dedup');
+		dedup := r.relid;
+		node_name := r.node_name;
+		node_port := r.node_port;
+		shard := r.shard;
+		RETURN NEXT;
 	END LOOP;
 END
 $fn$;

@@ -373,6 +373,7 @@ INSERT INTO sp_calls (fn, call) VALUES
 	 'SELECT fbf_share_expected_rate(fbf_create_counter_table(''rated'', expected_rate => 8000), 4, ''default'')'),
 	('fbf_copy_shard_window(text,integer,text,text,integer,text)',
 	 'SELECT fbf_copy_shard_window(''localhost'', 1, ''likes'', ''localhost'', 1, ''likes'')'),
+	('fbf_shard_window_stats(boolean)', 'SELECT count(*) FROM fbf_shard_window_stats(false)'),
 	-- distributed dedup tables (not installed: each refuses, after its checks)
 	('fbf_local_dedup_stats()', 'SELECT count(*) FROM fbf_local_dedup_stats()'),
 	('fbf_claim_on_placement(regclass,integer,anyarray,bigint[])',

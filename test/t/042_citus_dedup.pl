@@ -48,7 +48,7 @@ my ($coord, $w1, $w2) = fbf_citus_cluster(citus_transfer_conf() . qq{fbf.naptime
 });
 $coord->safe_psql('postgres', q{
 	SELECT fbf_create_dedup('inbox', retention => '10 min', target_fpp => 1e-9);
-	SELECT fbf_distribute_dedup('inbox');
+	SELECT fbf_distribute_dedup('inbox', shard_count => 8);
 });
 
 # (rc, stdout, stderr with SQLSTATEs) of `sql` on `node`, as `role`
@@ -373,6 +373,8 @@ is($split_shards, $nshards + 1, 'a shard is split in two');
 is(reclaim_all(), 0, 'after citus_split_shard_by_split_points every claimed id is a duplicate');
 
 # the rebalancer: drain worker 1, then rebalance in background tasks
+# (rated dropped: the transfers move only inbox's shards)
+$coord->safe_psql('postgres', 'DROP TABLE rated');
 $coord->safe_psql('postgres', sprintf(q{
 	SELECT citus_drain_node('127.0.0.1', %d, shard_transfer_mode => 'block_writes')}, $w1->port));
 is(citus_shards_on($coord, $w1, 'inbox'), '0', 'citus_drain_node moved every shard off worker 1');
