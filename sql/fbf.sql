@@ -628,17 +628,55 @@ CREATE FUNCTION fbf_local_counter_stats(
 COMMENT ON FUNCTION fbf_local_counter_stats() IS
 	'one row per counter or dedup table of this database (on a Citus node: its shard tables, not the shells) that the user may read';
 
+-- For fbf_shard_window_stats, on each node: the rows of
+-- fbf_local_counter_stats() (dedup false) or fbf_local_dedup_stats()
+-- (dedup true) for the shard tables named by schema and name, each with
+-- the number the caller gave it, as a json array of [number, row].  The
+-- tables are looked up in the catalogs, not through the caller's
+-- search_path or schema privileges (the rows are the local functions',
+-- which check the caller's SELECT on each); the rows' floats and intervals
+-- are written as the coordinator reads them back, whatever the node's
+-- settings.
+CREATE FUNCTION fbf_local_shard_stats(
+	dedup boolean, ords integer[], schemas name[], tables name[])
+	RETURNS json
+	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	SET extra_float_digits = 1
+	SET intervalstyle = postgres
+	AS $fn$
+DECLARE
+	result json;
+BEGIN
+	IF dedup THEN
+		SELECT json_agg(json_build_array(n.ord, row_to_json(s)) ORDER BY n.ord) INTO result
+		  FROM ROWS FROM (unnest(ords), unnest(schemas), unnest(tables)) AS n(ord, nsp, rel)
+		  JOIN pg_namespace ns ON ns.nspname = n.nsp
+		  JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = n.rel
+		  JOIN @extschema@.fbf_local_dedup_stats() s ON s.dedup::oid = c.oid;
+	ELSE
+		SELECT json_agg(json_build_array(n.ord, row_to_json(s)) ORDER BY n.ord) INTO result
+		  FROM ROWS FROM (unnest(ords), unnest(schemas), unnest(tables)) AS n(ord, nsp, rel)
+		  JOIN pg_namespace ns ON ns.nspname = n.nsp
+		  JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = n.rel
+		  JOIN @extschema@.fbf_local_counter_stats() s ON s.counter::oid = c.oid;
+	END IF;
+	RETURN COALESCE(result, '[]');
+END
+$fn$;
+
+COMMENT ON FUNCTION fbf_local_shard_stats(boolean, integer[], name[], name[]) IS
+	'the rows of this node''s counter (or dedup) statistics for the shard tables named, numbered as given; for fbf_shard_window_stats';
+
 -- The windows of the shards of every distributed counter (dedup false) or
 -- dedup table (dedup true) the user may read, for fbf_counter_stats and
 -- fbf_dedup_stats on a Citus coordinator: a row per shard placement, with
 -- its distributed table, shard and node, and the row its node's
 -- fbf_local_counter_stats() (fbf_local_dedup_stats()) gives the shard, as
--- jsonb.  One command per node, sent to the nodes at once
--- (master_run_on_worker): a node reads each of its windows once, however
--- many shards it holds.  The command runs with the search_path Citus gives
--- its connection: each operator in it is pg_catalog's, named, and the
--- shards are named with their schemas.  A shard the caller may not read
--- on its node has no row.
+-- jsonb.  One command per node (fbf_local_shard_stats), sent to the nodes
+-- at once (master_run_on_worker): a node reads each of its windows once,
+-- however many shards it holds.  A shard the caller may not read on its
+-- node has no row.
 CREATE FUNCTION fbf_shard_window_stats(
 	dedup boolean,
 	OUT relid regclass,
@@ -652,45 +690,52 @@ CREATE FUNCTION fbf_shard_window_stats(
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
+	relids regclass[];
+	shardids bigint[];
+	shards text[];
 	names text[];
 	ports integer[];
 	commands text[];
 	r record;
-	e jsonb;
+	e json;
+	i integer;
 BEGIN
 	-- (apart: without Citus, its catalogs do not exist to be planned)
 	IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
 		RETURN;
 	END IF;
-	SELECT array_agg(per_node.nodename), array_agg(per_node.nodeport),
-		   array_agg(format(
-				'SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_array(n.relid, n.shardid, '
-				'pg_catalog.row_to_json(s)) ORDER BY n.ord), ''[]'') '
-				'FROM ROWS FROM (pg_catalog.unnest(%L::pg_catalog.text[]), pg_catalog.unnest(%L::pg_catalog.oid[]), '
-				'pg_catalog.unnest(%L::pg_catalog.int8[])) WITH ORDINALITY AS n(shard, relid, shardid, ord) '
-				'JOIN @extschema@.%I() s ON s.%I::pg_catalog.oid OPERATOR(pg_catalog.=) '
-				'pg_catalog.to_regclass(n.shard)::pg_catalog.oid',
-				per_node.shards, per_node.relids, per_node.shardids,
-				CASE WHEN dedup THEN 'fbf_local_dedup_stats' ELSE 'fbf_local_counter_stats' END,
-				CASE WHEN dedup THEN 'dedup' ELSE 'counter' END))
-	  INTO names, ports, commands
-	  FROM (SELECT d.nodename, d.nodeport,
-				   array_agg(shard_name(sh.logicalrelid, sh.shardid, false)
-							 ORDER BY sh.logicalrelid, sh.shardid) AS shards,
-				   array_agg(sh.logicalrelid::oid ORDER BY sh.logicalrelid, sh.shardid) AS relids,
-				   array_agg(sh.shardid ORDER BY sh.logicalrelid, sh.shardid) AS shardids
-			  FROM pg_dist_partition p
-			  JOIN pg_dist_shard sh ON sh.logicalrelid = p.logicalrelid
-			  JOIN pg_dist_placement pl ON pl.shardid = sh.shardid
-			  JOIN pg_dist_node d ON d.groupid = pl.groupid
-			 WHERE d.noderole = 'primary' AND d.isactive
-			   AND EXISTS (SELECT FROM pg_index i
-							 JOIN pg_class ic ON ic.oid = i.indexrelid
-							 JOIN pg_am a ON a.oid = ic.relam
-							WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter'
-							  AND ('kind=dedup' = ANY (COALESCE(ic.reloptions, '{}'))) = dedup)
-			   AND has_table_privilege(p.logicalrelid, 'SELECT')
-			 GROUP BY d.nodename, d.nodeport) per_node;
+	-- the placements, numbered; the node is told each shard's number,
+	-- schema and name, and answers with the numbers
+	WITH placements AS MATERIALIZED (
+		SELECT row_number() OVER (ORDER BY sh.logicalrelid, sh.shardid,
+										   d.nodename, d.nodeport)::integer AS ord,
+			   sh.logicalrelid, sh.shardid, d.nodename, d.nodeport, ns.nspname,
+			   shard_name(sh.logicalrelid, sh.shardid) AS shard
+		  FROM pg_dist_partition p
+		  JOIN pg_class rel ON rel.oid = p.logicalrelid
+		  JOIN pg_namespace ns ON ns.oid = rel.relnamespace
+		  JOIN pg_dist_shard sh ON sh.logicalrelid = p.logicalrelid
+		  JOIN pg_dist_placement pl ON pl.shardid = sh.shardid
+		  JOIN pg_dist_node d ON d.groupid = pl.groupid AND d.noderole = 'primary'
+		 WHERE EXISTS (SELECT FROM pg_index i
+						 JOIN pg_class ic ON ic.oid = i.indexrelid
+						 JOIN pg_am a ON a.oid = ic.relam
+						WHERE i.indrelid = p.logicalrelid AND a.amname = 'fbf_filter'
+						  AND ('kind=dedup' = ANY (COALESCE(ic.reloptions, '{}'))) = dedup)
+		   AND has_table_privilege(p.logicalrelid, 'SELECT'))
+	SELECT (SELECT array_agg(logicalrelid ORDER BY ord) FROM placements),
+		   (SELECT array_agg(placements.shardid ORDER BY ord) FROM placements),
+		   (SELECT array_agg(placements.shard ORDER BY ord) FROM placements),
+		   array_agg(per_node.nodename), array_agg(per_node.nodeport),
+		   array_agg(format('SELECT %s.fbf_local_shard_stats(%L::pg_catalog.bool, '
+							'%L::pg_catalog.int4[], %L::pg_catalog.name[], %L::pg_catalog.name[])',
+							'@extschema@', dedup, per_node.ords, per_node.nsps, per_node.rels))
+	  INTO relids, shardids, shards, names, ports, commands
+	  FROM (SELECT nodename, nodeport, array_agg(ord ORDER BY ord) AS ords,
+				   array_agg(nspname ORDER BY ord) AS nsps,
+				   array_agg((parse_ident(placements.shard))[cardinality(parse_ident(placements.shard))]
+							 ORDER BY ord) AS rels
+			  FROM placements GROUP BY nodename, nodeport) per_node;
 	IF names IS NULL THEN
 		RETURN;
 	END IF;
@@ -703,12 +748,13 @@ BEGIN
 		END IF;
 		node_name := r.node_name;
 		node_port := r.node_port;
-		FOR e IN SELECT jsonb_array_elements(r.result::jsonb)
+		FOR e IN SELECT json_array_elements(r.result::json)
 		LOOP
-			relid := (e->>0)::oid;
-			shardid := (e->>1)::bigint;
-			shard := shard_name(relid, shardid);
-			stats := e->2;
+			i := (e->>0)::integer;
+			relid := relids[i];
+			shardid := shardids[i];
+			shard := shards[i];
+			stats := (e->1)::jsonb;
 			RETURN NEXT;
 		END LOOP;
 	END LOOP;
@@ -773,7 +819,7 @@ BEGIN
 	END IF;
 	-- each shard's row, read on its node
 	FOR r IN SELECT * FROM @extschema@.fbf_shard_window_stats(false)
-			  ORDER BY relid, shardid
+			  ORDER BY relid, shardid, node_name, node_port
 	LOOP
 		SELECT * INTO counter, filters, live_filters, period, retention, nbits, nhashes,
 				partitions, elements, estimated_fpp, target_fpp, applied, dismissed, bytes,
@@ -1053,7 +1099,7 @@ BEGIN
 	END IF;
 	-- each shard's row, read on its node
 	FOR r IN SELECT * FROM @extschema@.fbf_shard_window_stats(true)
-			  ORDER BY relid, shardid
+			  ORDER BY relid, shardid, node_name, node_port
 	LOOP
 		SELECT * INTO dedup, filters, live_filters, period, retention, nbits, nhashes,
 				partitions, elements, estimated_fpp, target_fpp, claimed, duplicates, bytes,

@@ -374,6 +374,8 @@ INSERT INTO sp_calls (fn, call) VALUES
 	('fbf_copy_shard_window(text,integer,text,text,integer,text)',
 	 'SELECT fbf_copy_shard_window(''localhost'', 1, ''likes'', ''localhost'', 1, ''likes'')'),
 	('fbf_shard_window_stats(boolean)', 'SELECT count(*) FROM fbf_shard_window_stats(false)'),
+	('fbf_local_shard_stats(boolean,integer[],name[],name[])',
+	 'SELECT fbf_local_shard_stats(false, ''{1}'', ''{public}'', ''{likes}'')'),
 	-- distributed dedup tables (not installed: each refuses, after its checks)
 	('fbf_local_dedup_stats()', 'SELECT count(*) FROM fbf_local_dedup_stats()'),
 	('fbf_claim_on_placement(regclass,integer,anyarray,bigint[])',

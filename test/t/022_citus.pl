@@ -274,6 +274,30 @@ is($coord->safe_psql('postgres', q{
 	"0|$likes_shards|$likes_shards",
 	'each row names its shard table and the node it is on, with its window\'s shape and estimate; no row is the shell\'s');
 
+# a counter granted without its schema's USAGE: a role that may read it
+# gets its shards' rows (looked up by schema and name, not through the
+# search_path nor the schema's privileges), and no one's read fails
+$coord->safe_psql('postgres', q{
+	CREATE SCHEMA "we'ird ""s";
+	SELECT fbf_create_counter_table('"we''ird ""s"."Odd, {name}"', retention => '10 min');
+	SELECT fbf_distribute_counter('"we''ird ""s"."Odd, {name}"', shard_count => 2);
+	SELECT idempotent_increment('"we''ird ""s"."Odd, {name}"', 'a', 1, 1, 1);
+	CREATE ROLE stats_reader LOGIN;
+	GRANT SELECT ON "we'ird ""s"."Odd, {name}" TO stats_reader;});
+my $odd_stats = q{
+	SELECT count(*), sum(applied)
+	  FROM fbf_counter_stats WHERE counter::oid = (
+		SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		 WHERE n.nspname = 'we''ird "s' AND c.relname = 'Odd, {name}')};
+my $odd_rows = $coord->safe_psql('postgres', $odd_stats);
+is($odd_rows, '2|1',
+	'fbf_counter_stats: a row per shard of a counter in a schema whose name needs quoting');
+($rc, $out, $err) = $coord->psql('postgres', $odd_stats,
+	extra_params => [ '-U', 'stats_reader', '-v', 'ON_ERROR_STOP=1' ]);
+is("$rc $out", "0 $odd_rows",
+	'and the same rows for a role granted SELECT on it without USAGE on its schema') or diag($err);
+$coord->safe_psql('postgres', q{DROP SCHEMA "we'ird ""s" CASCADE});
+
 # ---- text and uuid client ids: routed, and hashed as on one node ----
 my $t = $on2[0];
 is($coord->safe_psql('postgres', qq{
