@@ -135,66 +135,19 @@ cuckoo_alt_bucket(const CuckooLayout *layout, uint32_t bucket, uint32_t fp)
 	return cuckoo_alt_index(bucket, fp, layout->nbuckets);
 }
 
-/* ---- slot access ---- */
-
-static inline uint8_t *
-tags_of(const CuckooLayout *layout, const uint8_t *block)
-{
-	(void) layout;
-	return (uint8_t *) block;
-}
-
-static inline uint8_t *
-tids_of(const CuckooLayout *layout, const uint8_t *block)
-{
-	return (uint8_t *) block + (size_t) cuckoo_nslots(layout) * layout->tag_bytes;
-}
-
-static inline uint8_t *
-killed_of(const CuckooLayout *layout, const uint8_t *block)
-{
-	return tids_of(layout, block) + (size_t) cuckoo_nslots(layout) * CUCKOO_TID_BYTES;
-}
-
-uint32_t
-cuckoo_slot_tag(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
-{
-	const uint8_t *p = tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
-
-	return (uint32_t) fbf_le_read(p, layout->tag_bytes);
-}
-
-const uint8_t *
-cuckoo_slot_tid(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
-{
-	return tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES;
-}
-
-bool
-cuckoo_slot_used(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
-{
-	static const uint8_t zero[CUCKOO_TID_BYTES];
-
-	return memcmp(cuckoo_slot_tid(layout, block, slot), zero, CUCKOO_TID_BYTES) != 0;
-}
-
-bool
-cuckoo_slot_killed(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
-{
-	return (killed_of(layout, block)[slot / 8] >> (slot % 8)) & 1;
-}
+/* ---- slot access (the readers are inline in cuckoo_table.h) ---- */
 
 void
 cuckoo_slot_set_killed(const CuckooLayout *layout, uint8_t *block, uint32_t slot)
 {
-	killed_of(layout, block)[slot / 8] |= (uint8_t) (1 << (slot % 8));
+	cuckoo_killed_of(layout, block)[slot / 8] |= (uint8_t) (1 << (slot % 8));
 }
 
 static inline void
 slot_set_killed_to(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
 				   bool killed)
 {
-	uint8_t    *k = &killed_of(layout, block)[slot / 8];
+	uint8_t    *k = &cuckoo_killed_of(layout, block)[slot / 8];
 
 	if (killed)
 		*k |= (uint8_t) (1 << (slot % 8));
@@ -206,10 +159,10 @@ void
 cuckoo_slot_put(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
 				uint32_t tag, const uint8_t *tid)
 {
-	uint8_t    *p = tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
+	uint8_t    *p = cuckoo_tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
 
 	fbf_le_write(p, tag, layout->tag_bytes);
-	memcpy(tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES, tid,
+	memcpy(cuckoo_tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES, tid,
 		   CUCKOO_TID_BYTES);
 	slot_set_killed_to(layout, block, slot, false);
 }
@@ -217,9 +170,9 @@ cuckoo_slot_put(const CuckooLayout *layout, uint8_t *block, uint32_t slot,
 void
 cuckoo_slot_clear(const CuckooLayout *layout, uint8_t *block, uint32_t slot)
 {
-	memset(tags_of(layout, block) + (size_t) slot * layout->tag_bytes, 0,
+	memset(cuckoo_tags_of(layout, block) + (size_t) slot * layout->tag_bytes, 0,
 		   layout->tag_bytes);
-	memset(tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES, 0,
+	memset(cuckoo_tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES, 0,
 		   CUCKOO_TID_BYTES);
 	slot_set_killed_to(layout, block, slot, false);
 }

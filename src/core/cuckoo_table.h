@@ -49,6 +49,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fbf_le.h"
+
 #define CUCKOO_TID_BYTES		6
 #define CUCKOO_MIN_BUCKET_SIZE	1
 #define CUCKOO_MAX_BUCKET_SIZE	16
@@ -163,15 +165,60 @@ cuckoo_summary_bit(uint32_t tag)
 	return UINT64_C(1) << (x >> 26);
 }
 
-/* ---- slot access ---- */
-extern uint32_t cuckoo_slot_tag(const CuckooLayout *layout, const uint8_t *block,
-								uint32_t slot);
-extern const uint8_t *cuckoo_slot_tid(const CuckooLayout *layout,
-									  const uint8_t *block, uint32_t slot);
-extern bool cuckoo_slot_used(const CuckooLayout *layout, const uint8_t *block,
-							 uint32_t slot);
-extern bool cuckoo_slot_killed(const CuckooLayout *layout, const uint8_t *block,
-							   uint32_t slot);
+/*
+ * ---- slot access ----
+ *
+ * The readers are inline: VACUUM and scans call them for every slot of a
+ * page.
+ */
+static inline uint8_t *
+cuckoo_tags_of(const CuckooLayout *layout, const uint8_t *block)
+{
+	(void) layout;
+	return (uint8_t *) block;
+}
+
+static inline uint8_t *
+cuckoo_tids_of(const CuckooLayout *layout, const uint8_t *block)
+{
+	return (uint8_t *) block + (size_t) cuckoo_nslots(layout) * layout->tag_bytes;
+}
+
+static inline uint8_t *
+cuckoo_killed_of(const CuckooLayout *layout, const uint8_t *block)
+{
+	return cuckoo_tids_of(layout, block) + (size_t) cuckoo_nslots(layout) * CUCKOO_TID_BYTES;
+}
+
+static inline uint32_t
+cuckoo_slot_tag(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	const uint8_t *p = cuckoo_tags_of(layout, block) + (size_t) slot * layout->tag_bytes;
+
+	return (uint32_t) fbf_le_read(p, layout->tag_bytes);
+}
+
+static inline const uint8_t *
+cuckoo_slot_tid(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	return cuckoo_tids_of(layout, block) + (size_t) slot * CUCKOO_TID_BYTES;
+}
+
+/* An empty slot's TID is six zero bytes. */
+static inline bool
+cuckoo_slot_used(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	const uint8_t *t = cuckoo_slot_tid(layout, block, slot);
+
+	return (t[0] | t[1] | t[2] | t[3] | t[4] | t[5]) != 0;
+}
+
+static inline bool
+cuckoo_slot_killed(const CuckooLayout *layout, const uint8_t *block, uint32_t slot)
+{
+	return (cuckoo_killed_of(layout, block)[slot / 8] >> (slot % 8)) & 1;
+}
+
 extern void cuckoo_slot_set_killed(const CuckooLayout *layout, uint8_t *block,
 								   uint32_t slot);
 extern void cuckoo_slot_put(const CuckooLayout *layout, uint8_t *block,

@@ -725,8 +725,8 @@ CuckooListSearch(Relation index, const CuckooLayout *layout, uint32 list_tag,
  * becomes the head.  A page left with no references and no entries is
  * free; the free space map learns of it.
  */
-static bool
-vacuum_list(Relation index, const CuckooLayout *layout, Buffer buf, uint32 ptr)
+bool
+CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf, uint32 ptr)
 {
 	const uint8 *bblock = CuckooPageGetBlock(BufferGetPage(buf));
 	uint32		ptag = cuckoo_slot_tag(layout, bblock, ptr);
@@ -861,25 +861,5 @@ vacuum_list(Relation index, const CuckooLayout *layout, Buffer buf, uint32 ptr)
 	}
 	CuckooRecordSpace(index, layout, head, BufferGetPage(hbuf));
 	UnlockReleaseBuffer(hbuf);
-	return dropped;
-}
-
-/*
- * Tidy the lists of the pointers of one bucket page (exclusively locked).
- * Returns whether anything was dropped.
- */
-bool
-CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf)
-{
-	bool		dropped = false;
-
-	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
-	{
-		const uint8 *block = CuckooPageGetBlock(BufferGetPage(buf));
-
-		if (cuckoo_slot_used(layout, block, s) &&
-			CuckooTidIsRef(cuckoo_slot_tid(layout, block, s)))
-			dropped |= vacuum_list(index, layout, buf, s);
-	}
 	return dropped;
 }

@@ -37,14 +37,68 @@
 #include "cuckoo.h"
 
 /*
- * Empty the slots of "buf" (exclusively locked) that hold dead TIDs (with
- * "tag", only slots with that tag: a list's in a page it shares); count
- * the others that "tag" selects.  One WAL record if anything was removed.
- * Returns how many were removed.
+ * A list of the bucket page being vacuumed, as its path is walked.
+ */
+typedef struct ListWalk
+{
+	BlockNumber next;			/* page to visit next: its head first, then
+								 * the page each link names */
+	uint32		tag;			/* its list tag */
+	uint32		ptr;			/* its pointer's slot in the bucket page */
+	uint32		hops;			/* pages visited: a cycle check */
+	uint32		removed;		/* its entries removed from the page visited */
+	uint32		kept;			/* its entries left in the page visited */
+	uint32		room;			/* free slots of the page visited */
+	bool		tidy;			/* CuckooListVacuum has work in it */
+} ListWalk;
+
+/* qsort: by the page to visit, then by tag */
+static int
+list_walk_cmp(const void *a, const void *b)
+{
+	const ListWalk *x = (const ListWalk *) a;
+	const ListWalk *y = (const ListWalk *) b;
+
+	if (x->next != y->next)
+		return x->next < y->next ? -1 : 1;
+	if (x->tag != y->tag)
+		return x->tag < y->tag ? -1 : 1;
+	return 0;
+}
+
+/* The list of "lists" (nlists of them, sorted by tag) with "tag", or NULL */
+static ListWalk *
+find_list(ListWalk *lists, int nlists, uint32 tag)
+{
+	int			lo = 0;
+	int			hi = nlists;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (lists[mid].tag == tag)
+			return &lists[mid];
+		if (lists[mid].tag < tag)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/*
+ * Empty the slots of "buf" (exclusively locked) that hold dead TIDs and
+ * count the others.  With "lists" (nlists of them, sorted by tag, all at
+ * this page), only the slots of those lists: a posting page is shared by
+ * the lists of many keys.  Each list's "next" becomes the page its link
+ * here names, or InvalidBlockNumber at the end of its path, and its
+ * "removed" and "kept" count its entries removed and left here.  One WAL
+ * record if anything was removed.  Returns how many were removed.
  */
 static uint32
 vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
-			bool any_tag, uint32 tag, IndexBulkDeleteResult *stats,
+			ListWalk *lists, int nlists, IndexBulkDeleteResult *stats,
 			IndexBulkDeleteCallback callback, void *callback_state)
 {
 	Page		page = BufferGetPage(buf);
@@ -52,15 +106,34 @@ vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
 	FbfXLogState *state = NULL;
 	uint32		removed = 0;
 
+	for (int i = 0; i < nlists; i++)
+	{
+		lists[i].next = InvalidBlockNumber;
+		lists[i].removed = 0;
+		lists[i].kept = 0;
+	}
 	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
 	{
-		if (!cuckoo_slot_used(layout, block, s) ||
-			(!any_tag && cuckoo_slot_tag(layout, block, s) != tag) ||
-			CuckooTidIsRef(cuckoo_slot_tid(layout, block, s)))
+		const uint8 *tid;
+		ListWalk   *list = NULL;
+
+		if (!cuckoo_slot_used(layout, block, s))
+			continue;
+		tid = cuckoo_slot_tid(layout, block, s);
+		if (lists)
+		{
+			list = find_list(lists, nlists, cuckoo_slot_tag(layout, block, s));
+			if (list == NULL)
+				continue;
+			if (CuckooTidIsRef(tid))
+			{
+				list->next = CuckooRefBlock(tid);
+				continue;
+			}
+		}
+		else if (CuckooTidIsRef(tid))
 			continue;			/* refs name pages, not rows */
-		if (callback &&
-			callback((ItemPointer) cuckoo_slot_tid(layout, block, s),
-					 callback_state))
+		if (callback && callback((ItemPointer) tid, callback_state))
 		{
 			if (state == NULL)
 			{
@@ -71,9 +144,15 @@ vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
 			}
 			cuckoo_slot_clear(layout, block, s);
 			removed++;
+			if (list)
+				list->removed++;
 		}
 		else
+		{
 			stats->num_index_tuples += 1;
+			if (list)
+				list->kept++;
+		}
 	}
 	if (state)
 	{
@@ -86,11 +165,62 @@ vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
 }
 
 /*
+ * Visit the posting page where "lists" (nlists of them, sorted by tag)
+ * are: vacuum their slots there and move each to its next page.  A list
+ * whose entries went, or that CuckooListVacuum would change (this page
+ * holds none of its entries, or they fit in the room of the page before),
+ * is marked to be tidied.  Returns how many entries were removed.
+ */
+static uint32
+vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks,
+				 ListWalk *lists, int nlists, IndexBulkDeleteResult *stats,
+				 IndexBulkDeleteCallback callback, void *callback_state)
+{
+	BlockNumber blkno = lists[0].next;
+	Buffer		pbuf;
+	uint32		removed;
+
+	for (int i = 0; i < nlists; i++)
+		if (++lists[i].hops > nblocks)
+			FbfReportUnexpectedPage(index, blkno,
+									"A posting list's link is out of range or cycles.");
+	if (blkno == CUCKOO_METAPAGE_BLKNO || blkno >= nblocks)
+		FbfReportUnexpectedPage(index, blkno,
+								"A posting list's link is out of range or cycles.");
+	FbfVacuumDelayPoint();
+	pbuf = ReadBuffer(index, blkno);
+	LockBuffer(pbuf, BUFFER_LOCK_EXCLUSIVE);
+	CuckooCheckPage(index, pbuf, CUCKOO_POSTING);
+	removed = vacuum_page(index, pbuf, layout, lists, nlists, stats,
+						  callback, callback_state);
+	for (int i = 0; i < nlists; i++)
+	{
+		ListWalk   *list = &lists[i];
+
+		if (list->removed > 0 || list->kept == 0 ||
+			(list->hops > 1 && list->kept <= list->room))
+			list->tidy = true;
+		list->room = cuckoo_nslots(layout) -
+			CuckooPageGetOpaque(BufferGetPage(pbuf))->nentries;
+	}
+	UnlockReleaseBuffer(pbuf);
+	return removed;
+}
+
+/*
  * The lists of the pointers of bucket page "buf" (exclusively locked):
  * every page of each list, exclusively locked in path order, loses the
- * list's dead entries; then, if any went, the lists are tidied
+ * list's dead entries; then, where any went, the lists are tidied
  * (cuckoopost.c).  Entries move into and between lists only under their
  * bucket page's lock, which we hold: none can slip behind the pass.
+ *
+ * Heads are shared by the lists of many keys, and pages after a head
+ * belong to one list (cuckoopost.c): so the lists that share a head are
+ * vacuumed there in one pass over its slots, then each list's own pages
+ * one by one.  Only the lists that lost entries, or that a tidy would
+ * change all the same (left so by an earlier pass: a crash between the
+ * two, or a copy of an exhausted pointer that another bucket page's pass
+ * emptied), are tidied.  Only one posting page is locked at a time.
  */
 static void
 vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
@@ -99,49 +229,47 @@ vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 {
 	const uint8 *bblock = CuckooPageGetBlock(BufferGetPage(buf));
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
-	uint32		removed = 0;
+	ListWalk   *lists = NULL;
+	int			nlists = 0;
 
 	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
 	{
 		const uint8 *ref;
-		uint32		list_tag;
-		BlockNumber next;
-		uint32		hops = 0;
 
 		if (!cuckoo_slot_used(layout, bblock, s) ||
 			!CuckooTidIsRef(cuckoo_slot_tid(layout, bblock, s)))
 			continue;
+		if (lists == NULL)
+			lists = palloc(sizeof(ListWalk) * cuckoo_nslots(layout));
 		ref = cuckoo_slot_tid(layout, bblock, s);
-		list_tag = CuckooListTag(cuckoo_tag_fp(cuckoo_slot_tag(layout, bblock, s)),
-								 CuckooRefId(ref));
-		next = CuckooRefBlock(ref);
-		while (BlockNumberIsValid(next))
-		{
-			Buffer		pbuf;
-			const uint8 *pblock;
-			BlockNumber link = InvalidBlockNumber;
-
-			if (++hops > nblocks || next == CUCKOO_METAPAGE_BLKNO || next >= nblocks)
-				FbfReportUnexpectedPage(index, next,
-										"A posting list's link is out of range or cycles.");
-			FbfVacuumDelayPoint();
-			pbuf = ReadBuffer(index, next);
-			LockBuffer(pbuf, BUFFER_LOCK_EXCLUSIVE);
-			CuckooCheckPage(index, pbuf, CUCKOO_POSTING);
-			removed += vacuum_page(index, pbuf, layout, false, list_tag, stats,
-								   callback, callback_state);
-			pblock = CuckooPageGetBlock(BufferGetPage(pbuf));
-			for (uint32 t = 0; t < cuckoo_nslots(layout); t++)
-				if (cuckoo_slot_used(layout, pblock, t) &&
-					cuckoo_slot_tag(layout, pblock, t) == list_tag &&
-					CuckooTidIsRef(cuckoo_slot_tid(layout, pblock, t)))
-					link = CuckooRefBlock(cuckoo_slot_tid(layout, pblock, t));
-			UnlockReleaseBuffer(pbuf);
-			next = link;
-		}
+		lists[nlists].next = CuckooRefBlock(ref);
+		lists[nlists].tag = CuckooListTag(cuckoo_tag_fp(cuckoo_slot_tag(layout, bblock, s)),
+										  CuckooRefId(ref));
+		lists[nlists].hops = 0;
+		lists[nlists].ptr = s;
+		lists[nlists].room = 0;
+		lists[nlists].tidy = false;
+		nlists++;
 	}
-	if (removed > 0 && callback)
-		(void) CuckooListVacuum(index, layout, buf);
+	if (nlists == 0)
+		return;
+
+	qsort(lists, nlists, sizeof(ListWalk), list_walk_cmp);
+	for (int first = 0, end; first < nlists; first = end)
+	{
+		for (end = first + 1; end < nlists && lists[end].next == lists[first].next; end++)
+			;
+		(void) vacuum_list_page(index, layout, nblocks, lists + first, end - first,
+								stats, callback, callback_state);
+		for (int i = first; i < end; i++)
+			while (BlockNumberIsValid(lists[i].next))
+				(void) vacuum_list_page(index, layout, nblocks, lists + i, 1,
+										stats, callback, callback_state);
+	}
+	for (int i = 0; i < nlists; i++)
+		if (lists[i].tidy)
+			(void) CuckooListVacuum(index, layout, buf, lists[i].ptr);
+	pfree(lists);
 }
 
 /*
@@ -186,7 +314,7 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		}
 		flags = CuckooPageGetOpaque(page)->flags;
 		if (!(flags & CUCKOO_POSTING) || !callback)
-			(void) vacuum_page(index, buf, layout, true, 0, stats,
+			(void) vacuum_page(index, buf, layout, NULL, 0, stats,
 							   callback, callback_state);
 		/* a page moved by a split: its pointers' copies are in the halves */
 		if ((flags & CUCKOO_BUCKET) && !(flags & CUCKOO_MOVED) && callback)
