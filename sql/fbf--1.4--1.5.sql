@@ -776,3 +776,36 @@ DROP FUNCTION fbf_distribute_dedup_window(regclass, integer, text);
 ALTER FUNCTION fbf_create_window(text, text, interval, double precision, double precision,
 								 integer, integer, integer, integer, text, integer)
 	SET extra_float_digits = 1;
+
+-- The extension's schema goes into the commands as an argument of format(),
+-- not into its pattern: a schema named fbf%s made every shard move fail.
+CREATE OR REPLACE FUNCTION fbf_copy_shard_window(
+	source_name text, source_port integer, source_shard text,
+	target_name text, target_port integer, target_shard text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	ok boolean;
+	snapshot text;
+BEGIN
+	SELECT success, result INTO ok, snapshot
+	  FROM pg_catalog.master_run_on_worker(ARRAY[source_name], ARRAY[source_port],
+			ARRAY[pg_catalog.format('SELECT %s.fbf_snapshot(%L)', '@extschema@', source_shard)], false);
+	IF NOT ok THEN
+		RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
+			source_shard, source_name, source_port, snapshot
+			USING ERRCODE = 'connection_failure';
+	END IF;
+	SELECT success, result INTO ok, snapshot
+	  FROM pg_catalog.master_run_on_worker(ARRAY[target_name], ARRAY[target_port],
+			ARRAY[pg_catalog.format('SELECT %s.fbf_counter_load(%L, %L)', '@extschema@',
+									target_shard, snapshot)], false);
+	IF NOT ok THEN
+		RAISE EXCEPTION 'could not load the window of shard % on %:%: %',
+			target_shard, target_name, target_port, snapshot
+			USING ERRCODE = 'connection_failure';
+	END IF;
+END
+$fn$;

@@ -1924,7 +1924,7 @@ DECLARE
 BEGIN
 	SELECT success, result INTO ok, snapshot
 	  FROM pg_catalog.master_run_on_worker(ARRAY[source_name], ARRAY[source_port],
-			ARRAY[pg_catalog.format('SELECT @extschema@.fbf_snapshot(%L)', source_shard)], false);
+			ARRAY[pg_catalog.format('SELECT %s.fbf_snapshot(%L)', '@extschema@', source_shard)], false);
 	IF NOT ok THEN
 		RAISE EXCEPTION 'could not read the window of shard % on %:%: %',
 			source_shard, source_name, source_port, snapshot
@@ -1932,7 +1932,8 @@ BEGIN
 	END IF;
 	SELECT success, result INTO ok, snapshot
 	  FROM pg_catalog.master_run_on_worker(ARRAY[target_name], ARRAY[target_port],
-			ARRAY[pg_catalog.format('SELECT @extschema@.fbf_counter_load(%L, %L)', target_shard, snapshot)], false);
+			ARRAY[pg_catalog.format('SELECT %s.fbf_counter_load(%L, %L)', '@extschema@',
+									target_shard, snapshot)], false);
 	IF NOT ok THEN
 		RAISE EXCEPTION 'could not load the window of shard % on %:%: %',
 			target_shard, target_name, target_port, snapshot

@@ -24,6 +24,8 @@
 # The same for a distributed dedup table's (client_id, seq) claims through
 # both kinds of move: every repeated claim refused, every new one granted,
 # all answered by the streams.
+# And a move in a database where fbf lives in a schema whose name format()
+# would read as a pattern (fbf%s): the window moves with the shard.
 use strict;
 use warnings;
 
@@ -187,5 +189,41 @@ dedup_check_after('citus_move_shard_placement (block_writes)', 20);
 $coord->safe_psql('postgres', qq{
 	SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to)});
 dedup_check_after('citus_move_shard_placement (logical replication)', 30);
+
+# ---- fbf in schema fbf%s: the window's copy names it ----
+
+for my $node ($coord, $w1, $w2)
+{
+	$node->safe_psql('postgres', 'CREATE DATABASE odd');
+	$node->safe_psql('odd', 'CREATE EXTENSION citus');
+}
+$coord->safe_psql('odd', sprintf(q{
+	SELECT citus_set_coordinator_host('127.0.0.1', %d);
+	SELECT citus_add_node('127.0.0.1', %d);
+	SELECT citus_add_node('127.0.0.1', %d);
+	CREATE SCHEMA "fbf%%s";
+	CREATE EXTENSION fbf SCHEMA "fbf%%s";
+	SET search_path = public, "fbf%%s";
+	SELECT fbf_create_counter_table('odd_likes', retention => '10 min');
+	SELECT fbf_distribute_counter('odd_likes', shard_count => 2);
+	SELECT count(*) FILTER (WHERE idempotent_increment('odd_likes', 'k' || k, 1, 1, 1))
+	  FROM generate_series(1, 20) k;}, map { $_->port } ($coord, $w1, $w2)));
+my ($oshard, $ofrom, $oto) = split /\|/, $coord->safe_psql('odd', sprintf(q{
+	SELECT s.shardid, n.nodeport, CASE n.nodeport WHEN %d THEN %d ELSE %d END
+	  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+	  JOIN pg_dist_node n USING (groupid)
+	 WHERE s.logicalrelid = 'odd_likes'::regclass AND n.nodeport IN (%d, %d)
+	 ORDER BY s.shardid LIMIT 1}, $w1->port, $w2->port, $w1->port, $w1->port, $w2->port));
+my ($orc, $oout, $oerr) = $coord->psql('odd', qq{
+	SELECT citus_move_shard_placement($oshard, '127.0.0.1', $ofrom, '127.0.0.1', $oto,
+									  shard_transfer_mode => 'block_writes')});
+is($orc, 0, 'fbf in schema fbf%s: a shard moves') or diag($oerr);
+is($coord->safe_psql('odd', q{
+	SET search_path = public, "fbf%s";
+	SELECT count(*) FILTER (WHERE idempotent_increment('odd_likes', 'k' || k, 1, 1, 1))
+	  FROM generate_series(1, 20) k}), '0',
+	'fbf in schema fbf%s: after the move every retry is dismissed');
+is($coord->safe_psql('odd', q{SELECT sum(value) FROM odd_likes}), '20',
+	'fbf in schema fbf%s: each operation applied once');
 
 done_testing();
