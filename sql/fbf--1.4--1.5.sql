@@ -641,7 +641,7 @@ DECLARE
 	has_rows boolean := false;
 	remembered bigint;
 	-- the table as messages name it (a regclass would print qualified here)
-	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+	shown text := (SELECT c.relname FROM pg_catalog.pg_class c
 					WHERE c.oid = tbl);
 	-- how messages name the table's kind
 	noun text := CASE WHEN dedup THEN 'dedup table' ELSE 'counter' END;
@@ -806,6 +806,71 @@ BEGIN
 		RAISE EXCEPTION 'could not load the window of shard % on %:%: %',
 			target_shard, target_name, target_port, snapshot
 			USING ERRCODE = 'connection_failure';
+	END IF;
+END
+$fn$;
+
+-- Saving every counter skips the tables Citus distributes (their shells
+-- have no window: fbf_snapshot refused them, and the whole save failed on
+-- every node of a cluster with one), and messages name a table once quoted
+CREATE OR REPLACE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
+								 OUT name text, OUT snapshot fbf, OUT saved_at timestamptz)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	one regclass := counter;
+	-- the table as messages name it (a regclass would print qualified here)
+	shown text := (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = one);
+	r record;
+	saved integer := 0;
+	shells oid[];
+BEGIN
+	IF one IS NOT NULL AND NOT pg_catalog.pg_has_role(
+			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', shown
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	-- a table distributed by Citus has its operations in its shards'
+	-- windows, on the nodes that hold them: its shell (on the coordinator,
+	-- and on workers that have the metadata) has none to save
+	IF one IS NULL AND EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		EXECUTE 'SELECT pg_catalog.array_agg(logicalrelid::pg_catalog.oid)
+				   FROM pg_catalog.pg_dist_partition' INTO shells;
+	END IF;
+	FOR r IN
+		SELECT c.oid::pg_catalog.regclass AS rel,
+			   pg_catalog.format('%I.%I', n.nspname, c.relname) AS relname,
+			   COALESCE(c.oid = ANY (shells), false) AS shell
+		FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE (one IS NULL OR c.oid = one)
+		  AND c.relkind = 'r'
+		  AND c.relpersistence <> 't'
+		  AND pg_catalog.pg_has_role(c.relowner, 'USAGE')
+		  AND EXISTS (SELECT FROM pg_catalog.pg_index i
+					  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+					  JOIN pg_catalog.pg_am a ON a.oid = ic.relam
+					  WHERE i.indrelid = c.oid AND i.indisvalid
+						AND a.amname = 'fbf_filter')
+		ORDER BY 2
+	LOOP
+		IF r.shell THEN
+			RAISE NOTICE 'distributed table % is not saved: its operations are remembered in its shards'' windows', r.relname
+				USING HINT = 'Citus shard moves, splits and the rebalancer carry them, and so does a physical backup of each node; a logical dump does not.';
+			CONTINUE;
+		END IF;
+		name := r.relname;
+		snapshot := @extschema@.fbf_snapshot(r.rel);
+		saved_at := pg_catalog.clock_timestamp();
+		saved := saved + 1;
+		RETURN NEXT;
+	END LOOP;
+	IF one IS NOT NULL AND saved = 0 THEN
+		RAISE EXCEPTION '"%" is not a counter or dedup table', shown
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Create counter tables with fbf_create_counter_table() and dedup tables with fbf_create_dedup().';
 	END IF;
 END
 $fn$;

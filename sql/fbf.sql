@@ -1146,7 +1146,8 @@ COMMENT ON FUNCTION fbf_counter_load(regclass, fbf) IS
 -- (with its owner's privileges), and fbf_counter_restore loads them back.
 -- Only plain tables are counters: an fbf_filter index an older version let
 -- a materialized view or a partitioned table carry is skipped, as are
--- temporary tables (another session's cannot be read).
+-- temporary tables (another session's cannot be read) and, saving every
+-- counter, the tables Citus distributes (with a notice).
 CREATE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
 								 OUT name text, OUT snapshot fbf, OUT saved_at timestamptz)
 	RETURNS SETOF record
@@ -1156,19 +1157,27 @@ CREATE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
 DECLARE
 	one regclass := counter;
 	-- the table as messages name it (a regclass would print qualified here)
-	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
-					WHERE c.oid = one);
+	shown text := (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = one);
 	r record;
 	saved integer := 0;
+	shells oid[];
 BEGIN
 	IF one IS NOT NULL AND NOT pg_catalog.pg_has_role(
 			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') THEN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
+	-- a table distributed by Citus has its operations in its shards'
+	-- windows, on the nodes that hold them: its shell (on the coordinator,
+	-- and on workers that have the metadata) has none to save
+	IF one IS NULL AND EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		EXECUTE 'SELECT pg_catalog.array_agg(logicalrelid::pg_catalog.oid)
+				   FROM pg_catalog.pg_dist_partition' INTO shells;
+	END IF;
 	FOR r IN
 		SELECT c.oid::pg_catalog.regclass AS rel,
-			   pg_catalog.format('%I.%I', n.nspname, c.relname) AS relname
+			   pg_catalog.format('%I.%I', n.nspname, c.relname) AS relname,
+			   COALESCE(c.oid = ANY (shells), false) AS shell
 		FROM pg_catalog.pg_class c
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE (one IS NULL OR c.oid = one)
@@ -1182,6 +1191,11 @@ BEGIN
 						AND a.amname = 'fbf_filter')
 		ORDER BY 2
 	LOOP
+		IF r.shell THEN
+			RAISE NOTICE 'distributed table % is not saved: its operations are remembered in its shards'' windows', r.relname
+				USING HINT = 'Citus shard moves, splits and the rebalancer carry them, and so does a physical backup of each node; a logical dump does not.';
+			CONTINUE;
+		END IF;
 		name := r.relname;
 		snapshot := @extschema@.fbf_snapshot(r.rel);
 		saved_at := pg_catalog.clock_timestamp();
@@ -1737,7 +1751,7 @@ DECLARE
 	has_rows boolean := false;
 	remembered bigint;
 	-- the table as messages name it (a regclass would print qualified here)
-	shown text := (SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+	shown text := (SELECT c.relname FROM pg_catalog.pg_class c
 					WHERE c.oid = tbl);
 	-- how messages name the table's kind
 	noun text := CASE WHEN dedup THEN 'dedup table' ELSE 'counter' END;

@@ -25,7 +25,9 @@
 # both kinds of move: every repeated claim refused, every new one granted,
 # all answered by the streams.
 # And a move in a database where fbf lives in a schema whose name format()
-# would read as a pattern (fbf%s): the window moves with the shard.
+# would read as a pattern (fbf%s): the window moves with the shard; there,
+# fbf_counter_save() saves the node's own counters on the coordinator and
+# on a worker, and passes over the distributed one (with a notice).
 use strict;
 use warnings;
 
@@ -225,5 +227,21 @@ is($coord->safe_psql('odd', q{
 	'fbf in schema fbf%s: after the move every retry is dismissed');
 is($coord->safe_psql('odd', q{SELECT sum(value) FROM odd_likes}), '20',
 	'fbf in schema fbf%s: each operation applied once');
+
+$coord->safe_psql('odd', q{
+	SET search_path = public, "fbf%s";
+	SELECT fbf_create_counter_table('odd_local', retention => '10 min');
+	SELECT idempotent_increment('odd_local', 'k', 1, 1, 1);});
+for my $node ($coord, $w1)
+{
+	my $where = $node == $coord ? 'the coordinator' : 'a worker';
+	my ($src, $sout, $serr) = $node->psql('odd',
+		q{SELECT coalesce(string_agg(name, ',' ORDER BY name), '-') FROM "fbf%s".fbf_counter_save()});
+	is("$src $sout", $node == $coord ? '0 public.odd_local' : '0 -',
+		"fbf_counter_save() on $where saves the node's own counters")
+	  or diag($serr);
+	like($serr, qr/NOTICE:  distributed table public\.odd_likes is not saved/,
+		"fbf_counter_save() on $where passes over the distributed counter, with a notice");
+}
 
 done_testing();
