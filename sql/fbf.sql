@@ -1192,8 +1192,8 @@ BEGIN
 		ORDER BY 2
 	LOOP
 		IF r.shell THEN
-			RAISE NOTICE 'distributed table % is not saved: its operations are remembered in its shards'' windows', r.relname
-				USING HINT = 'Citus shard moves, splits and the rebalancer carry them, and so does a physical backup of each node; a logical dump does not.';
+			RAISE NOTICE 'table % is distributed by Citus and is not saved', r.relname
+				USING DETAIL = 'Its operations are remembered in its shards'' windows, which Citus shard moves, splits and the rebalancer carry, as does a physical backup of each node; a logical dump does not.';
 			CONTINUE;
 		END IF;
 		name := r.relname;

@@ -131,6 +131,10 @@ CREATE TABLE plain_table_for_save (i int);
 SELECT * FROM fbf_counter_save('plain_table_for_save');
 SELECT load_sqlstate_of($q$SELECT * FROM fbf_counter_save('plain_table_for_save')$q$);
 DROP TABLE plain_table_for_save;
+-- a name that needs quotes is quoted once
+CREATE TABLE "Mixed T" (i int);
+SELECT * FROM fbf_counter_save('"Mixed T"');
+DROP TABLE "Mixed T";
 
 -- save every counter (other tests' too) into a table of one's own, as
 -- before a pg_dump; then restore: each row loaded into its counter

@@ -220,6 +220,10 @@ my ($orc, $oout, $oerr) = $coord->psql('odd', qq{
 	SELECT citus_move_shard_placement($oshard, '127.0.0.1', $ofrom, '127.0.0.1', $oto,
 									  shard_transfer_mode => 'block_writes')});
 is($orc, 0, 'fbf in schema fbf%s: a shard moves') or diag($oerr);
+is($coord->safe_psql('odd', qq{
+	SELECT count(*) > 0 FROM generate_series(1, 20) k
+	 WHERE get_shard_id_for_distribution_column('odd_likes', 'k' || k) = $oshard}), 't',
+	'fbf in schema fbf%s: the moved shard holds keys');
 is($coord->safe_psql('odd', q{
 	SET search_path = public, "fbf%s";
 	SELECT count(*) FILTER (WHERE idempotent_increment('odd_likes', 'k' || k, 1, 1, 1))
@@ -232,7 +236,8 @@ $coord->safe_psql('odd', q{
 	SET search_path = public, "fbf%s";
 	SELECT fbf_create_counter_table('odd_local', retention => '10 min');
 	SELECT idempotent_increment('odd_local', 'k', 1, 1, 1);});
-for my $node ($coord, $w1)
+# the coordinator, and the worker that holds both shards now
+for my $node ($coord, $oto == $w1->port ? $w1 : $w2)
 {
 	my $where = $node == $coord ? 'the coordinator' : 'a worker';
 	my ($src, $sout, $serr) = $node->psql('odd',
@@ -240,7 +245,7 @@ for my $node ($coord, $w1)
 	is("$src $sout", $node == $coord ? '0 public.odd_local' : '0 -',
 		"fbf_counter_save() on $where saves the node's own counters")
 	  or diag($serr);
-	like($serr, qr/NOTICE:  distributed table public\.odd_likes is not saved/,
+	like($serr, qr/NOTICE:  table public\.odd_likes is distributed by Citus and is not saved/,
 		"fbf_counter_save() on $where passes over the distributed counter, with a notice");
 }
 
