@@ -94,9 +94,9 @@ find_list(ListWalk *lists, int nlists, uint32 tag)
  * the lists of many keys.  Each list's "next" becomes the page its link
  * here names, or InvalidBlockNumber at the end of its path, and its
  * "removed" and "kept" count its entries removed and left here.  One WAL
- * record if anything was removed.  Returns how many were removed.
+ * record if anything was removed.
  */
-static uint32
+static void
 vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
 			ListWalk *lists, int nlists, IndexBulkDeleteResult *stats,
 			IndexBulkDeleteCallback callback, void *callback_state)
@@ -161,7 +161,6 @@ vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
 		CuckooPageChanged(index, buf);
 		stats->tuples_removed += removed;
 	}
-	return removed;
 }
 
 /*
@@ -169,30 +168,28 @@ vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
  * are: vacuum their slots there and move each to its next page.  A list
  * whose entries went, or that CuckooListVacuum would change (this page
  * holds none of its entries, or they fit in the room of the page before),
- * is marked to be tidied.  Returns how many entries were removed.
+ * is marked to be tidied.
  */
-static uint32
+static void
 vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks,
 				 ListWalk *lists, int nlists, IndexBulkDeleteResult *stats,
 				 IndexBulkDeleteCallback callback, void *callback_state)
 {
 	BlockNumber blkno = lists[0].next;
+	bool		bad = blkno == CUCKOO_METAPAGE_BLKNO || blkno >= nblocks;
 	Buffer		pbuf;
-	uint32		removed;
 
 	for (int i = 0; i < nlists; i++)
-		if (++lists[i].hops > nblocks)
-			FbfReportUnexpectedPage(index, blkno,
-									"A posting list's link is out of range or cycles.");
-	if (blkno == CUCKOO_METAPAGE_BLKNO || blkno >= nblocks)
+		bad |= ++lists[i].hops > nblocks;
+	if (bad)
 		FbfReportUnexpectedPage(index, blkno,
 								"A posting list's link is out of range or cycles.");
 	FbfVacuumDelayPoint();
 	pbuf = ReadBuffer(index, blkno);
 	LockBuffer(pbuf, BUFFER_LOCK_EXCLUSIVE);
 	CuckooCheckPage(index, pbuf, CUCKOO_POSTING);
-	removed = vacuum_page(index, pbuf, layout, lists, nlists, stats,
-						  callback, callback_state);
+	vacuum_page(index, pbuf, layout, lists, nlists, stats,
+				callback, callback_state);
 	for (int i = 0; i < nlists; i++)
 	{
 		ListWalk   *list = &lists[i];
@@ -204,7 +201,6 @@ vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks
 			CuckooPageGetOpaque(BufferGetPage(pbuf))->nentries;
 	}
 	UnlockReleaseBuffer(pbuf);
-	return removed;
 }
 
 /*
@@ -259,12 +255,12 @@ vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 	{
 		for (end = first + 1; end < nlists && lists[end].next == lists[first].next; end++)
 			;
-		(void) vacuum_list_page(index, layout, nblocks, lists + first, end - first,
-								stats, callback, callback_state);
+		vacuum_list_page(index, layout, nblocks, lists + first, end - first,
+						 stats, callback, callback_state);
 		for (int i = first; i < end; i++)
 			while (BlockNumberIsValid(lists[i].next))
-				(void) vacuum_list_page(index, layout, nblocks, lists + i, 1,
-										stats, callback, callback_state);
+				vacuum_list_page(index, layout, nblocks, lists + i, 1,
+								 stats, callback, callback_state);
 	}
 	for (int i = 0; i < nlists; i++)
 		if (lists[i].tidy)
@@ -314,8 +310,8 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		}
 		flags = CuckooPageGetOpaque(page)->flags;
 		if (!(flags & CUCKOO_POSTING) || !callback)
-			(void) vacuum_page(index, buf, layout, NULL, 0, stats,
-							   callback, callback_state);
+			vacuum_page(index, buf, layout, NULL, 0, stats,
+						callback, callback_state);
 		/* a page moved by a split: its pointers' copies are in the halves */
 		if ((flags & CUCKOO_BUCKET) && !(flags & CUCKOO_MOVED) && callback)
 			vacuum_lists(index, buf, layout, stats, callback, callback_state);
