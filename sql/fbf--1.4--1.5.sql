@@ -818,6 +818,9 @@ CREATE OR REPLACE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
 	RETURNS SETOF record
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
+	-- Citus hides the shard tables of a node from client sessions' reads of
+	-- pg_class: a shard named here must be found (a placeholder without Citus)
+	SET citus.override_table_visibility = off
 	AS $fn$
 DECLARE
 	one regclass := counter;
@@ -826,18 +829,25 @@ DECLARE
 	r record;
 	saved integer := 0;
 	shells oid[];
+	shards oid[];
 BEGIN
-	IF one IS NOT NULL AND NOT pg_catalog.pg_has_role(
-			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') THEN
+	IF one IS NOT NULL AND pg_catalog.pg_has_role(
+			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') IS NOT TRUE THEN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 	-- a table distributed by Citus has its operations in its shards'
 	-- windows, on the nodes that hold them: its shell (on the coordinator,
-	-- and on workers that have the metadata) has none to save
+	-- and on workers that have the metadata) has none to save; the shards
+	-- a node holds are saved only when named (a logical dump has no shards
+	-- to restore them into)
 	IF one IS NULL AND EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
 		EXECUTE 'SELECT pg_catalog.array_agg(logicalrelid::pg_catalog.oid)
 				   FROM pg_catalog.pg_dist_partition' INTO shells;
+		EXECUTE 'SELECT pg_catalog.array_agg(c.oid)
+				   FROM pg_catalog.pg_class c
+				  WHERE c.relkind = ''r''
+					AND pg_catalog.relation_is_a_known_shard(c.oid)' INTO shards;
 	END IF;
 	FOR r IN
 		SELECT c.oid::pg_catalog.regclass AS rel,
@@ -846,6 +856,7 @@ BEGIN
 		FROM pg_catalog.pg_class c
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE (one IS NULL OR c.oid = one)
+		  AND c.oid <> ALL (COALESCE(shards, '{}'))
 		  AND c.relkind = 'r'
 		  AND c.relpersistence <> 't'
 		  AND pg_catalog.pg_has_role(c.relowner, 'USAGE')

@@ -1147,12 +1147,16 @@ COMMENT ON FUNCTION fbf_counter_load(regclass, fbf) IS
 -- Only plain tables are counters: an fbf_filter index an older version let
 -- a materialized view or a partitioned table carry is skipped, as are
 -- temporary tables (another session's cannot be read) and, saving every
--- counter, the tables Citus distributes (with a notice).
+-- counter, the tables Citus distributes (with a notice) and the shards of
+-- them a node holds (saved when named).
 CREATE FUNCTION fbf_counter_save(counter regclass DEFAULT NULL,
 								 OUT name text, OUT snapshot fbf, OUT saved_at timestamptz)
 	RETURNS SETOF record
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
+	-- Citus hides the shard tables of a node from client sessions' reads of
+	-- pg_class: a shard named here must be found (a placeholder without Citus)
+	SET citus.override_table_visibility = off
 	AS $fn$
 DECLARE
 	one regclass := counter;
@@ -1161,18 +1165,25 @@ DECLARE
 	r record;
 	saved integer := 0;
 	shells oid[];
+	shards oid[];
 BEGIN
-	IF one IS NOT NULL AND NOT pg_catalog.pg_has_role(
-			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') THEN
+	IF one IS NOT NULL AND pg_catalog.pg_has_role(
+			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') IS NOT TRUE THEN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 	-- a table distributed by Citus has its operations in its shards'
 	-- windows, on the nodes that hold them: its shell (on the coordinator,
-	-- and on workers that have the metadata) has none to save
+	-- and on workers that have the metadata) has none to save; the shards
+	-- a node holds are saved only when named (a logical dump has no shards
+	-- to restore them into)
 	IF one IS NULL AND EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
 		EXECUTE 'SELECT pg_catalog.array_agg(logicalrelid::pg_catalog.oid)
 				   FROM pg_catalog.pg_dist_partition' INTO shells;
+		EXECUTE 'SELECT pg_catalog.array_agg(c.oid)
+				   FROM pg_catalog.pg_class c
+				  WHERE c.relkind = ''r''
+					AND pg_catalog.relation_is_a_known_shard(c.oid)' INTO shards;
 	END IF;
 	FOR r IN
 		SELECT c.oid::pg_catalog.regclass AS rel,
@@ -1181,6 +1192,7 @@ BEGIN
 		FROM pg_catalog.pg_class c
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE (one IS NULL OR c.oid = one)
+		  AND c.oid <> ALL (COALESCE(shards, '{}'))
 		  AND c.relkind = 'r'
 		  AND c.relpersistence <> 't'
 		  AND pg_catalog.pg_has_role(c.relowner, 'USAGE')

@@ -27,7 +27,8 @@
 # And a move in a database where fbf lives in a schema whose name format()
 # would read as a pattern (fbf%s): the window moves with the shard; there,
 # fbf_counter_save() saves the node's own counters on the coordinator and
-# on a worker, and passes over the distributed one (with a notice).
+# on a worker, and passes over the distributed one (with a notice); a
+# shard named on the worker that holds it is saved.
 use strict;
 use warnings;
 
@@ -248,5 +249,19 @@ for my $node ($coord, $oto == $w1->port ? $w1 : $w2)
 	like($serr, qr/NOTICE:  table public\.odd_likes is distributed by Citus and is not saved/,
 		"fbf_counter_save() on $where passes over the distributed counter, with a notice");
 }
+# a shard named on the worker that holds it is saved (Citus hides shards
+# from a client session's reads of pg_class), and its snapshot loads back
+my $holder = $oto == $w1->port ? $w1 : $w2;
+my $oshard_name = $coord->safe_psql('odd',
+	qq{SELECT shard_name('odd_likes'::regclass, $oshard)});
+is($holder->safe_psql('odd', qq{
+	CREATE TABLE saved_shard AS
+		SELECT * FROM "fbf%s".fbf_counter_save('$oshard_name');
+	SELECT string_agg(name, ','), count(*) FILTER (WHERE snapshot IS NOT NULL)
+	  FROM saved_shard}), "public.$oshard_name|1",
+	'fbf_counter_save() on a worker saves a shard named there');
+is($holder->safe_psql('odd', qq{
+	SELECT "fbf%s".fbf_counter_load('$oshard_name', snapshot) FROM saved_shard}),
+	'merged', 'the shard\'s snapshot loads back into it');
 
 done_testing();
