@@ -1788,7 +1788,7 @@ BEGIN
 							  THEN 'Create dedup tables with fbf_create_dedup(); distribute counter tables with fbf_distribute_counter().'
 							  ELSE 'Create counter tables with fbf_create_counter_table().' END;
 	END IF;
-	IF NOT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE') THEN
+	IF pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE') IS NOT TRUE THEN
 		RAISE EXCEPTION 'must be owner of table %', shown
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
