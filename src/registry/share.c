@@ -76,7 +76,9 @@
  * Locks: the first lock of the tranche "fbf shares" guards which counter
  * holds which table (exclusive to give or take one; a backend caches the
  * answer with the table's generation and checks it under the table's
- * lock); each table's own lock guards its contents.  A table's lock may
+ * lock, which is why the locks are kept apart from the tables: a table
+ * given to another counter is cleared whole); each table's own lock
+ * guards its contents.  A table's lock may
  * be taken under the first (to give the table to a counter, or take it
  * back), never the other way round; nothing else is taken under them but
  * ProcArrayLock (share), by TransactionIdIsInProgress.
@@ -177,7 +179,6 @@ typedef struct FbfSharePrepared
 
 typedef struct FbfShareTable
 {
-	LWLock	   *lock;
 	Oid			dbid;			/* InvalidOid: free */
 	Oid			relid;
 	uint64		generation;		/* bumped when given to another counter */
@@ -197,6 +198,12 @@ typedef struct FbfShareTable
 typedef struct FbfShareShared
 {
 	LWLock	   *lock;			/* which counter holds which table */
+	/*
+	 * Each table's lock, apart from the table: a table given to another
+	 * counter is cleared while backends holding an old answer of
+	 * find_table read which lock to take without holding any (set once)
+	 */
+	LWLock	   *table_locks[FBF_SHARE_TABLES];
 	int			nprepared;		/* rows of prepared transactions a table
 								 * has (share_prepared_rows) */
 	FbfShareTable tables[FBF_SHARE_TABLES];
@@ -281,7 +288,14 @@ FbfShareShmemInit(void)
 	Shares->nprepared = share_prepared_rows();
 	Shares->lock = &(GetNamedLWLockTranche("fbf shares"))[0].lock;
 	for (t = 0; t < FBF_SHARE_TABLES; t++)
-		Shares->tables[t].lock = &(GetNamedLWLockTranche("fbf shares"))[t + 1].lock;
+		Shares->table_locks[t] = &(GetNamedLWLockTranche("fbf shares"))[t + 1].lock;
+}
+
+/* the lock of table `t` */
+static inline LWLock *
+table_lock(const FbfShareTable *t)
+{
+	return Shares->table_locks[t - Shares->tables];
 }
 
 /* the rows of prepared transactions of table `t` */
@@ -640,9 +654,9 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 		{
 			FbfShareTable *table = &Shares->tables[t];
 
-			LWLockAcquire(table->lock, LW_EXCLUSIVE);
+			LWLockAcquire(table_lock(table), LW_EXCLUSIVE);
 			sweep_prepared(table);
-			LWLockRelease(table->lock);
+			LWLockRelease(table_lock(table));
 		}
 		pick = pick_table(dbid, relid);
 	}
@@ -652,16 +666,14 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 		FbfShareTable *table = &Shares->tables[pick];
 
 		/* given to this counter: nothing of the one before is kept */
-		LWLockAcquire(table->lock, LW_EXCLUSIVE);
+		LWLockAcquire(table_lock(table), LW_EXCLUSIVE);
 		if (table_free(table, stale_before()))
 		{
-			LWLock	   *lock = table->lock;
 			uint64		gen = table->generation + 1;
 
 			memset(table, 0, sizeof(FbfShareTable));
 			memset(table_prepared(table), 0,
 				   sizeof(FbfSharePrepared) * Shares->nprepared);
-			table->lock = lock;
 			table->generation = gen;
 			table->dbid = dbid;
 			table->relid = relid;
@@ -670,7 +682,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 		}
 		else
 			pick = -1;
-		LWLockRelease(table->lock);
+		LWLockRelease(table_lock(table));
 	}
 	if (pick >= 0)
 		*generation = Shares->tables[pick].generation;
@@ -741,10 +753,10 @@ keep_for_prepare(void)
 
 		if (held[h].row >= 0)
 			continue;			/* its table's row is taken */
-		LWLockAcquire(t->lock, LW_EXCLUSIVE);
+		LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
 		if (t->generation != held[h].generation)
 		{
-			LWLockRelease(t->lock);
+			LWLockRelease(table_lock(t));
 			continue;
 		}
 		sweep_prepared(t);
@@ -788,7 +800,7 @@ keep_for_prepare(void)
 			row->slot[0] = held[keep].slot;
 			row->entries[0] = (int32) held[keep].entries;
 		}
-		LWLockRelease(t->lock);
+		LWLockRelease(table_lock(t));
 		if (p == Shares->nprepared)
 		{
 			char	   *name = get_rel_name(relid);
@@ -841,7 +853,7 @@ share_xact_callback(XactEvent event, void *arg)
 
 		if (held[h].done)
 			continue;
-		LWLockAcquire(t->lock, LW_EXCLUSIVE);
+		LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
 		if (t->generation == held[h].generation && held[h].row >= 0)
 		{
 			FbfSharePrepared *row = &table_prepared(t)[held[h].row];
@@ -865,7 +877,7 @@ share_xact_callback(XactEvent event, void *arg)
 					held[i].epoch, aborted ? held[i].fill : 0,
 					aborted ? held[i].spent : 0);
 		}
-		LWLockRelease(t->lock);
+		LWLockRelease(table_lock(t));
 	}
 	nheld = 0;
 	prepare_xid = InvalidTransactionId;
@@ -1125,11 +1137,11 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 			return standing->verdict;
 		}
 		t = &Shares->tables[table];
-		LWLockAcquire(t->lock, LW_EXCLUSIVE);
+		LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
 		if (t->generation == generation && t->dbid == dbid && t->relid == relid)
 			break;
 		/* given to another counter since this backend looked: again */
-		LWLockRelease(t->lock);
+		LWLockRelease(table_lock(t));
 		hash_search(share_cache, &relid, HASH_REMOVE, NULL);
 	}
 	if (demand->epoch > t->epoch || demand->epoch < t->epoch - 1)
@@ -1173,7 +1185,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 			u->unit = 0;
 	}
 	epoch = t->epoch;
-	LWLockRelease(t->lock);
+	LWLockRelease(table_lock(t));
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
 		hold(table, generation, slot, demand->entries, epoch, cost,
@@ -1236,7 +1248,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 	if (table < 0)
 		return FBF_SHARE_LIGHT;
 	t = &Shares->tables[table];
-	LWLockAcquire(t->lock, LW_SHARED);
+	LWLockAcquire(table_lock(t), LW_SHARED);
 	if (t->generation == generation && t->dbid == dbid && t->relid == relid &&
 		epoch <= t->epoch + 1)
 	{
@@ -1276,7 +1288,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 				weight = FBF_SHARE_SPENT;
 		}
 	}
-	LWLockRelease(t->lock);
+	LWLockRelease(table_lock(t));
 	return weight;
 }
 
@@ -1300,12 +1312,12 @@ FbfShareForget(Oid dbid, Oid relid)
 		if (table->dbid == dbid &&
 			(!OidIsValid(relid) || table->relid == relid))
 		{
-			LWLockAcquire(table->lock, LW_EXCLUSIVE);
+			LWLockAcquire(table_lock(table), LW_EXCLUSIVE);
 			table->dbid = InvalidOid;
 			table->relid = InvalidOid;
 			table->in_flight = 0;
 			table->generation++;
-			LWLockRelease(table->lock);
+			LWLockRelease(table_lock(table));
 		}
 	}
 	LWLockRelease(Shares->lock);

@@ -16,6 +16,13 @@
 #      the tables of a transaction begun that long ago are given to
 #      counters that need one, prepared or not, and after ROLLBACK
 #      PREPARED too.
+#   3. mallory, in 8 sessions, keeps 640 small counters of its own
+#      charging (each session 80 of them, in transactions of 0.3 s), so
+#      that tables pass from counter to counter while other sessions
+#      charge them: no backend crashes (a table given to another counter
+#      was cleared whole, the pointer to its lock too, while a backend
+#      that had found it before read which lock to take: signal 11 within
+#      two seconds), and the victim is admitted once they are done.
 use strict;
 use warnings;
 
@@ -128,6 +135,56 @@ $node->safe_psql('postgres', q{
 my ($ret, $out, $err) = $node->psql('postgres',
 	"SELECT idempotent_increment('app.d', 't2', 4343, 1, 1)", extra_params => [ '-U', 't2' ]);
 is($ret == 0 ? $out : $err, 't', 'after ROLLBACK PREPARED a new counter is admitted');
+
+# ---------------------------------------------------------------------
+# 3. tables passed between counters while others charge them
+# ---------------------------------------------------------------------
+$node->safe_psql('postgres', q{CREATE SCHEMA churn AUTHORIZATION mallory});
+$node->safe_psql('postgres', q{
+	DO $$ BEGIN
+		FOR i IN 1 .. 640 LOOP
+			PERFORM fbf_create_counter_table('churn.c' || i, retention => '10 s',
+											 expected_rate => 1, max_streams => 0);
+		END LOOP;
+	END $$;
+	-- an operation on each counter lo .. hi; a counter refused a share
+	-- table (53400) is passed over
+	CREATE FUNCTION churn.touch(lo int, hi int) RETURNS int LANGUAGE plpgsql AS $f$
+	DECLARE
+		n int := 0;
+	BEGIN
+		FOR i IN lo .. hi LOOP
+			BEGIN
+				PERFORM idempotent_increment(('churn.c' || i)::regclass, 'k', 1,
+											 (random() * 9e18)::bigint, 1);
+				n := n + 1;
+			EXCEPTION WHEN insufficient_resources THEN NULL;
+			END;
+		END LOOP;
+		RETURN n;
+	END $f$;
+}, extra_params => [ '-U', 'mallory' ]);
+my $script = "${PostgreSQL::Test::Utils::tmp_check}/churn.sql";
+open(my $fh, '>', $script) or die "$script: $!";
+print $fh q{BEGIN;
+\set lo :client_id * 80 + 1
+\set hi :lo + 79
+SELECT churn.touch(:lo, :hi);
+SELECT pg_sleep(0.3);
+COMMIT;
+};
+close $fh;
+my $log_offset = -s $node->logfile;
+my ($out, $err) = ('', '');
+my $done = IPC::Run::run(
+	[ 'pgbench', '-n', '-U', 'mallory', '-c', 8, '-j', 2, '-T', 15, '-f', $script,
+	  '-d', $node->connstr('postgres') ],
+	'>', \$out, '2>', \$err);
+ok($done, 'churn: eight sessions charged 640 counters to the end') or diag($err);
+ok(!$node->log_contains(qr/terminated by signal/, $log_offset),
+	'churn: no backend crashed while tables passed between counters');
+like($out, qr/number of failed transactions: 0 /, 'churn: no transaction failed');
+is(victim(), 'applied', 'churn: the victim is admitted once the sessions are done');
 
 $m{in} .= "\\q\n";
 $m{h}->finish;
