@@ -314,12 +314,16 @@ grow(Relation index, const FbfAimdPolicy *policy, bool full)
 	 * this growth: FbfChainDrain).  Counting from the present's birth, not
 	 * the future's, keeps operations of the last period that a drain put
 	 * into the future from looking like this period's; a window younger
-	 * than a period counts from the future's birth.
+	 * than a period counts from the future's birth.  The present is at
+	 * least a period old but after a late refresh, which makes each
+	 * filter it rotates in at once born then: counted over less than a
+	 * period, an idle window's few entries in flight would read as a rate
+	 * of tens of thousands a second, and grow it to its cap.
 	 */
 	now = FbfWindowNow(&meta);
 	if (meta.born_at[1] > 0 && now - meta.born_at[1] <= 3 * meta.period)
 	{
-		elapsed = now - meta.born_at[1];
+		elapsed = Max(now - meta.born_at[1], meta.period);
 		count = distinct[1];
 	}
 	else
