@@ -68,8 +68,11 @@
  * table is given to another counter when it is free, has nothing in
  * flight, or was last charged by a transaction begun FBF_SHARE_STALE_SECS
  * ago or more (so that transactions left open or prepared on many counters
- * do not hold every table).  A counter that cannot have one (every table
- * is held by a counter charged lately, with entries in flight) is refused
+ * do not hold every table).  When every table is held by a counter charged
+ * lately, with entries in flight, a counter that needs one takes it from a
+ * counter of the role that charged the most tables, if that role charged
+ * at least two more than the one asking (pick_heaviest): so one role's
+ * transactions cannot hold every table.  Else it is refused
  * (FBF_SHARE_NO_TABLE), never admitted unshared.  Temporary counters are
  * not shared (counter_engine.c).
  *
@@ -98,6 +101,7 @@
 #include "storage/lwlock.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
+#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -186,6 +190,7 @@ typedef struct FbfShareTable
 	int			nactive;		/* active units (unit_active) */
 	double		fill;			/* everyone's this period */
 	TimestampTz last_used;
+	Oid			last_role;		/* who charged it at last_used */
 	int64		in_flight;		/* all units' */
 	/* the units of the others' slot, this period and the one before */
 	uint64		others_seen[FBF_SHARE_SKETCH_WORDS];
@@ -612,6 +617,62 @@ pick_table(Oid dbid, Oid relid)
 }
 
 /*
+ * When every table is held (pick_table found none), the one to take from
+ * its counter for a counter of `role`: the least recently used of the
+ * tables last charged by the role that charged the most of them, if that
+ * is at least two more than `role` charged (so taking one leaves it no
+ * fewer than `role` then has); else -1.  So no role's transactions hold
+ * every table: a role that charged none takes one from the heaviest, and
+ * roles that flood many counters at once are left their equal part.
+ * Who holds a table is judged by its last charge (last_role), and the
+ * counts read without the tables' locks: a steer, not an account; the
+ * caller takes the table under its lock.  (The membership lock held
+ * exclusively.)
+ */
+static int
+pick_heaviest(Oid role)
+{
+	Oid			roles[FBF_SHARE_TABLES];
+	Oid			heaviest = InvalidOid;
+	int			most = 0;
+	int			mine = 0;
+	int			pick = -1;
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < FBF_SHARE_TABLES; i++)
+		if (Shares->tables[i].dbid != InvalidOid)
+			roles[n++] = Shares->tables[i].last_role;
+	qsort(roles, n, sizeof(Oid), oid_cmp);
+	for (i = 0; i < n;)
+	{
+		int			run = 1;
+
+		while (i + run < n && roles[i + run] == roles[i])
+			run++;
+		if (roles[i] == role)
+			mine = run;
+		if (run > most && OidIsValid(roles[i]))
+		{
+			most = run;
+			heaviest = roles[i];
+		}
+		i += run;
+	}
+	if (heaviest == role || most < mine + 2)
+		return -1;
+	for (i = 0; i < FBF_SHARE_TABLES; i++)
+	{
+		const FbfShareTable *table = &Shares->tables[i];
+
+		if (table->dbid != InvalidOid && table->last_role == heaviest &&
+			(pick < 0 || table->last_used < Shares->tables[pick].last_used))
+			pick = i;
+	}
+	return pick;
+}
+
+/*
  * The table of counter (dbid, relid), given to it if it has none; -1 if
  * none can be had.  *generation gets the table's generation, to check
  * under its lock.
@@ -621,6 +682,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 {
 	ShareCacheEntry *entry;
 	bool		found;
+	bool		taken = false;
 	int			t;
 	int			pick;
 
@@ -660,6 +722,11 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 		}
 		pick = pick_table(dbid, relid);
 	}
+	if (pick < 0)
+	{
+		pick = pick_heaviest(GetUserId());
+		taken = pick >= 0;
+	}
 	if (pick >= 0 && (Shares->tables[pick].dbid != dbid ||
 					  Shares->tables[pick].relid != relid))
 	{
@@ -667,7 +734,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 
 		/* given to this counter: nothing of the one before is kept */
 		LWLockAcquire(table_lock(table), LW_EXCLUSIVE);
-		if (table_free(table, stale_before()))
+		if (taken || table_free(table, stale_before()))
 		{
 			uint64		gen = table->generation + 1;
 
@@ -1147,6 +1214,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	if (demand->epoch > t->epoch || demand->epoch < t->epoch - 1)
 		roll(t, demand->epoch);
 	t->last_used = GetCurrentTransactionStartTimestamp();
+	t->last_role = GetUserId();
 	slot = unit_slot(t, demand->unit);
 	u = &t->units[slot];
 	if (!unit_active(u))
