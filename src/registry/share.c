@@ -111,6 +111,8 @@
 
 /* counters with a share table at once */
 #define FBF_SHARE_TABLES		512
+/* looks for a table a charge makes before it is refused (FbfShareCharge) */
+#define FBF_SHARE_FIND_TRIES	8
 /* units one table tells apart; the rest share its last slot */
 #define FBF_SHARE_UNITS			128
 /* bits of the sketch that counts the units of the last slot */
@@ -189,8 +191,9 @@ typedef struct FbfShareTable
 	int64		epoch;			/* the window's period the counts are for */
 	int			nactive;		/* active units (unit_active) */
 	double		fill;			/* everyone's this period */
-	TimestampTz last_used;
-	Oid			last_role;		/* who charged it at last_used */
+	TimestampTz last_used;		/* the latest start of a transaction whose
+								 * charge it admitted (or when it was given) */
+	Oid			last_role;		/* the role of the last charge it admitted */
 	int64		in_flight;		/* all units' */
 	/* the units of the others' slot, this period and the one before */
 	uint64		others_seen[FBF_SHARE_SKETCH_WORDS];
@@ -626,11 +629,11 @@ pick_table(Oid dbid, Oid relid)
  * roles that flood many counters at once are left their equal part.
  * Who holds a table is judged by its last charge (last_role), and the
  * counts read without the tables' locks: a steer, not an account; the
- * caller takes the table under its lock.  (The membership lock held
- * exclusively.)
+ * caller takes the table under its lock if it is still that role's
+ * (*heaviest_role).  (The membership lock held exclusively.)
  */
 static int
-pick_heaviest(Oid role)
+pick_heaviest(Oid role, Oid *heaviest_role)
 {
 	Oid			roles[FBF_SHARE_TABLES];
 	Oid			heaviest = InvalidOid;
@@ -661,6 +664,7 @@ pick_heaviest(Oid role)
 	}
 	if (heaviest == role || most < mine + 2)
 		return -1;
+	*heaviest_role = heaviest;
 	for (i = 0; i < FBF_SHARE_TABLES; i++)
 	{
 		const FbfShareTable *table = &Shares->tables[i];
@@ -675,17 +679,21 @@ pick_heaviest(Oid role)
 /*
  * The table of counter (dbid, relid), given to it if it has none; -1 if
  * none can be had.  *generation gets the table's generation, to check
- * under its lock.
+ * under its lock.  A table given now is returned with its lock held
+ * (*locked): until its counter's charge holds entries in flight on it,
+ * it would look free to anyone looking for one.
  */
 static int
-find_table(Oid dbid, Oid relid, uint64 *generation)
+find_table(Oid dbid, Oid relid, uint64 *generation, bool *locked)
 {
 	ShareCacheEntry *entry;
 	bool		found;
 	bool		taken = false;
+	Oid			heaviest = InvalidOid;
 	int			t;
 	int			pick;
 
+	*locked = false;
 	if (share_cache == NULL)
 	{
 		HASHCTL		ctl;
@@ -724,7 +732,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 	}
 	if (pick < 0)
 	{
-		pick = pick_heaviest(GetUserId());
+		pick = pick_heaviest(GetUserId(), &heaviest);
 		taken = pick >= 0;
 	}
 	if (pick >= 0 && (Shares->tables[pick].dbid != dbid ||
@@ -734,7 +742,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 
 		/* given to this counter: nothing of the one before is kept */
 		LWLockAcquire(table_lock(table), LW_EXCLUSIVE);
-		if (taken || table_free(table, stale_before()))
+		if (taken ? table->last_role == heaviest : table_free(table, stale_before()))
 		{
 			uint64		gen = table->generation + 1;
 
@@ -746,10 +754,13 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 			table->relid = relid;
 			table->epoch = -1;
 			table->last_used = GetCurrentTimestamp();
+			*locked = true;
 		}
 		else
+		{
 			pick = -1;
-		LWLockRelease(table_lock(table));
+			LWLockRelease(table_lock(table));
+		}
 	}
 	if (pick >= 0)
 		*generation = Shares->tables[pick].generation;
@@ -1175,6 +1186,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	FbfShareUnit *u;
 	uint64		generation;
 	int			table;
+	int			tries;
+	bool		locked;
 	int			slot;
 	int64		epoch;
 	double		cost = 1.0 / demand->per_period;
@@ -1194,9 +1207,15 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		callback_registered = true;
 	}
 
-	for (;;)
+	for (tries = 0;; tries++)
 	{
-		table = find_table(dbid, relid, &generation);
+		/*
+		 * The table the backend found may have been given to another
+		 * counter since: looked for again, a few times (the caller holds
+		 * the window's buffer locks)
+		 */
+		table = tries < FBF_SHARE_FIND_TRIES ?
+			find_table(dbid, relid, &generation, &locked) : -1;
 		if (table < 0)
 		{
 			/* none free: refused, never admitted unshared */
@@ -1204,7 +1223,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 			return standing->verdict;
 		}
 		t = &Shares->tables[table];
-		LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
+		if (!locked)
+			LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
 		if (t->generation == generation && t->dbid == dbid && t->relid == relid)
 			break;
 		/* given to another counter since this backend looked: again */
@@ -1213,8 +1233,6 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	}
 	if (demand->epoch > t->epoch || demand->epoch < t->epoch - 1)
 		roll(t, demand->epoch);
-	t->last_used = GetCurrentTransactionStartTimestamp();
-	t->last_role = GetUserId();
 	slot = unit_slot(t, demand->unit);
 	u = &t->units[slot];
 	if (!unit_active(u))
@@ -1236,6 +1254,13 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
 	{
+		/*
+		 * Held lately, by whom: only for what it admits (a refusal holds
+		 * nothing), and never made older by a transaction begun earlier
+		 * than one that charged it before
+		 */
+		t->last_used = Max(t->last_used, GetCurrentTransactionStartTimestamp());
+		t->last_role = GetUserId();
 		if (slot == OTHERS_SLOT)
 			others_count(t, demand->unit, cost);
 		t->fill += cost;

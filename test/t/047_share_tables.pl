@@ -20,10 +20,13 @@
 #   3. mallory, in 8 sessions, keeps 640 small counters of its own
 #      charging (each session 80 of them, in transactions of 0.3 s), so
 #      that tables pass from counter to counter while other sessions
-#      charge them: no backend crashes (a table given to another counter
-#      was cleared whole, the pointer to its lock too, while a backend
-#      that had found it before read which lock to take: signal 11 within
-#      two seconds), and the victim is admitted once they are done.
+#      charge them, while t2, in 2 sessions, charges 100 counters of its
+#      own the same way, taking tables from mallory's: no backend crashes
+#      (a table given to another counter was cleared whole, the pointer
+#      to its lock too, while a backend that had found it before read
+#      which lock to take: signal 11 within two seconds), t2 is never
+#      refused (it charges fewer tables than mallory), and the victim is
+#      admitted once they are done.
 use strict;
 use warnings;
 
@@ -171,26 +174,61 @@ $node->safe_psql('postgres', q{
 		RETURN n;
 	END $f$;
 }, extra_params => [ '-U', 'mallory' ]);
-my $script = "${PostgreSQL::Test::Utils::tmp_check}/churn.sql";
-open(my $fh, '>', $script) or die "$script: $!";
-print $fh q{BEGIN;
+# t2's: 100 counters, each session 50 of them; a refusal fails its session
+$node->safe_psql('postgres', q{CREATE SCHEMA churn2 AUTHORIZATION t2});
+$node->safe_psql('postgres', q{
+	DO $$ BEGIN
+		FOR i IN 1 .. 100 LOOP
+			PERFORM fbf_create_counter_table('churn2.c' || i, retention => '10 s',
+											 expected_rate => 100, max_streams => 0);
+		END LOOP;
+	END $$;
+	CREATE FUNCTION churn2.touch(lo int, hi int) RETURNS int LANGUAGE plpgsql AS $f$
+	BEGIN
+		FOR i IN lo .. hi LOOP
+			PERFORM idempotent_increment(('churn2.c' || i)::regclass, 'k', 1,
+										 (random() * 9e18)::bigint, 1);
+		END LOOP;
+		RETURN hi - lo + 1;
+	END $f$;
+}, extra_params => [ '-U', 't2' ]);
+my %churn = (mallory => q{BEGIN;
 \set lo :client_id * 80 + 1
 \set hi :lo + 79
 SELECT churn.touch(:lo, :hi);
 SELECT pg_sleep(0.3);
 COMMIT;
-};
-close $fh;
+}, t2 => q{BEGIN;
+\set lo :client_id * 50 + 1
+\set hi :lo + 49
+SELECT churn2.touch(:lo, :hi);
+SELECT pg_sleep(0.3);
+COMMIT;
+});
 my $log_offset = -s $node->logfile;
-my ($out, $err) = ('', '');
-my $done = IPC::Run::run(
-	[ 'pgbench', '-n', '-U', 'mallory', '-c', 8, '-j', 2, '-T', 15, '-f', $script,
-	  '-d', $node->connstr('postgres') ],
-	'>', \$out, '2>', \$err);
-ok($done, 'churn: eight sessions charged 640 counters to the end') or diag($err);
+my %run;
+for my $role (sort keys %churn)
+{
+	my $script = "${PostgreSQL::Test::Utils::tmp_check}/churn_$role.sql";
+	open(my $fh, '>', $script) or die "$script: $!";
+	print $fh $churn{$role};
+	close $fh;
+	$run{$role} = { out => '', err => '' };
+	$run{$role}{h} = IPC::Run::start(
+		[ 'pgbench', '-n', '-U', $role, '-c', $role eq 'mallory' ? 8 : 2, '-j', 1,
+		  '-T', 15, '-f', $script, '-d', $node->connstr('postgres') ],
+		'>', \$run{$role}{out}, '2>', \$run{$role}{err});
+}
+$_->{h}->finish for values %run;
+ok($run{mallory}{h}->result(0) == 0, 'churn: eight sessions of mallory charged 640 counters to the end')
+  or diag($run{mallory}{err});
 ok(!$node->log_contains(qr/terminated by signal/, $log_offset),
 	'churn: no backend crashed while tables passed between counters');
-like($out, qr/number of failed transactions: 0 /, 'churn: no transaction failed');
+like($run{mallory}{out}, qr/number of failed transactions: 0 /, 'churn: no transaction of mallory failed');
+ok($run{t2}{h}->result(0) == 0, 'churn: t2 was never refused a table (it took them from mallory\'s)')
+  or diag($run{t2}{err});
+like($run{t2}{out}, qr/number of transactions actually processed: [1-9]/,
+	'churn: t2 ran transactions meanwhile');
 is(victim(), 'applied', 'churn: the victim is admitted once the sessions are done');
 
 $m{in} .= "\\q\n";
