@@ -327,7 +327,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no share of counter filter \"%s\"'s capacity can be counted now",
 						RelationGetRelationName(index)),
-				 errdetail("Every share table of the server is held by counters with operations in flight of transactions begun in the last %d seconds, and no role's transactions charged more of them than this role's.", FBF_SHARE_STALE_SECS),
+				 errdetail("Every share table of the server is held by counters with operations in flight of transactions begun in the last %d seconds.", FBF_SHARE_STALE_SECS),
 				 errhint("Retry the operation; commit or roll back transactions left open on other counters.")));
 
 	who = demand.pooled ? NULL : share_who(ops, opts->share_by);

@@ -68,11 +68,8 @@
  * table is given to another counter when it is free, has nothing in
  * flight, or was last charged by a transaction begun FBF_SHARE_STALE_SECS
  * ago or more (so that transactions left open or prepared on many counters
- * do not hold every table).  When every table is held by a counter charged
- * lately, with entries in flight, a counter that needs one takes it from a
- * counter of the role that charged the most tables, if that role charged
- * at least two more than the one asking (pick_heaviest): so one role's
- * transactions cannot hold every table.  Else it is refused
+ * do not hold every table).  A counter that cannot have one (every table
+ * is held by a counter charged lately, with entries in flight) is refused
  * (FBF_SHARE_NO_TABLE), never admitted unshared.  Temporary counters are
  * not shared (counter_engine.c).
  *
@@ -101,7 +98,6 @@
 #include "storage/lwlock.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
-#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -111,8 +107,6 @@
 
 /* counters with a share table at once */
 #define FBF_SHARE_TABLES		512
-/* looks for a table a charge makes before it is refused (FbfShareCharge) */
-#define FBF_SHARE_FIND_TRIES	8
 /* units one table tells apart; the rest share its last slot */
 #define FBF_SHARE_UNITS			128
 /* bits of the sketch that counts the units of the last slot */
@@ -191,9 +185,7 @@ typedef struct FbfShareTable
 	int64		epoch;			/* the window's period the counts are for */
 	int			nactive;		/* active units (unit_active) */
 	double		fill;			/* everyone's this period */
-	TimestampTz last_used;		/* the latest start of a transaction whose
-								 * charge it admitted (or when it was given) */
-	Oid			last_role;		/* the role of the last charge it admitted */
+	TimestampTz last_used;
 	int64		in_flight;		/* all units' */
 	/* the units of the others' slot, this period and the one before */
 	uint64		others_seen[FBF_SHARE_SKETCH_WORDS];
@@ -620,80 +612,18 @@ pick_table(Oid dbid, Oid relid)
 }
 
 /*
- * When every table is held (pick_table found none), the one to take from
- * its counter for a counter of `role`: the least recently used of the
- * tables last charged by the role that charged the most of them, if that
- * is at least two more than `role` charged (so taking one leaves it no
- * fewer than `role` then has); else -1.  So no role's transactions hold
- * every table: a role that charged none takes one from the heaviest, and
- * roles that flood many counters at once are left their equal part.
- * Who holds a table is judged by its last charge (last_role), and the
- * counts read without the tables' locks: a steer, not an account; the
- * caller takes the table under its lock if it is still that role's
- * (*heaviest_role).  (The membership lock held exclusively.)
- */
-static int
-pick_heaviest(Oid role, Oid *heaviest_role)
-{
-	Oid			roles[FBF_SHARE_TABLES];
-	Oid			heaviest = InvalidOid;
-	int			most = 0;
-	int			mine = 0;
-	int			pick = -1;
-	int			n = 0;
-	int			i;
-
-	for (i = 0; i < FBF_SHARE_TABLES; i++)
-		if (Shares->tables[i].dbid != InvalidOid)
-			roles[n++] = Shares->tables[i].last_role;
-	qsort(roles, n, sizeof(Oid), oid_cmp);
-	for (i = 0; i < n;)
-	{
-		int			run = 1;
-
-		while (i + run < n && roles[i + run] == roles[i])
-			run++;
-		if (roles[i] == role)
-			mine = run;
-		if (run > most && OidIsValid(roles[i]))
-		{
-			most = run;
-			heaviest = roles[i];
-		}
-		i += run;
-	}
-	if (heaviest == role || most < mine + 2)
-		return -1;
-	*heaviest_role = heaviest;
-	for (i = 0; i < FBF_SHARE_TABLES; i++)
-	{
-		const FbfShareTable *table = &Shares->tables[i];
-
-		if (table->dbid != InvalidOid && table->last_role == heaviest &&
-			(pick < 0 || table->last_used < Shares->tables[pick].last_used))
-			pick = i;
-	}
-	return pick;
-}
-
-/*
  * The table of counter (dbid, relid), given to it if it has none; -1 if
  * none can be had.  *generation gets the table's generation, to check
- * under its lock.  A table given now is returned with its lock held
- * (*locked): until its counter's charge holds entries in flight on it,
- * it would look free to anyone looking for one.
+ * under its lock.
  */
 static int
-find_table(Oid dbid, Oid relid, uint64 *generation, bool *locked)
+find_table(Oid dbid, Oid relid, uint64 *generation)
 {
 	ShareCacheEntry *entry;
 	bool		found;
-	bool		taken = false;
-	Oid			heaviest = InvalidOid;
 	int			t;
 	int			pick;
 
-	*locked = false;
 	if (share_cache == NULL)
 	{
 		HASHCTL		ctl;
@@ -730,11 +660,6 @@ find_table(Oid dbid, Oid relid, uint64 *generation, bool *locked)
 		}
 		pick = pick_table(dbid, relid);
 	}
-	if (pick < 0)
-	{
-		pick = pick_heaviest(GetUserId(), &heaviest);
-		taken = pick >= 0;
-	}
 	if (pick >= 0 && (Shares->tables[pick].dbid != dbid ||
 					  Shares->tables[pick].relid != relid))
 	{
@@ -742,7 +667,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation, bool *locked)
 
 		/* given to this counter: nothing of the one before is kept */
 		LWLockAcquire(table_lock(table), LW_EXCLUSIVE);
-		if (taken ? table->last_role == heaviest : table_free(table, stale_before()))
+		if (table_free(table, stale_before()))
 		{
 			uint64		gen = table->generation + 1;
 
@@ -754,13 +679,10 @@ find_table(Oid dbid, Oid relid, uint64 *generation, bool *locked)
 			table->relid = relid;
 			table->epoch = -1;
 			table->last_used = GetCurrentTimestamp();
-			*locked = true;
 		}
 		else
-		{
 			pick = -1;
-			LWLockRelease(table_lock(table));
-		}
+		LWLockRelease(table_lock(table));
 	}
 	if (pick >= 0)
 		*generation = Shares->tables[pick].generation;
@@ -1186,8 +1108,6 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	FbfShareUnit *u;
 	uint64		generation;
 	int			table;
-	int			tries;
-	bool		locked;
 	int			slot;
 	int64		epoch;
 	double		cost = 1.0 / demand->per_period;
@@ -1207,15 +1127,9 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		callback_registered = true;
 	}
 
-	for (tries = 0;; tries++)
+	for (;;)
 	{
-		/*
-		 * The table the backend found may have been given to another
-		 * counter since: looked for again, a few times (the caller holds
-		 * the window's buffer locks)
-		 */
-		table = tries < FBF_SHARE_FIND_TRIES ?
-			find_table(dbid, relid, &generation, &locked) : -1;
+		table = find_table(dbid, relid, &generation);
 		if (table < 0)
 		{
 			/* none free: refused, never admitted unshared */
@@ -1223,8 +1137,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 			return standing->verdict;
 		}
 		t = &Shares->tables[table];
-		if (!locked)
-			LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
+		LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
 		if (t->generation == generation && t->dbid == dbid && t->relid == relid)
 			break;
 		/* given to another counter since this backend looked: again */
@@ -1233,6 +1146,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	}
 	if (demand->epoch > t->epoch || demand->epoch < t->epoch - 1)
 		roll(t, demand->epoch);
+	t->last_used = GetCurrentTransactionStartTimestamp();
 	slot = unit_slot(t, demand->unit);
 	u = &t->units[slot];
 	if (!unit_active(u))
@@ -1254,13 +1168,6 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
 	{
-		/*
-		 * Held lately, by whom: only for what it admits (a refusal holds
-		 * nothing), and never made older by a transaction begun earlier
-		 * than one that charged it before
-		 */
-		t->last_used = Max(t->last_used, GetCurrentTransactionStartTimestamp());
-		t->last_role = GetUserId();
 		if (slot == OTHERS_SLOT)
 			others_count(t, demand->unit, cost);
 		t->fill += cost;

@@ -10,23 +10,19 @@
 #      and holds an operation in flight on each in an open transaction:
 #      temporary counters take no share table, the victim is admitted.
 #   2. mallory, owner of a schema there, makes 512 counters, takes an
-#      operation on each and prepares the transaction: every table is
-#      held, and the victim's counter, without one, takes one of
-#      mallory's (the role that charged the most: 512 against none) at
-#      once; before, it was refused ("no share ... can be counted now",
-#      SQLSTATE 53400) until FBF_SHARE_STALE_SECS (10 s) had passed.  Past
-#      that age, and after ROLLBACK PREPARED, tables are given to counters
-#      that need one as before.
+#      operation on each and prepares the transaction: within
+#      FBF_SHARE_STALE_SECS (10 s) the victim's counter may be refused
+#      ("no share ... can be counted now", SQLSTATE 53400), never after:
+#      the tables of a transaction begun that long ago are given to
+#      counters that need one, prepared or not, and after ROLLBACK
+#      PREPARED too.
 #   3. mallory, in 8 sessions, keeps 640 small counters of its own
 #      charging (each session 80 of them, in transactions of 0.3 s), so
 #      that tables pass from counter to counter while other sessions
-#      charge them, while t2, in 2 sessions, charges 100 counters of its
-#      own the same way, taking tables from mallory's: no backend crashes
-#      (a table given to another counter was cleared whole, the pointer
-#      to its lock too, while a backend that had found it before read
-#      which lock to take: signal 11 within two seconds), t2 is never
-#      refused (it charges fewer tables than mallory), and the victim is
-#      admitted once they are done.
+#      charge them: no backend crashes (a table given to another counter
+#      was cleared whole, the pointer to its lock too, while a backend
+#      that had found it before read which lock to take: signal 11 within
+#      two seconds), and the victim is admitted once they are done.
 use strict;
 use warnings;
 
@@ -120,18 +116,12 @@ ok(mallory(hold_512('m.c') . "PREPARE TRANSACTION 'pin';\nSELECT 'prepared';", q
 	'mallory prepares a transaction with an operation on each of 512 counters');
 my $prepared_at = time();
 
-# the victim's counter's table was idle meanwhile, so mallory's took it:
-# the victim takes one back from the role that charged them all
-is(victim(), 'applied',
-	'right after the PREPARE the victim is admitted: it takes a table from the role holding them all');
-# and one more counter of the victim's, and another role's
-$node->safe_psql('postgres', q{
-	SELECT fbf_create_counter_table('app.e');
-	GRANT SELECT, INSERT, UPDATE ON app.e TO t2;
-});
-my ($eret, $eout, $eerr) = $node->psql('postgres',
-	"SELECT idempotent_increment('app.e', 't2', 4444, 1, 1)", extra_params => [ '-U', 't2' ]);
-is($eret == 0 ? $eout : $eerr, 't', 'a second counter of the victim takes a table too');
+# the victim's counter's table was idle meanwhile: it may have been taken;
+# until the stale age it may be refused, with the SQLSTATE and message
+my $early = victim();
+diag("the victim right after the PREPARE: $early");
+ok($early eq 'applied' || $early =~ /53400.*no share of counter filter "c_fbf"'s capacity can be counted now/s,
+	'right after the PREPARE the victim is admitted or refused with 53400 (no share table)');
 my $wait = 11 - (time() - $prepared_at);
 usleep($wait * 1_000_000) if $wait > 0;
 is(victim(), 'applied', 'past the stale age the victim is admitted, the transaction still prepared');
@@ -174,61 +164,26 @@ $node->safe_psql('postgres', q{
 		RETURN n;
 	END $f$;
 }, extra_params => [ '-U', 'mallory' ]);
-# t2's: 100 counters, each session 50 of them; a refusal fails its session
-$node->safe_psql('postgres', q{CREATE SCHEMA churn2 AUTHORIZATION t2});
-$node->safe_psql('postgres', q{
-	DO $$ BEGIN
-		FOR i IN 1 .. 100 LOOP
-			PERFORM fbf_create_counter_table('churn2.c' || i, retention => '10 s',
-											 expected_rate => 100, max_streams => 0);
-		END LOOP;
-	END $$;
-	CREATE FUNCTION churn2.touch(lo int, hi int) RETURNS int LANGUAGE plpgsql AS $f$
-	BEGIN
-		FOR i IN lo .. hi LOOP
-			PERFORM idempotent_increment(('churn2.c' || i)::regclass, 'k', 1,
-										 (random() * 9e18)::bigint, 1);
-		END LOOP;
-		RETURN hi - lo + 1;
-	END $f$;
-}, extra_params => [ '-U', 't2' ]);
-my %churn = (mallory => q{BEGIN;
+my $script = "${PostgreSQL::Test::Utils::tmp_check}/churn.sql";
+open(my $fh, '>', $script) or die "$script: $!";
+print $fh q{BEGIN;
 \set lo :client_id * 80 + 1
 \set hi :lo + 79
 SELECT churn.touch(:lo, :hi);
 SELECT pg_sleep(0.3);
 COMMIT;
-}, t2 => q{BEGIN;
-\set lo :client_id * 50 + 1
-\set hi :lo + 49
-SELECT churn2.touch(:lo, :hi);
-SELECT pg_sleep(0.3);
-COMMIT;
-});
+};
+close $fh;
 my $log_offset = -s $node->logfile;
-my %run;
-for my $role (sort keys %churn)
-{
-	my $script = "${PostgreSQL::Test::Utils::tmp_check}/churn_$role.sql";
-	open(my $fh, '>', $script) or die "$script: $!";
-	print $fh $churn{$role};
-	close $fh;
-	$run{$role} = { out => '', err => '' };
-	$run{$role}{h} = IPC::Run::start(
-		[ 'pgbench', '-n', '-U', $role, '-c', $role eq 'mallory' ? 8 : 2, '-j', 1,
-		  '-T', 15, '-f', $script, '-d', $node->connstr('postgres') ],
-		'>', \$run{$role}{out}, '2>', \$run{$role}{err});
-}
-$_->{h}->finish for values %run;
-ok($run{mallory}{h}->result(0) == 0, 'churn: eight sessions of mallory charged 640 counters to the end')
-  or diag($run{mallory}{err});
+my ($out, $err) = ('', '');
+my $done = IPC::Run::run(
+	[ 'pgbench', '-n', '-U', 'mallory', '-c', 8, '-j', 2, '-T', 15, '-f', $script,
+	  '-d', $node->connstr('postgres') ],
+	'>', \$out, '2>', \$err);
+ok($done, 'churn: eight sessions charged 640 counters to the end') or diag($err);
 ok(!$node->log_contains(qr/terminated by signal/, $log_offset),
 	'churn: no backend crashed while tables passed between counters');
-like($run{mallory}{out}, qr/number of failed transactions: 0 /, 'churn: no transaction of mallory failed');
-ok($run{t2}{h}->result(0) == 0, 'churn: t2 was never refused a table (it took them from mallory\'s)')
-  or diag($run{t2}{err});
-like($run{t2}{out}, qr/number of transactions actually processed: [1-9]/,
-	'churn: t2 ran transactions meanwhile');
+like($out, qr/number of failed transactions: 0 /, 'churn: no transaction failed');
 is(victim(), 'applied', 'churn: the victim is admitted once the sessions are done');
 
 $m{in} .= "\\q\n";
