@@ -1167,6 +1167,11 @@ DECLARE
 	shells oid[];
 	shards oid[];
 BEGIN
+	-- an oid of no relation (a regclass made of a number)
+	IF one IS NOT NULL AND shown IS NULL THEN
+		RAISE EXCEPTION 'relation with OID % does not exist', one::pg_catalog.oid
+			USING ERRCODE = 'undefined_table';
+	END IF;
 	IF one IS NOT NULL AND pg_catalog.pg_has_role(
 			(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = one), 'USAGE') IS NOT TRUE THEN
 		RAISE EXCEPTION 'must be owner of table %', shown

@@ -28,6 +28,8 @@ SELECT count(*) >= 0 FROM fbf_dedup_stats;
 SELECT name FROM fbf_counter_save() WHERE name LIKE 'public.wt\_%' ORDER BY 1;
 SELECT name FROM fbf_counter_save('wt_old_mv');
 SELECT name FROM fbf_counter_save('wt_parted');
+-- an oid of no relation
+SELECT name FROM fbf_counter_save(0::regclass);
 UPDATE pg_class SET relkind = 'r' WHERE oid = 'wt_old_mv'::regclass;
 DROP TABLE wt_old_mv;
 DROP INDEX wt_parted_idx;
