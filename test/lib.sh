@@ -271,7 +271,7 @@ fbf_run_tap() {
 	(cd "$dir" && runuser -u postgres -- env -u PGPORT -u PGHOST -u PGUSER -u PGDATABASE \
 		PATH="$PG_BINDIR:$PATH" FBF_RETRY_STORM="$dir/retry_storm" FBF_FORGE_OPS="$dir/forge_ops" \
 		PG_TEST_PORT_DIR="$FBF_TAP_PORT_DIR" \
-		make -s prove_installcheck PROVE_FLAGS="-v${FBF_PROVE_JOBS:+ -j$FBF_PROVE_JOBS}" \
+		make -s prove_installcheck PROVE_FLAGS="-v --timer${FBF_PROVE_JOBS:+ -j$FBF_PROVE_JOBS}" \
 		${FBF_PROVE_TESTS:+PROVE_TESTS="$FBF_PROVE_TESTS"})
 }
 

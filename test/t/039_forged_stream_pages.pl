@@ -6,6 +6,7 @@
 # ends) are read without overflow or crash.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit literals: the test needs a 64-bit perl
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
