@@ -294,6 +294,15 @@ apply_reserved(Relation heap, Relation index, const FbfOps *ops,
  * (FbfShareCharge), where the window is shared (is_shared); refused, the
  * operation fails with 53400 (the transaction aborts, and with it the
  * entry), the call's hold on the window (if any) let go first.
+ *
+ * A counter that can have no share table now (every one held by counters
+ * with entries in flight of recent transactions) is admitted unshared
+ * while its window is not capped and the operation is off its chain's
+ * reserve: its filter keeps its target by growing, and a flood at its cap
+ * meets the window's own refusals (the capped flag, the reserve, full
+ * chains), so nothing is lost; refused only then.  So another role
+ * holding every table makes no counter refuse that would not refuse
+ * under a flood of its own.
  */
 static void
 charge_share(Relation heap, Relation index, const FbfOps *ops,
@@ -316,7 +325,9 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	demand.in_flight = info->capacity.in_flight;
 	verdict = FbfShareCharge(MyDatabaseId, RelationGetRelid(heap), &demand,
 							 &standing);
-	if (verdict == FBF_SHARE_ADMITTED)
+	if (verdict == FBF_SHARE_ADMITTED ||
+		(verdict == FBF_SHARE_NO_TABLE && !info->capacity.capped &&
+		 !info->on_reserve))
 		return;
 
 	/* the message reads catalogs: the window's buffer locks go first */
@@ -327,7 +338,10 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no share of counter filter \"%s\"'s capacity can be counted now",
 						RelationGetRelationName(index)),
-				 errdetail("Every share table of the server is held by counters with operations in flight of transactions begun in the last %d seconds.", FBF_SHARE_STALE_SECS),
+				 errdetail("Every share table of the server is held by counters with operations in flight of transactions begun in the last %d seconds, and the filter is %s.",
+						   FBF_SHARE_STALE_SECS,
+						   info->capacity.capped ? "at its cap" :
+						   "filling the last fifth of its pending pages"),
 				 errhint("Retry the operation; commit or roll back transactions left open on other counters.")));
 
 	who = demand.pooled ? NULL : share_who(ops, opts->share_by);

@@ -113,7 +113,8 @@ typedef enum FbfShareVerdict
 	FBF_SHARE_OVER_IN_FLIGHT,	/* its transactions hold their share of the
 								 * entries in flight */
 	FBF_SHARE_NO_TABLE			/* every share table is held by counters with
-								 * entries in flight of recent transactions */
+								 * entries in flight of recent transactions:
+								 * nothing counted, nothing held */
 } FbfShareVerdict;
 
 /* What a verdict was judged by, for the refusal's message. */

@@ -69,9 +69,10 @@
  * flight, or was last charged by a transaction begun FBF_SHARE_STALE_SECS
  * ago or more (so that transactions left open or prepared on many counters
  * do not hold every table).  A counter that cannot have one (every table
- * is held by a counter charged lately, with entries in flight) is refused
- * (FBF_SHARE_NO_TABLE), never admitted unshared.  Temporary counters are
- * not shared (counter_engine.c).
+ * is held by a counter charged lately, with entries in flight) gets
+ * FBF_SHARE_NO_TABLE and nothing counted: its caller decides whether the
+ * window can take the operation unshared (counter_engine.c).  Temporary
+ * counters are not shared (counter_engine.c).
  *
  * Locks: the first lock of the tranche "fbf shares" guards which counter
  * holds which table (exclusive to give or take one; a backend caches the
@@ -1132,7 +1133,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		table = find_table(dbid, relid, &generation);
 		if (table < 0)
 		{
-			/* none free: refused, never admitted unshared */
+			/* none free: nothing counted, the caller decides */
 			standing->verdict = FBF_SHARE_NO_TABLE;
 			return standing->verdict;
 		}

@@ -213,6 +213,8 @@ typedef struct FbfWindowCapacity
 								 * fbf.max_filter_size lets it */
 	double		in_flight;		/* pending entries the chains hold at most */
 	double		reserve;		/* of them, those of the chains' reserves */
+	bool		capped;			/* at its cap, with no room left to grow
+								 * under its target (FbfWindowCapped) */
 } FbfWindowCapacity;
 
 /* What FbfWindowApply tells its caller beside its result. */

@@ -97,6 +97,7 @@ FbfWindowCapacityOf(const FbfWindowMetaPageData *meta, FbfWindowCapacity *cap)
 		FBF_PENDING_CAPACITY;
 	cap->reserve = (double) meta->nchains * FBF_RESERVE_PAGES *
 		FBF_PENDING_CAPACITY;
+	cap->capped = (meta->flags & FBF_META_CAPPED) != 0;
 }
 
 /* What the window can take now (FbfWindowCapacityOf). */
