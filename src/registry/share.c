@@ -108,6 +108,13 @@
 
 /* counters with a share table at once */
 #define FBF_SHARE_TABLES		512
+/*
+ * After a search found every table held, searches of counters that hold
+ * none find none for this long without looking (the counters take their
+ * operations unshared meanwhile, counter_engine.c): a search takes the
+ * membership lock exclusively and every table's lock in turn.
+ */
+#define FBF_SHARE_NONE_MS		100
 /* units one table tells apart; the rest share its last slot */
 #define FBF_SHARE_UNITS			128
 /* bits of the sketch that counts the units of the last slot */
@@ -207,6 +214,8 @@ typedef struct FbfShareShared
 	LWLock	   *table_locks[FBF_SHARE_TABLES];
 	int			nprepared;		/* rows of prepared transactions a table
 								 * has (share_prepared_rows) */
+	pg_atomic_uint64 none_until;	/* no table to be had before this
+									 * (FBF_SHARE_NONE_MS) */
 	FbfShareTable tables[FBF_SHARE_TABLES];
 	/* each table's rows of prepared transactions, table after table */
 	FbfSharePrepared prepared[FLEXIBLE_ARRAY_MEMBER];
@@ -218,7 +227,7 @@ static FbfShareShared *Shares = NULL;
 typedef struct ShareCacheEntry
 {
 	Oid			relid;			/* hash key (this database's) */
-	int			table;
+	int			table;			/* -1: none could be had (none_until) */
 	uint64		generation;
 } ShareCacheEntry;
 
@@ -287,6 +296,7 @@ FbfShareShmemInit(void)
 		return;
 	memset(Shares, 0, FbfShareShmemSize());
 	Shares->nprepared = share_prepared_rows();
+	pg_atomic_init_u64(&Shares->none_until, 0);
 	Shares->lock = &(GetNamedLWLockTranche("fbf shares"))[0].lock;
 	for (t = 0; t < FBF_SHARE_TABLES; t++)
 		Shares->table_locks[t] = &(GetNamedLWLockTranche("fbf shares"))[t + 1].lock;
@@ -613,34 +623,40 @@ pick_table(Oid dbid, Oid relid)
 }
 
 /*
- * The table of counter (dbid, relid), given to it if it has none; -1 if
- * none can be had.  *generation gets the table's generation, to check
- * under its lock.
+ * The table counter (dbid, relid) holds, without giving it one (nor
+ * trusting this backend's cache of it): -1 if it has none.  *generation
+ * gets the table's generation, to check under its lock.
  */
 static int
-find_table(Oid dbid, Oid relid, uint64 *generation)
+held_table(Oid dbid, Oid relid, uint64 *generation)
 {
-	ShareCacheEntry *entry;
-	bool		found;
+	int			found = -1;
+	int			t;
+
+	LWLockAcquire(Shares->lock, LW_SHARED);
+	for (t = 0; t < FBF_SHARE_TABLES && found < 0; t++)
+	{
+		if (Shares->tables[t].dbid == dbid && Shares->tables[t].relid == relid)
+		{
+			found = t;
+			*generation = Shares->tables[t].generation;
+		}
+	}
+	LWLockRelease(Shares->lock);
+	return found;
+}
+
+/*
+ * Give counter (dbid, relid) a table, under the membership lock: one free,
+ * else one table_free allows, after letting go of the charges of prepared
+ * transactions that have ended; -1 if none, and none for the others either
+ * for FBF_SHARE_NONE_MS.  *generation gets the table's generation.
+ */
+static int
+give_table(Oid dbid, Oid relid, uint64 *generation)
+{
 	int			t;
 	int			pick;
-
-	if (share_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(ShareCacheEntry);
-		ctl.hcxt = TopMemoryContext;
-		share_cache = hash_create("fbf share tables", 64, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	entry = hash_search(share_cache, &relid, HASH_FIND, NULL);
-	if (entry != NULL)
-	{
-		*generation = entry->generation;
-		return entry->table;
-	}
 
 	LWLockAcquire(Shares->lock, LW_EXCLUSIVE);
 	pick = pick_table(dbid, relid);
@@ -687,13 +703,57 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 	}
 	if (pick >= 0)
 		*generation = Shares->tables[pick].generation;
+	else
+		pg_atomic_write_u64(&Shares->none_until,
+							(uint64) TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																 FBF_SHARE_NONE_MS));
 	LWLockRelease(Shares->lock);
-	if (pick < 0)
+	return pick;
+}
+
+/*
+ * The table of counter (dbid, relid), given to it if it has none; -1 if
+ * none can be had.  *generation gets the table's generation, to check
+ * under its lock.
+ */
+static int
+find_table(Oid dbid, Oid relid, uint64 *generation)
+{
+	ShareCacheEntry *entry;
+	bool		found;
+	int			pick;
+
+	if (share_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ShareCacheEntry);
+		ctl.hcxt = TopMemoryContext;
+		share_cache = hash_create("fbf share tables", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(share_cache, &relid, HASH_FIND, NULL);
+	if (entry != NULL && entry->table >= 0)
+	{
+		*generation = entry->generation;
+		return entry->table;
+	}
+	/* none, lately: none still, until a search may find one */
+	if (entry != NULL && GetCurrentTimestamp() <
+		(TimestampTz) pg_atomic_read_u64(&Shares->none_until))
 		return -1;
 
+	/* its own; else one given to it, unless a search found none lately */
+	pick = held_table(dbid, relid, generation);
+	if (pick < 0 && GetCurrentTimestamp() >=
+		(TimestampTz) pg_atomic_read_u64(&Shares->none_until))
+		pick = give_table(dbid, relid, generation);
+
+	/* -1 remembered too, for as long as none_until says */
 	entry = hash_search(share_cache, &relid, HASH_ENTER, &found);
 	entry->table = pick;
-	entry->generation = *generation;
+	entry->generation = pick >= 0 ? *generation : 0;
 	return pick;
 }
 
@@ -1192,30 +1252,6 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		hold(table, generation, slot, demand->entries, epoch, cost,
 			 demand->on_reserve ? demand->entries : 0);
 	return standing->verdict;
-}
-
-/*
- * The table counter (dbid, relid) holds, without giving it one (nor
- * trusting this backend's cache of it): -1 if it has none.  *generation
- * gets the table's generation, to check under its lock.
- */
-static int
-held_table(Oid dbid, Oid relid, uint64 *generation)
-{
-	int			found = -1;
-	int			t;
-
-	LWLockAcquire(Shares->lock, LW_SHARED);
-	for (t = 0; t < FBF_SHARE_TABLES && found < 0; t++)
-	{
-		if (Shares->tables[t].dbid == dbid && Shares->tables[t].relid == relid)
-		{
-			found = t;
-			*generation = Shares->tables[t].generation;
-		}
-	}
-	LWLockRelease(Shares->lock);
-	return found;
 }
 
 /*
