@@ -17,7 +17,10 @@
 #      admitted unshared (before, refused: "no share ... can be counted
 #      now", SQLSTATE 53400); after it, the tables of a transaction begun
 #      that long ago are given to counters that need one, prepared or
-#      not, and after ROLLBACK PREPARED too.
+#      not, and after ROLLBACK PREPARED too.  A counter whose filter is
+#      at its cap (a 64kB fbf.max_filter_size; its streams answer every
+#      operation exactly, so the filter refuses none itself) takes a new
+#      operation with a table of its own, and refuses it without one.
 #   3. mallory, in 8 sessions, keeps 640 small counters of its own
 #      charging (each session 80 of them, in transactions of 0.3 s), so
 #      that tables pass from counter to counter while other sessions
@@ -116,6 +119,30 @@ ok(mallory("ROLLBACK;\nSELECT 'rolled back';", qr/rolled back/), 'mallory rolls 
 # ---------------------------------------------------------------------
 # 2. a prepared transaction on 512 counters
 # ---------------------------------------------------------------------
+# a counter at its cap: filled with the cap at 64kB, taking everything
+# (at_capacity = 'dismiss') until capped, then refusing again
+$node->safe_psql('postgres', q{
+	SET fbf.max_filter_size = '64kB';
+	SELECT fbf_create_counter_table('capme', retention => '10 min', nbits => 1024, nhashes => 3, npast => 1);
+	ALTER INDEX capme_fbf SET (at_capacity = 'dismiss');
+	SELECT count(*) FROM generate_series(1, 3000) g WHERE idempotent_increment('capme', 1, g, 1);
+	SELECT count(fbf_counter_maintain('capme')) FROM generate_series(1, 3);
+	ALTER INDEX capme_fbf SET (at_capacity = 'refuse');
+});
+is($node->safe_psql('postgres', q{SELECT capped FROM fbf_counter_stats WHERE counter = 'capme'::regclass}),
+	't', 'a counter at its cap');
+# a new client's operation, 'applied' or the error
+my $capme_client = 100;
+sub capme
+{
+	$capme_client++;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"SELECT idempotent_increment('capme', $capme_client, 1, 1)",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	return $ret == 0 ? ($out eq 't' ? 'applied' : "answered $out") : $err;
+}
+is(capme(), 'applied', 'with a share table, the counter at its cap takes a new operation');
+
 ok(mallory(hold_512('m.c') . "PREPARE TRANSACTION 'pin';\nSELECT 'prepared';", qr/prepared/),
 	'mallory prepares a transaction with an operation on each of 512 counters');
 my $prepared_at = time();
@@ -125,6 +152,8 @@ my $prepared_at = time();
 is(victim(), 'applied', 'right after the PREPARE the victim, whose counter has no share table, is admitted');
 is($node->safe_psql('postgres', q{SELECT capped FROM fbf_counter_stats WHERE counter = 'app.c'::regclass}),
 	'f', 'its filter is not at its cap');
+like(capme(), qr/53400.*no share of counter filter "capme_fbf"'s capacity can be counted now.*and the filter is at its cap/s,
+	'without one, the counter at its cap refuses it (53400)');
 my $wait = 11 - (time() - $prepared_at);
 usleep($wait * 1_000_000) if $wait > 0;
 is(victim(), 'applied', 'past the stale age the victim is admitted, the transaction still prepared');
