@@ -721,6 +721,7 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 {
 	ShareCacheEntry *entry;
 	bool		found;
+	bool		none;
 	int			pick;
 
 	if (share_cache == NULL)
@@ -739,15 +740,15 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 		*generation = entry->generation;
 		return entry->table;
 	}
-	/* none, lately: none still, until a search may find one */
-	if (entry != NULL && GetCurrentTimestamp() <
-		(TimestampTz) pg_atomic_read_u64(&Shares->none_until))
+	/* a search found none lately: this backend, told so, does not look */
+	none = GetCurrentTimestamp() <
+		(TimestampTz) pg_atomic_read_u64(&Shares->none_until);
+	if (entry != NULL && none)
 		return -1;
 
 	/* its own; else one given to it, unless a search found none lately */
 	pick = held_table(dbid, relid, generation);
-	if (pick < 0 && GetCurrentTimestamp() >=
-		(TimestampTz) pg_atomic_read_u64(&Shares->none_until))
+	if (pick < 0 && !none)
 		pick = give_table(dbid, relid, generation);
 
 	/* -1 remembered too, for as long as none_until says */
