@@ -486,7 +486,8 @@ FbfBloomEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
  * Size a Bloom window from the index's options (FbfFilterRoutine.plan):
  * an explicit shape if nbits is set, else the plan that meets the target
  * at the expected rate with the fewest bits per filter (every lane of a
- * partition page costs memory, used or not), in page-sized partitions.
+ * partition page costs memory, used or not), in page-sized partitions,
+ * each then given all the bits its page holds.
  * nchains is that of a 1.0 window being upgraded, 0 for a new window.
  * Sets the shape, ring size and period fields of *meta; FbfWindowPlan
  * rounds the partitions to the chains (FbfBloomSpread) and checks the cap.
@@ -524,14 +525,19 @@ FbfBloomPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 					 errmsg("invalid fbf shape"),
 					 errdetail("%s", why)));
 	}
-	else if (!fbf_plan_sliced(retention, opts->target_fpp, opts->expected_rate,
-							  FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
-							  FBF_SLICE_MAX_BITS, &plan, &why))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("no fbf filter meets target %g at %g operations per second",
-						opts->target_fpp, opts->expected_rate),
-				 errdetail("%s", why)));
+	else
+	{
+		if (!fbf_plan_sliced(retention, opts->target_fpp, opts->expected_rate,
+							 FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
+							 FBF_SLICE_MAX_BITS, &plan, &why))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("no fbf filter meets target %g at %g operations per second",
+							opts->target_fpp, opts->expected_rate),
+					 errdetail("%s", why)));
+		/* the page is whole whatever the plan: see FbfBloomSpread */
+		plan.nbits = FBF_SLICE_MAX_BITS;
+	}
 
 	meta->nbits = plan.nbits;
 	meta->nparts = plan.nparts;
@@ -540,12 +546,21 @@ FbfBloomPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 	meta->period = (int64) ceil(plan.period * USECS_PER_SEC);
 }
 
-/* more partitions than planned: never fewer bits in all */
+/*
+ * More partitions than planned (FbfFilterRoutine.spread).  A planned window
+ * already fills its pages (FbfBloomPlan), and keeps doing so: a partition
+ * page costs a block whatever its filters use of it, and a filter of few
+ * bits per page dismisses far more than its estimate says (design.md,
+ * "Where it falls short: small filters").  An explicit shape keeps its
+ * bits in all, never fewer.
+ */
 void
 FbfBloomSpread(FbfWindowMetaPageData *meta, uint32 planned)
 {
 	uint64		total = (uint64) meta->nbits * planned;
 
+	if (meta->nbits == FBF_SLICE_MAX_BITS)
+		return;
 	meta->nbits = (uint32) Max((total + meta->nparts - 1) / meta->nparts,
 							   FBF_MIN_NBITS);
 }

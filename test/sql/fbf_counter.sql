@@ -15,6 +15,12 @@ ALTER TABLE likes SET (autovacuum_enabled = off);
 SELECT counter, filters, live_filters, period, retention, nbits, nhashes, partitions,
        estimated_fpp, target_fpp, applied, dismissed, resizes, capped
 FROM fbf_counter_stats;
+-- a filter planned for a low rate still has every bit of its pages: a few
+-- bits a page would dismiss far more than the estimate says
+SELECT fbf_create_counter_table('slow', expected_rate => 1);
+SELECT partitions, nbits / partitions AS bits_per_partition
+FROM fbf_counter_stats WHERE counter = 'slow'::regclass;
+DROP TABLE slow;
 
 -- the brief's call: applied once per (client_id, seq)
 SELECT idempotent_increment('likes', 42, 1, 1) AS first,

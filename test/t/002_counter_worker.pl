@@ -17,9 +17,12 @@ fbf.naptime = 200ms
 fbf.aimd_period_step = 200ms
 fbf.period_min = 100ms
 });
+# The shape a plan for 50 operations a second had before planned filters
+# filled their pages: small, so that the ramp below, to four times that,
+# grows it.
 $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('ramp', retention => '4 s', target_fpp => 0.01,
-									expected_rate => 50)});
+									nbits => 308, nhashes => 8, npast => 14)});
 
 my ($filters0, $parts0) = split /\|/, $node->safe_psql('postgres',
 	q{SELECT filters, partitions FROM fbf_counter_stats});
@@ -45,7 +48,7 @@ sub send_ops
 	return $got;
 }
 
-# the ramp: from the planned 50 operations/s to about 200/s
+# the ramp: from the 50 operations/s of its shape to about 200/s
 for my $step (1 .. 60)
 {
 	send_ops(20);

@@ -15,7 +15,9 @@
 # table inside a transaction that stays open for four seconds.  No growth
 # may read more than 100 operations a second (what the claims make of it
 # is 2 at most: the committed ones wait on the chains for the worker), and
-# no table may grow past 8 partitions.
+# no table may grow past 8 partitions.  The tables have the shape a plan
+# for one claim a second had before planned filters filled their pages
+# (64 bits a page): small enough to grow for a few claims.
 use strict;
 use warnings;
 
@@ -28,8 +30,8 @@ use FbfTest;
 my $node = fbf_node('late_refresh', "fbf.naptime = 10s\n");
 
 $node->safe_psql('postgres', q{
-	SELECT count(fbf_create_dedup('tiny' || g, retention => '10 s', expected_rate => 1,
-								  max_streams => 0))
+	SELECT count(fbf_create_dedup('tiny' || g, retention => '10 s', nbits => 64,
+								  nhashes => 4, npast => 9, max_streams => 0))
 	  FROM generate_series(1, 50) g;
 });
 my $log_offset = -s $node->logfile;
