@@ -390,6 +390,11 @@ FbfWindowAimdStep(Relation index, const FbfWindowMetaPageData *meta,
 
 		if (nfilters < 0)
 			d.action = FBF_AIMD_HOLD;
+		else if (nfilters == meta->nfilters && d.action == FBF_AIMD_GROW)
+			ereport(LOG,
+					(errmsg("fbf: \"%s\" is refreshed every %.3f s instead of %.3f s: its %d filters cannot grow (estimated false-positive rate %.3g, target %.3g)",
+							RelationGetRelationName(index), d.period / 1e6,
+							meta->period / 1e6, nfilters, fpp, meta->target_fpp)));
 		else
 			ereport(LOG,
 					(errmsg("fbf: %s \"%s\" from %d to %d filters, refresh period %.3f s to %.3f s (estimated false-positive rate %.3g, target %.3g)",
