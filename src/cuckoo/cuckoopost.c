@@ -714,8 +714,8 @@ CuckooListSearch(Relation index, const CuckooLayout *layout, uint32 list_tag,
 
 /*
  * Tidy one list after VACUUM removed dead entries: the bucket page
- * "buf" and its pointer slot "ptr" (exclusively locked).  Returns whether
- * the pointer was dropped.
+ * "buf" and its pointer slot "ptr" (exclusively locked); the pointer is
+ * dropped if the list is left empty.
  *
  * Walks the path holding the page before and the page itself, both
  * exclusive: a page holding none of the list's entries is unlinked (its
@@ -724,6 +724,11 @@ CuckooListSearch(Relation index, const CuckooLayout *layout, uint32 list_tag,
  * of the list, the list ends (the pointer is dropped) or its next page
  * becomes the head.  A page left with no references and no entries is
  * free; the free space map learns of it.
+ *
+ * Each unlinking is one WAL record, so the walk may stop before any of
+ * them and leave a list that is whole, only less tidy: it does, and
+ * returns false, when a cancel waits (CuckooCancelPending); true once the
+ * list is tidy.
  */
 bool
 CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf, uint32 ptr)
@@ -736,7 +741,6 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf, uint32 
 	BlockNumber head = CuckooRefBlock(ref);
 	Buffer		hbuf = ReadBuffer(index, head);
 	Buffer		cur;
-	bool		dropped = false;
 
 	LockBuffer(hbuf, BUFFER_LOCK_EXCLUSIVE);
 	CuckooCheckPage(index, hbuf, CUCKOO_POSTING);
@@ -754,7 +758,13 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf, uint32 
 		Page		e;
 		Buffer		bufs[2];
 
-		CHECK_FOR_INTERRUPTS();
+		if (CuckooCancelPending())
+		{
+			if (cur != hbuf)
+				UnlockReleaseBuffer(cur);
+			UnlockReleaseBuffer(hbuf);
+			return false;
+		}
 		(void) count_list(layout, CuckooPageGetBlock(BufferGetPage(cur)), list_tag, &link);
 		if (link < 0)
 			break;
@@ -834,7 +844,6 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf, uint32 
 				bufs[nbufs++] = hbuf;
 			}
 			CuckooChangeFinish(index, state, bufs, nbufs);
-			dropped = true;
 		}
 		else if (nentries == 0 && !exhausted)
 		{
@@ -861,5 +870,5 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf, uint32 
 	}
 	CuckooRecordSpace(index, layout, head, BufferGetPage(hbuf));
 	UnlockReleaseBuffer(hbuf);
-	return dropped;
+	return true;
 }

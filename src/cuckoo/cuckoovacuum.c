@@ -11,7 +11,10 @@
  * move entries into and between lists under that lock, so a physical
  * pass over posting pages could miss an entry moved behind it (and the
  * heap would then reuse its TID).  A list that lost entries is tidied
- * (cuckoopost.c), freeing posting pages into the free space map.
+ * (cuckoopost.c), freeing posting pages into the free space map.  The
+ * bucket page's lock holds interrupts off, so the walk stops between two
+ * pages for a cancel, and lets it in with the bucket page unlocked
+ * (vacuum_lists).
  *
  * Split steps run while VACUUM is between pages (a doubling proceeds an
  * insert at a time), but they only move entries forward in block order:
@@ -204,29 +207,36 @@ vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks
 }
 
 /*
- * The lists of the pointers of bucket page "buf" (exclusively locked):
- * every page of each list, exclusively locked in path order, loses the
- * list's dead entries; then, where any went, the lists are tidied
- * (cuckoopost.c).  Entries move into and between lists only under their
- * bucket page's lock, which we hold: none can slip behind the pass.
+ * Walk the lists of the pointers of bucket page "buf" (exclusively
+ * locked): every page of each list, exclusively locked in path order,
+ * loses the list's dead entries; then, where any went, the lists are
+ * tidied (cuckoopost.c).  Entries move into and between lists only under
+ * their bucket page's lock, which we hold: none can slip behind the walk.
  *
  * Heads are shared by the lists of many keys, and pages after a head
  * belong to one list (cuckoopost.c): so the lists that share a head are
  * vacuumed there in one pass over its slots, then each list's own pages
  * one by one.  Only the lists that lost entries, or that a tidy would
- * change all the same (left so by an earlier pass: a crash between the
- * two, or a copy of an exhausted pointer that another bucket page's pass
- * emptied), are tidied.  Only one posting page is locked at a time.
+ * change all the same (left so by an earlier walk: a crash between the
+ * two, a walk stopped for a cancel, or a copy of an exhausted pointer that
+ * another bucket page's walk emptied), are tidied.  Only one posting page
+ * is locked at a time.
+ *
+ * Returns false if it stopped between two pages for a cancel
+ * (CuckooCancelPending), the lists not all tidied: the bucket page's lock
+ * holds off interrupts, and one key's lists can run to millions of
+ * entries.
  */
-static void
-vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
-			 IndexBulkDeleteResult *stats,
-			 IndexBulkDeleteCallback callback, void *callback_state)
+static bool
+walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
+		   IndexBulkDeleteResult *stats,
+		   IndexBulkDeleteCallback callback, void *callback_state)
 {
 	const uint8 *bblock = CuckooPageGetBlock(BufferGetPage(buf));
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
 	ListWalk   *lists = NULL;
 	int			nlists = 0;
+	bool		done = true;
 
 	for (uint32 s = 0; s < cuckoo_nslots(layout); s++)
 	{
@@ -248,24 +258,68 @@ vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 		nlists++;
 	}
 	if (nlists == 0)
-		return;
+		return true;
 
 	qsort(lists, nlists, sizeof(ListWalk), list_walk_cmp);
-	for (int first = 0, end; first < nlists; first = end)
+	for (int first = 0, end; first < nlists && done; first = end)
 	{
 		for (end = first + 1; end < nlists && lists[end].next == lists[first].next; end++)
 			;
 		vacuum_list_page(index, layout, nblocks, lists + first, end - first,
 						 stats, callback, callback_state);
-		for (int i = first; i < end; i++)
+		for (int i = first; i < end && done; i++)
 			while (BlockNumberIsValid(lists[i].next))
+			{
+				if (CuckooCancelPending())
+				{
+					done = false;
+					break;
+				}
 				vacuum_list_page(index, layout, nblocks, lists + i, 1,
 								 stats, callback, callback_state);
+			}
 	}
-	for (int i = 0; i < nlists; i++)
+	for (int i = 0; i < nlists && done; i++)
 		if (lists[i].tidy)
-			(void) CuckooListVacuum(index, layout, buf, lists[i].ptr);
+			done = CuckooListVacuum(index, layout, buf, lists[i].ptr);
 	pfree(lists);
+	return done;
+}
+
+/*
+ * The lists of bucket page "buf" (exclusively locked, and so on return):
+ * walk_lists, and if it stops for a cancel, let the cancel in with the
+ * page unlocked (it keeps its pin).  Should the walk survive that (a
+ * cancel that arrived while the client was idle is dropped), the page is
+ * locked again and its lists walked again from the start: while it was
+ * unlocked, entries may have moved between its lists, behind the walk.
+ * (Only a cancel stops a walk, so walks are not repeated for nothing.)
+ * Nothing is lost by the stop: what was removed stays removed, and the
+ * lists left untidied are tidied by this walk or a later one, as after a
+ * crash between the two.  A page a split moved meanwhile is left: its
+ * pointers' copies are in its halves, at later blocks, which the pass
+ * visits (see the file header).
+ */
+static void
+vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
+			 IndexBulkDeleteResult *stats,
+			 IndexBulkDeleteCallback callback, void *callback_state)
+{
+	double		counted = stats->num_index_tuples;
+
+	while (!walk_lists(index, buf, layout, stats, callback, callback_state))
+	{
+		Page		page = BufferGetPage(buf);
+
+		/* the entries kept are counted again by the next walk */
+		stats->num_index_tuples = counted;
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (!CuckooIsPage(page, CUCKOO_BUCKET) ||
+			(CuckooPageGetOpaque(page)->flags & CUCKOO_MOVED))
+			return;
+	}
 }
 
 /*

@@ -1,5 +1,6 @@
 # Large batches stop soon after a cancel, a statement timeout or a
-# terminate, and leave nothing applied.
+# terminate, and leave nothing applied; VACUUM of a cuckoo index stops
+# inside one key's posting lists (the last section).
 #
 # Batches of idempotent_increment and fbf_claim, fbf_add with a large
 # array, and passes over one large fbf value (the core's transposes and
@@ -197,6 +198,64 @@ $node->psql('postgres', q{
 	stdout => \$cap_out, stderr => \$cap_err);
 like($cap_err, qr/ids of fbf_claim has 4194305 elements, more than the 4194304 a batch may have/,
 	'a batch of claims over the limit is refused');
+
+######################################################################
+# VACUUM of a cuckoo index stops inside one key's posting lists
+######################################################################
+# All 300,000 rows have one key: one bucket page's lists hold every entry,
+# and VACUUM walks and tidies them (a tenth of a second or more) with that
+# bucket page locked, which holds interrupts off.  The heap is pruned
+# first (INDEX_CLEANUP OFF), so that the VACUUM below goes to the index at
+# once.  Another session watches it and cancels it the moment it begins
+# its index, where the walk begins too: the walk must stop between two
+# pages of the lists, some of the dead entries gone and not all of them.
+# (A walk that let the cancel wait would run to the end of the lists, and
+# leave none.)
+$node->safe_psql('postgres', q{
+	CREATE TABLE one_key (g int, k int) WITH (autovacuum_enabled = off);
+	INSERT INTO one_key SELECT g, 7 FROM generate_series(1, 300000) g;
+	CREATE INDEX one_key_k ON one_key USING cuckoo (k);
+	DELETE FROM one_key WHERE g % 10 <> 0;
+	VACUUM (INDEX_CLEANUP OFF) one_key});
+my $dead_at = sub {
+	(split /\|/, $node->safe_psql('postgres',
+		q{SELECT entries, heap_tuples, dead_entries FROM cuckoo_index_verify('one_key_k')}))[2];
+};
+is($dead_at->(), 270000, 'one key: 270,000 dead entries before VACUUM');
+{
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-At', '-c', "SET application_name = 'vacuum_one'",
+		  '-c', 'VACUUM one_key', '-d', $node->connstr('postgres') ],
+		'>', \$out, '2>', \$err);
+	$node->safe_psql('postgres', q{
+		DO $$
+		BEGIN
+			FOR i IN 1 .. 60000 LOOP
+				PERFORM pg_stat_clear_snapshot();
+				IF EXISTS (SELECT FROM pg_stat_progress_vacuum p JOIN pg_stat_activity a USING (pid)
+						   WHERE a.application_name = 'vacuum_one'
+							 AND p.phase = 'vacuuming indexes') THEN
+					PERFORM pg_cancel_backend(pid) FROM pg_stat_activity
+					 WHERE application_name = 'vacuum_one';
+					RETURN;
+				END IF;
+				PERFORM pg_sleep(0.001);
+			END LOOP;
+		END $$});
+	$h->finish;
+	like($err, qr/canceling statement due to user request/,
+		'one key: the VACUUM of its lists is cancelled');
+	my $dead = $dead_at->();
+	ok($dead > 0 && $dead < 270000,
+		"one key: it stopped inside the lists ($dead of 270,000 dead entries left), and the index verifies");
+}
+$node->safe_psql('postgres', 'VACUUM one_key');
+is($dead_at->(), 0, 'one key: the next VACUUM removes the rest, and the index verifies');
+is($node->safe_psql('postgres', q{
+	SET enable_seqscan = off; SET enable_bitmapscan = off;
+	SELECT count(*) FROM one_key WHERE k = 7}),
+	'30000', 'one key: the index finds every live row');
 
 $node->stop;
 done_testing();
