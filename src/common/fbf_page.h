@@ -18,6 +18,7 @@
 
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "storage/buf.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
@@ -54,5 +55,22 @@ extern Buffer FbfNewBuffer(Relation index);
  */
 extern void FbfWriteInitForkPage(Relation index, BlockNumber blkno, Page page);
 extern void FbfSyncInitFork(Relation index);
+
+/*
+ * Is a cancel, a statement timeout or a terminate waiting that only the
+ * caller's own `nlocks` buffer locks hold off?  A walk over many pages
+ * under one lock (CHECK_FOR_INTERRUPTS does nothing while a backend holds
+ * a lightweight lock) asks this between pages: if so, it releases its
+ * locks, leaving nothing half written, and calls CHECK_FOR_INTERRUPTS,
+ * which then throws.  Anything else holding interrupts off (a critical
+ * section, a caller's lock, a protocol message being read) says no.
+ */
+static inline bool
+FbfCancelWaiting(uint32 nlocks)
+{
+	return unlikely(InterruptPending) && CritSectionCount == 0 &&
+		InterruptHoldoffCount == nlocks &&
+		(ProcDiePending || (QueryCancelPending && QueryCancelHoldoffCount == 0));
+}
 
 #endif							/* FBF_PAGE_H */

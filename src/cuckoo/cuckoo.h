@@ -92,7 +92,6 @@
 #include "access/amapi.h"
 #include "access/genam.h"
 #include "access/itup.h"
-#include "miscadmin.h"
 #include "nodes/pathnodes.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
@@ -345,7 +344,7 @@ extern void CuckooListSearch(Relation index, const CuckooLayout *layout,
 							 bool skip_killed, CuckooListVisit visit,
 							 void *arg);
 extern bool CuckooListVacuum(Relation index, const CuckooLayout *layout,
-							 Buffer buf, uint32 ptr);
+							 Buffer buf, uint32 ptr, bool stoppable);
 extern void CuckooRecordSpace(Relation index, const CuckooLayout *layout,
 							  BlockNumber blkno, Page page);
 
@@ -358,19 +357,6 @@ extern int64 cuckoogetbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern void cuckooendscan(IndexScanDesc scan);
 
 /* cuckoovacuum.c */
-
-/*
- * A cancel or a termination is waiting.  VACUUM's walks of posting lists
- * hold their bucket page's lock, which holds interrupts off, for as long
- * as a key's lists run: they stop between two pages where this says so,
- * and let the interrupt in with the bucket page unlocked.
- */
-static inline bool
-CuckooCancelPending(void)
-{
-	return INTERRUPTS_PENDING_CONDITION() && (QueryCancelPending || ProcDiePending);
-}
-
 extern IndexBulkDeleteResult *cuckoobulkdelete(IndexVacuumInfo *info,
 											   IndexBulkDeleteResult *stats,
 											   IndexBulkDeleteCallback callback,

@@ -51,6 +51,7 @@ typedef struct ListWalk
 	uint32		hops;			/* pages visited: a cycle check */
 	uint32		removed;		/* its entries removed from the page visited */
 	uint32		kept;			/* its entries left in the page visited */
+	uint32		left;			/* its entries left in all pages visited */
 	uint32		room;			/* free slots of the page visited */
 	bool		tidy;			/* CuckooListVacuum has work in it */
 } ListWalk;
@@ -197,6 +198,7 @@ vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks
 	{
 		ListWalk   *list = &lists[i];
 
+		list->left += list->kept;
 		if (list->removed > 0 || list->kept == 0 ||
 			(list->hops > 1 && list->kept <= list->room))
 			list->tidy = true;
@@ -222,10 +224,16 @@ vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks
  * another bucket page's walk emptied), are tidied.  Only one posting page
  * is locked at a time.
  *
- * Returns false if it stopped between two pages for a cancel
- * (CuckooCancelPending), the lists not all tidied: the bucket page's lock
- * holds off interrupts, and one key's lists can run to millions of
- * entries.
+ * The bucket page's lock holds interrupts off, and one key's lists can
+ * run to millions of entries: so the walk, and the tidies, stop between
+ * two pages when a cancel waits that only this lock holds off
+ * (FbfCancelWaiting), and return false.  Every removal and every
+ * unlinking is a record of its own, so what a stop leaves is whole, as a
+ * crash there would leave it; but a list walked to its end and left with
+ * nothing is tidied first, its pointer dropped, whatever waits: its head
+ * would carry nothing of it, and another bucket page's new list of the
+ * same fingerprint could be given its id there (new_list_id in
+ * cuckoopost.c) and share it.
  */
 static bool
 walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
@@ -253,6 +261,7 @@ walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 										  CuckooRefId(ref));
 		lists[nlists].hops = 0;
 		lists[nlists].ptr = s;
+		lists[nlists].left = 0;
 		lists[nlists].room = 0;
 		lists[nlists].tidy = false;
 		nlists++;
@@ -270,7 +279,7 @@ walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 		for (int i = first; i < end && done; i++)
 			while (BlockNumberIsValid(lists[i].next))
 			{
-				if (CuckooCancelPending())
+				if (FbfCancelWaiting(1))
 				{
 					done = false;
 					break;
@@ -279,9 +288,16 @@ walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 								 stats, callback, callback_state);
 			}
 	}
-	for (int i = 0; i < nlists && done; i++)
-		if (lists[i].tidy)
-			done = CuckooListVacuum(index, layout, buf, lists[i].ptr);
+	for (int i = 0; i < nlists; i++)
+	{
+		if (!lists[i].tidy)
+			continue;
+		if (done)
+			done = CuckooListVacuum(index, layout, buf, lists[i].ptr, true);
+		else if (lists[i].hops > 0 && !BlockNumberIsValid(lists[i].next) &&
+				 lists[i].left == 0)
+			(void) CuckooListVacuum(index, layout, buf, lists[i].ptr, false);
+	}
 	pfree(lists);
 	return done;
 }
@@ -289,37 +305,18 @@ walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 /*
  * The lists of bucket page "buf" (exclusively locked, and so on return):
  * walk_lists, and if it stops for a cancel, let the cancel in with the
- * page unlocked (it keeps its pin).  Should the walk survive that (a
- * cancel that arrived while the client was idle is dropped), the page is
- * locked again and its lists walked again from the start: while it was
- * unlocked, entries may have moved between its lists, behind the walk.
- * (Only a cancel stops a walk, so walks are not repeated for nothing.)
- * Nothing is lost by the stop: what was removed stays removed, and the
- * lists left untidied are tidied by this walk or a later one, as after a
- * crash between the two.  A page a split moved meanwhile is left: its
- * pointers' copies are in its halves, at later blocks, which the pass
- * visits (see the file header).
+ * page unlocked, which throws.
  */
 static void
 vacuum_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 			 IndexBulkDeleteResult *stats,
 			 IndexBulkDeleteCallback callback, void *callback_state)
 {
-	double		counted = stats->num_index_tuples;
-
-	while (!walk_lists(index, buf, layout, stats, callback, callback_state))
-	{
-		Page		page = BufferGetPage(buf);
-
-		/* the entries kept are counted again by the next walk */
-		stats->num_index_tuples = counted;
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		CHECK_FOR_INTERRUPTS();
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		if (!CuckooIsPage(page, CUCKOO_BUCKET) ||
-			(CuckooPageGetOpaque(page)->flags & CUCKOO_MOVED))
-			return;
-	}
+	if (walk_lists(index, buf, layout, stats, callback, callback_state))
+		return;
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	CHECK_FOR_INTERRUPTS();
+	elog(ERROR, "cuckoo: a pending cancel was not processed");
 }
 
 /*

@@ -323,9 +323,7 @@ FbfWindowAppendParts(Relation index, ForkNumber fork, BlockNumber *next,
 void
 FbfWindowCheckCancel(Buffer metabuf)
 {
-	if (likely(!InterruptPending) || CritSectionCount != 0 ||
-		InterruptHoldoffCount != 1 ||
-		!(ProcDiePending || (QueryCancelPending && QueryCancelHoldoffCount == 0)))
+	if (!FbfCancelWaiting(1))
 		return;
 	UnlockReleaseBuffer(metabuf);
 	CHECK_FOR_INTERRUPTS();
