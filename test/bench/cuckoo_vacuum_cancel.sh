@@ -46,8 +46,8 @@ fbf_log "cuckoo_vacuum_cancel: $(date -u +%FT%TZ) on $(uname -n), $rounds rounds
 # to wait after it; cancels the backend running as $1 and prints the time
 # just before the cancelling psql started
 cancel_after() {
-	local app=$1 phase=$2 delay=$3 t0 i
-	for i in $(seq 1 3000); do
+	local app=$1 phase=$2 delay=$3 t0 _
+	for _ in $(seq 1 3000); do
 		if [ -n "$phase" ]; then
 			[ "$(q -c "SELECT count(*) FROM pg_stat_progress_vacuum p JOIN pg_stat_activity a USING (pid)
 					   WHERE a.application_name = '$app' AND p.phase = '$phase'")" = 1 ] && break
