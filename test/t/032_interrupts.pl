@@ -210,7 +210,11 @@ like($cap_err, qr/ids of fbf_claim has 4194305 elements, more than the 4194304 a
 # its index, where the walk begins too: the walk must stop between two
 # pages of the lists, some of the dead entries gone and not all of them.
 # (A walk that let the cancel wait would run to the end of the lists, and
-# leave none.)
+# leave none.)  The VACUUM runs cost-delayed, a few milliseconds a posting
+# page, so that its walk lasts seconds and not a tenth of one: the watcher
+# catches it inside the walk however loaded the machine, and not after it
+# (its tidies remove nothing more), while a delay point sleeps not at all
+# once a cancel waits.
 $node->safe_psql('postgres', q{
 	CREATE TABLE one_key (g int, k int) WITH (autovacuum_enabled = off);
 	INSERT INTO one_key SELECT g, 7 FROM generate_series(1, 300000) g;
@@ -226,6 +230,8 @@ is($dead_at->(), 270000, 'one key: 270,000 dead entries before VACUUM');
 	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start(
 		[ 'psql', '-X', '-At', '-c', "SET application_name = 'vacuum_one'",
+		  '-c', 'SET vacuum_cost_delay = 2', '-c', 'SET vacuum_cost_limit = 1',
+		  '-c', 'SET vacuum_cost_page_hit = 0',
 		  '-c', 'VACUUM one_key', '-d', $node->connstr('postgres') ],
 		'>', \$out, '2>', \$err);
 	$node->safe_psql('postgres', q{
