@@ -552,7 +552,8 @@ FbfBloomPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
  * page costs a block whatever its filters use of it, and a filter of few
  * bits per page dismisses far more than its estimate says (design.md,
  * "Where it falls short: small filters").  An explicit shape keeps its
- * bits in all, never fewer.
+ * bits in all, never fewer; one that fills its pages already (3,944 bits
+ * a partition at 8 kB) keeps them full, and so has more.
  */
 void
 FbfBloomSpread(FbfWindowMetaPageData *meta, uint32 planned)

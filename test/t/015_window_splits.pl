@@ -210,13 +210,17 @@ standby_agrees('c', '28 s', 'after the splits');
 # 2. A split in progress survives a crash
 ######################################################################
 
-# Apply batches of new operations (client $client) until a pass with
-# fbf.split_batch = 1 leaves a split in progress; returns the partitions
-# then and in the readers' view.
+# Apply batches of new operations (client $client), each twice the one
+# before (up to 16 times the first), with fbf.split_batch = 1, until an
+# increment or the pass after the batch starts a split of the counter and
+# leaves it in progress; returns the partitions then and in the readers'
+# view.  Doubled batches reach a rate that splits on any machine, however
+# slow; the check comes before the pass too, which would take a step more.
 sub start_split
 {
 	my ($node, $counter, $client, $batch) = @_;
 	my $next = 1;
+	my $most = 16 * $batch;
 
 	# increments that find the window overfull split it themselves, a
 	# batch at a time too
@@ -226,37 +230,51 @@ sub start_split
 	{
 		apply_ops($node, $counter, $client, $next, $next + $batch - 1);
 		$next += $batch;
-		maintain($node, $counter, 1);
 		my ($p, $v) = parts($node, $counter);
 		return ($p, $v) if $v > $p;
+		maintain($node, $counter, 1);
+		($p, $v) = parts($node, $counter);
+		return ($p, $v) if $v > $p;
+		$batch = min(2 * $batch, $most);
 	}
 	return parts($node, $counter);
 }
 
-# 4 partitions at creation
+# 14 partitions at creation.  Until the crash the split takes at most four
+# steps of one partition each (fbf.split_batch = 1): two in the pass that
+# starts it, two in the pass below.  So it stays in progress, as long as
+# no increment finds a chain full of operations waiting for bits (that
+# finishes a split at once), and 14 partitions take the operations below
+# with room to spare.  (With 4, a slow machine's passes finished it.)
 $primary->safe_psql('postgres', q{
-	SELECT fbf_create_counter_table('s', retention => '30 s', target_fpp => 0.01, expected_rate => 300)});
+	SELECT fbf_create_counter_table('s', retention => '30 s', target_fpp => 0.01, expected_rate => 1200)});
 my ($s_p0) = parts($primary, 's');
-cmp_ok($s_p0, '>=', 2, "s has $s_p0 partitions at creation");
+cmp_ok($s_p0, '>=', 8, "s has $s_p0 partitions at creation");
 my ($s_p, $s_v) = start_split($primary, 's', 1, 150);
 cmp_ok($s_v, '>', $s_p,
 	"a pass with fbf.split_batch = 1 leaves the split of s in progress ($s_p partitions, $s_v in the readers' view)");
 
 # Operations while it is in progress, in several transactions (1,200 over
-# 4 partitions: some hash to the split one, some not, but for a chance of
-# (3/4)^1200): when the chain is full, an operation drains the committed
+# 14 partitions: some hash to the split ones, some not, but for a chance of
+# (13/14)^1200): when the chain is full, an operation drains the committed
 # entries before it into the partition pages, split or not, and so does
 # VACUUM.  A second pass splits one more partition, whose page then holds
 # bits drained during the split.  The last batch is left pending.  Crash
 # recovery is consistency-checked too.
-apply_ops($primary, 's', 2, 1, 400);
-apply_ops($primary, 's', 2, 401, 800);
-apply_ops($primary, 's', 2, 801, 1200);
-$primary->safe_psql('postgres', 'VACUUM s');
-maintain($primary, 's', 1);
-apply_ops($primary, 's', 3, 1, 400);
-$primary->safe_psql('postgres', 'VACUUM s');
-apply_ops($primary, 's', 4, 1, 400);
+my @steps = (
+	[ 'apply 2:1..400', sub { apply_ops($primary, 's', 2, 1, 400) } ],
+	[ 'apply 2:401..800', sub { apply_ops($primary, 's', 2, 401, 800) } ],
+	[ 'apply 2:801..1200', sub { apply_ops($primary, 's', 2, 801, 1200) } ],
+	[ 'VACUUM', sub { $primary->safe_psql('postgres', 'VACUUM s') } ],
+	[ 'a pass', sub { maintain($primary, 's', 1) } ],
+	[ 'apply 3:1..400', sub { apply_ops($primary, 's', 3, 1, 400) } ],
+	[ 'VACUUM', sub { $primary->safe_psql('postgres', 'VACUUM s') } ],
+	[ 'apply 4:1..400', sub { apply_ops($primary, 's', 4, 1, 400) } ]);
+for my $step (@steps)
+{
+	$step->[1]->();
+	note("s after $step->[0]: " . join(' ', parts($primary, 's')));
+}
 my @before = parts($primary, 's');
 is("@before", "$s_p $s_v", 'the split of s is still in progress before the crash');
 cmp_ok($primary->safe_psql('postgres', q{SELECT pending FROM fbf_counter_stats WHERE counter = 's'::regclass}),
