@@ -203,35 +203,36 @@ like($cap_err, qr/ids of fbf_claim has 4194305 elements, more than the 4194304 a
 # VACUUM of a cuckoo index stops inside one key's posting lists
 ######################################################################
 # All 300,000 rows have one key: one bucket page's lists hold every entry,
-# and VACUUM walks and tidies them (a tenth of a second or more) with that
-# bucket page locked, which holds interrupts off.  The heap is pruned
-# first (INDEX_CLEANUP OFF), so that the VACUUM below goes to the index at
-# once.  Another session watches it and cancels it the moment it begins
-# its index, where the walk begins too: the walk must stop between two
-# pages of the lists, some of the dead entries gone and not all of them.
-# (A walk that let the cancel wait would run to the end of the lists, and
-# leave none.)  The VACUUM runs cost-delayed, a few milliseconds a posting
-# page, so that its walk lasts seconds and not a tenth of one: the watcher
-# catches it inside the walk however loaded the machine, and not after it
-# (its tidies remove nothing more), while a delay point sleeps not at all
-# once a cancel waits.
+# and VACUUM walks and tidies them (a tenth of a second or so) with that
+# bucket page locked, which holds interrupts off.  A try deletes 30,000 of
+# the rows and prunes the heap (INDEX_CLEANUP OFF), so that the VACUUM
+# below goes to the index at once; another session watches it and cancels
+# it the moment it begins its index, where the walk begins too: the walk
+# must stop between two pages of the lists, some of the dead entries gone
+# and not all of them.  (A walk that let the cancel wait would run to the
+# end of the lists, and leave none.)  A cancel that comes after the walk
+# (the watcher is slow on a loaded machine, and a delay point does not
+# sleep while the bucket page is locked, so the walk cannot be slowed) or
+# before it proves nothing either way: the test tries again, up to 5
+# times, with the rows left.
 $node->safe_psql('postgres', q{
 	CREATE TABLE one_key (g int, k int) WITH (autovacuum_enabled = off);
 	INSERT INTO one_key SELECT g, 7 FROM generate_series(1, 300000) g;
-	CREATE INDEX one_key_k ON one_key USING cuckoo (k);
-	DELETE FROM one_key WHERE g % 10 <> 0;
-	VACUUM (INDEX_CLEANUP OFF) one_key});
+	CREATE INDEX one_key_k ON one_key USING cuckoo (k)});
 my $dead_at = sub {
 	(split /\|/, $node->safe_psql('postgres',
 		q{SELECT entries, heap_tuples, dead_entries FROM cuckoo_index_verify('one_key_k')}))[2];
 };
-is($dead_at->(), 270000, 'one key: 270,000 dead entries before VACUUM');
+my ($inside, $cancelled) = (0, 0);
+for my $try (1 .. 5)
 {
+	$node->safe_psql('postgres', qq{
+		DELETE FROM one_key WHERE g % 10 = $try;
+		VACUUM (INDEX_CLEANUP OFF) one_key});
+	my $before = $dead_at->();
 	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start(
 		[ 'psql', '-X', '-At', '-c', "SET application_name = 'vacuum_one'",
-		  '-c', 'SET vacuum_cost_delay = 2', '-c', 'SET vacuum_cost_limit = 1',
-		  '-c', 'SET vacuum_cost_page_hit = 0',
 		  '-c', 'VACUUM one_key', '-d', $node->connstr('postgres') ],
 		'>', \$out, '2>', \$err);
 	$node->safe_psql('postgres', q{
@@ -250,18 +251,25 @@ is($dead_at->(), 270000, 'one key: 270,000 dead entries before VACUUM');
 			END LOOP;
 		END $$});
 	$h->finish;
-	like($err, qr/canceling statement due to user request/,
-		'one key: the VACUUM of its lists is cancelled');
 	my $dead = $dead_at->();
-	ok($dead > 0 && $dead < 270000,
-		"one key: it stopped inside the lists ($dead of 270,000 dead entries left), and the index verifies");
+	$cancelled = $err =~ /canceling statement due to user request/;
+	note("one key, try $try: $dead of $before dead entries left"
+		  . ($cancelled ? ', cancelled' : ', not cancelled'));
+	if ($dead > 0 && $dead < $before)
+	{
+		$inside = 1;
+		last;
+	}
 }
+ok($inside && $cancelled,
+	'one key: a cancelled VACUUM stopped inside the lists (some of their dead entries left, not all), and the index verifies');
 $node->safe_psql('postgres', 'VACUUM one_key');
 is($dead_at->(), 0, 'one key: the next VACUUM removes the rest, and the index verifies');
+my $live = $node->safe_psql('postgres', 'SELECT count(*) FROM one_key');
 is($node->safe_psql('postgres', q{
 	SET enable_seqscan = off; SET enable_bitmapscan = off;
 	SELECT count(*) FROM one_key WHERE k = 7}),
-	'30000', 'one key: the index finds every live row');
+	$live, "one key: the index finds every live row ($live)");
 
 $node->stop;
 done_testing();
