@@ -344,7 +344,7 @@ extern void CuckooListSearch(Relation index, const CuckooLayout *layout,
 							 bool skip_killed, CuckooListVisit visit,
 							 void *arg);
 extern bool CuckooListVacuum(Relation index, const CuckooLayout *layout,
-							 Buffer buf, uint32 ptr, bool stoppable);
+							 Buffer buf, uint32 ptr);
 extern void CuckooRecordSpace(Relation index, const CuckooLayout *layout,
 							  BlockNumber blkno, Page page);
 

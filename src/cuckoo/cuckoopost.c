@@ -726,15 +726,15 @@ CuckooListSearch(Relation index, const CuckooLayout *layout, uint32 list_tag,
  * free; the free space map learns of it.
  *
  * Each unlinking is one WAL record, so the walk may stop before any of
- * them and leave a list that is whole, only less tidy: if "stoppable", it
- * does, and returns false, when a cancel waits (FbfCancelWaiting), but
- * only while cur still links to a page after it: the head then carries the
- * list's tag, so its id is not given to another list (new_list_id).
- * Returns true once the list is tidy.
+ * them and leave a list that is whole, only less tidy: it does, and
+ * returns false, when a cancel waits (FbfCancelWaiting), but only while
+ * cur still links to a page after it: the head then carries the list's
+ * tag, so its id is not given to another list (new_list_id).  Returns
+ * true once the list is tidy.
  */
 bool
 CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf,
-				 uint32 ptr, bool stoppable)
+				 uint32 ptr)
 {
 	const uint8 *bblock = CuckooPageGetBlock(BufferGetPage(buf));
 	uint32		ptag = cuckoo_slot_tag(layout, bblock, ptr);
@@ -765,7 +765,7 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf,
 		if (link < 0)
 			break;
 		/* the bucket page, the head and cur are locked */
-		if (stoppable && FbfCancelWaiting(cur != hbuf ? 3 : 2))
+		if (FbfCancelWaiting(cur != hbuf ? 3 : 2))
 		{
 			if (cur != hbuf)
 				UnlockReleaseBuffer(cur);

@@ -10,11 +10,12 @@
  * are vacuumed from their pointers, with the bucket page locked: inserts
  * move entries into and between lists under that lock, so a physical
  * pass over posting pages could miss an entry moved behind it (and the
- * heap would then reuse its TID).  A list that lost entries is tidied
- * (cuckoopost.c), freeing posting pages into the free space map.  The
- * bucket page's lock holds interrupts off, so the walk stops between two
- * pages for a cancel, and lets it in with the bucket page unlocked
- * (vacuum_lists).
+ * heap would then reuse its TID).  A list emptied at its head loses its
+ * pointer in the same record, before another list can take its id there;
+ * a list that lost entries is tidied (cuckoopost.c), freeing posting pages
+ * into the free space map.  The bucket page's lock holds interrupts off,
+ * so the walk stops between two pages for a cancel, and lets it in with
+ * the bucket page unlocked (vacuum_lists).
  *
  * Split steps run while VACUUM is between pages (a doubling proceeds an
  * insert at a time), but they only move entries forward in block order:
@@ -51,9 +52,10 @@ typedef struct ListWalk
 	uint32		hops;			/* pages visited: a cycle check */
 	uint32		removed;		/* its entries removed from the page visited */
 	uint32		kept;			/* its entries left in the page visited */
-	uint32		left;			/* its entries left in all pages visited */
 	uint32		room;			/* free slots of the page visited */
 	bool		tidy;			/* CuckooListVacuum has work in it */
+	bool		dropped;		/* its pointer went, the list empty at its
+								 * head (vacuum_page) */
 } ListWalk;
 
 /* qsort: by the page to visit, then by tag */
@@ -97,18 +99,32 @@ find_list(ListWalk *lists, int nlists, uint32 tag)
  * this page), only the slots of those lists: a posting page is shared by
  * the lists of many keys.  Each list's "next" becomes the page its link
  * here names, or InvalidBlockNumber at the end of its path, and its
- * "removed" and "kept" count its entries removed and left here.  One WAL
- * record if anything was removed.
+ * "removed" and "kept" count its entries removed and left here.
+ *
+ * A list left with nothing at its head ("buf" is its first page, hops 1),
+ * neither an entry nor a link, is empty: its pointer in bucket page
+ * "bucket" (exclusively locked) is dropped in the same record, while the
+ * head is locked, and the list marked "dropped".  The moment the head
+ * holds nothing of a list's tag, new_list_id (cuckoopost.c) may give its
+ * id to another key's new list there; a pointer still naming it would
+ * then share that list, and a move of its own list (move_list) would take
+ * the other key's entries along and leave that key's pointer naming
+ * nothing.  (A head that links on carries the tag in its link.)
+ *
+ * One WAL record if anything changed.
  */
 static void
-vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
+vacuum_page(Relation index, Buffer buf, Buffer bucket, const CuckooLayout *layout,
 			ListWalk *lists, int nlists, IndexBulkDeleteResult *stats,
 			IndexBulkDeleteCallback callback, void *callback_state)
 {
-	Page		page = BufferGetPage(buf);
-	uint8	   *block = CuckooPageGetBlock(page);
-	FbfXLogState *state = NULL;
-	uint32		removed = 0;
+	const uint8 *block = CuckooPageGetBlock(BufferGetPage(buf));
+	uint32	   *dead = NULL;
+	uint32		ndead = 0;
+	int			ndropped = 0;
+	FbfXLogState *state;
+	Page		page;
+	Page		bpage = NULL;
 
 	for (int i = 0; i < nlists; i++)
 	{
@@ -139,15 +155,9 @@ vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
 			continue;			/* refs name pages, not rows */
 		if (callback && callback((ItemPointer) tid, callback_state))
 		{
-			if (state == NULL)
-			{
-				state = FbfXLogStart(index);
-				page = FbfXLogRegisterBuffer(state, buf, 0);
-				block = CuckooPageGetBlock(page);
-				CuckooSetShape(page, layout);
-			}
-			cuckoo_slot_clear(layout, block, s);
-			removed++;
+			if (dead == NULL)
+				dead = palloc(sizeof(uint32) * cuckoo_nslots(layout));
+			dead[ndead++] = s;
 			if (list)
 				list->removed++;
 		}
@@ -158,29 +168,67 @@ vacuum_page(Relation index, Buffer buf, const CuckooLayout *layout,
 				list->kept++;
 		}
 	}
-	if (state)
+	for (int i = 0; i < nlists; i++)
 	{
-		CuckooPageGetOpaque(page)->nentries -= removed;
-		FbfXLogFinish(state);
-		CuckooPageChanged(index, buf);
-		stats->tuples_removed += removed;
+		lists[i].dropped = lists[i].hops == 1 && lists[i].kept == 0 &&
+			!BlockNumberIsValid(lists[i].next);
+		ndropped += lists[i].dropped;
 	}
+	if (ndead == 0 && ndropped == 0)
+		return;
+
+	/* the bucket page first: the lock order (cuckoopost.c) */
+	state = FbfXLogStart(index);
+	if (ndropped > 0)
+	{
+		bpage = FbfXLogRegisterBuffer(state, bucket, 0);
+		CuckooSetShape(bpage, layout);
+	}
+	page = FbfXLogRegisterBuffer(state, buf, 0);
+	CuckooSetShape(page, layout);
+	for (uint32 i = 0; i < ndead; i++)
+		cuckoo_slot_clear(layout, CuckooPageGetBlock(page), dead[i]);
+	CuckooPageGetOpaque(page)->nentries -= ndead;
+	for (int i = 0; i < nlists; i++)
+	{
+		uint8	   *bblock;
+
+		if (!lists[i].dropped)
+			continue;
+		bblock = CuckooPageGetBlock(bpage);
+		/* copies of an exhausted pointer were never counted (cuckoopost.c) */
+		if (cuckoo_tag_rest(cuckoo_slot_tag(layout, bblock, lists[i].ptr)) !=
+			CUCKOO_REST_EMPTY)
+			CuckooPageGetOpaque(page)->nrefs--;
+		cuckoo_slot_clear(layout, bblock, lists[i].ptr);
+		CuckooPageGetOpaque(bpage)->nentries--;
+	}
+	FbfXLogFinish(state);
+	if (bpage)
+		CuckooPageChanged(index, bucket);
+	CuckooPageChanged(index, buf);
+	stats->tuples_removed += ndead;
+	if (dead)
+		pfree(dead);
 }
 
 /*
- * Visit the posting page where "lists" (nlists of them, sorted by tag)
- * are: vacuum their slots there and move each to its next page.  A list
- * whose entries went, or that CuckooListVacuum would change (this page
- * holds none of its entries, or they fit in the room of the page before),
- * is marked to be tidied.
+ * Visit the posting page where "lists" (nlists of them, sorted by tag,
+ * their pointers in bucket page "buf") are: vacuum their slots there and
+ * move each to its next page.  A list empty at its head goes with its
+ * pointer there (vacuum_page).  A list whose entries went, or that
+ * CuckooListVacuum would change (this page holds none of its entries, or
+ * they fit in the room of the page before), is marked to be tidied.
  */
 static void
-vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks,
-				 ListWalk *lists, int nlists, IndexBulkDeleteResult *stats,
+vacuum_list_page(Relation index, Buffer buf, const CuckooLayout *layout,
+				 BlockNumber nblocks, ListWalk *lists, int nlists,
+				 IndexBulkDeleteResult *stats,
 				 IndexBulkDeleteCallback callback, void *callback_state)
 {
 	BlockNumber blkno = lists[0].next;
 	bool		bad = blkno == CUCKOO_METAPAGE_BLKNO || blkno >= nblocks;
+	bool		dropped = false;
 	Buffer		pbuf;
 
 	for (int i = 0; i < nlists; i++)
@@ -188,23 +236,35 @@ vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks
 	if (bad)
 		FbfReportUnexpectedPage(index, blkno,
 								"A posting list's link is out of range or cycles.");
-	FbfVacuumDelayPoint();
+
+	/*
+	 * No cost-based nap here: it would hold the bucket page's lock as long,
+	 * and every insert and lookup of its keys with it (recent minor
+	 * releases of PostgreSQL, 15.20 among them, skip the nap while
+	 * interrupts are held off; older ones take it).  The cost the walk
+	 * runs up is paid, as far as one nap goes, at the pass's next page
+	 * (vacuum_pass).
+	 */
 	pbuf = ReadBuffer(index, blkno);
 	LockBuffer(pbuf, BUFFER_LOCK_EXCLUSIVE);
 	CuckooCheckPage(index, pbuf, CUCKOO_POSTING);
-	vacuum_page(index, pbuf, layout, lists, nlists, stats,
+	vacuum_page(index, pbuf, buf, layout, lists, nlists, stats,
 				callback, callback_state);
 	for (int i = 0; i < nlists; i++)
 	{
 		ListWalk   *list = &lists[i];
 
-		list->left += list->kept;
-		if (list->removed > 0 || list->kept == 0 ||
-			(list->hops > 1 && list->kept <= list->room))
+		dropped |= list->dropped;
+		if (list->dropped)
+			list->tidy = false;
+		else if (list->removed > 0 || list->kept == 0 ||
+				 (list->hops > 1 && list->kept <= list->room))
 			list->tidy = true;
 		list->room = cuckoo_nslots(layout) -
 			CuckooPageGetOpaque(BufferGetPage(pbuf))->nentries;
 	}
+	if (dropped)
+		CuckooRecordSpace(index, layout, blkno, BufferGetPage(pbuf));
 	UnlockReleaseBuffer(pbuf);
 }
 
@@ -218,22 +278,20 @@ vacuum_list_page(Relation index, const CuckooLayout *layout, BlockNumber nblocks
  * Heads are shared by the lists of many keys, and pages after a head
  * belong to one list (cuckoopost.c): so the lists that share a head are
  * vacuumed there in one pass over its slots, then each list's own pages
- * one by one.  Only the lists that lost entries, or that a tidy would
- * change all the same (left so by an earlier walk: a crash between the
- * two, a walk stopped for a cancel, or a copy of an exhausted pointer that
- * another bucket page's walk emptied), are tidied.  Only one posting page
- * is locked at a time.
+ * one by one.  A list left empty at its head loses its pointer there, in
+ * the record that empties it (vacuum_page).  Of the others, only the lists
+ * that lost entries, or that a tidy would change all the same (left so by
+ * an earlier walk: a crash between the two, or a walk stopped for a
+ * cancel), are tidied.  Only one posting page is locked at a time.
  *
  * The bucket page's lock holds interrupts off, and one key's lists can
  * run to millions of entries: so the walk, and the tidies, stop between
  * two pages when a cancel waits that only this lock holds off
- * (FbfCancelWaiting), and return false.  Every removal and every
- * unlinking is a record of its own, so what a stop leaves is whole, as a
- * crash there would leave it; but a list walked to its end and left with
- * nothing is tidied first, its pointer dropped, whatever waits: its head
- * would carry nothing of it, and another bucket page's new list of the
- * same fingerprint could be given its id there (new_list_id in
- * cuckoopost.c) and share it.
+ * (FbfCancelWaiting), and return false.  Every removal, every dropped
+ * pointer and every unlinking is a record of its own, so what a stop
+ * leaves is whole, as a crash there would leave it: each list's head
+ * still carries its tag (an entry, or the link to its next page), or the
+ * list is gone with its pointer.
  */
 static bool
 walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
@@ -261,7 +319,6 @@ walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 										  CuckooRefId(ref));
 		lists[nlists].hops = 0;
 		lists[nlists].ptr = s;
-		lists[nlists].left = 0;
 		lists[nlists].room = 0;
 		lists[nlists].tidy = false;
 		nlists++;
@@ -274,7 +331,7 @@ walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 	{
 		for (end = first + 1; end < nlists && lists[end].next == lists[first].next; end++)
 			;
-		vacuum_list_page(index, layout, nblocks, lists + first, end - first,
+		vacuum_list_page(index, buf, layout, nblocks, lists + first, end - first,
 						 stats, callback, callback_state);
 		for (int i = first; i < end && done; i++)
 			while (BlockNumberIsValid(lists[i].next))
@@ -284,19 +341,14 @@ walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
 					done = false;
 					break;
 				}
-				vacuum_list_page(index, layout, nblocks, lists + i, 1,
+				vacuum_list_page(index, buf, layout, nblocks, lists + i, 1,
 								 stats, callback, callback_state);
 			}
 	}
-	for (int i = 0; i < nlists; i++)
+	for (int i = 0; i < nlists && done; i++)
 	{
-		if (!lists[i].tidy)
-			continue;
-		if (done)
-			done = CuckooListVacuum(index, layout, buf, lists[i].ptr, true);
-		else if (lists[i].hops > 0 && !BlockNumberIsValid(lists[i].next) &&
-				 lists[i].left == 0)
-			(void) CuckooListVacuum(index, layout, buf, lists[i].ptr, false);
+		if (lists[i].tidy)
+			done = CuckooListVacuum(index, layout, buf, lists[i].ptr);
 	}
 	pfree(lists);
 	return done;
@@ -361,7 +413,7 @@ vacuum_pass(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		}
 		flags = CuckooPageGetOpaque(page)->flags;
 		if (!(flags & CUCKOO_POSTING) || !callback)
-			vacuum_page(index, buf, layout, NULL, 0, stats,
+			vacuum_page(index, buf, InvalidBuffer, layout, NULL, 0, stats,
 						callback, callback_state);
 		/* a page moved by a split: its pointers' copies are in the halves */
 		if ((flags & CUCKOO_BUCKET) && !(flags & CUCKOO_MOVED) && callback)

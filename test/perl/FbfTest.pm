@@ -106,18 +106,32 @@
 #
 # db_commits returns the transactions committed in the database so far,
 # as pg_stat_database reports them on $node (its snapshot cleared first).
+#
+#   my $k = cuckoo_key_for_addr(Math::BigInt->new(1)->blsft(63));
+#   my $page = cuckoo_key_addr($k)->brsft(64 - 17)->numify;
+#   my $fp = cuckoo_fingerprint($k);
+#
+# For a cuckoo index whose operator class hashes an int8 to itself
+# (FUNCTION 1 int8pl(int8, int8)), so that a test chooses where its keys
+# go: cuckoo_key_for_addr returns the int8 (as a string) whose address,
+# cuckoo_key's fmix64 of the hash, is $addr (a Math::BigInt in [0, 2^64):
+# its top bits choose the bucket page, the next 15 the tag's rest bits);
+# cuckoo_key_addr returns a key's address (a Math::BigInt), and
+# cuckoo_fingerprint its 8-bit fingerprint.
 package FbfTest;
 
 use strict;
 use warnings;
 
 use Exporter 'import';
+use Math::BigInt;
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
 our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats db_commits
   fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
-  citus_shard_windows citus_split_shard fbf_pgbench_start fbf_pgbench_prepared);
+  citus_shard_windows citus_split_shard fbf_pgbench_start fbf_pgbench_prepared
+  cuckoo_key_for_addr cuckoo_key_addr cuckoo_fingerprint);
 
 sub fbf_node
 {
@@ -195,6 +209,59 @@ sub db_commits
 	$node->safe_psql('postgres', 'SELECT pg_stat_clear_snapshot()');
 	return $node->safe_psql('postgres',
 		"SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'");
+}
+
+# murmur3's fmix64 and its inverse, modulo 2^64
+my $two64 = Math::BigInt->new(2)->bpow(64);
+my $two63 = Math::BigInt->new(2)->bpow(63);
+my $c1 = Math::BigInt->from_hex('ff51afd7ed558ccd');
+my $c2 = Math::BigInt->from_hex('c4ceb9fe1a85ec53');
+my $inv1 = $c1->copy->bmodinv($two64);
+my $inv2 = $c2->copy->bmodinv($two64);
+
+sub xorshift33
+{
+	my ($h) = @_;
+	return $h->copy->bxor($h->copy->brsft(33));
+}
+
+sub cuckoo_key_for_addr
+{
+	my ($addr) = @_;
+	my $h = xorshift33($addr);
+
+	$h = $h->bmul($inv2)->bmod($two64);
+	$h = xorshift33($h);
+	$h = $h->bmul($inv1)->bmod($two64);
+	$h = xorshift33($h);
+	$h->bsub($two64) if $h->bcmp($two63) >= 0;
+	return $h->bstr;
+}
+
+# fmix64 of an int8 key, given as a string or number
+sub fmix64_of_key
+{
+	my ($key, $xor) = @_;
+	my $h = Math::BigInt->new($key);
+
+	$h->badd($two64) if $h->is_neg;
+	$h->bxor($xor) if defined $xor;
+	$h = xorshift33($h)->bmul($c1)->bmod($two64);
+	$h = xorshift33($h)->bmul($c2)->bmod($two64);
+	return xorshift33($h);
+}
+
+sub cuckoo_key_addr
+{
+	my ($key) = @_;
+	return fmix64_of_key($key);
+}
+
+sub cuckoo_fingerprint
+{
+	my ($key) = @_;
+	return fmix64_of_key($key, Math::BigInt->from_hex('9e3779b97f4a7c15'))
+	  ->brsft(56)->numify;
 }
 
 sub fbf_pgbench_start

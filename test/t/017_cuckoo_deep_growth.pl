@@ -40,32 +40,7 @@ use FbfTest;
 my $node = fbf_node('deep', "autovacuum = off\nfbf.worker_enabled = off\n",
 	no_data_checksums => 1);
 
-# ---- keys with chosen addresses ----
-
-my $two64 = Math::BigInt->new(2)->bpow(64);
-my $two63 = Math::BigInt->new(2)->bpow(63);
-my $inv1 = Math::BigInt->from_hex('ff51afd7ed558ccd')->bmodinv($two64);
-my $inv2 = Math::BigInt->from_hex('c4ceb9fe1a85ec53')->bmodinv($two64);
-
-sub xorshift33
-{
-	my ($h) = @_;
-	return $h->copy->bxor($h->copy->brsft(33));
-}
-
-# The int8 whose fmix64 (murmur3's finaliser, cuckoo_key's address) is
-# $addr, a Math::BigInt in [0, 2^64).
-sub key_for_addr
-{
-	my ($addr) = @_;
-	my $h = xorshift33($addr);
-	$h = $h->bmul($inv2)->bmod($two64);
-	$h = xorshift33($h);
-	$h = $h->bmul($inv1)->bmod($two64);
-	$h = xorshift33($h);
-	$h->bsub($two64) if $h->bcmp($two63) >= 0;
-	return $h->bstr;
-}
+# ---- keys with chosen addresses (cuckoo_key_for_addr, FbfTest) ----
 
 srand(17);
 
@@ -115,7 +90,7 @@ is($node->safe_psql('postgres',
 
 # entries inserted while the table has one page (and, with some luck,
 # two: the window keys below also fill page 0)
-my $early = insert_keys('early', map { key_for_addr(random_addr()) } 1 .. 300);
+my $early = insert_keys('early', map { cuckoo_key_for_addr(random_addr()) } 1 .. 300);
 is($node->safe_psql('postgres', 'SELECT doublings FROM cuckoo_index_stats(\'g_k\')'),
 	'0', 'the early entries went into a one-page table');
 
@@ -140,7 +115,7 @@ while (($doublings < 17 || $growing eq 't') && $batches < 400)
 	}
 	else
 	{
-		insert_keys('window', map { key_for_addr(window_addr($_ % 16)) } 0 .. 799);
+		insert_keys('window', map { cuckoo_key_for_addr(window_addr($_ % 16)) } 0 .. 799);
 	}
 	$batches++;
 	($doublings, $growing) = split /\|/, $node->safe_psql('postgres',
@@ -153,7 +128,7 @@ is($node->safe_psql('postgres',
 	't|f', '2^17 bucket pages, not growing');
 
 # some entries inserted at the end, anywhere
-insert_keys('late', map { key_for_addr(random_addr()) } 1 .. 300);
+insert_keys('late', map { cuckoo_key_for_addr(random_addr()) } 1 .. 300);
 
 # every early entry is in 4 pages now: 3 extra copies each (entries
 # inserted at two pages have 2, and none has more than 4)
@@ -298,17 +273,11 @@ sub tid_bytes
 }
 
 # the bucket page of an int8 key of this test (hash = key) at 2^17 pages:
-# the top 17 bits of fmix64(key)
-my $c1 = Math::BigInt->from_hex('ff51afd7ed558ccd');
-my $c2 = Math::BigInt->from_hex('c4ceb9fe1a85ec53');
+# the top 17 bits of its address
 sub page_of_key
 {
 	my ($k) = @_;
-	my $h = Math::BigInt->new($k);
-	$h->badd($two64) if $h->is_neg;
-	$h = xorshift33($h)->bmul($c1)->bmod($two64);
-	$h = xorshift33($h)->bmul($c2)->bmod($two64);
-	return xorshift33($h)->brsft(47)->numify;
+	return cuckoo_key_addr($k)->brsft(47)->numify;
 }
 
 my ($e2_key, $e2_ctid) = split /\|/, $node->safe_psql('postgres',

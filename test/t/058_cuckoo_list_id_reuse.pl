@@ -1,0 +1,199 @@
+# Copyright: the fbf authors.  TAP test, run by test/check.sh.
+#
+# VACUUM drops the pointer of a posting list it empties at the list's head
+# in the record that empties it, so that no state of the index, whatever
+# record it is recovered to, has a pointer naming a list id its head no
+# longer holds: that id would be given to another key's new list there.
+#
+# A list is named in its head, a posting page shared by the lists of many
+# keys, by its list tag (the key's fingerprint and an id that new_list_id
+# makes unique among the tags present in the head, starting from the tag's
+# rest bits).  VACUUM walks a bucket page's lists with that page locked,
+# emptying each list's dead entries page by page, and tidies them after
+# (CuckooListVacuum), dropping the pointer of a list left empty.  Were the
+# pointer dropped only then, the state between the two records (reached by
+# a crash there, by a VACUUM that fails, or live by another bucket page's
+# inserts while the walk goes on) has the pointer naming an id its head no
+# longer holds.  An insert under another bucket page that makes a list at
+# that head, for a key of the same fingerprint and rest bits, is given the
+# same id, and two pointers name one list.  The first key's next insert,
+# finding the head full, moves its small list (move_list) to another page:
+# every slot with the tag goes, the other key's rows too, and only its own
+# pointer follows them.  The other key's rows are then lost to lookups, and
+# cuckoo_index_verify finds tuples the index cannot reach.
+#
+# The keys are chosen (the operator class hashes an int8 to itself, and
+# cuckoo_key_for_addr picks a key whose cuckoo_key address is given): in
+# a table of two bucket pages, key X in page 0 (bucket page A, block 1) and
+# key C in page 1 (block 2), with one fingerprint and one rest (bits 62..48
+# of the address), so one hint for new_list_id, and key Y in page 0.  X's 9
+# rows, one more than its two buckets hold, are a list made in a new
+# posting page H (block 3, id = the hint); Y's list is made next, in H too
+# (the free space map offers it), fills it and goes on in pages of its own;
+# C's first 8 rows fill its two buckets.  A base backup is taken; X's rows
+# are deleted and VACUUM removes them.  A node restored from the backup and
+# the archive up to the record that emptied X's list in H (found with
+# pg_walinspect), and promoted, is the state just after that record.  There
+# C's ninth row makes C's list in H (the free space map of the backup still
+# offers H, where X's 9 slots are free), X takes a row, and an index scan
+# must find C's 9 rows and X's one, and cuckoo_index_verify accept the
+# index.  Where X's pointer outlived that record, X's row moves C's rows
+# away with it: the scan finds none of C's, and verify fails.
+use strict;
+use warnings;
+
+use Math::BigInt;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FbfTest;
+
+my $node = fbf_node('reuse', "autovacuum = off\nfbf.worker_enabled = off\n",
+	allows_streaming => 1, has_archiving => 1);
+
+# An address in page $page of 2 with rest bits $rest (15 bits) and low
+# bits $low (48 bits): the page is bit 63, the rest bits 62..48.
+sub addr
+{
+	my ($page, $rest, $low) = @_;
+	return Math::BigInt->new($page)->blsft(63)
+	  ->badd(Math::BigInt->new($rest)->blsft(48))->badd($low);
+}
+
+my $rest = 0x2345;
+my $kx = cuckoo_key_for_addr(addr(0, $rest, 0x12345678));
+my $fp = cuckoo_fingerprint($kx);
+my ($kc, $ky);
+for (my $low = 1; !defined $kc; $low++)
+{
+	my $k = cuckoo_key_for_addr(addr(1, $rest, $low));
+	$kc = $k if cuckoo_fingerprint($k) == $fp;
+}
+for (my $low = 1; !defined $ky; $low++)
+{
+	my $k = cuckoo_key_for_addr(addr(0, 0x0F0F, $low));
+	$ky = $k if cuckoo_fingerprint($k) != $fp;
+}
+note "key X $kx, key C $kc (fingerprint $fp, rest bits $rest), key Y $ky";
+
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION pg_walinspect;
+	-- hash(k) = k + 0: the test chooses each key's hash
+	CREATE OPERATOR CLASS cuckoo_int8_identity FOR TYPE int8 USING cuckoo AS
+		OPERATOR 1 = (int8, int8),
+		FUNCTION 1 int8pl(int8, int8);
+	CREATE TABLE t (id bigint, k int8, kind text) WITH (autovacuum_enabled = off);
+	-- other keys, enough for two bucket pages at fillfactor 10
+	INSERT INTO t SELECT g, g, 'filler' FROM generate_series(1, 150) g;
+	CREATE INDEX t_k ON t USING cuckoo (k cuckoo_int8_identity) WITH (fillfactor = 10);
+});
+my ($bucket_pages, $nslots) = split /\|/, $node->safe_psql('postgres',
+	q{SELECT bucket_pages, bucket_size * buckets_per_page FROM cuckoo_index_stats('t_k')});
+is($bucket_pages, 2, 'the index has two bucket pages');
+
+my $blocks = sub {
+	$node->safe_psql('postgres', q{SELECT pg_relation_size('t_k') / current_setting('block_size')::int});
+};
+# X: 9 rows, one more than its two buckets hold: a list, in a new page H
+$node->safe_psql('postgres',
+	"INSERT INTO t SELECT 1000 + g, $kx, 'x' FROM generate_series(1, 9) g");
+my $h_blk = $blocks->() - 1;
+is($h_blk, 3, 'X\'s rows went to a list in a new posting page, block 3 (H)');
+
+# Y: a list made in H, that fills it and goes on in pages of its own
+my $ny = 3 * $nslots;
+$node->safe_psql('postgres',
+	"INSERT INTO t SELECT 100000 + g, $ky, 'y' FROM generate_series(1, $ny) g");
+cmp_ok($blocks->() - 1 - $h_blk, '>=', 2, "Y's list fills H and goes on after it");
+
+# C: 8 rows, its two buckets full, no list yet
+my $listed = sub {
+	$node->safe_psql('postgres', q{SELECT overflow_entries FROM cuckoo_index_stats('t_k')});
+};
+my $listed_before = $listed->();
+$node->safe_psql('postgres',
+	"INSERT INTO t SELECT 2000 + g, $kc, 'c' FROM generate_series(1, 8) g");
+is($listed->(), $listed_before, 'C\'s 8 rows are in its buckets');
+
+$node->backup('base');
+
+my ($dboid, $filenode) = split /\|/, $node->safe_psql('postgres', q{
+	SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),
+		   pg_relation_filenode('t_k')});
+# fbf records of the index from an LSN on: their LSN and the index's
+# blocks each names, in order
+sub records_sql
+{
+	my ($from) = @_;
+	return qq{
+		SELECT r.start_lsn, array_agg(m.b[1]::int ORDER BY m.b[1]::int) AS blocks
+		FROM pg_get_wal_records_info('$from', pg_current_wal_flush_lsn()) r,
+			 regexp_matches(r.block_ref,
+				'rel [0-9]+/$dboid/$filenode (?:fork main )?blk ([0-9]+)', 'g') AS m(b)
+		WHERE r.resource_manager = 'fbf'
+		GROUP BY r.start_lsn};
+}
+
+# X's rows dead; the heap pruned first, then VACUUM of the index
+$node->safe_psql('postgres', q{
+	DELETE FROM t WHERE kind = 'x';
+	VACUUM (INDEX_CLEANUP OFF) t});
+my $start = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+$node->safe_psql('postgres', 'VACUUM t');
+# the first record of H: X's entries removed there
+my ($target, $refs) = split /\|/, $node->safe_psql('postgres',
+	'SELECT start_lsn, array_to_string(blocks, \' \') FROM (' . records_sql($start)
+	  . ") w WHERE $h_blk = ANY (w.blocks) ORDER BY start_lsn LIMIT 1");
+note "the record that emptied X's list in H: $target, of blocks $refs";
+ok(defined $target, 'VACUUM wrote a record of H');
+
+my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_switch_wal())');
+$node->poll_query_until('postgres',
+	"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver")
+  or die 'the WAL was not archived';
+
+# restored from the backup and the archive up to that record, then promoted
+my $after = PostgreSQL::Test::Cluster->new('after_removal');
+$after->init_from_backup($node, 'base', has_restoring => 1, standby => 0);
+$after->append_conf('postgresql.conf', qq{
+archive_mode = off
+recovery_target_lsn = '$target'
+recovery_target_inclusive = on
+recovery_target_action = 'promote'
+});
+$after->start;
+$after->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'the restored node did not finish recovery';
+
+my $lookup = sub {
+	my ($k) = @_;
+	return $after->safe_psql('postgres', qq{
+		SET enable_seqscan = off; SET enable_bitmapscan = off;
+		SELECT count(*) FROM t WHERE k = $k});
+};
+# C's ninth row makes its list, in H
+my $before = $after->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+$after->safe_psql('postgres', "INSERT INTO t VALUES (2009, $kc, 'c')");
+my $made = $after->safe_psql('postgres',
+	'SELECT string_agg(array_to_string(w.blocks, \' \'), \',\') FROM ('
+	  . records_sql($before) . ') w WHERE 2 = ANY (w.blocks)');
+is($made, "2 $h_blk", "C's ninth row made its list in H (bucket page and head: $made)");
+
+# X's next row
+$after->safe_psql('postgres', "INSERT INTO t VALUES (3000, $kx, 'x')");
+for my $key ([ 'C', $kc, 9 ], [ 'X', $kx, 1 ], [ 'Y', $ky, $ny ])
+{
+	my ($name, $k, $n) = @$key;
+	is($lookup->($k), $n, "then X's next row: an index scan finds every row of key $name ($n)");
+}
+like($after->safe_psql('postgres', qq{
+	SET enable_seqscan = off; SET enable_bitmapscan = off;
+	EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE k = $kc}),
+	qr/Index Scan using t_k/, '(through the cuckoo index)');
+my ($rc, $out, $err) = $after->psql('postgres',
+	q{SELECT entries, heap_tuples, dead_entries FROM cuckoo_index_verify('t_k')});
+is($rc, 0, 'cuckoo_index_verify accepts the index') or diag($err);
+
+$after->stop;
+$node->stop;
+done_testing();
