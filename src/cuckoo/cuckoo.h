@@ -345,6 +345,8 @@ extern void CuckooListSearch(Relation index, const CuckooLayout *layout,
 							 void *arg);
 extern bool CuckooListVacuum(Relation index, const CuckooLayout *layout,
 							 Buffer buf, uint32 ptr);
+extern void CuckooDropPointer(const CuckooLayout *layout, Page bucket,
+							  Page head, uint32 ptr);
 extern void CuckooRecordSpace(Relation index, const CuckooLayout *layout,
 							  BlockNumber blkno, Page page);
 

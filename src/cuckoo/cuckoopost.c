@@ -713,6 +713,29 @@ CuckooListSearch(Relation index, const CuckooLayout *layout, uint32 list_tag,
 }
 
 /*
+ * Drop the pointer in slot "ptr" of bucket page "bucket" to a list left
+ * empty, whose head is "head" (both copies being changed in one record;
+ * "head" may be NULL for an exhausted pointer, whose copies the head never
+ * counted in its nrefs).
+ */
+void
+CuckooDropPointer(const CuckooLayout *layout, Page bucket, Page head,
+				  uint32 ptr)
+{
+	uint8	   *bblock = CuckooPageGetBlock(bucket);
+
+	if (cuckoo_tag_rest(cuckoo_slot_tag(layout, bblock, ptr)) != CUCKOO_REST_EMPTY)
+	{
+		Assert(head != NULL);
+		CuckooPageGetOpaque(head)->nrefs--;
+		CuckooSetShape(head, layout);
+	}
+	cuckoo_slot_clear(layout, bblock, ptr);
+	CuckooPageGetOpaque(bucket)->nentries--;
+	CuckooSetShape(bucket, layout);
+}
+
+/*
  * Tidy one list after VACUUM removed dead entries: the bucket page
  * "buf" and its pointer slot "ptr" (exclusively locked); the pointer is
  * dropped if the list is left empty.
@@ -724,6 +747,11 @@ CuckooListSearch(Relation index, const CuckooLayout *layout, uint32 list_tag,
  * of the list, the list ends (the pointer is dropped) or its next page
  * becomes the head.  A page left with no references and no entries is
  * free; the free space map learns of it.
+ *
+ * An unlinking that leaves the head with nothing of the list drops the
+ * pointer in its own record: the head holding nothing of the list's tag,
+ * another list could be given its id there (new_list_id), and a pointer
+ * still naming it would share that list (cuckoovacuum.c, vacuum_page).
  *
  * Each unlinking is one WAL record, so the walk may stop before any of
  * them and leave a list that is whole, only less tidy: it does, and
@@ -744,6 +772,7 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf,
 	BlockNumber head = CuckooRefBlock(ref);
 	Buffer		hbuf = ReadBuffer(index, head);
 	Buffer		cur;
+	bool		dropped = false;
 
 	LockBuffer(hbuf, BUFFER_LOCK_EXCLUSIVE);
 	CuckooCheckPage(index, hbuf, CUCKOO_POSTING);
@@ -752,16 +781,20 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf,
 	{
 		int			link;
 		int			elink;
+		uint32		here;
 		uint32		nentries;
 		Buffer		ebuf;
 		Page		epage;
 		uint32		room;
+		bool		empties;
 		FbfXLogState *state;
+		Page		b = NULL;
 		Page		c;
 		Page		e;
-		Buffer		bufs[2];
+		Buffer		bufs[3];
+		int			nbufs = 0;
 
-		(void) count_list(layout, CuckooPageGetBlock(BufferGetPage(cur)), list_tag, &link);
+		here = count_list(layout, CuckooPageGetBlock(BufferGetPage(cur)), list_tag, &link);
 		if (link < 0)
 			break;
 		/* the bucket page, the head and cur are locked */
@@ -789,8 +822,18 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf,
 			continue;
 		}
 
-		/* unlink it, its entries (if any) and its link moving to cur */
+		/*
+		 * Unlink it, its entries (if any) and its link moving to cur; if
+		 * that leaves the head with nothing of the list, the pointer goes
+		 * too (the bucket page first: the lock order).
+		 */
+		empties = cur == hbuf && here == 0 && nentries == 0 && elink < 0;
 		state = CuckooChangeStart(index, true);
+		if (empties)
+		{
+			b = CuckooChangePage(state, buf, 0);
+			bufs[nbufs++] = buf;
+		}
 		c = CuckooChangePage(state, cur, 0);
 		e = CuckooChangePage(state, ebuf, 0);
 		cuckoo_slot_clear(layout, CuckooPageGetBlock(c), (uint32) link);
@@ -810,18 +853,23 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf,
 		CuckooPageGetOpaque(e)->nrefs--;
 		CuckooSetShape(c, layout);
 		CuckooSetShape(e, layout);
-		bufs[0] = cur;
-		bufs[1] = ebuf;
-		CuckooChangeFinish(index, state, bufs, 2);
+		if (empties)
+		{
+			CuckooDropPointer(layout, b, c, ptr);
+			dropped = true;
+		}
+		bufs[nbufs++] = cur;
+		bufs[nbufs++] = ebuf;
+		CuckooChangeFinish(index, state, bufs, nbufs);
 		CuckooRecordSpace(index, layout, BufferGetBlockNumber(ebuf), BufferGetPage(ebuf));
 		UnlockReleaseBuffer(ebuf);
-		(void) elink;
 		/* cur now holds the link that was the unlinked page's, if any */
 	}
 	if (cur != hbuf)
 		UnlockReleaseBuffer(cur);
 
 	/* a head left with nothing of the list: the list is empty, or moves on */
+	if (!dropped)
 	{
 		int			link;
 		uint32		nentries = count_list(layout, CuckooPageGetBlock(BufferGetPage(hbuf)),
@@ -831,22 +879,18 @@ CuckooListVacuum(Relation index, const CuckooLayout *layout, Buffer buf,
 		{
 			FbfXLogState *state = CuckooChangeStart(index, true);
 			Page		b = CuckooChangePage(state, buf, 0);
+			Page		h = NULL;
 			Buffer		bufs[2];
-			int			nbufs = 1;
+			int			nbufs = 0;
 
-			cuckoo_slot_clear(layout, CuckooPageGetBlock(b), ptr);
-			CuckooPageGetOpaque(b)->nentries--;
-			CuckooSetShape(b, layout);
-			bufs[0] = buf;
+			bufs[nbufs++] = buf;
 			/* copies of an exhausted pointer were never counted: keep it */
 			if (!exhausted)
 			{
-				Page		h = CuckooChangePage(state, hbuf, 0);
-
-				CuckooPageGetOpaque(h)->nrefs--;
-				CuckooSetShape(h, layout);
+				h = CuckooChangePage(state, hbuf, 0);
 				bufs[nbufs++] = hbuf;
 			}
+			CuckooDropPointer(layout, b, h, ptr);
 			CuckooChangeFinish(index, state, bufs, nbufs);
 		}
 		else if (nentries == 0 && !exhausted)

@@ -180,10 +180,7 @@ vacuum_page(Relation index, Buffer buf, Buffer bucket, const CuckooLayout *layou
 	/* the bucket page first: the lock order (cuckoopost.c) */
 	state = FbfXLogStart(index);
 	if (ndropped > 0)
-	{
 		bpage = FbfXLogRegisterBuffer(state, bucket, 0);
-		CuckooSetShape(bpage, layout);
-	}
 	page = FbfXLogRegisterBuffer(state, buf, 0);
 	CuckooSetShape(page, layout);
 	for (uint32 i = 0; i < ndead; i++)
@@ -191,17 +188,8 @@ vacuum_page(Relation index, Buffer buf, Buffer bucket, const CuckooLayout *layou
 	CuckooPageGetOpaque(page)->nentries -= ndead;
 	for (int i = 0; i < nlists; i++)
 	{
-		uint8	   *bblock;
-
-		if (!lists[i].dropped)
-			continue;
-		bblock = CuckooPageGetBlock(bpage);
-		/* copies of an exhausted pointer were never counted (cuckoopost.c) */
-		if (cuckoo_tag_rest(cuckoo_slot_tag(layout, bblock, lists[i].ptr)) !=
-			CUCKOO_REST_EMPTY)
-			CuckooPageGetOpaque(page)->nrefs--;
-		cuckoo_slot_clear(layout, bblock, lists[i].ptr);
-		CuckooPageGetOpaque(bpage)->nentries--;
+		if (lists[i].dropped)
+			CuckooDropPointer(layout, bpage, page, lists[i].ptr);
 	}
 	FbfXLogFinish(state);
 	if (bpage)
