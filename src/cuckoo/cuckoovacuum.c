@@ -170,8 +170,16 @@ vacuum_page(Relation index, Buffer buf, Buffer bucket, const CuckooLayout *layou
 	}
 	for (int i = 0; i < nlists; i++)
 	{
+		/*
+		 * Two pointers of one bucket page naming one list (a corruption
+		 * cuckoo_index_verify reports) share its counts here: leave them to
+		 * the tidy, which counts each again.
+		 */
+		bool		twin = (i > 0 && lists[i - 1].tag == lists[i].tag) ||
+			(i + 1 < nlists && lists[i + 1].tag == lists[i].tag);
+
 		lists[i].dropped = lists[i].hops == 1 && lists[i].kept == 0 &&
-			!BlockNumberIsValid(lists[i].next);
+			!BlockNumberIsValid(lists[i].next) && !twin;
 		ndropped += lists[i].dropped;
 	}
 	if (ndead == 0 && ndropped == 0)

@@ -167,6 +167,13 @@ sub run_case
 		VACUUM (INDEX_CLEANUP OFF) $t});
 	my $start = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
 	$node->safe_psql('postgres', "VACUUM $t");
+
+	# VACUUM commits asynchronously (it has no xid): switching the WAL
+	# segment flushes its records, and the archive gets them
+	my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_switch_wal())');
+	$node->poll_query_until('postgres',
+		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver")
+	  or die 'the WAL was not archived';
 	my @want = $target_of->($h_blk);
 	my ($target, $refs) = split /\|/, $node->safe_psql('postgres',
 		"SELECT start_lsn, array_to_string(blocks, ' ') FROM ("
@@ -174,11 +181,6 @@ sub run_case
 		  . ") w WHERE w.blocks @> '{" . join(',', @want) . "}'::int[] ORDER BY start_lsn LIMIT 1");
 	ok(defined $target && $target ne '',
 		"$what: VACUUM wrote a record of blocks @want (" . ($refs // '') . ')');
-
-	my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_switch_wal())');
-	$node->poll_query_until('postgres',
-		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver")
-	  or die 'the WAL was not archived';
 
 	# restored from the backup and the archive up to that record, then
 	# promoted
