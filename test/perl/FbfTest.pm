@@ -31,6 +31,14 @@
 #   start => 0       return it initialised but neither started nor caught
 #                    up, for a test that starts it its own way.
 #
+#   my $node = fbf_restore_to_lsn($primary, 'base', 'halfway', $lsn);
+#
+# fbf_restore_to_lsn makes a node named $name from the primary's backup
+# (the primary made with has_archiving) and its WAL archive, recovered up
+# to and including the record that starts at $lsn, then promoted (not a
+# standby: a point in time), started and waited for until it is out of
+# recovery.  The primary must have archived the WAL up to there.
+#
 #   my $s = cuckoo_stats($node, 't_k');            # $s->{doublings}
 #   my $c = counter_stats($node, 'c', 'restored');  # $c->{streams}
 #
@@ -128,7 +136,7 @@ use Math::BigInt;
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(fbf_node fbf_standby cuckoo_stats counter_stats db_commits
+our @EXPORT = qw(fbf_node fbf_standby fbf_restore_to_lsn cuckoo_stats counter_stats db_commits
   fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
   citus_shard_windows citus_split_shard fbf_pgbench_start fbf_pgbench_prepared
   cuckoo_key_for_addr cuckoo_key_addr cuckoo_fingerprint);
@@ -170,6 +178,24 @@ sub fbf_standby
 }
 
 # one row of a query, as a hash of the given names, in order
+sub fbf_restore_to_lsn
+{
+	my ($primary, $backup, $name, $lsn) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init_from_backup($primary, $backup, has_restoring => 1, standby => 0);
+	$node->append_conf('postgresql.conf', qq{
+archive_mode = off
+recovery_target_lsn = '$lsn'
+recovery_target_inclusive = on
+recovery_target_action = 'promote'
+});
+	$node->start;
+	$node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+	  or die "$name did not finish recovery";
+	return $node;
+}
+
 sub stats_row
 {
 	my ($node, $db, $sql, @names) = @_;

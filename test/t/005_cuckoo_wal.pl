@@ -337,18 +337,8 @@ $primary->poll_query_until('postgres',
   or die 'the WAL was not archived';
 
 # not a standby: restored from the backup and the archive up to a point
-# in the WAL, then promoted (so by hand, not fbf_standby)
-my $halfway = PostgreSQL::Test::Cluster->new('halfway');
-$halfway->init_from_backup($primary, 'base', has_restoring => 1, standby => 0);
-$halfway->append_conf('postgresql.conf', qq{
-archive_mode = off
-recovery_target_lsn = '$target'
-recovery_target_inclusive = on
-recovery_target_action = 'promote'
-});
-$halfway->start;
-$halfway->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
-  or die 'the restored node did not finish recovery';
+# in the WAL, then promoted
+my $halfway = fbf_restore_to_lsn($primary, 'base', 'halfway', $target);
 my $h = cuckoo_stats($halfway, 't_k');
 is($h->{growing}, 't', 'restored halfway: t_k is in the middle of a doubling');
 verify($halfway, 't_k', 'restored halfway (growing)');

@@ -184,17 +184,7 @@ sub run_case
 
 	# restored from the backup and the archive up to that record, then
 	# promoted
-	my $after = PostgreSQL::Test::Cluster->new("after_$t");
-	$after->init_from_backup($node, $t, has_restoring => 1, standby => 0);
-	$after->append_conf('postgresql.conf', qq{
-archive_mode = off
-recovery_target_lsn = '$target'
-recovery_target_inclusive = on
-recovery_target_action = 'promote'
-});
-	$after->start;
-	$after->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
-	  or die 'the restored node did not finish recovery';
+	my $after = fbf_restore_to_lsn($node, $t, "after_$t", $target);
 
 	my $scan = qq{SET enable_seqscan = off; SET enable_bitmapscan = off;
 		EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM $t WHERE k = };
