@@ -749,7 +749,7 @@ CuckooDropPointer(const CuckooLayout *layout, Page bucket, Page head,
  * free; the free space map learns of it.
  *
  * An unlinking that leaves the head with nothing of the list drops the
- * pointer in its own record: the head holding nothing of the list's tag,
+ * pointer in the unlinking's record: the head holding nothing of the tag,
  * another list could be given its id there (new_list_id), and a pointer
  * still naming it would share that list (cuckoovacuum.c, vacuum_page).
  *

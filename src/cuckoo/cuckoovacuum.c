@@ -283,11 +283,11 @@ vacuum_list_page(Relation index, Buffer buf, const CuckooLayout *layout,
  * The bucket page's lock holds interrupts off, and one key's lists can
  * run to millions of entries: so the walk, and the tidies, stop between
  * two pages when a cancel waits that only this lock holds off
- * (FbfCancelWaiting), and return false.  Every removal, every dropped
- * pointer and every unlinking is a record of its own, so what a stop
- * leaves is whole, as a crash there would leave it: each list's head
- * still carries its tag (an entry, or the link to its next page), or the
- * list is gone with its pointer.
+ * (FbfCancelWaiting), and return false.  Every removal and every
+ * unlinking is a record of its own, with the pointer it leaves nothing
+ * for dropped in it, so what a stop leaves is whole, as a crash there
+ * would leave it: each list's head still carries its tag (an entry, or
+ * the link to its next page), or the list is gone with its pointer.
  */
 static bool
 walk_lists(Relation index, Buffer buf, const CuckooLayout *layout,
