@@ -21,6 +21,10 @@
 #      at its cap (a 64kB fbf.max_filter_size; its streams answer every
 #      operation exactly, so the filter refuses none itself) takes a new
 #      operation with a table of its own, and refuses it without one.
+#      A counter of one pending chain filled by one transaction's batches
+#      refuses them at the role's share of the chain with a table, and
+#      without one where they reach the chain's reserve (its last fifth),
+#      applying nothing of them.
 #   3. mallory, in 8 sessions, keeps 640 small counters of its own
 #      charging (each session 80 of them, in transactions of 0.3 s), so
 #      that tables pass from counter to counter while other sessions
@@ -143,6 +147,34 @@ sub capme
 }
 is(capme(), 'applied', 'with a share table, the counter at its cap takes a new operation');
 
+# a counter of one pending chain (128 pages; the last fifth is its
+# reserve), filled with operations in flight by batches of 5,000 in one
+# transaction until one is refused: the number admitted and the error
+$node->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('resv', retention => '10 min', nbits => 1024, nhashes => 3, npast => 1);
+});
+sub fill_resv
+{
+	my ($ret, $out, $err) = $node->psql('postgres', q{
+	BEGIN;
+	DO $$ BEGIN
+		FOR b IN 0 .. 19 LOOP
+			PERFORM idempotent_increment('resv', 'k', array_fill(7::bigint, ARRAY[5000]),
+				ARRAY(SELECT b * 5000 + g FROM generate_series(1, 5000) g)::bigint[],
+				array_fill(1::bigint, ARRAY[5000]));
+			RAISE NOTICE 'admitted %', (b + 1) * 5000;
+		END LOOP;
+	END $$;
+	ROLLBACK;
+}, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	my @admitted = $err =~ /admitted (\d+)/g;
+	return ($admitted[-1] // 0, $err);
+}
+my ($resv_admitted, $resv_err) = fill_resv();
+like($resv_err, qr/53400.*holds its share of the operations in flight on counter filter "resv_fbf"/s,
+	'with a share table, the batches are refused at their share of the chain (53400)');
+cmp_ok($resv_admitted, '>=', 10000, "after $resv_admitted operations in flight");
+
 ok(mallory(hold_512('m.c') . "PREPARE TRANSACTION 'pin';\nSELECT 'prepared';", qr/prepared/),
 	'mallory prepares a transaction with an operation on each of 512 counters');
 my $prepared_at = time();
@@ -154,6 +186,12 @@ is($node->safe_psql('postgres', q{SELECT capped FROM fbf_counter_stats WHERE cou
 	'f', 'its filter is not at its cap');
 like(capme(), qr/53400.*no share of counter filter "capme_fbf"'s capacity can be counted now.*and the filter is at its cap/s,
 	'without one, the counter at its cap refuses it (53400)');
+($resv_admitted, $resv_err) = fill_resv();
+like($resv_err, qr/53400.*no share of counter filter "resv_fbf"'s capacity can be counted now.*filling the last fifth of its pending pages/s,
+	'without one, the batches are refused where they reach the reserve of the chain (53400)');
+cmp_ok($resv_admitted, '>=', 10000, "after $resv_admitted operations in flight taken unshared");
+is($node->safe_psql('postgres', q{SELECT coalesce(sum(value), 0) FROM resv}), '0',
+	'nothing of the refused transaction is applied');
 my $wait = 11 - (time() - $prepared_at);
 usleep($wait * 1_000_000) if $wait > 0;
 is(victim(), 'applied', 'past the stale age the victim is admitted, the transaction still prepared');
