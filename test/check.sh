@@ -54,7 +54,7 @@ cleanup() {
 trap cleanup EXIT
 
 # the TAP tests that measure time or rates, run alone (by number)
-FBF_TAP_SERIAL=${FBF_TAP_SERIAL-044 014 010}
+FBF_TAP_SERIAL=${FBF_TAP_SERIAL-044 014 010 059}
 # the longest, started first so that the parallel run ends evenly
 FBF_TAP_FIRST=${FBF_TAP_FIRST-022 011 049 042 041 032 017 006 005 007 002 018 013}
 # the versions besides 15 whose TAP tests run with Citus (built for each)

@@ -82,6 +82,9 @@ typedef struct FbfDatabaseEntry
 								 * last pass ended */
 	bool		noted;			/* counters noted since the last pass started */
 	int			waits;			/* FbfPassOutcome's, of the last pass */
+	pid_t		pass_pid;		/* the pass connected to it, or 0 */
+	TimestampTz let_go_until;	/* no pass before then: a DROP DATABASE
+								 * asked the last one to leave */
 } FbfDatabaseEntry;
 
 /*
@@ -95,6 +98,7 @@ typedef struct FbfDatabaseEntry
 typedef struct FbfSharedState
 {
 	LWLock	   *lock;
+	bool		passes_wanted;	/* a database waits for a pass slot */
 	pg_atomic_uint64 idle_passes[FBF_IDLE_PASS_SLOTS];
 } FbfSharedState;
 
@@ -142,6 +146,7 @@ fbf_shmem_startup(void)
 	if (!found)
 	{
 		FbfShared->lock = &(GetNamedLWLockTranche("fbf"))->lock;
+		FbfShared->passes_wanted = false;
 		for (int i = 0; i < FBF_IDLE_PASS_SLOTS; i++)
 			pg_atomic_init_u64(&FbfShared->idle_passes[i], 1);
 	}
@@ -385,7 +390,7 @@ FbfDatabaseSchedule(Oid dbid, TimestampTz *next_due, TimestampTz *last_pass)
 	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
 	if (entry)
 	{
-		*next_due = entry->next_due;
+		*next_due = Max(entry->next_due, entry->let_go_until);
 		*last_pass = entry->last_pass;
 	}
 	LWLockRelease(FbfShared->lock);
@@ -406,6 +411,8 @@ database_entry(Oid dbid)
 		entry->soonest = 0;
 		entry->noted = false;
 		entry->waits = 0;
+		entry->pass_pid = 0;
+		entry->let_go_until = 0;
 	}
 	return entry;
 }
@@ -578,6 +585,90 @@ FbfDatabaseHasOperations(Oid dbid)
 		else if (entry->next_due > entry->soonest)
 			entry->next_due = entry->soonest;
 	}
+	LWLockRelease(FbfShared->lock);
+}
+
+/*
+ * A pass connected to dbid (pid), or left it (0): FbfDatabaseLetGo waits
+ * for the one there to leave.
+ */
+void
+FbfDatabasePassAttached(Oid dbid, pid_t pid)
+{
+	FbfDatabaseEntry *entry;
+
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	entry = pid != 0 ? database_entry(dbid) :
+		hash_search(database_hash, &dbid, HASH_FIND, NULL);
+	if (entry && (pid != 0 || entry->pass_pid == MyProcPid))
+		entry->pass_pid = pid;
+	LWLockRelease(FbfShared->lock);
+}
+
+/*
+ * May the pass in dbid stay for its next round?  Not while another
+ * database waits for a pass slot (FbfPassesWanted), nor once a DROP
+ * DATABASE asked it to leave (FbfDatabaseLetGo).
+ */
+bool
+FbfDatabasePassMayStay(Oid dbid)
+{
+	FbfDatabaseEntry *entry;
+	bool		stay;
+
+	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
+	stay = entry != NULL && !FbfShared->passes_wanted &&
+		entry->let_go_until <= GetCurrentTimestamp();
+	LWLockRelease(FbfShared->lock);
+	return stay;
+}
+
+/*
+ * Ask the pass in dbid to leave, and start none there before `until`.
+ * Returns the pid of the pass connected now, 0 if none.
+ */
+pid_t
+FbfDatabaseLetGo(Oid dbid, TimestampTz until)
+{
+	FbfDatabaseEntry *entry;
+	pid_t		pid = 0;
+
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	entry = database_entry(dbid);
+	if (entry)
+	{
+		entry->let_go_until = Max(entry->let_go_until, until);
+		pid = entry->pass_pid;
+	}
+	LWLockRelease(FbfShared->lock);
+	return pid;
+}
+
+/* the pid of the pass connected to dbid, 0 if none */
+pid_t
+FbfDatabasePassPid(Oid dbid)
+{
+	FbfDatabaseEntry *entry;
+	pid_t		pid = 0;
+
+	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
+	if (entry)
+		pid = entry->pass_pid;
+	LWLockRelease(FbfShared->lock);
+	return pid;
+}
+
+/*
+ * Does a database wait for a pass slot that passes staying in theirs hold?
+ * Set by the launcher each time it serves the databases.
+ */
+void
+FbfPassesWanted(bool wanted)
+{
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
+	FbfShared->passes_wanted = wanted;
 	LWLockRelease(FbfShared->lock);
 }
 

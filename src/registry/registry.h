@@ -74,6 +74,11 @@ extern uint64 FbfDatabaseIdlePasses(Oid dbid);
 extern void FbfDatabaseHasCounters(Oid dbid);
 extern void FbfDatabaseHasOperations(Oid dbid);
 extern void FbfDatabaseHasCountersAtCommit(void);
+extern void FbfDatabasePassAttached(Oid dbid, pid_t pid);
+extern bool FbfDatabasePassMayStay(Oid dbid);
+extern pid_t FbfDatabaseLetGo(Oid dbid, TimestampTz until);
+extern pid_t FbfDatabasePassPid(Oid dbid);
+extern void FbfPassesWanted(bool wanted);
 
 /* ----------------------------------------------------------------------
  * share.c: shares of a window's capacity

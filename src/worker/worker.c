@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  Background workers: a launcher, and short-lived maintenance passes
- *	  in the databases that have counters.
+ *	  Background workers: a launcher, and maintenance passes in the
+ *	  databases that have counters.
  *
  * The launcher (registered at preload, connected to no database) keeps a
  * schedule in the registry: for each database, when its next pass is due
@@ -36,8 +36,23 @@
  * pass due a naptime after the last one (FbfDatabaseHasOperations): a
  * connection that stays open through an idle spell gets its operations
  * drained after a naptime, not after the idle wait, and passes never come
- * more often than a busy database's.  Passes are short on purpose: a
- * worker that stayed connected would make DROP DATABASE fail.
+ * more often than a busy database's.
+ *
+ * A pass whose round found operations stays for the next, at the due time
+ * the registry keeps (a new counter brings it forward), instead of making
+ * way for a new process a naptime later: a new process would map every
+ * page of the database's windows afresh, which on a busy server with many
+ * counters (a Citus worker's shards) costs more than the rounds.  It
+ * leaves when a round finds the database idle, after FBF_PASS_LIFETIME_MS,
+ * when fbf.worker_enabled is turned off, when another database waits for
+ * a slot (the launcher says so, FbfPassesWanted, each time it serves), and
+ * for the commands that no connected session may outlast.  Those take the
+ * database's lock and then wait 5 s for the other sessions to leave: the
+ * pass, between rounds, looks every FBF_PASS_LOOK_MS whether the lock is
+ * taken (database_claimed).  DROP DATABASE ... WITH (FORCE) does not wait:
+ * it would fail on a pass that its issuer, an owner who is no superuser,
+ * may not terminate; so the owner's DROP DATABASE first asks the pass to
+ * leave and waits for it (let_go_of_database, a ProcessUtility hook).
  *
  * Correctness never depends on the worker: a backend that finds a refresh
  * overdue performs it, and a full pending page is drained by the backend
@@ -73,6 +88,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -83,7 +99,10 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/elog.h"
 #include "utils/fmgroids.h"
@@ -94,6 +113,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "counter/counter.h"
 #include "registry/registry.h"
 #include "window/window.h"
@@ -106,6 +126,14 @@
 #define FBF_IDLE_MAX_MS			60000
 /* how often a database found without the extension is looked at again */
 #define FBF_NO_EXTENSION_MS		300000
+/* longest a pass stays in a busy database */
+#define FBF_PASS_LIFETIME_MS	300000
+/* how often a pass waiting for its next round looks whether to leave */
+#define FBF_PASS_LOOK_MS		100
+/* how long DROP DATABASE waits for the pass there to leave */
+#define FBF_LET_GO_WAIT_MS		5000
+/* and how long after it no pass goes there */
+#define FBF_LET_GO_HOLD_MS		10000
 
 typedef struct PassSlot
 {
@@ -119,6 +147,13 @@ typedef struct DueDatabase
 	Oid			dbid;
 	TimestampTz last_pass;		/* 0: never */
 } DueDatabase;
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+static void fbf_worker_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+									  bool readOnlyTree, ProcessUtilityContext context,
+									  ParamListInfo params, QueryEnvironment *queryEnv,
+									  DestReceiver *dest, QueryCompletion *qc);
 
 static bool fbf_worker_enabled = true;
 static int	fbf_naptime_ms = 1000;
@@ -154,6 +189,63 @@ FbfWorkerInit(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "fbf launcher");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "fbf launcher");
 	RegisterBackgroundWorker(&worker);
+
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = fbf_worker_ProcessUtility;
+}
+
+/*
+ * DROP DATABASE: the pass there leaves first.  A pass that stays in a busy
+ * database (the file header) would otherwise make it fail: WITH (FORCE)
+ * at once, unless the dropper may signal the pass, a superuser's
+ * process; without, once it had waited 5 s.  Asked only for the owner
+ * (or a superuser), who may drop it: no one else can keep passes away.
+ * The dropper holds no lock while it waits, at most FBF_LET_GO_WAIT_MS,
+ * and no pass starts there for FBF_LET_GO_HOLD_MS (the launcher's
+ * schedule), so that none connects while the drop goes on.
+ */
+static void
+let_go_of_database(const char *dbname)
+{
+	Oid			dbid = get_database_oid(dbname, true);
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz deadline = TimestampTzPlusMilliseconds(now, FBF_LET_GO_WAIT_MS);
+	pid_t		pid;
+	PGPROC	   *proc;
+
+	if (!OidIsValid(dbid) || dbid == MyDatabaseId ||
+		!FbfDatabaseOwnercheck(dbid, GetUserId()))
+		return;
+	pid = FbfDatabaseLetGo(dbid, TimestampTzPlusMilliseconds(now, FBF_LET_GO_HOLD_MS));
+	if (pid == 0)
+		return;
+	proc = BackendPidGetProc(pid);
+	if (proc != NULL)
+		SetLatch(&proc->procLatch);
+	while (FbfDatabasePassPid(dbid) != 0 &&
+		   GetCurrentTimestamp() < deadline)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static void
+fbf_worker_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+						  bool readOnlyTree, ProcessUtilityContext context,
+						  ParamListInfo params, QueryEnvironment *queryEnv,
+						  DestReceiver *dest, QueryCompletion *qc)
+{
+	if (IsA(pstmt->utilityStmt, DropdbStmt) && IsTransactionState())
+		let_go_of_database(((DropdbStmt *) pstmt->utilityStmt)->dbname);
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
 }
 
 /*
@@ -338,6 +430,7 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 	int			ndue = 0;
 	TimestampTz wake = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
 	ListCell   *lc;
+	int			i;
 
 	foreach(lc, dbs)
 	{
@@ -367,7 +460,7 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 			wake = Min(wake, next_due);
 	}
 	qsort(due, ndue, sizeof(DueDatabase), due_cmp);
-	for (int i = 0; i < ndue; i++)
+	for (i = 0; i < ndue; i++)
 	{
 		if (passes_running(slots) >= fbf_max_workers)
 			break;
@@ -378,6 +471,8 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 			break;
 		FbfDatabasePassStarted(due[i].dbid, now, Max(fbf_naptime_ms, 1000));
 	}
+	/* databases left waiting: the passes staying in theirs make room */
+	FbfPassesWanted(i < ndue);
 	pfree(due);
 	return wake;
 }
@@ -435,6 +530,8 @@ fbf_launcher_main(Datum main_arg)
 			}
 			wake = serve_databases(slots, dbs, now);
 		}
+		else
+			FbfPassesWanted(false);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Max(TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
@@ -556,49 +653,66 @@ pass_connect_log_hook(ErrorData *edata)
 		prev_emit_log_hook(edata);
 }
 
-void
-fbf_pass_main(Datum main_arg)
+/*
+ * The pass leaves: the registry forgets it, whatever ended it (its last
+ * round, SIGTERM, an error).
+ */
+static void
+pass_detach(int code, Datum arg)
 {
-	Oid			dbid = DatumGetObjectId(main_arg);
-	bool		has_extension;
+	FbfDatabasePassAttached(DatumGetObjectId(arg), 0);
+}
+
+/*
+ * Does a command wait for this database's lock, one that no connected
+ * session may outlast: DROP DATABASE, ALTER DATABASE ... RENAME TO or SET
+ * TABLESPACE, CREATE DATABASE ... TEMPLATE it?  Each takes the lock, then
+ * waits 5 s for the other sessions to leave.  Asked with a conditional
+ * session lock, so no one ever waits for the pass.
+ */
+static bool
+database_claimed(Oid dbid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, dbid, 0);
+	if (LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, RowExclusiveLock, true);
+	return false;
+}
+
+/*
+ * One round of a pass: every counter of the database maintained, each in
+ * its own transaction; fills *outcome, as FbfDatabasePassDone takes it.
+ * Returns whether a counter had operations since the last round (the
+ * database is busy: its next round is due a naptime later).
+ */
+static bool
+pass_round(Oid dbid, MemoryContext pass_context, FbfPassOutcome *outcome)
+{
 	List	   *counters;
 	ListCell   *lc;
-	MemoryContext pass_context;
 	volatile int64 idle_ms = FBF_IDLE_MAX_MS;
 	volatile bool maintained = false;
 	volatile bool busy = false;
 	volatile bool in_flight = false;
 	int			waits;
 	int64		wait_ms;
-	FbfPassOutcome outcome;
 	TimestampTz now;
 
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	prev_emit_log_hook = emit_log_hook;
-	emit_log_hook = pass_connect_log_hook;
-	pass_connecting = dbid;
-	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
-	pass_connecting = InvalidOid;
-	emit_log_hook = prev_emit_log_hook;
-	pgstat_report_appname("fbf maintenance pass");
-
-	pass_context = AllocSetContextCreate(TopMemoryContext, "fbf pass",
-										 ALLOCSET_DEFAULT_SIZES);
-
+	MemoryContextReset(pass_context);
 	StartTransactionCommand();
-	has_extension = OidIsValid(get_extension_oid("fbf", true));
-	if (!has_extension)
+	if (!OidIsValid(get_extension_oid("fbf", true)))
 	{
 		CommitTransactionCommand();
 		now = GetCurrentTimestamp();
-		outcome.has_extension = false;
-		outcome.next_due = TimestampTzPlusMilliseconds(now, FBF_NO_EXTENSION_MS);
-		outcome.soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
-		outcome.idle = false;
-		outcome.waits = 0;
-		FbfDatabasePassDone(dbid, &outcome);
-		proc_exit(0);
+		outcome->has_extension = false;
+		outcome->next_due = TimestampTzPlusMilliseconds(now, FBF_NO_EXTENSION_MS);
+		outcome->soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
+		outcome->idle = false;
+		outcome->waits = 0;
+		return false;
 	}
 	{
 		MemoryContext old = MemoryContextSwitchTo(pass_context);
@@ -661,11 +775,102 @@ fbf_pass_main(Datum main_arg)
 	 * if longer than a naptime (FbfDatabasePassDone).
 	 */
 	now = GetCurrentTimestamp();
-	outcome.has_extension = true;
-	outcome.next_due = TimestampTzPlusMilliseconds(now, Max(idle_ms, fbf_naptime_ms));
-	outcome.soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
-	outcome.idle = maintained && idle_ms > fbf_naptime_ms;
-	outcome.waits = in_flight && !busy ? Min(waits + 1, 16) : 0;
-	FbfDatabasePassDone(dbid, &outcome);
+	outcome->has_extension = true;
+	outcome->next_due = TimestampTzPlusMilliseconds(now, Max(idle_ms, fbf_naptime_ms));
+	outcome->soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
+	outcome->idle = maintained && idle_ms > fbf_naptime_ms;
+	outcome->waits = in_flight && !busy ? Min(waits + 1, 16) : 0;
+	return busy;
+}
+
+/*
+ * Should the pass leave now rather than wait for its database's next
+ * round?  When the worker is turned off, when it has lived
+ * FBF_PASS_LIFETIME_MS, when another database waits for its slot or a
+ * DROP DATABASE asked it to leave (FbfDatabasePassMayStay), and when a
+ * command waits for the database's lock (database_claimed).
+ */
+static bool
+pass_should_leave(Oid dbid, TimestampTz started)
+{
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	return !fbf_worker_enabled ||
+		TimestampDifferenceExceeds(started, GetCurrentTimestamp(),
+								   FBF_PASS_LIFETIME_MS) ||
+		!FbfDatabasePassMayStay(dbid) ||
+		database_claimed(dbid);
+}
+
+/*
+ * Wait for the database's next round (its due time in the registry, which
+ * a new counter brings forward), looking every FBF_PASS_LOOK_MS whether
+ * the pass should leave instead.  Returns false if it should.
+ */
+static bool
+pass_wait(Oid dbid, TimestampTz started)
+{
+	for (;;)
+	{
+		TimestampTz next_due;
+		TimestampTz last_pass;
+		long		sleep_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		if (pass_should_leave(dbid, started))
+			return false;
+		FbfDatabaseSchedule(dbid, &next_due, &last_pass);
+		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+												   next_due);
+		if (sleep_ms <= 0)
+			return true;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(sleep_ms, FBF_PASS_LOOK_MS), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+void
+fbf_pass_main(Datum main_arg)
+{
+	Oid			dbid = DatumGetObjectId(main_arg);
+	MemoryContext pass_context;
+	TimestampTz started;
+	FbfPassOutcome outcome;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = pass_connect_log_hook;
+	pass_connecting = dbid;
+	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	pass_connecting = InvalidOid;
+	emit_log_hook = prev_emit_log_hook;
+	pgstat_report_appname("fbf maintenance pass");
+	FbfDatabasePassAttached(dbid, MyProcPid);
+	before_shmem_exit(pass_detach, ObjectIdGetDatum(dbid));
+
+	pass_context = AllocSetContextCreate(TopMemoryContext, "fbf pass",
+										 ALLOCSET_DEFAULT_SIZES);
+	started = GetCurrentTimestamp();
+
+	/*
+	 * A round, and another at each due time while the database stays busy
+	 * and nothing asks the pass to leave (the file header).
+	 */
+	for (;;)
+	{
+		bool		busy = pass_round(dbid, pass_context, &outcome);
+
+		FbfDatabasePassDone(dbid, &outcome);
+		if (!busy || !pass_wait(dbid, started))
+			break;
+		FbfDatabasePassStarted(dbid, GetCurrentTimestamp(),
+							   Max(fbf_naptime_ms, 1000));
+	}
 	proc_exit(0);
 }
