@@ -624,6 +624,20 @@ FbfDatabasePassMayStay(Oid dbid)
 	return stay;
 }
 
+/* Has a DROP DATABASE asked the pass in dbid to leave (FbfDatabaseLetGo)? */
+bool
+FbfDatabaseLettingGo(Oid dbid)
+{
+	FbfDatabaseEntry *entry;
+	bool		letting_go;
+
+	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
+	letting_go = entry != NULL && entry->let_go_until > GetCurrentTimestamp();
+	LWLockRelease(FbfShared->lock);
+	return letting_go;
+}
+
 /*
  * Ask the pass in dbid to leave, and start none there before `until`.
  * Returns the pid of the pass connected now, 0 if none.

@@ -15,8 +15,8 @@
  * replication keep the rest.  Should no slot be free, the database stays
  * due and first in line.
  *
- * A pass connects, runs FbfCounterMaintain (refresh if due, drain, one
- * AIMD step) on every counter table, and exits, telling the registry when
+ * A pass connects and runs rounds: a round runs FbfCounterMaintain (refresh
+ * if due, drain, one AIMD step) on every counter table, telling the registry when
  * the next pass is due: after fbf.naptime if any counter had operations
  * since the last pass, else when the first of them must next be refreshed
  * (at most FBF_IDLE_MAX_MS later).  An idle database thus costs a pass per
@@ -49,10 +49,11 @@
  * for the commands that no connected session may outlast.  Those take the
  * database's lock and then wait 5 s for the other sessions to leave: the
  * pass, between rounds, looks every FBF_PASS_LOOK_MS whether the lock is
- * taken (database_claimed).  DROP DATABASE ... WITH (FORCE) does not wait:
- * it would fail on a pass that its issuer, an owner who is no superuser,
- * may not terminate; so the owner's DROP DATABASE first asks the pass to
- * leave and waits for it (let_go_of_database, a ProcessUtility hook).
+ * taken (database_claimed).  DROP DATABASE ... WITH (FORCE) terminates the
+ * other sessions before it waits for them, and would fail on a pass that
+ * its issuer, an owner who is no superuser, may not terminate; so the
+ * owner's DROP DATABASE first asks the pass to leave and waits until it
+ * is gone (let_go_of_database, a ProcessUtility hook).
  *
  * Correctness never depends on the worker: a backend that finds a refresh
  * overdue performs it, and a full pending page is drained by the backend
@@ -113,7 +114,6 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
 #include "counter/counter.h"
 #include "registry/registry.h"
 #include "window/window.h"
@@ -210,11 +210,20 @@ let_go_of_database(const char *dbname)
 	Oid			dbid = get_database_oid(dbname, true);
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz deadline = TimestampTzPlusMilliseconds(now, FBF_LET_GO_WAIT_MS);
+	HeapTuple	tup;
+	Oid			owner;
 	pid_t		pid;
 	PGPROC	   *proc;
 
-	if (!OidIsValid(dbid) || dbid == MyDatabaseId ||
-		!FbfDatabaseOwnercheck(dbid, GetUserId()))
+	if (!OidIsValid(dbid) || dbid == MyDatabaseId)
+		return;
+	/* dropped meanwhile: DROP DATABASE says so, not we */
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dbid));
+	if (!HeapTupleIsValid(tup))
+		return;
+	owner = ((Form_pg_database) GETSTRUCT(tup))->datdba;
+	ReleaseSysCache(tup);
+	if (!has_privs_of_role(GetUserId(), owner))
 		return;
 	pid = FbfDatabaseLetGo(dbid, TimestampTzPlusMilliseconds(now, FBF_LET_GO_HOLD_MS));
 	if (pid == 0)
@@ -222,7 +231,13 @@ let_go_of_database(const char *dbname)
 	proc = BackendPidGetProc(pid);
 	if (proc != NULL)
 		SetLatch(&proc->procLatch);
-	while (FbfDatabasePassPid(dbid) != 0 &&
+
+	/*
+	 * Until it has left the ProcArray, not only the registry: its exit
+	 * callbacks come before that, and TerminateOtherDBBackends would still
+	 * find it.
+	 */
+	while ((FbfDatabasePassPid(dbid) != 0 || BackendPidGetProc(pid) != NULL) &&
 		   GetCurrentTimestamp() < deadline)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -238,7 +253,8 @@ fbf_worker_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 						  ParamListInfo params, QueryEnvironment *queryEnv,
 						  DestReceiver *dest, QueryCompletion *qc)
 {
-	if (IsA(pstmt->utilityStmt, DropdbStmt) && IsTransactionState())
+	if (IsA(pstmt->utilityStmt, DropdbStmt) &&
+		context == PROCESS_UTILITY_TOPLEVEL && !IsTransactionBlock())
 		let_go_of_database(((DropdbStmt *) pstmt->utilityStmt)->dbname);
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
@@ -472,7 +488,7 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 		FbfDatabasePassStarted(due[i].dbid, now, Max(fbf_naptime_ms, 1000));
 	}
 	/* databases left waiting: the passes staying in theirs make room */
-	FbfPassesWanted(i < ndue);
+	FbfPassesWanted(i < ndue || passes_running(slots) > fbf_max_workers);
 	pfree(due);
 	return wake;
 }
@@ -685,8 +701,9 @@ database_claimed(Oid dbid)
 /*
  * One round of a pass: every counter of the database maintained, each in
  * its own transaction; fills *outcome, as FbfDatabasePassDone takes it.
- * Returns whether a counter had operations since the last round (the
- * database is busy: its next round is due a naptime later).
+ * Returns whether the pass may stay for the next: a counter had operations
+ * since the last round (the database is busy: its next round is due a
+ * naptime later), and the database still takes connections.
  */
 static bool
 pass_round(Oid dbid, MemoryContext pass_context, FbfPassOutcome *outcome)
@@ -697,12 +714,20 @@ pass_round(Oid dbid, MemoryContext pass_context, FbfPassOutcome *outcome)
 	volatile bool maintained = false;
 	volatile bool busy = false;
 	volatile bool in_flight = false;
+	bool		open;
+	HeapTuple	tup;
 	int			waits;
 	int64		wait_ms;
 	TimestampTz now;
 
 	MemoryContextReset(pass_context);
 	StartTransactionCommand();
+	/* closed to connections, or made a template, since: no more rounds */
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dbid));
+	open = HeapTupleIsValid(tup) &&
+		database_connectable((Form_pg_database) GETSTRUCT(tup));
+	if (HeapTupleIsValid(tup))
+		ReleaseSysCache(tup);
 	if (!OidIsValid(get_extension_oid("fbf", true)))
 	{
 		CommitTransactionCommand();
@@ -780,7 +805,7 @@ pass_round(Oid dbid, MemoryContext pass_context, FbfPassOutcome *outcome)
 	outcome->soonest = TimestampTzPlusMilliseconds(now, fbf_naptime_ms);
 	outcome->idle = maintained && idle_ms > fbf_naptime_ms;
 	outcome->waits = in_flight && !busy ? Min(waits + 1, 16) : 0;
-	return busy;
+	return busy && open;
 }
 
 /*
@@ -819,10 +844,16 @@ pass_wait(Oid dbid, TimestampTz started)
 		TimestampTz last_pass;
 		long		sleep_ms;
 
+		/* a SIGTERM between rounds: leave as a pass that ends does */
+		if (ProcDiePending)
+			proc_exit(0);
 		CHECK_FOR_INTERRUPTS();
 		if (pass_should_leave(dbid, started))
 			return false;
 		FbfDatabaseSchedule(dbid, &next_due, &last_pass);
+		/* a round after the pass's lifetime: the next pass's */
+		if (next_due > TimestampTzPlusMilliseconds(started, FBF_PASS_LIFETIME_MS))
+			return false;
 		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 												   next_due);
 		if (sleep_ms <= 0)
@@ -840,10 +871,24 @@ fbf_pass_main(Datum main_arg)
 	MemoryContext pass_context;
 	TimestampTz started;
 	FbfPassOutcome outcome;
+	pid_t		other;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+
+	/*
+	 * Known to the registry before it connects, so that a DROP DATABASE
+	 * from now on waits for it (let_go_of_database); and gone at once if
+	 * another pass is still there (one a launcher that has since restarted
+	 * started).
+	 */
+	other = FbfDatabasePassPid(dbid);
+	if (other != 0 && BackendPidGetProc(other) != NULL)
+		proc_exit(0);
+	FbfDatabasePassAttached(dbid, MyProcPid);
+	before_shmem_exit(pass_detach, ObjectIdGetDatum(dbid));
+
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = pass_connect_log_hook;
 	pass_connecting = dbid;
@@ -851,8 +896,9 @@ fbf_pass_main(Datum main_arg)
 	pass_connecting = InvalidOid;
 	emit_log_hook = prev_emit_log_hook;
 	pgstat_report_appname("fbf maintenance pass");
-	FbfDatabasePassAttached(dbid, MyProcPid);
-	before_shmem_exit(pass_detach, ObjectIdGetDatum(dbid));
+	/* asked to leave while it connected: not even one round */
+	if (FbfDatabaseLettingGo(dbid) || database_claimed(dbid))
+		proc_exit(0);
 
 	pass_context = AllocSetContextCreate(TopMemoryContext, "fbf pass",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -867,6 +913,8 @@ fbf_pass_main(Datum main_arg)
 		bool		busy = pass_round(dbid, pass_context, &outcome);
 
 		FbfDatabasePassDone(dbid, &outcome);
+		/* the round's statistics, now: the pass may stay for minutes */
+		pgstat_report_stat(false);
 		if (!busy || !pass_wait(dbid, started))
 			break;
 		FbfDatabasePassStarted(dbid, GetCurrentTimestamp(),
