@@ -86,38 +86,21 @@ sub wait_for_pass
 		WHERE backend_type = 'fbf maintenance pass' AND datname = '$db' $cond});
 }
 
-# A pass in $db (other than $not, if given) within $secs seconds?  Looked
-# for every 10 ms: passes that make room for each other may live for one
-# round only.
+# Within $secs seconds, is there a pass in $db (other than $not, if
+# given), or ($want false) none in any database?  Looked for every 10 ms:
+# passes that make room for each other may live for one round only.
 $node->safe_psql('postgres', q{
-	CREATE FUNCTION pass_within(db text, secs float8, notpid int) RETURNS boolean
-	LANGUAGE plpgsql AS $$
+	CREATE FUNCTION pass_within(db text, secs float8, notpid int, want boolean)
+	RETURNS boolean LANGUAGE plpgsql AS $$
 	DECLARE
 		t0 timestamptz := clock_timestamp();
 	BEGIN
 		LOOP
 			PERFORM pg_stat_clear_snapshot();
 			IF EXISTS (SELECT FROM pg_stat_activity
-					   WHERE backend_type = 'fbf maintenance pass' AND datname = db
-					   AND pid IS DISTINCT FROM notpid) THEN
-				RETURN true;
-			END IF;
-			EXIT WHEN clock_timestamp() - t0 > secs * interval '1 s';
-			PERFORM pg_sleep(0.01);
-		END LOOP;
-		RETURN false;
-	END $$});
-
-$node->safe_psql('postgres', q{
-	CREATE FUNCTION no_pass_within(secs float8) RETURNS boolean
-	LANGUAGE plpgsql AS $$
-	DECLARE
-		t0 timestamptz := clock_timestamp();
-	BEGIN
-		LOOP
-			PERFORM pg_stat_clear_snapshot();
-			IF NOT EXISTS (SELECT FROM pg_stat_activity
-						   WHERE backend_type = 'fbf maintenance pass') THEN
+					   WHERE backend_type = 'fbf maintenance pass'
+					   AND (db IS NULL OR datname = db)
+					   AND pid IS DISTINCT FROM notpid) = want THEN
 				RETURN true;
 			END IF;
 			EXIT WHEN clock_timestamp() - t0 > secs * interval '1 s';
@@ -131,7 +114,15 @@ sub pass_within
 	my ($db, $secs, $not) = @_;
 
 	return $node->safe_psql('postgres',
-		"SELECT pass_within('$db', $secs, " . ($not // 'NULL') . ')') eq 't';
+		"SELECT pass_within('$db', $secs, " . ($not // 'NULL') . ', true)') eq 't';
+}
+
+sub no_pass_within
+{
+	my ($secs) = @_;
+
+	return $node->safe_psql('postgres',
+		"SELECT pass_within(NULL, $secs, NULL, false)") eq 't';
 }
 
 sub set_conf
@@ -246,7 +237,7 @@ make_db('third');
 my $third_load = start_load('third');
 ok(wait_for_pass('third'), 'a pass serves the third database');
 set_conf('fbf.worker_enabled', 'off');
-is($node->safe_psql('postgres', 'SELECT no_pass_within(5)'), 't',
+ok(no_pass_within(5),
 	'the pass leaves within 5 s when the worker is turned off, its clients still busy');
 set_conf('fbf.worker_enabled', 'on');
 ok(wait_for_pass('third'), 'and one comes back when it is turned on');
