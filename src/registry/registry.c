@@ -605,6 +605,13 @@ FbfDatabasePassAttached(Oid dbid, pid_t pid)
 	LWLockRelease(FbfShared->lock);
 }
 
+/* has a DROP DATABASE asked the pass of `entry` to leave?  Under the lock. */
+static bool
+letting_go(const FbfDatabaseEntry *entry)
+{
+	return entry->let_go_until > GetCurrentTimestamp();
+}
+
 /*
  * May the pass in dbid stay for its next round?  Not while another
  * database waits for a pass slot (FbfPassesWanted), nor once a DROP
@@ -618,8 +625,7 @@ FbfDatabasePassMayStay(Oid dbid)
 
 	LWLockAcquire(FbfShared->lock, LW_SHARED);
 	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
-	stay = entry != NULL && !FbfShared->passes_wanted &&
-		entry->let_go_until <= GetCurrentTimestamp();
+	stay = entry != NULL && !FbfShared->passes_wanted && !letting_go(entry);
 	LWLockRelease(FbfShared->lock);
 	return stay;
 }
@@ -629,13 +635,13 @@ bool
 FbfDatabaseLettingGo(Oid dbid)
 {
 	FbfDatabaseEntry *entry;
-	bool		letting_go;
+	bool		result;
 
 	LWLockAcquire(FbfShared->lock, LW_SHARED);
 	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
-	letting_go = entry != NULL && entry->let_go_until > GetCurrentTimestamp();
+	result = entry != NULL && letting_go(entry);
 	LWLockRelease(FbfShared->lock);
-	return letting_go;
+	return result;
 }
 
 /*
