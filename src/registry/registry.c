@@ -98,7 +98,7 @@ typedef struct FbfDatabaseEntry
 typedef struct FbfSharedState
 {
 	LWLock	   *lock;
-	bool		passes_wanted;	/* a database waits for a pass slot */
+	int			passes_wanted;	/* slots wanted of staying passes */
 	pg_atomic_uint64 idle_passes[FBF_IDLE_PASS_SLOTS];
 } FbfSharedState;
 
@@ -146,7 +146,7 @@ fbf_shmem_startup(void)
 	if (!found)
 	{
 		FbfShared->lock = &(GetNamedLWLockTranche("fbf"))->lock;
-		FbfShared->passes_wanted = false;
+		FbfShared->passes_wanted = 0;
 		for (int i = 0; i < FBF_IDLE_PASS_SLOTS; i++)
 			pg_atomic_init_u64(&FbfShared->idle_passes[i], 1);
 	}
@@ -613,9 +613,10 @@ letting_go(const FbfDatabaseEntry *entry)
 }
 
 /*
- * May the pass in dbid stay for its next round?  Not while another
- * database waits for a pass slot (FbfPassesWanted), nor once a DROP
- * DATABASE asked it to leave (FbfDatabaseLetGo).
+ * May the pass in dbid stay for its next round?  Not once a DROP DATABASE
+ * asked it to leave (FbfDatabaseLetGo), nor when a slot is wanted for a
+ * database that waits (FbfPassesWanted): the pass that asks takes one of
+ * the wanted slots and leaves, and the other passes stay.
  */
 bool
 FbfDatabasePassMayStay(Oid dbid)
@@ -623,9 +624,14 @@ FbfDatabasePassMayStay(Oid dbid)
 	FbfDatabaseEntry *entry;
 	bool		stay;
 
-	LWLockAcquire(FbfShared->lock, LW_SHARED);
+	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
 	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
-	stay = entry != NULL && !FbfShared->passes_wanted && !letting_go(entry);
+	stay = entry != NULL && !letting_go(entry);
+	if (stay && FbfShared->passes_wanted > 0)
+	{
+		FbfShared->passes_wanted--;
+		stay = false;
+	}
 	LWLockRelease(FbfShared->lock);
 	return stay;
 }
@@ -681,14 +687,16 @@ FbfDatabasePassPid(Oid dbid)
 }
 
 /*
- * Does a database wait for a pass slot that passes staying in theirs hold?
- * Set by the launcher each time it serves the databases.
+ * How many pass slots are wanted of the passes staying in their databases
+ * (databases waiting for one, and passes over fbf.max_workers): that many
+ * staying passes leave after their round (FbfDatabasePassMayStay).  Set by
+ * the launcher each time it serves the databases.
  */
 void
-FbfPassesWanted(bool wanted)
+FbfPassesWanted(int slots)
 {
 	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
-	FbfShared->passes_wanted = wanted;
+	FbfShared->passes_wanted = Max(slots, 0);
 	LWLockRelease(FbfShared->lock);
 }
 

@@ -79,7 +79,7 @@ extern bool FbfDatabasePassMayStay(Oid dbid);
 extern bool FbfDatabaseLettingGo(Oid dbid);
 extern pid_t FbfDatabaseLetGo(Oid dbid, TimestampTz until);
 extern pid_t FbfDatabasePassPid(Oid dbid);
-extern void FbfPassesWanted(bool wanted);
+extern void FbfPassesWanted(int slots);
 
 /* ----------------------------------------------------------------------
  * share.c: shares of a window's capacity

@@ -45,7 +45,8 @@
  * counters (a Citus worker's shards) costs more than the rounds.  It
  * leaves when a round finds the database idle, after FBF_PASS_LIFETIME_MS,
  * when fbf.worker_enabled is turned off, when another database waits for
- * a slot (the launcher says so, FbfPassesWanted, each time it serves), and
+ * a slot (the launcher counts those, FbfPassesWanted, each time it serves,
+ * and that many staying passes leave), and
  * for the commands that no connected session may outlast.  Those take the
  * database's lock and then wait 5 s for the other sessions to leave: the
  * pass, between rounds, looks every FBF_PASS_LOOK_MS whether the lock is
@@ -487,8 +488,8 @@ serve_databases(PassSlot *slots, List *dbs, TimestampTz now)
 			break;
 		FbfDatabasePassStarted(due[i].dbid, now, Max(fbf_naptime_ms, 1000));
 	}
-	/* databases left waiting: the passes staying in theirs make room */
-	FbfPassesWanted(i < ndue || passes_running(slots) > fbf_max_workers);
+	/* databases left waiting: as many passes staying in theirs make room */
+	FbfPassesWanted((ndue - i) + Max(passes_running(slots) - fbf_max_workers, 0));
 	pfree(due);
 	return wake;
 }
@@ -547,7 +548,7 @@ fbf_launcher_main(Datum main_arg)
 			wake = serve_databases(slots, dbs, now);
 		}
 		else
-			FbfPassesWanted(false);
+			FbfPassesWanted(0);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Max(TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
