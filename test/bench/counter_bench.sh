@@ -72,12 +72,12 @@ STEADY_ROUNDS=${STEADY_ROUNDS:-1}
 TAIL_S=${TAIL_S:-30}
 OPS_AT_INDEX=${OPS_AT_INDEX:-1}
 RETENTION_S=20
-# the targets
-T_RATIO=0.90 # fbf / plain tps, 1,000 keys, synchronous_commit off
-T_RATIO_ON=0.97 # the same, synchronous_commit on
-T_HOT=1.0    # fbf / plain tps, one hot key
-T_EXACT=1.3  # fbf / exact tps, steady state
-T_WAL=1.25   # fbf / plain WAL bytes per transaction
+# the targets printed beside the figures (PASS/MISS)
+T_RATIO=0.95 # fbf / plain tps, 1,000 keys, synchronous_commit off
+T_RATIO_ON=0.98 # the same, synchronous_commit on
+T_HOT=1.5    # fbf / plain tps, one hot key
+T_EXACT=1.5  # fbf / exact tps, steady state
+T_WAL=1.5    # fbf / plain WAL bytes per transaction (1.25 the aim beyond)
 T_BLKS=3     # fbf - plain buffers per statement
 
 # the tail is the last TAIL_S seconds, at most half a (short) run, from
