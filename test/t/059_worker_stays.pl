@@ -1,7 +1,7 @@
 # A maintenance pass stays in a busy database: one process serves it round
 # after round, instead of a new one every fbf.naptime.  It leaves when
-# asked: when another database waits for its slot (fbf.max_workers), when
-# fbf.worker_enabled is turned off, and before the commands that no other
+# asked: when another database waits for its slot or fbf.max_workers is
+# lowered, when fbf.worker_enabled is turned off, and before the commands that no other
 # session may outlast: DROP DATABASE (WITH (FORCE) too, by an owner who
 # is no superuser and so could not terminate the pass), ALTER DATABASE
 # ... RENAME TO and CREATE DATABASE ... TEMPLATE, which wait 5 s for the
@@ -176,6 +176,43 @@ for my $db ('busy', 'other')
 	}
 	cmp_ok($high, '<', 600, "$db is drained while the two share the slot (at most $high pending)");
 }
+
+# 3b. fbf.max_workers lowered under two passes that stay: one leaves, and
+# from then on the two databases take turns in the one slot, never two
+# passes at once (without the launcher asking, both would stay for five
+# minutes).
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION most_passes(secs float8) RETURNS int LANGUAGE plpgsql AS $$
+	DECLARE
+		t0 timestamptz := clock_timestamp();
+		most int := 0;
+	BEGIN
+		LOOP
+			PERFORM pg_stat_clear_snapshot();
+			most := greatest(most, (SELECT count(*) FROM pg_stat_activity
+									WHERE backend_type = 'fbf maintenance pass'));
+			EXIT WHEN clock_timestamp() - t0 > secs * interval '1 s';
+			PERFORM pg_sleep(0.01);
+		END LOOP;
+		RETURN most;
+	END $$});
+set_conf('fbf.max_workers', 2);
+my $t0;
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(DISTINCT datname) = 2 FROM pg_stat_activity
+		WHERE backend_type = 'fbf maintenance pass'}),
+	'with two slots, each busy database has a pass');
+set_conf('fbf.max_workers', 1);
+$t0 = time;
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) <= 1 FROM pg_stat_activity
+		WHERE backend_type = 'fbf maintenance pass'}),
+	'fbf.max_workers lowered to 1: a pass leaves');
+cmp_ok(time - $t0, '<', 5, 'within 5 s');
+is($node->safe_psql('postgres', 'SELECT most_passes(3) <= 1'), 't',
+	'and no two passes run at once for the next 3 s, both databases busy');
+ok(pass_within('busy', 5) && pass_within('other', 5), 'both are still served');
+
 stop_load($other_load, 'other');
 $node->safe_psql('postgres', 'DROP DATABASE other');
 # from here on no database waits for a slot: a pass leaves for the reason
@@ -186,7 +223,7 @@ set_conf('fbf.max_workers', 4);
 # clients run and the pass stays: the pass leaves first, the clients are
 # terminated, the database is gone.
 ok(wait_for_pass('busy'), 'a pass is in the busy database');
-my $t0 = time;
+$t0 = time;
 ($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE busy WITH (FORCE)',
 	extra_params => [ '-U', 'alice' ]);
 is($ret, 0, 'the owner drops her busy database WITH (FORCE)') or diag($stderr);
