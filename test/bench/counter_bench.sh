@@ -22,7 +22,10 @@
 #  b. one hot key (hot_plain, hot_fbf) at each of HOT_CLIENTS clients, both
 #     synchronous_commit settings: fbf / plain tps and plain / fbf CPU per
 #     transaction (a scaling figure:
-#     <csv-file without .csv>_hot_key.png, drawn if gnuplot is installed).
+#     <csv-file without .csv>_hot_key.png, drawn if gnuplot is installed);
+#     at a's clients, that ratio as a product: plain / hot plain (the
+#     plain side's loss to its one row), times a's fbf / plain, times
+#     hot fbf / fbf.
 #  c. steady state, synchronous_commit off, steady-seconds (>= 60 for the
 #     issue's figure) per side, fresh tables, retention 20 s:
 #       fbf    as in a
@@ -333,6 +336,18 @@ for clients in $HOT_CLIENTS; do
 			"$(ratio "$(M cpu_us_per_xact b hot_plain "$sync" "$clients")" "$(M cpu_us_per_xact b hot_fbf "$sync" "$clients")")" \
 			"$(dismissals b hot_fbf "$sync" "$clients")"
 	done
+done
+# The hot key's ratio, at a's clients, as the product of three: the
+# plain side's loss to its one row (what an increment costing exactly a
+# plain UPDATE would reach), fbf / plain over 1,000 keys, and fbf's own
+# change from 1,000 keys to one
+for sync in off on; do
+	case " $HOT_CLIENTS " in *" $CLIENTS "*) ;; *) continue ;; esac
+	printf 'hot key, %s clients, sync %s: plain / hot plain %s x fbf / plain %s x hot fbf / fbf %s\n' \
+		"$CLIENTS" "$sync" \
+		"$(ratio "$(M tps a plain "$sync" "$CLIENTS")" "$(M tps b hot_plain "$sync" "$CLIENTS")")" \
+		"$(ratio "$(M tps a fbf "$sync" "$CLIENTS")" "$(M tps a plain "$sync" "$CLIENTS")")" \
+		"$(ratio "$(M tps b hot_fbf "$sync" "$CLIENTS")" "$(M tps a fbf "$sync" "$CLIENTS")")"
 done
 
 echo
