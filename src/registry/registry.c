@@ -614,26 +614,43 @@ letting_go(const FbfDatabaseEntry *entry)
 
 /*
  * May the pass in dbid stay for its next round?  Not once a DROP DATABASE
- * asked it to leave (FbfDatabaseLetGo), nor when a slot is wanted for a
- * database that waits (FbfPassesWanted): the pass that asks takes one of
- * the wanted slots and leaves, and the other passes stay.
+ * asked it to leave (FbfDatabaseLetGo), nor, if it may give up its slot
+ * (`give_slot`), when a slot is wanted for a database that waits
+ * (FbfPassesWanted): the pass that asks takes one of the wanted slots and
+ * leaves, and the other passes stay.
  */
 bool
-FbfDatabasePassMayStay(Oid dbid)
+FbfDatabasePassMayStay(Oid dbid, bool give_slot)
 {
-	FbfDatabaseEntry *entry;
-	bool		stay;
+	LWLockMode	mode = LW_SHARED;
 
-	LWLockAcquire(FbfShared->lock, LW_EXCLUSIVE);
-	entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
-	stay = entry != NULL && !letting_go(entry);
-	if (stay && FbfShared->passes_wanted > 0)
+	/*
+	 * Shared for the look every staying pass takes every 0.1 s (increments
+	 * count their statistics under the same lock), exclusive only to take
+	 * a wanted slot, looked at again since the lock was let go
+	 */
+	for (;;)
 	{
-		FbfShared->passes_wanted--;
-		stay = false;
+		FbfDatabaseEntry *entry;
+		bool		stay;
+
+		LWLockAcquire(FbfShared->lock, mode);
+		entry = hash_search(database_hash, &dbid, HASH_FIND, NULL);
+		stay = entry != NULL && !letting_go(entry);
+		if (stay && give_slot && FbfShared->passes_wanted > 0)
+		{
+			if (mode == LW_SHARED)
+			{
+				LWLockRelease(FbfShared->lock);
+				mode = LW_EXCLUSIVE;
+				continue;
+			}
+			FbfShared->passes_wanted--;
+			stay = false;
+		}
+		LWLockRelease(FbfShared->lock);
+		return stay;
 	}
-	LWLockRelease(FbfShared->lock);
-	return stay;
 }
 
 /* Has a DROP DATABASE asked the pass in dbid to leave (FbfDatabaseLetGo)? */

@@ -75,7 +75,7 @@ extern void FbfDatabaseHasCounters(Oid dbid);
 extern void FbfDatabaseHasOperations(Oid dbid);
 extern void FbfDatabaseHasCountersAtCommit(void);
 extern void FbfDatabasePassAttached(Oid dbid, pid_t pid);
-extern bool FbfDatabasePassMayStay(Oid dbid);
+extern bool FbfDatabasePassMayStay(Oid dbid, bool give_slot);
 extern bool FbfDatabaseLettingGo(Oid dbid);
 extern pid_t FbfDatabaseLetGo(Oid dbid, TimestampTz until);
 extern pid_t FbfDatabasePassPid(Oid dbid);

@@ -63,7 +63,8 @@
  * is the only one to resize.
  *
  * Errors in one counter are logged and the pass goes on with the next; an
- * error in the launcher makes the postmaster restart it after 10 seconds.
+ * error in the launcher, or its SIGTERM (pg_terminate_backend), makes the
+ * postmaster restart it after 10 seconds.
  * Neither holds a lock while sleeping.
  *
  * Databases come and go.  The launcher looks a database up again just
@@ -556,7 +557,14 @@ fbf_launcher_main(Datum main_arg)
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	proc_exit(0);
+
+	/*
+	 * Exit as after an error, so that the postmaster starts the launcher
+	 * again after bgw_restart_time: a worker that exits with 0 is
+	 * unregistered, and a pg_terminate_backend would end the worker until
+	 * the next server start.  At shutdown nothing is restarted.
+	 */
+	proc_exit(1);
 }
 
 /*
@@ -812,12 +820,13 @@ pass_round(Oid dbid, MemoryContext pass_context, FbfPassOutcome *outcome)
 /*
  * Should the pass leave now rather than wait for its database's next
  * round?  When the worker is turned off, when it has lived
- * FBF_PASS_LIFETIME_MS, when another database waits for its slot or a
- * DROP DATABASE asked it to leave (FbfDatabasePassMayStay), and when a
- * command waits for the database's lock (database_claimed).
+ * FBF_PASS_LIFETIME_MS, when a DROP DATABASE asked it to leave or, if it
+ * may give up its slot (`give_slot`), another database waits for one
+ * (FbfDatabasePassMayStay), and when a command waits for the database's
+ * lock (database_claimed).
  */
 static bool
-pass_should_leave(Oid dbid, TimestampTz started)
+pass_should_leave(Oid dbid, TimestampTz started, bool give_slot)
 {
 	if (ConfigReloadPending)
 	{
@@ -827,14 +836,17 @@ pass_should_leave(Oid dbid, TimestampTz started)
 	return !fbf_worker_enabled ||
 		TimestampDifferenceExceeds(started, GetCurrentTimestamp(),
 								   FBF_PASS_LIFETIME_MS) ||
-		!FbfDatabasePassMayStay(dbid) ||
+		!FbfDatabasePassMayStay(dbid, give_slot) ||
 		database_claimed(dbid);
 }
 
 /*
  * Wait for the database's next round (its due time in the registry, which
  * a new counter brings forward), looking every FBF_PASS_LOOK_MS whether
- * the pass should leave instead.  Returns false if it should.
+ * the pass should leave instead.  Returns false if it should.  A pass
+ * whose round is due runs it before it gives its slot to a database that
+ * waits: leaving then would leave its own database waiting, and another
+ * pass would have to leave for it in turn.
  */
 static bool
 pass_wait(Oid dbid, TimestampTz started)
@@ -849,14 +861,14 @@ pass_wait(Oid dbid, TimestampTz started)
 		if (ProcDiePending)
 			proc_exit(0);
 		CHECK_FOR_INTERRUPTS();
-		if (pass_should_leave(dbid, started))
-			return false;
 		FbfDatabaseSchedule(dbid, &next_due, &last_pass);
+		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+												   next_due);
+		if (pass_should_leave(dbid, started, sleep_ms > 0))
+			return false;
 		/* a round after the pass's lifetime: the next pass's */
 		if (next_due > TimestampTzPlusMilliseconds(started, FBF_PASS_LIFETIME_MS))
 			return false;
-		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-												   next_due);
 		if (sleep_ms <= 0)
 			return true;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

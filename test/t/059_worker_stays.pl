@@ -278,6 +278,23 @@ ok(no_pass_within(5),
 	'the pass leaves within 5 s when the worker is turned off, its clients still busy');
 set_conf('fbf.worker_enabled', 'on');
 ok(wait_for_pass('third'), 'and one comes back when it is turned on');
+
+# 7. The launcher terminated (pg_terminate_backend, a superuser's) comes
+# back after its restart time (10 s), as after an error: one that exited
+# with 0 would be unregistered, and no pass would start until the server
+# restarted.
+my $launcher = $node->safe_psql('postgres',
+	q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'fbf launcher'});
+like($launcher, qr/^\d+$/, 'one launcher runs');
+is($node->safe_psql('postgres', "SELECT pg_terminate_backend($launcher)"), 't',
+	'a superuser terminates it');
+ok($node->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE backend_type = 'fbf launcher' AND pid <> $launcher}),
+	'the postmaster starts another');
+my $staying = pass_pid('third');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($staying)") if $staying ne '';
+ok(wait_for_pass('third', $staying || undef), 'which starts passes again');
 stop_load($third_load, 'third');
 
 $node->stop;
