@@ -843,14 +843,19 @@ pass_should_leave(Oid dbid, TimestampTz started, bool give_slot)
 /*
  * Wait for the database's next round (its due time in the registry, which
  * a new counter brings forward), looking every FBF_PASS_LOOK_MS whether
- * the pass should leave instead.  Returns false if it should.  A pass
- * whose round is due runs it before it gives its slot to a database that
- * waits: leaving then would leave its own database waiting, and another
- * pass would have to leave for it in turn.
+ * the pass should leave instead.  Returns false if it should.  Called
+ * right after a round.  A pass gives its slot to a database that waits
+ * right after its round or while it waits, not once its next round is
+ * due: leaving then would leave its own database waiting, and another
+ * pass would have to leave for it in turn.  (Right after the round it
+ * may, even if due again: a database whose rounds are always due at once
+ * would otherwise keep its slot for the pass's whole lifetime.)
  */
 static bool
 pass_wait(Oid dbid, TimestampTz started)
 {
+	bool		served = true;	/* its round just ran */
+
 	for (;;)
 	{
 		TimestampTz next_due;
@@ -864,8 +869,9 @@ pass_wait(Oid dbid, TimestampTz started)
 		FbfDatabaseSchedule(dbid, &next_due, &last_pass);
 		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 												   next_due);
-		if (pass_should_leave(dbid, started, sleep_ms > 0))
+		if (pass_should_leave(dbid, started, served || sleep_ms > 0))
 			return false;
+		served = false;
 		/* a round after the pass's lifetime: the next pass's */
 		if (next_due > TimestampTzPlusMilliseconds(started, FBF_PASS_LIFETIME_MS))
 			return false;
