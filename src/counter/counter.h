@@ -195,6 +195,7 @@ typedef struct FbfCounterRel
 	FbfCitusDistribution citus; /* a Citus table? (the route's lookup) */
 	/* the direct path (counter_delta.c) */
 	bool		direct;			/* the table's shape allows it */
+	bool		heap_am;		/* the heap's rows: places may be kept */
 	Oid			pk_index;		/* primary key on (key, shard) */
 	AttrNumber	key_attno;
 	AttrNumber	shard_attno;

@@ -38,6 +38,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
 #include "access/tableam.h"
@@ -46,6 +47,7 @@
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type_d.h"
+#include "common/hashfn.h"
 #include "common/int.h"
 #include "executor/executor.h"
 #include "executor/nodeModifyTable.h"
@@ -53,6 +55,8 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "storage/bufmgr.h"
+#include "storage/smgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -112,6 +116,135 @@ row_matches(FbfCounterRel *entry, TupleTableSlot *slot, Datum key, int32 shard)
 	d = slot_getattr(slot, entry->key_attno, &isnull);
 	return !isnull &&
 		DatumGetBool(FunctionCall2Coll(&entry->eq[k], entry->collation[k], d, key));
+}
+
+/* ----------------------------------------------------------------------
+ * Where the shard rows are: the versions this backend wrote last
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * Every increment a backend makes to a key adds to the same shard row, and
+ * the version it wrote last is, as long as no other backend wrote the row
+ * since, the version the next increment's snapshot sees.  So the backend
+ * keeps where it wrote each row (row_places) and looks there first,
+ * instead of descending the primary key: a fetch at a known TID, as
+ * ctid = '(b,o)' fetches one.  A place is only a guess: the version found
+ * there is used if it is visible to the statement's snapshot and holds the
+ * same key and shard (row_matches), and then it is the row the primary
+ * key would have found (a unique index: one version of (key, shard) at
+ * most is visible to an MVCC snapshot).  Otherwise, and for any place on
+ * a block past the table's end (a VACUUM truncated it, or a rewrite gave
+ * the table new storage), the primary key is searched as before.  Nothing
+ * needs invalidating: a stale place only costs that search.
+ *
+ * The places form a set-associative array, FBF_ROW_PLACE_SETS sets of
+ * FBF_ROW_PLACE_WAYS, most recently used first; 64 kB a backend, allocated
+ * at the first increment.  A serializable transaction searches the
+ * primary key always, for the predicate lock its scan takes.
+ */
+#define FBF_ROW_PLACE_SETS	1024	/* a power of 2 */
+#define FBF_ROW_PLACE_WAYS	4
+
+typedef struct RowPlace
+{
+	Oid			relid;			/* InvalidOid: unused */
+	uint32		hash;			/* of the key and shard */
+	ItemPointerData tid;		/* the version this backend wrote last */
+} RowPlace;
+
+static RowPlace *row_places = NULL;
+
+static uint32
+row_place_hash(Oid relid, text *key, int32 shard)
+{
+	uint32		h = hash_bytes((const unsigned char *) VARDATA_ANY(key),
+							   VARSIZE_ANY_EXHDR(key));
+
+	h = hash_combine(h, hash_uint32((uint32) shard));
+	return hash_combine(h, hash_uint32(relid));
+}
+
+/* the set of ways `hash` maps to */
+static RowPlace *
+row_place_set(uint32 hash)
+{
+	if (row_places == NULL)
+		row_places = MemoryContextAllocZero(TopMemoryContext,
+											sizeof(RowPlace) * FBF_ROW_PLACE_SETS *
+											FBF_ROW_PLACE_WAYS);
+	return &row_places[(hash & (FBF_ROW_PLACE_SETS - 1)) * FBF_ROW_PLACE_WAYS];
+}
+
+/* where this backend wrote the row last, or NULL if it does not know */
+static ItemPointer
+row_place_find(Oid relid, uint32 hash)
+{
+	RowPlace   *set = row_place_set(hash);
+	int			i;
+
+	for (i = 0; i < FBF_ROW_PLACE_WAYS; i++)
+		if (set[i].relid == relid && set[i].hash == hash)
+			return &set[i].tid;
+	return NULL;
+}
+
+/* the row's new place, first in its set (the least recently used goes) */
+static void
+row_place_remember(Oid relid, uint32 hash, ItemPointer tid)
+{
+	RowPlace   *set = row_place_set(hash);
+	int			i;
+
+	for (i = 0; i < FBF_ROW_PLACE_WAYS - 1; i++)
+		if (set[i].relid == relid && set[i].hash == hash)
+			break;
+	memmove(&set[1], &set[0], sizeof(RowPlace) * i);
+	set[0].relid = relid;
+	set[0].hash = hash;
+	set[0].tid = *tid;
+}
+
+/*
+ * Whether the heap has block `blkno`.  The size this backend's storage
+ * manager cached is a lower bound: the table can only have grown since,
+ * for a VACUUM that truncates it or a rewrite needs an exclusive lock, and
+ * the truncation's invalidation, taken in with our own lock, drops the
+ * cached size (a rewrite's gives new storage).  Only a block past it costs
+ * asking the kernel.
+ */
+static bool
+heap_has_block(Relation heap, BlockNumber blkno)
+{
+	BlockNumber known = RelationGetSmgr(heap)->smgr_cached_nblocks[MAIN_FORKNUM];
+
+	if (known != InvalidBlockNumber && blkno < known)
+		return true;
+	return blkno < RelationGetNumberOfBlocks(heap);
+}
+
+/*
+ * The (key, shard) row visible to `snapshot` if it is the version at
+ * `tid`, into `slot` (which keeps its buffer pinned).  The page is pruned
+ * first, as an index scan prunes the pages it fetches from, so that a
+ * row updated only here keeps its updates HOT.
+ */
+static bool
+fetch_row_at(Relation heap, FbfCounterRel *entry, Snapshot snapshot,
+			 ItemPointer tid, Datum key, int32 shard, TupleTableSlot *slot)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf;
+	bool		found;
+
+	if (!heap_has_block(heap, blkno))
+		return false;
+	buf = ReadBuffer(heap, blkno);
+	heap_page_prune_opt(heap, buf);
+	found = table_tuple_fetch_row_version(heap, tid, snapshot, slot) &&
+		row_matches(entry, slot, key, shard);
+	ReleaseBuffer(buf);
+	return found;
 }
 
 /*
@@ -228,6 +361,8 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	TupleTableSlot *oldslot;
 	TupleTableSlot *newslot;
 	Snapshot	snapshot;
+	uint32		place_hash;
+	ItemPointer place;
 	bool		found;
 	bool		applied = false;
 
@@ -290,8 +425,14 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 	oldslot = table_slot_create(heap, &estate->es_tupleTable);
 	newslot = table_slot_create(heap, &estate->es_tupleTable);
 
-	found = find_shard_row(heap, pk, entry, snapshot, PointerGetDatum(key),
-						   shard, oldslot);
+	place_hash = row_place_hash(RelationGetRelid(heap), key, shard);
+	place = entry->heap_am && !IsolationIsSerializable() ?
+		row_place_find(RelationGetRelid(heap), place_hash) : NULL;
+	found = (place != NULL &&
+			 fetch_row_at(heap, entry, snapshot, place, PointerGetDatum(key),
+						  shard, oldslot)) ||
+		find_shard_row(heap, pk, entry, snapshot, PointerGetDatum(key),
+					   shard, oldslot);
 	while (found)
 	{
 		ItemPointerData tid = oldslot->tts_tid;
@@ -304,6 +445,8 @@ add_direct(Relation heap, text *key, int32 shard, int64 delta)
 		if (result == TM_Ok)
 		{
 			applied = true;
+			row_place_remember(RelationGetRelid(heap), place_hash,
+							   &newslot->tts_tid);
 			break;
 		}
 		if (result == TM_Deleted)

@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/index.h"
@@ -247,6 +248,7 @@ FbfCounterRelGet(Relation heap)
 	entry->window_index = InvalidOid;
 	entry->pk_index = InvalidOid;
 	entry->direct = false;
+	entry->heap_am = false;
 	if (entry->qualname)
 		pfree(entry->qualname);
 	entry->qualname =
@@ -259,6 +261,7 @@ FbfCounterRelGet(Relation heap)
 		entry->kind = FbfWindowIndexKind(indexoid);
 		entry->direct = entry->kind == FBF_WINDOW_COUNTER &&
 			direct_shape(heap, entry);
+		entry->heap_am = heap->rd_tableam == GetHeapamTableAmRoutine();
 	}
 	/* routed by a counter's key, a dedup table's anchor (src/citus) */
 	entry->citus = counter_route == NULL ? FBF_CITUS_LOCAL :
