@@ -73,7 +73,7 @@ REGRESS      = fbf_type fbf_type_errors fbf_type_fuzz fbf_type_forged fbf_counte
 REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
-                 counter_privileges cuckoo_privileges counter_direct counter_batch dedup_claims \
+                 counter_privileges cuckoo_privileges counter_direct counter_row_places counter_batch dedup_claims \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse \
                  cuckoo_stale_cache counter_prepared counter_batch_pages streams utility_lookups \
                  keying_cache counter_batch_hold
