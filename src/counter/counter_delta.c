@@ -12,8 +12,9 @@
  * and shutdown, a GUC save and restore.
  * The direct path does what the executor does for that UPDATE, and
  * nothing else: after the same permission check as the UPDATE's
- * (ExecCheckRTPerms on the same columns), it finds the shard row through
- * the primary key with the statement's snapshot, adds the delta with
+ * (ExecCheckRTPerms on the same columns), it finds the shard row with the
+ * statement's snapshot (where this backend last wrote it, else through the
+ * primary key: "Where the shard rows are" below), adds the delta with
  * int8pl's overflow check, and writes the new version as ExecUpdate does
  * (stored generated columns, constraints, the tuple, index entries unless
  * HOT), with ExecUpdate's answers to a concurrent writer of the row: wait
