@@ -6,7 +6,11 @@
 #
 #   defaults: 8 s per run, docs/bench_counters.csv, 3 rounds, 60 s steady
 #   state: about 10 minutes on a 2-vCPU machine.  Environment: CLIENTS (2),
-#   HOT_CLIENTS ("1 2 4"), STEADY_ROUNDS (1), TAIL_S (30), OPS_AT_INDEX (1).
+#   HOT_CLIENTS ("1 2 4"), STEADY_ROUNDS (1), TAIL_S (30), OPS_AT_INDEX (1),
+#   SEQS (random: each operation's seq drawn from 63 bits; inorder: each
+#   pgbench client numbers its increments in order, from a start above
+#   every earlier run's, so each (key, client) stream is in order, as an
+#   in-order client's; the plain and exact sides are unchanged).
 #   A short check of the script itself: counter_bench.sh 2 /tmp/c.csv 1 12
 #
 # Starts a scratch cluster (fsync = on, shared_preload_libraries = 'fbf,
@@ -74,6 +78,7 @@ HOT_CLIENTS=${HOT_CLIENTS:-"1 2 4"}
 STEADY_ROUNDS=${STEADY_ROUNDS:-1}
 TAIL_S=${TAIL_S:-30}
 OPS_AT_INDEX=${OPS_AT_INDEX:-1}
+SEQS=${SEQS:-random}
 RETENTION_S=20
 # the targets printed beside the figures (PASS/MISS)
 T_RATIO=0.95 # fbf / plain tps, 1,000 keys, synchronous_commit off
@@ -101,6 +106,15 @@ bench_cluster_start \
 
 # the pgbench scripts, shared with counter_scaling.sh
 cp "$FBF_ROOT"/test/bench/workloads/*.sql "$work/"
+# in order: the increments' seq is the client's last plus one (pgbench
+# keeps a client's variables from one transaction to the next), starting
+# from run_one's -D s=, the time in microseconds: above the last seq of
+# any earlier run, which no client outpaces at a million a second
+case $SEQS in
+random) ;;
+inorder) sed -i 's/^\\set s random(.*)$/\\set s :s + 1/' "$work/fbf.sql" "$work/hot_fbf.sql" ;;
+*) echo "SEQS is random or inorder, not $SEQS" >&2; exit 2 ;;
+esac
 
 # 1,000 keys in plain, exact (the same layout) and idem (16 shard rows
 # each); one hot key; the op table (client_id, seq, at)
@@ -156,6 +170,7 @@ run_one() {
 	local a0=0 d0=0 a1=0 d1=0
 	[ -z "$counter" ] || read -r a0 d0 <<<"$(counter_counts "$counter")"
 	local start end cpu0 cpu1 cpu=""
+	[ -z "$counter" ] || [ "$SEQS" != inorder ] || set -- "$@" -D "s=$(date +%s%6N)"
 	start=$(lsn)
 	cpu0=$(server_cpu_ticks)
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" \
@@ -296,7 +311,7 @@ done
 
 M() { median "$@"; }
 echo
-echo "== a. 1,000 keys, $CLIENTS clients, ${SECS} s per run, median of $ROUNDS rounds (pgbench -M prepared, fsync on)"
+echo "== a. 1,000 keys, $CLIENTS clients, ${SECS} s per run, median of $ROUNDS rounds (pgbench -M prepared, fsync on, $SEQS seqs)"
 printf '%-34s %14s %14s   %s\n' "" "sync off" "sync on" "target"
 for w in plain fbf; do
 	printf '%-34s %14s %14s\n' "$w tps" "$(fmt0 "$(M tps a $w off "$CLIENTS")")" "$(fmt0 "$(M tps a $w on "$CLIENTS")")"
