@@ -56,7 +56,7 @@
 #     (shared_blks_hit + shared_blks_read) / calls; fbf - plain.
 #  f. for every counter run, false dismissals: the applied and dismissed
 #     deltas of fbf_counter_stats (the operations are unique, random 63-bit
-#     seq, so every dismissal is a false one).
+#     seqs or each client's in order, so every dismissal is a false one).
 #
 # Rounds are interleaved (every run of a and b in each round, plain before
 # fbf), a CHECKPOINT precedes every run, and the tables report medians over
@@ -112,7 +112,13 @@ cp "$FBF_ROOT"/test/bench/workloads/*.sql "$work/"
 # any earlier run, which no client outpaces at a million a second
 case $SEQS in
 random) ;;
-inorder) sed -i 's/^\\set s random(.*)$/\\set s :s + 1/' "$work/fbf.sql" "$work/hot_fbf.sql" ;;
+inorder)
+	sed -i 's/^\\set s random(.*)$/\\set s :s + 1/' "$work/fbf.sql" "$work/hot_fbf.sql"
+	# a workload whose seq line changed would run random seqs labelled in order
+	for f in fbf hot_fbf; do
+		grep -q '^\\set s :s + 1$' "$work/$f.sql" || { echo "workloads/$f.sql: no random seq line to put in order" >&2; exit 2; }
+	done
+	;;
 *) echo "SEQS is random or inorder, not $SEQS" >&2; exit 2 ;;
 esac
 
