@@ -96,6 +96,7 @@
 #include "utils/varlena.h"
 
 #include "citus/citus.h"
+#include "common/fbf_htab.h"
 #include "counter/counter.h"
 #include "counter/counter_args.h"
 
@@ -439,13 +440,8 @@ kept_shard(Oid shell, int64 shardid, bool create)
 	/* created by the first look-up, so that nothing is missed once it learns */
 	if (kept_shards == NULL)
 	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(KeptShardKey);
-		ctl.entrysize = sizeof(KeptShard);
-		ctl.hcxt = TopMemoryContext;
-		kept_shards = hash_create("fbf kept shards", 64, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		kept_shards = FbfHashCreate("fbf kept shards", 64, sizeof(KeptShardKey),
+									sizeof(KeptShard), TopMemoryContext);
 		CacheRegisterRelcacheCallback(shards_forget, (Datum) 0);
 	}
 

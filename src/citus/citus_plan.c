@@ -207,6 +207,7 @@
 #include "utils/syscache.h"
 
 #include "citus/citus.h"
+#include "common/fbf_htab.h"
 #include "counter/counter.h"
 #include "window/window.h"
 
@@ -621,11 +622,9 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 
 	if (routed_cache == NULL)
 	{
-		HASHCTL		ctl = {.keysize = sizeof(RoutedKey),
-		.entrysize = sizeof(RoutedEntry),.hcxt = CacheMemoryContext};
-
-		routed_cache = hash_create("fbf routed statements", 16, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		routed_cache = FbfHashCreate("fbf routed statements", 16,
+									 sizeof(RoutedKey), sizeof(RoutedEntry),
+									 CacheMemoryContext);
 		CacheRegisterRelcacheCallback(routed_relcache_callback, (Datum) 0);
 		CacheRegisterSyscacheCallback(PROCOID, routed_proc_callback, (Datum) 0);
 	}

@@ -65,6 +65,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "common/fbf_htab.h"
 #include "counter/counter.h"
 #include "window/window.h"
 
@@ -545,15 +546,8 @@ counter_plans(Relation rel)
 	Oid			types[3] = {INT8OID, TEXTOID, INT4OID};
 
 	if (plan_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(CounterPlans);
-		ctl.hcxt = TopMemoryContext;
-		plan_cache = hash_create("fbf counter plans", 16, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		plan_cache = FbfHashCreate("fbf counter plans", 16, sizeof(Oid),
+								   sizeof(CounterPlans), TopMemoryContext);
 	plans = hash_search(plan_cache, &relid, HASH_FIND, &found);
 	if (found && strcmp(plans->qualname, qualname) == 0)
 		return plans;

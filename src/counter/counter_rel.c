@@ -54,6 +54,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "common/fbf_htab.h"
 #include "counter/counter.h"
 #include "window/window.h"
 
@@ -220,13 +221,8 @@ FbfCounterRelGet(Relation heap)
 
 	if (rel_cache == NULL)
 	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(FbfCounterRel);
-		ctl.hcxt = TopMemoryContext;
-		rel_cache = hash_create("fbf counter relations", 16, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		rel_cache = FbfHashCreate("fbf counter relations", 16, sizeof(Oid),
+								  sizeof(FbfCounterRel), TopMemoryContext);
 		CacheRegisterRelcacheCallback(rel_cache_invalidate, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID,
 									  rel_cache_invalidate_namespaces, (Datum) 0);

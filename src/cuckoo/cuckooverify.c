@@ -25,6 +25,7 @@
 #include "utils/hsearch.h"
 #include "utils/rel.h"
 
+#include "common/fbf_htab.h"
 #include "cuckoo.h"
 
 PG_FUNCTION_INFO_V1(cuckoo_index_verify);
@@ -720,22 +721,6 @@ points_at_dead_tuple(Relation heap, ItemPointer tid, BlockNumber heap_blocks)
 }
 
 /*
- * One of cuckoo_index_verify's hash tables, of about `nelem` entries of
- * `entrysize` bytes whose first `keysize` bytes are the key, compared as
- * bytes; in the current memory context, destroyed at the end of the call.
- */
-static HTAB *
-verify_table(const char *name, long nelem, Size keysize, Size entrysize)
-{
-	HASHCTL		ctl;
-
-	ctl.keysize = keysize;
-	ctl.entrysize = entrysize;
-	ctl.hcxt = CurrentMemoryContext;
-	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-}
-
-/*
  * cuckoo_index_verify(index regclass): the metapage and its extents valid,
  * every page recognised, entry counts right, every overflow page chained,
  * no TID twice (except copies of an entry with no rest bits left, found
@@ -787,16 +772,20 @@ cuckoo_index_verify(PG_FUNCTION_ARGS)
 							RelationGetRelationName(index), i)));
 	}
 
-	vs.entries = verify_table("cuckoo verify entries", 1024,
-							  sizeof(ItemPointerData), sizeof(VerifyEntry));
-	vs.links = verify_table("cuckoo verify chains", 64,
-							sizeof(ChainLink), sizeof(ChainLink));
-	vs.reachable = verify_table("cuckoo verify overflow pages", 64,
-								sizeof(BlockNumber), sizeof(BlockNumber));
-	vs.lists = verify_table("cuckoo verify lists", 256,
-							sizeof(ListReachKey), sizeof(ListReach));
-	vs.posting_refs = verify_table("cuckoo verify posting pages", 64,
-								   sizeof(BlockNumber), sizeof(PostingRefs));
+	/* in this call's memory context: gone when it ends */
+	vs.entries = FbfHashCreate("cuckoo verify entries", 1024,
+							   sizeof(ItemPointerData), sizeof(VerifyEntry),
+							   CurrentMemoryContext);
+	vs.links = FbfHashCreate("cuckoo verify chains", 64, sizeof(ChainLink),
+							 sizeof(ChainLink), CurrentMemoryContext);
+	vs.reachable = FbfHashCreate("cuckoo verify overflow pages", 64,
+								 sizeof(BlockNumber), sizeof(BlockNumber),
+								 CurrentMemoryContext);
+	vs.lists = FbfHashCreate("cuckoo verify lists", 256, sizeof(ListReachKey),
+							 sizeof(ListReach), CurrentMemoryContext);
+	vs.posting_refs = FbfHashCreate("cuckoo verify posting pages", 64,
+									sizeof(BlockNumber), sizeof(PostingRefs),
+									CurrentMemoryContext);
 
 	/* the live bucket pages (while growing: unsplit old ones and split new ones) */
 	if (!vs.meta.growing)

@@ -104,6 +104,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "common/fbf_htab.h"
 #include "registry/registry.h"
 
 /* counters with a share table at once */
@@ -725,15 +726,8 @@ find_table(Oid dbid, Oid relid, uint64 *generation)
 	int			pick;
 
 	if (share_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(ShareCacheEntry);
-		ctl.hcxt = TopMemoryContext;
-		share_cache = hash_create("fbf share tables", 64, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		share_cache = FbfHashCreate("fbf share tables", 64, sizeof(Oid),
+									sizeof(ShareCacheEntry), TopMemoryContext);
 	entry = hash_search(share_cache, &relid, HASH_FIND, NULL);
 	if (entry != NULL && entry->table >= 0)
 	{

@@ -46,6 +46,7 @@
 #include "utils/rel.h"
 
 #include "access/xlog.h"
+#include "common/fbf_htab.h"
 #include "common/fbf_page.h"
 #include "window/window_format.h"
 #include "window/window_int.h"
@@ -299,17 +300,14 @@ pending_index(Buffer buf, const FbfPendingEntry *entries, int n)
 
 	if (pending_indexes == NULL)
 	{
-		HASHCTL		ctl;
-
 		if (!pending_callback_registered)
 		{
 			RegisterXactCallback(pending_index_xact_callback, NULL);
 			pending_callback_registered = true;
 		}
-		ctl.keysize = sizeof(PendingIndexKey);
-		ctl.entrysize = sizeof(PendingIndex);
-		pending_indexes = hash_create("fbf pending page indexes", 64, &ctl,
-									  HASH_ELEM | HASH_BLOBS);
+		pending_indexes = FbfHashCreate("fbf pending page indexes", 64,
+										sizeof(PendingIndexKey),
+										sizeof(PendingIndex), TopMemoryContext);
 	}
 	else if (hash_get_num_entries(pending_indexes) >= PENDING_INDEX_MAX_PAGES)
 	{
