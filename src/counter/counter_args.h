@@ -2,8 +2,9 @@
  *
  * counter_args.h
  *	  What the counters' and dedup tables' SQL functions share: the check
- *	  of an argument that must not be NULL, and the three functions, one
- *	  per type of client id, of a front end.  Nothing else, no state.
+ *	  of an argument that must not be NULL, the three functions, one per
+ *	  type of client id, of a front end, and the four, one per type of id,
+ *	  of a dedup table's.  Nothing else, no state.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +13,7 @@
 
 #include "postgres.h"
 
+#include "catalog/pg_type_d.h"
 #include "fmgr.h"
 
 /*
@@ -51,5 +53,29 @@ FbfRequireArg(FunctionCallInfo fcinfo, int argno, const char *fname,
 	FBF_CLIENT_ID_FUNCTION(name##_int8, 'i', call); \
 	FBF_CLIENT_ID_FUNCTION(name##_text, 't', call); \
 	FBF_CLIENT_ID_FUNCTION(name##_uuid, 'u', call)
+
+/*
+ * The SQL functions of a dedup table's front end, one per type of id a
+ * claim takes: name_int8, name_text, name_bytea and name_uuid, each
+ * returning `call`, an expression of its `fcinfo` and of `typid`, the id's
+ * type.  Used as FBF_CLIENT_ID_FUNCTIONS is:
+ *
+ *	FBF_ID_FUNCTIONS(fbf_claim, claim_one(fcinfo, typid));
+ */
+#define FBF_ID_FUNCTION(name, typid_, call) \
+	PG_FUNCTION_INFO_V1(name); \
+	Datum \
+	name(PG_FUNCTION_ARGS) \
+	{ \
+		const Oid	typid = (typid_); \
+		return (call); \
+	} \
+	extern int	no_such_variable
+
+#define FBF_ID_FUNCTIONS(name, call) \
+	FBF_ID_FUNCTION(name##_int8, INT8OID, call); \
+	FBF_ID_FUNCTION(name##_text, TEXTOID, call); \
+	FBF_ID_FUNCTION(name##_bytea, BYTEAOID, call); \
+	FBF_ID_FUNCTION(name##_uuid, UUIDOID, call)
 
 #endif							/* FBF_COUNTER_ARGS_H */

@@ -66,17 +66,9 @@
 #include "counter/counter.h"
 #include "counter/counter_args.h"
 
-PG_FUNCTION_INFO_V1(fbf_claim_int8);
-PG_FUNCTION_INFO_V1(fbf_claim_text);
-PG_FUNCTION_INFO_V1(fbf_claim_bytea);
-PG_FUNCTION_INFO_V1(fbf_claim_uuid);
 PG_FUNCTION_INFO_V1(fbf_claim_op);
 PG_FUNCTION_INFO_V1(fbf_claim_array);
 PG_FUNCTION_INFO_V1(fbf_claim_op_array);
-PG_FUNCTION_INFO_V1(fbf_claim_id_int8);
-PG_FUNCTION_INFO_V1(fbf_claim_id_text);
-PG_FUNCTION_INFO_V1(fbf_claim_id_bytea);
-PG_FUNCTION_INFO_V1(fbf_claim_id_uuid);
 
 /* ----------------------------------------------------------------------
  * Identities
@@ -272,29 +264,7 @@ claim_one(FunctionCallInfo fcinfo, Oid typid)
 	PG_RETURN_BOOL(claimed);
 }
 
-Datum
-fbf_claim_int8(PG_FUNCTION_ARGS)
-{
-	return claim_one(fcinfo, INT8OID);
-}
-
-Datum
-fbf_claim_text(PG_FUNCTION_ARGS)
-{
-	return claim_one(fcinfo, TEXTOID);
-}
-
-Datum
-fbf_claim_bytea(PG_FUNCTION_ARGS)
-{
-	return claim_one(fcinfo, BYTEAOID);
-}
-
-Datum
-fbf_claim_uuid(PG_FUNCTION_ARGS)
-{
-	return claim_one(fcinfo, UUIDOID);
-}
+FBF_ID_FUNCTIONS(fbf_claim, claim_one(fcinfo, typid));
 
 /* fbf_claim(dedup regclass, client_id bigint|text|uuid, seq bigint) */
 Datum
@@ -398,26 +368,4 @@ claim_id(FunctionCallInfo fcinfo, Oid typid)
 	PG_RETURN_BYTEA_P(FbfClaimBytes(id_tag(typid, false), PG_GETARG_DATUM(0)));
 }
 
-Datum
-fbf_claim_id_int8(PG_FUNCTION_ARGS)
-{
-	return claim_id(fcinfo, INT8OID);
-}
-
-Datum
-fbf_claim_id_text(PG_FUNCTION_ARGS)
-{
-	return claim_id(fcinfo, TEXTOID);
-}
-
-Datum
-fbf_claim_id_bytea(PG_FUNCTION_ARGS)
-{
-	return claim_id(fcinfo, BYTEAOID);
-}
-
-Datum
-fbf_claim_id_uuid(PG_FUNCTION_ARGS)
-{
-	return claim_id(fcinfo, UUIDOID);
-}
+FBF_ID_FUNCTIONS(fbf_claim_id, claim_id(fcinfo, typid));
