@@ -31,23 +31,32 @@ FbfRequireArg(FunctionCallInfo fcinfo, int argno, const char *fname,
 }
 
 /*
- * The SQL functions of a front end, one per type of client id: name_int8,
- * name_text and name_uuid, each returning `call`, an expression of its
- * `fcinfo` and of `tag`, the client ids' type ('i' bigint, 't' text, 'u'
- * uuid: FbfClientIdType).  Used at file scope, followed by a semicolon,
- * as PG_FUNCTION_INFO_V1, which it includes:
- *
- *	FBF_CLIENT_ID_FUNCTIONS(fbf_increment, increment(fcinfo, tag, false));
+ * One SQL function of a front end's set of them, one per argument type:
+ * `name`, returning `call` once `binding` (a declaration of the one
+ * variable that tells the set's functions apart, which `call` reads) is
+ * made.  Used at file scope, followed by a semicolon, as
+ * PG_FUNCTION_INFO_V1, which it includes.
  */
-#define FBF_CLIENT_ID_FUNCTION(name, tag_, call) \
+#define FBF_TYPED_FUNCTION(name, binding, call) \
 	PG_FUNCTION_INFO_V1(name); \
 	Datum \
 	name(PG_FUNCTION_ARGS) \
 	{ \
-		const char	tag = (tag_); \
+		binding; \
 		return (call); \
 	} \
 	extern int	no_such_variable
+
+/*
+ * The SQL functions of a front end, one per type of client id: name_int8,
+ * name_text and name_uuid, each returning `call`, an expression of its
+ * `fcinfo` and of `tag`, the client ids' type ('i' bigint, 't' text, 'u'
+ * uuid: FbfClientIdType):
+ *
+ *	FBF_CLIENT_ID_FUNCTIONS(fbf_increment, increment(fcinfo, tag, false));
+ */
+#define FBF_CLIENT_ID_FUNCTION(name, tag_, call) \
+	FBF_TYPED_FUNCTION(name, const char tag = (tag_), call)
 
 #define FBF_CLIENT_ID_FUNCTIONS(name, call) \
 	FBF_CLIENT_ID_FUNCTION(name##_int8, 'i', call); \
@@ -63,14 +72,7 @@ FbfRequireArg(FunctionCallInfo fcinfo, int argno, const char *fname,
  *	FBF_ID_FUNCTIONS(fbf_claim, claim_one(fcinfo, typid));
  */
 #define FBF_ID_FUNCTION(name, typid_, call) \
-	PG_FUNCTION_INFO_V1(name); \
-	Datum \
-	name(PG_FUNCTION_ARGS) \
-	{ \
-		const Oid	typid = (typid_); \
-		return (call); \
-	} \
-	extern int	no_such_variable
+	FBF_TYPED_FUNCTION(name, const Oid typid = (typid_), call)
 
 #define FBF_ID_FUNCTIONS(name, call) \
 	FBF_ID_FUNCTION(name##_int8, INT8OID, call); \
