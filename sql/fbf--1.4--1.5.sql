@@ -547,6 +547,24 @@ CREATE FUNCTION fbf_outside_transaction_block(counter regclass) RETURNS regclass
 COMMENT ON FUNCTION fbf_outside_transaction_block(regclass) IS
 	'the table, or an error if a transaction block is open (internal: the Citus fast path calls it)';
 
+-- fbf_claim_on_placement for the fast path's lone claim of one id, or of
+-- one (client_id, seq): the anchor is the id's own, computed here, and the
+-- answer is fbf_claim's (src/citus/citus_plan.c).  As executable, and
+-- checking as much, as the array form.
+CREATE FUNCTION fbf_claim_on_placement(dedup regclass, id anyelement) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_one_on_placement'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim_on_placement(dedup regclass, client_id anyelement, seq bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_one_on_placement'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_claim_on_placement(regclass, anyelement) IS
+	'claim a routed id on the local shard of a distributed dedup table (internal: the Citus fast path calls it)';
+COMMENT ON FUNCTION fbf_claim_on_placement(regclass, anyelement, bigint) IS
+	'claim a routed (client_id, seq) on the local shard of a distributed dedup table (internal: the Citus fast path calls it)';
+
 -- New distributed tables plan their shards' windows for each shard's
 -- share of the table's expected rate (docs/user-guide.md, "Scaling out
 -- with Citus"): tables distributed before keep their windows.

@@ -1898,6 +1898,24 @@ CREATE FUNCTION fbf_claim_on_placement(dedup regclass, anchor integer, ids anyar
 COMMENT ON FUNCTION fbf_claim_on_placement(regclass, integer, anyarray, bigint[]) IS
 	'claim routed ids on the local shard of a distributed dedup table (internal: fbf_claim calls it through Citus)';
 
+-- The same for the fast path's lone claim of one id, or of one (client_id,
+-- seq): the anchor is the id's own, computed here, and the answer is
+-- fbf_claim's (src/citus/citus_plan.c).  As executable, and checking as
+-- much, as the array form.
+CREATE FUNCTION fbf_claim_on_placement(dedup regclass, id anyelement) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_one_on_placement'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION fbf_claim_on_placement(dedup regclass, client_id anyelement, seq bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'fbf_claim_one_on_placement'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fbf_claim_on_placement(regclass, anyelement) IS
+	'claim a routed id on the local shard of a distributed dedup table (internal: the Citus fast path calls it)';
+COMMENT ON FUNCTION fbf_claim_on_placement(regclass, anyelement, bigint) IS
+	'claim a routed (client_id, seq) on the local shard of a distributed dedup table (internal: the Citus fast path calls it)';
+
 -- The anchor of a claim, by which Citus routes the fast path's statement
 -- of fbf_claim on a distributed dedup table; fbf_claim's error if an
 -- argument is NULL (src/citus/citus_plan.c, citus_dedup.c).

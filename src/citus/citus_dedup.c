@@ -95,6 +95,7 @@
 #include "counter/counter_args.h"
 
 PG_FUNCTION_INFO_V1(fbf_claim_on_placement);
+PG_FUNCTION_INFO_V1(fbf_claim_one_on_placement);
 PG_FUNCTION_INFO_V1(fbf_claim_anchor);
 
 /* one id of a call, by the shard of its anchor, then its place */
@@ -401,6 +402,53 @@ fbf_claim_on_placement(PG_FUNCTION_ARGS)
 	FbfClaim(shard, typid, n, ids, seqs, claimed);
 
 	PG_RETURN_ARRAYTYPE_P(FbfAnswersArray(claimed, n));
+}
+
+/*
+ * fbf_claim_on_placement(dedup regclass, id anyelement) and
+ * fbf_claim_on_placement(dedup regclass, client_id anyelement, seq bigint)
+ * RETURNS boolean: the routed half of the fast path's lone claim
+ * (citus_plan.c), as the array form above claims one id, in one call
+ * that its node parses, plans and runs with less: the anchor is the id's
+ * own, computed here, so no routed anchor is checked against it, and the
+ * placement prologue locks that anchor's shard (whose placement here it
+ * checks).  The id's type is checked before the prologue, which needs the
+ * anchor; it queues no lock.
+ */
+Datum
+fbf_claim_one_on_placement(PG_FUNCTION_ARGS)
+{
+	const char *fname = "fbf_claim_on_placement";
+	bool		op = PG_NARGS() == 3;
+	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Datum		id;
+	int64		seq = 0;
+	Oid			shard;
+	bool		claimed;
+
+	FbfRequireArg(fcinfo, 0, fname, "dedup");
+	FbfRequireArg(fcinfo, 1, fname, op ? "client_id" : "id");
+	if (op)
+	{
+		FbfRequireArg(fcinfo, 2, fname, "seq");
+		seq = PG_GETARG_INT64(2);
+	}
+	PreventCommandIfReadOnly("fbf_claim()");
+	PreventCommandDuringRecovery("fbf_claim()");
+	if (!FbfClaimable(typid, op))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s of type %s cannot be claimed", op ? "client ids" : "ids",
+						format_type_be(typid))));
+	id = PG_GETARG_DATUM(1);
+
+	shard = FbfCitusPlacementPrologue(PG_GETARG_OID(0), FBF_DEDUP_CLAIM,
+									  Int32GetDatum(claim_anchor(FbfClaimIdentity(typid, id,
+																				  op ? &seq : NULL),
+																 op)),
+									  INT4OID);
+	FbfClaim(shard, typid, 1, &id, op ? &seq : NULL, &claimed);
+	PG_RETURN_BOOL(claimed);
 }
 
 /*

@@ -79,14 +79,16 @@
  *
  *	WITH touch AS (UPDATE dedup SET anchor = anchor
  *				   WHERE anchor = fbf_claim_anchor(id) RETURNING 1)
- *	SELECT (fbf_claim_on_placement(dedup, fbf_claim_anchor(id),
- *								   ARRAY[id], NULL))[1]
+ *	SELECT fbf_claim_on_placement(dedup, id)
  *
- * (or, committing on its own, SELECT (fbf_claim_on_placement(
- * fbf_outside_transaction_block(dedup), ...))[1] FROM dedup WHERE anchor =
+ * (or, committing on its own, SELECT fbf_claim_on_placement(
+ * fbf_outside_transaction_block(dedup), id) FROM dedup WHERE anchor =
  * <anchor, evaluated here> GROUP BY ()).
  * Citus evaluates the anchor to route, and the placement computes it again
- * from the id and checks it; the privilege of a claim is INSERT.  A batch
+ * from the id to find the shard it claims in: one call of two or three
+ * arguments that the placement parses and plans as little as it can (the
+ * array form citus_dedup.c routes batches through made it analyze four
+ * calls and fold two); the privilege of a claim is INSERT.  A batch
  * of claims spans shards, so it keeps its route (one statement per shard).
  * The forms, their privileges and their routed statements are the table
  * routed_forms.
@@ -255,11 +257,10 @@ static const struct
 	"WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, '" front_end "'::pg_catalog.text) " \
 	"AND shard OPERATOR(pg_catalog.<) 0 RETURNING 1) " \
 	"SELECT %2$s." twin "($1, $2, $3, $4, $5)"
-#define ROUTED_CLAIM(anchor_args, seqs) \
+#define ROUTED_CLAIM(claim_args) \
 	"WITH touch AS (UPDATE %1$s SET anchor = anchor " \
-	"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor(" anchor_args ") RETURNING 1) " \
-	"SELECT (%2$s.fbf_claim_on_placement($1, %2$s.fbf_claim_anchor(" anchor_args "), " \
-	"ARRAY[$2], " seqs "))[1]"
+	"WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor(" claim_args ") RETURNING 1) " \
+	"SELECT %2$s.fbf_claim_on_placement($1, " claim_args ")"
 
 /*
  * The same, as statements that commit on their own (outside a transaction
@@ -273,10 +274,9 @@ static const struct
 	"SELECT %2$s." twin "(%2$s.fbf_outside_transaction_block($1), $2, $3, $4, $5) " \
 	"FROM %1$s WHERE key OPERATOR(pg_catalog.=) %2$s.fbf_routing_key($2, '" front_end "'::pg_catalog.text) " \
 	"AND shard OPERATOR(pg_catalog.<) 0 GROUP BY ()"
-#define ALONE_CLAIM(anchor_args, seqs) \
-	"SELECT (%2$s.fbf_claim_on_placement(%2$s.fbf_outside_transaction_block($1), " \
-	"%2$s.fbf_claim_anchor(" anchor_args "), ARRAY[$2], " seqs "))[1] " \
-	"FROM %1$s WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor(" anchor_args ") GROUP BY ()"
+#define ALONE_CLAIM(claim_args) \
+	"SELECT %2$s.fbf_claim_on_placement(%2$s.fbf_outside_transaction_block($1), " claim_args ") " \
+	"FROM %1$s WHERE anchor OPERATOR(pg_catalog.=) %2$s.fbf_claim_anchor(" claim_args ") GROUP BY ()"
 
 /*
  * What each form is routed as: the kind of window table it takes, the
@@ -291,30 +291,33 @@ static const struct
 	FastForm	form;
 	int			kind;			/* FBF_WINDOW_COUNTER or FBF_WINDOW_DEDUP */
 	AclMode		privilege;
-	const char *needs;			/* a function of 1.4 it calls, taking */
-	int			needs_nargs;	/* this many arguments: text, text (the
-								 * routing key) or anyelement (the anchor) */
+	const char *needs;			/* the newest function it calls, taking */
+	int			needs_nargs;	/* this many arguments */
+	Oid			needs_types[3]; /* of these types */
 	const char *sql;
 	const char *alone;			/* the statement that commits on its own */
 }			routed_forms[] =
 {
 	{FAST_SINGLE, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
+		{TEXTOID, TEXTOID},
 		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement"),
 	ALONE_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
 	{FAST_OUTCOME, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
+		{TEXTOID, TEXTOID},
 		ROUTED_INCREMENT("idempotent_increment_outcome",
 						 "fbf_increment_outcome_on_placement"),
 		ALONE_INCREMENT("idempotent_increment_outcome",
 						"fbf_increment_outcome_on_placement")},
 	{FAST_BATCH, FBF_WINDOW_COUNTER, ACL_UPDATE, "fbf_routing_key", 2,
+		{TEXTOID, TEXTOID},
 		ROUTED_INCREMENT("idempotent_increment", "fbf_increment_on_placement"),
 	ALONE_INCREMENT("idempotent_increment", "fbf_increment_on_placement")},
-	{FAST_CLAIM, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
-		ROUTED_CLAIM("$2", "NULL::pg_catalog.int8[]"),
-	ALONE_CLAIM("$2", "NULL::pg_catalog.int8[]")},
-	{FAST_CLAIM_OP, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_anchor", 1,
-		ROUTED_CLAIM("$2, $3", "ARRAY[$3]"),
-	ALONE_CLAIM("$2, $3", "ARRAY[$3]")},
+	{FAST_CLAIM, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_on_placement", 2,
+		{REGCLASSOID, ANYELEMENTOID},
+	ROUTED_CLAIM("$2"), ALONE_CLAIM("$2")},
+	{FAST_CLAIM_OP, FBF_WINDOW_DEDUP, ACL_INSERT, "fbf_claim_on_placement", 3,
+		{REGCLASSOID, ANYELEMENTOID, INT8OID},
+	ROUTED_CLAIM("$2, $3"), ALONE_CLAIM("$2, $3")},
 };
 
 /* the entry of routed_forms for `form` */
@@ -605,7 +608,6 @@ static Query *
 routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 				int nparams, bool alone, Oid *guard)
 {
-	static const Oid needs_types[2][2] = {{ANYELEMENTOID}, {TEXTOID, TEXTOID}};
 	static const Oid alone_types[1] = {REGCLASSOID};
 	int			r = routed_form(form);
 	RoutedKey	key;
@@ -643,15 +645,16 @@ routed_template(FuncExpr *call, FastForm form, Oid table, const Oid *types,
 	 * The front end lives in the extension's schema, as the twins do; they
 	 * are missing there while an older version of the extension is
 	 * installed under this library (until ALTER EXTENSION fbf UPDATE):
-	 * those of 1.4 for either statement, fbf_outside_transaction_block of
-	 * 1.5 for the one that commits on its own.
+	 * those of 1.4 for either statement of an increment, those of 1.5 for a
+	 * claim's and for the statement that commits on its own
+	 * (fbf_outside_transaction_block).
 	 */
 	nspname = get_namespace_name(get_func_namespace(call->funcid));
 	*guard = alone ? function_oid(nspname, "fbf_outside_transaction_block",
 								  1, alone_types) : InvalidOid;
 	if (!OidIsValid(function_oid(nspname, routed_forms[r].needs,
 								 routed_forms[r].needs_nargs,
-								 needs_types[routed_forms[r].needs_nargs - 1])) ||
+								 routed_forms[r].needs_types)) ||
 		(alone && !OidIsValid(*guard)))
 		return NULL;
 	schema = quote_identifier(nspname);
@@ -1097,7 +1100,9 @@ fast_path(Query *parse, ParamListInfo boundParams, int cursorOptions,
  *	SELECT twin(fbf_outside_transaction_block(counter), ...)
  *	FROM <shard> WHERE key = <constant> AND shard < 0 GROUP BY ()
  *
- * (a claim's target is (fbf_claim_on_placement(...))[1])?  Grouped by the
+ * (a claim's target is fbf_claim_on_placement(...) too, or
+ * (fbf_claim_on_placement(...))[1] of the array form, as a coordinator of
+ * an older library sends it)?  Grouped by the
  * empty set, with no aggregate and no HAVING, a SELECT returns one row
  * whatever its table holds, and evaluates its target once, which can name
  * no column of the table (the parser allows none); PostgreSQL plans the

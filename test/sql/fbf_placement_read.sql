@@ -19,7 +19,14 @@ SELECT fbf_increment_on_placement(fbf_outside_transaction_block('placed'), 'k', 
   FROM placed WHERE key = 'k' AND shard < 0 GROUP BY ();
 SELECT * FROM placed_index_locks;
 COMMIT;
--- a claim's form: the twin's result subscripted
+-- a claim's form: the one-id twin's result, and the array twin's
+-- subscripted (as a coordinator of an older library sends it)
+BEGIN;
+EXPLAIN (COSTS OFF)
+SELECT fbf_claim_on_placement(fbf_outside_transaction_block('placed'), 1::bigint)
+  FROM placed WHERE shard < 0 GROUP BY ();
+SELECT * FROM placed_index_locks;
+COMMIT;
 BEGIN;
 EXPLAIN (COSTS OFF)
 SELECT (fbf_claim_on_placement(fbf_outside_transaction_block('placed'), 7, ARRAY[1::bigint], NULL))[1]

@@ -382,6 +382,10 @@ INSERT INTO sp_calls (fn, call) VALUES
 	 'SELECT fbf_claim_on_placement(''inbox'', 0, ARRAY[1]::bigint[], NULL)'),
 	('fbf_claim_on_placement(regclass,integer,anyarray,bigint[])',
 	 'SELECT fbf_claim_on_placement(''inbox'', 0, ARRAY[''c'']::text[], ARRAY[1]::bigint[])'),
+	('fbf_claim_on_placement(regclass,anyelement)',
+	 'SELECT fbf_claim_on_placement(''inbox'', 1::bigint)'),
+	('fbf_claim_on_placement(regclass,anyelement,bigint)',
+	 'SELECT fbf_claim_on_placement(''inbox'', ''c''::text, 1)'),
 	('fbf_distribute_dedup(regclass,integer,text)', 'SELECT fbf_distribute_dedup(''inbox'', 4, ''cuckoo_likes'')'),
 	('fbf_distribute_table(regclass,text,integer,text)', 'SELECT fbf_distribute_table(''inbox'', ''dedup'', 4, ''default'')');
 

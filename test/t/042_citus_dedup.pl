@@ -164,7 +164,7 @@ my $issued;
 ($rc, $out, $err, $issued) = fbf_citus_sent($coord, "SELECT fbf_claim('inbox', 9501::bigint) AS c");
 is($out, 't', 'fast path: a claim of one id');
 is(scalar(@$issued), 1, 'fast path: one statement sent in autocommit') or diag(join "\n", @$issued);
-like($issued->[0] // '', qr/^WITH touch AS \(UPDATE public\.inbox_\d+ inbox .*fbf_claim_on_placement\(.* AS c$/,
+like($issued->[0] // '', qr/^WITH touch AS \(UPDATE public\.inbox_\d+ inbox .* SELECT public\.fbf_claim_on_placement\('public\.inbox'::regclass, '9501'::bigint\) AS c$/,
 	'fast path: the routed statement, on the anchor\'s shard, keeping the client\'s column name');
 unlike(join("\n", @$issued), qr/BEGIN|assign_distributed_transaction_id|COMMIT/,
 	'fast path: no transaction block on the placement');
@@ -198,7 +198,7 @@ my ($po, $pe) = ('', '');
 	IPC::Run::run([ "$bindir/pgbench", '-n', '-M', 'prepared', '-c', 1, '-t', 5, '-D', 'id=9600',
 		'-h', '127.0.0.1', '-p', $coord->port, '-f', $pfile, 'postgres' ], '>', \$po, '2>', \$pe);
 }
-my $alone = () = $pe =~ /issuing SELECT \(public\.fbf_claim_on_placement\(public\.fbf_outside_transaction_block\('public\.inbox'::regclass\), .*\)\)\[1\] AS fbf_claim FROM public\.inbox_\d+ inbox WHERE .* GROUP BY \(\)$/mg;
+my $alone = () = $pe =~ /issuing SELECT public\.fbf_claim_on_placement\(public\.fbf_outside_transaction_block\('public\.inbox'::regclass\), '[^()]+'::(?:bigint|text)(?:, '\d+'::bigint)?\) AS fbf_claim FROM public\.inbox_\d+ inbox WHERE .* GROUP BY \(\)$/mg;
 is($alone, 10, 'fast path, prepared: each claim as the statement that commits on its own') or diag($pe);
 unlike($pe, qr/issuing (?:BEGIN|WITH touch)|ERROR/, 'no transaction block, no data-modifying CTE, no error');
 is(claim_range($coord, 9601, 9605), 0, 'its ids are claimed');
@@ -426,6 +426,29 @@ my $anode = $aport == $w1->port ? $w1 : $w2;
 	 WHERE get_shard_id_for_distribution_column('inbox', a) = } . $ashard . q{ LIMIT 1});
 like($err, qr/22023: \d+ ids do not belong to the shard/,
 	'fbf_claim_on_placement refuses ids outside the shard it is called for (22023)');
+
+# the one-id form (the fast path's) finds the shard from the id itself:
+# only on the node that holds it, and with fbf_claim's checks
+my $oid = $coord->safe_psql('postgres', qq{
+	SELECT g FROM generate_series(20000, 40000) g
+	 WHERE get_shard_id_for_distribution_column('inbox', fbf_claim_anchor(g::bigint)) = $ashard LIMIT 1});
+my $other = $anode == $w1 ? $w2 : $w1;
+($rc, $out, $err) = try_sql($other, "SELECT fbf_claim_on_placement('inbox', ${oid}::bigint)");
+like($err, qr/55000: shard \d+ of "inbox" is not placed on this node/,
+	'fbf_claim_on_placement of one id refuses to claim where its shard is not placed (55000)');
+is($anode->safe_psql('postgres', "SELECT fbf_claim_on_placement('inbox', ${oid}::bigint)"), 't',
+	'... and claims it on the node of its shard');
+is($coord->safe_psql('postgres', "SELECT fbf_claim('inbox', ${oid}::bigint)"), 'f',
+	'... where fbf_claim finds it claimed');
+($rc, $out, $err) = try_sql($anode, "SELECT fbf_claim_on_placement('inbox', NULL::bigint)");
+like($err, qr/22004/, 'fbf_claim_on_placement of a NULL id: 22004');
+($rc, $out, $err) = try_sql($anode, "SELECT fbf_claim_on_placement('inbox', 'c'::text, NULL)");
+like($err, qr/22004/, 'fbf_claim_on_placement of a NULL seq: 22004');
+($rc, $out, $err) = try_sql($anode, "SELECT fbf_claim_on_placement('inbox', 1.5::numeric)");
+like($err, qr/42804: ids of type numeric cannot be claimed/,
+	'fbf_claim_on_placement of an id of another type: 42804');
+($rc, $out, $err) = try_sql($anode, "SELECT fbf_claim_on_placement('inbox', ${oid}::bigint)", 'claimer');
+is($out, 'f', 'a role that may claim may call it (a duplicate now)') or diag($err);
 
 # ---- fbf_distribute_dedup refuses ----
 $coord->safe_psql('postgres', q{

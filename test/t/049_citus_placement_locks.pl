@@ -14,9 +14,10 @@
 #   - while another session holds `lock_shard_metadata(7, ARRAY[shard])`
 #     in an open transaction, as a move would, fbf_increment_on_placement
 #     (single and batch), fbf_increment_outcome_on_placement,
-#     fbf_apply_on_placement and fbf_claim_on_placement for a key of that
-#     shard wait for it and fail with lock_timeout (55P03), recording
-#     nothing; once the holder commits, the same calls apply;
+#     fbf_apply_on_placement and fbf_claim_on_placement (its array form
+#     and its one-id forms) for a key of that shard wait for it and fail
+#     with lock_timeout (55P03), recording nothing; once the holder
+#     commits, the same calls apply;
 #   - a session that locked the shard before (whose later locks take the
 #     tag it saw Citus' function lock) waits for a transfer's lock too;
 #   - a holder in ShareLock (what routed writes take) does not block them;
@@ -155,6 +156,24 @@ my $dholder = hold_lock($dnode, $dshard, 7);
 my $claim = "SELECT fbf_claim_on_placement('inbox', $anchor, ARRAY[42]::bigint[], NULL)";
 my ($rc, $out, $err) = as_writer($dnode, "SET lock_timeout = '2s'; $claim");
 like($err, qr/55P03/, 'fbf_claim_on_placement waits for a transfer\'s lock on the shard: lock timeout (55P03)');
+# the one-id forms (the fast path's), for an id and a client of that shard
+my $one_id = $coord->safe_psql('postgres', qq{
+	SELECT g FROM generate_series(100, 100000) g
+	 WHERE get_shard_id_for_distribution_column('inbox', fbf_claim_anchor(g::bigint)) = $dshard LIMIT 1});
+my $one_client = $coord->safe_psql('postgres', qq{
+	SELECT 'c' || g FROM generate_series(100, 100000) g
+	 WHERE get_shard_id_for_distribution_column('inbox', fbf_claim_anchor(('c' || g)::text, 1::bigint)) = $dshard
+	 LIMIT 1});
+my %claims = (
+	'fbf_claim_on_placement of one id' => "SELECT fbf_claim_on_placement('inbox', ${one_id}::bigint)",
+	'fbf_claim_on_placement of one (client_id, seq)' =>
+	  "SELECT fbf_claim_on_placement('inbox', '$one_client'::text, 1)",
+);
+for my $name (sort keys %claims)
+{
+	($rc, $out, $err) = as_writer($dnode, "SET lock_timeout = '2s'; $claims{$name}");
+	like($err, qr/55P03/, "$name waits for a transfer's lock on the shard: lock timeout (55P03)");
+}
 
 # ---- the holders commit: the same calls apply ----
 $holder->query_safe('COMMIT');
@@ -169,6 +188,11 @@ for my $name (sort keys %calls)
 }
 ($rc, $out, $err) = as_writer($dnode, "SET lock_timeout = '2s'; $claim");
 is($out, '{t}', 'fbf_claim_on_placement claims once the lock is released') or diag($err);
+for my $name (sort keys %claims)
+{
+	($rc, $out, $err) = as_writer($dnode, "SET lock_timeout = '2s'; $claims{$name}");
+	is($out, 't', "$name claims once the lock is released (nothing was recorded before)") or diag($err);
+}
 is($coord->safe_psql('postgres', "SELECT fbf_counter_value('likes', '$key')"), 5,
 	'the five direct operations counted once');
 
