@@ -157,6 +157,18 @@ take_slot(FbfStreamPage *page, int64_t now, int64_t horizon)
 }
 
 /*
+ * Is `slot` the one fbf_stream_record(page, id, _, now, horizon) would
+ * update in place: the page's slot of `id` (fbf_stream_find's), seen
+ * within `horizon`?
+ */
+static bool
+live(const FbfStreamPage *page, const FbfStreamSlot *slot, uint64_t id,
+	 int64_t now, int64_t horizon)
+{
+	return fbf_stream_find(page, id) == slot && !old_enough(slot->seen, now, horizon);
+}
+
+/*
  * The index of the slot that fbf_stream_record(page, id, _, now, horizon)
  * would update in place: `id`'s slot if the page has one seen within
  * `horizon`; else -1 (the record takes a slot afresh).  For a log of
@@ -174,16 +186,14 @@ fbf_stream_slot_index(const FbfStreamPage *page, uint64_t id, int64_t now,
 }
 
 /*
- * Record operation `seq` of stream `id`, known to have happened, at `now`.
- * A seq more than FBF_STREAM_W below the highest changes nothing but the
- * slot's time: the filter holds it.
+ * fbf_stream_record, given `slot`, what fbf_stream_find(page, id) returns:
+ * so that a caller that looked the stream up already (a logged recording)
+ * searches the page once.
  */
-void
-fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
-				  int64_t now, int64_t horizon)
+static void
+record_in(FbfStreamPage *page, FbfStreamSlot *slot, uint64_t id, int64_t seq,
+		  int64_t now, int64_t horizon)
 {
-	FbfStreamSlot *slot = (FbfStreamSlot *) fbf_stream_find(page, id);
-
 	if (id == 0)
 		return;
 	if (slot == NULL || old_enough(slot->seen, now, horizon))
@@ -245,6 +255,19 @@ fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
 }
 
 /*
+ * Record operation `seq` of stream `id`, known to have happened, at `now`.
+ * A seq more than FBF_STREAM_W below the highest changes nothing but the
+ * slot's time: the filter holds it.
+ */
+void
+fbf_stream_record(FbfStreamPage *page, uint64_t id, int64_t seq,
+				  int64_t now, int64_t horizon)
+{
+	record_in(page, (FbfStreamSlot *) fbf_stream_find(page, id), id, seq,
+			  now, horizon);
+}
+
+/*
  * Is a page read from disk one of `nslots` slots that this code can
  * trust not to run off its end?  (Its answers are only as true as the
  * page, as every page's are.)
@@ -264,9 +287,13 @@ size_t
 fbf_stream_record_logged(FbfStreamPage *page, uint64_t id, int64_t seq,
 						 int64_t now, int64_t horizon, unsigned char *out)
 {
-	int			index = fbf_stream_slot_index(page, id, now, horizon);
+	FbfStreamSlot *slot = (FbfStreamSlot *) fbf_stream_find(page, id);
+	int			index = -1;
 	size_t		n = 0;
 
+	/* the live slot fbf_stream_slot_index names, found once */
+	if (slot != NULL && !old_enough(slot->seen, now, horizon))
+		index = (int) (slot - page->slots);
 	if (index >= 0)
 	{
 		int64_t		high = page->slots[index].high;
@@ -296,7 +323,7 @@ fbf_stream_record_logged(FbfStreamPage *page, uint64_t id, int64_t seq,
 		n += 8;
 		n += fbf_varint_write(out + n, fbf_zigzag(seq));
 	}
-	fbf_stream_record(page, id, seq, now, horizon);
+	record_in(page, slot, id, seq, now, horizon);
 	return n;
 }
 
@@ -355,6 +382,7 @@ fbf_stream_replay(FbfStreamPage *page, const unsigned char *in, size_t len,
 {
 	FbfStreamLogOp op;
 	size_t		n = fbf_stream_log_decode(in, len, &op);
+	FbfStreamSlot *slot;
 	uint64_t	id;
 	int64_t		seq;
 
@@ -364,18 +392,21 @@ fbf_stream_replay(FbfStreamPage *page, const unsigned char *in, size_t len,
 	{
 		if ((uint32_t) op.slot >= page->nslots)
 			return 0;
-		id = page->slots[op.slot].id;
-		if (id == 0 || fbf_stream_slot_index(page, id, now, horizon) != op.slot)
+		slot = &page->slots[op.slot];
+		id = slot->id;
+		/* the stream's live slot (fbf_stream_slot_index), this one */
+		if (id == 0 || !live(page, slot, id, now, horizon))
 			return 0;
-		seq = (int64_t) ((uint64_t) page->slots[op.slot].high + (uint64_t) op.seq);
+		seq = (int64_t) ((uint64_t) slot->high + (uint64_t) op.seq);
 	}
 	else
 	{
 		id = op.id;
-		if (fbf_stream_slot_index(page, id, now, horizon) >= 0)
+		slot = (FbfStreamSlot *) fbf_stream_find(page, id);
+		if (slot != NULL && live(page, slot, id, now, horizon))
 			return 0;
 		seq = op.seq;
 	}
-	fbf_stream_record(page, id, seq, now, horizon);
+	record_in(page, slot, id, seq, now, horizon);
 	return n;
 }
