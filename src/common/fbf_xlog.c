@@ -39,6 +39,7 @@
 
 #include "access/bufmask.h"
 #include "access/rmgr.h"
+#include "access/xact.h"
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogutils.h"
@@ -73,6 +74,36 @@ struct FbfXLogState
 	int			npages;
 	FbfXLogPage pages[FBF_XLOG_MAX_PAGES];
 };
+
+/*
+ * A state is 64 kB, past the size a memory context keeps for reuse: one
+ * pallocked and freed for every record went to malloc and back each time,
+ * and a large batch's records made the C library give the memory back to
+ * the kernel and take it again, record after record (a tenth of a Citus
+ * worker's time for batches, in page faults and TLB shootdowns).  So each
+ * backend keeps one, in TopMemoryContext from its first record on, and
+ * hands it out to one caller at a time; a caller that starts a record
+ * while another's is open (none does today) gets a state of its own.  An
+ * error between the start and the finish leaves the kept one marked
+ * busy: the end of the transaction, or the abort of the subtransaction
+ * the error ended, frees it for the next (no record spans either).
+ */
+static FbfXLogState *kept_state = NULL;
+static bool kept_state_busy = false;
+
+static void
+kept_state_xact_callback(XactEvent event, void *arg)
+{
+	kept_state_busy = false;
+}
+
+static void
+kept_state_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		kept_state_busy = false;
+}
 
 #define FBF_MAX_MASKS 8
 
@@ -183,11 +214,34 @@ compute_delta(FbfXLogPage *p)
 FbfXLogState *
 FbfXLogStart(Relation rel)
 {
-	FbfXLogState *state = palloc(sizeof(FbfXLogState));
+	FbfXLogState *state;
 
+	if (kept_state == NULL)
+	{
+		kept_state = MemoryContextAlloc(TopMemoryContext, sizeof(FbfXLogState));
+		RegisterXactCallback(kept_state_xact_callback, NULL);
+		RegisterSubXactCallback(kept_state_subxact_callback, NULL);
+	}
+	if (!kept_state_busy)
+	{
+		state = kept_state;
+		kept_state_busy = true;
+	}
+	else
+		state = palloc(sizeof(FbfXLogState));
 	state->needs_wal = RelationNeedsWAL(rel);
 	state->npages = 0;
 	return state;
+}
+
+/* a state FbfXLogStart handed out is done with */
+static void
+release_state(FbfXLogState *state)
+{
+	if (state == kept_state)
+		kept_state_busy = false;
+	else
+		pfree(state);
 }
 
 /*
@@ -216,7 +270,8 @@ FbfXLogRegisterBuffer(FbfXLogState *state, Buffer buffer, int flags)
 /*
  * Apply the changes to the buffers, mark them dirty and, if the relation
  * needs WAL, log them in one record and set the pages' LSN.  Returns the
- * record's LSN (InvalidXLogRecPtr if nothing was logged).  Frees the state.
+ * record's LSN (InvalidXLogRecPtr if nothing was logged).  The state is
+ * done with.
  */
 XLogRecPtr
 FbfXLogFinish(FbfXLogState *state)
@@ -260,7 +315,7 @@ FbfXLogFinish(FbfXLogState *state)
 	}
 	END_CRIT_SECTION();
 
-	pfree(state);
+	release_state(state);
 	return lsn;
 }
 
@@ -268,7 +323,7 @@ FbfXLogFinish(FbfXLogState *state)
 void
 FbfXLogAbort(FbfXLogState *state)
 {
-	pfree(state);
+	release_state(state);
 }
 
 /* ----------------------------------------------------------------------
