@@ -159,15 +159,16 @@ FbfEntryStatusOf(FullTransactionId fxid)
  * Pages are not indexed while they hold few entries (reading them is
  * cheaper), nor by a transaction's first look-up (one increment's
  * transaction reads its page once), nor are indexes kept past the end of
- * the transaction; past
- * PENDING_INDEX_MAX_PAGES pages, all are dropped and built again as
- * needed.
+ * the transaction (the table's memory is, if small:
+ * pending_index_xact_callback); past PENDING_INDEX_MAX_PAGES pages, all
+ * are dropped and built again as needed.
  */
 #define PENDING_INDEX_SLOTS		1024
 #define PENDING_INDEX_POS_BITS	9
 #define PENDING_INDEX_POS_MASK	((1 << PENDING_INDEX_POS_BITS) - 1)
 #define PENDING_INDEX_MIN_ENTRIES	32
 #define PENDING_INDEX_MAX_PAGES	4096
+#define PENDING_INDEX_KEEP_PAGES	64
 
 StaticAssertDecl(FBF_PENDING_CAPACITY * 2 <= PENDING_INDEX_SLOTS &&
 				 FBF_PENDING_CAPACITY < PENDING_INDEX_POS_MASK,
@@ -199,7 +200,15 @@ static bool pending_callback_registered = false;
  */
 static int	pending_lookups = 0;
 
-/* drop every index at the end of a transaction */
+/*
+ * Drop every index at the end of a transaction.  A table of at most
+ * PENDING_INDEX_KEEP_PAGES indexes keeps its memory for the next
+ * transaction, emptied: made and destroyed by every transaction that
+ * indexes a page (a batch), its first allocation (128 kB, past what a
+ * memory context keeps for reuse) went to malloc and back each time, and
+ * the C library gave it back to the kernel, to take it again at the next
+ * batch (page faults and TLB shootdowns).  A larger one is destroyed.
+ */
 static void
 pending_index_xact_callback(XactEvent event, void *arg)
 {
@@ -207,9 +216,21 @@ pending_index_xact_callback(XactEvent event, void *arg)
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
 	{
-		if (pending_indexes != NULL)
+		if (pending_indexes != NULL &&
+			hash_get_num_entries(pending_indexes) <= PENDING_INDEX_KEEP_PAGES)
+		{
+			HASH_SEQ_STATUS seq;
+			PendingIndex *pi;
+
+			hash_seq_init(&seq, pending_indexes);
+			while ((pi = hash_seq_search(&seq)) != NULL)
+				(void) hash_search(pending_indexes, &pi->key, HASH_REMOVE, NULL);
+		}
+		else if (pending_indexes != NULL)
+		{
 			hash_destroy(pending_indexes);
-		pending_indexes = NULL;
+			pending_indexes = NULL;
+		}
 		pending_lookups = 0;
 	}
 }
