@@ -148,6 +148,8 @@ FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 	Buffer		sbufs[FBF_DRAIN_MAX_PAGES];
 	xl_fbf_slice_set sets[FBF_DRAIN_MAX_PAGES];
 	FbfHash    *hashes[FBF_DRAIN_MAX_PAGES];
+	FbfHash    *all;			/* every page's hashes, page after page */
+	int			taken_by[FBF_DRAIN_MAX_PAGES];
 	bool		deferred[FBF_DRAIN_MAX_PAGES];
 	bool		refused = false;
 	int			kept = 0;
@@ -164,8 +166,19 @@ FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		sets[b].stamps[1] = FbfWindowExpectedStamp(meta, 1);
 		sets[b].nhashes = meta->nhashes;
 		sets[b].n = 0;
-		hashes[b] = palloc(sizeof(FbfHash) * n);
+		taken_by[b] = 0;
 	}
+	/* each page's share of one array of the round's n entries */
+	for (i = 0; i < n; i++)
+		for (b = 0; b < nblocks && target[i] != InvalidBlockNumber; b++)
+			if (blocks[b] == target[i])
+			{
+				taken_by[b]++;
+				break;
+			}
+	all = palloc(sizeof(FbfHash) * Max(n, 1));
+	for (b = 0; b < nblocks; b++)
+		hashes[b] = b == 0 ? all : hashes[b - 1] + taken_by[b - 1];
 	for (i = 0; i < n; i++)
 	{
 		for (b = 0; b < nblocks && target[i] != InvalidBlockNumber; b++)
@@ -210,7 +223,6 @@ FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			if (deferred[b])
 			{
 				UnlockReleaseBuffer(sbufs[b]);
-				pfree(hashes[b]);
 				continue;
 			}
 			sbufs[i] = sbufs[b];
@@ -227,10 +239,8 @@ FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		FbfDrainLog(index, pbuf, keep, n, nblocks, sbufs, sets, hashes);
 
 	for (b = 0; b < nblocks; b++)
-	{
 		UnlockReleaseBuffer(sbufs[b]);
-		pfree(hashes[b]);
-	}
+	pfree(all);
 	return refused;
 }
 
