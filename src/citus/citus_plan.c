@@ -198,6 +198,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -808,12 +809,84 @@ has_extern_param(Node *node, void *context)
 }
 
 /*
+ * Are the parameters `params` the protocol's of a custom plan: fixed (no
+ * hook fetches them, as a PL's does) and every one a constant of this
+ * execution (PARAM_FLAG_CONST), as eval_const_expressions would fold them?
+ */
+static bool
+params_constant(ParamListInfo params)
+{
+	if (params->paramFetch != NULL)
+		return false;
+	for (int i = 0; i < params->numParams; i++)
+		if ((params->params[i].pflags & PARAM_FLAG_CONST) == 0)
+			return false;
+	return true;
+}
+
+/*
+ * The values of the expressions `args` with the constant parameters
+ * `params` (params_constant), each a Const: evaluated as evaluate_expr
+ * evaluates a folded expression (a copy of the datum, detoasted), but all
+ * in one executor state, where folding them would make one for every
+ * operator or function whose arguments it had made constants (a batch's
+ * arrays of a hundred `$2 - 99`: a hundred executor states, a seventh of
+ * the coordinator's CPU for the batch).  The same values: an immutable
+ * function gives the value folding gives it, and a stable or volatile one
+ * is evaluated once either way (this plan runs once).
+ */
+static List *
+evaluate_arguments(List *args, ParamListInfo params)
+{
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	econtext->ecxt_param_list_info = params;
+	foreach(lc, args)
+	{
+		Expr	   *arg = lfirst(lc);
+		Oid			type = exprType((Node *) arg);
+		int16		typlen;
+		bool		typbyval;
+		Datum		value;
+		bool		isnull;
+		MemoryContext old;
+
+		if (IsA(arg, Const))
+		{
+			result = lappend(result, arg);
+			continue;
+		}
+		fix_opfuncids((Node *) arg);
+		old = MemoryContextSwitchTo(estate->es_query_cxt);
+		value = ExecEvalExprSwitchContext(ExecInitExprWithParams(arg, params),
+										  econtext, &isnull);
+		MemoryContextSwitchTo(old);
+		get_typlenbyval(type, &typlen, &typbyval);
+		if (!isnull)
+			value = typlen == -1 ? PointerGetDatum(PG_DETOAST_DATUM_COPY(value)) :
+				datumCopy(value, typbyval, typlen);
+		result = lappend(result,
+						 makeConst(type, exprTypmod((Node *) arg),
+								   exprCollation((Node *) arg), typlen, value,
+								   isnull, typbyval));
+		ResetExprContext(econtext);
+	}
+	FreeExecutorState(estate);
+	return result;
+}
+
+/*
  * The arguments of the lone call `call` of form `form` as the routed
  * statement carries them (the file's header): folded here, in the client's
  * session, with the values of the bound parameters `boundParams` of a
  * custom plan, and a counter's keyless forms' default key put in.  In a
  * custom plan (`boundParams` set), what folding leaves (a stable or
- * volatile function) is evaluated, each argument once.  The functions
+ * volatile function) is evaluated, each argument once; with the
+ * protocol's parameters, every argument is evaluated so, without folding
+ * (evaluate_arguments).  The functions
  * inlined meanwhile go to *inval_items, for the plan's dependencies.  NIL,
  * with *why, if an argument calls a stable or volatile function and the
  * plan may run again.  *dissuade is then set if the plan is the generic
@@ -826,8 +899,6 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 					  List **inval_items, const char **why, bool *dissuade)
 {
 	bool		once = boundParams != NULL;
-	PlannerGlobal *glob = makeNode(PlannerGlobal);
-	PlannerInfo *root = makeNode(PlannerInfo);
 	List	   *args;
 	ListCell   *lc;
 
@@ -837,10 +908,18 @@ coordinator_arguments(FuncExpr *call, FastForm form, ParamListInfo boundParams,
 		*dissuade = has_extern_param((Node *) call->args, NULL);
 		return NIL;
 	}
-	glob->boundParams = boundParams;
-	root->glob = glob;
-	args = (List *) eval_const_expressions(root, (Node *) call->args);
-	*inval_items = glob->invalItems;
+	if (once && params_constant(boundParams))
+		args = evaluate_arguments(call->args, boundParams);
+	else
+	{
+		PlannerGlobal *glob = makeNode(PlannerGlobal);
+		PlannerInfo *root = makeNode(PlannerInfo);
+
+		glob->boundParams = boundParams;
+		root->glob = glob;
+		args = (List *) eval_const_expressions(root, (Node *) call->args);
+		*inval_items = glob->invalItems;
+	}
 	if (once)
 	{
 		/*
