@@ -423,6 +423,7 @@ fbf_claim_one_on_placement(PG_FUNCTION_ARGS)
 	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	Datum		id;
 	int64		seq = 0;
+	int32		anchor;
 	Oid			shard;
 	bool		claimed;
 
@@ -441,12 +442,10 @@ fbf_claim_one_on_placement(PG_FUNCTION_ARGS)
 				 errmsg("%s of type %s cannot be claimed", op ? "client ids" : "ids",
 						format_type_be(typid))));
 	id = PG_GETARG_DATUM(1);
+	anchor = claim_anchor(FbfClaimIdentity(typid, id, op ? &seq : NULL), op);
 
 	shard = FbfCitusPlacementPrologue(PG_GETARG_OID(0), FBF_DEDUP_CLAIM,
-									  Int32GetDatum(claim_anchor(FbfClaimIdentity(typid, id,
-																				  op ? &seq : NULL),
-																 op)),
-									  INT4OID);
+									  Int32GetDatum(anchor), INT4OID);
 	FbfClaim(shard, typid, 1, &id, op ? &seq : NULL, &claimed);
 	PG_RETURN_BOOL(claimed);
 }
