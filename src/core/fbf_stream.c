@@ -403,7 +403,8 @@ fbf_stream_replay(FbfStreamPage *page, const unsigned char *in, size_t len,
 	{
 		id = op.id;
 		slot = (FbfStreamSlot *) fbf_stream_find(page, id);
-		if (slot != NULL && live(page, slot, id, now, horizon))
+		/* find's own answer: live unless seen a horizon ago */
+		if (slot != NULL && !old_enough(slot->seen, now, horizon))
 			return 0;
 		seq = op.seq;
 	}
