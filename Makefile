@@ -46,7 +46,8 @@ OBJS        = src/fbf.o \
               src/counter/counter_stats.o src/counter/counter_delta.o \
               src/counter/counter_batch.o src/counter/counter_load.o src/counter/dedup.o \
               src/counter/counter_op.o src/counter/counter_rel.o src/counter/counter_engine.o \
-              src/citus/citus_route.o src/citus/citus_placement.o src/citus/citus_dedup.o \
+              src/citus/citus_route.o src/citus/citus_placement.o src/citus/citus_shards.o \
+              src/citus/citus_dedup.o \
               src/citus/citus_plan.o src/citus/citus_transfer.o src/citus/citus_alone.o \
               src/worker/worker.o \
               src/cuckoo/cuckoo.o src/cuckoo/cuckoobuild.o \

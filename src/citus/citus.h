@@ -41,6 +41,14 @@ extern void FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value,
 									 Oid type);
 
 /* ----------------------------------------------------------------------
+ * citus_shards.c: the shard of a routing value, from a kept map
+ * ----------------------------------------------------------------------
+ */
+extern bool FbfCitusShardFind(Oid shell, Datum value, Oid type,
+							  int64 *shardid);
+extern void FbfCitusShardsForget(Oid relid);
+
+/* ----------------------------------------------------------------------
  * citus_route.c: recognizing a Citus table, the route, the routed statement
  * ----------------------------------------------------------------------
  */

@@ -8,9 +8,10 @@
  *
  * A routed statement (citus_route.c, citus_dedup.c, the fast path of
  * citus_plan.c) runs its placement function on the node of the shard of
- * its routing value.  There the function finds that shard from Citus'
- * metadata cache through its SQL functions, called by fmgr, not SPI,
- * checks that its placement is local, and locks its metadata against
+ * its routing value.  There the function finds that shard from the
+ * table's shard map (citus_shards.c) or Citus' metadata cache through its
+ * SQL functions, called by fmgr, not SPI, checks that its placement is
+ * local, and locks its metadata against
  * shard transfers (FbfCitusPlacementPrologue); an increment's operations
  * then go to FbfCounterApply on the shard table
  * (FbfCitusApplyOnPlacement: fbf_apply_on_placement, and the front ends'
@@ -288,11 +289,14 @@ placed_here(int64 shardid)
 	return found;
 }
 
+static void kept_shards_init(void);
+
 /*
  * The shard of the distributed table `table` that holds the distribution
  * value `value` (of type `type`: a counter's key, a dedup table's
- * anchor), as Citus routes it (get_shard_id_for_distribution_column, from
- * its metadata cache).
+ * anchor), as Citus routes it: from the table's shard map
+ * (citus_shards.c), or where that declines from Citus
+ * (get_shard_id_for_distribution_column, from its metadata cache).
  */
 static int64
 shard_of(Oid table, Datum value, Oid type)
@@ -300,7 +304,11 @@ shard_of(Oid table, Datum value, Oid type)
 	static const Oid find_types[2] = {REGCLASSOID, ANYOID};
 	Oid			types[2] = {REGCLASSOID, type};
 	Datum		args[2];
+	int64		shardid;
 
+	kept_shards_init();			/* the map's invalidations come through it */
+	if (FbfCitusShardFind(table, value, type, &shardid))
+		return shardid;
 	args[0] = ObjectIdGetDatum(table);
 	args[1] = value;
 	return DatumGetInt64(citus_call("get_shard_id_for_distribution_column",
@@ -414,6 +422,7 @@ kept_shards_drop(Oid relid)
 static void
 shards_forget(Datum arg, Oid relid)
 {
+	FbfCitusShardsForget(relid);
 	invalidations_seen++;
 	if (!OidIsValid(relid) || relid == shard_lock_learning)
 		shard_lock_learning_forgotten = true;
@@ -426,9 +435,23 @@ shards_forget(Datum arg, Oid relid)
 }
 
 /*
+ * Create the table and register shards_forget, at the first look-up of a
+ * shard or of a routing value's shard, so that nothing is missed once
+ * either learns.
+ */
+static void
+kept_shards_init(void)
+{
+	if (kept_shards != NULL)
+		return;
+	kept_shards = FbfHashCreate("fbf kept shards", 64, sizeof(KeptShardKey),
+								sizeof(KeptShard), TopMemoryContext);
+	CacheRegisterRelcacheCallback(shards_forget, (Datum) 0);
+}
+
+/*
  * The entry of shard `shardid` of `shell`, or NULL; created if `create`
- * (its fields unknown), emptying the table first if it is full.  The
- * first call creates the table and registers shards_forget.
+ * (its fields unknown), emptying the table first if it is full.
  */
 static KeptShard *
 kept_shard(Oid shell, int64 shardid, bool create)
@@ -437,14 +460,7 @@ kept_shard(Oid shell, int64 shardid, bool create)
 	KeptShard  *entry;
 	bool		found;
 
-	/* created by the first look-up, so that nothing is missed once it learns */
-	if (kept_shards == NULL)
-	{
-		kept_shards = FbfHashCreate("fbf kept shards", 64, sizeof(KeptShardKey),
-									sizeof(KeptShard), TopMemoryContext);
-		CacheRegisterRelcacheCallback(shards_forget, (Datum) 0);
-	}
-
+	kept_shards_init();
 	memset(&key, 0, sizeof(key));	/* the padding is hashed too */
 	key.shell = shell;
 	key.shardid = shardid;

@@ -40,6 +40,9 @@
 #     table's own rate is lower, and takes what a local counter of that
 #     rate takes; an explicit shape is kept; fbf_distribute_counter holds
 #     the table locked; colocate_with NULL is refused (22004);
+#   - every shard holds what Citus routes to it (the nodes' own maps of
+#     the shards agree with Citus), across splits that make the ranges
+#     uneven, in sessions that read the maps before a split;
 #   - operators a hostile role put ahead of pg_catalog on a superuser's
 #     search_path, on every node, never run when the superuser distributes,
 #     increments, reads and moves a counter.
@@ -1058,6 +1061,93 @@ SKIP:
 	$out =~ /(\d+) other errors/;
 	cmp_ok($1, '>', 0, 'requests failed while worker1 was down, and were retried');
 }
+
+# ---- every shard holds what Citus routes to it ----
+# The nodes find a routing value's shard from a map of the table's shards
+# they keep (citus_shards.c), not by asking Citus: a map that disagreed
+# with Citus would apply an increment in another shard of the node Citus
+# sent it to (or refuse it, 55000), and record a claim in another shard's
+# window.  Seven shards (uniform ranges, not a power of two), one split at
+# a point of its own (ranges no longer uniform); keys incremented through
+# the coordinator and through a worker (each node finds the shard where
+# it routes the call and where it applies it) by sessions held across a
+# second split, which must forget the maps they read before it.
+$coord->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('mapped', retention => '10 min');
+	SELECT fbf_distribute_counter('mapped', shard_count => 7, colocate_with => 'none');
+	SELECT fbf_create_dedup('mapped_ids', retention => '10 min');
+	SELECT fbf_distribute_dedup('mapped_ids', shard_count => 7, colocate_with => 'none');});
+
+# a shard of `table` and its node, and the other worker's port
+sub placed_shard
+{
+	my ($table, $nth) = @_;
+	my ($shard, $port) = split /\|/, $coord->safe_psql('postgres', qq{
+		SELECT s.shardid, n.nodeport
+		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+		  JOIN pg_dist_node n USING (groupid)
+		 WHERE s.logicalrelid = '$table'::regclass ORDER BY s.shardminvalue::int OFFSET $nth LIMIT 1});
+	return ($shard, $port, $port == $w1->port ? $w2->port : $w1->port);
+}
+citus_split_shard($coord, 'mapped', placed_shard('mapped', 2));
+citus_split_shard($coord, 'mapped_ids', placed_shard('mapped_ids', 4));
+
+my $mapped_round = sub {
+	my ($session, $client, $seq) = @_;
+	my $sql = join '', map { "SELECT idempotent_increment('mapped', 'p$_', $client, $seq, 1);\n" } 1 .. 150;
+	return scalar(() = $session->query_safe($sql) =~ /^t$/mg);
+};
+my $via_coord = $coord->background_psql('postgres');
+my $via_worker = $w1->background_psql('postgres');
+is($mapped_round->($via_coord, 1, 1) + $mapped_round->($via_worker, 2, 1), 300,
+	'150 keys incremented through the coordinator and through a worker');
+my ($mshards_before, $mshards_after) = citus_split_shard($coord, 'mapped', placed_shard('mapped', 5));
+is($mapped_round->($via_coord, 1, 2) + $mapped_round->($via_worker, 2, 2), 300,
+	'and again by the same sessions once another shard is split');
+$via_coord->quit;
+$via_worker->quit;
+is("$mshards_before $mshards_after", '8 9', 'the counter has 9 shards after its two splits');
+
+# on each node, the rows of each shard table placed there whose key Citus
+# routes to another shard, and the keys in all
+my ($misplaced, $rows) = (0, 0);
+for my $node ($w1, $w2)
+{
+	for my $line (split /\n/, $node->safe_psql('postgres', q{
+		SELECT s.shardid || '|' || shard_name('mapped', s.shardid)
+		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+		 WHERE s.logicalrelid = 'mapped'::regclass
+		   AND p.groupid = (SELECT groupid FROM pg_dist_local_group)}))
+	{
+		my ($shardid, $name) = split /\|/, $line;
+		my ($bad, $all) = split /\|/, $node->safe_psql('postgres', qq{
+			SELECT count(*) FILTER (WHERE get_shard_id_for_distribution_column('mapped', key) <> $shardid),
+				   count(DISTINCT key)
+			  FROM $name});
+		$misplaced += $bad;
+		$rows += $all;
+	}
+}
+is("$misplaced $rows", '0 150', 'every key\'s row is in the shard Citus routes it to');
+is($coord->safe_psql('postgres', q{SELECT count(DISTINCT key), sum(value) FROM mapped}), '150|600',
+	'each key counts its four operations once');
+
+my $claims = join '', map { "SELECT fbf_claim('mapped_ids', $_);\n" } 1 .. 200;
+is(scalar(() = $coord->safe_psql('postgres', $claims) =~ /^t$/mg), 200,
+	'200 ids claimed through the coordinator');
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) FROM (
+		SELECT shard, claimed FROM fbf_dedup_stats
+		 WHERE dedup = 'mapped_ids'::regclass AND claimed > 0
+		EXCEPT
+		SELECT shard_name('mapped_ids', get_shard_id_for_distribution_column('mapped_ids', fbf_claim_anchor(id::bigint))),
+			   count(*)
+		  FROM generate_series(1, 200) id GROUP BY 1) wrong}), '0',
+	'each shard\'s window holds the claims of the ids Citus routes to it');
+is($coord->safe_psql('postgres', q{
+	SELECT sum(claimed) FROM fbf_dedup_stats WHERE dedup = 'mapped_ids'::regclass}), '200',
+	'and each id is claimed in one shard');
+$coord->safe_psql('postgres', 'DROP TABLE mapped, mapped_ids');
 
 # ---- shard moves and splits ----
 # (done with the tenants' and the storms' tables: the transfers move only
