@@ -47,6 +47,7 @@ extern void FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value,
 extern bool FbfCitusShardFind(Oid shell, Datum value, Oid type,
 							  int64 *shardid);
 extern void FbfCitusShardsForget(Oid relid);
+extern AttrNumber FbfCitusCatalogAttnum(Oid catalog, const char *name);
 
 /* ----------------------------------------------------------------------
  * citus_route.c: recognizing a Citus table, the route, the routed statement

@@ -225,18 +225,6 @@ citus_call(const char *name, int nargs, const Oid *argtypes, const Oid *types,
 	return result;
 }
 
-/* the number of column `name` of the Citus catalog `catalog`, or error */
-static AttrNumber
-citus_attnum(Oid catalog, const char *name)
-{
-	AttrNumber	attno = get_attnum(catalog, name);
-
-	if (attno == InvalidAttrNumber)
-		elog(ERROR, "fbf: %s lacks the column %s of Citus' metadata",
-			 get_rel_name(catalog), name);
-	return attno;
-}
-
 /* pg_dist_local_group, as placed_here last found it (shards_forget) */
 static Oid	local_group_relid = InvalidOid;
 
@@ -268,7 +256,7 @@ placed_here(int64 shardid)
 	local_group_relid = local;
 
 	rel = table_open(local, AccessShareLock);
-	a_group = citus_attnum(local, "groupid");
+	a_group = FbfCitusCatalogAttnum(local, "groupid");
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
 	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
 		here = DatumGetInt32(heap_getattr(tuple, a_group, RelationGetDescr(rel), &isnull));
@@ -276,8 +264,8 @@ placed_here(int64 shardid)
 	table_close(rel, AccessShareLock);
 
 	rel = table_open(placements, AccessShareLock);
-	a_shard = citus_attnum(placements, "shardid");
-	a_group = citus_attnum(placements, "groupid");
+	a_shard = FbfCitusCatalogAttnum(placements, "shardid");
+	a_group = FbfCitusCatalogAttnum(placements, "groupid");
 	ScanKeyInit(&skey, a_shard, BTEqualStrategyNumber, F_INT8EQ,
 				Int64GetDatum(shardid));
 	scan = systable_beginscan(rel, by_shard, OidIsValid(by_shard), NULL, 1, &skey);

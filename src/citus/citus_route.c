@@ -157,14 +157,10 @@ citus_lookup(Relation heap, AttrNumber key_attno)
 	rel = table_open(catalog, AccessShareLock);
 	{
 		TupleDesc	desc = RelationGetDescr(rel);
-		AttrNumber	a_relid = get_attnum(catalog, "logicalrelid");
-		AttrNumber	a_method = get_attnum(catalog, "partmethod");
-		AttrNumber	a_key = get_attnum(catalog, "partkey");
-		AttrNumber	a_model = get_attnum(catalog, "repmodel");
-
-		if (a_relid == InvalidAttrNumber || a_method == InvalidAttrNumber ||
-			a_key == InvalidAttrNumber || a_model == InvalidAttrNumber)
-			elog(ERROR, "fbf: pg_dist_partition lacks the columns of Citus' metadata");
+		AttrNumber	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
+		AttrNumber	a_method = FbfCitusCatalogAttnum(catalog, "partmethod");
+		AttrNumber	a_key = FbfCitusCatalogAttnum(catalog, "partkey");
+		AttrNumber	a_model = FbfCitusCatalogAttnum(catalog, "repmodel");
 
 		ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
 					ObjectIdGetDatum(RelationGetRelid(heap)));

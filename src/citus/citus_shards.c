@@ -3,7 +3,9 @@
  * citus_shards.c
  *	  Tables distributed by Citus: the shard that holds a routing value, as
  *	  Citus routes it, from a map of the table's shards that this backend
- *	  reads from Citus' catalogs and keeps (FbfCitusShardFind).
+ *	  reads from Citus' catalogs and keeps (FbfCitusShardFind); and the
+ *	  columns of those catalogs by name, for the folder's other readers
+ *	  (FbfCitusCatalogAttnum).
  *
  * Every write through a shell finds its routing value's shard on two
  * nodes: on the one that routes it, where the fast path's statement that
@@ -117,8 +119,9 @@ FbfCitusShardsForget(Oid relid)
 	}
 }
 
-static AttrNumber
-catalog_attnum(Oid catalog, const char *name)
+/* the number of column `name` of the Citus catalog `catalog`, or error */
+AttrNumber
+FbfCitusCatalogAttnum(Oid catalog, const char *name)
 {
 	AttrNumber	attno = get_attnum(catalog, name);
 
@@ -163,9 +166,9 @@ read_distribution(Oid catalog, ShardMap *map)
 {
 	Relation	rel = table_open(catalog, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	a_relid = catalog_attnum(catalog, "logicalrelid");
-	AttrNumber	a_method = catalog_attnum(catalog, "partmethod");
-	AttrNumber	a_key = catalog_attnum(catalog, "partkey");
+	AttrNumber	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
+	AttrNumber	a_method = FbfCitusCatalogAttnum(catalog, "partmethod");
+	AttrNumber	a_key = FbfCitusCatalogAttnum(catalog, "partkey");
 	ScanKeyData skey;
 	SysScanDesc scan;
 	HeapTuple	tuple;
@@ -218,10 +221,10 @@ read_shards(Oid catalog, ShardMap *map)
 											 PG_CATALOG_NAMESPACE);
 	Relation	rel = table_open(catalog, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	a_relid = catalog_attnum(catalog, "logicalrelid");
-	AttrNumber	a_shard = catalog_attnum(catalog, "shardid");
-	AttrNumber	a_min = catalog_attnum(catalog, "shardminvalue");
-	AttrNumber	a_max = catalog_attnum(catalog, "shardmaxvalue");
+	AttrNumber	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
+	AttrNumber	a_shard = FbfCitusCatalogAttnum(catalog, "shardid");
+	AttrNumber	a_min = FbfCitusCatalogAttnum(catalog, "shardminvalue");
+	AttrNumber	a_max = FbfCitusCatalogAttnum(catalog, "shardmaxvalue");
 	ScanKeyData skey;
 	SysScanDesc scan;
 	HeapTuple	tuple;
