@@ -322,9 +322,9 @@ FbfCitusShardFind(Oid shell, Datum value, Oid type, int64 *shardid)
 			/* keep it: nothing that would have dropped it came meanwhile */
 			if (hash_get_num_entries(shard_maps) >= SHARD_MAPS_MAX)
 				FbfCitusShardsForget(InvalidOid);
-			MemoryContextSetParent(read.cxt, CacheMemoryContext);
 			map = hash_search(shard_maps, &shell, HASH_ENTER, NULL);
 			*map = read;
+			MemoryContextSetParent(map->cxt, CacheMemoryContext);
 		}
 		else
 			map = &read;		/* for this call; freed with the caller's memory */
