@@ -109,10 +109,11 @@
 
 /*
  * The Citus functions called here, each looked up once per backend and
- * argument types and kept until pg_proc changes (citus_calls_forget): a
- * placement call makes four calls, and the node that routes a statement
- * that commits on its own two, each of which would otherwise search
- * pg_proc by name.
+ * argument types and kept until pg_proc changes (citus_calls_forget):
+ * lock_shard_metadata and shard_name for a shard not yet kept, and
+ * get_shard_id_for_distribution_column where the table's shard map
+ * declines (citus_shards.c), each of which would otherwise search pg_proc
+ * by name.
  */
 #define CITUS_CALLS_MAX		8
 
@@ -758,7 +759,8 @@ split_while_waiting(Oid shell, int64 shardid)
  *	   it queues that lock (42501; 42809 and 0A000 for a table of the wrong
  *	   kind or not distributed by its routing column), so that no one can
  *	   queue a lock on a table they may not write to;
- *	2. the shard of `value`, from Citus' metadata;
+ *	2. the shard of `value`, from the table's shard map (citus_shards.c,
+ *	   read from Citus' metadata) or Citus' own look-up;
  *	3. the shard's metadata lock in ShareLock (lock_shard_metadata): a
  *	   shard move or split holds it in ExclusiveLock on this node from
  *	   before it copies the shard's last writes until it commits, so a

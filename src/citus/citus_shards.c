@@ -37,12 +37,20 @@
  * relation cache entry on every change of its distribution or its shards,
  * and Citus drops its own entry at those invalidations and no other
  * (citus_placement.c's kept shards, which forward them here through
- * FbfCitusShardsForget, say which).  A map is kept only if no invalidation
- * was processed while it was read; past SHARD_MAPS_MAX tables, all are
- * forgotten and read again.  The placement prologue's check after it has
- * taken the shard's lock (a split that committed while it waited) reads
- * the map again whenever an invalidation arrived, as it asked Citus again
- * before.
+ * FbfCitusShardsForget, say which).  Each look-up first accepts the
+ * invalidations that have arrived, as Citus' look-up of its entry does
+ * (LookupCitusTableCacheEntry), so that a split committed since the
+ * caller's transaction last took a new lock is seen.  A map is kept only
+ * if no invalidation was processed while it was read; past SHARD_MAPS_MAX
+ * tables, all are forgotten and read again.  The placement prologue's
+ * check after it has taken the shard's lock (a split that committed while
+ * it waited) reads the map again whenever an invalidation arrived, as it
+ * asked Citus again before.
+ *
+ * Citus' function also checked Citus' version and that the caller may
+ * SELECT from the table; the map's callers have checked the privilege the
+ * call itself needs (UPDATE on a counter, INSERT on a dedup table:
+ * FbfCounterOpenRoutable), which is all a call on the shard table needs.
  *
  * Nothing here links to Citus.
  *
@@ -61,6 +69,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
@@ -157,13 +166,16 @@ shard_range_cmp(const void *a, const void *b)
 }
 
 /*
- * Read `map->shell`'s distribution from pg_dist_partition: true, with the
+ * Read `map->shell`'s distribution from pg_dist_partition (through its
+ * index on logicalrelid): true, with the
  * column's type, collation and hash function set, if it is hash-distributed
  * by a column whose type has a default hash function.
  */
 static bool
 read_distribution(Oid catalog, ShardMap *map)
 {
+	Oid			by_relid = get_relname_relid("pg_dist_partition_logical_relid_index",
+											 PG_CATALOG_NAMESPACE);
 	Relation	rel = table_open(catalog, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	AttrNumber	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
@@ -176,7 +188,7 @@ read_distribution(Oid catalog, ShardMap *map)
 
 	ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(map->shell));
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &skey);
+	scan = systable_beginscan(rel, by_relid, OidIsValid(by_relid), NULL, 1, &skey);
 	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		bool		isnull;
@@ -294,18 +306,24 @@ read_map(Oid shell, ShardMap *map)
  * `value` of type `type`, as Citus would route it, in *shardid: true, or
  * false if the map declines (see the file's head; then Citus' own
  * function answers).  The caller has registered the relation cache
- * callback that calls FbfCitusShardsForget.
+ * callback that calls FbfCitusShardsForget (citus_placement.c's, which
+ * forwards every invalidation here: a relation cache callback is one of
+ * ten slots a backend has, which Citus takes five of).
  */
 bool
 FbfCitusShardFind(Oid shell, Datum value, Oid type, int64 *shardid)
 {
 	ShardMap   *map = NULL;
 	ShardMap	read;
+	FmgrInfo	hash_fn;
+	uint64		seen;
 	bool		found = false;
 	int32		hash;
 	int			lo;
 	int			hi;
 
+	/* what has changed in Citus' metadata is seen, as Citus' look-up sees it */
+	AcceptInvalidationMessages();
 	if (shard_maps == NULL)
 		shard_maps = FbfHashCreate("fbf Citus shard maps", 16, sizeof(Oid),
 								   sizeof(ShardMap), CacheMemoryContext);
@@ -314,8 +332,7 @@ FbfCitusShardFind(Oid shell, Datum value, Oid type, int64 *shardid)
 
 	if (map == NULL)
 	{
-		uint64		seen = maps_invalidations;
-
+		seen = maps_invalidations;
 		read_map(shell, &read);
 		if (maps_invalidations == seen)
 		{
@@ -333,7 +350,16 @@ FbfCitusShardFind(Oid shell, Datum value, Oid type, int64 *shardid)
 	if (!map->routes || type != map->type)
 		return false;
 
-	hash = DatumGetInt32(FunctionCall1Coll(&map->hash, map->collation, value));
+	/*
+	 * The hash function may read catalogs (a collation's first use), and
+	 * so process an invalidation that frees a kept map: it is called with
+	 * a copy of its entry, and the map is given up if one arrived.
+	 */
+	hash_fn = map->hash;
+	seen = maps_invalidations;
+	hash = DatumGetInt32(FunctionCall1Coll(&hash_fn, map->collation, value));
+	if (maps_invalidations != seen && map != &read)
+		return false;
 	lo = 0;
 	hi = map->nshards;
 	while (lo < hi)

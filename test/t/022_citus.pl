@@ -1147,6 +1147,48 @@ is($coord->safe_psql('postgres', q{
 is($coord->safe_psql('postgres', q{
 	SELECT sum(claimed) FROM fbf_dedup_stats WHERE dedup = 'mapped_ids'::regclass}), '200',
 	'and each id is claimed in one shard');
+
+# a transaction on a worker that found a key's shard before another shard
+# of the table was split, and takes no new lock of the table after it
+# (direct placement calls): the look-up after the split sees it, as
+# Citus' own look-up does, instead of naming the shard split away
+my $w1_shards = sub {
+	return $coord->safe_psql('postgres', sprintf(q{
+		SELECT string_agg(s.shardid::text, ',' ORDER BY s.shardid)
+		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+		  JOIN pg_dist_node n USING (groupid)
+		 WHERE s.logicalrelid = 'mapped'::regclass AND n.nodeport = %d}, $w1->port));
+};
+my @on_w1 = split /,/, $w1_shards->();
+my $key_in = sub {
+	my ($shards) = @_;
+	return $coord->safe_psql('postgres', qq{
+		SELECT 'p' || i FROM generate_series(1, 150) i
+		 WHERE get_shard_id_for_distribution_column('mapped', 'p' || i) IN ($shards)
+		 ORDER BY i LIMIT 1});
+};
+my ($to_split, $kept) = @on_w1[0, 1];
+my $before_key = $key_in->($kept);
+my $held = $w1->background_psql('postgres', on_error_stop => 0);
+my $place = sub {
+	my ($key) = @_;
+	return "SELECT (fbf_apply_on_placement('mapped', '$key', ARRAY[7]::bigint[], ARRAY[1]::bigint[], ARRAY[1]::bigint[], false)).applied;";
+};
+$held->query_safe('BEGIN; ' . $place->($before_key));
+citus_split_shard($coord, 'mapped', $to_split, $w1->port, $w2->port);
+my %old = map { $_ => 1 } @on_w1;
+my $children = join ',', grep { !$old{$_} } split /,/, $w1_shards->();
+my $after_key = $key_in->($children);
+my $held_out = $held->query($place->($after_key));
+my $held_err = $held->{stderr};
+$held->query('COMMIT');
+$held->quit;
+is($held_out, '{t}',
+	'a worker\'s transaction that found a shard before a split finds the new shard after it');
+unlike($held_err, qr/ERROR/, 'without an error');
+is($coord->safe_psql('postgres', qq{
+	SELECT sum(value) FROM mapped WHERE key IN ('$before_key', '$after_key')}), 4 + 4 + 2,
+	'and both its operations count once');
 $coord->safe_psql('postgres', 'DROP TABLE mapped, mapped_ids');
 
 # ---- shard moves and splits ----
