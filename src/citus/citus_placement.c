@@ -298,6 +298,9 @@ shard_of(Oid table, Datum value, Oid type)
 	kept_shards_init();			/* the map's invalidations come through it */
 	if (FbfCitusShardFind(table, value, type, &shardid))
 		return shardid;
+	ereport(DEBUG2,
+			(errmsg_internal("fbf: the shard map of \"%s\" declines a value of type %s: Citus' function answers",
+							 get_rel_name(table), format_type_be(type))));
 	args[0] = ObjectIdGetDatum(table);
 	args[1] = value;
 	return DatumGetInt64(citus_call("get_shard_id_for_distribution_column",

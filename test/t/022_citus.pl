@@ -1179,6 +1179,7 @@ citus_split_shard($coord, 'mapped', $to_split, $w1->port, $w2->port);
 my %old = map { $_ => 1 } @on_w1;
 my $children = join ',', grep { !$old{$_} } split /,/, $w1_shards->();
 my $after_key = $key_in->($children);
+$held->query_safe('SET client_min_messages = debug2');
 my $held_out = $held->query($place->($after_key));
 my $held_err = $held->{stderr};
 $held->query('COMMIT');
@@ -1186,6 +1187,8 @@ $held->quit;
 is($held_out, '{t}',
 	'a worker\'s transaction that found a shard before a split finds the new shard after it');
 unlike($held_err, qr/ERROR/, 'without an error');
+unlike($held_err, qr/shard map of "mapped" declines/,
+	'the shard map answered, not Citus\' function');
 is($coord->safe_psql('postgres', qq{
 	SELECT sum(value) FROM mapped WHERE key IN ('$before_key', '$after_key')}), 4 + 4 + 2,
 	'and both its operations count once');
