@@ -1184,7 +1184,8 @@ my $held_out = $held->query($place->($after_key));
 my $held_err = $held->{stderr};
 $held->query('COMMIT');
 $held->quit;
-is($held_out, '{t}',
+# (PostgreSQL 16's BackgroundPsql may leave the line's newline on the output)
+like($held_out, qr/\A\{t\}\n?\z/,
 	'a worker\'s transaction that found a shard before a split finds the new shard after it');
 unlike($held_err, qr/ERROR/, 'without an error');
 unlike($held_err, qr/shard map of "mapped" declines/,
