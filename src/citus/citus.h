@@ -48,6 +48,8 @@ extern bool FbfCitusShardFind(Oid shell, Datum value, Oid type,
 							  int64 *shardid);
 extern void FbfCitusShardsForget(Oid relid);
 extern AttrNumber FbfCitusCatalogAttnum(Oid catalog, const char *name);
+extern bool FbfCitusPartitionRow(Oid relid, char *method, char *model,
+								 Var **column);
 
 /* ----------------------------------------------------------------------
  * citus_route.c: recognizing a Citus table, the route, the routed statement

@@ -74,7 +74,6 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
-#include "catalog/pg_namespace_d.h"
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -143,48 +142,16 @@ FbfCitusInit(void)
 static FbfCitusDistribution
 citus_lookup(Relation heap, AttrNumber key_attno)
 {
-	Oid			catalog = get_relname_relid("pg_dist_partition",
-											PG_CATALOG_NAMESPACE);
-	Relation	rel;
-	SysScanDesc scan;
-	ScanKeyData skey;
-	HeapTuple	tuple;
-	FbfCitusDistribution result = FBF_CITUS_LOCAL;
+	char		method;
+	char		model;
+	Var		   *column;
 
-	if (!OidIsValid(catalog))
+	if (!FbfCitusPartitionRow(RelationGetRelid(heap), &method, &model, &column))
 		return FBF_CITUS_LOCAL;
-
-	rel = table_open(catalog, AccessShareLock);
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		AttrNumber	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
-		AttrNumber	a_method = FbfCitusCatalogAttnum(catalog, "partmethod");
-		AttrNumber	a_key = FbfCitusCatalogAttnum(catalog, "partkey");
-		AttrNumber	a_model = FbfCitusCatalogAttnum(catalog, "repmodel");
-
-		ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(RelationGetRelid(heap)));
-		scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &skey);
-		if (HeapTupleIsValid(tuple = systable_getnext(scan)))
-		{
-			bool		isnull;
-			char		method = DatumGetChar(heap_getattr(tuple, a_method, desc, &isnull));
-			char		model = DatumGetChar(heap_getattr(tuple, a_model, desc, &isnull));
-			Datum		partkey = heap_getattr(tuple, a_key, desc, &isnull);
-			Node	   *column = NULL;
-
-			if (!isnull)
-				column = stringToNode(TextDatumGetCString(partkey));
-			result = FBF_CITUS_OTHER;
-			if (method == 'h' && model == 's' && column != NULL &&
-				IsA(column, Var) && key_attno != InvalidAttrNumber &&
-				((Var *) column)->varattno == key_attno)
-				result = FBF_CITUS_BY_KEY;
-		}
-		systable_endscan(scan);
-	}
-	table_close(rel, AccessShareLock);
-	return result;
+	if (method == 'h' && model == 's' && column != NULL &&
+		key_attno != InvalidAttrNumber && column->varattno == key_attno)
+		return FBF_CITUS_BY_KEY;
+	return FBF_CITUS_OTHER;
 }
 
 /*

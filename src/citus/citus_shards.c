@@ -3,8 +3,9 @@
  * citus_shards.c
  *	  Tables distributed by Citus: the shard that holds a routing value, as
  *	  Citus routes it, from a map of the table's shards that this backend
- *	  reads from Citus' catalogs and keeps (FbfCitusShardFind); and the
- *	  columns of those catalogs by name, for the folder's other readers
+ *	  reads from Citus' catalogs and keeps (FbfCitusShardFind); and, for
+ *	  the folder's other readers, a table's row in pg_dist_partition
+ *	  (FbfCitusPartitionRow) and the columns of Citus' catalogs by name
  *	  (FbfCitusCatalogAttnum).
  *
  * Every write through a shell finds its routing value's shard on two
@@ -166,56 +167,79 @@ shard_range_cmp(const void *a, const void *b)
 }
 
 /*
- * Read `map->shell`'s distribution from pg_dist_partition (through its
- * index on logicalrelid): true, with the
- * column's type, collation and hash function set, if it is hash-distributed
- * by a column whose type has a default hash function.
+ * `relid`'s row in Citus' pg_dist_partition, read as a catalog through its
+ * index on logicalrelid: true if it has one, with its distribution method
+ * (partmethod), its replication model (repmodel) and, in *column, its
+ * distribution column (partkey) if that is a column (NULL for a table
+ * without one).  The relation cache asks it how a table is distributed
+ * (citus_route.c), and the shard map how to hash a value.
  */
-static bool
-read_distribution(Oid catalog, ShardMap *map)
+bool
+FbfCitusPartitionRow(Oid relid, char *method, char *model, Var **column)
 {
+	Oid			catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
 	Oid			by_relid = get_relname_relid("pg_dist_partition_logical_relid_index",
 											 PG_CATALOG_NAMESPACE);
-	Relation	rel = table_open(catalog, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
-	AttrNumber	a_method = FbfCitusCatalogAttnum(catalog, "partmethod");
-	AttrNumber	a_key = FbfCitusCatalogAttnum(catalog, "partkey");
+	Relation	rel;
+	TupleDesc	desc;
 	ScanKeyData skey;
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	Var		   *column = NULL;
+	bool		found = false;
 
-	ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(map->shell));
+	*column = NULL;
+	if (!OidIsValid(catalog))
+		return false;			/* no Citus in this database */
+	rel = table_open(catalog, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	ScanKeyInit(&skey, FbfCitusCatalogAttnum(catalog, "logicalrelid"),
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	scan = systable_beginscan(rel, by_relid, OidIsValid(by_relid), NULL, 1, &skey);
 	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		bool		isnull;
-		char		method = DatumGetChar(heap_getattr(tuple, a_method, desc, &isnull));
-		Datum		partkey = heap_getattr(tuple, a_key, desc, &isnull);
+		Datum		partkey;
 
-		if (method == 'h' && !isnull)
+		found = true;
+		*method = DatumGetChar(heap_getattr(tuple, FbfCitusCatalogAttnum(catalog, "partmethod"),
+											desc, &isnull));
+		*model = DatumGetChar(heap_getattr(tuple, FbfCitusCatalogAttnum(catalog, "repmodel"),
+										   desc, &isnull));
+		partkey = heap_getattr(tuple, FbfCitusCatalogAttnum(catalog, "partkey"),
+							   desc, &isnull);
+		if (!isnull)
 		{
 			Node	   *node = stringToNode(TextDatumGetCString(partkey));
 
 			if (node != NULL && IsA(node, Var))
-				column = (Var *) node;
+				*column = (Var *) node;
 		}
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	return found;
+}
 
-	if (column == NULL)
+/*
+ * Read `map->shell`'s distribution: true, with the column's type,
+ * collation and hash function set, if it is hash-distributed by a column
+ * whose type has a default hash function.
+ */
+static bool
+read_distribution(ShardMap *map)
+{
+	char		method;
+	char		model;
+	Var		   *column;
+	TypeCacheEntry *type;
+
+	if (!FbfCitusPartitionRow(map->shell, &method, &model, &column) ||
+		method != 'h' || column == NULL)
 		return false;
-	{
-		TypeCacheEntry *type = lookup_type_cache(column->vartype,
-												 TYPECACHE_HASH_PROC_FINFO);
-
-		if (!OidIsValid(type->hash_proc_finfo.fn_oid))
-			return false;
-		fmgr_info_copy(&map->hash, &type->hash_proc_finfo, map->cxt);
-	}
+	type = lookup_type_cache(column->vartype, TYPECACHE_HASH_PROC_FINFO);
+	if (!OidIsValid(type->hash_proc_finfo.fn_oid))
+		return false;
+	fmgr_info_copy(&map->hash, &type->hash_proc_finfo, map->cxt);
 	map->type = column->vartype;
 	map->collation = column->varcollid;
 	return true;
@@ -289,16 +313,15 @@ read_shards(Oid catalog, ShardMap *map)
 static void
 read_map(Oid shell, ShardMap *map)
 {
-	Oid			partitions = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
 	Oid			shards = get_relname_relid("pg_dist_shard", PG_CATALOG_NAMESPACE);
 
-	if (!OidIsValid(partitions) || !OidIsValid(shards))
-		elog(ERROR, "fbf: Citus' metadata lacks pg_dist_partition or pg_dist_shard");
+	if (!OidIsValid(shards))
+		elog(ERROR, "fbf: Citus' metadata lacks pg_dist_shard");
 	memset(map, 0, sizeof(ShardMap));
 	map->shell = shell;
 	map->cxt = AllocSetContextCreate(CurrentMemoryContext, "fbf Citus shard map",
 									 ALLOCSET_SMALL_SIZES);
-	map->routes = read_distribution(partitions, map) && read_shards(shards, map);
+	map->routes = read_distribution(map) && read_shards(shards, map);
 }
 
 /*
