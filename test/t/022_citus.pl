@@ -1193,6 +1193,46 @@ unlike($held_err, qr/shard map of "mapped" declines/,
 is($coord->safe_psql('postgres', qq{
 	SELECT sum(value) FROM mapped WHERE key IN ('$before_key', '$after_key')}), 4 + 4 + 2,
 	'and both its operations count once');
+
+# the same for claims routed through a worker by a prepared statement's
+# generic plan, in a transaction held across a split of another shard of
+# the dedup table: the worker routes the next claim to the new shard, and
+# the new shard's node finds it there
+my $ids_on_w1 = sub {
+	return split /,/, $coord->safe_psql('postgres', sprintf(q{
+		SELECT string_agg(s.shardid::text, ',' ORDER BY s.shardid)
+		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+		  JOIN pg_dist_node n USING (groupid)
+		 WHERE s.logicalrelid = 'mapped_ids'::regclass AND n.nodeport = %d}, $w1->port));
+};
+my $id_in = sub {
+	my ($shards) = @_;
+	return $coord->safe_psql('postgres', qq{
+		SELECT i FROM generate_series(1001, 5000) i
+		 WHERE get_shard_id_for_distribution_column('mapped_ids', fbf_claim_anchor(i::bigint)) IN ($shards)
+		 ORDER BY i LIMIT 1});
+};
+my @ids_w1 = $ids_on_w1->();
+my ($ids_split, $ids_kept) = @ids_w1[0, 1];
+my $before_id = $id_in->($ids_kept);
+my $claimer = $w1->background_psql('postgres', on_error_stop => 0);
+$claimer->query_safe(q{SET plan_cache_mode = force_generic_plan;
+	PREPARE claim_one(bigint) AS SELECT fbf_claim('mapped_ids', $1)});
+my $claimed_before = $claimer->query_safe("BEGIN; EXECUTE claim_one($before_id)");
+citus_split_shard($coord, 'mapped_ids', $ids_split, $w1->port, $w2->port);
+my %ids_old = map { $_ => 1 } @ids_w1;
+my $after_id = $id_in->(join ',', grep { !$ids_old{$_} } $ids_on_w1->());
+my $claimed_after = $claimer->query("EXECUTE claim_one($after_id)");
+my $claimer_err = $claimer->{stderr};
+$claimer->query('COMMIT');
+$claimer->quit;
+like("$claimed_before $claimed_after", qr/\At\n? t\n?\z/,
+	'a worker\'s transaction that claimed an id by a generic plan before a split claims an id of a new shard after it');
+unlike($claimer_err, qr/ERROR/, 'without an error');
+is($coord->safe_psql('postgres', qq{
+	SELECT fbf_claim('mapped_ids', $before_id) || ' ' || fbf_claim('mapped_ids', $after_id)}),
+	'false false',
+	'both claims are remembered where the coordinator routes them: claimed again, each is a duplicate');
 $coord->safe_psql('postgres', 'DROP TABLE mapped, mapped_ids');
 
 # ---- shard moves and splits ----
