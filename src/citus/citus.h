@@ -5,7 +5,8 @@
  *	  what _PG_init calls.  Vocabulary, locks and layers in
  *	  src/citus/README.md.
  *
- * Declarations by file, from the bottom layer up: the placement's side
+ * Declarations by file, from the bottom layer up: the shards' maps and
+ * Citus' catalogs (citus_shards.c), the placement's side
  * (citus_placement.c), routing a call (citus_route.c), then claims
  * (citus_dedup.c), the fast path's planning (citus_plan.c), shard
  * transfers (citus_transfer.c), and the fast path's executor start
@@ -30,6 +31,18 @@
 #include "counter/counter.h"
 
 /* ----------------------------------------------------------------------
+ * citus_shards.c: the shard of a routing value, from a kept map; a
+ * table's row in pg_dist_partition; Citus' catalogs' columns by name
+ * ----------------------------------------------------------------------
+ */
+extern bool FbfCitusShardFind(Oid shell, Datum value, Oid type,
+							  int64 *shardid);
+extern void FbfCitusShardsForget(Oid relid);
+extern AttrNumber FbfCitusCatalogAttnum(Oid catalog, const char *name);
+extern bool FbfCitusPartitionRow(Oid relid, char *method, char *model,
+								 Var **column);
+
+/* ----------------------------------------------------------------------
  * citus_placement.c: the placement prologue, applying on the placement
  * ----------------------------------------------------------------------
  */
@@ -39,17 +52,6 @@ extern void FbfCitusApplyOnPlacement(Oid shell, FbfOps *ops, bool *applied,
 									 int64 *value);
 extern void FbfCitusLockRoutingValue(Oid table, Oid owner, Datum value,
 									 Oid type);
-
-/* ----------------------------------------------------------------------
- * citus_shards.c: the shard of a routing value, from a kept map
- * ----------------------------------------------------------------------
- */
-extern bool FbfCitusShardFind(Oid shell, Datum value, Oid type,
-							  int64 *shardid);
-extern void FbfCitusShardsForget(Oid relid);
-extern AttrNumber FbfCitusCatalogAttnum(Oid catalog, const char *name);
-extern bool FbfCitusPartitionRow(Oid relid, char *method, char *model,
-								 Var **column);
 
 /* ----------------------------------------------------------------------
  * citus_route.c: recognizing a Citus table, the route, the routed statement

@@ -52,14 +52,15 @@
  * (citus_placement.c says why); the answers come back as a boolean[] in
  * the order sent (FbfCitusRunRouted, shared with citus_dedup.c).
  *
- * Locks: pg_dist_partition and pg_extension are read with
- * AccessShareLock; the shell is opened by FbfCounterApply with
+ * Locks: pg_extension is read with AccessShareLock, and
+ * pg_dist_partition as citus_shards.c's FbfCitusPartitionRow reads it
+ * (AccessShareLock on the catalog and its index); the shell is opened by FbfCounterApply with
  * RowExclusiveLock (privileges checked before), and Citus takes the
  * shard's metadata lock for the routed statement on the routing node.
  * The placement's locks are citus_placement.c's.
  *
  * Nothing here links to Citus: the metadata is read from its catalogs
- * (pg_dist_partition), and Citus plans the routed statement as it plans
+ * (pg_dist_partition, through citus_shards.c), and Citus plans the routed statement as it plans
  * any other.  Without Citus, pg_dist_partition does not exist and every
  * table is local.
  *
@@ -71,24 +72,18 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
-#include "catalog/indexing.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "nodes/primnodes.h"
-#include "parser/parse_func.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/varlena.h"
 
 #include "citus/citus.h"
 #include "counter/counter.h"

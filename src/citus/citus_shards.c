@@ -168,7 +168,7 @@ shard_range_cmp(const void *a, const void *b)
 
 /*
  * `relid`'s row in Citus' pg_dist_partition, read as a catalog through its
- * index on logicalrelid: true if it has one, with its distribution method
+ * index on logicalrelid (its heap, should the index be missing): true if it has one, with its distribution method
  * (partmethod), its replication model (repmodel) and, in *column, its
  * distribution column (partkey) if that is a column (NULL for a table
  * without one).  The relation cache asks it how a table is distributed
@@ -180,6 +180,10 @@ FbfCitusPartitionRow(Oid relid, char *method, char *model, Var **column)
 	Oid			catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
 	Oid			by_relid = get_relname_relid("pg_dist_partition_logical_relid_index",
 											 PG_CATALOG_NAMESPACE);
+	AttrNumber	a_relid;
+	AttrNumber	a_method;
+	AttrNumber	a_model;
+	AttrNumber	a_key;
 	Relation	rel;
 	TupleDesc	desc;
 	ScanKeyData skey;
@@ -187,13 +191,20 @@ FbfCitusPartitionRow(Oid relid, char *method, char *model, Var **column)
 	HeapTuple	tuple;
 	bool		found = false;
 
+	*method = '\0';
+	*model = '\0';
 	*column = NULL;
 	if (!OidIsValid(catalog))
 		return false;			/* no Citus in this database */
+	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
+	a_method = FbfCitusCatalogAttnum(catalog, "partmethod");
+	a_model = FbfCitusCatalogAttnum(catalog, "repmodel");
+	a_key = FbfCitusCatalogAttnum(catalog, "partkey");
+
 	rel = table_open(catalog, AccessShareLock);
 	desc = RelationGetDescr(rel);
-	ScanKeyInit(&skey, FbfCitusCatalogAttnum(catalog, "logicalrelid"),
-				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
 	scan = systable_beginscan(rel, by_relid, OidIsValid(by_relid), NULL, 1, &skey);
 	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
@@ -201,12 +212,9 @@ FbfCitusPartitionRow(Oid relid, char *method, char *model, Var **column)
 		Datum		partkey;
 
 		found = true;
-		*method = DatumGetChar(heap_getattr(tuple, FbfCitusCatalogAttnum(catalog, "partmethod"),
-											desc, &isnull));
-		*model = DatumGetChar(heap_getattr(tuple, FbfCitusCatalogAttnum(catalog, "repmodel"),
-										   desc, &isnull));
-		partkey = heap_getattr(tuple, FbfCitusCatalogAttnum(catalog, "partkey"),
-							   desc, &isnull);
+		*method = DatumGetChar(heap_getattr(tuple, a_method, desc, &isnull));
+		*model = DatumGetChar(heap_getattr(tuple, a_model, desc, &isnull));
+		partkey = heap_getattr(tuple, a_key, desc, &isnull);
 		if (!isnull)
 		{
 			Node	   *node = stringToNode(TextDatumGetCString(partkey));
