@@ -54,14 +54,14 @@
  *
  * Locks: pg_extension is read with AccessShareLock, and
  * pg_dist_partition as citus_shards.c's FbfCitusPartitionRow reads it
- * (AccessShareLock on the catalog and its index); the shell is opened by FbfCounterApply with
- * RowExclusiveLock (privileges checked before), and Citus takes the
- * shard's metadata lock for the routed statement on the routing node.
- * The placement's locks are citus_placement.c's.
+ * (AccessShareLock on the catalog and its index); the shell is opened by
+ * FbfCounterApply with RowExclusiveLock (privileges checked before), and
+ * Citus takes the shard's metadata lock for the routed statement on the
+ * routing node.  The placement's locks are citus_placement.c's.
  *
  * Nothing here links to Citus: the metadata is read from its catalogs
- * (pg_dist_partition, through citus_shards.c), and Citus plans the routed statement as it plans
- * any other.  Without Citus, pg_dist_partition does not exist and every
+ * (pg_dist_partition, through citus_shards.c), and Citus plans the routed
+ * statement as it plans any other.  Without Citus, pg_dist_partition does not exist and every
  * table is local.
  *
  *-------------------------------------------------------------------------
