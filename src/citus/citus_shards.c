@@ -141,6 +141,25 @@ FbfCitusCatalogAttnum(Oid catalog, const char *name)
 	return attno;
 }
 
+/*
+ * Begin a scan of the rows of `relid` in the Citus catalog `catalog`,
+ * through its index `index` on logicalrelid (its heap, should the index be
+ * missing), the catalog opened in *rel: the one way this file reads a
+ * table's rows of Citus' metadata.  End it with systable_endscan and
+ * table_close(*rel, AccessShareLock).
+ */
+static SysScanDesc
+begin_relid_scan(Oid catalog, const char *index, Oid relid, Relation *rel)
+{
+	Oid			by_relid = get_relname_relid(index, PG_CATALOG_NAMESPACE);
+	ScanKeyData skey;
+
+	ScanKeyInit(&skey, FbfCitusCatalogAttnum(catalog, "logicalrelid"),
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	*rel = table_open(catalog, AccessShareLock);
+	return systable_beginscan(*rel, by_relid, OidIsValid(by_relid), NULL, 1, &skey);
+}
+
 /* an int4 printed by Citus as a shard's bound, or false */
 static bool
 parse_bound(Datum printed, int32 *bound)
@@ -167,26 +186,21 @@ shard_range_cmp(const void *a, const void *b)
 }
 
 /*
- * `relid`'s row in Citus' pg_dist_partition, read as a catalog through its
- * index on logicalrelid (its heap, should the index be missing): true if it has one, with its distribution method
- * (partmethod), its replication model (repmodel) and, in *column, its
- * distribution column (partkey) if that is a column (NULL for a table
- * without one).  The relation cache asks it how a table is distributed
- * (citus_route.c), and the shard map how to hash a value.
+ * `relid`'s row in Citus' pg_dist_partition (begin_relid_scan): true if
+ * it has one, with its distribution method (partmethod), its replication
+ * model (repmodel) and, in *column, its distribution column (partkey) if
+ * that is a column (NULL for a table without one).  The relation cache
+ * asks it how a table is distributed (citus_route.c), and the shard map
+ * how to hash a value.
  */
 bool
 FbfCitusPartitionRow(Oid relid, char *method, char *model, Var **column)
 {
 	Oid			catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
-	Oid			by_relid = get_relname_relid("pg_dist_partition_logical_relid_index",
-											 PG_CATALOG_NAMESPACE);
-	AttrNumber	a_relid;
 	AttrNumber	a_method;
 	AttrNumber	a_model;
 	AttrNumber	a_key;
 	Relation	rel;
-	TupleDesc	desc;
-	ScanKeyData skey;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	bool		found = false;
@@ -196,18 +210,15 @@ FbfCitusPartitionRow(Oid relid, char *method, char *model, Var **column)
 	*column = NULL;
 	if (!OidIsValid(catalog))
 		return false;			/* no Citus in this database */
-	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
 	a_method = FbfCitusCatalogAttnum(catalog, "partmethod");
 	a_model = FbfCitusCatalogAttnum(catalog, "repmodel");
 	a_key = FbfCitusCatalogAttnum(catalog, "partkey");
 
-	rel = table_open(catalog, AccessShareLock);
-	desc = RelationGetDescr(rel);
-	ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, by_relid, OidIsValid(by_relid), NULL, 1, &skey);
+	scan = begin_relid_scan(catalog, "pg_dist_partition_logical_relid_index",
+							relid, &rel);
 	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
+		TupleDesc	desc = RelationGetDescr(rel);
 		bool		isnull;
 		Datum		partkey;
 
@@ -254,22 +265,18 @@ read_distribution(ShardMap *map)
 }
 
 /*
- * Read `map->shell`'s shards from pg_dist_shard (through its index on
- * logicalrelid): true, with map->shards sorted, if every shard has a range
- * and no two ranges overlap.
+ * Read `map->shell`'s shards from pg_dist_shard (begin_relid_scan):
+ * true, with map->shards sorted, if every shard has a range and no two
+ * ranges overlap.
  */
 static bool
 read_shards(Oid catalog, ShardMap *map)
 {
-	Oid			by_relid = get_relname_relid("pg_dist_shard_logical_relid_index",
-											 PG_CATALOG_NAMESPACE);
-	Relation	rel = table_open(catalog, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	a_relid = FbfCitusCatalogAttnum(catalog, "logicalrelid");
 	AttrNumber	a_shard = FbfCitusCatalogAttnum(catalog, "shardid");
 	AttrNumber	a_min = FbfCitusCatalogAttnum(catalog, "shardminvalue");
 	AttrNumber	a_max = FbfCitusCatalogAttnum(catalog, "shardmaxvalue");
-	ScanKeyData skey;
+	Relation	rel;
+	TupleDesc	desc;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	int			allocated = 32;
@@ -278,9 +285,9 @@ read_shards(Oid catalog, ShardMap *map)
 
 	map->shards = MemoryContextAlloc(map->cxt, sizeof(ShardRange) * allocated);
 	map->nshards = 0;
-	ScanKeyInit(&skey, a_relid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(map->shell));
-	scan = systable_beginscan(rel, by_relid, OidIsValid(by_relid), NULL, 1, &skey);
+	scan = begin_relid_scan(catalog, "pg_dist_shard_logical_relid_index",
+							map->shell, &rel);
+	desc = RelationGetDescr(rel);
 	while (ranged && HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		ShardRange *range;
