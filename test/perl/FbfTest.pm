@@ -90,11 +90,13 @@
 # all shards sorted and joined by "; ".
 #
 #   my ($before, $after) = citus_split_shard($coord, 'likes', $shard, $w1, $w2);
+#   citus_split_shard($coord, 'likes', $shard, $w1, $w2, $point);
 #
 # citus_split_shard splits the shard $shard of the table in two at the
-# middle of its hash range, with block_writes, the lower half placed on
-# the node $from and the upper on $to, and returns how many shards the
-# table had before and has after, as the coordinator's metadata says.
+# middle of its hash range (or at $point, the lower half's last hash value),
+# with block_writes, the lower half placed on the node $from and the
+# upper on $to, and returns how many shards the table had before and has
+# after, as the coordinator's metadata says.
 #
 #   my ($h, $out, $err) = fbf_pgbench_start($node, 'name', $script, '-c', 2, '-T', 5);
 #
@@ -399,19 +401,20 @@ sub citus_shard_windows
 
 sub citus_split_shard
 {
-	my ($coord, $table, $shard, $from, $to) = @_;
+	my ($coord, $table, $shard, $from, $to, $point) = @_;
 	my $count = sprintf(
 		"SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = '%s'::regclass",
 		$table);
 	my $before = $coord->safe_psql('postgres', $count);
+	my $at = defined $point ? "'$point'"
+	  : sprintf(q{(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
+					 FROM pg_dist_shard WHERE shardid = %d)}, $shard);
 
 	$coord->safe_psql('postgres', sprintf(q{
-		SELECT citus_split_shard_by_split_points(%d,
-			ARRAY[(SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text
-					 FROM pg_dist_shard WHERE shardid = %d)],
+		SELECT citus_split_shard_by_split_points(%d, ARRAY[%s],
 			ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = %d),
 				  (SELECT nodeid FROM pg_dist_node WHERE nodeport = %d)],
-			shard_transfer_mode => 'block_writes')}, $shard, $shard, $from, $to));
+			shard_transfer_mode => 'block_writes')}, $shard, $at, $from, $to));
 	return ($before, $coord->safe_psql('postgres', $count));
 }
 

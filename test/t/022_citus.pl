@@ -42,7 +42,8 @@
 #     the table locked; colocate_with NULL is refused (22004);
 #   - every shard holds what Citus routes to it (the nodes' own maps of
 #     the shards agree with Citus), across splits that make the ranges
-#     uneven, in sessions that read the maps before a split;
+#     uneven, in sessions that read the maps before a split, for keys and
+#     ids whose hashes are the first and the last values of shards' ranges;
 #   - operators a hostile role put ahead of pg_catalog on a superuser's
 #     search_path, on every node, never run when the superuser distributes,
 #     increments, reads and moves a counter.
@@ -1236,6 +1237,119 @@ is($coord->safe_psql('postgres', qq{
 	SELECT fbf_claim('mapped_ids', $before_id) || ' ' || fbf_claim('mapped_ids', $after_id)}),
 	'false false',
 	'both claims are remembered where the coordinator routes them: claimed again, each is a duplicate');
+# keys and ids at the edges of shards' ranges: a shard split at a key's
+# hash, so that the key is its lower half's last value (shardmaxvalue),
+# and another at a key's hash less one, so that the key is its upper
+# half's first (shardminvalue); the same for two ids' anchors.  Each is
+# incremented or claimed through the coordinator and both workers, whose
+# maps answer for each (the placement's node finds the shard too), and
+# lands in the shard Citus routes it to.
+my $edge_point = sub {
+	my ($table, $value, $end) = @_;
+	my ($shard, $port, $other, $hash, $min, $max) = split /\|/, $coord->safe_psql('postgres', qq{
+		SELECT s.shardid, n.nodeport, o.nodeport, worker_hash($value),
+			   s.shardminvalue, s.shardmaxvalue
+		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+		  JOIN pg_dist_node n USING (groupid)
+		  JOIN pg_dist_node o ON o.nodeport <> n.nodeport AND o.noderole = 'primary' AND o.groupid <> 0
+		 WHERE s.shardid = get_shard_id_for_distribution_column('$table', $value)
+		 LIMIT 1});
+	# a split point is a value of the range that is not its last
+	return () unless $hash > $min && $hash < $max;
+	return ($shard, $port, $other, $end eq 'max' ? $hash : $hash - 1);
+};
+my %edges = (mapped => {}, mapped_ids => {});
+for my $case (['mapped', 'max', q{'edge%d'::text}], ['mapped', 'min', q{'edge%d'::text}],
+	['mapped_ids', 'max', q{fbf_claim_anchor(%d::bigint)}],
+	['mapped_ids', 'min', q{fbf_claim_anchor(%d::bigint)}])
+{
+	my ($table, $end, $form) = @$case;
+	for my $i (7001 .. 7050)
+	{
+		next if grep { $_ == $i } values %{ $edges{$table} };
+		my @split = $edge_point->($table, sprintf($form, $i), $end);
+		next unless @split;
+		citus_split_shard($coord, $table, @split);
+		$edges{$table}{$end} = $i;
+		last;
+	}
+}
+is(join(' ', map { defined $_ ? 'set' : 'none' }
+		@{ $edges{mapped} }{qw(max min)}, @{ $edges{mapped_ids} }{qw(max min)}),
+	'set set set set', 'shards split at two keys\' and two ids\' hashes');
+my ($key_max, $key_min) = map { "edge$_" } @{ $edges{mapped} }{qw(max min)};
+my ($id_max, $id_min) = @{ $edges{mapped_ids} }{qw(max min)};
+is($coord->safe_psql('postgres', qq{
+	SELECT string_agg(CASE WHEN h = s.shardmaxvalue::int THEN 'max'
+						   WHEN h = s.shardminvalue::int THEN 'min' ELSE 'inside' END, ' ' ORDER BY o)
+	  FROM (VALUES (1, worker_hash('$key_max'::text), get_shard_id_for_distribution_column('mapped', '$key_max')),
+				   (2, worker_hash('$key_min'::text), get_shard_id_for_distribution_column('mapped', '$key_min')),
+				   (3, worker_hash(fbf_claim_anchor(${id_max}::bigint)),
+					   get_shard_id_for_distribution_column('mapped_ids', fbf_claim_anchor(${id_max}::bigint))),
+				   (4, worker_hash(fbf_claim_anchor(${id_min}::bigint)),
+					   get_shard_id_for_distribution_column('mapped_ids', fbf_claim_anchor(${id_min}::bigint))))
+			 v(o, h, shardid)
+	  JOIN pg_dist_shard s USING (shardid)}), 'max min max min',
+	'Citus routes each to the shard whose range it ends or begins');
+
+$coord->safe_psql('postgres', q{
+	CREATE TABLE edge_claims_before AS
+	SELECT shard, claimed FROM fbf_dedup_stats WHERE dedup = 'mapped_ids'::regclass});
+my @edge_answers;
+my $edge_errors = '';
+my $client = 40;
+for my $node ($coord, $w1, $w2)
+{
+	$client++;
+	my ($rc, $out, $err) = $node->psql('postgres', qq{
+		SET client_min_messages = debug2;
+		SELECT idempotent_increment('mapped', '$key_max', $client, 1, 1);
+		SELECT idempotent_increment('mapped', '$key_min', $client, 1, 1);
+		SELECT fbf_claim('mapped_ids', $id_max);
+		SELECT fbf_claim('mapped_ids', $id_min);});
+	push @edge_answers, join ' ', split /\n/, $out;
+	$edge_errors .= $err;
+}
+is(join(' | ', @edge_answers), 't t t t | t t f f | t t f f',
+	'through the coordinator and each worker: increments apply once each, the ids are claimed once');
+unlike($edge_errors, qr/ERROR:/, 'without an error');
+unlike($edge_errors, qr/shard map of "mapped(_ids)?" declines/,
+	'the shard maps answered, not Citus\' function');
+is($coord->safe_psql('postgres', qq{
+	SELECT string_agg(value::text, ' ' ORDER BY key DESC) FROM mapped
+	 WHERE key IN ('$key_max', '$key_min')}), '3 3',
+	'each edge key counts its three operations, where Citus routes it');
+my ($edge_misplaced, $edge_rows) = (0, 0);
+for my $node ($w1, $w2)
+{
+	for my $name (split /\n/, $node->safe_psql('postgres', q{
+		SELECT shard_name('mapped', s.shardid)
+		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+		 WHERE s.logicalrelid = 'mapped'::regclass
+		   AND p.groupid = (SELECT groupid FROM pg_dist_local_group)}))
+	{
+		my ($bad, $all) = split /\|/, $node->safe_psql('postgres', qq{
+			SELECT count(*) FILTER (WHERE get_shard_id_for_distribution_column('mapped', key)
+									  <> split_part('$name', '_', 2)::bigint),
+				   count(*) FILTER (WHERE key IN ('$key_max', '$key_min'))
+			  FROM $name});
+		$edge_misplaced += $bad;
+		$edge_rows += $all;
+	}
+}
+is("$edge_misplaced $edge_rows", '0 2', 'each edge key\'s row is in its shard, and nowhere else');
+is($coord->safe_psql('postgres', q{
+	SELECT string_agg(a.shard || ' +' || (a.claimed - coalesce(b.claimed, 0)), ', ' ORDER BY a.shard)
+	  FROM fbf_dedup_stats a LEFT JOIN edge_claims_before b USING (shard)
+	 WHERE a.dedup = 'mapped_ids'::regclass AND a.claimed IS DISTINCT FROM b.claimed}),
+	$coord->safe_psql('postgres', qq{
+	SELECT string_agg(shard || ' +' || n, ', ' ORDER BY shard)
+	  FROM (SELECT shard_name('mapped_ids',
+						get_shard_id_for_distribution_column('mapped_ids', fbf_claim_anchor(id::bigint))) AS shard,
+				   count(*) AS n
+			  FROM (VALUES ($id_max), ($id_min)) i(id) GROUP BY 1) s}),
+	'the edge ids are claimed in the windows of the shards Citus routes them to, once each');
+$coord->safe_psql('postgres', 'DROP TABLE edge_claims_before');
 $coord->safe_psql('postgres', 'DROP TABLE mapped, mapped_ids');
 
 # ---- shard moves and splits ----
