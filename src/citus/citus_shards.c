@@ -144,8 +144,8 @@ FbfCitusCatalogAttnum(Oid catalog, const char *name)
 /*
  * Begin a scan of the rows of `relid` in the Citus catalog `catalog`,
  * through its index `index` on logicalrelid (its heap, should the index be
- * missing), the catalog opened in *rel: the one way this file reads a
- * table's rows of Citus' metadata.  End it with systable_endscan and
+ * missing or system indexes be ignored), the catalog opened in *rel: the
+ * one way this file reads a table's rows of Citus' metadata.  End it with systable_endscan and
  * table_close(*rel, AccessShareLock).
  */
 static SysScanDesc
