@@ -112,6 +112,15 @@
 # many transactions, the variable n set to 0; it returns pgbench's exit
 # code, output and errors.
 #
+#   my $call = fbf_start_call($node, 't1', "CALL app.flood(...)", 300);
+#   ok(fbf_finish_call($call), 'the flood ran to its end');
+#
+# fbf_start_call runs $sql as the role $role in $node's database postgres
+# by psql in the background (stopping at its first error), killed by a
+# timer after $timeout seconds at the latest; fbf_finish_call waits for
+# it and returns whether it succeeded, what psql said on stderr and a
+# timeout's error as diagnostics.
+#
 #   my $c = db_commits($node, 'idle_db');
 #
 # db_commits returns the transactions committed in the database so far,
@@ -141,6 +150,7 @@ use Test::More;
 our @EXPORT = qw(fbf_node fbf_standby fbf_restore_to_lsn cuckoo_stats counter_stats db_commits
   fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
   citus_shard_windows citus_split_shard fbf_pgbench_start fbf_pgbench_prepared
+  fbf_start_call fbf_finish_call
   cuckoo_key_for_addr cuckoo_key_addr cuckoo_fingerprint);
 
 sub fbf_node
@@ -317,6 +327,33 @@ sub fbf_pgbench_prepared
 
 	$h->finish;
 	return ($h->result(0), $$out, $$err);
+}
+
+sub fbf_start_call
+{
+	my ($node, $role, $sql, $timeout) = @_;
+	my %r = (out => '', err => '', sql => $sql);
+
+	$r{h} = IPC::Run::start(
+		[ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-U', $role,
+		  '-d', $node->connstr('postgres'), '-c', $sql ],
+		'>', \$r{out}, '2>', \$r{err}, IPC::Run::timeout($timeout));
+	return \%r;
+}
+
+sub fbf_finish_call
+{
+	my ($r) = @_;
+	my $ok = eval { $r->{h}->finish; 1 };
+
+	unless ($ok)
+	{
+		$r->{h}->kill_kill;
+		diag("$r->{sql}: $@");
+		return 0;
+	}
+	diag("$r->{sql}: $r->{err}") if $r->{err} ne '';
+	return $r->{h}->result == 0;
 }
 
 sub fbf_citus_cluster

@@ -170,32 +170,6 @@ sub fresh_counter
 	$node->safe_psql('postgres', $sql);
 }
 
-# psql running $sql as $role in the background, stopped by a timer at the latest
-sub start_call
-{
-	my ($role, $sql, $timeout) = @_;
-	my %r = (out => '', err => '', sql => $sql);
-	$r{h} = IPC::Run::start(
-		[ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-U', $role,
-		  '-d', $node->connstr('postgres'), '-c', $sql ],
-		'>', \$r{out}, '2>', \$r{err}, IPC::Run::timeout($timeout));
-	return \%r;
-}
-
-sub finish_call
-{
-	my ($r) = @_;
-	my $ok = eval { $r->{h}->finish; 1 };
-	unless ($ok)
-	{
-		$r->{h}->kill_kill;
-		diag("$r->{sql}: $@");
-		return 0;
-	}
-	diag("$r->{sql}: $r->{err}") if $r->{err} ne '';
-	return $r->{h}->result == 0;
-}
-
 # Samples of the counter's stats every second until $until (epoch seconds):
 # whether it was ever capped, its highest estimate and its largest size.
 sub watch
@@ -268,15 +242,15 @@ sub flood_scenario
 	my $counter = $o{counter};
 	my $victim_secs = $o{warm} + $o{flood} + 3;
 	my $log_at = -s $node->logfile;
-	my $victim = start_call('t2', "CALL app.victim('$counter', $victim_secs)", $victim_secs + 180);
+	my $victim = fbf_start_call($node, 't2', "CALL app.victim('$counter', $victim_secs)", $victim_secs + 180);
 	sleep $o{warm};
 	my @floods = map {
-		start_call($o{flooder}, "CALL app.flood('$counter', '$o{fkey}', $o{flood}, $o{batch})",
+		fbf_start_call($node, $o{flooder}, "CALL app.flood('$counter', '$o{fkey}', $o{flood}, $o{batch})",
 			$o{flood} + 180)
 	} 1 .. 2;
 	my $w = watch($counter, time() + $o{flood});
-	ok(finish_call($_), "$o{name}: a flood session ran to its end") for @floods;
-	ok(finish_call($victim), "$o{name}: the victim ran to its end");
+	ok(fbf_finish_call($_), "$o{name}: a flood session ran to its end") for @floods;
+	ok(fbf_finish_call($victim), "$o{name}: the victim ran to its end");
 	my ($win, $tot) = victim_windows($flood_from, $flood_to, 5);
 	my $fl = $node->safe_psql('postgres', q{
 		SELECT count(*) FILTER (WHERE outcome = 'ok') || '|' ||
@@ -374,7 +348,7 @@ for my $variant ('open', 'prepared')
 {
 	my $name = "in flight, $variant";
 	fresh_counter('app.d');
-	my $victim = start_call('t2', "CALL app.victim('app.d', 24)", 200);
+	my $victim = fbf_start_call($node, 't2', "CALL app.victim('app.d', 24)", 200);
 	sleep 5;
 	$node->safe_psql('postgres', q{INSERT INTO app.log VALUES (clock_timestamp(), 'hold', 'start', '')});
 	# batches of t1 in one transaction until refused, the transaction kept
@@ -442,7 +416,7 @@ for my $variant ('open', 'prepared')
 		$s{in} .= "ROLLBACK;\n\\q\n";
 		$s{h}->finish;
 	}
-	ok(finish_call($victim), "$name: the victim ran to its end");
+	ok(fbf_finish_call($victim), "$name: the victim ran to its end");
 	my ($w2, $t2) = victim_windows(q{(SELECT min(at) FROM app.log WHERE who = 'hold' AND kind = 'start')},
 		q{(SELECT max(at) FROM app.log WHERE who = 'hold' AND kind = 'end')}, 5);
 	for my $r (@$w2)

@@ -32,7 +32,6 @@
 use strict;
 use warnings;
 
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -163,50 +162,24 @@ $coord->safe_psql('postgres', q{
 	END $$;
 });
 
-# psql running $sql as $role through the coordinator in the background,
-# stopped by a timer at the latest
-sub start_call
-{
-	my ($role, $sql, $timeout) = @_;
-	my %r = (out => '', err => '', sql => $sql);
-	$r{h} = IPC::Run::start(
-		[ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-U', $role,
-		  '-d', $coord->connstr('postgres'), '-c', $sql ],
-		'>', \$r{out}, '2>', \$r{err}, IPC::Run::timeout($timeout));
-	return \%r;
-}
-
-sub finish_call
-{
-	my ($r) = @_;
-	my $ok = eval { $r->{h}->finish; 1 };
-	unless ($ok)
-	{
-		$r->{h}->kill_kill;
-		diag("$r->{sql}: $@");
-		return 0;
-	}
-	diag("$r->{sql}: $r->{err}") if $r->{err} ne '';
-	return $r->{h}->result == 0;
-}
-
 # A flood of `what` ('claims' or 'increments') by t1 while t2 is the
-# victim, and the assertions of the file's head (but the last), prefixed
-# with `name`.
+# victim, and the assertions of the file's head (but the last), named
+# after `what`.
 sub flood_scenario
 {
-	my ($what, $name) = @_;
+	my ($what) = @_;
+	my $name = $what;
 	my ($warm, $flood_secs, $most) = (4, 30, 80);
 
 	$coord->safe_psql('postgres', 'TRUNCATE app.log');
-	my $victim = start_call('t2', "CALL app.victim('$what', 3, " . ($warm + $most + 3) . ')',
+	my $victim = fbf_start_call($coord, 't2', "CALL app.victim('$what', 3, " . ($warm + $most + 3) . ')',
 		$warm + $most + 240);
 	sleep $warm;
 	my @floods = map {
-		start_call('t1', "CALL app.flood('$what', $flood_secs, $most, 1000)", $most + 240)
+		fbf_start_call($coord, 't1', "CALL app.flood('$what', $flood_secs, $most, 1000)", $most + 240)
 	} 1 .. 2;
-	ok(finish_call($_), "$name: a flood session ran to its end") for @floods;
-	ok(finish_call($victim), "$name: the victim ran to its end");
+	ok(fbf_finish_call($_), "$name: a flood session ran to its end") for @floods;
+	ok(fbf_finish_call($victim), "$name: the victim ran to its end");
 
 	# its refusals for its share of the capacity, and of those, the ones
 	# raised on a worker (Citus' context of a remote error); other refusals
@@ -260,7 +233,7 @@ sub flood_scenario
 	cmp_ok($dismissed, '<=', $new / 1000, "$name: at most 0.1% of its new operations were dismissed");
 }
 
-flood_scenario('claims', 'claims');
+flood_scenario('claims');
 # every id the victim claimed is remembered: claimed again, a duplicate
 # (those of the last 90 s: the table remembers 2 min)
 my ($claimed, $again) = split /\|/, $coord->safe_psql('postgres', q{
@@ -271,7 +244,7 @@ my ($claimed, $again) = split /\|/, $coord->safe_psql('postgres', q{
 cmp_ok($claimed, '>=', 1000, 'claims: the victim\'s claimed ids, claimed again');
 is($again, 0, 'claims: are each a duplicate: none was lost to the flood');
 
-flood_scenario('increments', 'increments');
+flood_scenario('increments');
 # the victim's keys hold what it was told was applied, once each
 my ($applied, $sum) = split /\|/, $coord->safe_psql('postgres', q{
 	SELECT (SELECT count(*) FROM app.log WHERE who = 'victim' AND outcome = 'applied'),
