@@ -1109,27 +1109,34 @@ $via_coord->quit;
 $via_worker->quit;
 is("$mshards_before $mshards_after", '8 9', 'the counter has 9 shards after its two splits');
 
-# on each node, the rows of each shard table placed there whose key Citus
-# routes to another shard, and the keys in all
-my ($misplaced, $rows) = (0, 0);
-for my $node ($w1, $w2)
+# on each node, the rows of each shard table of mapped placed there whose
+# key Citus routes to another shard, and the keys among those `$which`
+# (an SQL condition on key) that each shard table holds, summed
+sub mapped_placement
 {
-	for my $line (split /\n/, $node->safe_psql('postgres', q{
-		SELECT s.shardid || '|' || shard_name('mapped', s.shardid)
-		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
-		 WHERE s.logicalrelid = 'mapped'::regclass
-		   AND p.groupid = (SELECT groupid FROM pg_dist_local_group)}))
+	my ($which) = @_;
+	my ($misplaced, $keys) = (0, 0);
+
+	for my $node ($w1, $w2)
 	{
-		my ($shardid, $name) = split /\|/, $line;
-		my ($bad, $all) = split /\|/, $node->safe_psql('postgres', qq{
-			SELECT count(*) FILTER (WHERE get_shard_id_for_distribution_column('mapped', key) <> $shardid),
-				   count(DISTINCT key)
-			  FROM $name});
-		$misplaced += $bad;
-		$rows += $all;
+		for my $line (split /\n/, $node->safe_psql('postgres', q{
+			SELECT s.shardid || '|' || shard_name('mapped', s.shardid)
+			  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+			 WHERE s.logicalrelid = 'mapped'::regclass
+			   AND p.groupid = (SELECT groupid FROM pg_dist_local_group)}))
+		{
+			my ($shardid, $name) = split /\|/, $line;
+			my ($bad, $held) = split /\|/, $node->safe_psql('postgres', qq{
+				SELECT count(*) FILTER (WHERE get_shard_id_for_distribution_column('mapped', key) <> $shardid),
+					   count(DISTINCT key) FILTER (WHERE $which)
+				  FROM $name});
+			$misplaced += $bad;
+			$keys += $held;
+		}
 	}
+	return "$misplaced $keys";
 }
-is("$misplaced $rows", '0 150', 'every key\'s row is in the shard Citus routes it to');
+is(mapped_placement('true'), '0 150', 'every key\'s row is in the shard Citus routes it to');
 is($coord->safe_psql('postgres', q{SELECT count(DISTINCT key), sum(value) FROM mapped}), '150|600',
 	'each key counts its four operations once');
 
@@ -1320,25 +1327,8 @@ is($coord->safe_psql('postgres', qq{
 	  FROM (SELECT key, sum(value) AS v FROM mapped
 			 WHERE key IN ('$key_max', '$key_min') GROUP BY key) k}), '3 3',
 	'each edge key counts its three operations, where Citus routes it');
-my ($edge_misplaced, $edge_rows) = (0, 0);
-for my $node ($w1, $w2)
-{
-	for my $name (split /\n/, $node->safe_psql('postgres', q{
-		SELECT shard_name('mapped', s.shardid)
-		  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
-		 WHERE s.logicalrelid = 'mapped'::regclass
-		   AND p.groupid = (SELECT groupid FROM pg_dist_local_group)}))
-	{
-		my ($bad, $all) = split /\|/, $node->safe_psql('postgres', qq{
-			SELECT count(*) FILTER (WHERE get_shard_id_for_distribution_column('mapped', key)
-									  <> split_part('$name', '_', 2)::bigint),
-				   count(DISTINCT key) FILTER (WHERE key IN ('$key_max', '$key_min'))
-			  FROM $name});
-		$edge_misplaced += $bad;
-		$edge_rows += $all;
-	}
-}
-is("$edge_misplaced $edge_rows", '0 2', 'each edge key\'s row is in its shard, and nowhere else');
+is(mapped_placement("key IN ('$key_max', '$key_min')"), '0 2',
+	'each edge key\'s row is in its shard, and nowhere else');
 is($coord->safe_psql('postgres', q{
 	SELECT string_agg(a.shard || ' +' || (a.claimed - coalesce(b.claimed, 0)), ', ' ORDER BY a.shard)
 	  FROM fbf_dedup_stats a LEFT JOIN edge_claims_before b USING (shard)
