@@ -61,8 +61,8 @@
  *
  * Nothing here links to Citus: the metadata is read from its catalogs
  * (pg_dist_partition, through citus_shards.c), and Citus plans the routed
- * statement as it plans any other.  Without Citus, pg_dist_partition does not exist and every
- * table is local.
+ * statement as it plans any other.  Without Citus, pg_dist_partition does
+ * not exist and every table is local.
  *
  *-------------------------------------------------------------------------
  */

@@ -145,8 +145,8 @@ FbfCitusCatalogAttnum(Oid catalog, const char *name)
  * Begin a scan of the rows of `relid` in the Citus catalog `catalog`,
  * through its index `index` on logicalrelid (its heap, should the index be
  * missing or system indexes be ignored), the catalog opened in *rel: the
- * one way this file reads a table's rows of Citus' metadata.  End it with systable_endscan and
- * table_close(*rel, AccessShareLock).
+ * one way this file reads a table's rows of Citus' metadata.  End it with
+ * systable_endscan and table_close(*rel, AccessShareLock).
  */
 static SysScanDesc
 begin_relid_scan(Oid catalog, const char *index, Oid relid, Relation *rel)

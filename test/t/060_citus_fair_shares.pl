@@ -168,7 +168,6 @@ $coord->safe_psql('postgres', q{
 sub flood_scenario
 {
 	my ($what) = @_;
-	my $name = $what;
 	my ($warm, $flood_secs, $most) = (4, 30, 80);
 
 	$coord->safe_psql('postgres', 'TRUNCATE app.log');
@@ -178,8 +177,8 @@ sub flood_scenario
 	my @floods = map {
 		fbf_start_call($coord, 't1', "CALL app.flood('$what', $flood_secs, $most, 1000)", $most + 240)
 	} 1 .. 2;
-	ok(fbf_finish_call($_), "$name: a flood session ran to its end") for @floods;
-	ok(fbf_finish_call($victim), "$name: the victim ran to its end");
+	ok(fbf_finish_call($_), "$what: a flood session ran to its end") for @floods;
+	ok(fbf_finish_call($victim), "$what: the victim ran to its end");
 
 	# its refusals for its share of the capacity, and of those, the ones
 	# raised on a worker (Citus' context of a remote error); other refusals
@@ -207,30 +206,30 @@ sub flood_scenario
 							FILTER (WHERE outcome NOT IN ('applied', 'dismissed')), '')
 		  FROM app.log, span WHERE who = 'victim' AND at >= span.s AND at < span.e}), -1;
 	diag(sprintf('%s: flood: %d batches of 1000 applied, %d refused for its share of the capacity (53400; %d by a worker), %d for other shares, %d other errors%s',
-			$name, $ok, $refused, $remote, $shares - $refused, $other, $message ne '' ? " ($message)" : ''));
+			$what, $ok, $refused, $remote, $shares - $refused, $other, $message ne '' ? " ($message)" : ''));
 	diag(sprintf('%s: victim during the flood: %d new, %d dismissed (%.3f%%), %d in-order, %d dismissed, %d errors',
-			$name, $new, $dismissed, $new ? 100 * $dismissed / $new : 0, $inorder, $inorder_dismissed,
+			$what, $new, $dismissed, $new ? 100 * $dismissed / $new : 0, $inorder, $inorder_dismissed,
 			$errors));
-	diag(sprintf('%s: flood for %s s', $name, $coord->safe_psql('postgres', q{
+	diag(sprintf('%s: flood for %s s', $what, $coord->safe_psql('postgres', q{
 		SELECT round(extract(epoch FROM max(at) - min(at))::numeric, 1) FROM app.log WHERE who = 'flood'})));
 	my $stats = $what eq 'claims'
 	  ? q{fbf_dedup_stats WHERE dedup = 'ids'::regclass}
 	  : q{fbf_counter_stats WHERE counter = 'likes'::regclass};
-	diag("$name: " . $coord->safe_psql('postgres', qq{
+	diag("$what: " . $coord->safe_psql('postgres', qq{
 		SELECT string_agg(shard || ': ' || partitions || ' partitions, ' || bytes || ' bytes, capped '
 						  || capped || ', estimate ' || round(estimated_fpp::numeric, 6), '; '
 						  ORDER BY shard)
 		  FROM $stats}));
 
 	cmp_ok($refused, '>', 0,
-		"$name: the flood was refused for its role's share of the capacity (53400), through the coordinator");
-	is($remote, $refused, "$name: each time by the worker of the shard");
-	is($other, 0, "$name: and refused for nothing but its share");
-	cmp_ok($new, '>=', 1000, "$name: the victim sent new operations during the flood");
-	cmp_ok($inorder, '>=', 10, "$name: and operations of its stream");
-	is($errors, 0, "$name: the victim was never refused") or diag($error_text);
-	is($inorder_dismissed, 0, "$name: its in-order operations were never dismissed");
-	cmp_ok($dismissed, '<=', $new / 1000, "$name: at most 0.1% of its new operations were dismissed");
+		"$what: the flood was refused for its role's share of the capacity (53400), through the coordinator");
+	is($remote, $refused, "$what: each time by the worker of the shard");
+	is($other, 0, "$what: and refused for nothing but its share");
+	cmp_ok($new, '>=', 1000, "$what: the victim sent new operations during the flood");
+	cmp_ok($inorder, '>=', 10, "$what: and operations of its stream");
+	is($errors, 0, "$what: the victim was never refused") or diag($error_text);
+	is($inorder_dismissed, 0, "$what: its in-order operations were never dismissed");
+	cmp_ok($dismissed, '<=', $new / 1000, "$what: at most 0.1% of its new operations were dismissed");
 }
 
 flood_scenario('claims');
