@@ -209,15 +209,16 @@ typedef struct ReserveLease
  * pool; a unit alone, for entries waiting for bits, only while the window
  * can grow (FBF_RESERVE_GROW: at the cap, what it leaves of the chains is
  * all a unit that comes next will find, since a split frees no room in
- * the current period); a unit that took no more than max-min fairness
- * gives it, until it has put as many entries on the reserve this period
+ * the current period); a unit that asked no more than max-min fairness
+ * gives it (refused or not: `asking`, the call's operations yet to be
+ * asked, counts too if it is refused), until it has put as many entries on the reserve this period
  * as are left of it (so the first to come leaves the next half of it).
  * A heavy unit, or one that spent its part, is refused with 53400.  The
  * shares are asked again after RESERVE_ASK_EVERY operations.
  */
 static void
 lease_reserve(Relation heap, Relation index, const FbfOps *ops,
-			  const FbfApplyInfo *info, FbfWindowHold *hold,
+			  const FbfApplyInfo *info, int asking, FbfWindowHold *hold,
 			  ReserveLease *lease)
 {
 	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
@@ -233,11 +234,12 @@ lease_reserve(Relation heap, Relation index, const FbfOps *ops,
 	lease->left = RESERVE_ASK_EVERY - 1;
 	switch (FbfShareWeigh(MyDatabaseId, RelationGetRelid(heap), unit,
 						  info->capacity.epoch,
-						  info->reserve_free * info->capacity.reserve))
+						  info->reserve_free * info->capacity.reserve,
+						  asking / info->capacity.per_period))
 	{
 		case FBF_SHARE_HEAVY:
 			refuse_reserve(index, ops, opts->share_by, hold,
-						   "It took more than its share of the new operations of this period and the one before; the last fifth of each pending chain is kept for those who did not.",
+						   "It asked for more than its share of the new operations of this period and the one before, counting those refused; the last fifth of each pending chain is kept for those who did not.",
 						   "Retry the operation in a later period, commit or roll back its open transactions, or send fewer operations at once.");
 			break;
 		case FBF_SHARE_SPENT:
@@ -265,7 +267,8 @@ lease_reserve(Relation heap, Relation index, const FbfOps *ops,
 static FbfOpResult
 apply_reserved(Relation heap, Relation index, const FbfOps *ops,
 			   const FbfWindowKeying *keying, const FbfWindowOp *op,
-			   FbfWindowHold *hold, FbfApplyInfo *info, ReserveLease *lease)
+			   int asking, FbfWindowHold *hold, FbfApplyInfo *info,
+			   ReserveLease *lease)
 {
 	FbfOpResult r;
 
@@ -279,7 +282,7 @@ apply_reserved(Relation heap, Relation index, const FbfOps *ops,
 	if (r != FBF_OP_RESERVED)
 		return r;
 	/* asked afresh: a lease for a unit alone may be one no more */
-	lease_reserve(heap, index, ops, info, hold, lease);
+	lease_reserve(heap, index, ops, info, asking, hold, lease);
 	r = FbfWindowApply(index, keying, op, lease->reserve, hold, info);
 	Assert(r != FBF_OP_RESERVED || lease->reserve == FBF_RESERVE_GROW);
 	if (r == FBF_OP_RESERVED)
@@ -293,7 +296,9 @@ apply_reserved(Relation heap, Relation index, const FbfOps *ops,
  * Charge a new operation the window recorded (FbfApplyInfo) to its unit
  * (FbfShareCharge), where the window is shared (is_shared); refused, the
  * operation fails with 53400 (the transaction aborts, and with it the
- * entry), the call's hold on the window (if any) let go first.
+ * entry), the call's hold on the window (if any) let go first, and the
+ * unit is counted as having asked for `asking`, the call's operations from
+ * this one on.
  *
  * A counter that can have no share table now (every one held by counters
  * with entries in flight of recent transactions) is admitted unshared
@@ -306,7 +311,7 @@ apply_reserved(Relation heap, Relation index, const FbfOps *ops,
  */
 static void
 charge_share(Relation heap, Relation index, const FbfOps *ops,
-			 const FbfApplyInfo *info, FbfWindowHold *hold)
+			 const FbfApplyInfo *info, int asking, FbfWindowHold *hold)
 {
 	const FbfWindowOptions *opts = FbfWindowGetOptions(index);
 	FbfShareDemand demand;
@@ -319,6 +324,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	demand.unit = share_unit(ops, opts->share_by);
 	demand.pooled = demand.unit == SHARE_POOL_UNIT;
 	demand.entries = info->entries;
+	demand.asking = asking;
 	demand.on_reserve = info->on_reserve;
 	demand.epoch = info->capacity.epoch;
 	demand.per_period = info->capacity.per_period;
@@ -458,13 +464,13 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 		if (!is_new[deltas[k].op])
 			continue;
 		delta_identity(ops, keying, &deltas[k], &delta_op);
-		if (apply_reserved(heap, index, ops, keying, &delta_op, hold,
-						   &info, &lease) == FBF_OP_REKEYED)
+		if (apply_reserved(heap, index, ops, keying, &delta_op, ops->n - k,
+						   hold, &info, &lease) == FBF_OP_REKEYED)
 		{
 			end_hold(hold);
 			rekeyed_error(index, false);
 		}
-		charge_share(heap, index, ops, &info, hold);
+		charge_share(heap, index, ops, &info, ops->n - k, hold);
 		tally->overfull |= info.overfull;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -526,8 +532,8 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		FbfOpResult r = FBF_OP_DUPLICATE;
 
 		if (!repeat)
-			r = apply_reserved(heap, index, ops, keying, &hashed[i], hold,
-							   &info, &lease);
+			r = apply_reserved(heap, index, ops, keying, &hashed[i],
+							   ops->n - i, hold, &info, &lease);
 		if (r == FBF_OP_REKEYED)
 		{
 			end_hold(hold);
@@ -550,7 +556,7 @@ apply_ops(Relation heap, Relation index, const FbfOps *ops,
 		tally->stale_keying |= !repeat && info.stale_keying;
 		if (r == FBF_OP_APPLIED)
 		{
-			charge_share(heap, index, ops, &info, hold);
+			charge_share(heap, index, ops, &info, ops->n - i, hold);
 			recorded = true;
 			if (ops->deltas != NULL)
 				int128_add_int64(&tally->sum, ops->deltas[i]);

@@ -108,6 +108,8 @@ typedef struct FbfShareDemand
 	double		per_period;		/* new operations it takes per period */
 	double		in_flight;		/* entries its chains hold */
 	int			entries;		/* the entries this operation took */
+	int			asking;			/* the call's operations from this one on,
+								 * all asked for if it is refused */
 	bool		on_reserve;		/* ... on its chain's reserve */
 } FbfShareDemand;
 
@@ -139,7 +141,7 @@ typedef struct FbfShareStanding
 } FbfShareStanding;
 
 /*
- * What a unit took of a counter's last two periods beside the others
+ * What a unit asked of a counter's last two periods beside the others
  * (FbfShareWeigh): whether it may take the reserve of the window's pending
  * chains.
  */
@@ -148,7 +150,7 @@ typedef enum FbfShareWeight
 	FBF_SHARE_LIGHT,			/* no more than its part of them, or not
 								 * told apart */
 	FBF_SHARE_HEAVY,			/* more than max-min fairness gives it */
-	FBF_SHARE_ALONE,			/* the only unit that took any */
+	FBF_SHARE_ALONE,			/* the only unit that asked any */
 	FBF_SHARE_SPENT				/* light, but it took as much of the
 								 * reserve this period as is left of it */
 } FbfShareWeight;
@@ -160,7 +162,8 @@ extern FbfShareVerdict FbfShareCharge(Oid dbid, Oid relid,
 									  const FbfShareDemand *demand,
 									  FbfShareStanding *standing);
 extern FbfShareWeight FbfShareWeigh(Oid dbid, Oid relid, uint64 unit,
-									int64 epoch, double reserve_free);
+									int64 epoch, double reserve_free,
+									double asking);
 extern void FbfShareForget(Oid dbid, Oid relid);
 
 #endif							/* FBF_REGISTRY_H */

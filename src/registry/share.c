@@ -54,12 +54,14 @@
  *	  transaction ends.)
  *	- heavy: FbfShareWeigh tells a window's caller, when one of a unit's
  *	  operations would take the last part of a pending chain (its reserve,
- *	  window/window_apply.c), whether the unit took more of this period
+ *	  window/window_apply.c), whether the unit asked more of this period
  *	  and the one before than max-min fairness gives it of FBF_SHARE_RESERVE
- *	  of what every unit took (a flood that fills the chains with entries
+ *	  of what every unit asked (a flood that fills the chains with entries
  *	  waiting for the next period's bits is refused there, leaving that
- *	  part to the others), or was the only one to take any (which the
- *	  caller lets take it only while the window can still grow); and
+ *	  part to the others; what it asked counts its refused operations and
+ *	  those its aborted transactions gave back, so that being refused
+ *	  never makes it the lighter), or was the only one to ask any (which
+ *	  the caller lets take it only while the window can still grow); and
  *	  whether a light unit has already put on the reserve this period as
  *	  much as is left of it (so none takes it all).
  *
@@ -143,8 +145,8 @@
 #define FBF_SHARE_BEYOND		0.75
 
 /*
- * A unit is heavy (FbfShareWeigh) if it took more than max-min fairness
- * gives it of this part of what every unit took: the part of the pending
+ * A unit is heavy (FbfShareWeigh) if it asked more than max-min fairness
+ * gives it of this part of what every unit asked: the part of the pending
  * chains that is not their reserve (window/window_apply.c).
  */
 #define FBF_SHARE_RESERVE		0.8
@@ -162,6 +164,11 @@ typedef struct FbfShareUnit
 								 * transactions */
 	int64		spent;			/* entries its new operations put on the
 								 * chains' reserve this period */
+	double		asked;			/* of the period's capacity, what its new
+								 * operations asked for this period:
+								 * admitted or refused, committed or not
+								 * (FbfShareWeigh) */
+	double		asked_prev;		/* in the period before */
 } FbfShareUnit;
 
 /* a unit of the last slot counted apart, and what it took this period */
@@ -324,6 +331,17 @@ unit_active(const FbfShareUnit *u)
 	return u->fill > 0 || u->prev > 0 || u->in_flight > 0;
 }
 
+/*
+ * Does a unit keep its slot: active, or with demands of these two periods
+ * to weigh (a flood whose every operation was refused, or whose
+ * transactions aborted, took nothing and is not active, yet asked)?
+ */
+static inline bool
+unit_known(const FbfShareUnit *u)
+{
+	return unit_active(u) || u->asked > 0 || u->asked_prev > 0;
+}
+
 /* count the active units again (the table's lock held exclusively) */
 static void
 count_active(FbfShareTable *t)
@@ -335,15 +353,15 @@ count_active(FbfShareTable *t)
 	{
 		if (unit_active(&t->units[s]))
 			t->nactive++;
-		else if (s < OTHERS_SLOT)
+		else if (s < OTHERS_SLOT && !unit_known(&t->units[s]))
 			t->units[s].unit = 0;
 	}
 }
 
 /*
  * A slot that was active (`was`) and no longer is stops counting among
- * the table's units, and one of its own is free for another unit (the
- * table's lock held exclusively).
+ * the table's units, and one of its own, with no demand to weigh, is free
+ * for another unit (the table's lock held exclusively).
  */
 static void
 stop_counting(FbfShareTable *t, int slot, bool was)
@@ -351,7 +369,7 @@ stop_counting(FbfShareTable *t, int slot, bool was)
 	if (was && !unit_active(&t->units[slot]))
 	{
 		t->nactive--;
-		if (slot < OTHERS_SLOT)
+		if (slot < OTHERS_SLOT && !unit_known(&t->units[slot]))
 			t->units[slot].unit = 0;
 	}
 }
@@ -422,6 +440,8 @@ roll(FbfShareTable *t, int64 epoch)
 		t->units[s].prev = next ? t->units[s].fill : 0;
 		t->units[s].fill = 0;
 		t->units[s].spent = 0;
+		t->units[s].asked_prev = next ? t->units[s].asked : 0;
+		t->units[s].asked = 0;
 	}
 	for (s = 0; s < FBF_SHARE_SKETCH_WORDS; s++)
 	{
@@ -459,6 +479,8 @@ unit_slot(FbfShareTable *t, uint64 unit)
 	t->units[free_slot].prev = 0;
 	t->units[free_slot].in_flight = 0;
 	t->units[free_slot].spent = 0;
+	t->units[free_slot].asked = 0;
+	t->units[free_slot].asked_prev = 0;
 	return free_slot;
 }
 
@@ -1153,8 +1175,10 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
  * Charge one operation the window of counter (dbid, relid) has just
  * recorded, of the unit `demand->unit`, against its shares of the
  * window's capacity: admitted (counted, and its entries held until the
- * transaction ends), or refused, and why.  *standing gets what the
- * verdict was judged by, for the caller's message.
+ * transaction ends), or refused, and why.  Either way it is counted as
+ * asked (FbfShareWeigh): the operation admitted, the rest of its call
+ * (`demand->asking`) refused.  *standing gets what the verdict was judged
+ * by, for the caller's message.
  */
 FbfShareVerdict
 FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
@@ -1222,6 +1246,12 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	else if (!judge_in_flight(t, slot, demand, standing))
 		judge_rate(t, slot, demand, standing);
 
+	/*
+	 * Asked for, however its transaction ends; refused, the rest of its
+	 * call was asked for too
+	 */
+	u->asked += standing->verdict == FBF_SHARE_ADMITTED ? cost :
+		Max(demand->asking, 1) * cost;
 	if (standing->verdict == FBF_SHARE_ADMITTED)
 	{
 		if (slot == OTHERS_SLOT)
@@ -1234,12 +1264,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 			u->spent += demand->entries;
 	}
 	else if (!unit_active(u))
-	{
-		/* refused on its first: it holds nothing */
-		t->nactive--;
-		if (slot < OTHERS_SLOT)
-			u->unit = 0;
-	}
+		t->nactive--;			/* refused on its first: it holds nothing,
+								 * and keeps its slot for what it asked */
 	epoch = t->epoch;
 	LWLockRelease(table_lock(t));
 
@@ -1250,25 +1276,32 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 }
 
 /*
- * How much `unit` took of counter (dbid, relid)'s new operations in the
+ * How much `unit` asked of counter (dbid, relid)'s new operations in the
  * window's period `epoch` and the one before, beside the other units:
  * heavy if more than max-min fairness would give it, were
- * FBF_SHARE_RESERVE of what every unit took all there was, each unit
- * demanding what it took (so light units, however many, leave a heavy one
+ * FBF_SHARE_RESERVE of what every unit asked all there was, each unit
+ * demanding what it asked (so light units, however many, leave a heavy one
  * its part, and a flood stands out from a busy unit beside it); alone if
- * no other unit took any.  Light: a unit within that, one the table has
- * not counted (a newcomer), the units the table cannot tell apart (its
- * last slot: a newcomer there would pay for a flood beside it), and any
- * unit of a counter without a table.  A light unit with a slot that put
- * as many entries on the reserve this period as `reserve_free` (what is
- * left of it, as its operation's chain shows) has spent its part: so each
- * light unit takes at most half of what the reserve had when it came, and
- * the next one finds the other half, where the first to come took it all.
- * Reads only: gives the counter no table, and claims no slot.
+ * no other unit asked any.  What a unit asked counts its operations
+ * refused and those of transactions that aborted too (FbfShareCharge),
+ * and a refused call's `asking` (its operations yet to be asked, as a
+ * part of the period's capacity) once refused here: so a flood whose
+ * every batch is refused, and rolled back, weighs what it sends, not what
+ * it kept, and its refusals never make a steady unit beside it the
+ * heavier.  A unit's demand makes the others no heavier, only itself.
+ * Light: a unit within that, one the table has not counted (a newcomer),
+ * the units the table cannot tell apart (its last slot: a newcomer there
+ * would pay for a flood beside it), and any unit of a counter without a
+ * table.  A light unit with a slot that put as many entries on the
+ * reserve this period as `reserve_free` (what is left of it, as its
+ * operation's chain shows) has spent its part: so each light unit takes
+ * at most half of what the reserve had when it came, and the next one
+ * finds the other half, where the first to come took it all.  Gives the
+ * counter no table, and claims no slot.
  */
 FbfShareWeight
 FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
-			  double reserve_free)
+			  double reserve_free, double asking)
 {
 	FbfShareTable *t;
 	uint64		generation;
@@ -1280,45 +1313,48 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 	if (table < 0)
 		return FBF_SHARE_LIGHT;
 	t = &Shares->tables[table];
-	LWLockAcquire(table_lock(t), LW_SHARED);
+	LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
 	if (t->generation == generation && t->dbid == dbid && t->relid == relid &&
 		epoch <= t->epoch + 1)
 	{
 		ShareDemand demands[FBF_SHARE_UNITS + 1];
-		double		took = 0;
-		double		mine = -1;
-		int64		spent = 0;
+		FbfShareUnit *me = NULL;
+		double		asked = 0;
 		int			m = 0;
 		int			s;
 
+		if (epoch > t->epoch)
+			roll(t, epoch);
 		for (s = 0; s <= OTHERS_SLOT; s++)
 		{
-			const FbfShareUnit *u = &t->units[s];
-			/* of a period ago, this period's counts are the one before's */
-			double		d = u->fill + (epoch > t->epoch ? 0 : u->prev);
+			FbfShareUnit *u = &t->units[s];
+			double		d = u->asked + u->asked_prev;
 
 			if (d <= 0)
 				continue;
 			demands[m].demand = d;
 			demands[m].weight = slot_weight(t, s);
 			m++;
-			took += d;
+			asked += d;
 			if (s < OTHERS_SLOT && u->unit == unit)
-			{
-				mine = d;
-				spent = epoch == t->epoch ? u->spent : 0;
-			}
+				me = u;
 		}
-		if (mine > 0 && m == 1)
+		if (me != NULL && m == 1)
 			weight = FBF_SHARE_ALONE;
-		else if (mine > 0)
+		else if (me != NULL)
 		{
 			qsort(demands, m, sizeof(ShareDemand), demand_cmp);
-			if (mine > water_level(demands, m, FBF_SHARE_RESERVE * took))
+			if (me->asked + me->asked_prev >
+				water_level(demands, m, FBF_SHARE_RESERVE * asked))
 				weight = FBF_SHARE_HEAVY;
-			else if (spent > 0 && spent >= reserve_free)
+			else if (epoch == t->epoch && me->spent > 0 &&
+					 me->spent >= reserve_free)
 				weight = FBF_SHARE_SPENT;
 		}
+		/* refused: what the call asked for is the unit's demand too */
+		if (me != NULL && epoch == t->epoch &&
+			(weight == FBF_SHARE_HEAVY || weight == FBF_SHARE_SPENT))
+			me->asked += asking;
 	}
 	LWLockRelease(table_lock(t));
 	return weight;

@@ -40,6 +40,15 @@
 #      applied (before, t1 alone filled the chains to the last page and t2
 #      found them full: refused "at its capacity" 189 times of 300), and
 #      t1 is refused again.
+#   6. a unit is weighed by what it asked, not by what it kept: on a third
+#      counter, t1 applies 10 operations, then sends 20 batches of 5,000
+#      new operations, each rolled back (or refused), so that it keeps
+#      only its 10; t2 then floods with the committed batches of 1. until
+#      refused: it is refused at the reserve having spent its part of it
+#      ("It put as many new operations on the last fifth"), never as
+#      heavy, since t1 asked far more (before, weighed by what each kept,
+#      t2 was refused as heavy beside t1's 10 operations); t1 is refused
+#      at the reserve as heavy.
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -60,7 +69,8 @@ $node->safe_psql('postgres', q{
 	CREATE ROLE t4 LOGIN;
 	SELECT fbf_create_counter_table('fl', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('alone', retention => '1 hour', expected_rate => 10);
-	GRANT SELECT, INSERT, UPDATE ON fl, alone TO t1, t2, t3, t4;});
+	SELECT fbf_create_counter_table('asks', retention => '1 hour', expected_rate => 10);
+	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks TO t1, t2, t3, t4;});
 
 # one batch of `size` new operations (new clients from `base`) as role
 # `role` (t1 unless given) on `counter`, key 'a': how many it applied (the
@@ -217,7 +227,36 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('alone', 'a')"), $alon
 is(newcomer('alone', 0), '300 0 0',
 	'a newcomer after the flood of a unit alone has its 300 new operations all applied');
 like((flood_batch('alone', 9_000_000, 5000))[1],
-	qr/role "t1" has filled the pending pages.*\s+DETAIL:\s+It took more than its share/,
+	qr/role "t1" has filled the pending pages.*\s+DETAIL:\s+It asked for more than its share/,
 	't1 is refused again, now as heavy beside the newcomer');
+
+# ---- 6. weighed by what it asked ----
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 10) g
+	 WHERE idempotent_increment('asks', 'a', 100 + g, 1, 1)},
+	extra_params => [ '-U', 't1' ]), '10', 't1 applies 10 operations on a third counter');
+my $asked_sql = '';
+for my $b (1 .. 20)
+{
+	my $base = 30_000_000 + $b * 10_000;
+	$asked_sql .= qq{BEGIN;
+		SELECT count(*) FROM unnest(idempotent_increment('asks', 'a',
+			ARRAY(SELECT $base + g FROM generate_series(1, 5000) g),
+			array_fill(1::bigint, ARRAY[5000]), array_fill(1::bigint, ARRAY[5000])));
+		ROLLBACK;
+};
+}
+$node->psql('postgres', $asked_sql, on_error_stop => 0, extra_params => [ '-U', 't1' ]);
+is($node->safe_psql('postgres', "SELECT fbf_counter_value('asks', 'a')"), '10',
+	't1 kept only its 10 operations: its batches were rolled back');
+my ($asks_applied, $asks_refusal) = flood('asks', 't2', 40_000_000);
+note "t2 applied $asks_applied operations beside t1's rolled back batches, first refused: $asks_refusal";
+like($asks_refusal, qr/role "t2" has filled the pending pages of counter filter "asks_fbf" up to the part kept for others\s+DETAIL:\s+It put as many new operations on the last fifth/,
+	't2, which asked less than t1, is refused at the reserve only for having spent its part of it, not as heavy');
+is($node->safe_psql('postgres', "SELECT fbf_counter_value('asks', 'a')"), $asks_applied + 10,
+	't2\'s batches counted each operation they applied once');
+like((flood_batch('asks', 50_000_000, 5000))[1],
+	qr/role "t1" has filled the pending pages.*\s+DETAIL:\s+It asked for more than its share/,
+	't1, which kept 10 operations but asked 100,000, is refused at the reserve as heavy');
 
 done_testing();
