@@ -6,17 +6,26 @@
 # each window its shares (share_by = 'role', the default): Citus connects
 # to the workers as the current role, so the placement's operations are
 # charged to it there.  fbf.max_filter_size (2MB here) caps how far a
-# shard's window grows, and so what it takes in a period.  Both tables
-# take the default plan (1,000/s a shard) and remember 2 minutes.  In
-# each scenario a victim (role t2) sends, through the coordinator, a
-# batch of 50 new operations and one in-order operation of its own stream
-# every 100 ms at most (well within its share), and logs every answer; a
-# flood (role t1, two sessions) sends batches of 1,000 new operations
-# through the coordinator for 30 s, and on until refused 20 times:
-#   1. claims on a dedup table of two shards;
-#   2. increments on a counter of two shards, each role limited by row
-#      security to its own keys (the flood's batches on new keys of its
-#      own, spread over both shards).
+# shard's window grows, and so what it takes in a period.  The tables
+# remember 2 minutes.  In each scenario a victim (role t2) sends, through
+# the coordinator, a batch of 50 new operations and one in-order
+# operation of its own stream every 100 ms at most (well within its
+# share), and logs every answer; a flood (role t1, two sessions) sends
+# batches of 1,000 new operations through the coordinator for 30 s, and
+# on until refused 20 times:
+#   1. claims on a dedup table of two shards, of the default plan (1,000
+#      operations a second a shard);
+#   2. increments on a counter of two shards, of the default plan, each
+#      role limited by row security to its own keys (the flood's batches
+#      on new keys of its own, spread over both shards);
+#   3. the same on a counter planned for 100 operations a second (50 a
+#      shard), the victim's batches of 100 (up to 10 times the plan): the
+#      shards' pending chains, planned for the table's rate, stay in their
+#      reserve while the windows grow, where the flood is refused too, and
+#      a flood refused batch after batch (each rolled back) must still
+#      weigh there what it asked (before, weighed by what it kept, it soon
+#      weighed less than the victim, which was refused as heavy: 0, 3 and
+#      32 times in three runs).
 # From the flood's start to its end:
 #   - the flood is refused for its share of the capacity (53400, `role
 #     "t1" is over its share ...`) by the shards' workers (Citus' context
@@ -47,9 +56,14 @@ $coord->safe_psql('postgres', q{
 	GRANT SELECT, INSERT ON ids TO t1, t2;
 	SELECT fbf_create_counter_table('likes', retention => '2 min');
 	SELECT fbf_distribute_counter('likes', shard_count => 2, colocate_with => 'none');
-	GRANT SELECT, INSERT, UPDATE ON likes TO t1, t2;
+	SELECT fbf_create_counter_table('likes_low', retention => '2 min', expected_rate => 100);
+	SELECT fbf_distribute_counter('likes_low', shard_count => 2, colocate_with => 'none');
+	GRANT SELECT, INSERT, UPDATE ON likes, likes_low TO t1, t2;
 	ALTER TABLE likes ENABLE ROW LEVEL SECURITY;
 	CREATE POLICY own ON likes USING (key LIKE current_user || ':%')
+		WITH CHECK (key LIKE current_user || ':%');
+	ALTER TABLE likes_low ENABLE ROW LEVEL SECURITY;
+	CREATE POLICY own ON likes_low USING (key LIKE current_user || ':%')
 		WITH CHECK (key LIKE current_user || ':%');
 
 	-- on the coordinator only (not distributed)
@@ -60,11 +74,11 @@ $coord->safe_psql('postgres', q{
 	GRANT INSERT, SELECT ON app.log TO t1, t2;
 
 	-- batches of `batch` new ids (claims) or new operations on a new key of
-	-- the flood's own (increments) for `secs` seconds, and on until it has
+	-- the flood's own on `counter` (increments) for `secs` seconds, and on until it has
 	-- been refused 20 times (a slower machine floods longer), `most`
 	-- seconds at most; a refusal is logged with its SQLSTATE, message,
 	-- detail and context
-	CREATE PROCEDURE app.flood(what text, secs float8, most float8, batch int)
+	CREATE PROCEDURE app.flood(what text, counter regclass, secs float8, most float8, batch int)
 	LANGUAGE plpgsql AS $$
 	DECLARE
 		start timestamptz := clock_timestamp();
@@ -81,7 +95,7 @@ $coord->safe_psql('postgres', q{
 					PERFORM fbf_claim('ids', (SELECT array_agg((random() * 4e18)::bigint)
 											   FROM generate_series(1, batch)));
 				ELSE
-					PERFORM idempotent_increment('likes', 't1:' || (random() * 1e9)::bigint,
+					PERFORM idempotent_increment(counter, 't1:' || (random() * 1e9)::bigint,
 						(SELECT array_agg((random() * 4e18)::bigint) FROM generate_series(1, batch)),
 						array_fill(1::bigint, ARRAY[batch]), array_fill(1::bigint, ARRAY[batch]));
 				END IF;
@@ -98,22 +112,24 @@ $coord->safe_psql('postgres', q{
 		COMMIT;
 	END $$;
 
-	-- the victim: a batch of 50 new ids (claims) or new operations of new
-	-- clients on one of its keys (increments), then one in-order claim or
-	-- increment of its own stream, every 100 ms at most (at most 500 new
-	-- operations a second: about a third of its share of what a shard's
-	-- window at its cap takes, whatever the machine's speed), until both
+	-- the victim: a batch of `batch` new ids (claims) or new operations of
+	-- new clients on one of its keys of `counter` (increments), then one
+	-- in-order claim or increment of its own stream, every `pause` seconds
+	-- at most (50 every 100 ms: at most 500 new operations a second, about
+	-- a third of its share of what a shard's window at its cap takes,
+	-- whatever the machine's speed), until both
 	-- floods have ended and `secs` seconds more, `most` seconds at most;
 	-- every answer logged ('applied' or 'dismissed', and the ids it was
 	-- told it claimed), every error with its SQLSTATE and message
-	CREATE PROCEDURE app.victim(what text, secs float8, most float8)
+	CREATE PROCEDURE app.victim(what text, counter regclass, secs float8, most float8,
+								batch int, pause float8)
 	LANGUAGE plpgsql AS $$
 	DECLARE
 		stop timestamptz := clock_timestamp() + make_interval(secs => most);
 		ended timestamptz;
 		me bigint := (random() * 4e18)::bigint;
 		seq bigint := 0;
-		batch bigint[];
+		ops bigint[];
 		res boolean[];
 		ok boolean;
 		t timestamptz;
@@ -121,18 +137,18 @@ $coord->safe_psql('postgres', q{
 	BEGIN
 		WHILE clock_timestamp() < least(stop, ended + make_interval(secs => secs)) LOOP
 			t := clock_timestamp();
-			batch := (SELECT array_agg((random() * 4e18)::bigint) FROM generate_series(1, 50));
+			ops := (SELECT array_agg((random() * 4e18)::bigint) FROM generate_series(1, batch));
 			BEGIN
 				IF what = 'claims' THEN
-					res := fbf_claim('ids', batch);
+					res := fbf_claim('ids', ops);
 				ELSE
-					res := idempotent_increment('likes', 't2:k' || floor(random() * 101)::int,
-						batch, array_fill(1::bigint, ARRAY[50]), array_fill(1::bigint, ARRAY[50]));
+					res := idempotent_increment(counter, 't2:k' || floor(random() * 101)::int,
+						ops, array_fill(1::bigint, ARRAY[batch]), array_fill(1::bigint, ARRAY[batch]));
 				END IF;
 				INSERT INTO app.log
 					SELECT t, 'victim', 'new', CASE WHEN a THEN 'applied' ELSE 'dismissed' END,
 						   NULL, CASE WHEN a AND what = 'claims' THEN ARRAY[i] END
-					FROM unnest(res, batch) u(a, i);
+					FROM unnest(res, ops) u(a, i);
 			EXCEPTION WHEN OTHERS THEN
 				GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
 				INSERT INTO app.log VALUES (t, 'victim', 'new', SQLSTATE || ' ' || SQLERRM, d);
@@ -144,7 +160,7 @@ $coord->safe_psql('postgres', q{
 				IF what = 'claims' THEN
 					ok := fbf_claim('ids', me, seq);
 				ELSE
-					ok := idempotent_increment('likes', 't2:inorder', me, seq, 1);
+					ok := idempotent_increment(counter, 't2:inorder', me, seq, 1);
 				END IF;
 				INSERT INTO app.log VALUES (t, 'victim', 'inorder',
 											CASE WHEN ok THEN 'applied' ELSE 'dismissed' END);
@@ -153,7 +169,7 @@ $coord->safe_psql('postgres', q{
 				INSERT INTO app.log VALUES (t, 'victim', 'inorder', SQLSTATE || ' ' || SQLERRM, d);
 			END;
 			COMMIT;
-			PERFORM pg_sleep(0.1);
+			PERFORM pg_sleep(pause);
 			IF ended IS NULL THEN
 				ended := (SELECT max(at) FROM app.log WHERE who = 'flood' AND kind = 'end'
 						  HAVING count(*) FILTER (WHERE kind = 'end') = 2);
@@ -162,23 +178,26 @@ $coord->safe_psql('postgres', q{
 	END $$;
 });
 
-# A flood of `what` ('claims' or 'increments') by t1 while t2 is the
-# victim, and the assertions of the file's head (but the last), named
-# after `what`.
+# A flood of `what` ('claims' or 'increments', these on `counter`) by t1
+# while t2 is the victim, with batches of `batch` every `pause` seconds,
+# and the assertions of the file's head (but the last), named after
+# `label`.
 sub flood_scenario
 {
-	my ($what) = @_;
+	my ($label, $what, $counter, $batch, $pause) = @_;
 	my ($warm, $flood_secs, $most) = (4, 30, 80);
 
 	$coord->safe_psql('postgres', 'TRUNCATE app.log');
-	my $victim = fbf_start_call($coord, 't2', "CALL app.victim('$what', 3, " . ($warm + $most + 3) . ')',
+	my $victim = fbf_start_call($coord, 't2',
+		"CALL app.victim('$what', '$counter', 3, " . ($warm + $most + 3) . ", $batch, $pause)",
 		$warm + $most + 240);
 	sleep $warm;
 	my @floods = map {
-		fbf_start_call($coord, 't1', "CALL app.flood('$what', $flood_secs, $most, 1000)", $most + 240)
+		fbf_start_call($coord, 't1', "CALL app.flood('$what', '$counter', $flood_secs, $most, 1000)",
+			$most + 240)
 	} 1 .. 2;
-	ok(fbf_finish_call($_), "$what: a flood session ran to its end") for @floods;
-	ok(fbf_finish_call($victim), "$what: the victim ran to its end");
+	ok(fbf_finish_call($_), "$label: a flood session ran to its end") for @floods;
+	ok(fbf_finish_call($victim), "$label: the victim ran to its end");
 
 	# its refusals for its share of the capacity, and of those, the ones
 	# raised on a worker (Citus' context of a remote error); other refusals
@@ -206,33 +225,33 @@ sub flood_scenario
 							FILTER (WHERE outcome NOT IN ('applied', 'dismissed')), '')
 		  FROM app.log, span WHERE who = 'victim' AND at >= span.s AND at < span.e}), -1;
 	diag(sprintf('%s: flood: %d batches of 1000 applied, %d refused for its share of the capacity (53400; %d by a worker), %d for other shares, %d other errors%s',
-			$what, $ok, $refused, $remote, $shares - $refused, $other, $message ne '' ? " ($message)" : ''));
+			$label, $ok, $refused, $remote, $shares - $refused, $other, $message ne '' ? " ($message)" : ''));
 	diag(sprintf('%s: victim during the flood: %d new, %d dismissed (%.3f%%), %d in-order, %d dismissed, %d errors',
-			$what, $new, $dismissed, $new ? 100 * $dismissed / $new : 0, $inorder, $inorder_dismissed,
+			$label, $new, $dismissed, $new ? 100 * $dismissed / $new : 0, $inorder, $inorder_dismissed,
 			$errors));
-	diag(sprintf('%s: flood for %s s', $what, $coord->safe_psql('postgres', q{
+	diag(sprintf('%s: flood for %s s', $label, $coord->safe_psql('postgres', q{
 		SELECT round(extract(epoch FROM max(at) - min(at))::numeric, 1) FROM app.log WHERE who = 'flood'})));
 	my $stats = $what eq 'claims'
 	  ? q{fbf_dedup_stats WHERE dedup = 'ids'::regclass}
-	  : q{fbf_counter_stats WHERE counter = 'likes'::regclass};
-	diag("$what: " . $coord->safe_psql('postgres', qq{
+	  : qq{fbf_counter_stats WHERE counter = '$counter'::regclass};
+	diag("$label: " . $coord->safe_psql('postgres', qq{
 		SELECT string_agg(shard || ': ' || partitions || ' partitions, ' || bytes || ' bytes, capped '
 						  || capped || ', estimate ' || round(estimated_fpp::numeric, 6), '; '
 						  ORDER BY shard)
 		  FROM $stats}));
 
 	cmp_ok($refused, '>', 0,
-		"$what: the flood was refused for its role's share of the capacity (53400), through the coordinator");
-	is($remote, $refused, "$what: each time by the worker of the shard");
-	is($other, 0, "$what: and refused for nothing but its share");
-	cmp_ok($new, '>=', 1000, "$what: the victim sent new operations during the flood");
-	cmp_ok($inorder, '>=', 10, "$what: and operations of its stream");
-	is($errors, 0, "$what: the victim was never refused") or diag($error_text);
-	is($inorder_dismissed, 0, "$what: its in-order operations were never dismissed");
-	cmp_ok($dismissed, '<=', $new / 1000, "$what: at most 0.1% of its new operations were dismissed");
+		"$label: the flood was refused for its role's share of the capacity (53400), through the coordinator");
+	is($remote, $refused, "$label: each time by the worker of the shard");
+	is($other, 0, "$label: and refused for nothing but its share");
+	cmp_ok($new, '>=', 1000, "$label: the victim sent new operations during the flood");
+	cmp_ok($inorder, '>=', 10, "$label: and operations of its stream");
+	is($errors, 0, "$label: the victim was never refused") or diag($error_text);
+	is($inorder_dismissed, 0, "$label: its in-order operations were never dismissed");
+	cmp_ok($dismissed, '<=', $new / 1000, "$label: at most 0.1% of its new operations were dismissed");
 }
 
-flood_scenario('claims');
+flood_scenario('claims', 'claims', 'likes', 50, 0.1);
 # every id the victim claimed is remembered: claimed again, a duplicate
 # (those of the last 90 s: the table remembers 2 min)
 my ($claimed, $again) = split /\|/, $coord->safe_psql('postgres', q{
@@ -243,12 +262,26 @@ my ($claimed, $again) = split /\|/, $coord->safe_psql('postgres', q{
 cmp_ok($claimed, '>=', 1000, 'claims: the victim\'s claimed ids, claimed again');
 is($again, 0, 'claims: are each a duplicate: none was lost to the flood');
 
-flood_scenario('increments');
-# the victim's keys hold what it was told was applied, once each
-my ($applied, $sum) = split /\|/, $coord->safe_psql('postgres', q{
-	SELECT (SELECT count(*) FROM app.log WHERE who = 'victim' AND outcome = 'applied'),
-		   (SELECT coalesce(sum(value), 0) FROM likes WHERE key LIKE 't2:%')});
-cmp_ok($applied, '>=', 1000, 'increments: the victim was told its increments were applied');
-is($sum, $applied, 'increments: and its keys add up to them: none lost, none applied twice');
+# the victim's keys of `counter` hold what it was told was applied, once
+# each (named after `label`)
+sub victim_sum
+{
+	my ($label, $counter) = @_;
+	my ($applied, $sum) = split /\|/, $coord->safe_psql('postgres', qq{
+		SELECT (SELECT count(*) FROM app.log WHERE who = 'victim' AND outcome = 'applied'),
+			   (SELECT coalesce(sum(value), 0) FROM $counter WHERE key LIKE 't2:%')});
+	cmp_ok($applied, '>=', 1000, "$label: the victim was told its increments were applied");
+	is($sum, $applied, "$label: and its keys add up to them: none lost, none applied twice");
+}
+
+flood_scenario('increments', 'increments', 'likes', 50, 0.1);
+victim_sum('increments', 'likes');
+
+# a counter planned far below its load (100 a second, 50 a shard; the
+# victim sends up to 500 a shard): its pending chains stay in their
+# reserve while its windows grow, and the flood, refused there and for its
+# share, must weigh what it asked, not what its aborted batches kept
+flood_scenario('increments far over the plan', 'increments', 'likes_low', 100, 0.1);
+victim_sum('increments far over the plan', 'likes_low');
 
 done_testing();
