@@ -39,6 +39,7 @@ cd "$FBF_ROOT"
 passed=0
 failed=0
 failures=()
+todos=()	# "not ok ... # TODO": known open, counted neither way, listed
 logdir=$(mktemp -d /tmp/fbf-check-logs.XXXXXX)
 chmod 755 "$logdir"  # the TAP tests write below it as postgres
 
@@ -98,15 +99,24 @@ part() {
 	part_start=$SECONDS
 }
 
+# the "not ok" lines of a TAP stream marked TODO (known open), listed
+note_todos() {
+	local file=$1 label=$2 line
+	while IFS= read -r line; do
+		todos+=("$label: $line")
+	done < <(grep -E '^ *not ok [0-9]+.*# TODO' "$file")
+}
+
 # count the "ok"/"not ok" lines of a TAP stream saved in a file
 count_tap() {
 	local file=$1 label=$2 ok notok
 	ok=$(grep -c '^ok ' "$file")
-	notok=$(grep -c '^not ok ' "$file")
+	notok=$(grep '^not ok ' "$file" | grep -vc '# TODO')
 	passed=$((passed + ok))
 	failed=$((failed + notok))
+	note_todos "$file" "$label"
 	if [ "$notok" -gt 0 ]; then
-		failures+=("$label: $(grep '^not ok ' "$file" | tr '\n' ';')")
+		failures+=("$label: $(grep '^not ok ' "$file" | grep -v '# TODO' | tr '\n' ';')")
 	fi
 }
 
@@ -114,11 +124,12 @@ count_tap() {
 count_tap_prove() {
 	local file=$1 ok
 	ok=$(grep -cE '^ *ok [0-9]+' "$file")
-	tap_bad=$(grep -cE '^ *not ok [0-9]+' "$file")
+	tap_bad=$(grep -E '^ *not ok [0-9]+' "$file" | grep -vc '# TODO')
 	passed=$((passed + ok))
 	failed=$((failed + tap_bad))
+	note_todos "$file" TAP
 	if [ "$tap_bad" -gt 0 ]; then
-		failures+=("TAP: $(grep -E '^ *not ok [0-9]+' "$file" | tr '\n' ';')")
+		failures+=("TAP: $(grep -E '^ *not ok [0-9]+' "$file" | grep -v '# TODO' | tr '\n' ';')")
 	fi
 }
 
@@ -157,6 +168,7 @@ finish() {
 		printf 'time: %5d s  %s\n' "${part_secs[$i]}" "${part_names[$i]}"
 	done
 	printf 'time: %5d s  in all\n' "$SECONDS"
+	[ ${#todos[@]} -eq 0 ] || printf 'TODO (known open, not counted): %s\n' "${todos[@]}"
 	if [ ${#failures[@]} -gt 0 ]; then
 		[ ${#digest[@]} -eq 0 ] || printf '%s\n' "${digest[@]}"
 		printf 'FAILED: %s\n' "${failures[@]}"

@@ -450,6 +450,7 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 {
 	FbfDeltaId *deltas;
 	ReserveLease lease = {0};
+	int			left = tally->napplied;	/* new ones yet to be recorded */
 	int			k;
 
 	/* hashing and sorting them checks for interrupts: no buffer lock held */
@@ -464,13 +465,14 @@ record_deltas(Relation heap, Relation index, const FbfOps *ops,
 		if (!is_new[deltas[k].op])
 			continue;
 		delta_identity(ops, keying, &deltas[k], &delta_op);
-		if (apply_reserved(heap, index, ops, keying, &delta_op, ops->n - k,
-						   hold, &info, &lease) == FBF_OP_REKEYED)
+		if (apply_reserved(heap, index, ops, keying, &delta_op, left, hold,
+						   &info, &lease) == FBF_OP_REKEYED)
 		{
 			end_hold(hold);
 			rekeyed_error(index, false);
 		}
-		charge_share(heap, index, ops, &info, ops->n - k, hold);
+		charge_share(heap, index, ops, &info, left, hold);
+		left--;
 		tally->overfull |= info.overfull;
 		CHECK_FOR_INTERRUPTS();
 	}

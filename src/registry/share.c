@@ -14,8 +14,8 @@
  * operations are limited to what the window can take, and the chains hold
  * what they hold).  Per counter, a share table counts for each unit what
  * its new operations took of the window's current period and of the one
- * before, and the entries its open and prepared transactions hold in
- * flight.
+ * before, what they asked of them (refused or rolled back too), and the
+ * entries its open and prepared transactions hold in flight.
  *
  * FbfShareCharge admits one recorded operation or refuses it:
  *
@@ -1046,12 +1046,13 @@ judge_pool(const FbfShareTable *t, const FbfShareDemand *demand,
 /*
  * In flight: may the unit's transactions hold the operation's entries
  * too?  At most its share of FBF_SHARE_IN_FLIGHT of the chains; before
- * refusing, the charges of prepared transactions that ended are let go.
- * Returns true if refused.
+ * refusing, the charges of prepared transactions that ended are let go
+ * (*swept set: the unit itself may have stopped counting then).  Returns
+ * true if refused.
  */
 static bool
 judge_in_flight(FbfShareTable *t, int slot, const FbfShareDemand *demand,
-				FbfShareStanding *standing)
+				FbfShareStanding *standing, bool *swept)
 {
 	const FbfShareUnit *u = &t->units[slot];
 	double		share = FBF_SHARE_IN_FLIGHT * demand->in_flight *
@@ -1060,6 +1061,7 @@ judge_in_flight(FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	if (u->in_flight + demand->entries <= share)
 		return false;
 	sweep_prepared(t);
+	*swept = true;
 	if (u->in_flight + demand->entries <= share)
 		return false;
 	refuse(standing, FBF_SHARE_OVER_IN_FLIGHT, (double) u->in_flight, share,
@@ -1191,6 +1193,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	int			slot;
 	int64		epoch;
 	double		cost = 1.0 / demand->per_period;
+	bool		swept = false;
 
 	memset(standing, 0, sizeof(*standing));
 	standing->verdict = FBF_SHARE_ADMITTED;
@@ -1243,12 +1246,12 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 
 	if (demand->pooled)
 		judge_pool(t, demand, standing);
-	else if (!judge_in_flight(t, slot, demand, standing))
+	else if (!judge_in_flight(t, slot, demand, standing, &swept))
 		judge_rate(t, slot, demand, standing);
 
 	/*
 	 * Asked for, however its transaction ends; refused, the rest of its
-	 * call was asked for too
+	 * call was asked for too.
 	 */
 	u->asked += standing->verdict == FBF_SHARE_ADMITTED ? cost :
 		Max(demand->asking, 1) * cost;
@@ -1266,6 +1269,18 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	else if (!unit_active(u))
 		t->nactive--;			/* refused on its first: it holds nothing,
 								 * and keeps its slot for what it asked */
+	if (swept)
+	{
+		/*
+		 * The sweep let go of prepared transactions' charges, maybe this
+		 * unit's last, which stopped counting it and freed its slot while
+		 * it was being charged: the slot is its own again, and the active
+		 * units are counted afresh.
+		 */
+		if (slot < OTHERS_SLOT)
+			u->unit = demand->unit;
+		count_active(t);
+	}
 	epoch = t->epoch;
 	LWLockRelease(table_lock(t));
 
@@ -1285,10 +1300,12 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
  * no other unit asked any.  What a unit asked counts its operations
  * refused and those of transactions that aborted too (FbfShareCharge),
  * and a refused call's `asking` (its operations yet to be asked, as a
- * part of the period's capacity) once refused here: so a flood whose
- * every batch is refused, and rolled back, weighs what it sends, not what
- * it kept, and its refusals never make a steady unit beside it the
- * heavier.  A unit's demand makes the others no heavier, only itself.
+ * part of the period's capacity) once refused here as heavy: so a flood
+ * whose every batch is refused, and rolled back, weighs what it sends, not
+ * what it kept, and beside one steady unit it stays the heavy one.  (As
+ * in any max-min division, a demand above the level raises it for the
+ * others, and one below lowers it: among three or more units, a light
+ * one that asks more may leave a busier one over the level.)
  * Light: a unit within that, one the table has not counted (a newcomer),
  * the units the table cannot tell apart (its last slot: a newcomer there
  * would pay for a flood beside it), and any unit of a counter without a
@@ -1351,9 +1368,13 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 					 me->spent >= reserve_free)
 				weight = FBF_SHARE_SPENT;
 		}
-		/* refused: what the call asked for is the unit's demand too */
-		if (me != NULL && epoch == t->epoch &&
-			(weight == FBF_SHARE_HEAVY || weight == FBF_SHARE_SPENT))
+		/*
+		 * Refused as heavy: what the call asked for is the unit's demand
+		 * too.  (Not so a light unit that spent its part: its retries
+		 * would make it heavy, and lower the level the others are
+		 * judged by.)
+		 */
+		if (me != NULL && epoch == t->epoch && weight == FBF_SHARE_HEAVY)
 			me->asked += asking;
 	}
 	LWLockRelease(table_lock(t));

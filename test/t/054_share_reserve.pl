@@ -10,7 +10,7 @@
 # room), and then every operation that found its chain full was refused
 # (53400, "at its capacity"), the victim's too.  Now an operation that
 # would take room on the last fifth of its chain asks the shares first: a
-# unit that took more than its share of the last two periods is refused
+# unit that asked more than its share of the last two periods is refused
 # there (53400, "has filled the pending pages ... up to the part kept
 # for others"), the others take it.
 #
@@ -41,7 +41,7 @@
 #      found them full: refused "at its capacity" 189 times of 300), and
 #      t1 is refused again.
 #   6. a unit is weighed by what it asked, not by what it kept: on a third
-#      counter, t1 applies 10 operations, then sends 20 batches of 5,000
+#      counter, t1 applies 10 operations, then sends 40 batches of 5,000
 #      new operations, each rolled back (or refused), so that it keeps
 #      only its 10; t2 then floods with the committed batches of 1. until
 #      refused: it is refused at the reserve having spent its part of it
@@ -236,7 +236,7 @@ is($node->safe_psql('postgres', q{
 	 WHERE idempotent_increment('asks', 'a', 100 + g, 1, 1)},
 	extra_params => [ '-U', 't1' ]), '10', 't1 applies 10 operations on a third counter');
 my $asked_sql = '';
-for my $b (1 .. 20)
+for my $b (1 .. 40)
 {
 	my $base = 30_000_000 + $b * 10_000;
 	$asked_sql .= qq{BEGIN;
@@ -251,12 +251,15 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('asks', 'a')"), '10',
 	't1 kept only its 10 operations: its batches were rolled back');
 my ($asks_applied, $asks_refusal) = flood('asks', 't2', 40_000_000);
 note "t2 applied $asks_applied operations beside t1's rolled back batches, first refused: $asks_refusal";
+# t2 light beside t1 needs t2's demand under two thirds of t1's (max-min
+# over four fifths of the two): t1 asked 200,010
+cmp_ok($asks_applied, '<', 120_000, 't2 asked well under two thirds of what t1 asked');
 like($asks_refusal, qr/role "t2" has filled the pending pages of counter filter "asks_fbf" up to the part kept for others\s+DETAIL:\s+It put as many new operations on the last fifth/,
 	't2, which asked less than t1, is refused at the reserve only for having spent its part of it, not as heavy');
 is($node->safe_psql('postgres', "SELECT fbf_counter_value('asks', 'a')"), $asks_applied + 10,
 	't2\'s batches counted each operation they applied once');
 like((flood_batch('asks', 50_000_000, 5000))[1],
 	qr/role "t1" has filled the pending pages.*\s+DETAIL:\s+It asked for more than its share/,
-	't1, which kept 10 operations but asked 100,000, is refused at the reserve as heavy');
+	't1, which kept 10 operations but asked 200,000, is refused at the reserve as heavy');
 
 done_testing();
