@@ -331,6 +331,13 @@ unit_active(const FbfShareUnit *u)
 	return u->fill > 0 || u->prev > 0 || u->in_flight > 0;
 }
 
+/* what a unit asked of this period and the one before (FbfShareWeigh) */
+static inline double
+unit_asked(const FbfShareUnit *u)
+{
+	return u->asked + u->asked_prev;
+}
+
 /*
  * Does a unit keep its slot: active, or with demands of these two periods
  * to weigh (a flood whose every operation was refused, or whose
@@ -339,7 +346,7 @@ unit_active(const FbfShareUnit *u)
 static inline bool
 unit_known(const FbfShareUnit *u)
 {
-	return unit_active(u) || u->asked > 0 || u->asked_prev > 0;
+	return unit_active(u) || unit_asked(u) > 0;
 }
 
 /* count the active units again (the table's lock held exclusively) */
@@ -1345,7 +1352,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 		for (s = 0; s <= OTHERS_SLOT; s++)
 		{
 			FbfShareUnit *u = &t->units[s];
-			double		d = u->asked + u->asked_prev;
+			double		d = unit_asked(u);
 
 			if (d <= 0)
 				continue;
@@ -1361,8 +1368,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 		else if (me != NULL)
 		{
 			qsort(demands, m, sizeof(ShareDemand), demand_cmp);
-			if (me->asked + me->asked_prev >
-				water_level(demands, m, FBF_SHARE_RESERVE * asked))
+			if (unit_asked(me) > water_level(demands, m, FBF_SHARE_RESERVE * asked))
 				weight = FBF_SHARE_HEAVY;
 			else if (epoch == t->epoch && me->spent > 0 &&
 					 me->spent >= reserve_free)
