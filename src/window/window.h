@@ -226,10 +226,12 @@ typedef struct FbfApplyInfo
 								 * (FbfWindowGetKeying) */
 	FbfAnswer	answer;
 	/* FBF_OP_APPLIED: the entries it took (2 with its annex), whether
-	 * they went on its chain's reserve, and the capacity they count
-	 * against */
+	 * they went on its chain's reserve and will wait there for the next
+	 * period's bits (its partition's filter has no room left this period,
+	 * as far as its format tells), and the capacity they count against */
 	int			entries;
 	bool		on_reserve;
+	bool		waits;
 	/* FBF_OP_RESERVED: the part of its chain's reserve still free */
 	double		reserve_free;
 	FbfWindowCapacity capacity;

@@ -464,7 +464,7 @@ typedef struct ApplyState
 	bool		ask_stream;		/* and its stream asked */
 	int			need;			/* entries it takes on the chain */
 	int			room;			/* the chain page it goes to, -1: none yet */
-	bool		lane_full;		/* its partition page asks for more bits */
+	FbfLane		lane;			/* what its partition page has room for */
 	FbfOpResult result;			/* STEP_DONE: the answer */
 	bool		refresh_tried;	/* once: a refresh may rightly be postponed */
 	FbfReserve	reserve;		/* may it take its chain's reserve */
@@ -668,10 +668,10 @@ ask_bits(ApplyState *st, FbfApplyInfo *info)
 	bool		duplicate;
 	bool		exact = false;
 
-	st->lane_full = false;
+	st->lane = FBF_LANE_ROOM;
 	duplicate = FbfFilterRoutineOf(&h->meta)->contains(h->index, &h->meta,
 													   &st->op->hash,
-													   &st->lane_full);
+													   &st->lane);
 	if (st->ask_stream)
 	{
 		switch (FbfStreamCheck(h->index, &h->meta, st->op->stream,
@@ -862,7 +862,9 @@ record_operation(ApplyState *st, FbfApplyInfo *info)
 	if (!h->keep)
 		FbfWindowLetGo(h);
 	/* a new operation: does the window need more bits for its rate? */
-	info->overfull = st->lane_full || st->grow;
+	info->overfull = st->lane == FBF_LANE_OVERFULL || st->grow;
+	/* will a drain put it off for the next period's bits? */
+	info->waits = st->may_defer && st->lane >= FBF_LANE_FULL;
 }
 
 /*
@@ -943,6 +945,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	info->stale_keying = false;
 	info->entries = 0;
 	info->on_reserve = false;
+	info->waits = false;
 	for (;;)
 	{
 		ApplyStep	step;

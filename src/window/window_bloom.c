@@ -69,42 +69,6 @@ FbfBloomReadPart(Relation index, BlockNumber blkno, int mode)
 }
 
 /*
- * Is the operation in the window's filters?  One partition page: the k
- * words of its probes hold every filter's bits (window_page.h).  Sets
- * *overfull (if not NULL) if the future lane holds more than
- * meta->overfull.  The caller holds the metapage.
- */
-bool
-FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
-				 const FbfHash *hash, bool *overfull)
-{
-	uint32		probes[FBF_MAX_HASHES];
-	Buffer		buf;
-	Page		page;
-	uint64		current;
-	uint64		lanes;
-
-	buf = FbfBloomReadPart(index, FbfWindowPartBlock(meta, hash),
-							BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	current = FbfSliceCurrentLanes(page, meta);
-
-	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
-	lanes = bloom_slice_test(FbfSlicePageGetWords(page), FBF_SLICE_WIDTH,
-							 probes, meta->nhashes) & current;
-
-	/* the future lane filling faster than its bits are for? */
-	if (overfull != NULL && ((current >> meta->ring[0]) & 1) != 0 &&
-		FbfSlicePageGetHeader(page)->count[meta->ring[0]] > meta->overfull &&
-		meta->split_start == InvalidBlockNumber)
-		*overfull = true;
-	UnlockReleaseBuffer(buf);
-	return lanes != 0 &&
-		fbf_check_mask(FbfSliceLogicalMask(meta, lanes), meta->nlive,
-					   FBF_CHECK_DEFAULT);
-}
-
-/*
  * A Bloom page's capacity per period is this part of the count past which
  * its future lane is overfull (FbfBloomDeriveMeta, where the steady state
  * reaches the target): a quarter fewer elements per filter is a tenth of
@@ -121,6 +85,55 @@ FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
  * of it, a tenth of that.
  */
 #define BLOOM_CAPACITY_PART		0.75
+
+/* what a page's future lane takes from drains that may put entries off */
+static inline uint32
+lane_limit(const FbfWindowMetaPageData *meta)
+{
+	return Max((uint32) (BLOOM_CAPACITY_PART * meta->overfull), 1);
+}
+
+/*
+ * Is the operation in the window's filters?  One partition page: the k
+ * words of its probes hold every filter's bits (window_page.h).  Raises
+ * *lane (if not NULL, FbfLane) to full if the future lane holds what a
+ * drain may store there (lane_limit), to overfull if it holds more than
+ * meta->overfull.  The caller holds the metapage.
+ */
+bool
+FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
+				 const FbfHash *hash, FbfLane *lane)
+{
+	uint32		probes[FBF_MAX_HASHES];
+	Buffer		buf;
+	Page		page;
+	uint64		current;
+	uint64		lanes;
+
+	buf = FbfBloomReadPart(index, FbfWindowPartBlock(meta, hash),
+							BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	current = FbfSliceCurrentLanes(page, meta);
+
+	fbf_probes(hash, meta->nhashes, meta->nbits, probes);
+	lanes = bloom_slice_test(FbfSlicePageGetWords(page), FBF_SLICE_WIDTH,
+							 probes, meta->nhashes) & current;
+
+	/* the future lane full, or filling faster than its bits are for? */
+	if (lane != NULL && ((current >> meta->ring[0]) & 1) != 0)
+	{
+		uint32		count = FbfSlicePageGetHeader(page)->count[meta->ring[0]];
+
+		if (count > meta->overfull && meta->split_start == InvalidBlockNumber)
+			*lane = FBF_LANE_OVERFULL;
+		else if (count >= lane_limit(meta))
+			*lane = Max(*lane, FBF_LANE_FULL);
+	}
+	UnlockReleaseBuffer(buf);
+	return lanes != 0 &&
+		fbf_check_mask(FbfSliceLogicalMask(meta, lanes), meta->nlive,
+					   FBF_CHECK_DEFAULT);
+}
 
 /*
  * The Bloom store of a drain round (FbfFilterRoutine.store): set the
@@ -144,7 +157,7 @@ FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			  const BlockNumber *target, const BlockNumber *blocks,
 			  int nblocks, bool may_defer)
 {
-	uint32		limit = Max((uint32) (BLOOM_CAPACITY_PART * meta->overfull), 1);
+	uint32		limit = lane_limit(meta);
 	Buffer		sbufs[FBF_DRAIN_MAX_PAGES];
 	xl_fbf_slice_set sets[FBF_DRAIN_MAX_PAGES];
 	FbfHash    *hashes[FBF_DRAIN_MAX_PAGES];

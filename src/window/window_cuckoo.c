@@ -220,32 +220,6 @@ block_of(Page page)
 }
 
 /*
- * Is the operation live in the window's blocks?  One page, share-locked.
- * The caller holds the metapage (share or exclusive).  A block has no
- * overfull count: *overfull is left alone.
- */
-bool
-FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
-				  const FbfHash *hash, bool *overfull)
-{
-	CwinLayout	layout;
-	CwinEpochs	epochs;
-	CwinKey		key;
-	Buffer		buf;
-	bool		found;
-
-	FbfCuckooLayout(meta, &layout);
-	FbfCuckooEpochs(meta, &epochs);
-	cwin_key(&layout, &epochs, hash, &key);
-	buf = FbfCuckooReadPart(index, FbfWindowPartBlock(meta, hash),
-							BUFFER_LOCK_SHARE);
-	found = cwin_block_contains(&layout, block_of(BufferGetPage(buf)),
-								&epochs, &key);
-	UnlockReleaseBuffer(buf);
-	return found;
-}
-
-/*
  * A cuckoo block's capacity is this part of the live entries it holds at
  * the target: its false positives grow in proportion to them (cwin_fpp),
  * not as a power, so the margin a Bloom page has at three quarters of its
@@ -270,6 +244,38 @@ cuckoo_live_capacity(const FbfWindowMetaPageData *meta, const CwinLayout *layout
 	return CUCKOO_CAPACITY_PART *
 		Min(CWIN_PLAN_LOAD * cwin_nslots(layout),
 			meta->target_fpp / cwin_fpp(layout, 1.0, 0));
+}
+
+/*
+ * Is the operation live in the window's blocks?  One page, share-locked.
+ * The caller holds the metapage (share or exclusive).  Raises *lane (if
+ * not NULL, FbfLane) to full if the block holds what a drain may store in
+ * it (cuckoo_live_capacity); a block has no overfull count (the window
+ * grows when a drain leaves entries on their chain).
+ */
+bool
+FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
+				  const FbfHash *hash, FbfLane *lane)
+{
+	CwinLayout	layout;
+	CwinEpochs	epochs;
+	CwinKey		key;
+	Buffer		buf;
+	bool		found;
+
+	FbfCuckooLayout(meta, &layout);
+	FbfCuckooEpochs(meta, &epochs);
+	cwin_key(&layout, &epochs, hash, &key);
+	buf = FbfCuckooReadPart(index, FbfWindowPartBlock(meta, hash),
+							BUFFER_LOCK_SHARE);
+	found = cwin_block_contains(&layout, block_of(BufferGetPage(buf)),
+								&epochs, &key);
+	if (lane != NULL &&
+		cwin_block_live(block_of(BufferGetPage(buf)), &epochs) + 1 >
+		cuckoo_live_capacity(meta, &layout))
+		*lane = Max(*lane, FBF_LANE_FULL);
+	UnlockReleaseBuffer(buf);
+	return found;
 }
 
 /*

@@ -102,11 +102,14 @@ typedef struct FbfFilterRoutine
 
 	/*
 	 * Do the partition page's filters hold `hash`?  Reads one page, share.
-	 * *overfull (if not NULL) is set when the page's current filter fills
-	 * faster than its bits are for.  The caller holds the metapage.
+	 * *lane (if not NULL) is raised to what the page's current filter has
+	 * room for this period (FbfLane): full where a drain that may put
+	 * entries off would leave one more on its chain, overfull where it
+	 * also fills faster than its bits are for.  The caller holds the
+	 * metapage.
 	 */
 	bool		(*contains) (Relation index, const FbfWindowMetaPageData *meta,
-							 const FbfHash *hash, bool *overfull);
+							 const FbfHash *hash, FbfLane *lane);
 
 	/*
 	 * Store one drain round's committed entries in their partition pages:

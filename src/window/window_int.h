@@ -151,6 +151,20 @@ FbfFullXidBefore(FullTransactionId next, TransactionId xid)
 }
 
 /*
+ * What an operation's partition page says of the room its current filter
+ * has this period (FbfFilterRoutine.contains): a drain that may put
+ * entries off (FbfChainDrain) stores its entry there, or leaves it on the
+ * chain to wait for the next period's bits, or that and the page asks the
+ * window to grow.  Each state implies the one before it.
+ */
+typedef enum FbfLane
+{
+	FBF_LANE_ROOM,				/* stored when drained */
+	FBF_LANE_FULL,				/* put off: it waits on its chain */
+	FBF_LANE_OVERFULL			/* and the page asks for more bits */
+} FbfLane;
+
+/*
  * At most this many partition pages in one drain round (one WAL record; a
  * format may take fewer: FbfFilterRoutine.store_pages).  A chain's
  * operations fall in meta->nparts / meta->nchains partitions
@@ -383,7 +397,7 @@ extern bool FbfBloomSameShape(const FbfWindowMetaPageData *then,
 extern void FbfBloomDeriveMeta(FbfWindowMetaPageData *meta);
 extern void FbfBloomInitPageFor(Page page, const FbfWindowMetaPageData *meta);
 extern bool FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
-							 const FbfHash *hash, bool *overfull);
+							 const FbfHash *hash, FbfLane *lane);
 extern bool FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta,
 						  Buffer pbuf, const FbfPendingEntry *entries, int n,
 						  uint8 *keep, const BlockNumber *target,
@@ -429,7 +443,7 @@ extern void FbfCuckooDeriveMeta(FbfWindowMetaPageData *meta);
 extern void FbfCuckooRotate(FbfWindowMetaPageData *meta);
 extern void FbfCuckooInitPageFor(Page page, const FbfWindowMetaPageData *meta);
 extern bool FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
-							  const FbfHash *hash, bool *overfull);
+							  const FbfHash *hash, FbfLane *lane);
 extern bool FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta,
 						   Buffer pbuf, const FbfPendingEntry *entries, int n,
 						   uint8 *keep, const BlockNumber *target,
