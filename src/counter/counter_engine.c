@@ -326,6 +326,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	demand.entries = info->entries;
 	demand.asking = asking;
 	demand.on_reserve = info->on_reserve;
+	demand.waits = info->waits;
 	demand.epoch = info->capacity.epoch;
 	demand.per_period = info->capacity.per_period;
 	demand.in_flight = info->capacity.in_flight;
@@ -352,16 +353,32 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 
 	who = demand.pooled ? NULL : share_who(ops, opts->share_by);
 
-	/* (one pool has no share of the entries in flight: never pooled here) */
-	if (verdict == FBF_SHARE_OVER_IN_FLIGHT)
+	/*
+	 * The chains' entries, in flight or waiting for bits (one pool has no
+	 * share of them: never pooled here)
+	 */
+	if (verdict == FBF_SHARE_OVER_IN_FLIGHT || verdict == FBF_SHARE_OVER_WAITING)
+	{
+		bool		waits = verdict == FBF_SHARE_OVER_WAITING;
+
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 waits ?
+				 errmsg("%s holds its share of the pending pages of counter filter \"%s\"",
+						who, RelationGetRelationName(index)) :
 				 errmsg("%s holds its share of the operations in flight on counter filter \"%s\"",
 						who, RelationGetRelationName(index)),
+				 waits ?
+				 errdetail("Its new operations of this period put %.0f entries on the filter's pending pages to wait for the next period's filter; its share is %.0f of the %.0f they hold before their last fifth, shared by %.0f.",
+						   standing.used, standing.share, standing.capacity,
+						   standing.sharers) :
 				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %.0f.",
 						   standing.used, standing.share, standing.capacity,
 						   standing.sharers),
+				 waits ?
+				 errhint("Retry the operation in a later period, or plan the counter for its load (expected_rate).") :
 				 errhint("Commit or roll back open transactions that use this counter, or split large batches into several transactions.")));
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 who ?

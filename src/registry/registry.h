@@ -111,6 +111,8 @@ typedef struct FbfShareDemand
 	int			asking;			/* the call's operations from this one on,
 								 * all asked for if it is refused */
 	bool		on_reserve;		/* ... on its chain's reserve */
+	bool		waits;			/* ... to wait there for the next period's
+								 * bits */
 } FbfShareDemand;
 
 typedef enum FbfShareVerdict
@@ -120,6 +122,9 @@ typedef enum FbfShareVerdict
 								 * period's new operations */
 	FBF_SHARE_OVER_IN_FLIGHT,	/* its transactions hold their share of the
 								 * entries in flight */
+	FBF_SHARE_OVER_WAITING,		/* its new operations of the period hold
+								 * their share of the chains' entries that
+								 * wait for the next period's bits */
 	FBF_SHARE_NO_TABLE			/* every share table is held by counters with
 								 * entries in flight of recent transactions:
 								 * nothing counted, nothing held */
@@ -131,10 +136,12 @@ typedef struct FbfShareStanding
 	FbfShareVerdict verdict;
 	double		used;			/* OVER_RATE: the part of the period's
 								 * capacity the unit took; OVER_IN_FLIGHT:
-								 * its entries in flight */
-	double		share;			/* its share of either */
+								 * its entries in flight; OVER_WAITING:
+								 * its entries that wait */
+	double		share;			/* its share of it */
 	double		capacity;		/* the period's new operations, or the
-								 * chains' entries */
+								 * chains' entries (before their reserve,
+								 * for those that wait) */
 	double		sharers;		/* the shares its units stand for (one a
 								 * unit, more for the units the table
 								 * cannot tell apart) */

@@ -48,6 +48,14 @@
  *	  FBF_SHARE_PREPARED_MAX, beyond which PREPARE is refused) and is
  *	  released once the xid is no longer in progress, looked at when the
  *	  unit would be refused and when the period rolls.
+ *	- waiting: an operation whose entries will wait on the chains for the
+ *	  next period's bits (its filter page has no room left this period, as
+ *	  the window tells: FbfShareDemand.waits) is judged as the rate is, of
+ *	  the part of the chains before their reserve, a unit's entries that
+ *	  wait this period against its share of it and what it may take
+ *	  beyond (judge_waits): a unit within its share of the rate whose load
+ *	  is far above the window's plan would fill the chains otherwise, and
+ *	  leave the others only their reserve.
  *	- a transaction that aborts gives back what its operations took of the
  *	  period, if the period is still the same: they never reach the bits.
  *	  (A rolled back subtransaction's operations stay charged until the
@@ -164,6 +172,10 @@ typedef struct FbfShareUnit
 								 * transactions */
 	int64		spent;			/* entries its new operations put on the
 								 * chains' reserve this period */
+	int64		waits;			/* entries its new operations put on the
+								 * chains this period to wait for the next
+								 * period's bits */
+	int64		waits_prev;		/* in the period before */
 	double		asked;			/* of the period's capacity, what its new
 								 * operations asked for this period:
 								 * admitted or refused, committed or not
@@ -242,6 +254,18 @@ typedef struct ShareCacheEntry
 static HTAB *share_cache = NULL;
 
 /*
+ * What a transaction's operations took of their period: given back if it
+ * aborts (they never reach the bits) and the period is still the same.
+ */
+typedef struct SharePeriodCharge
+{
+	double		fill;			/* of the period's capacity */
+	int64		spent;			/* entries on the chains' reserve */
+	int64		waits;			/* entries to wait for the next period's
+								 * bits */
+} SharePeriodCharge;
+
+/*
  * What the current transaction holds in flight, released at its end, and
  * what its operations took of their period, given back if it aborts (its
  * operations never reach the bits) and the period is still the same.
@@ -252,9 +276,8 @@ typedef struct ShareHeld
 	uint64		generation;
 	int			slot;
 	int64		entries;
-	int64		epoch;			/* the period of `fill` and `spent` */
-	double		fill;
-	int64		spent;
+	int64		epoch;			/* the period of `took` */
+	SharePeriodCharge took;
 	int			row;			/* its table's row of the transaction being
 								 * prepared, -1 if none (yet) */
 	bool		done;			/* let go of (share_xact_callback) */
@@ -382,24 +405,25 @@ stop_counting(FbfShareTable *t, int slot, bool was)
 }
 
 /*
- * Give back `entries` of a slot's in-flight charge, and `fill` of what it
- * took of the period `epoch` and `spent` of the reserve then, if that is
- * still the table's period (the table's lock held).
+ * Give back `entries` of a slot's in-flight charge, and what it `took` of
+ * the period `epoch` (none: NULL), if that is still the table's period
+ * (the table's lock held).
  */
 static void
-release(FbfShareTable *t, int slot, int64 entries, int64 epoch, double fill,
-		int64 spent)
+release(FbfShareTable *t, int slot, int64 entries, int64 epoch,
+		const SharePeriodCharge *took)
 {
 	FbfShareUnit *u = &t->units[slot];
 	bool		was = unit_active(u);
 
 	u->in_flight -= Min(entries, u->in_flight);
 	t->in_flight -= Min(entries, t->in_flight);
-	if (epoch == t->epoch)
+	if (took != NULL && epoch == t->epoch)
 	{
-		u->fill -= Min(fill, u->fill);
-		t->fill -= Min(fill, t->fill);
-		u->spent -= Min(spent, u->spent);
+		u->fill -= Min(took->fill, u->fill);
+		t->fill -= Min(took->fill, t->fill);
+		u->spent -= Min(took->spent, u->spent);
+		u->waits -= Min(took->waits, u->waits);
 	}
 	stop_counting(t, slot, was);
 }
@@ -424,7 +448,7 @@ sweep_prepared(FbfShareTable *t)
 			int			i;
 
 			for (i = 0; i < row->nslots; i++)
-				release(t, row->slot[i], row->entries[i], 0, 0, 0);
+				release(t, row->slot[i], row->entries[i], 0, NULL);
 			row->xid = InvalidTransactionId;
 		}
 	}
@@ -447,6 +471,8 @@ roll(FbfShareTable *t, int64 epoch)
 		t->units[s].prev = next ? t->units[s].fill : 0;
 		t->units[s].fill = 0;
 		t->units[s].spent = 0;
+		t->units[s].waits_prev = next ? t->units[s].waits : 0;
+		t->units[s].waits = 0;
 		t->units[s].asked_prev = next ? t->units[s].asked : 0;
 		t->units[s].asked = 0;
 	}
@@ -481,13 +507,8 @@ unit_slot(FbfShareTable *t, uint64 unit)
 	}
 	if (free_slot < 0)
 		return OTHERS_SLOT;
+	memset(&t->units[free_slot], 0, sizeof(FbfShareUnit));
 	t->units[free_slot].unit = unit;
-	t->units[free_slot].fill = 0;
-	t->units[free_slot].prev = 0;
-	t->units[free_slot].in_flight = 0;
-	t->units[free_slot].spent = 0;
-	t->units[free_slot].asked = 0;
-	t->units[free_slot].asked_prev = 0;
 	return free_slot;
 }
 
@@ -959,8 +980,7 @@ share_xact_callback(XactEvent event, void *arg)
 			/* a row a sweep let go of gave its entries back */
 			release(t, held[i].slot,
 					held[i].row < 0 || in_row ? held[i].entries : 0,
-					held[i].epoch, aborted ? held[i].fill : 0,
-					aborted ? held[i].spent : 0);
+					held[i].epoch, aborted ? &held[i].took : NULL);
 		}
 		LWLockRelease(table_lock(t));
 	}
@@ -984,14 +1004,13 @@ reserve_held(void)
 }
 
 /*
- * Remember that this transaction holds `entries` more of a slot, and took
- * `fill` more of the period `epoch`, `spent` of it on the reserve (only
- * the latest period's is kept: an earlier one's has rolled into the
- * slot's `prev`).
+ * Remember that this transaction holds `entries` more of a slot, and
+ * `took` more of the period `epoch` (only the latest period's is kept: an
+ * earlier one's has rolled into the slot's `prev`).
  */
 static void
 hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
-	 double fill, int64 spent)
+	 const SharePeriodCharge *took)
 {
 	int			h;
 
@@ -1004,26 +1023,23 @@ hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
 	if (h == nheld)
 	{
 		Assert(nheld < maxheld);
+		memset(&held[h], 0, sizeof(ShareHeld));
 		held[h].table = table;
 		held[h].generation = generation;
 		held[h].slot = slot;
-		held[h].entries = 0;
 		held[h].epoch = epoch;
-		held[h].fill = 0;
-		held[h].spent = 0;
 		held[h].row = -1;
-		held[h].done = false;
 		nheld++;
 	}
 	held[h].entries += entries;
 	if (held[h].epoch != epoch)
 	{
 		held[h].epoch = epoch;
-		held[h].fill = 0;
-		held[h].spent = 0;
+		memset(&held[h].took, 0, sizeof(SharePeriodCharge));
 	}
-	held[h].fill += fill;
-	held[h].spent += spent;
+	held[h].took.fill += took->fill;
+	held[h].took.spent += took->spent;
+	held[h].took.waits += took->waits;
 }
 
 /* a refusal: what it was judged by */
@@ -1121,6 +1137,53 @@ water_level(const ShareDemand *d, int m, double room)
 	return 1.0;
 }
 
+/* what a unit demands of the period's capacity, beside one beyond its share */
+static double
+rate_demand(const FbfShareUnit *u)
+{
+	return Max(u->fill, u->prev);
+}
+
+/* ... of the entries that wait on the chains */
+static double
+waits_demand(const FbfShareUnit *u)
+{
+	return (double) Max(u->waits, u->waits_prev);
+}
+
+/*
+ * How much of `room` the unit of `slot` may take beyond its share: the
+ * water level of weighted max-min fairness times its weight, each other
+ * active unit demanding `demand_of` it, and this one more than all there
+ * is.
+ */
+static double
+beyond_level(const FbfShareTable *t, int slot, double room,
+			 double (*demand_of) (const FbfShareUnit *))
+{
+	ShareDemand demands[FBF_SHARE_UNITS + 1];
+	double		weight = slot_weight(t, slot);
+	int			m = 0;
+	int			s;
+
+	for (s = 0; s <= OTHERS_SLOT; s++)
+	{
+		const FbfShareUnit *v = &t->units[s];
+
+		if (s != slot && unit_active(v))
+		{
+			demands[m].demand = demand_of(v);
+			demands[m].weight = slot_weight(t, s);
+			m++;
+		}
+	}
+	demands[m].demand = 2.0 * room * weight;
+	demands[m].weight = weight;
+	m++;
+	qsort(demands, m, sizeof(ShareDemand), demand_cmp);
+	return water_level(demands, m, room) * weight;
+}
+
 /*
  * The period's new operations.  Within its share (its weight over the
  * sharers of the period's capacity: 1/n for a unit with a slot of its
@@ -1142,33 +1205,13 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 		   FbfShareStanding *standing)
 {
 	const FbfShareUnit *u = &t->units[slot];
-	double		weight = slot_weight(t, slot);
-	double		share = weight / standing->sharers;
+	double		share = slot_weight(t, slot) / standing->sharers;
 	double		cost = 1.0 / demand->per_period;
-	ShareDemand demands[FBF_SHARE_UNITS + 1];
 	double		level;
-	int			m = 0;
-	int			s;
 
 	if (u->fill + cost <= share)
 		return;
-	for (s = 0; s <= OTHERS_SLOT; s++)
-	{
-		const FbfShareUnit *v = &t->units[s];
-
-		if (s != slot && unit_active(v))
-		{
-			demands[m].demand = Max(v->fill, v->prev);
-			demands[m].weight = slot_weight(t, s);
-			m++;
-		}
-	}
-	/* this unit: more than all there is */
-	demands[m].demand = 2.0 * weight;
-	demands[m].weight = weight;
-	m++;
-	qsort(demands, m, sizeof(ShareDemand), demand_cmp);
-	level = water_level(demands, m, FBF_SHARE_BEYOND) * weight;
+	level = beyond_level(t, slot, FBF_SHARE_BEYOND, rate_demand);
 	if (u->fill + cost <= level)
 		return;
 	/* of the last slot, within a share of its own: up to the slot's share more */
@@ -1178,6 +1221,39 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 		return;
 	refuse(standing, FBF_SHARE_OVER_RATE, u->fill, Max(share, level),
 		   demand->per_period);
+}
+
+/*
+ * The chains' entries that wait for the next period's bits: of the part
+ * of the chains before their reserve (FBF_SHARE_RESERVE), a unit's share
+ * and what it may take beyond it are judged as the period's new
+ * operations are (judge_rate), each other unit demanding what it put
+ * there this period or the one before.  So a unit whose operations
+ * within its share of the period's capacity would fill chains planned
+ * for a fraction of its load leaves the others their part of them, where
+ * they would otherwise find only the reserve, and a light unit there only
+ * half of what is left of it (FbfShareWeigh).  Not judged: operations
+ * whose entries do not wait, a unit alone (the reserve and the window's
+ * growth are for it), and the units of the last slot (as at the reserve,
+ * a flood beside them would make them pay).
+ */
+static void
+judge_waits(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
+			FbfShareStanding *standing)
+{
+	const FbfShareUnit *u = &t->units[slot];
+	double		room = FBF_SHARE_RESERVE * demand->in_flight;
+	double		share = room * slot_weight(t, slot) / standing->sharers;
+	double		level;
+
+	if (!demand->waits || slot == OTHERS_SLOT || standing->sharers <= 1 ||
+		u->waits + demand->entries <= share)
+		return;
+	level = beyond_level(t, slot, FBF_SHARE_BEYOND * room, waits_demand);
+	if (u->waits + demand->entries <= level)
+		return;
+	refuse(standing, FBF_SHARE_OVER_WAITING, (double) u->waits,
+		   Max(share, level), room);
 }
 
 /*
@@ -1201,6 +1277,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	int64		epoch;
 	double		cost = 1.0 / demand->per_period;
 	bool		swept = false;
+	SharePeriodCharge took = {0};
 
 	memset(standing, 0, sizeof(*standing));
 	standing->verdict = FBF_SHARE_ADMITTED;
@@ -1254,7 +1331,11 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	if (demand->pooled)
 		judge_pool(t, demand, standing);
 	else if (!judge_in_flight(t, slot, demand, standing, &swept))
+	{
 		judge_rate(t, slot, demand, standing);
+		if (standing->verdict == FBF_SHARE_ADMITTED)
+			judge_waits(t, slot, demand, standing);
+	}
 
 	/*
 	 * Asked for, however its transaction ends; refused, the rest of its
@@ -1270,8 +1351,11 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		u->fill += cost;
 		u->in_flight += demand->entries;
 		t->in_flight += demand->entries;
-		if (demand->on_reserve)
-			u->spent += demand->entries;
+		took.fill = cost;
+		took.spent = demand->on_reserve ? demand->entries : 0;
+		took.waits = demand->waits ? demand->entries : 0;
+		u->spent += took.spent;
+		u->waits += took.waits;
 	}
 	else if (!unit_active(u))
 		t->nactive--;			/* refused on its first: it holds nothing,
@@ -1292,8 +1376,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	LWLockRelease(table_lock(t));
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
-		hold(table, generation, slot, demand->entries, epoch, cost,
-			 demand->on_reserve ? demand->entries : 0);
+		hold(table, generation, slot, demand->entries, epoch, &took);
 	return standing->verdict;
 }
 
