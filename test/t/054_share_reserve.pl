@@ -1,36 +1,37 @@
-# The last fifth of a window's pending chains is kept for the units that
-# did not flood it.
+# The pending chains are shared: a unit's new operations that wait there
+# for the next period's bits take at most its share of the chains before
+# their last fifth, and that fifth is kept for the units that did not
+# flood them.
 #
 # A split frees no room in the filters of the current period, so a flood
 # of new operations beyond what they take waits on the pending chains for
-# the next period's bits.  The shares judge a unit against the capacity of
-# the window grown to its cap, which a small window's flood is far from:
-# before the reserve, such a flood filled the chains, grew the window to
-# its cap within the period (each full chain splits it, which frees no
-# room), and then every operation that found its chain full was refused
-# (53400, "at its capacity"), the victim's too.  Now an operation that
+# the next period's bits.  The shares of the rate judge a unit against the
+# capacity of the window grown to its cap, which a small window's flood is
+# far from: before the reserve, such a flood filled the chains, grew the
+# window to its cap within the period (each full chain splits it, which
+# frees no room), and then every operation that found its chain full was
+# refused (53400, "at its capacity"), the victim's too.  With the reserve
+# alone, a flood within its share of the rate still filled the rest of the
+# chains, and a light unit beside it found only the reserve, of which it
+# may take half (so that a newcomer finds the rest): refused there for
+# having spent its part, for the flood's sake.  Now a unit whose entries
+# wait is judged against its share of the chains before their reserve
+# (53400, "holds its share of the pending pages"), and an operation that
 # would take room on the last fifth of its chain asks the shares first: a
 # unit that asked more than its share of the last two periods is refused
-# there (53400, "has filled the pending pages ... up to the part kept
-# for others"), the others take it.
+# there (53400, "has filled the pending pages ... up to the part kept for
+# others"), a light one once it has taken half of what was left there.
 #
 #   1. t2 applies a few operations; t1 floods a counter planned for 10
 #      operations a second with committed batches of 5,000 new operations
-#      until it is refused, then of 100, then of 10 (so that, before the
-#      reserve, its entries filled the chains to the last few): it is
-#      refused with "has filled the pending pages" (53400); what its
-#      batches applied is counted once;
+#      until it is refused, then of 100, then of 10 (so that its entries
+#      fill the chains as far as it may): it is refused for its share of
+#      the pending pages (53400), never at the reserve nor "at its
+#      capacity"; what its batches applied is counted once;
 #   2. then t2's 300 new operations, one a statement, are all applied
 #      (none refused, none dismissed);
 #   3. t1 is refused again;
-#   4. the reserve is not first come, first served: on the first counter,
-#      t3, light beside t1, floods what t1 left with the same committed
-#      batches until it is refused at the reserve, having spent its part
-#      of it (half of what was left when it came); then t4, a newcomer,
-#      has its 300 new operations all applied (before, t3 took the whole
-#      reserve and t4 found the chains full: refused "at its capacity"
-#      183 times of 300);
-#   5. a unit alone takes the reserve only while the window can grow: on
+#   4. a unit alone takes the reserve only while the window can grow: on
 #      a second counter, t1 alone runs the same flood from one session (so
 #      that the rate grows the window once, and the reserve does the rest
 #      of its growth): the batch that first meets the reserve grows the
@@ -39,16 +40,26 @@
 #      capacity"; then t2, a newcomer, has its 300 new operations all
 #      applied (before, t1 alone filled the chains to the last page and t2
 #      found them full: refused "at its capacity" 189 times of 300), and
-#      t1 is refused again.
+#      t1 is refused again, now for its share of the pending pages;
+#   5. the reserve is not first come, first served: on that counter, t3,
+#      light beside t1, floods the reserve t1 left with the same committed
+#      batches until it is refused at the reserve, having spent its part
+#      of it (half of what was left when it came); then t4, a newcomer,
+#      has its 300 new operations all applied (before, t3 took the whole
+#      reserve and t4 found the chains full: refused "at its capacity"
+#      183 times of 300);
 #   6. a unit is weighed by what it asked, not by what it kept: on a third
 #      counter, t1 applies 10 operations, then sends 40 batches of 5,000
 #      new operations, each rolled back (or refused), so that it keeps
 #      only its 10; t2 then floods with the committed batches of 1. until
-#      refused: it is refused at the reserve having spent its part of it
-#      ("It put as many new operations on the last fifth"), never as
-#      heavy, since t1 asked far more (before, weighed by what each kept,
-#      t2 was refused as heavy beside t1's 10 operations); t1 is refused
-#      at the reserve as heavy.
+#      refused for its share of the pending pages, and t1 floods the rest
+#      the same way: t1 is refused at the reserve as heavy, since it asked
+#      far more than t2 (weighed by what each kept, t1 would be the light
+#      one, and take the reserve).
+#   7. sections 1 and 3b again on a cuckoo window (which grows when a
+#      block is full, so that its flood meets its share of the rate
+#      first): t1's flood is refused for a share of its own, and t2's
+#      9,000 new operations are never refused.
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -70,7 +81,8 @@ $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('fl', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('alone', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('asks', retention => '1 hour', expected_rate => 10);
-	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks TO t1, t2, t3, t4;});
+	SELECT fbf_create_counter_table('ck', retention => '1 hour', expected_rate => 10, filter => 'cuckoo');
+	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck TO t1, t2, t3, t4;});
 
 # one batch of `size` new operations (new clients from `base`) as role
 # `role` (t1 unless given) on `counter`, key 'a': how many it applied (the
@@ -161,8 +173,8 @@ is($node->safe_psql('postgres', q{
 # ---- 1. the flood, until refused ----
 my ($t1_applied, $refusal) = flood('fl');
 note "t1 applied $t1_applied operations, first refused: $refusal";
-like($refusal, qr/role "t1" has filled the pending pages of counter filter "fl_fbf" up to the part kept for others/,
-	"t1's flood is refused where it would take the chains' reserve");
+like($refusal, qr/role "t1" holds its share of the pending pages of counter filter "fl_fbf"/,
+	"t1's flood is refused for its share of the pending pages, before the chains' reserve");
 is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'a')"), $t1_applied,
 	't1\'s batches counted each operation they applied once');
 
@@ -199,19 +211,44 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'b')"), '310',
 	't2\'s key counted each of its operations once');
 
 # ---- 3. t1 is still refused ----
-like((flood_batch('fl', 9_000_000, 10))[1], qr/role "t1" has filled the pending pages/,
-	't1 is refused again, after t2 took the reserve');
+like((flood_batch('fl', 9_000_000, 10))[1], qr/role "t1" holds its share of the pending pages/,
+	't1 is refused again, after t2\'s operations');
 
-# ---- 4. the reserve is not first come, first served ----
-my ($t3_applied, $t3_refusal) = flood('fl', 't3', 20_000_000);
-note "t3 applied $t3_applied operations, first refused: $t3_refusal";
-like($t3_refusal, qr/role "t3" has filled the pending pages of counter filter "fl_fbf" up to the part kept for others/,
-	"t3, light beside t1, is refused at the reserve once it took its part");
-cmp_ok($t3_applied, '>', 1000, 't3 took a part of the reserve before');
-is(newcomer('fl', 5000, 't4'), '300 0 0',
-	'a newcomer after t3 has its 300 new operations all applied');
+# ---- 3b. t2's load within its share of the chains ----
 
-# ---- 5. a unit alone, then a newcomer ----
+# `n` committed batches of `size` new operations of `role` on `counter`,
+# key 'c', from one session: the operations applied, and the errors
+sub batches
+{
+	my ($counter, $role, $base, $n, $size) = @_;
+	my $sql = '';
+	for (1 .. $n)
+	{
+		$sql .= qq{SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', 'c',
+			ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
+			array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a;
+};
+		$base += 10_000;
+	}
+	my ($ret, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 0,
+		extra_params => [ '-U', $role ]);
+	my $applied = 0;
+	$applied += $_ for split /\n/, $out;
+	my @errors = $err =~ /ERROR:\s+(.*)/g;
+	return ($applied, @errors);
+}
+
+# 9,000 new operations (18,000 entries with their streams' annexes): more
+# than half of the reserve t2 would find beside a flood that filled the
+# rest (about 13,000 entries of its 26,000 here), less than what t1 left
+# before the reserve (26,000)
+my ($t2_applied, @t2_errors) = batches('fl', 't2', 60_000_000, 90, 100);
+note "t2 applied $t2_applied of 9000 beside t1's flood; errors: @t2_errors";
+is(scalar(@t2_errors), 0,
+	't2\'s 9,000 new operations beside t1\'s flood are never refused');
+cmp_ok($t2_applied, '>=', 8990, 'and are applied (at most 0.1% dismissed)');
+
+# ---- 4. a unit alone, then a newcomer ----
 my ($alone_applied, $parts_before, $parts_after, $alone_refusal) = flood_alone('alone');
 my ($bytes, $cap) = split /\|/, $node->safe_psql('postgres', q{
 	SELECT bytes, pg_size_bytes(current_setting('fbf.max_filter_size'))
@@ -227,8 +264,17 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('alone', 'a')"), $alon
 is(newcomer('alone', 0), '300 0 0',
 	'a newcomer after the flood of a unit alone has its 300 new operations all applied');
 like((flood_batch('alone', 9_000_000, 5000))[1],
-	qr/role "t1" has filled the pending pages.*\s+DETAIL:\s+It asked for more than its share/,
-	't1 is refused again, now as heavy beside the newcomer');
+	qr/role "t1" holds its share of the pending pages of counter filter "alone_fbf"/,
+	't1 is refused again, now for its share of the pending pages beside the newcomer');
+
+# ---- 5. the reserve is not first come, first served ----
+my ($t3_applied, $t3_refusal) = flood('alone', 't3', 20_000_000);
+note "t3 applied $t3_applied operations, first refused: $t3_refusal";
+like($t3_refusal, qr/role "t3" has filled the pending pages of counter filter "alone_fbf" up to the part kept for others\s+DETAIL:\s+It put as many new operations on the last fifth/,
+	"t3, light beside t1, is refused at the reserve once it took its part");
+cmp_ok($t3_applied, '>', 1000, 't3 took a part of the reserve before');
+is(newcomer('alone', 5000, 't4'), '300 0 0',
+	'a newcomer after t3 has its 300 new operations all applied');
 
 # ---- 6. weighed by what it asked ----
 is($node->safe_psql('postgres', q{
@@ -251,15 +297,31 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('asks', 'a')"), '10',
 	't1 kept only its 10 operations: its batches were rolled back');
 my ($asks_applied, $asks_refusal) = flood('asks', 't2', 40_000_000);
 note "t2 applied $asks_applied operations beside t1's rolled back batches, first refused: $asks_refusal";
-# t2 light beside t1 needs t2's demand under two thirds of t1's (max-min
-# over four fifths of the two): t1 asked 200,010
+# t1 heavy beside t2 needs t2's demand well under t1's (max-min over four
+# fifths of the two): t1 asked 200,010
 cmp_ok($asks_applied, '<', 120_000, 't2 asked well under two thirds of what t1 asked');
-like($asks_refusal, qr/role "t2" has filled the pending pages of counter filter "asks_fbf" up to the part kept for others\s+DETAIL:\s+It put as many new operations on the last fifth/,
-	't2, which asked less than t1, is refused at the reserve only for having spent its part of it, not as heavy');
+like($asks_refusal, qr/role "t2" holds its share of the pending pages of counter filter "asks_fbf"/,
+	't2, beside t1\'s rolled back batches, is refused for its share of the pending pages');
 is($node->safe_psql('postgres', "SELECT fbf_counter_value('asks', 'a')"), $asks_applied + 10,
 	't2\'s batches counted each operation they applied once');
-like((flood_batch('asks', 50_000_000, 5000))[1],
-	qr/role "t1" has filled the pending pages.*\s+DETAIL:\s+It asked for more than its share/,
-	't1, which kept 10 operations but asked 200,000, is refused at the reserve as heavy');
+my ($t1_kept, $t1_refusal) = flood('asks', 't1', 50_000_000);
+note "t1 then applied $t1_kept operations, first refused: $t1_refusal";
+cmp_ok($t1_kept, '>', 1000, 't1 took what t2 left before the reserve');
+like($t1_refusal,
+	qr/role "t1" has filled the pending pages of counter filter "asks_fbf" up to the part kept for others\s+DETAIL:\s+It asked for more than its share/,
+	't1, which kept far less than t2 but asked 200,000 more, is refused at the reserve as heavy');
+
+# ---- 7. the same on a cuckoo window ----
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 10) g
+	 WHERE idempotent_increment('ck', 'b', 100 + g, 1, 1)},
+	extra_params => [ '-U', 't2' ]), '10', 't2 applies 10 operations on a cuckoo counter');
+my ($ck_applied, $ck_refusal) = flood('ck');
+note "t1 applied $ck_applied operations on the cuckoo counter, first refused: $ck_refusal";
+like($ck_refusal, qr/role "t1" (holds its share of the pending pages|is over its share of the capacity) of counter filter "ck_fbf"/,
+	"cuckoo: t1's flood is refused for a share of its own");
+my ($ck_t2, @ck_errors) = batches('ck', 't2', 60_000_000, 90, 100);
+note "t2 applied $ck_t2 of 9000 beside t1's flood on the cuckoo counter; errors: @ck_errors";
+is(scalar(@ck_errors), 0, 'cuckoo: t2\'s 9,000 new operations beside t1\'s flood are never refused');
 
 done_testing();
