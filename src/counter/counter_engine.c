@@ -369,7 +369,7 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 				 errmsg("%s holds its share of the operations in flight on counter filter \"%s\"",
 						who, RelationGetRelationName(index)),
 				 waits ?
-				 errdetail("Its new operations of this period put %.0f entries on the filter's pending pages to wait for the next period's filter; its share is %.0f of the %.0f they hold before their last fifth, shared by %.0f.",
+				 errdetail("It has %.0f entries on the filter's pending pages, in flight or waiting for the next period's filter; its share is %.0f of the %.0f they hold before their last fifth, shared by %.0f.",
 						   standing.used, standing.share, standing.capacity,
 						   standing.sharers) :
 				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %.0f.",

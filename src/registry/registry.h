@@ -122,9 +122,10 @@ typedef enum FbfShareVerdict
 								 * period's new operations */
 	FBF_SHARE_OVER_IN_FLIGHT,	/* its transactions hold their share of the
 								 * entries in flight */
-	FBF_SHARE_OVER_WAITING,		/* its new operations of the period hold
-								 * their share of the chains' entries that
-								 * wait for the next period's bits */
+	FBF_SHARE_OVER_WAITING,		/* an operation that would wait for the
+								 * next period's bits, of a unit that holds
+								 * its share of the chains' entries (in
+								 * flight or waiting) */
 	FBF_SHARE_NO_TABLE			/* every share table is held by counters with
 								 * entries in flight of recent transactions:
 								 * nothing counted, nothing held */
@@ -137,7 +138,7 @@ typedef struct FbfShareStanding
 	double		used;			/* OVER_RATE: the part of the period's
 								 * capacity the unit took; OVER_IN_FLIGHT:
 								 * its entries in flight; OVER_WAITING:
-								 * its entries that wait */
+								 * its entries on the chains */
 	double		share;			/* its share of it */
 	double		capacity;		/* the period's new operations, or the
 								 * chains' entries (before their reserve,

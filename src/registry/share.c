@@ -51,11 +51,13 @@
  *	- waiting: an operation whose entries will wait on the chains for the
  *	  next period's bits (its filter page has no room left this period, as
  *	  the window tells: FbfShareDemand.waits) is judged as the rate is, of
- *	  the part of the chains before their reserve, a unit's entries that
- *	  wait this period against its share of it and what it may take
- *	  beyond (judge_waits): a unit within its share of the rate whose load
- *	  is far above the window's plan would fill the chains otherwise, and
- *	  leave the others only their reserve.
+ *	  the part of the chains before their reserve, what its unit has
+ *	  there (its entries in flight, and those of its committed operations
+ *	  that wait, counted as their transactions commit, of this period and
+ *	  the one before) against its share of it and what it may take beyond
+ *	  (judge_waits): a unit within its share of the rate whose load is far
+ *	  above the window's plan would fill the chains otherwise, and leave
+ *	  the others only their reserve.
  *	- a transaction that aborts gives back what its operations took of the
  *	  period, if the period is still the same: they never reach the bits.
  *	  (A rolled back subtransaction's operations stay charged until the
@@ -172,9 +174,10 @@ typedef struct FbfShareUnit
 								 * transactions */
 	int64		spent;			/* entries its new operations put on the
 								 * chains' reserve this period */
-	int64		waits;			/* entries its new operations put on the
-								 * chains this period to wait for the next
-								 * period's bits */
+	int64		waits;			/* entries its committed new operations put
+								 * on the chains to wait for the next
+								 * period's bits, counted this period as
+								 * their transactions commit */
 	int64		waits_prev;		/* in the period before */
 	double		asked;			/* of the period's capacity, what its new
 								 * operations asked for this period:
@@ -261,8 +264,6 @@ typedef struct SharePeriodCharge
 {
 	double		fill;			/* of the period's capacity */
 	int64		spent;			/* entries on the chains' reserve */
-	int64		waits;			/* entries to wait for the next period's
-								 * bits */
 } SharePeriodCharge;
 
 /*
@@ -278,6 +279,9 @@ typedef struct ShareHeld
 	int64		entries;
 	int64		epoch;			/* the period of `took` */
 	SharePeriodCharge took;
+	int64		waits;			/* entries of its operations that wait for
+								 * the next period's bits: counted in the
+								 * slot's `waits` if it commits */
 	int			row;			/* its table's row of the transaction being
 								 * prepared, -1 if none (yet) */
 	bool		done;			/* let go of (share_xact_callback) */
@@ -406,24 +410,25 @@ stop_counting(FbfShareTable *t, int slot, bool was)
 
 /*
  * Give back `entries` of a slot's in-flight charge, and what it `took` of
- * the period `epoch` (none: NULL), if that is still the table's period
- * (the table's lock held).
+ * the period `epoch` (none: NULL), if that is still the table's period;
+ * of those entries, `waits` committed to wait on the chains for the next
+ * period's bits (the table's lock held).
  */
 static void
 release(FbfShareTable *t, int slot, int64 entries, int64 epoch,
-		const SharePeriodCharge *took)
+		const SharePeriodCharge *took, int64 waits)
 {
 	FbfShareUnit *u = &t->units[slot];
 	bool		was = unit_active(u);
 
 	u->in_flight -= Min(entries, u->in_flight);
 	t->in_flight -= Min(entries, t->in_flight);
+	u->waits += waits;
 	if (took != NULL && epoch == t->epoch)
 	{
 		u->fill -= Min(took->fill, u->fill);
 		t->fill -= Min(took->fill, t->fill);
 		u->spent -= Min(took->spent, u->spent);
-		u->waits -= Min(took->waits, u->waits);
 	}
 	stop_counting(t, slot, was);
 }
@@ -448,7 +453,7 @@ sweep_prepared(FbfShareTable *t)
 			int			i;
 
 			for (i = 0; i < row->nslots; i++)
-				release(t, row->slot[i], row->entries[i], 0, NULL);
+				release(t, row->slot[i], row->entries[i], 0, NULL, 0);
 			row->xid = InvalidTransactionId;
 		}
 	}
@@ -980,7 +985,8 @@ share_xact_callback(XactEvent event, void *arg)
 			/* a row a sweep let go of gave its entries back */
 			release(t, held[i].slot,
 					held[i].row < 0 || in_row ? held[i].entries : 0,
-					held[i].epoch, aborted ? &held[i].took : NULL);
+					held[i].epoch, aborted ? &held[i].took : NULL,
+					aborted ? 0 : held[i].waits);
 		}
 		LWLockRelease(table_lock(t));
 	}
@@ -1004,13 +1010,14 @@ reserve_held(void)
 }
 
 /*
- * Remember that this transaction holds `entries` more of a slot, and
- * `took` more of the period `epoch` (only the latest period's is kept: an
- * earlier one's has rolled into the slot's `prev`).
+ * Remember that this transaction holds `entries` more of a slot, `waits`
+ * of them to wait for the next period's bits, and `took` more of the
+ * period `epoch` (only the latest period's is kept: an earlier one's has
+ * rolled into the slot's `prev`).
  */
 static void
-hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
-	 const SharePeriodCharge *took)
+hold(int table, uint64 generation, int slot, int64 entries, int64 waits,
+	 int64 epoch, const SharePeriodCharge *took)
 {
 	int			h;
 
@@ -1032,6 +1039,7 @@ hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
 		nheld++;
 	}
 	held[h].entries += entries;
+	held[h].waits += waits;
 	if (held[h].epoch != epoch)
 	{
 		held[h].epoch = epoch;
@@ -1039,7 +1047,6 @@ hold(int table, uint64 generation, int slot, int64 entries, int64 epoch,
 	}
 	held[h].took.fill += took->fill;
 	held[h].took.spent += took->spent;
-	held[h].took.waits += took->waits;
 }
 
 /* a refusal: what it was judged by */
@@ -1144,11 +1151,16 @@ rate_demand(const FbfShareUnit *u)
 	return Max(u->fill, u->prev);
 }
 
-/* ... of the entries that wait on the chains */
+/*
+ * ... of the chains' entries: those of its open and prepared transactions,
+ * and those its committed operations of this period and the one before
+ * put there to wait for the next period's bits (a drain stores a backlog
+ * by a lane's part a period, so these may wait for more than one)
+ */
 static double
-waits_demand(const FbfShareUnit *u)
+chain_demand(const FbfShareUnit *u)
 {
-	return (double) Max(u->waits, u->waits_prev);
+	return (double) (u->in_flight + u->waits + u->waits_prev);
 }
 
 /*
@@ -1224,18 +1236,23 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 }
 
 /*
- * The chains' entries that wait for the next period's bits: of the part
- * of the chains before their reserve (FBF_SHARE_RESERVE), a unit's share
- * and what it may take beyond it are judged as the period's new
- * operations are (judge_rate), each other unit demanding what it put
- * there this period or the one before.  So a unit whose operations
- * within its share of the period's capacity would fill chains planned
- * for a fraction of its load leaves the others their part of them, where
- * they would otherwise find only the reserve, and a light unit there only
- * half of what is left of it (FbfShareWeigh).  Not judged: operations
- * whose entries do not wait, a unit alone (the reserve and the window's
- * growth are for it), and the units of the last slot (as at the reserve,
- * a flood beside them would make them pay).
+ * An operation whose entries will wait for the next period's bits: of the
+ * part of the chains before their reserve (FBF_SHARE_RESERVE), a unit's
+ * share and what it may take beyond it are judged as the period's new
+ * operations are (judge_rate), of what the unit has on the chains
+ * (chain_demand: its entries in flight, and those of its committed
+ * operations that wait, of this period and the one before), each other
+ * unit demanding what it has there.  So a unit whose operations within
+ * its share of the period's capacity would fill chains planned for a
+ * fraction of its load leaves the others their part of them, where they
+ * would otherwise find only the reserve, and a light unit there only half
+ * of what is left of it (FbfShareWeigh).  Entries in flight count
+ * whatever their lane: a drain after their commit may put them off.
+ * Entries that waited two periods ago are no longer counted (over
+ * periods, the window grows for a backlog).  Not judged: operations whose
+ * entries do not wait, a unit alone (the reserve and the window's growth
+ * are for it), and the units of the last slot (as at the reserve, a
+ * flood beside them would make them pay).
  */
 static void
 judge_waits(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
@@ -1244,16 +1261,16 @@ judge_waits(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	const FbfShareUnit *u = &t->units[slot];
 	double		room = FBF_SHARE_RESERVE * demand->in_flight;
 	double		share = room * slot_weight(t, slot) / standing->sharers;
+	double		has = chain_demand(u);
 	double		level;
 
 	if (!demand->waits || slot == OTHERS_SLOT || standing->sharers <= 1 ||
-		u->waits + demand->entries <= share)
+		has + demand->entries <= share)
 		return;
-	level = beyond_level(t, slot, FBF_SHARE_BEYOND * room, waits_demand);
-	if (u->waits + demand->entries <= level)
+	level = beyond_level(t, slot, FBF_SHARE_BEYOND * room, chain_demand);
+	if (has + demand->entries <= level)
 		return;
-	refuse(standing, FBF_SHARE_OVER_WAITING, (double) u->waits,
-		   Max(share, level), room);
+	refuse(standing, FBF_SHARE_OVER_WAITING, has, Max(share, level), room);
 }
 
 /*
@@ -1353,9 +1370,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 		t->in_flight += demand->entries;
 		took.fill = cost;
 		took.spent = demand->on_reserve ? demand->entries : 0;
-		took.waits = demand->waits ? demand->entries : 0;
 		u->spent += took.spent;
-		u->waits += took.waits;
 	}
 	else if (!unit_active(u))
 		t->nactive--;			/* refused on its first: it holds nothing,
@@ -1376,7 +1391,8 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	LWLockRelease(table_lock(t));
 
 	if (standing->verdict == FBF_SHARE_ADMITTED)
-		hold(table, generation, slot, demand->entries, epoch, &took);
+		hold(table, generation, slot, demand->entries,
+			 demand->waits ? demand->entries : 0, epoch, &took);
 	return standing->verdict;
 }
 

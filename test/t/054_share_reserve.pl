@@ -60,6 +60,17 @@
 #      block is full, so that its flood meets its share of the rate
 #      first): t1's flood is refused for a share of its own, and t2's
 #      9,000 new operations are never refused.
+#   8. what a unit has in flight counts among its entries on the chains:
+#      on a fourth counter, t2 applies 10 operations; t1 records 20,000
+#      new operations in a transaction it keeps open (40,000 entries,
+#      within its share in flight, recorded while the filter's pages had
+#      room), and floods from another session: refused for its share of
+#      the pending pages, with what it has in flight counted (it applies
+#      no more with its open transaction than the first counter's flood
+#      did alone); t2's 9,000
+#      new operations then are never refused (counting only the entries
+#      that found their page full, t1's flood took the chains to their
+#      reserve beside its open transaction).
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -82,7 +93,8 @@ $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('alone', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('asks', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('ck', retention => '1 hour', expected_rate => 10, filter => 'cuckoo');
-	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck TO t1, t2, t3, t4;});
+	SELECT fbf_create_counter_table('inf', retention => '1 hour', expected_rate => 10);
+	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck, inf TO t1, t2, t3, t4;});
 
 # one batch of `size` new operations (new clients from `base`) as role
 # `role` (t1 unless given) on `counter`, key 'a': how many it applied (the
@@ -323,5 +335,32 @@ like($ck_refusal, qr/role "t1" (holds its share of the pending pages|is over its
 my ($ck_t2, @ck_errors) = batches('ck', 't2', 60_000_000, 90, 100);
 note "t2 applied $ck_t2 of 9000 beside t1's flood on the cuckoo counter; errors: @ck_errors";
 is(scalar(@ck_errors), 0, 'cuckoo: t2\'s 9,000 new operations beside t1\'s flood are never refused');
+
+# ---- 8. entries in flight count on the chains ----
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 10) g
+	 WHERE idempotent_increment('inf', 'b', 100 + g, 1, 1)},
+	extra_params => [ '-U', 't2' ]), '10', 't2 applies 10 operations on a fourth counter');
+my $open = $node->background_psql('postgres', on_error_stop => 1, extra_params => [ '-U', 't1' ]);
+is($open->query_safe(q{
+	BEGIN;
+	SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('inf', 'o',
+		ARRAY(SELECT 90000000 + g FROM generate_series(1, 20000) g),
+		array_fill(1::bigint, ARRAY[20000]), array_fill(1::bigint, ARRAY[20000]))) a}),
+	'20000', 't1 records 20,000 new operations in a transaction it keeps open');
+my ($inf_applied, $inf_refusal) = flood('inf');
+note "t1 then applied $inf_applied operations from another session, first refused: $inf_refusal";
+like($inf_refusal, qr/role "t1" holds its share of the pending pages of counter filter "inf_fbf"/,
+	't1\'s flood beside its open transaction is refused for its share of the pending pages');
+# the first counter's flood, alone on the chains, reached its share with
+# 44,290 operations: here its open transaction's 20,000 count among them
+cmp_ok($inf_applied + 20_000, '<=', $t1_applied + 1_000,
+	'counting the entries its open transaction holds in flight');
+my ($inf_t2, @inf_errors) = batches('inf', 't2', 60_000_000, 90, 100);
+note "t2 applied $inf_t2 of 9000 beside t1's open transaction and flood; errors: @inf_errors";
+is(scalar(@inf_errors), 0,
+	't2\'s 9,000 new operations beside t1\'s open transaction and flood are never refused');
+$open->query_safe('ROLLBACK');
+$open->quit;
 
 done_testing();
