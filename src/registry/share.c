@@ -54,10 +54,11 @@
  *	  the part of the chains before their reserve, what its unit has
  *	  there (its entries in flight, and those of its committed operations
  *	  that wait, counted as their transactions commit, of this period and
- *	  the one before) against its share of it and what it may take beyond
- *	  (judge_waits): a unit within its share of the rate whose load is far
- *	  above the window's plan would fill the chains otherwise, and leave
- *	  the others only their reserve.
+ *	  the one before; a prepared transaction's only while it is prepared,
+ *	  its COMMIT PREPARED being another backend's) against its share of it
+ *	  and what it may take beyond (judge_waits): a unit within its share
+ *	  of the rate whose load is far above the window's plan would fill the
+ *	  chains otherwise, and leave the others only their reserve.
  *	- a transaction that aborts gives back what its operations took of the
  *	  period, if the period is still the same: they never reach the bits.
  *	  (A rolled back subtransaction's operations stay charged until the
