@@ -40,6 +40,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/genam.h"
 #include "common/hashfn.h"
 #include "common/int128.h"
@@ -369,9 +371,9 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 				 errmsg("%s holds its share of the operations in flight on counter filter \"%s\"",
 						who, RelationGetRelationName(index)),
 				 waits ?
-				 errdetail("It has %.0f entries on the filter's pending pages, in flight or waiting for the next period's filter; its share is %.0f of the %.0f they hold before their last fifth, shared by %.0f.",
-						   standing.used, standing.share, standing.capacity,
-						   standing.sharers) :
+				 errdetail("With this operation it would have %.0f entries on the filter's pending pages, in flight or waiting for the next period's filter; its share is %.0f of the %.0f they hold before their last fifth, shared by %.0f.",
+						   standing.used, floor(standing.share),
+						   floor(standing.capacity), standing.sharers) :
 				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %.0f.",
 						   standing.used, standing.share, standing.capacity,
 						   standing.sharers),

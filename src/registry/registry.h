@@ -138,7 +138,8 @@ typedef struct FbfShareStanding
 	double		used;			/* OVER_RATE: the part of the period's
 								 * capacity the unit took; OVER_IN_FLIGHT:
 								 * its entries in flight; OVER_WAITING:
-								 * its entries on the chains */
+								 * its entries on the chains, with the
+								 * operation's */
 	double		share;			/* its share of it */
 	double		capacity;		/* the period's new operations, or the
 								 * chains' entries (before their reserve,

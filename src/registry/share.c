@@ -1271,7 +1271,8 @@ judge_waits(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	level = beyond_level(t, slot, FBF_SHARE_BEYOND * room, chain_demand);
 	if (has + demand->entries <= level)
 		return;
-	refuse(standing, FBF_SHARE_OVER_WAITING, has, Max(share, level), room);
+	refuse(standing, FBF_SHARE_OVER_WAITING, has + demand->entries,
+		   Max(share, level), room);
 }
 
 /*
