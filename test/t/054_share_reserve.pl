@@ -246,7 +246,10 @@ sub batches
 		extra_params => [ '-U', $role ]);
 	my $applied = 0;
 	$applied += $_ for split /\n/, $out;
-	my @errors = $err =~ /ERROR:\s+(.*)/g;
+	my @errors = $err =~ /(?:ERROR|FATAL|PANIC):\s+(.*)/g;
+	# without ON_ERROR_STOP psql ends well after an error: not so a lost
+	# connection
+	push @errors, "psql exited with $ret" if $ret != 0;
 	return ($applied, @errors);
 }
 
