@@ -362,6 +362,9 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 	if (verdict == FBF_SHARE_OVER_IN_FLIGHT || verdict == FBF_SHARE_OVER_WAITING)
 	{
 		bool		waits = verdict == FBF_SHARE_OVER_WAITING;
+		/* entries: as many as a unit may have, not a rounded fraction */
+		double		share = floor(standing.share);
+		double		capacity = floor(standing.capacity);
 
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -372,11 +375,9 @@ charge_share(Relation heap, Relation index, const FbfOps *ops,
 						who, RelationGetRelationName(index)),
 				 waits ?
 				 errdetail("With this operation it would have %.0f entries on the filter's pending pages, in flight or waiting for the next period's filter; its share is %.0f of the %.0f they hold before their last fifth, shared by %.0f.",
-						   standing.used, floor(standing.share),
-						   floor(standing.capacity), standing.sharers) :
+						   standing.used, share, capacity, standing.sharers) :
 				 errdetail("Its open and prepared transactions hold %.0f entries in flight; its share is %.0f of the %.0f the filter's pending pages hold, shared by %.0f.",
-						   standing.used, standing.share, standing.capacity,
-						   standing.sharers),
+						   standing.used, share, capacity, standing.sharers),
 				 waits ?
 				 errhint("Retry the operation in a later period, or plan the counter for its load (expected_rate).") :
 				 errhint("Commit or roll back open transactions that use this counter, or split large batches into several transactions.")));
