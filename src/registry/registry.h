@@ -156,8 +156,9 @@ typedef struct FbfShareStanding
  */
 typedef enum FbfShareWeight
 {
-	FBF_SHARE_LIGHT,			/* no more than its part of them, or not
-								 * told apart */
+	FBF_SHARE_LIGHT,			/* no more than its part of them (of the
+								 * units not told apart: their slot's, or
+								 * less than its even part of the slot) */
 	FBF_SHARE_HEAVY,			/* more than max-min fairness gives it */
 	FBF_SHARE_ALONE,			/* the only unit that asked any */
 	FBF_SHARE_SPENT				/* light, but it took as much of the

@@ -56,9 +56,12 @@
  *	  that wait, counted as their transactions commit, of this period and
  *	  the one before; a prepared transaction's only while it is prepared,
  *	  its COMMIT PREPARED being another backend's) against its share of it
- *	  and what it may take beyond (judge_waits): a unit within its share
- *	  of the rate whose load is far above the window's plan would fill the
- *	  chains otherwise, and leave the others only their reserve.
+ *	  and what it may take beyond (judge_waits; the last slot as one unit
+ *	  of its weight, past whose level those of its units that took less
+ *	  than their even part of it go on, up to its share more): a unit
+ *	  within its share of the rate whose load is far above the window's
+ *	  plan would fill the chains otherwise, and leave the others only
+ *	  their reserve.
  *	- a transaction that aborts gives back what its operations took of the
  *	  period, if the period is still the same: they never reach the bits.
  *	  (A rolled back subtransaction's operations stay charged until the
@@ -71,7 +74,9 @@
  *	  waiting for the next period's bits is refused there, leaving that
  *	  part to the others; what it asked counts its refused operations and
  *	  those its aborted transactions gave back, so that being refused
- *	  never makes it the lighter), or was the only one to ask any (which
+ *	  never makes it the lighter; the last slot is weighed as one unit,
+ *	  and of it only those that took their even part of it or more are
+ *	  heavy), or was the only one to ask any (which
  *	  the caller lets take it only while the window can still grow); and
  *	  whether a light unit has already put on the reserve this period as
  *	  much as is left of it (so none takes it all).
@@ -622,6 +627,20 @@ others_fill(const FbfShareTable *t, uint64 unit)
 		if (t->others_top[i].fill > 0 && t->others_top[i].unit == unit)
 			return t->others_top[i].fill;
 	return 0;
+}
+
+/*
+ * Did `unit` of the last slot take less than its even part of what the
+ * slot took this period (its fill over the units the slot stands for)?
+ * One the summary does not count took less than any it counts; the only
+ * unit of the slot takes all of it, and is never light.
+ */
+static bool
+others_light(const FbfShareTable *t, uint64 unit)
+{
+	const FbfShareUnit *u = &t->units[OTHERS_SLOT];
+
+	return others_fill(t, unit) * slot_weight(t, OTHERS_SLOT) < u->fill;
 }
 
 /* charges of transactions begun before this are stale (FBF_SHARE_STALE_SECS) */
@@ -1250,10 +1269,15 @@ judge_rate(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
  * of what is left of it (FbfShareWeigh).  Entries in flight count
  * whatever their lane: a drain after their commit may put them off.
  * Entries that waited two periods ago are no longer counted (over
- * periods, the window grows for a backlog).  Not judged: operations whose
- * entries do not wait, a unit alone (the reserve and the window's growth
- * are for it), and the units of the last slot (as at the reserve, a
- * flood beside them would make them pay).
+ * periods, the window grows for a backlog).  The last slot is judged as
+ * one unit of its weight; past its level, a unit of it that took less
+ * than its even part of what the slot took this period (others_light) is
+ * admitted still, up to the slot's share more, short of the reserve: so
+ * the others of the slot go on beside one of them that floods the chains,
+ * and the slot, however its units evade the count, never takes more than
+ * a unit with a slot of its own and its share.  Not judged: operations
+ * whose entries do not wait, and a unit alone (the reserve and the
+ * window's growth are for it).
  */
 static void
 judge_waits(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
@@ -1265,11 +1289,14 @@ judge_waits(const FbfShareTable *t, int slot, const FbfShareDemand *demand,
 	double		has = chain_demand(u);
 	double		level;
 
-	if (!demand->waits || slot == OTHERS_SLOT || standing->sharers <= 1 ||
+	if (!demand->waits || standing->sharers <= 1 ||
 		has + demand->entries <= share)
 		return;
 	level = beyond_level(t, slot, FBF_SHARE_BEYOND * room, chain_demand);
 	if (has + demand->entries <= level)
+		return;
+	if (slot == OTHERS_SLOT && others_light(t, demand->unit) &&
+		has + demand->entries <= Min(level + share, room))
 		return;
 	refuse(standing, FBF_SHARE_OVER_WAITING, has + demand->entries,
 		   Max(share, level), room);
@@ -1399,6 +1426,27 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 }
 
 /*
+ * The slot `unit` is charged to (FbfShareWeigh): its own, else the last
+ * if the table has no slot free (a newcomer finding one free has none
+ * yet: -1).  Claims nothing.
+ */
+static int
+weighed_slot(const FbfShareTable *t, uint64 unit)
+{
+	bool		full = true;
+	int			s;
+
+	for (s = 0; s < OTHERS_SLOT; s++)
+	{
+		if (t->units[s].unit == unit)
+			return s;
+		if (t->units[s].unit == 0)
+			full = false;
+	}
+	return full ? OTHERS_SLOT : -1;
+}
+
+/*
  * How much `unit` asked of counter (dbid, relid)'s new operations in the
  * window's period `epoch` and the one before, beside the other units:
  * heavy if more than max-min fairness would give it, were
@@ -1414,15 +1462,17 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
  * in any max-min division, a demand above the level raises it for the
  * others, and one below lowers it: among three or more units, a light
  * one that asks more may leave a busier one over the level.)
- * Light: a unit within that, one the table has not counted (a newcomer),
- * the units the table cannot tell apart (its last slot: a newcomer there
- * would pay for a flood beside it), and any unit of a counter without a
- * table.  A light unit with a slot that put as many entries on the
- * reserve this period as `reserve_free` (what is left of it, as its
- * operation's chain shows) has spent its part: so each light unit takes
- * at most half of what the reserve had when it came, and the next one
- * finds the other half, where the first to come took it all.  Gives the
- * counter no table, and claims no slot.
+ * The units the table cannot tell apart (its last slot) are weighed as
+ * one unit of the slot's weight, and of a heavy slot those that took less
+ * than their even part of it (others_light) are light: a newcomer there
+ * does not pay for a flood beside it.  Light too: a unit within that, one
+ * the table has not counted (a newcomer), and any unit of a counter
+ * without a table.  A light unit (the last slot as one) that put as many
+ * entries on the reserve this period as `reserve_free` (what is left of
+ * it, as its operation's chain shows) has spent its part: so each light
+ * unit takes at most half of what the reserve had when it came, and the
+ * next one finds the other half, where the first to come took it all.
+ * Gives the counter no table, and claims no slot.
  */
 FbfShareWeight
 FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
@@ -1444,12 +1494,14 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 	{
 		ShareDemand demands[FBF_SHARE_UNITS + 1];
 		FbfShareUnit *me = NULL;
+		int			mine;
 		double		asked = 0;
 		int			m = 0;
 		int			s;
 
 		if (epoch > t->epoch)
 			roll(t, epoch);
+		mine = weighed_slot(t, unit);
 		for (s = 0; s <= OTHERS_SLOT; s++)
 		{
 			FbfShareUnit *u = &t->units[s];
@@ -1461,7 +1513,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 			demands[m].weight = slot_weight(t, s);
 			m++;
 			asked += d;
-			if (s < OTHERS_SLOT && u->unit == unit)
+			if (s == mine)
 				me = u;
 		}
 		if (me != NULL && m == 1)
@@ -1469,7 +1521,9 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 		else if (me != NULL)
 		{
 			qsort(demands, m, sizeof(ShareDemand), demand_cmp);
-			if (unit_asked(me) > water_level(demands, m, FBF_SHARE_RESERVE * asked))
+			if (unit_asked(me) > water_level(demands, m, FBF_SHARE_RESERVE * asked) *
+				slot_weight(t, mine) &&
+				(mine < OTHERS_SLOT || !others_light(t, unit)))
 				weight = FBF_SHARE_HEAVY;
 			else if (epoch == t->epoch && me->spent > 0 &&
 					 me->spent >= reserve_free)

@@ -70,7 +70,16 @@
 #      did alone); t2's 9,000
 #      new operations then are never refused (counting only the entries
 #      that found their page full, t1's flood took the chains to their
-#      reserve beside its open transaction).
+#      reserve beside its open transaction);
+#   9. a flood among the units the table cannot tell apart: on a counter
+#      shared by key, key c applies 10 operations and 127 decoy keys one
+#      each, so that every slot of the table is held, and key a, in its
+#      last slot, floods with committed batches of 300: refused only for
+#      its share of the pending pages; then key e, a newcomer to the last
+#      slot, has its 300 new operations and key c its 9,000 all taken
+#      (before, the last slot was judged on the rate alone and light at
+#      the reserve: the flood filled the chains to the last page, and key
+#      c was refused "at its capacity" 86 times of 90 batches).
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -94,7 +103,9 @@ $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('asks', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('ck', retention => '1 hour', expected_rate => 10, filter => 'cuckoo');
 	SELECT fbf_create_counter_table('inf', retention => '1 hour', expected_rate => 10);
-	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck, inf TO t1, t2, t3, t4;});
+	SELECT fbf_create_counter_table('many', retention => '1 hour', expected_rate => 10);
+	ALTER INDEX many_fbf SET (share_by = 'key');
+	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck, inf, many TO t1, t2, t3, t4;});
 
 # one batch of `size` new operations (new clients from `base`) as role
 # `role` (t1 unless given) on `counter`, key 'a': how many it applied (the
@@ -229,14 +240,16 @@ like((flood_batch('fl', 9_000_000, 10))[1], qr/role "t1" holds its share of the 
 # ---- 3b. t2's load within its share of the chains ----
 
 # `n` committed batches of `size` new operations of `role` on `counter`,
-# key 'c', from one session: the operations applied, and the errors
+# key `key` ('c' unless given), from one session: the operations applied,
+# and the errors
 sub batches
 {
-	my ($counter, $role, $base, $n, $size) = @_;
+	my ($counter, $role, $base, $n, $size, $key) = @_;
 	my $sql = '';
+	$key //= 'c';
 	for (1 .. $n)
 	{
-		$sql .= qq{SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', 'c',
+		$sql .= qq{SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('$counter', '$key',
 			ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
 			array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a;
 };
@@ -365,5 +378,32 @@ is(scalar(@inf_errors), 0,
 	't2\'s 9,000 new operations beside t1\'s open transaction and flood are never refused');
 $open->query_safe('ROLLBACK');
 $open->quit;
+
+# ---- 9. a flood among the units the table cannot tell apart ----
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 10) g
+	 WHERE idempotent_increment('many', 'c', 100 + g, 1, 1)},
+	extra_params => [ '-U', 't2' ]), '10', 'key c applies 10 operations on a counter shared by key');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 127) g
+	 WHERE idempotent_increment('many', 'd' || g, 200 + g, 1, 1)},
+	extra_params => [ '-U', 't1' ]), '127', '127 decoy keys apply one operation each');
+# the flood's batches of 300 (600 entries: within a share in flight of 129)
+my ($many_applied, @many_refusals) = batches('many', 't1', 5_000_000, 300, 300, 'a');
+note "key a, in the table's last slot, applied $many_applied operations, refused "
+  . scalar(@many_refusals) . " times, first: " . ($many_refusals[0] // '');
+cmp_ok(scalar(@many_refusals), '>', 0, 'the flood in the last slot is refused');
+is(scalar(grep { !/^key "a" holds its share of the pending pages of counter filter "many_fbf"/ } @many_refusals), 0,
+	'... always for its share of the pending pages: never at the reserve, nor "at its capacity"');
+is($node->safe_psql('postgres', "SELECT fbf_counter_value('many', 'a')"), $many_applied,
+	'the flood\'s batches counted each operation they applied once');
+my ($many_e, @many_e_errors) = batches('many', 't2', 70_000_000, 3, 100, 'e');
+note "key e, a newcomer to the last slot, applied $many_e of 300; errors: @many_e_errors";
+is(scalar(@many_e_errors), 0,
+	'key e\'s 300 new operations in the last slot beside the flood there are never refused');
+my ($many_c, @many_errors) = batches('many', 't2', 60_000_000, 90, 100, 'c');
+note "key c applied $many_c of 9000 beside the flood in the last slot; errors: @many_errors";
+is(scalar(@many_errors), 0,
+	'key c\'s 9,000 new operations beside a flood in the last slot are never refused');
 
 done_testing();
