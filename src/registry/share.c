@@ -49,8 +49,10 @@
  *	  released once the xid is no longer in progress, looked at when the
  *	  unit would be refused and when the period rolls.
  *	- waiting: an operation whose entries will wait on the chains for the
- *	  next period's bits (its filter page has no room left this period, as
- *	  the window tells: FbfShareDemand.waits) is judged as the rate is, of
+ *	  next period's bits (its filter page holds what a drain may store
+ *	  there, as the window tells: FbfShareDemand.waits; a cuckoo block's
+ *	  entries wait for the window to grow instead, and are counted as
+ *	  long as a Bloom page's would) is judged as the rate is, of
  *	  the part of the chains before their reserve, what its unit has
  *	  there (its entries in flight, and those of its committed operations
  *	  that wait, counted as their transactions commit, of this period and

@@ -226,9 +226,11 @@ typedef struct FbfApplyInfo
 								 * (FbfWindowGetKeying) */
 	FbfAnswer	answer;
 	/* FBF_OP_APPLIED: the entries it took (2 with its annex), whether
-	 * they went on its chain's reserve and will wait there for the next
-	 * period's bits (its partition's filter has no room left this period,
-	 * as far as its format tells), and the capacity they count against */
+	 * they went on its chain's reserve and will wait there for room (its
+	 * partition's filter holds what a drain may store there, as far as
+	 * its format tells: a Bloom page's current filter has no room left
+	 * this period, a cuckoo block waits for the window to grow or for its
+	 * old entries to expire), and the capacity they count against */
 	int			entries;
 	bool		on_reserve;
 	bool		waits;
