@@ -65,9 +65,10 @@
  *	  plan would fill the chains otherwise, and leave the others only
  *	  their reserve.
  *	- a transaction that aborts gives back what its operations took of the
- *	  period, if the period is still the same: they never reach the bits.
- *	  (A rolled back subtransaction's operations stay charged until the
- *	  transaction ends.)
+ *	  period, if the period is still the same: they never reach the bits;
+ *	  so does a subtransaction that aborts, with what its operations hold
+ *	  in flight (a subtransaction that commits leaves its charges to its
+ *	  parent).
  *	- heavy: FbfShareWeigh tells a window's caller, when one of a unit's
  *	  operations would take the last part of a pending chain (its reserve,
  *	  window/window_apply.c), whether the unit asked more of this period
@@ -284,6 +285,7 @@ typedef struct ShareHeld
 	int			table;
 	uint64		generation;
 	int			slot;
+	int			nestlevel;		/* of the subtransaction that made it */
 	int64		entries;
 	int64		epoch;			/* the period of `took` */
 	SharePeriodCharge took;
@@ -1031,44 +1033,128 @@ reserve_held(void)
 	}
 }
 
-/*
- * Remember that this transaction holds `entries` more of a slot, `waits`
- * of them to wait for the next period's bits, and `took` more of the
- * period `epoch` (only the latest period's is kept: an earlier one's has
- * rolled into the slot's `prev`).
- */
-static void
-hold(int table, uint64 generation, int slot, int64 entries, int64 waits,
-	 int64 epoch, const SharePeriodCharge *took)
+/* the held charge of a slot made at subtransaction level `nestlevel`, or -1 */
+static int
+find_held(int table, uint64 generation, int slot, int nestlevel)
 {
 	int			h;
 
 	for (h = 0; h < nheld; h++)
 	{
 		if (held[h].table == table && held[h].slot == slot &&
-			held[h].generation == generation)
-			break;
+			held[h].generation == generation &&
+			held[h].nestlevel == nestlevel)
+			return h;
 	}
-	if (h == nheld)
-	{
-		Assert(nheld < maxheld);
-		memset(&held[h], 0, sizeof(ShareHeld));
-		held[h].table = table;
-		held[h].generation = generation;
-		held[h].slot = slot;
-		held[h].epoch = epoch;
-		held[h].row = -1;
-		nheld++;
-	}
+	return -1;
+}
+
+/*
+ * Add `entries` of a slot (`waits` of them to wait for the next period's
+ * bits) and `took` of the period `epoch` to the held charge `h` (only the
+ * latest period's is kept: an earlier one's has rolled into the slot's
+ * `prev`).
+ */
+static void
+add_held(int h, int64 entries, int64 waits, int64 epoch,
+		 const SharePeriodCharge *took)
+{
 	held[h].entries += entries;
 	held[h].waits += waits;
-	if (held[h].epoch != epoch)
+	if (held[h].epoch < epoch)
 	{
 		held[h].epoch = epoch;
 		memset(&held[h].took, 0, sizeof(SharePeriodCharge));
 	}
-	held[h].took.fill += took->fill;
-	held[h].took.spent += took->spent;
+	if (held[h].epoch == epoch)
+	{
+		held[h].took.fill += took->fill;
+		held[h].took.spent += took->spent;
+	}
+}
+
+/*
+ * Remember that this (sub)transaction holds `entries` more of a slot,
+ * `waits` of them to wait for the next period's bits, and `took` more of
+ * the period `epoch`.
+ */
+static void
+hold(int table, uint64 generation, int slot, int64 entries, int64 waits,
+	 int64 epoch, const SharePeriodCharge *took)
+{
+	int			nestlevel = GetCurrentTransactionNestLevel();
+	int			h = find_held(table, generation, slot, nestlevel);
+
+	if (h < 0)
+	{
+		Assert(nheld < maxheld);
+		h = nheld++;
+		memset(&held[h], 0, sizeof(ShareHeld));
+		held[h].table = table;
+		held[h].generation = generation;
+		held[h].slot = slot;
+		held[h].nestlevel = nestlevel;
+		held[h].epoch = epoch;
+		held[h].row = -1;
+	}
+	add_held(h, entries, waits, epoch, took);
+}
+
+/*
+ * End of a subtransaction: one that aborts gives back what its operations
+ * (and its committed children's) hold in flight and took of their period,
+ * as a transaction that aborts does, so that a unit whose savepoints roll
+ * back (a PL/pgSQL block that catches an error, a retry after ROLLBACK TO
+ * SAVEPOINT) is not judged by operations that never reach the bits; one
+ * that commits leaves its charges to its parent.
+ */
+static void
+share_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			kept = 0;
+	int			h;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	/* the subtransaction's charges given back, or to its parent's */
+	for (h = 0; h < nheld; h++)
+	{
+		ShareHeld  *c = &held[h];
+
+		if (c->nestlevel < level)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+		{
+			FbfShareTable *t = &Shares->tables[c->table];
+
+			LWLockAcquire(table_lock(t), LW_EXCLUSIVE);
+			if (t->generation == c->generation)
+				release(t, c->slot, c->entries, c->epoch, &c->took, 0);
+			LWLockRelease(table_lock(t));
+			c->nestlevel = 0;	/* gone */
+		}
+		else
+		{
+			int			p = find_held(c->table, c->generation, c->slot,
+									  level - 1);
+
+			if (p >= 0)
+			{
+				add_held(p, c->entries, c->waits, c->epoch, &c->took);
+				c->nestlevel = 0;
+			}
+			else
+				c->nestlevel = level - 1;
+		}
+	}
+	for (h = 0; h < nheld; h++)
+	{
+		if (held[h].nestlevel > 0)
+			held[kept++] = held[h];
+	}
+	nheld = kept;
 }
 
 /* a refusal: what it was judged by */
@@ -1339,6 +1425,7 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 	if (!callback_registered)
 	{
 		RegisterXactCallback(share_xact_callback, NULL);
+		RegisterSubXactCallback(share_subxact_callback, NULL);
 		callback_registered = true;
 	}
 

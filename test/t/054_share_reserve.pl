@@ -79,7 +79,14 @@
 #      slot, has its 300 new operations and key c its 9,000 all taken
 #      (before, the last slot was judged on the rate alone and light at
 #      the reserve: the flood filled the chains to the last page, and key
-#      c was refused "at its capacity" 86 times of 90 batches).
+#      c was refused "at its capacity" 86 times of 90 batches);
+#  10. a subtransaction that rolls back gives back what its operations
+#      hold in flight: on a fifth counter t2 applies 10 operations, and t1
+#      in one transaction records 20,000 new operations in a savepoint it
+#      rolls back, 20,000 more, 5,000 in a PL/pgSQL block whose error is
+#      caught, and 5,000 more: none refused (before, the rolled back
+#      operations stayed charged until the transaction ended, and the
+#      second batch was refused for t1's share in flight).
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -105,7 +112,8 @@ $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('inf', retention => '1 hour', expected_rate => 10);
 	SELECT fbf_create_counter_table('many', retention => '1 hour', expected_rate => 10);
 	ALTER INDEX many_fbf SET (share_by = 'key');
-	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck, inf, many TO t1, t2, t3, t4;});
+	SELECT fbf_create_counter_table('sub', retention => '1 hour', expected_rate => 10);
+	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck, inf, many, sub TO t1, t2, t3, t4;});
 
 # one batch of `size` new operations (new clients from `base`) as role
 # `role` (t1 unless given) on `counter`, key 'a': how many it applied (the
@@ -408,5 +416,39 @@ my ($many_c, @many_errors) = batches('many', 't2', 60_000_000, 90, 100, 'c');
 note "key c applied $many_c of 9000 beside the flood in the last slot; errors: @many_errors";
 is(scalar(@many_errors), 0,
 	'key c\'s 9,000 new operations beside a flood in the last slot are never refused');
+
+# ---- 10. a subtransaction that rolls back gives back its charges ----
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 10) g
+	 WHERE idempotent_increment('sub', 'b', 100 + g, 1, 1)},
+	extra_params => [ '-U', 't2' ]), '10', 't2 applies 10 operations on a fifth counter');
+# `size` new operations (20,000 unless given) from client `base` on key 'o'
+sub sub_batch
+{
+	my ($base, $size) = @_;
+	$size //= 20_000;
+	return qq{SELECT count(*) FILTER (WHERE a) FROM unnest(idempotent_increment('sub', 'o',
+		ARRAY(SELECT $base + g FROM generate_series(1, $size) g),
+		array_fill(1::bigint, ARRAY[$size]), array_fill(1::bigint, ARRAY[$size]))) a;};
+}
+my ($sub_ret, $sub_out, $sub_err) = $node->psql('postgres', 'BEGIN; SAVEPOINT s; ' . sub_batch(90_000_000)
+	. ' ROLLBACK TO SAVEPOINT s; ' . sub_batch(91_000_000) . q{
+	DO $$
+	BEGIN
+		PERFORM idempotent_increment('sub', 'o', 95000000 + g, 1, 1) FROM generate_series(1, 5000) g;
+		RAISE EXCEPTION 'caught';
+	EXCEPTION WHEN raise_exception THEN NULL;
+	END $$;
+	} . sub_batch(92_000_000, 5_000) . ' COMMIT;',
+	on_error_stop => 1, extra_params => [ '-U', 't1' ]);
+note "t1's transaction: $sub_out $sub_err";
+# 20,000 operations take 40,000 entries in flight with their streams'
+# annexes: t1's share is 80% of the chains' 130,176 over two, 52,070, which
+# the committed 50,000 are within; counting the rolled back ones, the
+# second batch would hold 80,000
+is($sub_ret, 0,
+	't1\'s batches after a savepoint and a PL/pgSQL block that rolled back are not refused in flight');
+is($node->safe_psql('postgres', "SELECT fbf_counter_value('sub', 'o')"), '25000',
+	'only the batches that committed are counted');
 
 done_testing();
