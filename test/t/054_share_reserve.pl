@@ -84,9 +84,11 @@
 #      hold in flight: on a fifth counter t2 applies 10 operations, and t1
 #      in one transaction records 20,000 new operations in a savepoint it
 #      rolls back, 20,000 more, 5,000 in a PL/pgSQL block whose error is
-#      caught, and 5,000 more: none refused (before, the rolled back
-#      operations stayed charged until the transaction ended, and the
-#      second batch was refused for t1's share in flight).
+#      caught, and 5,000 more in a savepoint it releases: none refused
+#      (before, the rolled back operations stayed charged until the
+#      transaction ended, and the second batch was refused for t1's share
+#      in flight); then 2,100 more are refused in flight, the released
+#      savepoint's operations counted.
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -439,15 +441,22 @@ my ($sub_ret, $sub_out, $sub_err) = $node->psql('postgres', 'BEGIN; SAVEPOINT s;
 		RAISE EXCEPTION 'caught';
 	EXCEPTION WHEN raise_exception THEN NULL;
 	END $$;
-	} . sub_batch(92_000_000, 5_000) . ' COMMIT;',
-	on_error_stop => 1, extra_params => [ '-U', 't1' ]);
+	SAVEPOINT k; } . sub_batch(92_000_000, 5_000) . q{ RELEASE SAVEPOINT k;
+	SAVEPOINT m; } . sub_batch(93_000_000, 2_100) . q{ ROLLBACK TO SAVEPOINT m;
+	COMMIT;},
+	on_error_stop => 0, extra_params => [ '-U', 't1' ]);
 note "t1's transaction: $sub_out $sub_err";
 # 20,000 operations take 40,000 entries in flight with their streams'
 # annexes: t1's share is 80% of the chains' 130,176 over two, 52,070, which
 # the committed 50,000 are within; counting the rolled back ones, the
-# second batch would hold 80,000
-is($sub_ret, 0,
+# second batch would hold 80,000.  A savepoint released leaves its charge
+# to the transaction: the last batch's 4,200 entries are over the share.
+is($sub_out, "20000\n20000\n5000",
 	't1\'s batches after a savepoint and a PL/pgSQL block that rolled back are not refused in flight');
+my @sub_errors = $sub_err =~ /ERROR:\s+(.*)/g;
+is(scalar(@sub_errors), 1, 'one batch of t1\'s is refused ...');
+like($sub_errors[0] // '', qr/^role "t1" holds its share of the operations in flight on counter filter "sub_fbf"/,
+	'... the one after a released savepoint, whose operations still count in flight');
 is($node->safe_psql('postgres', "SELECT fbf_counter_value('sub', 'o')"), '25000',
 	'only the batches that committed are counted');
 
