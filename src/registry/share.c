@@ -503,23 +503,38 @@ roll(FbfShareTable *t, int64 epoch)
 	count_active(t);
 }
 
-/* the slot of `unit`, claiming a free one, else the others' slot */
+/*
+ * The slot of its own `unit` has, or -1; *free_slot the first free one
+ * it would claim (-1: none, its slot is the others')
+ */
 static int
-unit_slot(FbfShareTable *t, uint64 unit)
+own_slot(const FbfShareTable *t, uint64 unit, int *free_slot)
 {
 	int			start = (int) (unit % FBF_SHARE_UNITS);
-	int			free_slot = -1;
 	int			i;
 
+	*free_slot = -1;
 	for (i = 0; i < FBF_SHARE_UNITS; i++)
 	{
 		int			s = (start + i) % FBF_SHARE_UNITS;
 
 		if (t->units[s].unit == unit)
 			return s;
-		if (free_slot < 0 && t->units[s].unit == 0)
-			free_slot = s;
+		if (*free_slot < 0 && t->units[s].unit == 0)
+			*free_slot = s;
 	}
+	return -1;
+}
+
+/* the slot of `unit`, claiming a free one, else the others' slot */
+static int
+unit_slot(FbfShareTable *t, uint64 unit)
+{
+	int			free_slot;
+	int			s = own_slot(t, unit, &free_slot);
+
+	if (s >= 0)
+		return s;
 	if (free_slot < 0)
 		return OTHERS_SLOT;
 	memset(&t->units[free_slot], 0, sizeof(FbfShareUnit));
@@ -1522,17 +1537,12 @@ FbfShareCharge(Oid dbid, Oid relid, const FbfShareDemand *demand,
 static int
 weighed_slot(const FbfShareTable *t, uint64 unit)
 {
-	bool		full = true;
-	int			s;
+	int			free_slot;
+	int			s = own_slot(t, unit, &free_slot);
 
-	for (s = 0; s < OTHERS_SLOT; s++)
-	{
-		if (t->units[s].unit == unit)
-			return s;
-		if (t->units[s].unit == 0)
-			full = false;
-	}
-	return full ? OTHERS_SLOT : -1;
+	if (s >= 0)
+		return s;
+	return free_slot < 0 ? OTHERS_SLOT : -1;
 }
 
 /*
