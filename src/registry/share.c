@@ -31,7 +31,10 @@
  *	  count are not squeezed into one share, and counts its heaviest units
  *	  apart (others_count), so that past its level those of them within a
  *	  share of their own are still admitted, up to its share more: the
- *	  others beside one of them that floods it.  Within its share a unit is always
+ *	  others beside one of them that floods it; in the other units'
+ *	  divisions its heaviest unit demands as one share (add_demand), so
+ *	  that a flood there is not weighed as if spread over all the shares
+ *	  the slot stands for.  Within its share a unit is always
  *	  admitted.  Beyond it, up to the water level of max-min fairness
  *	  over FBF_SHARE_BEYOND of the capacity, each other unit demanding what
  *	  it took this period or the one before (judge_rate): light units may
@@ -1229,6 +1232,56 @@ typedef struct ShareDemand
 	double		weight;
 } ShareDemand;
 
+/*
+ * Demands of a max-min division at most: a slot of its own for each unit
+ * the table tells apart, the last slot as two (add_demand), and the
+ * demand of the one judged.
+ */
+#define FBF_SHARE_DEMANDS		(FBF_SHARE_UNITS + 2)
+
+/*
+ * Add slot `s`'s demand `d` to a max-min division (demands[*m]): one
+ * demand of the slot's weight, or for the last slot, when its heaviest
+ * unit (others_top) took part of what the slot took this period, two: that
+ * unit's part of `d`, by its part of the slot's fill, as one share, and
+ * the rest as the slot's other shares.  So the units of the last slot
+ * weigh in the others' division as units with slots of their own would:
+ * one of them that floods is cut at the level as one unit, where the
+ * slot's demand, taken whole, was spread over every share the slot stands
+ * for and fell under the level (a key that sent 1,000 keys an operation
+ * each and then flooded was weighed as 1,000 light keys).  What the
+ * summary counts of a unit is never more than it took: the heavy part
+ * may read low, never high.
+ */
+static void
+add_demand(const FbfShareTable *t, int s, double d, ShareDemand *demands,
+		   int *m)
+{
+	double		weight = slot_weight(t, s);
+	double		part = 0;
+	int			i;
+
+	if (s == OTHERS_SLOT && weight > 1.0 && t->units[s].fill > 0)
+	{
+		for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
+			part = Max(part, t->others_top[i].fill);
+		part = Min(part / t->units[s].fill, 1.0);
+	}
+	if (part <= 0)
+	{
+		demands[*m].demand = d;
+		demands[*m].weight = weight;
+		(*m)++;
+		return;
+	}
+	demands[*m].demand = d * part;
+	demands[*m].weight = 1.0;
+	(*m)++;
+	demands[*m].demand = d * (1.0 - part);
+	demands[*m].weight = weight - 1.0;
+	(*m)++;
+}
+
 /* qsort comparator of demands by demand per share, ascending */
 static int
 demand_cmp(const void *a, const void *b)
@@ -1296,7 +1349,7 @@ static double
 beyond_level(const FbfShareTable *t, int slot, double room,
 			 double (*demand_of) (const FbfShareUnit *))
 {
-	ShareDemand demands[FBF_SHARE_UNITS + 1];
+	ShareDemand demands[FBF_SHARE_DEMANDS];
 	double		weight = slot_weight(t, slot);
 	int			m = 0;
 	int			s;
@@ -1306,11 +1359,7 @@ beyond_level(const FbfShareTable *t, int slot, double room,
 		const FbfShareUnit *v = &t->units[s];
 
 		if (s != slot && unit_active(v))
-		{
-			demands[m].demand = demand_of(v);
-			demands[m].weight = slot_weight(t, s);
-			m++;
-		}
+			add_demand(t, s, demand_of(v), demands, &m);
 	}
 	demands[m].demand = 2.0 * room * weight;
 	demands[m].weight = weight;
@@ -1591,7 +1640,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 	if (t->generation == generation && t->dbid == dbid && t->relid == relid &&
 		epoch <= t->epoch + 1)
 	{
-		ShareDemand demands[FBF_SHARE_UNITS + 1];
+		ShareDemand demands[FBF_SHARE_DEMANDS];
 		FbfShareUnit *me = NULL;
 		int			mine;
 		double		asked = 0;
@@ -1608,9 +1657,15 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 
 			if (d <= 0)
 				continue;
-			demands[m].demand = d;
-			demands[m].weight = slot_weight(t, s);
-			m++;
+			/* the slot judged is one demand: its units are told apart below */
+			if (s == mine)
+			{
+				demands[m].demand = d;
+				demands[m].weight = slot_weight(t, s);
+				m++;
+			}
+			else
+				add_demand(t, s, d, demands, &m);
 			asked += d;
 			if (s == mine)
 				me = u;

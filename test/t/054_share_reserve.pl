@@ -88,7 +88,16 @@
 #      (before, the rolled back operations stayed charged until the
 #      transaction ended, and the second batch was refused for t1's share
 #      in flight); then 2,100 more are refused in flight, the released
-#      savepoint's operations counted.
+#      savepoint's operations counted;
+#  11. a flood among many units of one tenant: on a counter shared by key,
+#      key v applies 10 operations, t1 then 1,000 keys one operation each
+#      (so that the last slot stands for a thousand shares), and key a, in
+#      that slot, floods with committed batches of 1,000 until refused for
+#      the slot's share of the pending pages; then key v's 300 new
+#      operations, one a transaction, are all taken (before, the others'
+#      max-min weighed the flood as a thousand light keys, and v's level
+#      there fell to a share: refused for its share of the pending pages
+#      249 times of 300).
 # The background worker is off, so that no pass drains or refreshes the
 # window meanwhile, and a period lasts minutes (a retention of an hour):
 # the backlog waits on the chains for the whole test.
@@ -115,7 +124,9 @@ $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('many', retention => '1 hour', expected_rate => 10);
 	ALTER INDEX many_fbf SET (share_by = 'key');
 	SELECT fbf_create_counter_table('sub', retention => '1 hour', expected_rate => 10);
-	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck, inf, many, sub TO t1, t2, t3, t4;});
+	SELECT fbf_create_counter_table('keys', retention => '1 hour', expected_rate => 10);
+	ALTER INDEX keys_fbf SET (share_by = 'key');
+	GRANT SELECT, INSERT, UPDATE ON fl, alone, asks, ck, inf, many, sub, keys TO t1, t2, t3, t4;});
 
 # one batch of `size` new operations (new clients from `base`) as role
 # `role` (t1 unless given) on `counter`, key 'a': how many it applied (the
@@ -393,21 +404,35 @@ $open->query_safe('ROLLBACK');
 $open->quit;
 
 # ---- 9. a flood among the units the table cannot tell apart ----
-is($node->safe_psql('postgres', q{
-	SELECT count(*) FROM generate_series(1, 10) g
-	 WHERE idempotent_increment('many', 'c', 100 + g, 1, 1)},
-	extra_params => [ '-U', 't2' ]), '10', 'key c applies 10 operations on a counter shared by key');
-is($node->safe_psql('postgres', q{
-	SELECT count(*) FROM generate_series(1, 127) g
-	 WHERE idempotent_increment('many', 'd' || g, 200 + g, 1, 1)},
-	extra_params => [ '-U', 't1' ]), '127', '127 decoy keys apply one operation each');
+# as `role` on `counter`, `n` new operations in one statement, each on key
+# `key` (an SQL expression of g, 1 .. n) from client `base` + g: how many
+# it applied
+sub keyed_ops
+{
+	my ($counter, $role, $n, $key, $base) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT count(*) FROM generate_series(1, $n) g
+		 WHERE idempotent_increment('$counter', $key, $base + g, 1, 1)},
+		extra_params => [ '-U', $role ]);
+}
+is(keyed_ops('many', 't2', 10, q{'c'}, 100), '10', 'key c applies 10 operations on a counter shared by key');
+is(keyed_ops('many', 't1', 127, q{'d' || g}, 200), '127', '127 decoy keys apply one operation each');
+# key a of t1 floods `counter` with `n` committed batches of `size` new
+# operations from client `base`: refused, and only for its share of the
+# pending pages; what it applied
+sub key_flood
+{
+	my ($counter, $base, $n, $size, $where) = @_;
+	my ($applied, @refusals) = batches($counter, 't1', $base, $n, $size, 'a');
+	note "key a, $where, applied $applied operations, refused "
+	  . scalar(@refusals) . " times, first: " . ($refusals[0] // '');
+	cmp_ok(scalar(@refusals), '>', 0, "the flood $where is refused");
+	is(scalar(grep { !/^key "a" holds its share of the pending pages of counter filter "${counter}_fbf"/ } @refusals), 0,
+		'... always for its share of the pending pages: never at the reserve, nor "at its capacity"');
+	return $applied;
+}
 # the flood's batches of 300 (600 entries: within a share in flight of 129)
-my ($many_applied, @many_refusals) = batches('many', 't1', 5_000_000, 300, 300, 'a');
-note "key a, in the table's last slot, applied $many_applied operations, refused "
-  . scalar(@many_refusals) . " times, first: " . ($many_refusals[0] // '');
-cmp_ok(scalar(@many_refusals), '>', 0, 'the flood in the last slot is refused');
-is(scalar(grep { !/^key "a" holds its share of the pending pages of counter filter "many_fbf"/ } @many_refusals), 0,
-	'... always for its share of the pending pages: never at the reserve, nor "at its capacity"');
+my $many_applied = key_flood('many', 5_000_000, 300, 300, 'in the table\'s last slot');
 is($node->safe_psql('postgres', "SELECT fbf_counter_value('many', 'a')"), $many_applied,
 	'the flood\'s batches counted each operation they applied once');
 my ($many_e, @many_e_errors) = batches('many', 't2', 70_000_000, 3, 100, 'e');
@@ -459,5 +484,24 @@ like($sub_errors[0] // '', qr/^role "t1" holds its share of the operations in fl
 	'... the one after a released savepoint, whose operations still count in flight');
 is($node->safe_psql('postgres', "SELECT fbf_counter_value('sub', 'o')"), '25000',
 	'only the batches that committed are counted');
+
+# ---- 11. a flood among many units of one tenant ----
+is(keyed_ops('keys', 't2', 10, q{'v'}, 100), '10', 'key v applies 10 operations on a counter shared by key');
+is(keyed_ops('keys', 't1', 1000, q{'d' || g}, 200), '1000', 't1\'s 1,000 keys apply one operation each');
+# batches of 1,000 (2,000 entries: within the last slot's share in flight,
+# which stands for the thousand keys)
+key_flood('keys', 7_000_000, 70, 1000, 'among t1\'s 1,000 keys');
+# one operation a statement, each its own transaction: a key's share in
+# flight is 1/1,012 of 80% of the chains (about 100 entries)
+my ($keys_ret, $keys_out, $keys_err) = $node->psql('postgres',
+	join('', map { "SELECT idempotent_increment('keys', 'v', " . (80_000_000 + $_) . ", 1, 1);\n" } 1 .. 300),
+	on_error_stop => 0, extra_params => [ '-U', 't2' ]);
+my @keys_v_errors = $keys_err =~ /ERROR:\s+(.*)/g;
+my $keys_v = () = $keys_out =~ /^t$/mg;
+note "key v applied $keys_v of 300 beside the flood among t1's keys; errors: "
+  . scalar(@keys_v_errors) . ", first: " . ($keys_v_errors[0] // '');
+is(scalar(@keys_v_errors), 0,
+	'key v\'s 300 new operations beside a flood among a tenant\'s 1,000 keys are never refused');
+cmp_ok($keys_v, '>=', 299, 'and are applied (the filter may dismiss one at its target)');
 
 done_testing();
