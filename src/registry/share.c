@@ -1611,7 +1611,8 @@ weighed_slot(const FbfShareTable *t, uint64 unit)
  * others, and one below lowers it: among three or more units, a light
  * one that asks more may leave a busier one over the level.)
  * The units the table cannot tell apart (its last slot) are weighed as
- * one unit of the slot's weight, and of a heavy slot those that took less
+ * one unit of the slot's weight (beside another unit, as its heaviest unit
+ * and the rest: add_demand), and of a heavy slot those that took less
  * than their even part of it (others_light) are light: a newcomer there
  * does not pay for a flood beside it.  Light too: a unit within that, one
  * the table has not counted (a newcomer), and any unit of a counter
