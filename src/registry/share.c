@@ -233,8 +233,12 @@ typedef struct FbfShareTable
 	/* the units of the others' slot, this period and the one before */
 	uint64		others_seen[FBF_SHARE_SKETCH_WORDS];
 	uint64		others_prev[FBF_SHARE_SKETCH_WORDS];
-	/* the heaviest of them this period (others_count) */
+	/* the heaviest of them this period (others_count), and the period before */
 	FbfShareTop others_top[FBF_SHARE_OTHERS_TOP];
+	FbfShareTop others_top_prev[FBF_SHARE_OTHERS_TOP];
+	/* what aborted transactions of them gave back, this period and before */
+	double		others_given_back;
+	double		others_given_back_prev;
 	FbfShareUnit units[FBF_SHARE_UNITS + 1];
 } FbfShareTable;
 
@@ -442,6 +446,8 @@ release(FbfShareTable *t, int slot, int64 entries, int64 epoch,
 		u->fill -= Min(took->fill, u->fill);
 		t->fill -= Min(took->fill, t->fill);
 		u->spent -= Min(took->spent, u->spent);
+		if (slot == OTHERS_SLOT)
+			t->others_given_back += took->fill;
 	}
 	stop_counting(t, slot, was);
 }
@@ -499,7 +505,13 @@ roll(FbfShareTable *t, int64 epoch)
 		t->others_prev[s] = next ? t->others_seen[s] : 0;
 		t->others_seen[s] = 0;
 	}
+	if (next)
+		memcpy(t->others_top_prev, t->others_top, sizeof(t->others_top));
+	else
+		memset(t->others_top_prev, 0, sizeof(t->others_top_prev));
 	memset(t->others_top, 0, sizeof(t->others_top));
+	t->others_given_back_prev = next ? t->others_given_back : 0;
+	t->others_given_back = 0;
 	t->fill = 0;
 	t->epoch = epoch;
 	sweep_prepared(t);
@@ -598,7 +610,8 @@ sharers(const FbfShareTable *t)
  * unit taking most of the slot is counted nearly whole.  (What an aborted
  * transaction gives back is not taken off here: it counts against its
  * unit alone, which may then be refused past the slot's level, as every
- * unit of the slot was before the summary.)
+ * unit of the slot was before the summary; others_kept takes what the
+ * slot's aborted transactions gave back off every count.)
  */
 static void
 others_count(FbfShareTable *t, uint64 unit, double cost)
@@ -649,6 +662,31 @@ others_fill(const FbfShareTable *t, uint64 unit)
 		if (t->others_top[i].fill > 0 && t->others_top[i].unit == unit)
 			return t->others_top[i].fill;
 	return 0;
+}
+
+/*
+ * What `unit` of the last slot took and kept this period and the one
+ * before, at most: what the summaries count of it (others_count), less
+ * all that the slot's aborted transactions gave back in that period, since
+ * the table does not know whose they were.  Never more than it kept, whoever
+ * aborts.  (A free count's unit took nothing.)
+ */
+static double
+others_kept(const FbfShareTable *t, uint64 unit)
+{
+	double		cur = 0;
+	double		prev = 0;
+	int			i;
+
+	for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
+	{
+		if (t->others_top[i].fill > 0 && t->others_top[i].unit == unit)
+			cur = t->others_top[i].fill;
+		if (t->others_top_prev[i].fill > 0 && t->others_top_prev[i].unit == unit)
+			prev = t->others_top_prev[i].fill;
+	}
+	return Max(cur - t->others_given_back, 0) +
+		Max(prev - t->others_given_back_prev, 0);
 }
 
 /*
@@ -1242,30 +1280,37 @@ typedef struct ShareDemand
 /*
  * Add slot `s`'s demand `d` to a max-min division (demands[*m]): one
  * demand of the slot's weight, or for the last slot, when its heaviest
- * unit (others_top) took part of what the slot took this period, two: that
- * unit's part of `d`, by its part of the slot's fill, as one share, and
- * the rest as the slot's other shares.  So the units of the last slot
- * weigh in the others' division as units with slots of their own would:
- * one of them that floods is cut at the level as one unit, where the
- * slot's demand, taken whole, was spread over every share the slot stands
- * for and fell under the level (a key that sent 1,000 keys an operation
- * each and then flooded was weighed as 1,000 light keys).  What the
- * summary counts of a unit is never more than it took: the heavy part
- * may read low, never high.
+ * unit took part of what the slot took this period and the one before,
+ * two: that unit's part of `d`, by its part of the slot's fill over both
+ * periods (others_kept), as one share, and the rest as the slot's other
+ * shares.  So one unit of the last slot that floods is cut at the level
+ * in the others' division as a unit with a slot of its own would be,
+ * where the slot's demand, taken whole, was spread over every share the
+ * slot stands for and fell under the level (a key that sent 1,000 keys an
+ * operation each and then flooded was weighed as 1,000 light keys).  Both
+ * periods, as each demand is of both: a part of this period alone makes
+ * the first unit of the slot to come after a roll the whole of it.  What
+ * others_kept reads is never more than a unit kept, so the heavy part may
+ * read low, never high: no unit's level rises for what the summaries
+ * cannot see.
  */
 static void
 add_demand(const FbfShareTable *t, int s, double d, ShareDemand *demands,
 		   int *m)
 {
+	const FbfShareUnit *u = &t->units[s];
 	double		weight = slot_weight(t, s);
 	double		part = 0;
 	int			i;
 
-	if (s == OTHERS_SLOT && weight > 1.0 && t->units[s].fill > 0)
+	if (s == OTHERS_SLOT && weight > 1.0 && u->fill + u->prev > 0)
 	{
 		for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
-			part = Max(part, t->others_top[i].fill);
-		part = Min(part / t->units[s].fill, 1.0);
+		{
+			part = Max(part, others_kept(t, t->others_top[i].unit));
+			part = Max(part, others_kept(t, t->others_top_prev[i].unit));
+		}
+		part = Min(part / (u->fill + u->prev), 1.0);
 	}
 	if (part <= 0)
 	{
