@@ -82,7 +82,8 @@
  *	  those its aborted transactions gave back, so that being refused
  *	  never makes it the lighter; the last slot is weighed as one unit,
  *	  and of it only those that took their even part of it or more are
- *	  heavy), or was the only one to ask any (which
+ *	  heavy; beside another unit, as its heaviest unit and the rest:
+ *	  add_demand), or was the only one to ask any (which
  *	  the caller lets take it only while the window can still grow); and
  *	  whether a light unit has already put on the reserve this period as
  *	  much as is left of it (so none takes it all).
@@ -236,7 +237,7 @@ typedef struct FbfShareTable
 	/* the heaviest of them this period (others_count), and the period before */
 	FbfShareTop others_top[FBF_SHARE_OTHERS_TOP];
 	FbfShareTop others_top_prev[FBF_SHARE_OTHERS_TOP];
-	/* what aborted transactions of them gave back, this period and before */
+	/* what aborted transactions of them gave back, this period and the one before */
 	double		others_given_back;
 	double		others_given_back_prev;
 	FbfShareUnit units[FBF_SHARE_UNITS + 1];
@@ -610,8 +611,9 @@ sharers(const FbfShareTable *t)
  * unit taking most of the slot is counted nearly whole.  (What an aborted
  * transaction gives back is not taken off here: it counts against its
  * unit alone, which may then be refused past the slot's level, as every
- * unit of the slot was before the summary; others_kept takes what the
- * slot's aborted transactions gave back off every count.)
+ * unit of the slot was before the summary; others_kept, which add_demand
+ * reads, takes what the slot's aborted transactions gave back off every
+ * count.)
  */
 static void
 others_count(FbfShareTable *t, uint64 unit, double cost)
@@ -652,16 +654,23 @@ others_count(FbfShareTable *t, uint64 unit, double cost)
 	}
 }
 
-/* what `unit` of the last slot took this period, as others_count counts */
+/* what a summary (others_count) counts of `unit`: 0 if none */
 static double
-others_fill(const FbfShareTable *t, uint64 unit)
+top_fill(const FbfShareTop *top, uint64 unit)
 {
 	int			i;
 
 	for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
-		if (t->others_top[i].fill > 0 && t->others_top[i].unit == unit)
-			return t->others_top[i].fill;
+		if (top[i].fill > 0 && top[i].unit == unit)
+			return top[i].fill;
 	return 0;
+}
+
+/* what `unit` of the last slot took this period, as others_count counts */
+static double
+others_fill(const FbfShareTable *t, uint64 unit)
+{
+	return top_fill(t->others_top, unit);
 }
 
 /*
@@ -674,19 +683,8 @@ others_fill(const FbfShareTable *t, uint64 unit)
 static double
 others_kept(const FbfShareTable *t, uint64 unit)
 {
-	double		cur = 0;
-	double		prev = 0;
-	int			i;
-
-	for (i = 0; i < FBF_SHARE_OTHERS_TOP; i++)
-	{
-		if (t->others_top[i].fill > 0 && t->others_top[i].unit == unit)
-			cur = t->others_top[i].fill;
-		if (t->others_top_prev[i].fill > 0 && t->others_top_prev[i].unit == unit)
-			prev = t->others_top_prev[i].fill;
-	}
-	return Max(cur - t->others_given_back, 0) +
-		Max(prev - t->others_given_back_prev, 0);
+	return Max(top_fill(t->others_top, unit) - t->others_given_back, 0) +
+		Max(top_fill(t->others_top_prev, unit) - t->others_given_back_prev, 0);
 }
 
 /*
@@ -1280,8 +1278,9 @@ typedef struct ShareDemand
 /*
  * Add slot `s`'s demand `d` to a max-min division (demands[*m]): one
  * demand of the slot's weight, or for the last slot, when its heaviest
- * unit took part of what the slot took this period and the one before,
- * two: that unit's part of `d`, by its part of the slot's fill over both
+ * unit took more than its even part of what the slot took this period and
+ * the one before, two: that unit's part of `d`, by its part of the slot's
+ * fill over both
  * periods (others_kept), as one share, and the rest as the slot's other
  * shares.  So one unit of the last slot that floods is cut at the level
  * in the others' division as a unit with a slot of its own would be,
@@ -1291,8 +1290,10 @@ typedef struct ShareDemand
  * periods, as each demand is of both: a part of this period alone makes
  * the first unit of the slot to come after a roll the whole of it.  What
  * others_kept reads is never more than a unit kept, so the heavy part may
- * read low, never high: no unit's level rises for what the summaries
- * cannot see.
+ * read low, never high; and past the even part, a heavier part cuts the
+ * slot at least as much as a lighter one (below it, the split would cut
+ * the slot's rest by a share, not the unit): no unit's level rises for
+ * what the summaries cannot see.
  */
 static void
 add_demand(const FbfShareTable *t, int s, double d, ShareDemand *demands,
@@ -1312,7 +1313,8 @@ add_demand(const FbfShareTable *t, int s, double d, ShareDemand *demands,
 		}
 		part = Min(part / (u->fill + u->prev), 1.0);
 	}
-	if (part <= 0)
+	/* a heaviest unit within its even part: no unit to tell apart */
+	if (part * weight <= 1.0)
 	{
 		demands[*m].demand = d;
 		demands[*m].weight = weight;
@@ -1709,12 +1711,11 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 				demands[m].demand = d;
 				demands[m].weight = slot_weight(t, s);
 				m++;
+				me = u;
 			}
 			else
 				add_demand(t, s, d, demands, &m);
 			asked += d;
-			if (s == mine)
-				me = u;
 		}
 		if (me != NULL && m == 1)
 			weight = FBF_SHARE_ALONE;

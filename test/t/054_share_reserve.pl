@@ -92,8 +92,8 @@
 #  11. a flood among many units of one tenant: on a counter shared by key,
 #      key v applies 10 operations, t1 then 1,000 keys one operation each
 #      (so that the last slot stands for a thousand shares), and key a, in
-#      that slot, floods with committed batches of 1,000 until refused for
-#      the slot's share of the pending pages; then key v's 300 new
+#      that slot, floods with 70 committed batches of 1,000, refused once
+#      the slot holds its share of the pending pages; then key v's 300 new
 #      operations, one a transaction, are all taken (before, the others'
 #      max-min weighed the flood as a thousand light keys, and v's level
 #      there fell to a share: refused for its share of the pending pages
@@ -418,8 +418,9 @@ sub keyed_ops
 is(keyed_ops('many', 't2', 10, q{'c'}, 100), '10', 'key c applies 10 operations on a counter shared by key');
 is(keyed_ops('many', 't1', 127, q{'d' || g}, 200), '127', '127 decoy keys apply one operation each');
 # key a of t1 floods `counter` with `n` committed batches of `size` new
-# operations from client `base`: refused, and only for its share of the
-# pending pages; what it applied
+# operations from client `base` (`where`: which units it is among, for the
+# tests' names): refused, and only for its share of the pending pages, and
+# each operation it applied counted once; what it applied
 sub key_flood
 {
 	my ($counter, $base, $n, $size, $where) = @_;
@@ -428,13 +429,13 @@ sub key_flood
 	  . scalar(@refusals) . " times, first: " . ($refusals[0] // '');
 	cmp_ok(scalar(@refusals), '>', 0, "the flood $where is refused");
 	is(scalar(grep { !/^key "a" holds its share of the pending pages of counter filter "${counter}_fbf"/ } @refusals), 0,
-		'... always for its share of the pending pages: never at the reserve, nor "at its capacity"');
+		"... always for its share of the pending pages ($where): never at the reserve, nor \"at its capacity\"");
+	is($node->safe_psql('postgres', "SELECT fbf_counter_value('$counter', 'a')"), $applied,
+		"the flood's batches ($where) counted each operation they applied once");
 	return $applied;
 }
 # the flood's batches of 300 (600 entries: within a share in flight of 129)
-my $many_applied = key_flood('many', 5_000_000, 300, 300, 'in the table\'s last slot');
-is($node->safe_psql('postgres', "SELECT fbf_counter_value('many', 'a')"), $many_applied,
-	'the flood\'s batches counted each operation they applied once');
+key_flood('many', 5_000_000, 300, 300, 'in the table\'s last slot');
 my ($many_e, @many_e_errors) = batches('many', 't2', 70_000_000, 3, 100, 'e');
 note "key e, a newcomer to the last slot, applied $many_e of 300; errors: @many_e_errors";
 is(scalar(@many_e_errors), 0,
@@ -490,9 +491,11 @@ is(keyed_ops('keys', 't2', 10, q{'v'}, 100), '10', 'key v applies 10 operations 
 is(keyed_ops('keys', 't1', 1000, q{'d' || g}, 200), '1000', 't1\'s 1,000 keys apply one operation each');
 # batches of 1,000 (2,000 entries: within the last slot's share in flight,
 # which stands for the thousand keys)
-key_flood('keys', 7_000_000, 70, 1000, 'among t1\'s 1,000 keys');
+my $keys_applied = key_flood('keys', 7_000_000, 70, 1000, 'among t1\'s 1,000 keys');
+# so that v meets the chains the flood filled to the slot's share
+cmp_ok($keys_applied, '>', 40_000, 'the flood among t1\'s keys took more than 40,000 operations');
 # one operation a statement, each its own transaction: a key's share in
-# flight is 1/1,012 of 80% of the chains (about 100 entries)
+# flight is 1/1,015 of 80% of the chains (about 100 entries)
 my ($keys_ret, $keys_out, $keys_err) = $node->psql('postgres',
 	join('', map { "SELECT idempotent_increment('keys', 'v', " . (80_000_000 + $_) . ", 1, 1);\n" } 1 .. 300),
 	on_error_stop => 0, extra_params => [ '-U', 't2' ]);
