@@ -1275,14 +1275,23 @@ typedef struct ShareDemand
  */
 #define FBF_SHARE_DEMANDS		(FBF_SHARE_UNITS + 2)
 
+/* add a demand `d` of `weight` shares to a max-min division (demands[*m]) */
+static inline void
+put_demand(ShareDemand *demands, int *m, double d, double weight)
+{
+	Assert(*m < FBF_SHARE_DEMANDS);
+	demands[*m].demand = d;
+	demands[*m].weight = weight;
+	(*m)++;
+}
+
 /*
  * Add slot `s`'s demand `d` to a max-min division (demands[*m]): one
  * demand of the slot's weight, or for the last slot, when its heaviest
  * unit took more than its even part of what the slot took this period and
  * the one before, two: that unit's part of `d`, by its part of the slot's
- * fill over both
- * periods (others_kept), as one share, and the rest as the slot's other
- * shares.  So one unit of the last slot that floods is cut at the level
+ * fill over both periods (others_kept), as one share, and the rest as the
+ * slot's other shares.  So one unit of the last slot that floods is cut at the level
  * in the others' division as a unit with a slot of its own would be,
  * where the slot's demand, taken whole, was spread over every share the
  * slot stands for and fell under the level (a key that sent 1,000 keys an
@@ -1316,17 +1325,11 @@ add_demand(const FbfShareTable *t, int s, double d, ShareDemand *demands,
 	/* a heaviest unit within its even part: no unit to tell apart */
 	if (part * weight <= 1.0)
 	{
-		demands[*m].demand = d;
-		demands[*m].weight = weight;
-		(*m)++;
+		put_demand(demands, m, d, weight);
 		return;
 	}
-	demands[*m].demand = d * part;
-	demands[*m].weight = 1.0;
-	(*m)++;
-	demands[*m].demand = d * (1.0 - part);
-	demands[*m].weight = weight - 1.0;
-	(*m)++;
+	put_demand(demands, m, d * part, 1.0);
+	put_demand(demands, m, d * (1.0 - part), weight - 1.0);
 }
 
 /* qsort comparator of demands by demand per share, ascending */
@@ -1408,9 +1411,7 @@ beyond_level(const FbfShareTable *t, int slot, double room,
 		if (s != slot && unit_active(v))
 			add_demand(t, s, demand_of(v), demands, &m);
 	}
-	demands[m].demand = 2.0 * room * weight;
-	demands[m].weight = weight;
-	m++;
+	put_demand(demands, &m, 2.0 * room * weight, weight);
 	qsort(demands, m, sizeof(ShareDemand), demand_cmp);
 	return water_level(demands, m, room) * weight;
 }
@@ -1708,9 +1709,7 @@ FbfShareWeigh(Oid dbid, Oid relid, uint64 unit, int64 epoch,
 			/* the slot judged is one demand: its units are told apart below */
 			if (s == mine)
 			{
-				demands[m].demand = d;
-				demands[m].weight = slot_weight(t, s);
-				m++;
+				put_demand(demands, &m, d, slot_weight(t, s));
 				me = u;
 			}
 			else
