@@ -319,6 +319,23 @@ cwin_block_live(const uint8_t *block, const CwinEpochs *epochs)
 	return n;
 }
 
+double
+cwin_block_weighed_live(const uint8_t *block, const CwinEpochs *epochs,
+						const double *weight)
+{
+	uint32_t	mask = live_tags(block, epochs);
+	double		n = 0;
+
+	for (int age = 0; age < epochs->nlive; age++)
+	{
+		uint32_t	t = (uint32_t) ((epochs->epoch - age) & (CWIN_TAGS - 1));
+
+		if (mask & (UINT32_C(1) << t))
+			n += weight[age] * cwin_header_c(block)->count[t];
+	}
+	return n;
+}
+
 uint32_t
 cwin_block_used(const uint8_t *block)
 {

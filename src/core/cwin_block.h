@@ -238,6 +238,16 @@ extern uint32_t cwin_block_live(const uint8_t *block, const CwinEpochs *epochs);
 extern uint32_t cwin_block_used(const uint8_t *block);
 
 /*
+ * The live entries of a block, each live epoch's (by age, as
+ * CwinEpochs.parts) weighed by weight[age]: with two to the routing bits
+ * an epoch's fingerprints spent, what its entries cost in false positives
+ * beside entries that spent none (cwin_fpp).
+ */
+extern double cwin_block_weighed_live(const uint8_t *block,
+									  const CwinEpochs *epochs,
+									  const double *weight);
+
+/*
  * Split a block of a page with `parts` partitions into `factor` (a power
  * of two, 2 .. 64) children, for a window of parts * factor partitions:
  * child j is the page of partition q * factor + j.  Each live entry goes

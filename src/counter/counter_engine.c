@@ -287,7 +287,11 @@ apply_reserved(Relation heap, Relation index, const FbfOps *ops,
 	lease_reserve(heap, index, ops, info, asking, hold, lease);
 	r = FbfWindowApply(index, keying, op, lease->reserve, hold, info);
 	Assert(r != FBF_OP_RESERVED || lease->reserve == FBF_RESERVE_GROW);
-	if (r == FBF_OP_RESERVED)
+	if (r == FBF_OP_RESERVED && info->waits_for_period)
+		refuse_reserve(index, ops, FbfWindowGetOptions(index)->share_by, hold,
+					   "It alone sends new operations, and the filter's pages hold as many of this period's as they take under its target (a larger filter takes more only from the next period): what waits for the next period's filter may not fill the last fifth of each pending chain, which is kept for whoever comes next.",
+					   "Retry the operation in a later period, or plan the counter for its load (expected_rate).");
+	else if (r == FBF_OP_RESERVED)
 		refuse_reserve(index, ops, FbfWindowGetOptions(index)->share_by, hold,
 					   "It alone sends new operations, and the filter is as large as fbf.max_filter_size lets it be: what waits for the next period's filter may not fill the last fifth of each pending chain, which is kept for whoever comes next.",
 					   "Retry the operation in a later period, plan the counter for its load (expected_rate), or raise fbf.max_filter_size.");

@@ -234,8 +234,11 @@ typedef struct FbfApplyInfo
 	int			entries;
 	bool		on_reserve;
 	bool		waits;
-	/* FBF_OP_RESERVED: the part of its chain's reserve still free */
+	/* FBF_OP_RESERVED: the part of its chain's reserve still free, and
+	 * whether what waits on its chain waits for the next period below the
+	 * window's cap (a cuckoo window's entries, which no split lightens) */
 	double		reserve_free;
+	bool		waits_for_period;
 	FbfWindowCapacity capacity;
 } FbfApplyInfo;
 

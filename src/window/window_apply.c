@@ -292,7 +292,7 @@ struct FbfWindowHold
 	uint32		chainno;
 	int			on_chain;		/* operations that asked the held chain */
 	bool		drained;		/* the held chain was drained since locked */
-	bool		put_off;		/* and that drain put entries off for bits */
+	FbfStored	put_off;		/* and what that drain put entries off for */
 	int			room_from[FBF_NEED_MAX];	/* chain_room's hints */
 	FbfChainIndex cix;
 	int			npend;			/* entries appended in memory, not yet on */
@@ -355,7 +355,7 @@ let_go_chain(FbfWindowHold *h)
 	h->chain_held = false;
 	h->on_chain = 0;
 	h->drained = false;
-	h->put_off = false;
+	h->put_off = FBF_STORED_ALL;
 	memset(h->room_from, 0, sizeof(h->room_from));
 }
 
@@ -363,15 +363,15 @@ let_go_chain(FbfWindowHold *h)
  * Drain the held chain (FbfChainDrain); if that changed its entries (it
  * removed some, or unlinked a page), its index and its full pages are to
  * be found again.  Returns the entries removed; *grow set if it put
- * entries off for want of bits (and the hold remembers it while it holds
- * the chain).
+ * entries off for want of bits (the hold remembers what it put them off
+ * for while it holds the chain).
  */
 static int
 drain_held(FbfWindowHold *h, bool may_defer, bool *grow)
 {
 	int			npages;
 	int			removed;
-	bool		put_off = false;
+	FbfStored	put_off = FBF_STORED_ALL;
 
 	flush_pending(h);
 	npages = h->chain.n;
@@ -379,7 +379,7 @@ drain_held(FbfWindowHold *h, bool may_defer, bool *grow)
 							&put_off);
 	h->drained = true;
 	h->put_off = put_off;
-	if (put_off)
+	if (put_off == FBF_STORED_GROW)
 		*grow = true;
 	if (removed > 0 || h->chain.n != npages)
 	{
@@ -470,6 +470,7 @@ typedef struct ApplyState
 	FbfReserve	reserve;		/* may it take its chain's reserve */
 	bool		grown_for_reserve;	/* FBF_RESERVE_GROW grew the window */
 	double		reserve_free;	/* FBF_OP_RESERVED: of its chain's reserve */
+	bool		waits_for_period;	/* and its entries wait below the cap */
 	bool		may_defer;		/* drains may put entries off */
 	bool		grow;			/* a drain put entries off: grow */
 } ApplyState;
@@ -726,16 +727,19 @@ ask_bits(ApplyState *st, FbfApplyInfo *info)
  * "overfull", the worker's passes).  A caller that allows it only while
  * the window can grow (FBF_RESERVE_GROW), where a drain put entries off
  * for want of bits, has the window grown once, as a full chain grows it,
- * and takes it; at the cap, it gets FBF_OP_RESERVED.  Where the chain
- * holds entries in flight alone, such a caller takes it: no growth makes
- * room for those (the caller's shares bound them).
+ * and takes it; at the cap, or where they wait for the next period, it
+ * gets FBF_OP_RESERVED.  Where the chain holds entries in flight alone,
+ * such a caller takes it: no growth makes room for those (the caller's
+ * shares bound them).
  *
  * A chain full of entries that wait for more bits (the drain put them
- * off) grows the window now and tries again.  At its cap, a counter that
- * refuses what it cannot take refuses this operation: the entries wait for
- * the next refresh's empty future filter, as its shares planned (poured
- * into the bits there are, they would stay until their filters age out).
- * Otherwise they are drained into those bits.
+ * off) grows the window now and tries again.  At its cap, or where they
+ * wait for the next period (FBF_STORED_WAITS: a split would not take
+ * them), a counter that refuses what it cannot take refuses this
+ * operation: the entries wait for the next period's room, as its shares
+ * planned (poured into the bits there are, they would raise the false
+ * positives until their filters age out).  Otherwise they are drained into
+ * those bits.
  */
 static ApplyStep
 find_room(ApplyState *st)
@@ -751,8 +755,12 @@ find_room(ApplyState *st)
 	if (st->reserve != FBF_RESERVE_TAKE &&
 		(st->room >= FBF_RESERVE_FROM || (st->room < 0 && chain->n >= FBF_RESERVE_FROM)))
 	{
-		bool		waiting = st->may_defer && (st->grow || h->put_off);
-		bool		can_grow = FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
+		bool		waiting = st->may_defer &&
+			(st->grow || h->put_off != FBF_STORED_ALL);
+
+		/* a split takes what waits for bits, not for the next period */
+		bool		can_grow = (st->grow || h->put_off == FBF_STORED_GROW) &&
+			FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
 
 		if (st->reserve == FBF_RESERVE_GROW && waiting && can_grow &&
 			!st->grown_for_reserve)
@@ -772,6 +780,8 @@ find_room(ApplyState *st)
 
 			st->reserve_free = Min(1.0, (double) (FBF_MAX_PENDING_PAGES - first_free) /
 								   FBF_RESERVE_PAGES);
+			st->waits_for_period = waiting && !can_grow &&
+				FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
 			FbfWindowLetGo(h);
 			st->result = FBF_OP_RESERVED;
 			return STEP_DONE;
@@ -796,6 +806,21 @@ find_room(ApplyState *st)
 						 errhint("Retry the operation in a later period, or raise fbf.max_filter_size.")));
 			st->may_defer = false;
 		}
+		CHECK_FOR_INTERRUPTS();
+		return STEP_AGAIN;
+	}
+	if (chain->n == FBF_MAX_PENDING_PAGES && st->may_defer &&
+		h->put_off == FBF_STORED_WAITS)
+	{
+		FbfWindowLetGo(h);
+		if (FbfWindowGetOptions(h->index)->at_capacity == FBF_AT_CAPACITY_REFUSE)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("counter filter \"%s\" has no room for more operations this period",
+							RelationGetRelationName(h->index)),
+					 errdetail("One of its partitions has more operations of this period than its filters take under the target, and a larger filter would not take them before the next period."),
+					 errhint("Retry the operation in a later period.")));
+		st->may_defer = false;
 		CHECK_FOR_INTERRUPTS();
 		return STEP_AGAIN;
 	}
@@ -976,6 +1001,7 @@ FbfWindowApply(Relation index, const FbfWindowKeying *keying,
 	{
 		FbfWindowCapacityOf(&hold->meta, &info->capacity);
 		info->reserve_free = st.reserve_free;
+		info->waits_for_period = st.waits_for_period;
 	}
 	if (hold->meta_held && ++hold->asked >= HOLD_MAX_OPS)
 		FbfWindowLetGo(hold);

@@ -143,15 +143,14 @@ FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
  * With may_defer, a page's future lane takes entries (the oldest first)
  * up to BLOOM_CAPACITY_PART of meta->overfull, and the rest stay on the
  * chain until the window has grown or the next refresh has begun an
- * empty future filter (returns true): bits set now would stay, copied into
- * every page of a split, until their filters age out.  Taking what fits
- * drains a backlog by a lane's part each period even where no growth
- * comes (the controller merges a window whose rate fell).
- * Locks: the partition pages exclusively, in
- * block order; the caller holds the metapage share-locked (so the ring is
- * `meta`) and pbuf exclusive-locked.
+ * empty future filter (returns FBF_STORED_GROW): bits set now would stay,
+ * copied into every page of a split, until their filters age out.  Taking
+ * what fits drains a backlog by a lane's part each period even where no
+ * growth comes (the controller merges a window whose rate fell).  Locks:
+ * the partition pages exclusively, in block order; the caller holds the
+ * metapage share-locked (so the ring is `meta`) and pbuf exclusive-locked.
  */
-bool
+FbfStored
 FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			  const FbfPendingEntry *entries, int n, uint8 *keep,
 			  const BlockNumber *target, const BlockNumber *blocks,
@@ -254,7 +253,7 @@ FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 	for (b = 0; b < nblocks; b++)
 		UnlockReleaseBuffer(sbufs[b]);
 	pfree(all);
-	return refused;
+	return refused ? FBF_STORED_GROW : FBF_STORED_ALL;
 }
 
 /*

@@ -228,6 +228,8 @@ block_of(Page page)
  * every doubling since (its fingerprints spent routing bits), and a window
  * growing for a flood holds such epochs for a retention (at a half, test/t/
  * 044_fair_shares.pl saw the estimate reach the target while it grew).
+ * In the period of a split, the weights count the growth instead
+ * (cuckoo_weighed_capacity).
  */
 #define CUCKOO_CAPACITY_PART	0.3
 
@@ -247,11 +249,93 @@ cuckoo_live_capacity(const FbfWindowMetaPageData *meta, const CwinLayout *layout
 }
 
 /*
+ * The routing bits the fingerprints of live epoch `age` have spent in a
+ * window of `nparts` partitions: one for each doubling since the epoch
+ * began (cwin_fpp counts them).
+ */
+static int
+epoch_spent_bits(const FbfWindowMetaPageData *meta, int age, uint32 nparts)
+{
+	uint32		p = meta->cuckoo.parts[age];
+	int			used = 0;
+
+	while (p > 0 && p < nparts && used < CWIN_ROUTE_BITS)
+	{
+		p *= 2;
+		used++;
+	}
+	return used;
+}
+
+/*
+ * What an entry of each live epoch weighs in a block: two to the routing
+ * bits its epoch spent, its false positives beside an entry's that spent
+ * none (cwin_fpp).
+ */
+static void
+epoch_weights(const FbfWindowMetaPageData *meta, double *weight)
+{
+	uint32		nparts = FbfWindowViewParts(meta);
+	int			age;
+
+	for (age = 0; age < meta->nlive; age++)
+		weight[age] = ldexp(1.0, epoch_spent_bits(meta, age, nparts));
+}
+
+/*
+ * What a block's live entries may weigh (epoch_weights) once the window
+ * has split in the current period: twice its capacity's part of the
+ * target, the half CUCKOO_CAPACITY_PART keeps for the growth being what
+ * the weights count.  A split halves what a block holds of each epoch and
+ * doubles its weight, so it frees none of this: past it, a block takes
+ * the period's entries only while their weight keeps its false positives
+ * within the target, and the rest wait on the chains for the next period,
+ * where the shares divide them, as a Bloom window's split adds no room to
+ * the current filter (block_room).  Before, a flood that grew a window
+ * planned far below it 64 times within one period took its estimate to
+ * 3.4 times the target (test/t/054_share_reserve.pl).
+ */
+static double
+cuckoo_weighed_capacity(const FbfWindowMetaPageData *meta,
+						const CwinLayout *layout)
+{
+	return 2 * CUCKOO_CAPACITY_PART * meta->target_fpp /
+		cwin_fpp(layout, 1.0, 0);
+}
+
+/*
+ * Has a block room for one more entry of the current epoch (weighing
+ * weight0)?  FBF_STORED_ALL if so; else what the entry waits for: more
+ * bits where it holds cuckoo_live_capacity's count of entries however
+ * light (a split spreads them); the next period where the window split
+ * in this one (weight0 > 1) and the entries' weight fills it
+ * (cuckoo_weighed_capacity), since a split adds no room for the entries
+ * of the period it comes in.  In a later period an entry weighs one, and
+ * the block takes it by its count: what the older epochs weigh beyond
+ * that is the growth's cost, which their expiry pays, and it is bounded,
+ * since a split changes no block's weight and only a store adds to it
+ * (the split's period up to the weighed capacity, each later one up to
+ * the count: nine tenths of the target in all).  Entries kept waiting
+ * for the older epochs to expire would be remembered that much past the
+ * retention (stored as of the epoch they are drained in).
+ */
+static FbfStored
+block_room(uint32 count, double weighed, double weight0, double limit,
+		   double weighed_limit)
+{
+	if (count + 1 > limit)
+		return FBF_STORED_GROW;
+	if (weight0 > 1 && weighed + weight0 > weighed_limit)
+		return FBF_STORED_WAITS;
+	return FBF_STORED_ALL;
+}
+
+/*
  * Is the operation live in the window's blocks?  One page, share-locked.
  * The caller holds the metapage (share or exclusive).  Raises *lane (if
  * not NULL, FbfLane) to full if the block holds what a drain may store in
- * it (cuckoo_live_capacity); a block has no overfull count (the window
- * grows when a drain leaves entries on their chain).
+ * it (block_room); a block has no overfull count (the window grows when a
+ * drain leaves entries on their chain for want of slots).
  */
 bool
 FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
@@ -270,10 +354,22 @@ FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
 							BUFFER_LOCK_SHARE);
 	found = cwin_block_contains(&layout, block_of(BufferGetPage(buf)),
 								&epochs, &key);
-	if (lane != NULL &&
-		cwin_block_live(block_of(BufferGetPage(buf)), &epochs) + 1 >
-		cuckoo_live_capacity(meta, &layout))
-		*lane = Max(*lane, FBF_LANE_FULL);
+	if (lane != NULL)
+	{
+		const uint8 *block = block_of(BufferGetPage(buf));
+		double		weight[CWIN_MAX_LIVE];
+
+		double		weighed = 0;
+
+		/* weighed only where it counts: after a split in this period */
+		epoch_weights(meta, weight);
+		if (weight[0] > 1)
+			weighed = cwin_block_weighed_live(block, &epochs, weight);
+		if (block_room(cwin_block_live(block, &epochs), weighed, weight[0],
+					   cuckoo_live_capacity(meta, &layout),
+					   cuckoo_weighed_capacity(meta, &layout)) != FBF_STORED_ALL)
+			*lane = Max(*lane, FBF_LANE_FULL);
+	}
 	UnlockReleaseBuffer(buf);
 	return found;
 }
@@ -284,14 +380,15 @@ FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
  * of the current epoch, in the page's copy; an entry its block refuses,
  * or, with may_defer, one its block has no room for under the target,
  * stays on the pending page (never dropped, whether or not the drain may
- * put entries off) and makes this return true: the window must grow.  An
- * annex (never targeted) goes with its entry (FbfPendingKeepAnnexes).  One
- * WAL record of changed byte ranges for the pending page and the
- * partition pages (a page the drain sweeps: a full image).  Locks: the
- * partition pages exclusively, in block order; the caller holds the
- * metapage share-locked and pbuf exclusive-locked.
+ * put entries off): the result says whether it waits for the window to
+ * grow or for the next period (below).  An annex (never targeted) goes
+ * with its entry (FbfPendingKeepAnnexes).  One WAL record of changed byte
+ * ranges for the pending page and the partition pages (a page the drain
+ * sweeps: a full image).  Locks: the partition pages exclusively, in
+ * block order; the caller holds the metapage share-locked and pbuf
+ * exclusive-locked.
  */
-bool
+FbfStored
 FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			   const FbfPendingEntry *entries, int n, uint8 *keep,
 			   const BlockNumber *target, const BlockNumber *blocks,
@@ -301,9 +398,12 @@ FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 	CwinEpochs	epochs;
 	Buffer		bufs[FBF_DRAIN_MAX_PAGES];
 	Page		copies[FBF_DRAIN_MAX_PAGES];
-	bool		full = false;
-	uint32		live[FBF_DRAIN_MAX_PAGES];
+	FbfStored	stored = FBF_STORED_ALL;
+	double		live[FBF_DRAIN_MAX_PAGES];	/* weighed (epoch_weights) */
+	uint32		count[FBF_DRAIN_MAX_PAGES]; /* not */
+	double		weight[CWIN_MAX_LIVE];
 	double		limit;
+	double		weighed_limit;
 	FbfXLogState *state;
 	Page		pcopy;
 	FbfPendingEntry *out;
@@ -326,16 +426,23 @@ FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 
 	/* what each block holds, against what it may */
 	limit = cuckoo_live_capacity(meta, &layout);
+	weighed_limit = cuckoo_weighed_capacity(meta, &layout);
+	epoch_weights(meta, weight);
 	for (b = 0; b < nblocks; b++)
-		live[b] = cwin_block_live(block_of(copies[b]), &epochs);
+	{
+		live[b] = cwin_block_weighed_live(block_of(copies[b]), &epochs, weight);
+		count[b] = cwin_block_live(block_of(copies[b]), &epochs);
+	}
 
 	/*
 	 * Store them (in the copies, applied and logged at once).  With
-	 * may_defer, a block holding what it may (cuckoo_live_capacity) takes
-	 * no more: the entry waits, as a refused one does, for the window to
-	 * grow (or, at its cap, for room), rather than raise the block's false
-	 * positives for as long as its entries live (a split spreads the
-	 * entries, but what they cost in fingerprint bits stays).
+	 * may_defer, a block holding what it may takes no more (block_room):
+	 * the entry waits, rather than raise the block's false positives for
+	 * as long as its entries live (a split spreads the entries, but what
+	 * they cost in fingerprint bits stays), for the window to grow (or, at
+	 * its cap, for room) where the block holds its count of entries, for
+	 * the next period where their weight fills it: a split for each such
+	 * drain would take the window to its cap for one period's flood.
 	 */
 	for (i = 0; i < n; i++)
 	{
@@ -346,10 +453,17 @@ FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			continue;
 		for (b = 0; blocks[b] != target[i]; b++)
 			;
-		if (may_defer && live[b] + 1 > limit)
+		if (may_defer)
 		{
-			full = true;		/* stays pending, as below */
-			continue;
+			FbfStored	room = block_room(count[b], live[b], weight[0],
+										  limit, weighed_limit);
+
+			if (room != FBF_STORED_ALL)
+			{
+				/* stays pending, as below */
+				stored = Max(stored, room);
+				continue;
+			}
 		}
 		h.h1 = entries[i].h1;
 		h.h2 = entries[i].h2;
@@ -357,10 +471,11 @@ FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		if (cwin_block_insert(&layout, block_of(copies[b]), &epochs, &key) >= 0)
 		{
 			keep[i] = 0;
-			live[b]++;
+			live[b] += weight[0];
+			count[b]++;
 		}
 		else
-			full = true;		/* stays pending; the window must grow */
+			stored = FBF_STORED_GROW;	/* stays pending for more bits */
 	}
 
 	/* the pending page keeps the rest, in order, annexes with their entries */
@@ -371,7 +486,7 @@ FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 
 	for (b = 0; b < nblocks; b++)
 		UnlockReleaseBuffer(bufs[b]);
-	return full;
+	return stored;
 }
 
 /*
@@ -599,16 +714,9 @@ FbfCuckooEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 		for (i = 0; i < meta->nlive; i++)
 		{
 			double		c = (double) counts[i * nparts + v];
-			int			used = 0;
-			uint32		p = meta->cuckoo.parts[i];
 
-			while (p > 0 && p < nparts && used < CWIN_ROUTE_BITS)
-			{
-				p *= 2;
-				used++;
-			}
 			/* each epoch's share of the load, at its useful bits */
-			fpp += cwin_fpp(&layout, c, used);
+			fpp += cwin_fpp(&layout, c, epoch_spent_bits(meta, i, nparts));
 		}
 		sum += fpp;
 	}

@@ -118,12 +118,14 @@ typedef struct FbfFilterRoutine
 	 * 0, and keep[] is already 0 for the aborted entries the round drops.
 	 * Locks the pages exclusively in block order, and writes the round
 	 * (the pending page compacted to the entries kept, and the pages) in
-	 * one WAL record.  Returns true if entries were refused (left on the
-	 * chain: the window must grow).  may_defer: entries that would
-	 * saturate a page may be put off, as refused.  The caller holds the
-	 * metapage (share) and pbuf's chain exclusively (window_pending.c).
+	 * one WAL record.  Returns what it left on the chain (FbfStored):
+	 * entries a page refused wait for more bits (the window must grow);
+	 * with may_defer, entries that would saturate a page may be put off,
+	 * for more bits or, where a split would not take them, for the next
+	 * period.  The caller holds the metapage (share) and pbuf's chain
+	 * exclusively (window_pending.c).
 	 */
-	bool		(*store) (Relation index, const FbfWindowMetaPageData *meta,
+	FbfStored	(*store) (Relation index, const FbfWindowMetaPageData *meta,
 						  Buffer pbuf, const FbfPendingEntry *entries, int n,
 						  uint8 *keep, const BlockNumber *target,
 						  const BlockNumber *blocks, int nblocks,

@@ -165,6 +165,21 @@ typedef enum FbfLane
 } FbfLane;
 
 /*
+ * What a drain's store did with the committed entries it was given
+ * (FbfFilterRoutine.store, FbfChainDrain): each state implies the one
+ * before it.  Entries that wait stay on their chain, and the drain passes
+ * over their partition pages; only those that wait for more bits make the
+ * window grow (a split adds no room for the entries of the period it
+ * comes in where their pages are full by the bits those entries spend).
+ */
+typedef enum FbfStored
+{
+	FBF_STORED_ALL,				/* every entry stored */
+	FBF_STORED_WAITS,			/* some wait for the next period's room */
+	FBF_STORED_GROW				/* some wait for more bits: grow */
+} FbfStored;
+
+/*
  * At most this many partition pages in one drain round (one WAL record; a
  * format may take fewer: FbfFilterRoutine.store_pages).  A chain's
  * operations fall in meta->nparts / meta->nchains partitions
@@ -241,7 +256,8 @@ extern uint64 FbfChainCommitted(const FbfWindowMetaPageData *meta,
 extern bool FbfChainInFlight(const FbfWindowMetaPageData *meta,
 							 const FbfPendingChain *chain);
 extern int	FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
-						  FbfPendingChain *chain, bool may_defer, bool *grow);
+						  FbfPendingChain *chain, bool may_defer,
+						  FbfStored *put_off);
 extern void FbfChainExtend(Relation index, FbfPendingChain *chain);
 extern void FbfChainSetFloor(Relation index, FbfPendingChain *chain,
 							 FullTransactionId floor);
@@ -398,11 +414,11 @@ extern void FbfBloomDeriveMeta(FbfWindowMetaPageData *meta);
 extern void FbfBloomInitPageFor(Page page, const FbfWindowMetaPageData *meta);
 extern bool FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
 							 const FbfHash *hash, FbfLane *lane);
-extern bool FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta,
-						  Buffer pbuf, const FbfPendingEntry *entries, int n,
-						  uint8 *keep, const BlockNumber *target,
-						  const BlockNumber *blocks, int nblocks,
-						  bool may_defer);
+extern FbfStored FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta,
+							   Buffer pbuf, const FbfPendingEntry *entries, int n,
+							   uint8 *keep, const BlockNumber *target,
+							   const BlockNumber *blocks, int nblocks,
+							   bool may_defer);
 extern void FbfBloomSplitPage(Relation index, const FbfWindowMetaPageData *meta,
 							  BlockNumber src, BlockNumber dst_start,
 							  uint32 factor);
@@ -444,11 +460,11 @@ extern void FbfCuckooRotate(FbfWindowMetaPageData *meta);
 extern void FbfCuckooInitPageFor(Page page, const FbfWindowMetaPageData *meta);
 extern bool FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
 							  const FbfHash *hash, FbfLane *lane);
-extern bool FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta,
-						   Buffer pbuf, const FbfPendingEntry *entries, int n,
-						   uint8 *keep, const BlockNumber *target,
-						   const BlockNumber *blocks, int nblocks,
-						   bool may_defer);
+extern FbfStored FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta,
+								Buffer pbuf, const FbfPendingEntry *entries, int n,
+								uint8 *keep, const BlockNumber *target,
+								const BlockNumber *blocks, int nblocks,
+								bool may_defer);
 extern void FbfCuckooSplitPage(Relation index, const FbfWindowMetaPageData *meta,
 							   BlockNumber src, BlockNumber dst_start,
 							   uint32 factor);

@@ -31,10 +31,11 @@
 /*
  * Drain every chain's resolved entries; returns entries removed.  A window
  * of storage version 1 is upgraded first (which drains it).  With
- * may_defer, entries that would saturate a page wait for the window to
- * grow, and *grow (if not NULL) is set; VACUUM and rebuilds, which drain so
- * that no entry outlives the commit log, must not let them wait.  Locks:
- * the metapage share for the whole pass, each chain exclusive in turn.
+ * may_defer, entries that would saturate a page wait, and *grow (if not
+ * NULL) is set where they wait for the window to grow (FbfStored); VACUUM
+ * and rebuilds, which drain so that no entry outlives the commit log, must
+ * not let them wait.  Locks: the metapage share for the whole pass, each
+ * chain exclusive in turn.
  */
 int
 FbfWindowDrain(Relation index, bool may_defer, bool *grow)
@@ -42,6 +43,7 @@ FbfWindowDrain(Relation index, bool may_defer, bool *grow)
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
 	int			removed = 0;
+	FbfStored	put_off = FBF_STORED_ALL;
 	uint32		c;
 
 	if (meta.version != FBF_STORAGE_VERSION)
@@ -57,11 +59,13 @@ FbfWindowDrain(Relation index, bool may_defer, bool *grow)
 		FbfPendingChain chain;
 
 		FbfChainLock(index, &meta, c, &chain);
-		removed += FbfChainDrain(index, &meta, &chain, may_defer, grow);
+		removed += FbfChainDrain(index, &meta, &chain, may_defer, &put_off);
 		FbfChainRelease(&chain);
 		FbfWindowCheckCancel(metabuf);
 	}
 	UnlockReleaseBuffer(metabuf);
+	if (grow != NULL && put_off == FBF_STORED_GROW)
+		*grow = true;
 	return removed;
 }
 

@@ -514,11 +514,12 @@ record_streams(Relation index, const FbfWindowMetaPageData *meta,
  * (FbfFilterRoutine.store), which locks those pages in block order and
  * writes the round in one WAL record: a chain's operations fall in P / C
  * partitions, so before any split, one round.  Entries of further pages
- * wait for the next round.  If the store refuses entries (a cuckoo block
- * full, or, with may_defer, Bloom bits that would saturate), they stay on
- * the page, later rounds pass over their partition pages (the others'
- * entries go on draining), and *grow is set: the window needs more bits
- * (FbfWindowGrow).  Returns the entries removed (annexes included).
+ * wait for the next round.  If the store leaves entries (a cuckoo block
+ * full, or, with may_defer, bits that would saturate), they stay on the
+ * page, later rounds pass over their partition pages (the others' entries
+ * go on draining), and *put_off is raised to what they wait for
+ * (FbfStored): more bits (FbfWindowGrow) or the next period.  Returns the
+ * entries removed (annexes included).
  *
  * Annexes are not judged (an annex's xid is nobody's): each goes with the
  * entry before it.  The annexes of a round's committed entries are
@@ -532,11 +533,11 @@ record_streams(Relation index, const FbfWindowMetaPageData *meta,
  */
 static int
 drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
-		   bool may_defer, bool *grow)
+		   bool may_defer, FbfStored *put_off)
 {
 	const FbfFilterRoutine *routine = FbfFilterRoutineOf(meta);
 	int			removed = 0;
-	BlockNumber *full = NULL;	/* pages that refused entries this drain */
+	BlockNumber *full = NULL;	/* pages that left entries this drain */
 	int			nfull = 0;
 
 	if (routine->store_pages < 1 || routine->store_pages > FBF_DRAIN_MAX_PAGES)
@@ -553,7 +554,7 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		int			nblocks = 0;
 		bool		more = false;
 		bool		changed = false;
-		bool		refused;
+		FbfStored	stored;
 		int			i;
 		int			b;
 		FbfEntryMemo memo = {InvalidFullTransactionId, FBF_ENTRY_ABORTED};
@@ -589,7 +590,7 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 				for (b = 0; b < nfull && full[b] != blk; b++)
 					;
 				if (b < nfull)
-					continue;	/* waits for more bits */
+					continue;	/* waits (FbfStored) */
 				for (b = 0; b < nblocks && blocks[b] != blk; b++)
 					;
 				if (b == nblocks && nblocks < routine->store_pages)
@@ -626,14 +627,14 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		if (meta->stream_pages > 0)
 			record_streams(index, meta, entries, n, target);
 
-		refused = routine->store(index, meta, pbuf, entries, n, keep, target,
-								 blocks, nblocks, may_defer);
+		stored = routine->store(index, meta, pbuf, entries, n, keep, target,
+								blocks, nblocks, may_defer);
 		for (i = 0; i < n; i++)
 			removed += keep[i] == 0;
-		if (refused)
+		if (stored != FBF_STORED_ALL)
 		{
 			/* the pages whose entries stayed take no more this drain */
-			*grow = true;
+			*put_off = Max(*put_off, stored);
 			/* each page it will hold has an entry on this page now: n bounds them */
 			if (full == NULL)
 				full = palloc(sizeof(BlockNumber) * n);
@@ -773,18 +774,19 @@ FbfChainInFlight(const FbfWindowMetaPageData *meta,
 /*
  * Drain every page of a locked chain, then move the overflow pages left
  * empty to the head's spare list (so later operations lock fewer pages, and
- * FbfChainExtend reuses them).  Returns entries removed.
+ * FbfChainExtend reuses them).  Returns entries removed; *put_off (if not
+ * NULL) is raised to what entries left on the chain wait for (FbfStored).
  */
 int
 FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
-			  FbfPendingChain *chain, bool may_defer, bool *grow)
+			  FbfPendingChain *chain, bool may_defer, FbfStored *put_off)
 {
 	int			removed = 0;
-	bool		grow_dummy = false;
+	FbfStored	put_off_dummy = FBF_STORED_ALL;
 	int			i;
 
-	if (grow == NULL)
-		grow = &grow_dummy;
+	if (put_off == NULL)
+		put_off = &put_off_dummy;
 
 	/*
 	 * Only while the window can grow (it is not at fbf.max_filter_size),
@@ -813,7 +815,7 @@ FbfChainDrain(Relation index, const FbfWindowMetaPageData *meta,
 			 U64FromFullTransactionId(floor) < FBF_PENDING_DRAIN_AGE / 2);
 	}
 	for (i = 0; i < chain->n; i++)
-		removed += drain_page(index, meta, chain->bufs[i], may_defer, grow);
+		removed += drain_page(index, meta, chain->bufs[i], may_defer, put_off);
 
 	for (i = chain->n - 1; i >= 1; i--)
 	{

@@ -231,6 +231,7 @@ test_block_random(void)
 		int			failures = 0,
 					expired_found = 0,
 					expired_tested = 0;
+		bool		all_stored = true;	/* st holds every entry stored */
 
 		CHECK(cwin_layout_init(&layout, 2048, 13, 500, &why), "%s", why);
 		ep = flat_epochs(nlive - 1, nlive, 1);
@@ -284,11 +285,38 @@ test_block_random(void)
 				}
 			}
 			CHECK(cwin_block_live(block, &ep) <= cwin_block_used(block), "live > used");
+			/* each live epoch's entries weighed apart, as stored */
+			if (all_stored)
+			{
+				double		weight[CWIN_MAX_LIVE];
+				double		want = 0;
+				uint32_t	live = 0;
+
+				for (int age = 0; age < nlive; age++)
+					weight[age] = (double) (UINT32_C(1) << age);
+				for (int i = 0; i < nst; i++)
+				{
+					if (st[i].epoch > ep.epoch - nlive)
+					{
+						want += weight[ep.epoch - st[i].epoch];
+						live++;
+					}
+				}
+				CHECK(cwin_block_weighed_live(block, &ep, weight) == want,
+					  "round %d: weighed live %.0f, stored %.0f", round,
+					  cwin_block_weighed_live(block, &ep, weight), want);
+				CHECK(cwin_block_live(block, &ep) == live,
+					  "round %d: live %u, stored %u", round,
+					  cwin_block_live(block, &ep), live);
+			}
 
 			/* next epoch, sometimes many at once (no write in between) */
 			ep.epoch += test_rand_below(&rng, 6) == 0 ? 1 + (int64_t) test_rand_below(&rng, 40) : 1;
 			if (nst > 150000)
+			{
 				nst = 0;
+				all_stored = false;
+			}
 		}
 		CHECK(failures > 0, "nlive %d: the block never filled", nlive);
 		/* expired operations are found only as false positives would be */

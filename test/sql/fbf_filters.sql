@@ -70,8 +70,13 @@ FROM generate_series(1, 20000) g;
 SELECT fbf_counter_maintain('cw_grow') IN ('grow', 'hold') AS maintained;
 SELECT count(*) FILTER (WHERE idempotent_increment('cw_grow', 1, g, 1)) AS retries_applied
 FROM generate_series(1, 20000) g;
-SELECT partitions > 1 AS grew, pending, load < 0.97 AS room,
-	   (SELECT sum(e) FROM unnest(elements) e) AS live
+-- what its blocks take under the target in the period of the split is
+-- stored, the rest waits on the pending chain for the next period (a
+-- split adds no room for the entries of its own period): every operation
+-- is remembered, once
+SELECT partitions > 1 AS grew, load < 0.97 AS room,
+	   estimated_fpp <= target_fpp AS under_target,
+	   pending + (SELECT sum(e) FROM unnest(elements) e) AS remembered
 FROM fbf_counter_stats WHERE counter = 'cw_grow'::regclass;
 
 -- epochs keyed with different partition counts: a window that grew, then
