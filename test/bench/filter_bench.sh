@@ -7,7 +7,7 @@
 #
 #   defaults: 10 s per run, 3 rounds, docs/bench_filters.csv.
 #   Environment: CLIENTS (2), SYNC (off: synchronous_commit of the runs),
-#   WARMUP (25 s: more than the retention).
+#   WARMUP (25 s: more than the retention, in runs of 5 s).
 #
 # Starts a scratch cluster (fsync = on), 1,000 keys, pgbench -M prepared,
 # CLIENTS clients, for each side:
@@ -15,7 +15,7 @@
 #     bloom   SELECT idempotent_increment('idem_bloom', $k, client, random seq, 1)
 #     cuckoo  the same on 'idem_cuckoo' (filter => 'cuckoo')
 # Both counters: retention 20 s, target 0.001, planned for 1,000/s (both
-# grow to the rate they get: one warm-up run each of WARMUP seconds, not
+# grow to the rate they get: warm-up runs of 5 s for WARMUP seconds each, not
 # measured, before the rounds; longer than the retention, so that what the
 # windows remember from before their growth has expired: a cuckoo entry
 # stored before k doublings keeps f - k useful fingerprint bits until then).  Rounds are interleaved (plain, bloom, cuckoo in each), a
@@ -73,21 +73,32 @@ done
 
 counts() { sql "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = 'idem_$1'::regclass" | tr '|' ' '; }
 
-# run SIDE ROUND [SECONDS]: one pgbench run; appends "side,round,tps,applied,dismissed"
+# run SIDE ROUND [SECONDS]: one pgbench run; appends
+# "side,round,tps,applied,dismissed,refused" (refused: the clients an error
+# stopped, a counter's refusal of a new operation it could not take under
+# its target: 53400)
 run() {
-	local side=$1 round=$2 secs=${3:-$SECS} a0=0 d0=0 a1=0 d1=0 tps
+	local side=$1 round=$2 secs=${3:-$SECS} a0=0 d0=0 a1=0 d1=0 tps refused
 	sql "CHECKPOINT" >/dev/null
 	[ "$side" = plain ] || read -r a0 d0 <<<"$(counts "$side")"
-	tps=$(PGOPTIONS="-c synchronous_commit=$SYNC" "$PGBENCH" -n -M prepared -c "$CLIENTS" \
-		-j "$CLIENTS" -T "$secs" -f "$work/$side.sql" 2>&1 |
-		awk '/^tps = / { print $3; exit }')
+	PGOPTIONS="-c synchronous_commit=$SYNC" "$PGBENCH" -n -M prepared -c "$CLIENTS" \
+		-j "$CLIENTS" -T "$secs" -f "$work/$side.sql" >"$work/out" 2>&1 || true
+	tps=$(awk '/^tps = / { print $3; exit }' "$work/out")
+	refused=$(grep -c 'aborted in command' "$work/out" || true)
 	[ "$side" = plain ] || read -r a1 d1 <<<"$(counts "$side")"
-	echo "$side,$round,$tps,$((a1 - a0)),$((d1 - d0))" >>"$CSV"
+	echo "$side,$round,${tps:-0},$((a1 - a0)),$((d1 - d0)),$refused" >>"$CSV"
 }
 
-echo "side,round,tps,applied,dismissed" >"$CSV"
-fbf_log "warm-up: one run per counter, not measured (the windows grow to the rate)"
-for f in bloom cuckoo; do run "$f" warmup "$WARMUP"; done
+# warm SIDE: runs of 5 s for WARMUP seconds (a run whose clients were all
+# refused ends early, and the next one goes on)
+warm() {
+	local end=$((SECONDS + WARMUP))
+	while [ "$SECONDS" -lt "$end" ]; do run "$1" warmup 5; done
+}
+
+echo "side,round,tps,applied,dismissed,refused" >"$CSV"
+fbf_log "warm-up: runs of each counter for ${WARMUP} s, not measured (the windows grow to the rate)"
+for f in bloom cuckoo; do warm "$f"; done
 for r in $(seq 1 "$ROUNDS"); do
 	fbf_log "round $r of $ROUNDS"
 	for side in plain bloom cuckoo; do run "$side" "$r"; done
@@ -98,8 +109,8 @@ median() {
 		sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 dismissals() {
-	awk -F, -v s="$1" '$1 == s && $2 != "warmup" { a += $4; d += $5 }
-		END { printf "%d of %d (%.4f%%)", d, a + d, a + d ? 100 * d / (a + d) : 0 }' "$CSV"
+	awk -F, -v s="$1" '$1 == s && $2 != "warmup" { a += $4; d += $5; r += $6 }
+		END { printf "%d of %d (%.4f%%), %d clients refused", d, a + d, a + d ? 100 * d / (a + d) : 0, r }' "$CSV"
 }
 P=$(median plain)
 B=$(median bloom)
@@ -110,7 +121,8 @@ printf '%-8s %10.0f %10s\n' plain "$P" 1
 printf '%-8s %10.0f %10.3f  %s\n' bloom "$B" "$(awk -v a="$B" -v b="$P" 'BEGIN { print a / b }')" "$(dismissals bloom)"
 printf '%-8s %10.0f %10.3f  %s\n' cuckoo "$C" "$(awk -v a="$C" -v b="$P" 'BEGIN { print a / b }')" "$(dismissals cuckoo)"
 echo "cuckoo / bloom tps: $(awk -v a="$C" -v b="$B" 'BEGIN { printf "%.3f", a / b }')"
-echo "warm-up runs (not in the medians): $(awk -F, '$2 == "warmup" { printf "%s %.0f tps, %d of %d dismissed; ", $1, $3, $5, $4 + $5 }' "$CSV")"
+echo "warm-up (not in the medians): $(awk -F, '$2 == "warmup" { a[$1] += $4; d[$1] += $5; r[$1] += $6; n[$1]++ }
+	END { for (s in n) printf "%s %d runs of 5 s, %d of %d dismissed, %d clients refused; ", s, n[s], d[s], a[s] + d[s], r[s] }' "$CSV")"
 echo "== the windows at the end"
 psql -X -c "SELECT counter, filter, partitions, bytes, estimated_fpp, load, fingerprint_bits, pending
 	FROM fbf_counter_stats ORDER BY 1"
