@@ -209,9 +209,10 @@ typedef struct ReserveLease
  * `ops` in the period of `info` (FbfShareWeigh): everyone, for the whole
  * call, where nobody shares the window (is_shared) or everyone shares one
  * pool; a unit alone, for entries waiting for bits, only while the window
- * can grow (FBF_RESERVE_GROW: at the cap, what it leaves of the chains is
- * all a unit that comes next will find, since a split frees no room in
- * the current period); a unit that asked no more than max-min fairness
+ * can grow (FBF_RESERVE_GROW: at the cap, or where they wait for the next
+ * period (a cuckoo window that split in this one), what it leaves of the
+ * chains is all a unit that comes next will find, since a split frees no
+ * room in the current period); a unit that asked no more than max-min fairness
  * gives it (refused or not: `asking`, the call's operations yet to be
  * asked, counts too if it is refused), until it has put as many entries on the reserve this period
  * as are left of it (so the first to come leaves the next half of it).

@@ -54,8 +54,9 @@
  *	- waiting: an operation whose entries will wait on the chains for the
  *	  next period's bits (its filter page holds what a drain may store
  *	  there, as the window tells: FbfShareDemand.waits; a cuckoo block's
- *	  entries wait for the window to grow instead, and are counted as
- *	  long as a Bloom page's would) is judged as the rate is, of
+ *	  entries wait for the window to grow, or, in the period it split in,
+ *	  for the next, and are counted as long as a Bloom page's would) is
+ *	  judged as the rate is, of
  *	  the part of the chains before their reserve, what its unit has
  *	  there (its entries in flight, and those of its committed operations
  *	  that wait, counted as their transactions commit, of this period and

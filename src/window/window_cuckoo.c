@@ -305,29 +305,36 @@ cuckoo_weighed_capacity(const FbfWindowMetaPageData *meta,
 
 /*
  * Has a block room for one more entry of the current epoch (weighing
- * weight0)?  FBF_STORED_ALL if so; else what the entry waits for: more
- * bits where it holds cuckoo_live_capacity's count of entries however
- * light (a split spreads them); the next period where the window split
- * in this one (weight0 > 1) and the entries' weight fills it
- * (cuckoo_weighed_capacity), since a split adds no room for the entries
- * of the period it comes in.  In a later period an entry weighs one, and
- * the block takes it by its count: what the older epochs weigh beyond
- * that is the growth's cost, which their expiry pays, and it is bounded,
- * since a split changes no block's weight and only a store adds to it
- * (the split's period up to the weighed capacity, each later one up to
- * the count: nine tenths of the target in all).  Entries kept waiting
- * for the older epochs to expire would be remembered that much past the
- * retention (stored as of the epoch they are drained in).
+ * weight0)?  FBF_STORED_ALL if so; else what the entry waits for.  Where
+ * the window split in this period (weight0 > 1), the next period: a split
+ * adds no room for the entries of the period it comes in, since it halves
+ * what a block holds of each epoch and doubles its weight, so a block
+ * takes them up to its count of entries and up to their weight
+ * (cuckoo_weighed_capacity), and a further split for the count would
+ * double the window for almost none.  Otherwise more bits, where it holds
+ * cuckoo_live_capacity's count (a split spreads them).  In a later period
+ * an entry weighs one, and the block takes it by its count: what the
+ * older epochs weigh beyond that is the growth's cost, which their expiry
+ * pays (each period adds at most its capacity to it).  Entries kept
+ * waiting for the older epochs to expire would be remembered that much
+ * past the retention (stored as of the epoch they are drained in).  While
+ * a split is under way a page it has not reached holds its children's
+ * entries, which the weights (by the partitions of the view) would count
+ * as spent: the entry waits for the split to finish, as for more bits.
  */
 static FbfStored
-block_room(uint32 count, double weighed, double weight0, double limit,
-		   double weighed_limit)
+block_room(const FbfWindowMetaPageData *meta, uint32 count, double weighed,
+		   double weight0, double limit, double weighed_limit)
 {
-	if (count + 1 > limit)
-		return FBF_STORED_GROW;
-	if (weight0 > 1 && weighed + weight0 > weighed_limit)
-		return FBF_STORED_WAITS;
-	return FBF_STORED_ALL;
+	bool		full;
+
+	if (weight0 <= 1)
+		return count + 1 > limit ? FBF_STORED_GROW : FBF_STORED_ALL;
+	full = count + 1 > limit || weighed + weight0 > weighed_limit;
+	if (!full)
+		return FBF_STORED_ALL;
+	return meta->split_start != InvalidBlockNumber ?
+		FBF_STORED_GROW : FBF_STORED_WAITS;
 }
 
 /*
@@ -365,7 +372,7 @@ FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
 		epoch_weights(meta, weight);
 		if (weight[0] > 1)
 			weighed = cwin_block_weighed_live(block, &epochs, weight);
-		if (block_room(cwin_block_live(block, &epochs), weighed, weight[0],
+		if (block_room(meta, cwin_block_live(block, &epochs), weighed, weight[0],
 					   cuckoo_live_capacity(meta, &layout),
 					   cuckoo_weighed_capacity(meta, &layout)) != FBF_STORED_ALL)
 			*lane = Max(*lane, FBF_LANE_FULL);
@@ -455,7 +462,7 @@ FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			;
 		if (may_defer)
 		{
-			FbfStored	room = block_room(count[b], live[b], weight[0],
+			FbfStored	room = block_room(meta, count[b], live[b], weight[0],
 										  limit, weighed_limit);
 
 			if (room != FBF_STORED_ALL)

@@ -166,8 +166,9 @@ typedef enum FbfLane
 
 /*
  * What a drain's store did with the committed entries it was given
- * (FbfFilterRoutine.store, FbfChainDrain): each state implies the one
- * before it.  Entries that wait stay on their chain, and the drain passes
+ * (FbfFilterRoutine.store, FbfChainDrain), ordered so that the most of a
+ * drain's rounds (Max) is what it left.  Entries that wait stay on their
+ * chain, and the drain passes
  * over their partition pages; only those that wait for more bits make the
  * window grow (a split adds no room for the entries of the period it
  * comes in where their pages are full by the bits those entries spend).

@@ -75,8 +75,8 @@ counts() { sql "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter =
 
 # run SIDE ROUND [SECONDS]: one pgbench run; appends
 # "side,round,tps,applied,dismissed,refused" (refused: the clients an error
-# stopped, a counter's refusal of a new operation it could not take under
-# its target: 53400)
+# stopped, each named in the run's output; a counter's refusal of a new
+# operation it cannot take under its target is one: 53400)
 run() {
 	local side=$1 round=$2 secs=${3:-$SECS} a0=0 d0=0 a1=0 d1=0 tps refused
 	sql "CHECKPOINT" >/dev/null
@@ -110,7 +110,7 @@ median() {
 }
 dismissals() {
 	awk -F, -v s="$1" '$1 == s && $2 != "warmup" { a += $4; d += $5; r += $6 }
-		END { printf "%d of %d (%.4f%%), %d clients refused", d, a + d, a + d ? 100 * d / (a + d) : 0, r }' "$CSV"
+		END { printf "%d of %d (%.4f%%), %d clients stopped by an error", d, a + d, a + d ? 100 * d / (a + d) : 0, r }' "$CSV"
 }
 P=$(median plain)
 B=$(median bloom)
@@ -122,7 +122,7 @@ printf '%-8s %10.0f %10.3f  %s\n' bloom "$B" "$(awk -v a="$B" -v b="$P" 'BEGIN {
 printf '%-8s %10.0f %10.3f  %s\n' cuckoo "$C" "$(awk -v a="$C" -v b="$P" 'BEGIN { print a / b }')" "$(dismissals cuckoo)"
 echo "cuckoo / bloom tps: $(awk -v a="$C" -v b="$B" 'BEGIN { printf "%.3f", a / b }')"
 echo "warm-up (not in the medians): $(awk -F, '$2 == "warmup" { a[$1] += $4; d[$1] += $5; r[$1] += $6; n[$1]++ }
-	END { for (s in n) printf "%s %d runs of 5 s, %d of %d dismissed, %d clients refused; ", s, n[s], d[s], a[s] + d[s], r[s] }' "$CSV")"
+	END { for (s in n) printf "%s %d runs of 5 s, %d of %d dismissed, %d clients stopped by an error; ", s, n[s], d[s], a[s] + d[s], r[s] }' "$CSV")"
 echo "== the windows at the end"
 psql -X -c "SELECT counter, filter, partitions, bytes, estimated_fpp, load, fingerprint_bits, pending
 	FROM fbf_counter_stats ORDER BY 1"
