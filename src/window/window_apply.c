@@ -759,8 +759,9 @@ find_room(ApplyState *st)
 			(st->grow || h->put_off != FBF_STORED_ALL);
 
 		/* a split takes what waits for bits, not for the next period */
-		bool		can_grow = (st->grow || h->put_off == FBF_STORED_GROW) &&
-			FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
+		bool		for_bits = st->grow || h->put_off == FBF_STORED_GROW;
+		bool		below_cap = FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
+		bool		can_grow = for_bits && below_cap;
 
 		if (st->reserve == FBF_RESERVE_GROW && waiting && can_grow &&
 			!st->grown_for_reserve)
@@ -780,8 +781,7 @@ find_room(ApplyState *st)
 
 			st->reserve_free = Min(1.0, (double) (FBF_MAX_PENDING_PAGES - first_free) /
 								   FBF_RESERVE_PAGES);
-			st->waits_for_period = waiting && !can_grow &&
-				FbfWindowPartsAtCap(&h->meta) > h->meta.nparts;
+			st->waits_for_period = waiting && !for_bits && below_cap;
 			FbfWindowLetGo(h);
 			st->result = FBF_OP_RESERVED;
 			return STEP_DONE;
