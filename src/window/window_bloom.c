@@ -82,7 +82,8 @@ FbfBloomReadPart(Relation index, BlockNumber blkno, int mode)
  * before the split, copied into every page it makes, and each is checked
  * alone once it is the oldest, where a lane at twice the overfull count
  * (future and present) dismisses at the target by itself; at this part
- * of it, a tenth of that.
+ * of it, a tenth of that.  A window is planned for its expected rate
+ * over this part (FbfBloomPlan), so that its pages hold that rate.
  */
 #define BLOOM_CAPACITY_PART		0.75
 
@@ -506,10 +507,14 @@ FbfBloomEstimateFpp(const FbfWindowMetaPageData *meta, const uint64 *counts)
 
 /*
  * Size a Bloom window from the index's options (FbfFilterRoutine.plan):
- * an explicit shape if nbits is set, else the plan that meets the target
- * at the expected rate with the fewest bits per filter (every lane of a
- * partition page costs memory, used or not), in page-sized partitions,
- * each then given all the bits its page holds.
+ * an explicit shape if nbits is set, else the plan with the fewest bits
+ * per filter (every lane of a partition page costs memory, used or not)
+ * that meets the target at the expected rate over BLOOM_CAPACITY_PART,
+ * in page-sized partitions, each then given all the bits its page holds.
+ * A page takes a period's entries only up to that part of the count at
+ * which the model reaches the target (lane_limit), so a plan for the
+ * rate itself would fill its pages at three quarters of the rate and
+ * grow the window at the rate it was planned for.
  * nchains is that of a 1.0 window being upgraded, 0 for a new window.
  * Sets the shape, ring size and period fields of *meta; FbfWindowPlan
  * rounds the partitions to the chains (FbfBloomSpread) and checks the cap.
@@ -549,7 +554,8 @@ FbfBloomPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 	}
 	else
 	{
-		if (!fbf_plan_sliced(retention, opts->target_fpp, opts->expected_rate,
+		if (!fbf_plan_sliced(retention, opts->target_fpp,
+							 opts->expected_rate / BLOOM_CAPACITY_PART,
 							 FBF_CHECK_DEFAULT, FBF_COUNTER_PLAN_MAX_FILTERS,
 							 FBF_SLICE_MAX_BITS, &plan, &why))
 			ereport(ERROR,

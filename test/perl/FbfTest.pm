@@ -314,7 +314,7 @@ sub fbf_pgbench_start
 	print $fh $script;
 	close $fh;
 	my $h = IPC::Run::start([ "$bindir/pgbench", '-n', '-M', 'prepared', @args,
-			'-h', '127.0.0.1', '-p', $node->port, '-f', $file, 'postgres' ],
+			'-h', $node->host, '-p', $node->port, '-f', $file, 'postgres' ],
 		'>', \$out, '2>', \$err);
 	return ($h, \$out, \$err);
 }
