@@ -147,15 +147,17 @@ FbfBloomContains(Relation index, const FbfWindowMetaPageData *meta,
  * empty future filter (returns FBF_STORED_GROW): bits set now would stay,
  * copied into every page of a split, until their filters age out.  Taking
  * what fits drains a backlog by a lane's part each period even where no
- * growth comes (the controller merges a window whose rate fell).  Locks:
- * the partition pages exclusively, in block order; the caller holds the
- * metapage share-locked (so the ring is `meta`) and pbuf exclusive-locked.
+ * growth comes (the controller merges a window whose rate fell).  What it
+ * stores is handed to `decided` before the record.  Locks: the partition
+ * pages exclusively, in block order; the caller holds the metapage
+ * share-locked (so the ring is `meta`) and pbuf exclusive-locked.
  */
 FbfStored
 FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			  const FbfPendingEntry *entries, int n, uint8 *keep,
 			  const BlockNumber *target, const BlockNumber *blocks,
-			  int nblocks, bool may_defer)
+			  int nblocks, bool may_defer, FbfStoreDecided decided,
+			  void *decided_arg)
 {
 	uint32		limit = lane_limit(meta);
 	Buffer		sbufs[FBF_DRAIN_MAX_PAGES];
@@ -246,6 +248,7 @@ FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		nblocks = i;
 	}
 
+	decided(decided_arg, keep);
 	for (i = 0; i < n; i++)
 		kept += keep[i];
 	if (kept < n)

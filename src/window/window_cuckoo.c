@@ -389,9 +389,10 @@ FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
  * stays on the pending page (never dropped, whether or not the drain may
  * put entries off): the result says whether it waits for the window to
  * grow or for the next period (below).  An annex (never targeted) goes
- * with its entry (FbfPendingKeepAnnexes).  One WAL record of changed byte
- * ranges for the pending page and the partition pages (a page the drain
- * sweeps: a full image).  Locks: the partition pages exclusively, in
+ * with its entry (FbfPendingKeepAnnexes).  What it stores is handed to
+ * `decided`; then one WAL record of changed byte ranges for the pending
+ * page and the partition pages (a page the drain sweeps: a full image),
+ * none if it stores and drops nothing.  Locks: the partition pages exclusively, in
  * block order; the caller holds the metapage share-locked and pbuf
  * exclusive-locked.
  */
@@ -399,7 +400,8 @@ FbfStored
 FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			   const FbfPendingEntry *entries, int n, uint8 *keep,
 			   const BlockNumber *target, const BlockNumber *blocks,
-			   int nblocks, bool may_defer)
+			   int nblocks, bool may_defer, FbfStoreDecided decided,
+			   void *decided_arg)
 {
 	CwinLayout	layout;
 	CwinEpochs	epochs;
@@ -485,11 +487,24 @@ FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			stored = FBF_STORED_GROW;	/* stays pending for more bits */
 	}
 
-	/* the pending page keeps the rest, in order, annexes with their entries */
-	out = FbfWindowPageGetEntries(pcopy, &n);
-	FbfPendingKeepAnnexes(out, n, keep);
-	FbfPendingPageCompact(pcopy, keep, n);
-	FbfXLogFinish(state);
+	/*
+	 * The pending page keeps the rest, in order, annexes with their
+	 * entries.  A round that stores nothing and drops nothing (every entry
+	 * waits: a chain full of them is drained again by each operation that
+	 * finds it full) changes no page, and logs nothing.
+	 */
+	decided(decided_arg, keep);
+	for (i = 0; i < n && keep[i]; i++)
+		;
+	if (i == n)
+		FbfXLogAbort(state);
+	else
+	{
+		out = FbfWindowPageGetEntries(pcopy, &n);
+		FbfPendingKeepAnnexes(out, n, keep);
+		FbfPendingPageCompact(pcopy, keep, n);
+		FbfXLogFinish(state);
+	}
 
 	for (b = 0; b < nblocks; b++)
 		UnlockReleaseBuffer(bufs[b]);

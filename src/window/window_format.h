@@ -118,7 +118,9 @@ typedef struct FbfFilterRoutine
 	 * 0, and keep[] is already 0 for the aborted entries the round drops.
 	 * Locks the pages exclusively in block order, and writes the round
 	 * (the pending page compacted to the entries kept, and the pages) in
-	 * one WAL record.  Returns what it left on the chain (FbfStored):
+	 * one WAL record, after calling decided(decided_arg, keep) once it
+	 * knows what it stores (FbfStoreDecided; it writes nothing else before
+	 * that call).  Returns what it left on the chain (FbfStored):
 	 * entries a page refused wait for more bits (the window must grow);
 	 * with may_defer, entries that would saturate a page may be put off,
 	 * for more bits or, where a split would not take them, for the next
@@ -129,7 +131,8 @@ typedef struct FbfFilterRoutine
 						  Buffer pbuf, const FbfPendingEntry *entries, int n,
 						  uint8 *keep, const BlockNumber *target,
 						  const BlockNumber *blocks, int nblocks,
-						  bool may_defer);
+						  bool may_defer, FbfStoreDecided decided,
+						  void *decided_arg);
 
 	/*
 	 * Split partition page src into the `factor` pages dst_start ..

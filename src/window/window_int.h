@@ -181,6 +181,16 @@ typedef enum FbfStored
 } FbfStored;
 
 /*
+ * What a store calls once it has decided which of a round's entries it
+ * stores (keep[i] = 0 with a target) and before it writes them: the drain
+ * records the stored operations in their stream pages there
+ * (window_pending.c), as an operation must be known to its stream before
+ * it leaves its chain.  Entries that wait are recorded when they are
+ * stored, not at every drain that passes over them.
+ */
+typedef void (*FbfStoreDecided) (void *arg, const uint8 *keep);
+
+/*
  * At most this many partition pages in one drain round (one WAL record; a
  * format may take fewer: FbfFilterRoutine.store_pages).  A chain's
  * operations fall in meta->nparts / meta->nchains partitions
@@ -198,17 +208,14 @@ typedef enum FbfStored
 /*
  * The buffer locks a backend may hold at once: lwlock.c's
  * MAX_SIMUL_LWLOCKS, which no header exports.  The most the window takes
- * together is the metapage, a whole chain and a drain's partition pages,
- * or a recording's stream pages (FBF_STREAMS_MAX_PAGES, window_stream.c,
- * asserted there), with room for the locks PostgreSQL takes meanwhile
- * (a WAL insertion lock, a buffer mapping partition, a victim buffer's).
+ * together is the metapage, a whole chain, a drain's partition pages and
+ * the stream pages of what it stores (FBF_STREAMS_MAX_PAGES,
+ * window_stream.c, asserted there), with room for the locks PostgreSQL
+ * takes meanwhile (a WAL insertion lock, a buffer mapping partition, a
+ * victim buffer's).
  */
 #define FBF_MAX_SIMUL_LWLOCKS	200
 #define FBF_LWLOCK_SLACK		8
-
-StaticAssertDecl(1 + FBF_MAX_PENDING_PAGES + FBF_DRAIN_MAX_PAGES +
-				 FBF_LWLOCK_SLACK <= FBF_MAX_SIMUL_LWLOCKS,
-				 "a drain locks more buffers than a backend may hold");
 
 
 /* The fate of the (sub)transaction that applied a pending entry. */
@@ -419,7 +426,8 @@ extern FbfStored FbfBloomStore(Relation index, const FbfWindowMetaPageData *meta
 							   Buffer pbuf, const FbfPendingEntry *entries, int n,
 							   uint8 *keep, const BlockNumber *target,
 							   const BlockNumber *blocks, int nblocks,
-							   bool may_defer);
+							   bool may_defer, FbfStoreDecided decided,
+							   void *decided_arg);
 extern void FbfBloomSplitPage(Relation index, const FbfWindowMetaPageData *meta,
 							  BlockNumber src, BlockNumber dst_start,
 							  uint32 factor);
@@ -465,7 +473,8 @@ extern FbfStored FbfCuckooStore(Relation index, const FbfWindowMetaPageData *met
 								Buffer pbuf, const FbfPendingEntry *entries, int n,
 								uint8 *keep, const BlockNumber *target,
 								const BlockNumber *blocks, int nblocks,
-								bool may_defer);
+								bool may_defer, FbfStoreDecided decided,
+								void *decided_arg);
 extern void FbfCuckooSplitPage(Relation index, const FbfWindowMetaPageData *meta,
 							   BlockNumber src, BlockNumber dst_start,
 							   uint32 factor);

@@ -21,9 +21,10 @@
  * stream is followed on its page by an annex holding its stream and seq.
  * Every reader here skips them (they are nobody's operation and have no
  * fate of their own), but the drain: it records the annexes of the
- * committed entries of a round in their stream pages (FbfStreamsRecord,
- * window_stream.c) before the format stores those entries, and keeps an
- * annex exactly when it keeps the entry before it.
+ * entries a round stores in their stream pages (FbfStreamsRecord,
+ * window_stream.c) once the format has decided to store them and before
+ * it writes them, and keeps an annex exactly when it keeps the entry
+ * before it.
  *
  * WAL: a drain round is one record per pending page and up to three
  * partition pages, the format's (FbfFilterRoutine.store), after its
@@ -455,31 +456,45 @@ FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
 	return memo->status;
 }
 
+/* a drain round, as record_streams reads it */
+typedef struct DrainRound
+{
+	Relation	index;
+	const FbfWindowMetaPageData *meta;
+	const FbfPendingEntry *entries;
+	int			n;
+	const BlockNumber *target;
+} DrainRound;
+
 /*
- * Record in their stream pages the operations of a drain round that have
- * annexes: the entries with a target (committed, stored this round) whose
- * next entry is an annex (FbfStreamsRecord, WAL-logged there).  An entry
- * of a transaction that precedes the window's stream_xid and has no annex
- * may be an operation of a stream recorded before the window had stream
- * pages: no stream can learn it, so every stream page is reset first
- * (FbfStreamsReset: nothing is proven new for a horizon).  That happens
- * only for what was in flight when the stream pages were made.  The
- * caller holds the chain, and no partition page.
+ * Record in their stream pages the operations of a drain round that its
+ * store stores (FbfStoreDecided): the entries with a target and keep[i] =
+ * 0 whose next entry is an annex (FbfStreamsRecord, WAL-logged there).
+ * An entry of a transaction that precedes the window's stream_xid and has
+ * no annex may be an operation of a stream recorded before the window had
+ * stream pages: no stream can learn it, so every stream page is reset
+ * first (FbfStreamsReset: nothing is proven new for a horizon).  That
+ * happens only for what was in flight when the stream pages were made.
+ * The caller holds the chain and the round's partition pages.
  */
 static void
-record_streams(Relation index, const FbfWindowMetaPageData *meta,
-			   const FbfPendingEntry *entries, int n,
-			   const BlockNumber *target)
+record_streams(void *arg, const uint8 *keep)
 {
+	const DrainRound *round = (const DrainRound *) arg;
+	Relation	index = round->index;
+	const FbfWindowMetaPageData *meta = round->meta;
+	const FbfPendingEntry *entries = round->entries;
+	int			n = round->n;
 	FbfStreamOp *ops = NULL;
 	int			nops = 0;
 	int			i;
-
 	bool		unknown = false;
 
+	if (meta->stream_pages == 0)
+		return;
 	for (i = 0; i < n; i++)
 	{
-		if (target[i] == InvalidBlockNumber)
+		if (round->target[i] == InvalidBlockNumber || keep[i])
 			continue;
 		if (i + 1 == n || !FbfEntryIsAnnex(&entries[i + 1]))
 		{
@@ -522,14 +537,17 @@ record_streams(Relation index, const FbfWindowMetaPageData *meta,
  * entries removed (annexes included).
  *
  * Annexes are not judged (an annex's xid is nobody's): each goes with the
- * entry before it.  The annexes of a round's committed entries are
- * recorded in their stream pages first (FbfStreamsRecord, which locks
- * them, after the pending page and with no partition page held, as
- * src/window/README.md orders them), then the store writes the round:
- * after a crash between the two records the entries are still on the
- * chain, and recording them again at their next drain changes nothing; an
- * entry the store refuses stays on the chain, known to its stream, which
- * it truly is (a committed operation).
+ * entry before it.  The annexes of the entries a round stores are
+ * recorded in their stream pages first, once the store has decided what
+ * it stores and before it writes it (record_streams, called by the store:
+ * FbfStreamsRecord locks the stream pages after the pending and partition
+ * pages, as src/window/README.md orders them): after a crash between the
+ * two records the entries are still on the chain, and recording them
+ * again at their next drain changes nothing.  An entry that waits is not
+ * recorded until it is stored: a chain full of waiting entries is drained
+ * again by every operation that finds it full, and recording them each
+ * time wrote their streams' WAL again at each (a cuckoo window's
+ * flood: 29,988 records, 8.8 MB, for 21 operations).
  */
 static int
 drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
@@ -554,6 +572,7 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		int			nblocks = 0;
 		bool		more = false;
 		bool		changed = false;
+		DrainRound	round;
 		FbfStored	stored;
 		int			i;
 		int			b;
@@ -623,12 +642,15 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 			}
 		}
 
-		/* the streams learn of the round's operations before the store */
-		if (meta->stream_pages > 0)
-			record_streams(index, meta, entries, n, target);
-
+		/* the streams learn of what the store stores before it writes it */
+		round.index = index;
+		round.meta = meta;
+		round.entries = entries;
+		round.n = n;
+		round.target = target;
 		stored = routine->store(index, meta, pbuf, entries, n, keep, target,
-								blocks, nblocks, may_defer);
+								blocks, nblocks, may_defer,
+								record_streams, &round);
 		for (i = 0; i < n; i++)
 			removed += keep[i] == 0;
 		if (stored != FBF_STORED_ALL)

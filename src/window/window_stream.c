@@ -52,9 +52,10 @@
 
 StaticAssertDecl(FBF_STREAMS_MAX_PAGES <= XLR_MAX_BLOCK_ID + 1,
 				 "a streams record names too many pages");
-StaticAssertDecl(1 + FBF_MAX_PENDING_PAGES + FBF_STREAMS_MAX_PAGES +
-				 FBF_LWLOCK_SLACK <= FBF_MAX_SIMUL_LWLOCKS,
-				 "a recording locks more buffers than a backend may hold");
+/* a drain records its streams holding its chain and its partition pages */
+StaticAssertDecl(1 + FBF_MAX_PENDING_PAGES + FBF_DRAIN_MAX_PAGES +
+				 FBF_STREAMS_MAX_PAGES + FBF_LWLOCK_SLACK <= FBF_MAX_SIMUL_LWLOCKS,
+				 "a drain locks more buffers than a backend may hold");
 
 typedef struct xl_fbf_streams
 {
@@ -248,8 +249,9 @@ stream_op_cmp(const void *a, const void *b)
  * FBF_STREAMS_MAX_PAGES at a time, locked exclusive in block order, changed
  * and logged in one XLOG_FBF_STREAMS record, then released.  Recording is
  * idempotent, so an operation recorded again (a drain redone after a
- * crash) changes nothing.  The caller holds the metapage (share) and the
- * operations' chain, and no partition page.
+ * crash) changes nothing.  The caller holds the metapage (share), the
+ * operations' chain and the partition pages its drain stores them in
+ * (FbfStoreDecided).
  */
 void
 FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
