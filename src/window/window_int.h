@@ -119,7 +119,8 @@ extern FbfStreamAnswer FbfStreamCheck(Relation index,
 									  const FbfWindowMetaPageData *meta,
 									  uint64 stream, int64 seq, int64 now);
 extern void FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
-							 const FbfStreamOp *ops, int n, int64 now);
+							 const FbfStreamOp *ops, int n, int64 now,
+							 int held_pages);
 extern void FbfStreamsReset(Relation index, Buffer metabuf,
 							const FbfWindowMetaPageData *meta, int64 now);
 extern void FbfStreamsGetStats(Relation index, const FbfWindowMetaPageData *meta,
@@ -196,9 +197,9 @@ typedef void (*FbfStoreDecided) (void *arg, const uint8 *keep);
  * operations fall in meta->nparts / meta->nchains partitions
  * (FBF_PARTS_PER_CHAIN in a new window, more after splits), so a Bloom
  * drain of a window that has not split is one round and one record.  Not
- * more: a drain pins these beside its whole chain (and a round's streams
- * record, up to FBF_STREAMS_MAX_PAGES stream pages, the more the larger
- * the round); at 16, test/t/021_window_filters.pl (TAP's 1 MB of shared
+ * more: a drain pins these beside its whole chain, and, while it holds
+ * them, the stream pages of what it stores (FbfStreamsRecord, up to
+ * FBF_STREAMS_MAX_PAGES together with them); at 16, test/t/021_window_filters.pl (TAP's 1 MB of shared
  * buffers) failed twice in two runs with "no unpinned buffers available"
  * in a maintenance drain, and passes at 8.  The locks: well under
  * MAX_SIMUL_LWLOCKS (below).

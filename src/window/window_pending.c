@@ -464,58 +464,77 @@ typedef struct DrainRound
 	const FbfPendingEntry *entries;
 	int			n;
 	const BlockNumber *target;
+	int			nblocks;		/* the partition pages its store may hold */
 } DrainRound;
+
+/*
+ * Reset the stream pages if a drain round targets an entry of a
+ * transaction that precedes the window's stream_xid and has no annex: it
+ * may be an operation of a stream recorded before the window had stream
+ * pages, which no stream can learn, so nothing may be proven new for a
+ * horizon (FbfStreamsReset).  That happens only for what was in flight
+ * when the stream pages were made.  Done before the store locks its
+ * partition pages (a reset writes every stream page); early is safe, as
+ * the entries are on their chain until the store writes.  The caller
+ * holds the chain.
+ */
+static void
+reset_unknown_streams(Relation index, const FbfWindowMetaPageData *meta,
+					  const FbfPendingEntry *entries, int n,
+					  const BlockNumber *target)
+{
+	int			i;
+
+	if (meta->stream_pages == 0 || meta->stream_xid == 0)
+		return;
+	for (i = 0; i < n; i++)
+	{
+		if (target[i] == InvalidBlockNumber ||
+			(i + 1 < n && FbfEntryIsAnnex(&entries[i + 1])))
+			continue;
+		if (U64FromFullTransactionId(FbfEntryFullXid(meta, &entries[i])) <
+			meta->stream_xid)
+		{
+			FbfStreamsReset(index, InvalidBuffer, meta, FbfWindowNow(meta));
+			return;
+		}
+	}
+}
 
 /*
  * Record in their stream pages the operations of a drain round that its
  * store stores (FbfStoreDecided): the entries with a target and keep[i] =
- * 0 whose next entry is an annex (FbfStreamsRecord, WAL-logged there).
- * An entry of a transaction that precedes the window's stream_xid and has
- * no annex may be an operation of a stream recorded before the window had
- * stream pages: no stream can learn it, so every stream page is reset
- * first (FbfStreamsReset: nothing is proven new for a horizon).  That
- * happens only for what was in flight when the stream pages were made.
- * The caller holds the chain and the round's partition pages.
+ * 0 whose next entry is an annex (FbfStreamsRecord, WAL-logged there,
+ * told of the round's partition pages, which stay pinned meanwhile).  The
+ * caller holds the chain and those pages.
  */
 static void
 record_streams(void *arg, const uint8 *keep)
 {
 	const DrainRound *round = (const DrainRound *) arg;
-	Relation	index = round->index;
-	const FbfWindowMetaPageData *meta = round->meta;
 	const FbfPendingEntry *entries = round->entries;
 	int			n = round->n;
 	FbfStreamOp *ops = NULL;
 	int			nops = 0;
 	int			i;
-	bool		unknown = false;
 
-	if (meta->stream_pages == 0)
+	if (round->meta->stream_pages == 0)
 		return;
 	for (i = 0; i < n; i++)
 	{
-		if (round->target[i] == InvalidBlockNumber || keep[i])
+		if (round->target[i] == InvalidBlockNumber || keep[i] ||
+			i + 1 == n || !FbfEntryIsAnnex(&entries[i + 1]))
 			continue;
-		if (i + 1 == n || !FbfEntryIsAnnex(&entries[i + 1]))
-		{
-			/* recorded before the window had streams, without an annex? */
-			if (meta->stream_xid != 0 &&
-				U64FromFullTransactionId(FbfEntryFullXid(meta, &entries[i])) <
-				meta->stream_xid)
-				unknown = true;
-			continue;
-		}
 		if (ops == NULL)
 			ops = palloc(sizeof(FbfStreamOp) * Max(n / 2, 1));
 		ops[nops].stream = entries[i + 1].h1;
 		ops[nops].seq = (int64) entries[i + 1].h2;
 		nops++;
 	}
-	if (unknown)
-		FbfStreamsReset(index, InvalidBuffer, meta, FbfWindowNow(meta));
 	if (nops > 0)
 	{
-		FbfStreamsRecord(index, meta, ops, nops, FbfWindowNow(meta));
+		FbfStreamsRecord(round->index, round->meta, ops, nops,
+						 FbfWindowNow(round->meta), round->nblocks);
 		pfree(ops);
 	}
 }
@@ -648,6 +667,8 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		round.entries = entries;
 		round.n = n;
 		round.target = target;
+		round.nblocks = nblocks;
+		reset_unknown_streams(index, meta, entries, n, target);
 		stored = routine->store(index, meta, pbuf, entries, n, keep, target,
 								blocks, nblocks, may_defer,
 								record_streams, &round);

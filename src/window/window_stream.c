@@ -250,13 +250,18 @@ stream_op_cmp(const void *a, const void *b)
  * and logged in one XLOG_FBF_STREAMS record, then released.  Recording is
  * idempotent, so an operation recorded again (a drain redone after a
  * crash) changes nothing.  The caller holds the metapage (share), the
- * operations' chain and the partition pages its drain stores them in
- * (FbfStoreDecided).
+ * operations' chain and the `held_pages` partition pages its drain stores
+ * them in (FbfStoreDecided): the pages locked at a time are that many
+ * fewer, so that a drain pins no more buffers than it did when it recorded
+ * with no partition page held (at 1 MB of shared buffers, a drain of an
+ * 88-page chain beside 8 partition pages and 32 stream pages found no
+ * unpinned buffer).
  */
 void
 FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
-				 const FbfStreamOp *ops, int n, int64 now)
+				 const FbfStreamOp *ops, int n, int64 now, int held_pages)
 {
+	int			max_pages = Max(FBF_STREAMS_MAX_PAGES - held_pages, 1);
 	StreamOpAt *at;
 	FbfStreamOp *sorted;
 	xl_fbf_streams xl;
@@ -295,7 +300,7 @@ FbfStreamsRecord(Relation index, const FbfWindowMetaPageData *meta,
 		int			b;
 
 		/* the next pages, up to a record's worth, locked in block order */
-		while (i < n && npages < FBF_STREAMS_MAX_PAGES)
+		while (i < n && npages < max_pages)
 		{
 			first[npages] = i;
 			count[npages] = 0;
