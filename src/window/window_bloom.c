@@ -565,7 +565,8 @@ FbfBloomPlan(Relation index, const FbfWindowOptions *opts, uint32 nchains,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("no fbf filter meets target %g at %g operations per second",
 							opts->target_fpp, opts->expected_rate),
-					 errdetail("%s", why)));
+					 errdetail("%s A Bloom filter is planned for %g operations per second, the expected rate over the three quarters of a page that one period may fill.",
+							   why, opts->expected_rate / BLOOM_CAPACITY_PART)));
 		/* the page is whole whatever the plan: see FbfBloomSpread */
 		plan.nbits = FBF_SLICE_MAX_BITS;
 	}
