@@ -392,9 +392,9 @@ FbfCuckooContains(Relation index, const FbfWindowMetaPageData *meta,
  * with its entry (FbfPendingKeepAnnexes).  What it stores is handed to
  * `decided`; then one WAL record of changed byte ranges for the pending
  * page and the partition pages (a page the drain sweeps: a full image),
- * none if it stores and drops nothing.  Locks: the partition pages exclusively, in
- * block order; the caller holds the metapage share-locked and pbuf
- * exclusive-locked.
+ * none if it stores and drops nothing.  Locks: the partition pages
+ * exclusively, in block order; the caller holds the metapage share-locked
+ * and pbuf exclusive-locked.
  */
 FbfStored
 FbfCuckooStore(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,

@@ -199,9 +199,10 @@ typedef void (*FbfStoreDecided) (void *arg, const uint8 *keep);
  * drain of a window that has not split is one round and one record.  Not
  * more: a drain pins these beside its whole chain, and, while it holds
  * them, the stream pages of what it stores (FbfStreamsRecord, up to
- * FBF_STREAMS_MAX_PAGES together with them); at 16, test/t/021_window_filters.pl (TAP's 1 MB of shared
- * buffers) failed twice in two runs with "no unpinned buffers available"
- * in a maintenance drain, and passes at 8.  The locks: well under
+ * FBF_STREAMS_MAX_PAGES together with them); at 16,
+ * test/t/021_window_filters.pl (TAP's 1 MB of shared buffers) failed
+ * twice in two runs with "no unpinned buffers available" in a
+ * maintenance drain, and passes at 8.  The locks: well under
  * MAX_SIMUL_LWLOCKS (below).
  */
 #define FBF_DRAIN_MAX_PAGES		FBF_PARTS_PER_CHAIN

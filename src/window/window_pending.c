@@ -456,7 +456,7 @@ FbfEntryStatusMemo(const FbfWindowMetaPageData *meta,
 	return memo->status;
 }
 
-/* a drain round, as record_streams reads it */
+/* a drain round, as reset_unknown_streams and record_streams read it */
 typedef struct DrainRound
 {
 	Relation	index;
@@ -479,23 +479,25 @@ typedef struct DrainRound
  * holds the chain.
  */
 static void
-reset_unknown_streams(Relation index, const FbfWindowMetaPageData *meta,
-					  const FbfPendingEntry *entries, int n,
-					  const BlockNumber *target)
+reset_unknown_streams(const DrainRound *round)
 {
+	const FbfWindowMetaPageData *meta = round->meta;
+	const FbfPendingEntry *entries = round->entries;
+	int			n = round->n;
 	int			i;
 
 	if (meta->stream_pages == 0 || meta->stream_xid == 0)
 		return;
 	for (i = 0; i < n; i++)
 	{
-		if (target[i] == InvalidBlockNumber ||
+		if (round->target[i] == InvalidBlockNumber ||
 			(i + 1 < n && FbfEntryIsAnnex(&entries[i + 1])))
 			continue;
 		if (U64FromFullTransactionId(FbfEntryFullXid(meta, &entries[i])) <
 			meta->stream_xid)
 		{
-			FbfStreamsReset(index, InvalidBuffer, meta, FbfWindowNow(meta));
+			FbfStreamsReset(round->index, InvalidBuffer, meta,
+							FbfWindowNow(meta));
 			return;
 		}
 	}
@@ -668,7 +670,7 @@ drain_page(Relation index, const FbfWindowMetaPageData *meta, Buffer pbuf,
 		round.n = n;
 		round.target = target;
 		round.nblocks = nblocks;
-		reset_unknown_streams(index, meta, entries, n, target);
+		reset_unknown_streams(&round);
 		stored = routine->store(index, meta, pbuf, entries, n, keep, target,
 								blocks, nblocks, may_defer,
 								record_streams, &round);
