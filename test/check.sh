@@ -130,6 +130,9 @@ count_tap_prove() {
 	note_todos "$file" TAP
 	if [ "$tap_bad" -gt 0 ]; then
 		failures+=("TAP: $(grep -E '^ *not ok [0-9]+' "$file" | grep -v '# TODO' | tr '\n' ';')")
+		# what the failed assertions said (diag lines around them)
+		digest+=("TAP, the failed assertions and the lines around each:"
+			"$(grep -E -B 6 -A 8 '^ *not ok [0-9]+' "$file" | grep -v '# TODO' | head -n 80)")
 	fi
 }
 
