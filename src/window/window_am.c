@@ -180,7 +180,7 @@ static IndexBulkDeleteResult *
 fbf_filter_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	if (!info->analyze_only)
-		FbfWindowDrain(info->index, true, NULL);
+		FbfWindowDrain(info->index, NULL);
 	if (stats == NULL)
 	{
 		stats = palloc0(sizeof(IndexBulkDeleteResult));

@@ -524,7 +524,7 @@ extern FbfAimdDecision FbfWindowAimdStep(Relation index,
 										 double fpp, double rate);
 
 /* ---- window_maintain.c: whole-window drains, the maintenance pass ---- */
-extern int	FbfWindowDrain(Relation index, bool may_defer, bool *grow);
+extern int	FbfWindowDrain(Relation index, bool *grow);
 
 /* ---- window_catalog.c ---- */
 extern void FbfWindowCheckTable(Oid relid);

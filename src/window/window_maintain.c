@@ -30,15 +30,17 @@
 
 /*
  * Drain every chain's resolved entries; returns entries removed.  A window
- * of storage version 1 is upgraded first (which drains it).  With
- * may_defer, entries that would saturate a page wait, and *grow (if not
- * NULL) is set where they wait for the window to grow (FbfStored); VACUUM
- * and rebuilds, which drain so that no entry outlives the commit log, must
- * not let them wait.  Locks: the metapage share for the whole pass, each
- * chain exclusive in turn.
+ * of storage version 1 is upgraded first (which drains it).  Entries that
+ * would saturate a page wait (FbfChainDrain, may_defer), and *grow (if not
+ * NULL) is set where they wait for the window to grow (FbfStored).  VACUUM
+ * and rebuilds, which drain so that no entry outlives the commit log, let
+ * them wait too: an entry that waits was judged committed, and stays so
+ * for a truncated commit log (window_rebuild.c, drain_before_vacuum).
+ * Locks: the metapage share for the whole pass, each chain exclusive in
+ * turn.
  */
 int
-FbfWindowDrain(Relation index, bool may_defer, bool *grow)
+FbfWindowDrain(Relation index, bool *grow)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
@@ -59,7 +61,7 @@ FbfWindowDrain(Relation index, bool may_defer, bool *grow)
 		FbfPendingChain chain;
 
 		FbfChainLock(index, &meta, c, &chain);
-		removed += FbfChainDrain(index, &meta, &chain, may_defer, &put_off);
+		removed += FbfChainDrain(index, &meta, &chain, true, &put_off);
 		FbfChainRelease(&chain);
 		FbfWindowCheckCancel(metabuf);
 	}
@@ -188,7 +190,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 
 	FbfWindowRefresh(index);
 	FbfWindowSyncOptions(index);
-	FbfWindowDrain(index, true, &grow);
+	FbfWindowDrain(index, &grow);
 	if (grow)
 	{
 		/*
@@ -204,7 +206,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 		if (FbfWindowGrow(index, policy) == FBF_GROWTH_LATER)
 			FbfWindowSplitStep(index, split_batch());
 		grow = false;
-		FbfWindowDrain(index, true, &grow);
+		FbfWindowDrain(index, &grow);
 	}
 
 	/* a split under way (an earlier pass's, cut short) is continued first */

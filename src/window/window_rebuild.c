@@ -393,6 +393,11 @@ may_vacuum(Oid relid)
  * autovacuum in failsafe mode skips index cleanup too and passes no hook:
  * there the worker's drains and the operations' age-based drains are what
  * keep entries ahead of the commit log; docs/design.md.)
+ *
+ * The drain may put entries off, as amvacuumcleanup's does: an entry left
+ * waiting for bits was judged committed, a fate that a truncated commit
+ * log still gives it (FbfEntryStatusOf), and a VACUUM during a flood must
+ * not pour the flood's backlog into pages that cannot take it.
  */
 static void
 drain_before_vacuum(Node *stmt)
@@ -440,7 +445,7 @@ drain_before_vacuum(Node *stmt)
 		index = try_relation_open(indexoid, RowExclusiveLock);
 		if (index != NULL)
 		{
-			FbfWindowDrain(index, false, NULL);
+			FbfWindowDrain(index, NULL);
 			relation_close(index, RowExclusiveLock);
 		}
 		UnlockRelationOid(heapoid, RowExclusiveLock);
@@ -954,7 +959,9 @@ unseen_rebuild_source(Relation index, FbfRebuildSource *src)
  *
  * A carried-over window is drained at once: the rebuilt table gets a new
  * relfilenode and relfrozenxid, and pending entries must not outlive what
- * the commit log can answer for them (window_pending.c).  Its stream pages
+ * the commit log can answer for them (window_pending.c); those the drain
+ * puts off were judged committed, which is what a truncated commit log
+ * answers for them (see drain_before_vacuum).  Its stream pages
  * come over with the rest, page for page, so they know exactly what the
  * window remembers and are not reset (window_stream.c).
  */
@@ -979,7 +986,7 @@ FbfWindowBuildPages(Relation heap, Relation index)
 		src->node = FbfRelationLocator(index);
 		elog(DEBUG1, "fbf: carried the filter of \"%s\" over a rebuild",
 			 RelationGetRelationName(heap));
-		FbfWindowDrain(index, false, NULL);
+		FbfWindowDrain(index, NULL);
 		return false;
 	}
 
