@@ -45,6 +45,7 @@
 #include "storage/procarray.h"
 #include "utils/hsearch.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 
 #include "access/xlog.h"
 #include "common/fbf_htab.h"
@@ -73,15 +74,22 @@ FbfEntryFullXid(const FbfWindowMetaPageData *meta, const FbfPendingEntry *entry)
  * Compared as 64-bit xids first, so that no distance in xids can make an
  * entry look like another transaction's: an xid not yet assigned is
  * nobody's (the entry cannot be real: treated as aborted), and one older
- * than the commit log has a fate nobody can read any more.  The window
- * keeps that from happening: every path that can advance the counter
- * table's relfrozenxid drains first (VACUUM's amvacuumcleanup, the utility
- * hook before VACUUM and rebuilds, the truncate hook), and an operation
- * drains its chain once its oldest entry is FBF_PENDING_DRAIN_AGE xids old.
- * Should it happen anyway, the entry is taken as committed, as 1.0 did, and
- * the server log says so.  Between those bounds the xid is within 2^31 of the
- * next one, so the 32-bit checks below are exact.  The lock keeps the
- * commit log from being truncated under the lookup, as txid_status() does.
+ * than the commit log has a fate nobody can read any more.  Every path
+ * that can advance the counter table's relfrozenxid drains first
+ * (VACUUM's amvacuumcleanup, the utility hook before VACUUM and rebuilds,
+ * the truncate hook), and an operation drains its chain once its oldest
+ * entry is FBF_PENDING_DRAIN_AGE xids old; what those drains leave is of
+ * transactions in progress, or committed entries put off for a later
+ * period's filters.  So an entry older than the commit log is one of
+ * those, and is taken as committed, which it is; or (a failsafe VACUUM
+ * after 1.4 billion xids, or a transaction that ended between the hook's
+ * drain and its VACUUM's horizon) one nobody judged, taken as committed as
+ * 1.0 did.  The server log says so once a minute at most (a VACUUM FREEZE
+ * of every database can put thousands of waiting entries past the log,
+ * and each check of each would say it again).  Between those bounds the
+ * xid is within 2^31 of the next one, so the 32-bit checks below are
+ * exact.  The lock keeps the commit log from being truncated under the
+ * lookup, as txid_status() does.
  */
 FbfEntryStatus
 FbfEntryStatusOf(FullTransactionId fxid)
@@ -103,13 +111,19 @@ FbfEntryStatusOf(FullTransactionId fxid)
 	oldest = FbfFullXidBefore(next, oldest_xid);
 	if (FullTransactionIdPrecedes(fxid, oldest))
 	{
+		static TimestampTz last_said = 0;
+		TimestampTz now = GetCurrentTimestamp();
+
 		LWLockRelease(XactTruncationLock);
-		/* server log only: the caller holds buffer locks */
-		ereport(LOG_SERVER_ONLY,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("fbf: the fate of transaction %llu that applied an operation is no longer known",
-						(unsigned long long) U64FromFullTransactionId(fxid)),
-				 errdetail("The commit log was truncated before the operation was drained; it is taken as committed.")));
+		/* server log only (the caller holds buffer locks), once a minute */
+		if (TimestampDifferenceExceeds(last_said, now, 60 * 1000))
+		{
+			last_said = now;
+			ereport(LOG_SERVER_ONLY,
+					(errmsg("fbf: the fate of transaction %llu that applied a pending operation is older than the commit log",
+							(unsigned long long) U64FromFullTransactionId(fxid)),
+					 errdetail("It is taken as committed: an operation waiting for a later period's filter was judged committed before; one never drained before the commit log was truncated may have been rolled back.  Said once a minute at most.")));
+		}
 		return FBF_ENTRY_COMMITTED;
 	}
 	if (TransactionIdIsCurrentTransactionId(xid))
