@@ -10,7 +10,12 @@
 #   SEQS (random: each operation's seq drawn from 63 bits; inorder: each
 #   pgbench client numbers its increments in order, from a start above
 #   every earlier run's, so each (key, client) stream is in order, as an
-#   in-order client's; the plain and exact sides are unchanged).
+#   in-order client's; the plain and exact sides are unchanged),
+#   WARMUP_S (0: each run starts at its CHECKPOINT, so it pays every
+#   full-page image of the pages it touches, once per 8 s run where a
+#   server pays them once per checkpoint interval; N: each run is first
+#   driven N s unmeasured after its CHECKPOINT, so that it measures the
+#   operations after those images).
 #   A short check of the script itself: counter_bench.sh 2 /tmp/c.csv 1 12
 #
 # Starts a scratch cluster (fsync = on, shared_preload_libraries = 'fbf,
@@ -79,6 +84,7 @@ STEADY_ROUNDS=${STEADY_ROUNDS:-1}
 TAIL_S=${TAIL_S:-30}
 OPS_AT_INDEX=${OPS_AT_INDEX:-1}
 SEQS=${SEQS:-random}
+WARMUP_S=${WARMUP_S:-0}
 RETENTION_S=20
 # the targets printed beside the figures (PASS/MISS)
 T_RATIO=0.95 # fbf / plain tps, 1,000 keys, synchronous_commit off
@@ -172,6 +178,15 @@ run_one() {
 	esac
 	fbf_log "$section: $w, $clients clients, synchronous_commit = $sync, round $round"
 	psqlq -c "CHECKPOINT"
+	if [ "$WARMUP_S" -gt 0 ]; then
+		# unmeasured: the pages' first changes after the checkpoint write
+		# their full-page images here, as they do once per checkpoint
+		# interval in production rather than once per run
+		local wd=()
+		[ -z "$counter" ] || [ "$SEQS" != inorder ] || wd=(-D "s=$(date +%s%6N)")
+		PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" \
+			-T "$WARMUP_S" "$@" "${wd[@]}" -f "$work/$w.sql" >/dev/null 2>&1 || true
+	fi
 	sql "SELECT pg_stat_statements_reset()" >/dev/null
 	local a0=0 d0=0 a1=0 d1=0
 	[ -z "$counter" ] || read -r a0 d0 <<<"$(counter_counts "$counter")"
