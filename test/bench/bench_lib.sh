@@ -10,7 +10,9 @@
 #                       a scratch cluster with the durable settings every
 #                       throughput comparison runs under: fsync on, 512 MB
 #                       of shared buffers, no checkpoint during a run, the
-#                       worker every second; more lines may override them
+#                       worker every second; more lines may override them,
+#                       and BENCH_CONF, if set, is one more line after them
+#                       (the same for every side: huge_pages = on, say)
 #   PGBENCH, psqlq, sql the clients
 #   lsn                 the WAL insert position
 #   server_cpu_ticks    the CPU time the scratch cluster's processes have
@@ -70,7 +72,8 @@ bench_begin() {
 
 bench_cluster_start() {
 	fbf_cluster_start "fsync = on" "shared_buffers = '512MB'" "max_wal_size = '4GB'" \
-		"checkpoint_timeout = '30min'" "fbf.naptime = '1s'" "$@"
+		"checkpoint_timeout = '30min'" "fbf.naptime = '1s'" "$@" \
+		${BENCH_CONF:+"$BENCH_CONF"}
 }
 
 prune_start() {
