@@ -12,7 +12,9 @@
 #                       of shared buffers, no checkpoint during a run, the
 #                       worker every second; more lines may override them,
 #                       and BENCH_CONF, if set, is one more line after them
-#                       (the same for every side: huge_pages = on, say)
+#                       (the same for every side: huge_pages = on, say),
+#                       which overrides the script's own; the Citus scripts
+#                       start their clusters otherwise and ignore it
 #   PGBENCH, psqlq, sql the clients
 #   lsn                 the WAL insert position
 #   server_cpu_ticks    the CPU time the scratch cluster's processes have

@@ -13,9 +13,10 @@
 #   in-order client's; the plain and exact sides are unchanged),
 #   WARMUP_S (0: each run starts at its CHECKPOINT, so it pays every
 #   full-page image of the pages it touches, once per 8 s run where a
-#   server pays them once per checkpoint interval; N: each run is first
-#   driven N s unmeasured after its CHECKPOINT, so that it measures the
-#   operations after those images).
+#   server pays them once per checkpoint interval; N: each run of sections
+#   a and b is first driven N s unmeasured after its CHECKPOINT, so that it
+#   measures the operations after those images, as if checkpoints never
+#   came; section c's runs are not warmed up).
 #   A short check of the script itself: counter_bench.sh 2 /tmp/c.csv 1 12
 #
 # Starts a scratch cluster (fsync = on, shared_preload_libraries = 'fbf,
@@ -85,6 +86,9 @@ TAIL_S=${TAIL_S:-30}
 OPS_AT_INDEX=${OPS_AT_INDEX:-1}
 SEQS=${SEQS:-random}
 WARMUP_S=${WARMUP_S:-0}
+case $WARMUP_S in
+'' | *[!0-9]*) echo "WARMUP_S is a whole number of seconds, not $WARMUP_S" >&2; exit 2 ;;
+esac
 RETENTION_S=20
 # the targets printed beside the figures (PASS/MISS)
 T_RATIO=0.95 # fbf / plain tps, 1,000 keys, synchronous_commit off
@@ -178,14 +182,19 @@ run_one() {
 	esac
 	fbf_log "$section: $w, $clients clients, synchronous_commit = $sync, round $round"
 	psqlq -c "CHECKPOINT"
-	if [ "$WARMUP_S" -gt 0 ]; then
+	if [ "$WARMUP_S" -gt 0 ] && [ "$section" != c ]; then
 		# unmeasured: the pages' first changes after the checkpoint write
 		# their full-page images here, as they do once per checkpoint
-		# interval in production rather than once per run
+		# interval on a server rather than once per run (not section c,
+		# whose whole run is the steady state from fresh tables)
 		local wd=()
 		[ -z "$counter" ] || [ "$SEQS" != inorder ] || wd=(-D "s=$(date +%s%6N)")
-		PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" \
-			-T "$WARMUP_S" "$@" "${wd[@]}" -f "$work/$w.sql" >/dev/null 2>&1 || true
+		if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" \
+			-T "$WARMUP_S" "$@" ${wd[@]+"${wd[@]}"} -f "$work/$w.sql" >"$work/warmup.out" 2>&1; then
+			cat "$work/warmup.out" >&2
+			return 1
+		fi
+		sleep 0.2	# the warm-up's backends exit, and are reaped
 	fi
 	sql "SELECT pg_stat_statements_reset()" >/dev/null
 	local a0=0 d0=0 a1=0 d1=0
@@ -332,7 +341,7 @@ done
 
 M() { median "$@"; }
 echo
-echo "== a. 1,000 keys, $CLIENTS clients, ${SECS} s per run, median of $ROUNDS rounds (pgbench -M prepared, fsync on, $SEQS seqs)"
+echo "== a. 1,000 keys, $CLIENTS clients, ${SECS} s per run, median of $ROUNDS rounds (pgbench -M prepared, fsync on, $SEQS seqs, warm-up ${WARMUP_S} s${BENCH_CONF:+, $BENCH_CONF})"
 printf '%-34s %14s %14s   %s\n' "" "sync off" "sync on" "target"
 for w in plain fbf; do
 	printf '%-34s %14s %14s\n' "$w tps" "$(fmt0 "$(M tps a $w off "$CLIENTS")")" "$(fmt0 "$(M tps a $w on "$CLIENTS")")"
