@@ -26,6 +26,11 @@
 #                       the counter and claim benchmarks): a DELETE of the
 #                       rows older than $RETENTION_S seconds every second,
 #                       under synchronous_commit = SYNC
+#   bench_calibrate SQL-FILE CLIENTS FACTOR
+#                       the rate to plan a window for: the pgbench script
+#                       SQL-FILE run 5 s by CLIENTS clients with
+#                       synchronous_commit off, its tps times FACTOR,
+#                       rounded (the load the window will see, and room)
 #   bench_median CSV COLUMN [NAME=VALUE ...]
 #                       the median of COLUMN over the rows of CSV whose
 #                       columns NAME hold VALUE, leaving out the median
@@ -125,6 +130,19 @@ bench_cells() {
 				next
 			print $idx[c]
 		}' "$csv"
+}
+
+bench_calibrate() {
+	local file=$1 clients=$2 factor=$3 out tps
+	out=$(PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" \
+		-T 5 -f "$file" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
+	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out" | head -1)
+	if ! awk -v t="${tps:-0}" 'BEGIN { exit !(t > 0) }'; then
+		printf '%s\n' "$out" >&2
+		echo "bench_calibrate: no rate in pgbench's output" >&2
+		return 1
+	fi
+	awk -v t="$tps" -v f="$factor" 'BEGIN { printf "%.0f\n", t * f }'
 }
 
 bench_median() {

@@ -121,10 +121,7 @@ verdict() { awk -v v="$1" -v t="$2" 'BEGIN { if (v == "-") print "-"; else if (v
 # size the window for the load it will see: calibrate with the insert
 fbf_log "calibrating"
 setup_tables 1000
-PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" -T 5 \
-	-f "$work/exact.sql" >"$work/calib.out" 2>&1
-rate=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/calib.out")
-rate=$(awk -v r="$rate" 'BEGIN { printf "%.0f", r * 1.5 }')
+rate=$(bench_calibrate "$work/exact.sql" "$CLIENTS" 1.5)
 fbf_log "expected rate for the window: $rate/s"
 
 for round in $(seq 1 "$ROUNDS"); do

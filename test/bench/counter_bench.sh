@@ -281,10 +281,7 @@ fmt2() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.2f", 
 # size the filters for the load they will see: calibrate with the plain update
 fbf_log "calibrating"
 setup_tables 1000
-PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" -T 5 \
-	-f "$work/plain.sql" >"$work/calib.out" 2>&1
-rate=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/calib.out")
-rate=$(awk -v r="$rate" 'BEGIN { printf "%.0f", r * 1.2 }')
+rate=$(bench_calibrate "$work/plain.sql" "$CLIENTS" 1.2)
 fbf_log "expected rate for the filters: $rate/s"
 setup_tables "$rate"
 

@@ -259,10 +259,7 @@ INSERT INTO plain SELECT g::text, 0, 0 FROM generate_series(1, 1000) g;
 VACUUM ANALYZE plain;
 SQL
 fbf_log "calibrating the plain UPDATE"
-PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$PGB_CLIENTS" -j "$PGB_CLIENTS" -T 5 \
-	-f "$work/plain.sql" >"$work/calib.out" 2>&1
-prate=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/calib.out")
-prate=$(awk -v r="$prate" 'BEGIN { printf "%.0f", r * 1.2 }')
+prate=$(bench_calibrate "$work/plain.sql" "$PGB_CLIENTS" 1.2)
 make_counter idem "$prate" default rows
 make_counter idem0 "$prate" 0 rows
 
