@@ -31,6 +31,11 @@
 #                       SQL-FILE run 5 s by CLIENTS clients with
 #                       synchronous_commit off, its tps times FACTOR,
 #                       rounded (the load the window will see, and room)
+#   bench_counter_counts TABLE
+#                       "applied dismissed" of a counter or dedup table
+#                       (fbf_counter_stats), or a failure if it has none
+#   bench_median_lines  the median of the numbers on standard input, one a
+#                       line; nothing if there are none
 #   bench_median CSV COLUMN [NAME=VALUE ...]
 #                       the median of COLUMN over the rows of CSV whose
 #                       columns NAME hold VALUE, leaving out the median
@@ -145,9 +150,23 @@ bench_calibrate() {
 	awk -v t="$tps" -v f="$factor" 'BEGIN { printf "%.0f\n", t * f }'
 }
 
+bench_counter_counts() {
+	local c
+	c=$(psql -X -At -F ' ' -v ON_ERROR_STOP=1 \
+		-c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass")
+	if ! [[ $c =~ ^[0-9]+\ [0-9]+$ ]]; then
+		echo "bench_counter_counts: no statistics of $1: '$c'" >&2
+		return 1
+	fi
+	echo "$c"
+}
+
+bench_median_lines() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
 bench_median() {
-	bench_cells "$@" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+	bench_cells "$@" | bench_median_lines
 }
 
 bench_total() {

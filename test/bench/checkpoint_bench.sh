@@ -23,8 +23,9 @@
 #       fbf    SELECT idempotent_increment('idem', $k, client, random seq, 1)
 # In each round the four runs (plain and fbf, cold and warm) each follow
 # their own CHECKPOINT; the order of the modes and of the sides turns
-# from round to round (an even number of rounds balances them).  Reports, for cold and warm: each side's median tps,
-# fbf / plain of the medians and the median of the rounds' own ratios, WAL
+# from round to round (an even number of rounds balances them).  Reports,
+# for cold and warm: each side's median tps, fbf / plain of the medians
+# and the median of the rounds' own ratios, WAL
 # bytes per transaction (the insert position's advance over the run / its
 # transactions) and fbf / plain, and the counter's false dismissals (every
 # seq is new).  Not part of the tests.
@@ -72,15 +73,10 @@ INSERT INTO idem SELECT g::text, s, 0 FROM generate_series(1, 1000) g, generate_
 VACUUM ANALYZE plain, idem;
 SQL
 }
-# "applied dismissed" of the counter into *a and *d, or a failed run
+# the counter's "applied dismissed" into the variables named $1 and $2
 counts() {
 	local c
-	c=$(psql -X -At -F ' ' -v ON_ERROR_STOP=1 \
-		-c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = 'idem'::regclass")
-	if ! [[ $c =~ ^[0-9]+\ [0-9]+$ ]]; then
-		echo "no statistics of the counter idem: '$c'" >&2
-		return 1
-	fi
+	c=$(bench_counter_counts idem)
 	read -r "$1" "$2" <<<"$c"
 }
 bench() {
@@ -150,8 +146,8 @@ for mode in cold warm; do
 	pw=$(med wal_bytes_per_xact "$mode" plain)
 	fw=$(med wal_bytes_per_xact "$mode" fbf)
 	rr=$(awk -F, -v m="$mode" 'NR > 1 && $1 == m { if ($2 == "plain") p[$3] = $5; else f[$3] = $5 }
-		END { for (r in p) if (r in f) print f[r] / p[r] }' "$rows" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
+		END { for (r in p) if (r in f) print f[r] / p[r] }' "$rows" | bench_median_lines |
+		awk '{ printf "%.2f", $1 }')
 	a=$(bench_total "$rows" applied mode="$mode" workload=fbf)
 	d=$(bench_total "$rows" dismissed mode="$mode" workload=fbf)
 	printf '%-6s %12.0f %12.0f %12.2f %14s %10.1f %10.1f %10.2f %s\n' "$mode" "$p" "$f" \

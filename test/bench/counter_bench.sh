@@ -161,7 +161,6 @@ SQL
 	fi
 }
 
-counter_counts() { psql -X -At -F ' ' -c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass"; }
 
 # the pruning job of the exact op table: a DELETE every second
 
@@ -172,7 +171,7 @@ echo "section,workload,synchronous_commit,clients,round,seconds,xacts,tps,tail_t
 run_one() {
 	local section=$1 w=$2 sync=$3 clients=$4 secs=$5 round=$6
 	shift 6
-	local counter="" pattern
+	local counter="" pattern c
 	case $w in
 	plain) pattern='^UPDATE plain ' ;;
 	hot_plain) pattern='^UPDATE hot_plain ' ;;
@@ -198,7 +197,10 @@ run_one() {
 	fi
 	sql "SELECT pg_stat_statements_reset()" >/dev/null
 	local a0=0 d0=0 a1=0 d1=0
-	[ -z "$counter" ] || read -r a0 d0 <<<"$(counter_counts "$counter")"
+	if [ -n "$counter" ]; then
+		c=$(bench_counter_counts "$counter")
+		read -r a0 d0 <<<"$c"
+	fi
 	local start end cpu0 cpu1 cpu=""
 	[ -z "$counter" ] || [ "$SEQS" != inorder ] || set -- "$@" -D "s=$(date +%s%6N)"
 	start=$(lsn)
@@ -211,7 +213,10 @@ run_one() {
 	sleep 0.2	# the clients' backends exit, and are reaped
 	cpu1=$(server_cpu_ticks)
 	end=$(lsn)
-	[ -z "$counter" ] || read -r a1 d1 <<<"$(counter_counts "$counter")"
+	if [ -n "$counter" ]; then
+		c=$(bench_counter_counts "$counter")
+		read -r a1 d1 <<<"$c"
+	fi
 	local xacts tps tail="" wal blks calls
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
