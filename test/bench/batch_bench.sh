@@ -78,7 +78,6 @@ VACUUM ANALYZE idem_single, idem_batch;
 SQL
 }
 
-counter_counts() { psql -X -At -F ' ' -c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass"; }
 
 echo "workload,synchronous_commit,clients,batch,round,seconds,xacts,tps,ops_per_s,applied,dismissed,dismissal_pct" >"$CSV"
 
@@ -88,14 +87,16 @@ run_one() {
 	[ "$w" = batch ] && per=$BATCH
 	fbf_log "$w, $CLIENTS clients, synchronous_commit = $sync, round $round"
 	psqlq -c "CHECKPOINT"
-	local a0 d0 a1 d1
-	read -r a0 d0 <<<"$(counter_counts "idem_$w")"
+	local a0 d0 a1 d1 c
+	c=$(bench_counter_counts "idem_$w")
+	read -r a0 d0 <<<"$c"
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
 		-T "$SECS" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
 		cat "$work/run.out" "$work/run.err" >&2
 		return 1
 	fi
-	read -r a1 d1 <<<"$(counter_counts "idem_$w")"
+	c=$(bench_counter_counts "idem_$w")
+	read -r a1 d1 <<<"$c"
 	local xacts tps ops applied=$((a1 - a0)) dismissed=$((d1 - d0))
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")

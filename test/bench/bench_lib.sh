@@ -31,9 +31,10 @@
 #                       SQL-FILE run 5 s by CLIENTS clients with
 #                       synchronous_commit off, its tps times FACTOR,
 #                       rounded (the load the window will see, and room)
-#   bench_counter_counts TABLE
+#   bench_counter_counts TABLE [COLUMN ...]
 #                       "applied dismissed" of a counter or dedup table
-#                       (fbf_counter_stats), or a failure if it has none
+#                       (fbf_counter_stats), then its other counts that
+#                       COLUMN names, or a failure if it has none
 #   bench_median_lines  the median of the numbers on standard input, one a
 #                       line; nothing if there are none
 #   bench_median CSV COLUMN [NAME=VALUE ...]
@@ -151,11 +152,13 @@ bench_calibrate() {
 }
 
 bench_counter_counts() {
-	local c
+	local table=$1 cols=applied,dismissed c
+	shift
+	if [ $# -gt 0 ]; then cols=$cols,$(IFS=,; echo "$*"); fi
 	c=$(psql -X -At -F ' ' -v ON_ERROR_STOP=1 \
-		-c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass")
-	if ! [[ $c =~ ^[0-9]+\ [0-9]+$ ]]; then
-		echo "bench_counter_counts: no statistics of $1: '$c'" >&2
+		-c "SELECT $cols FROM fbf_counter_stats WHERE counter = '$table'::regclass")
+	if ! [[ $c =~ ^[0-9]+(\ [0-9]+){$((1 + $#))}$ ]]; then
+		echo "bench_counter_counts: no statistics of $table: '$c'" >&2
 		return 1
 	fi
 	echo "$c"

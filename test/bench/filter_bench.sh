@@ -26,6 +26,7 @@
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/bench_lib.sh"
 cd "$FBF_ROOT"
 
 SECS=${1:-10}
@@ -71,21 +72,25 @@ SELECT idempotent_increment('idem_$f', :k::text, :client_id, :s, 1);
 EOF
 done
 
-counts() { sql "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = 'idem_$1'::regclass" | tr '|' ' '; }
-
 # run SIDE ROUND [SECONDS]: one pgbench run; appends
 # "side,round,tps,applied,dismissed,refused" (refused: the clients an error
 # stopped, each named in the run's output; a counter's refusal of a new
 # operation it cannot take under its target is one: 53400)
 run() {
-	local side=$1 round=$2 secs=${3:-$SECS} a0=0 d0=0 a1=0 d1=0 tps refused
+	local side=$1 round=$2 secs=${3:-$SECS} a0=0 d0=0 a1=0 d1=0 tps refused c
 	sql "CHECKPOINT" >/dev/null
-	[ "$side" = plain ] || read -r a0 d0 <<<"$(counts "$side")"
+	if [ "$side" != plain ]; then
+		c=$(bench_counter_counts "idem_$side")
+		read -r a0 d0 <<<"$c"
+	fi
 	PGOPTIONS="-c synchronous_commit=$SYNC" "$PGBENCH" -n -M prepared -c "$CLIENTS" \
 		-j "$CLIENTS" -T "$secs" -f "$work/$side.sql" >"$work/out" 2>&1 || true
 	tps=$(awk '/^tps = / { print $3; exit }' "$work/out")
 	refused=$(grep -c 'aborted in command' "$work/out" || true)
-	[ "$side" = plain ] || read -r a1 d1 <<<"$(counts "$side")"
+	if [ "$side" != plain ]; then
+		c=$(bench_counter_counts "idem_$side")
+		read -r a1 d1 <<<"$c"
+	fi
 	echo "$side,$round,${tps:-0},$((a1 - a0)),$((d1 - d0)),$refused" >>"$CSV"
 }
 

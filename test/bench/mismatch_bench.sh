@@ -84,10 +84,6 @@ VACUUM ANALYZE mm_off, mm_on;
 SQL
 }
 
-counter_counts() {
-	psql -X -At -F ' ' -c "SELECT applied, dismissed, mismatched FROM fbf_counter_stats WHERE counter = '$1'::regclass"
-}
-
 echo "side,synchronous_commit,clients,round,seconds,xacts,tps,wal_bytes_per_xact,applied,dismissed,mismatched,dismissal_pct,mismatch_pct,filter_bytes" >"$CSV"
 
 # run_one SIDE SYNC ROUND SECS: one pgbench run, measured; appends its row
@@ -96,8 +92,9 @@ run_one() {
 	local side=$1 sync=$2 round=$3 secs=$4
 	fbf_log "track_mismatch $side, $CLIENTS clients, synchronous_commit = $sync, round $round"
 	psqlq -c "CHECKPOINT"
-	local a0 d0 m0 a1 d1 m1 start end
-	read -r a0 d0 m0 <<<"$(counter_counts "mm_$side")"
+	local a0 d0 m0 a1 d1 m1 start end c
+	c=$(bench_counter_counts "mm_$side" mismatched)
+	read -r a0 d0 m0 <<<"$c"
 	start=$(lsn)
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
 		-T "$secs" -D pk=1 -D ps=0 -f "$work/$side.sql" >"$work/run.out" 2>"$work/run.err"; then
@@ -106,7 +103,8 @@ run_one() {
 	fi
 	end=$(lsn)
 	[ "$round" != warmup ] || return 0
-	read -r a1 d1 m1 <<<"$(counter_counts "mm_$side")"
+	c=$(bench_counter_counts "mm_$side" mismatched)
+	read -r a1 d1 m1 <<<"$c"
 	local xacts tps wal bytes applied=$((a1 - a0)) dismissed=$((d1 - d0)) mismatched=$((m1 - m0))
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")

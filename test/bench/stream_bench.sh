@@ -166,7 +166,6 @@ stream_stats() {
 			'exact_answers', 'filter_answers', 'dismissals_averted')"
 }
 
-counter_counts() { psql -X -At -F ' ' -c "SELECT applied, dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass"; }
 fmt0() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.0f", v }'; }
 fmt1() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v }'; }
 ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.3f", a / b }'; }
@@ -219,10 +218,11 @@ accuracy() {
 	for spec in "$@"; do
 		name=${spec%%:*}
 		streams=${spec#*:}
-		local counted fd recovered doubled applied dismissed lost pct
+		local counted fd recovered doubled applied dismissed lost pct c
 		counted=$(sql "SELECT coalesce(sum(value), 0) FROM $name")
 		read -r fd recovered doubled <<<"$(awk -v n="$name" '$1 == "counter" && $2 == n { print $4, $6, $8 }' "$work/$workload.out")"
-		read -r applied dismissed <<<"$(counter_counts "$name")"
+		c=$(bench_counter_counts "$name")
+		read -r applied dismissed <<<"$c"
 		lost=$((unique - counted))
 		if [ "$lost" != $((fd - recovered - doubled)) ]; then
 			echo "$name: the sum says $lost unique operations lost, the answers $((fd - recovered - doubled))" >>"$work/notes"
@@ -277,8 +277,11 @@ run_one() {
 	# that no run writes the WAL of another's drains
 	sql "SELECT fbf_counter_maintain('idem'), fbf_counter_maintain('idem0')" >/dev/null
 	psqlq -c "CHECKPOINT"
-	local a0=0 d0=0 a1=0 d1=0 start end
-	[ -z "$counter" ] || read -r a0 d0 <<<"$(counter_counts "$counter")"
+	local a0=0 d0=0 a1=0 d1=0 start end c
+	if [ -n "$counter" ]; then
+		c=$(bench_counter_counts "$counter")
+		read -r a0 d0 <<<"$c"
+	fi
 	start=$(lsn)
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$PGB_CLIENTS" -j "$PGB_CLIENTS" \
 		-T "$SECS" -D s="${RUN}000000000000" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
@@ -286,7 +289,10 @@ run_one() {
 		return 1
 	fi
 	end=$(lsn)
-	[ -z "$counter" ] || read -r a1 d1 <<<"$(counter_counts "$counter")"
+	if [ -n "$counter" ]; then
+		c=$(bench_counter_counts "$counter")
+		read -r a1 d1 <<<"$c"
+	fi
 	local xacts tps wal applied="" dismissed=""
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
