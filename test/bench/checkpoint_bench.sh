@@ -11,7 +11,14 @@
 #   defaults: 8 s runs, 6 rounds, a 2 s warm-up: about 6 minutes on a
 #   2-vCPU machine, with the build.  Environment: CLIENTS (2), SYNC (on:
 #   synchronous_commit of every run; off), CSV (a file for one row per
-#   run, kept; by default the rows go with the work directory).
+#   run, kept; by default the rows go with the work directory), MODES
+#   ("cold warm": any of cold, warm and burst, each measured every round),
+#   BURST (seconds-per-run: the burst mode's burst).
+#
+# The burst mode is what a durable run of counter_bench.sh follows: the
+# counter is driven with synchronous_commit off for BURST s (unmeasured;
+# about 30,000 increments a second on a 2-vCPU machine), then comes the
+# run's CHECKPOINT and the run, on either side.
 #
 # A scratch cluster with the settings of counter_bench.sh (bench_lib.sh,
 # and pg_stat_statements loaded, track = top), its section a's tables
@@ -40,11 +47,23 @@ ROUNDS=${2:-6}
 WARM=${3:-2}
 CLIENTS=${CLIENTS:-2}
 SYNC=${SYNC:-on}
-for v in "$SECS" "$ROUNDS" "$WARM" "$CLIENTS"; do
+MODES=${MODES:-cold warm}
+BURST=${BURST:-$SECS}
+for v in "$SECS" "$ROUNDS" "$WARM" "$CLIENTS" "$BURST"; do
 	case $v in
-	'' | *[!0-9]* | 0*) echo "seconds, rounds, warm-up and CLIENTS are positive whole numbers, not '$v'" >&2; exit 2 ;;
+	'' | *[!0-9]* | 0*) echo "seconds, rounds, warm-up, CLIENTS and BURST are positive whole numbers, not '$v'" >&2; exit 2 ;;
 	esac
 done
+for m in $MODES; do
+	case $m in
+	cold | warm | burst) ;;
+	*) echo "MODES are cold, warm and burst, not '$m'" >&2; exit 2 ;;
+	esac
+done
+if [ -z "${MODES// /}" ]; then
+	echo "MODES names at least one of cold, warm and burst" >&2
+	exit 2
+fi
 case $SYNC in
 on | off) ;;
 *) echo "SYNC is on or off, not $SYNC" >&2; exit 2 ;;
@@ -89,11 +108,18 @@ rate=$(bench_calibrate "$work/plain.sql" "$CLIENTS" 1.2)
 fbf_log "expected rate for the counter: $rate/s"
 setup_tables "$rate"
 
-# run_one MODE WORKLOAD ROUND: a CHECKPOINT, the warm-up if MODE is warm,
-# then the measured run; appends its row
+# run_one MODE WORKLOAD ROUND: the burst if MODE is burst, a CHECKPOINT,
+# the warm-up if MODE is warm, then the measured run; appends its row
 run_one() {
 	local mode=$1 w=$2 round=$3 a0="" d0="" a1="" d1="" start end xacts tps wal
 	fbf_log "$mode: $w, synchronous_commit = $SYNC, round $round"
+	if [ "$mode" = burst ]; then
+		if ! PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
+			-T "$BURST" -f "$work/fbf.sql" >"$work/burst.out" 2>&1; then
+			cat "$work/burst.out" >&2
+			return 1
+		fi
+	fi
 	psqlq -c "CHECKPOINT"
 	if [ "$mode" = warm ]; then
 		if ! bench -T "$WARM" -f "$work/$w.sql" >"$work/warm.out" 2>&1; then
@@ -124,7 +150,12 @@ run_one() {
 }
 
 for round in $(seq 1 "$ROUNDS"); do
-	if [ $((round % 2)) = 1 ]; then modes="cold warm" sides="plain fbf"; else modes="warm cold" sides="fbf plain"; fi
+	if [ $((round % 2)) = 1 ]; then
+		modes=$MODES sides="plain fbf"
+	else
+		# shellcheck disable=SC2086 # MODES is a list of words
+		modes=$(printf '%s\n' $MODES | tac | tr '\n' ' ') sides="fbf plain"
+	fi
 	for mode in $modes; do
 		for w in $sides; do
 			run_one "$mode" "$w" "$round"
@@ -134,9 +165,9 @@ done
 
 med() { bench_median "$rows" "$1" mode="$2" workload="$3"; }
 echo
-echo "== increments / plain UPDATE, synchronous_commit = $SYNC, $CLIENTS clients, ${SECS} s runs, median of $ROUNDS rounds, warm-up ${WARM} s"
+echo "== increments / plain UPDATE, synchronous_commit = $SYNC, $CLIENTS clients, ${SECS} s runs, median of $ROUNDS rounds, warm-up ${WARM} s, burst ${BURST} s"
 printf '%-6s %12s %12s %12s %14s %10s %10s %10s %s\n' mode "plain tps" "fbf tps" "fbf / plain" "rounds' ratio" "plain WAL" "fbf WAL" "WAL ratio" "false dismissals"
-for mode in cold warm; do
+for mode in $MODES; do
 	p=$(med tps "$mode" plain)
 	f=$(med tps "$mode" fbf)
 	if [ -z "$p" ] || [ -z "$f" ]; then
