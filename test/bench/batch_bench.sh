@@ -78,7 +78,6 @@ VACUUM ANALYZE idem_single, idem_batch;
 SQL
 }
 
-
 echo "workload,synchronous_commit,clients,batch,round,seconds,xacts,tps,ops_per_s,applied,dismissed,dismissal_pct" >"$CSV"
 
 # run_one WORKLOAD SYNC ROUND: one pgbench run, measured; appends its row

@@ -9,16 +9,17 @@
 #   bash test/bench/checkpoint_bench.sh [seconds-per-run [rounds [warm-up-seconds]]]
 #
 #   defaults: 8 s runs, 6 rounds, a 2 s warm-up: about 6 minutes on a
-#   2-vCPU machine, with the build.  Environment: CLIENTS (2), SYNC (on:
-#   synchronous_commit of every run; off), CSV (a file for one row per
-#   run, kept; by default the rows go with the work directory), MODES
-#   ("cold warm": any of cold, warm and burst, each measured every round),
-#   BURST (seconds-per-run: the burst mode's burst).
+#   2-vCPU machine, with the build (with the burst mode too, about 8).
+#   Environment: CLIENTS (2), SYNC (on: synchronous_commit of every run;
+#   off), CSV (a file for one row per run, kept; by default the rows go
+#   with the work directory), MODES ("cold warm": one or more of cold,
+#   warm and burst, each once, each measured every round), BURST
+#   (seconds-per-run: the burst mode's burst).
 #
-# The burst mode is what a durable run of counter_bench.sh follows: the
-# counter is driven with synchronous_commit off for BURST s (unmeasured;
-# about 30,000 increments a second on a 2-vCPU machine), then comes the
-# run's CHECKPOINT and the run, on either side.
+# The burst mode measures a run after a load like the asynchronous runs
+# that a durable run of counter_bench.sh comes after: the counter is
+# driven with synchronous_commit off for BURST s (unmeasured), then come
+# the run's CHECKPOINT and the run, on either side.
 #
 # A scratch cluster with the settings of counter_bench.sh (bench_lib.sh,
 # and pg_stat_statements loaded, track = top), its section a's tables
@@ -28,14 +29,14 @@
 # CLIENTS clients:
 #       plain  UPDATE plain SET value = value + 1 WHERE key = $k AND shard = 0
 #       fbf    SELECT idempotent_increment('idem', $k, client, random seq, 1)
-# In each round the four runs (plain and fbf, cold and warm) each follow
-# their own CHECKPOINT; the order of the modes and of the sides turns
-# from round to round (an even number of rounds balances them).  Reports,
-# for cold and warm: each side's median tps, fbf / plain of the medians
-# and the median of the rounds' own ratios, WAL
-# bytes per transaction (the insert position's advance over the run / its
-# transactions) and fbf / plain, and the counter's false dismissals (every
-# seq is new).  Not part of the tests.
+# In each round the runs (plain and fbf in each mode) each follow their
+# own CHECKPOINT; the order of the modes and of the sides turns from round
+# to round (an even number of rounds balances them).  Reports, for each
+# mode: each side's median tps, fbf / plain of the medians and the median
+# of the rounds' own ratios, WAL bytes per transaction (the insert
+# position's advance over the run / its transactions) and fbf / plain,
+# and the counter's false dismissals (every seq is new).  Not part of the
+# tests.
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
@@ -54,16 +55,22 @@ for v in "$SECS" "$ROUNDS" "$WARM" "$CLIENTS" "$BURST"; do
 	'' | *[!0-9]* | 0*) echo "seconds, rounds, warm-up, CLIENTS and BURST are positive whole numbers, not '$v'" >&2; exit 2 ;;
 	esac
 done
-for m in $MODES; do
+read -r -a modes_list <<<"$MODES"
+if [ "${#modes_list[@]}" = 0 ]; then
+	echo "MODES names at least one of cold, warm and burst" >&2
+	exit 2
+fi
+seen=" "
+for m in "${modes_list[@]}"; do
 	case $m in
 	cold | warm | burst) ;;
 	*) echo "MODES are cold, warm and burst, not '$m'" >&2; exit 2 ;;
 	esac
+	case $seen in
+	*" $m "*) echo "MODES names $m twice" >&2; exit 2 ;;
+	esac
+	seen="$seen$m "
 done
-if [ -z "${MODES// /}" ]; then
-	echo "MODES names at least one of cold, warm and burst" >&2
-	exit 2
-fi
 case $SYNC in
 on | off) ;;
 *) echo "SYNC is on or off, not $SYNC" >&2; exit 2 ;;
@@ -151,10 +158,9 @@ run_one() {
 
 for round in $(seq 1 "$ROUNDS"); do
 	if [ $((round % 2)) = 1 ]; then
-		modes=$MODES sides="plain fbf"
+		modes=${modes_list[*]} sides="plain fbf"
 	else
-		# shellcheck disable=SC2086 # MODES is a list of words
-		modes=$(printf '%s\n' $MODES | tac | tr '\n' ' ') sides="fbf plain"
+		modes=$(printf '%s\n' "${modes_list[@]}" | tac | tr '\n' ' ') sides="fbf plain"
 	fi
 	for mode in $modes; do
 		for w in $sides; do
@@ -165,9 +171,12 @@ done
 
 med() { bench_median "$rows" "$1" mode="$2" workload="$3"; }
 echo
-echo "== increments / plain UPDATE, synchronous_commit = $SYNC, $CLIENTS clients, ${SECS} s runs, median of $ROUNDS rounds, warm-up ${WARM} s, burst ${BURST} s"
+settings=""
+case $seen in *" warm "*) settings="$settings, warm-up ${WARM} s" ;; esac
+case $seen in *" burst "*) settings="$settings, burst ${BURST} s" ;; esac
+echo "== increments / plain UPDATE, synchronous_commit = $SYNC, $CLIENTS clients, ${SECS} s runs, median of $ROUNDS rounds$settings"
 printf '%-6s %12s %12s %12s %14s %10s %10s %10s %s\n' mode "plain tps" "fbf tps" "fbf / plain" "rounds' ratio" "plain WAL" "fbf WAL" "WAL ratio" "false dismissals"
-for mode in $MODES; do
+for mode in "${modes_list[@]}"; do
 	p=$(med tps "$mode" plain)
 	f=$(med tps "$mode" fbf)
 	if [ -z "$p" ] || [ -z "$f" ]; then

@@ -4,9 +4,9 @@
 #
 #   bash test/bench/counter_bench.sh [seconds-per-run [csv-file [rounds [steady-seconds]]]]
 #
-#   defaults: 8 s per run, docs/bench_counters.csv, 3 rounds, 60 s steady
-#   state: about 10 minutes on a 2-vCPU machine.  Environment: CLIENTS (2),
-#   HOT_CLIENTS ("1 2 4"), STEADY_ROUNDS (1), TAIL_S (30), OPS_AT_INDEX (1),
+#   defaults: 8 s per run, docs/bench_counters.csv, 4 rounds, 60 s steady
+#   state: about 15 minutes on a 2-vCPU machine.  Environment: CLIENTS (2),
+#   HOT_CLIENTS ("1 2 4"), STEADY_ROUNDS (2), TAIL_S (30), OPS_AT_INDEX (1),
 #   SEQS (random: each operation's seq drawn from 63 bits; inorder: each
 #   pgbench client numbers its increments in order, from a start above
 #   every earlier run's, so each (key, client) stream is in order, as an
@@ -66,10 +66,12 @@
 #
 # Rounds are interleaved (every run of a and b in each round; plain before
 # fbf in odd rounds, fbf before plain in even ones, and in c fbf's run
-# before the exact table's in odd rounds), a CHECKPOINT precedes every run,
-# and the tables report medians over the rounds.  The targets printed beside the figures (PASS/MISS) are the
-# issue's; a MISS never fails the script.  The CSV has one row per run and
-# one per median (round = median).  Not part of the tests.
+# before the exact table's in odd rounds: an odd number of rounds gives
+# one order a round more, and the script warns of it), a CHECKPOINT
+# precedes every run, and the tables report medians over the rounds.  The
+# targets printed beside the figures (PASS/MISS) are the issue's; a MISS
+# never fails the script.  The CSV has one row per run and one per median
+# (round = median).  Not part of the tests.
 set -euo pipefail
 
 . "$(dirname "$0")/../lib.sh"
@@ -78,11 +80,11 @@ cd "$FBF_ROOT"
 
 SECS=${1:-8}
 CSV=${2:-docs/bench_counters.csv}
-ROUNDS=${3:-3}
+ROUNDS=${3:-4}
 STEADY_SECS=${4:-60}
 CLIENTS=${CLIENTS:-2}
 HOT_CLIENTS=${HOT_CLIENTS:-"1 2 4"}
-STEADY_ROUNDS=${STEADY_ROUNDS:-1}
+STEADY_ROUNDS=${STEADY_ROUNDS:-2}
 TAIL_S=${TAIL_S:-30}
 OPS_AT_INDEX=${OPS_AT_INDEX:-1}
 SEQS=${SEQS:-random}
@@ -90,6 +92,14 @@ WARMUP_S=${WARMUP_S:-0}
 case $WARMUP_S in
 '' | *[!0-9]*) echo "WARMUP_S is a whole number of seconds, not $WARMUP_S" >&2; exit 2 ;;
 esac
+for v in "$ROUNDS" "$STEADY_ROUNDS"; do
+	case $v in
+	'' | *[!0-9]* | 0*) echo "rounds and STEADY_ROUNDS are positive whole numbers, not '$v'" >&2; exit 2 ;;
+	esac
+	if [ $((v % 2)) = 1 ]; then
+		echo "warning: $v rounds run one order of the sides once more than the other" >&2
+	fi
+done
 RETENTION_S=20
 # the targets printed beside the figures (PASS/MISS)
 T_RATIO=0.95 # fbf / plain tps, 1,000 keys, synchronous_commit off
@@ -233,8 +243,10 @@ run_one() {
 			END { if (secs > t) printf " %.0f", (n - done) / (secs - t) }' "$work/run.err" >"$work/progress_${w}_$round"
 	fi
 	wal=$(sql "SELECT round(pg_wal_lsn_diff('$end', '$start') / $xacts, 1)")
-	read -r blks calls <<<"$(psql -X -At -F ' ' -c "SELECT round(sum(shared_blks_hit + shared_blks_read)::numeric
-		/ greatest(sum(calls), 1), 2), sum(calls) FROM pg_stat_statements WHERE query ~ '$pattern'")"
+	local bc
+	bc=$(psql -X -At -F ' ' -v ON_ERROR_STOP=1 -c "SELECT round(sum(shared_blks_hit + shared_blks_read)::numeric
+		/ greatest(sum(calls), 1), 2), sum(calls) FROM pg_stat_statements WHERE query ~ '$pattern'")
+	read -r blks calls <<<"$bc"
 	# the server's CPU time per transaction: its own work, which the
 	# machine's other load delays but does not add to as it does to tps
 	[ -z "$cpu0" ] || cpu=$(awk -v t="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v n="$xacts" \

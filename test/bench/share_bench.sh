@@ -58,8 +58,6 @@ cp "$FBF_ROOT/test/bench/workloads/plain.sql" "$work/plain.sql"
 cp "$FBF_ROOT/test/bench/workloads/fbf.sql" "$work/shared.sql"
 sed "s/'idem'/'idem_unshared'/" "$FBF_ROOT/test/bench/workloads/fbf.sql" >"$work/unshared.sql"
 
-counts() { sql "SELECT applied || ' ' || dismissed FROM fbf_counter_stats WHERE counter = '$1'::regclass"; }
-
 echo "workload,round,seconds,xacts,tps,errors,applied,dismissed" >"$CSV"
 for round in $(seq 1 "$ROUNDS"); do
 	for w in plain shared unshared; do
@@ -71,10 +69,16 @@ for round in $(seq 1 "$ROUNDS"); do
 		fbf_log "$w, $CLIENTS clients, round $round"
 		psqlq -c "CHECKPOINT"
 		a0=0 d0=0 a1=0 d1=0
-		[ -z "$counter" ] || read -r a0 d0 <<<"$(counts "$counter")"
+		if [ -n "$counter" ]; then
+			c=$(bench_counter_counts "$counter")
+			read -r a0 d0 <<<"$c"
+		fi
 		PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
 			-T "$SECS" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err" || true
-		[ -z "$counter" ] || read -r a1 d1 <<<"$(counts "$counter")"
+		if [ -n "$counter" ]; then
+			c=$(bench_counter_counts "$counter")
+			read -r a1 d1 <<<"$c"
+		fi
 		xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 		tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
 		errors=$(grep -c 'ERROR' "$work/run.err" || true)
