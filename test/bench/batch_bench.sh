@@ -86,16 +86,14 @@ run_one() {
 	[ "$w" = batch ] && per=$BATCH
 	fbf_log "$w, $CLIENTS clients, synchronous_commit = $sync, round $round"
 	psqlq -c "CHECKPOINT"
-	local a0 d0 a1 d1 c
-	c=$(bench_counter_counts "idem_$w")
-	read -r a0 d0 <<<"$c"
+	local a0 d0 a1 d1
+	bench_counts_into "idem_$w" a0 d0
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
 		-T "$SECS" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
 		cat "$work/run.out" "$work/run.err" >&2
 		return 1
 	fi
-	c=$(bench_counter_counts "idem_$w")
-	read -r a1 d1 <<<"$c"
+	bench_counts_into "idem_$w" a1 d1
 	local xacts tps ops applied=$((a1 - a0)) dismissed=$((d1 - d0))
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")

@@ -35,6 +35,12 @@
 #                       "applied dismissed" of a counter or dedup table
 #                       (fbf_counter_stats), then its other counts that
 #                       COLUMN names, or a failure if it has none
+#   bench_counts_into TABLE APPLIED-VAR DISMISSED-VAR
+#                       bench_counter_counts TABLE into the caller's
+#                       variables so named (a failure fails the caller)
+#   bench_turn ROUND WORD ...
+#                       the WORDs in their order in an odd ROUND, reversed
+#                       in an even one: sides (or modes) taken in turn
 #   bench_median_lines  the median of the numbers on standard input, one a
 #                       line; nothing if there are none
 #   bench_median CSV COLUMN [NAME=VALUE ...]
@@ -162,6 +168,22 @@ bench_counter_counts() {
 		return 1
 	fi
 	echo "$c"
+}
+
+bench_counts_into() {
+	local bench_counts_c
+	bench_counts_c=$(bench_counter_counts "$1") || return 1
+	read -r "$2" "$3" <<<"$bench_counts_c"
+}
+
+bench_turn() {
+	local round=$1
+	shift
+	if [ $((round % 2)) = 1 ]; then
+		echo "$*"
+	else
+		printf '%s\n' "$@" | tac | tr '\n' ' '
+	fi
 }
 
 bench_median_lines() {

@@ -99,12 +99,6 @@ INSERT INTO idem SELECT g::text, s, 0 FROM generate_series(1, 1000) g, generate_
 VACUUM ANALYZE plain, idem;
 SQL
 }
-# the counter's "applied dismissed" into the variables named $1 and $2
-counts() {
-	local c
-	c=$(bench_counter_counts idem)
-	read -r "$1" "$2" <<<"$c"
-}
 bench() {
 	PGOPTIONS="-c synchronous_commit=$SYNC" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" "$@"
 }
@@ -121,8 +115,7 @@ run_one() {
 	local mode=$1 w=$2 round=$3 a0="" d0="" a1="" d1="" start end xacts tps wal
 	fbf_log "$mode: $w, synchronous_commit = $SYNC, round $round"
 	if [ "$mode" = burst ]; then
-		if ! PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
-			-T "$BURST" -f "$work/fbf.sql" >"$work/burst.out" 2>&1; then
+		if ! SYNC=off bench -T "$BURST" -f "$work/fbf.sql" >"$work/burst.out" 2>&1; then
 			cat "$work/burst.out" >&2
 			return 1
 		fi
@@ -134,14 +127,14 @@ run_one() {
 			return 1
 		fi
 	fi
-	if [ "$w" = fbf ]; then counts a0 d0; fi
+	if [ "$w" = fbf ]; then bench_counts_into idem a0 d0; fi
 	start=$(lsn)
 	if ! bench -T "$SECS" -f "$work/$w.sql" >"$work/run.out" 2>&1; then
 		cat "$work/run.out" >&2
 		return 1
 	fi
 	end=$(lsn)
-	if [ "$w" = fbf ]; then counts a1 d1; fi
+	if [ "$w" = fbf ]; then bench_counts_into idem a1 d1; fi
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
 	wal=$(sql "SELECT round(pg_wal_lsn_diff('$end', '$start') / $xacts, 1)")
@@ -157,13 +150,8 @@ run_one() {
 }
 
 for round in $(seq 1 "$ROUNDS"); do
-	if [ $((round % 2)) = 1 ]; then
-		modes=${modes_list[*]} sides="plain fbf"
-	else
-		modes=$(printf '%s\n' "${modes_list[@]}" | tac | tr '\n' ' ') sides="fbf plain"
-	fi
-	for mode in $modes; do
-		for w in $sides; do
+	for mode in $(bench_turn "$round" "${modes_list[@]}"); do
+		for w in $(bench_turn "$round" plain fbf); do
 			run_one "$mode" "$w" "$round"
 		done
 	done

@@ -182,7 +182,7 @@ echo "section,workload,synchronous_commit,clients,round,seconds,xacts,tps,tail_t
 run_one() {
 	local section=$1 w=$2 sync=$3 clients=$4 secs=$5 round=$6
 	shift 6
-	local counter="" pattern c
+	local counter="" pattern
 	case $w in
 	plain) pattern='^UPDATE plain ' ;;
 	hot_plain) pattern='^UPDATE hot_plain ' ;;
@@ -208,10 +208,7 @@ run_one() {
 	fi
 	sql "SELECT pg_stat_statements_reset()" >/dev/null
 	local a0=0 d0=0 a1=0 d1=0
-	if [ -n "$counter" ]; then
-		c=$(bench_counter_counts "$counter")
-		read -r a0 d0 <<<"$c"
-	fi
+	if [ -n "$counter" ]; then bench_counts_into "$counter" a0 d0; fi
 	local start end cpu0 cpu1 cpu=""
 	[ -z "$counter" ] || [ "$SEQS" != inorder ] || set -- "$@" -D "s=$(date +%s%6N)"
 	start=$(lsn)
@@ -224,10 +221,7 @@ run_one() {
 	sleep 0.2	# the clients' backends exit, and are reaped
 	cpu1=$(server_cpu_ticks)
 	end=$(lsn)
-	if [ -n "$counter" ]; then
-		c=$(bench_counter_counts "$counter")
-		read -r a1 d1 <<<"$c"
-	fi
+	if [ -n "$counter" ]; then bench_counts_into "$counter" a1 d1; fi
 	local xacts tps tail="" wal blks calls
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
@@ -303,23 +297,19 @@ rate=$(bench_calibrate "$work/plain.sql" "$CLIENTS" 1.2)
 fbf_log "expected rate for the filters: $rate/s"
 setup_tables "$rate"
 
-# the sides of round $1 in their order: plain first in odd rounds, so a
+# each round's sides by bench_turn: plain first in odd rounds, so a
 # side's place after the other (its checkpoint's writes, the worker's
 # work on the other's burst) falls to both alike
-sides() {
-	if [ $(($1 % 2)) = 1 ]; then echo "$2 $3"; else echo "$3 $2"; fi
-}
-
 # a and b: interleaved rounds
 for round in $(seq 1 "$ROUNDS"); do
 	for sync in off on; do
-		for w in $(sides "$round" plain fbf); do
+		for w in $(bench_turn "$round" plain fbf); do
 			run_one a "$w" "$sync" "$CLIENTS" "$SECS" "$round"
 		done
 	done
 	for clients in $HOT_CLIENTS; do
 		for sync in off on; do
-			for w in $(sides "$round" hot_plain hot_fbf); do
+			for w in $(bench_turn "$round" hot_plain hot_fbf); do
 				run_one b "$w" "$sync" "$clients" "$SECS" "$round"
 			done
 		done
@@ -330,7 +320,7 @@ psql -X -At -F ' ' -c "SELECT filters, live_filters, period, nbits, partitions, 
 
 # c: steady state, fresh tables for each side
 for round in $(seq 1 "$STEADY_ROUNDS"); do
-	for w in $(sides "$round" fbf exact); do
+	for w in $(bench_turn "$round" fbf exact); do
 		setup_tables "$rate"
 		if [ "$w" = fbf ]; then
 			run_one c fbf off "$CLIENTS" "$STEADY_SECS" "$round" -P 5

@@ -77,20 +77,14 @@ done
 # stopped, each named in the run's output; a counter's refusal of a new
 # operation it cannot take under its target is one: 53400)
 run() {
-	local side=$1 round=$2 secs=${3:-$SECS} a0=0 d0=0 a1=0 d1=0 tps refused c
+	local side=$1 round=$2 secs=${3:-$SECS} a0=0 d0=0 a1=0 d1=0 tps refused
 	sql "CHECKPOINT" >/dev/null
-	if [ "$side" != plain ]; then
-		c=$(bench_counter_counts "idem_$side")
-		read -r a0 d0 <<<"$c"
-	fi
+	if [ "$side" != plain ]; then bench_counts_into "idem_$side" a0 d0; fi
 	PGOPTIONS="-c synchronous_commit=$SYNC" "$PGBENCH" -n -M prepared -c "$CLIENTS" \
 		-j "$CLIENTS" -T "$secs" -f "$work/$side.sql" >"$work/out" 2>&1 || true
 	tps=$(awk '/^tps = / { print $3; exit }' "$work/out")
 	refused=$(grep -c 'aborted in command' "$work/out" || true)
-	if [ "$side" != plain ]; then
-		c=$(bench_counter_counts "idem_$side")
-		read -r a1 d1 <<<"$c"
-	fi
+	if [ "$side" != plain ]; then bench_counts_into "idem_$side" a1 d1; fi
 	echo "$side,$round,${tps:-0},$((a1 - a0)),$((d1 - d0)),$refused" >>"$CSV"
 }
 

@@ -69,16 +69,10 @@ for round in $(seq 1 "$ROUNDS"); do
 		fbf_log "$w, $CLIENTS clients, round $round"
 		psqlq -c "CHECKPOINT"
 		a0=0 d0=0 a1=0 d1=0
-		if [ -n "$counter" ]; then
-			c=$(bench_counter_counts "$counter")
-			read -r a0 d0 <<<"$c"
-		fi
+		if [ -n "$counter" ]; then bench_counts_into "$counter" a0 d0; fi
 		PGOPTIONS="-c synchronous_commit=off" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" \
 			-T "$SECS" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err" || true
-		if [ -n "$counter" ]; then
-			c=$(bench_counter_counts "$counter")
-			read -r a1 d1 <<<"$c"
-		fi
+		if [ -n "$counter" ]; then bench_counts_into "$counter" a1 d1; fi
 		xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 		tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
 		errors=$(grep -c 'ERROR' "$work/run.err" || true)

@@ -218,11 +218,10 @@ accuracy() {
 	for spec in "$@"; do
 		name=${spec%%:*}
 		streams=${spec#*:}
-		local counted fd recovered doubled applied dismissed lost pct c
+		local counted fd recovered doubled applied dismissed lost pct
 		counted=$(sql "SELECT coalesce(sum(value), 0) FROM $name")
 		read -r fd recovered doubled <<<"$(awk -v n="$name" '$1 == "counter" && $2 == n { print $4, $6, $8 }' "$work/$workload.out")"
-		c=$(bench_counter_counts "$name")
-		read -r applied dismissed <<<"$c"
+		bench_counts_into "$name" applied dismissed
 		lost=$((unique - counted))
 		if [ "$lost" != $((fd - recovered - doubled)) ]; then
 			echo "$name: the sum says $lost unique operations lost, the answers $((fd - recovered - doubled))" >>"$work/notes"
@@ -277,11 +276,8 @@ run_one() {
 	# that no run writes the WAL of another's drains
 	sql "SELECT fbf_counter_maintain('idem'), fbf_counter_maintain('idem0')" >/dev/null
 	psqlq -c "CHECKPOINT"
-	local a0=0 d0=0 a1=0 d1=0 start end c
-	if [ -n "$counter" ]; then
-		c=$(bench_counter_counts "$counter")
-		read -r a0 d0 <<<"$c"
-	fi
+	local a0=0 d0=0 a1=0 d1=0 start end
+	if [ -n "$counter" ]; then bench_counts_into "$counter" a0 d0; fi
 	start=$(lsn)
 	if ! PGOPTIONS="-c synchronous_commit=$sync" "$PGBENCH" -n -M prepared -c "$PGB_CLIENTS" -j "$PGB_CLIENTS" \
 		-T "$SECS" -D s="${RUN}000000000000" -f "$work/$w.sql" >"$work/run.out" 2>"$work/run.err"; then
@@ -289,10 +285,7 @@ run_one() {
 		return 1
 	fi
 	end=$(lsn)
-	if [ -n "$counter" ]; then
-		c=$(bench_counter_counts "$counter")
-		read -r a1 d1 <<<"$c"
-	fi
+	if [ -n "$counter" ]; then bench_counts_into "$counter" a1 d1; fi
 	local xacts tps wal applied="" dismissed=""
 	xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/run.out")
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/run.out")
