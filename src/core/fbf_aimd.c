@@ -162,3 +162,16 @@ fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters, int64_t period,
 	return d;
 }
 
+double
+fbf_rate_since_birth(uint64_t drained, int64_t pending_at_birth,
+					 int64_t pending_now, int64_t elapsed, int64_t min_elapsed)
+{
+	double		arrived = (double) drained - (double) pending_at_birth +
+		(double) pending_now;
+
+	if (elapsed < min_elapsed)
+		elapsed = min_elapsed;
+	if (arrived <= 0 || elapsed <= 0)
+		return 0;
+	return arrived / (double) elapsed;
+}

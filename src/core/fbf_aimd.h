@@ -77,4 +77,16 @@ typedef struct FbfAimdDecision
 extern FbfAimdDecision fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters,
 									   int64_t period, double fpp, double rate);
 
+/*
+ * Elements per unit of time that arrived since a filter's birth, `elapsed`
+ * ago: the `drained` ones put into it since, plus `pending_now` still
+ * waiting to be, less `pending_at_birth` that were waiting then (they
+ * arrived before it, though drained into it).  Over `min_elapsed` at
+ * least, where the filter is younger (a refresh that rotates several
+ * filters in at once makes each born then).  0 if none arrived.
+ */
+extern double fbf_rate_since_birth(uint64_t drained, int64_t pending_at_birth,
+								   int64_t pending_now, int64_t elapsed,
+								   int64_t min_elapsed);
+
 #endif							/* FBF_AIMD_H */

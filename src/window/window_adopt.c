@@ -258,6 +258,8 @@ FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 		new->nchains--;
 	new->flags &= ~FBF_META_CAPPED;
 	new->legacy.until = 0;
+	/* the chains are empty: nothing was pending at any filter's birth */
+	memset(new->pending_at, 0, sizeof(new->pending_at));
 	new->split_start = InvalidBlockNumber;
 	new->split_next = 0;
 	new->split_factor = 0;
@@ -298,7 +300,7 @@ FbfWindowAdopt(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	 * future born when the snapshot's stopped taking operations.
 	 */
 	if (new->nlive >= 2 && t->now - new->born_at[0] >= new->period)
-		(void) FbfWindowRotate(new, t->now, Max(t->last, new->born_at[0]));
+		(void) FbfWindowRotate(new, t->now, Max(t->last, new->born_at[0]), 0);
 	FbfWindowLogMeta(index, metabuf, new, t->now);
 	*meta = *new;
 

@@ -88,7 +88,7 @@ extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
 										const FbfWindowMetaPageData *meta);
 extern void FbfWindowCheckCancel(Buffer metabuf);
 extern bool FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now,
-							int64 born);
+							int64 born, int64 pending);
 
 /* ---- window_clock.c: the window's own time ---- */
 extern int64 FbfWindowNow(const FbfWindowMetaPageData *meta);

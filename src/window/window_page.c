@@ -167,6 +167,7 @@ FbfWindowLockMeta(Relation index, int mode, FbfWindowMetaPageData *meta)
 		(meta->split_factor > 0 && meta->merge_factor > 0) ||
 		(meta->merge_factor > 0 && meta->nparts % meta->merge_factor != 0) ||
 		meta->legacy.nlive > FBF_MAX_FILTERS ||
+		meta->pending_at[0] < 0 || meta->pending_at[1] < 0 ||
 		(meta->stream_pages > 0 &&
 		 (meta->stream_start <= meta->nchains ||
 		  meta->stream_start >= MaxBlockNumber ||
@@ -220,9 +221,12 @@ FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
  * format notes the new epoch: FbfFilterRoutine.rotate).  Returns false
  * if postponed.  A refresh passes born = now; a load, the time the
  * snapshot's future stopped taking operations (window_adopt.c).
+ * `pending`: the operations on the chains at that birth (meta->pending_at),
+ * 0 if not counted.
  */
 bool
-FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born)
+FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born,
+				int64 pending)
 {
 	int			from;
 
@@ -248,6 +252,8 @@ FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now, int64 born)
 		meta->ring[0] = slot;
 		meta->born_at[0] = born;
 	}
+	meta->pending_at[1] = meta->pending_at[0];
+	meta->pending_at[0] = pending;
 	meta->epoch++;
 	if (FbfFilterRoutineOf(meta)->rotate != NULL)
 		FbfFilterRoutineOf(meta)->rotate(meta);

@@ -213,6 +213,10 @@ typedef struct FbfWindowMetaPageData
 								 * been recorded without their annex,
 								 * before the window had stream pages (0:
 								 * none) */
+	/* since 1.5: zero in every window written before it (window_split.c) */
+	int64		pending_at[2];	/* operations on the chains when the future
+								 * (0) and the present (1) were born: drained
+								 * into them later, yet arrived before */
 } FbfWindowMetaPageData;
 
 /* public_until of a window keyed while public entries may be in flight */

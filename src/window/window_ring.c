@@ -107,6 +107,7 @@ FbfWindowRefresh(Relation index)
 	bool		changed = false;
 	bool		postponed = false;
 	int			done = 0;
+	int64		pending = 0;
 
 	if (RecoveryInProgress())
 		return 0;
@@ -134,13 +135,22 @@ FbfWindowRefresh(Relation index)
 	born = meta.born_at[0];
 
 	/*
+	 * What waits on the chains as the new future is born: drained into it
+	 * later, yet no operation of its time (the growth's measure of the
+	 * rate, window_split.c).  No drain runs while the metapage is held
+	 * exclusively, so the count is exact.
+	 */
+	if (now - born >= meta.period)
+		pending = FbfWindowPendingCount(index, &meta);
+
+	/*
 	 * Each refresh records `now` as the new future's birth, never a time on
 	 * the period's grid: drop safety relies on birth times not being earlier
 	 * than the refresh that made the filter current.
 	 */
 	while (now - born >= meta.period * (done + 1) && done < meta.nfilters)
 	{
-		if (!FbfWindowRotate(&meta, now, now))
+		if (!FbfWindowRotate(&meta, now, now, pending))
 		{
 			postponed = true;
 			break;

@@ -297,8 +297,7 @@ grow(Relation index, const FbfAimdPolicy *policy, bool full)
 	double		rate;
 	double		fpp;
 	int64		now;
-	int64		elapsed;
-	uint64		count;
+	int64		pending;
 	uint32		factor;
 	bool		capped;
 
@@ -309,29 +308,30 @@ grow(Relation index, const FbfAimdPolicy *policy, bool full)
 	pfree(counts);
 
 	/*
-	 * The present filter holds the operations since its birth, a period
-	 * and a bit ago, but for those on the chains (some may wait there for
-	 * this growth: FbfChainDrain).  Counting from the present's birth, not
-	 * the future's, keeps operations of the last period that a drain put
-	 * into the future from looking like this period's; a window younger
-	 * than a period counts from the future's birth.  The present is at
-	 * least a period old but after a late refresh, which makes each
-	 * filter it rotates in at once born then: counted over less than a
-	 * period, an idle window's few entries in flight would read as a rate
-	 * of tens of thousands a second, and grow it to its cap.
+	 * The operations since the present filter's birth, a period and a bit
+	 * ago: those drained into it since, and those on the chains now (some
+	 * may wait there for this growth: FbfChainDrain), less those that were
+	 * on the chains at its birth (meta.pending_at), which arrived before
+	 * it.  Without that last term a drain's lag counts twice (up to a
+	 * page a chain, and what waits for bits): two clients at a window's
+	 * planned rate read as a rate past what its pages take, and grew it
+	 * for nothing (docs/design.md, "Growing at once").  Counting from the
+	 * present's birth, not the future's, keeps the count over a period at
+	 * least; a window younger than a period counts from the future's
+	 * birth.  The present is at least a period old but after a
+	 * late refresh, which makes each filter it rotates in at once born
+	 * then: counted over less than a period, an idle window's few entries
+	 * in flight would read as a rate of tens of thousands a second, and
+	 * grow it to its cap.
 	 */
 	now = FbfWindowNow(&meta);
+	pending = FbfWindowPendingCount(index, &meta);
 	if (meta.born_at[1] > 0 && now - meta.born_at[1] <= 3 * meta.period)
-	{
-		elapsed = Max(now - meta.born_at[1], meta.period);
-		count = distinct[1];
-	}
+		rate = fbf_rate_since_birth(distinct[1], meta.pending_at[1], pending,
+									now - meta.born_at[1], meta.period);
 	else
-	{
-		elapsed = Max(now - meta.born_at[0], meta.period / 4);
-		count = distinct[0];
-	}
-	rate = (double) (count + FbfWindowPendingCount(index, &meta)) / Max(elapsed, 1);
+		rate = fbf_rate_since_birth(distinct[0], meta.pending_at[0], pending,
+									now - meta.born_at[0], meta.period / 4);
 	if (rate <= 0)
 		return FBF_GROWTH_NONE;
 	factor = FbfFilterRoutineOf(&meta)->split_factor(&meta, rate,

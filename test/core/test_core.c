@@ -595,6 +595,61 @@ test_union_idempotent(void)
 
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The rate a growth reads since a filter's birth: a drain's lag is not
+ * counted twice, operations waiting at the birth are not the filter's,
+ * and a filter born an instant ago is measured over the floor.
+ */
+static void
+test_rate_since_birth(void)
+{
+	/*
+	 * A steady 3 elements a unit, drained in chunks of 600 (a page a
+	 * chain, say), seen at every moment of 10 periods of 1,000 units:
+	 * whatever the lag at the birth and now, the rate read is 3 within
+	 * one chunk over the time since the birth.
+	 */
+	for (int64_t born = 1000; born < 11000; born += 97)
+	{
+		for (int64_t now = born + 1000; now < born + 3000; now += 89)
+		{
+			/* drained up to t: every whole chunk that had arrived */
+			int64_t		drained_born = (3 * born) / 600 * 600;
+			int64_t		drained_now = (3 * now) / 600 * 600;
+			int64_t		pending_born = 3 * born - drained_born;
+			int64_t		pending_now = 3 * now - drained_now;
+			double		r = fbf_rate_since_birth((uint64_t) (drained_now - drained_born),
+												 pending_born, pending_now,
+												 now - born, 1000);
+
+			CHECK(r > 2.999 && r < 3.001,
+				  "steady rate read as %g (born %lld, now %lld)", r,
+				  (long long) born, (long long) now);
+
+			/* counted as before, the lag at the birth counts twice */
+			if (pending_born >= 300)
+				CHECK((double) (drained_now - drained_born + pending_now) / (now - born) > 3.1,
+					  "the old count is not inflated here: the case tests nothing");
+		}
+	}
+
+	/* a batch waiting at the birth, drained since, is no rate */
+	CHECK(fbf_rate_since_birth(2000, 2000, 0, 100, 100) == 0, "drained batch");
+	CHECK(fbf_rate_since_birth(99, 2000, 1901, 100, 100) == 0, "batch still waiting");
+	/* nor are aborted ones, dropped from the chains uncounted */
+	CHECK(fbf_rate_since_birth(0, 50, 0, 100, 100) == 0, "aborted");
+	/* what arrived since the birth is counted, drained or waiting */
+	CHECK(fbf_rate_since_birth(150, 100, 250, 100, 100) == 3, "arrived: %g",
+		  fbf_rate_since_birth(150, 100, 250, 100, 100));
+
+	/* a filter born an instant ago is measured over the floor */
+	CHECK(fbf_rate_since_birth(5, 0, 0, 1, 1000) == 0.005, "floor: %g",
+		  fbf_rate_since_birth(5, 0, 0, 1, 1000));
+	CHECK(fbf_rate_since_birth(5, 0, 0, 0, 1000) == 0.005, "born now");
+	CHECK(fbf_rate_since_birth(5, 0, 0, 0, 0) == 0, "no time at all");
+	CHECK(fbf_rate_since_birth(5, 0, 0, 2000, 1000) == 0.0025, "past the floor");
+}
+
 static void
 test_aimd_decisions(void)
 {
@@ -2044,6 +2099,7 @@ main(int argc, char **argv)
 	run_test("union keeps both operands' elements", test_union);
 	run_test("union with itself keeps counts", test_union_idempotent);
 	run_test("AIMD decisions", test_aimd_decisions);
+	run_test("the rate since a filter's birth", test_rate_since_birth);
 	run_test("plan meets its target", test_plan);
 	run_test("partitions: blocked plan meets its target, estimate matches",
 			 test_partitions);
