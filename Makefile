@@ -77,7 +77,7 @@ ISOLATION      = counter_duplicates counter_savepoints counter_maintenance \
                  counter_privileges cuckoo_privileges counter_direct counter_row_places counter_batch dedup_claims \
                  cuckoo_concurrency cuckoo_kill_vacuum cuckoo_kill_reuse \
                  cuckoo_stale_cache counter_prepared counter_batch_pages streams utility_lookups \
-                 keying_cache counter_batch_hold counter_growth_rate
+                 keying_cache counter_batch_hold
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output \
                  --load-extension=$(EXTENSION)
 

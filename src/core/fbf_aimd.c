@@ -166,8 +166,8 @@ double
 fbf_rate_since_birth(uint64_t drained, int64_t pending_at_birth,
 					 int64_t pending_now, int64_t elapsed, int64_t min_elapsed)
 {
-	double		arrived = (double) drained - (double) pending_at_birth +
-		(double) pending_now;
+	double		since = (double) drained - (double) pending_at_birth;
+	double		arrived = (double) pending_now + (since > 0 ? since : 0);
 
 	if (elapsed < min_elapsed)
 		elapsed = min_elapsed;

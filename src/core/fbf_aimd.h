@@ -79,11 +79,15 @@ extern FbfAimdDecision fbf_aimd_decide(const FbfAimdConfig *cfg, int nfilters,
 
 /*
  * Elements per unit of time that arrived since a filter's birth, `elapsed`
- * ago: the `drained` ones put into it since, plus `pending_now` still
- * waiting to be, less `pending_at_birth` that were waiting then (they
- * arrived before it, though drained into it).  Over `min_elapsed` at
- * least, where the filter is younger (a refresh that rotates several
- * filters in at once makes each born then).  0 if none arrived.
+ * ago, for a growth that cannot wait for complete periods: `pending_now`
+ * waiting to be drained into the filters, and the `drained` ones put into
+ * this filter since its birth, less the `pending_at_birth` that were
+ * waiting then (they arrived before it, though drained into it), but
+ * never less than none: an element that waited then and was dropped, not
+ * drained (its transaction aborted), cancels no other.  So the estimate
+ * is never below what waits now.  Over `min_elapsed` at least, where the
+ * filter is younger (a refresh that rotates several filters in at once
+ * makes each born then).  0 if nothing arrived.
  */
 extern double fbf_rate_since_birth(uint64_t drained, int64_t pending_at_birth,
 								   int64_t pending_now, int64_t elapsed,

@@ -86,6 +86,25 @@ take_streams(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 }
 
 /*
+ * The operations on the window's chains, if a refresh is due; else 0.
+ * The metapage share-locked while the chains are read (each share in
+ * turn).
+ */
+static int64
+pending_if_due(Relation index)
+{
+	FbfWindowMetaPageData meta;
+	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
+	int64		pending = 0;
+
+	if (meta.version == FBF_STORAGE_VERSION &&
+		FbfWindowNow(&meta) - meta.born_at[0] >= meta.period)
+		pending = FbfWindowPendingCount(index, &meta);
+	UnlockReleaseBuffer(metabuf);
+	return pending;
+}
+
+/*
  * Refresh the window as often as its period says is due (a late worker may
  * leave several due), never dropping a filter that could still hold an
  * operation younger than the retention.  Only the metapage changes: the
@@ -113,6 +132,18 @@ FbfWindowRefresh(Relation index)
 		return 0;
 
 	/*
+	 * What waits on the chains as the new future is born: drained into it
+	 * later, yet no operation of its time (the growth's measure of the
+	 * rate, window_split.c).  Counted before the metapage is taken
+	 * exclusively, under its share lock, as any read of the whole window:
+	 * the chains are a page each in a steady state but up to
+	 * FBF_MAX_PENDING_PAGES under a backlog, too many pages to read while
+	 * every operation on the window waits.  So the count is of a moment
+	 * before the birth, off by what was drained or added in between.
+	 */
+	pending = pending_if_due(index);
+
+	/*
 	 * The new future's birth time must not be earlier than the moment it
 	 * becomes future, which is now that we hold the metapage: operations
 	 * were drained into the old future until we got the lock.
@@ -133,15 +164,6 @@ FbfWindowRefresh(Relation index)
 	else if (meta.stream_pages > 0 && !FbfWindowKeysEqual(&old_key, &meta.key))
 		FbfStreamsReset(index, metabuf, &meta, now);
 	born = meta.born_at[0];
-
-	/*
-	 * What waits on the chains as the new future is born: drained into it
-	 * later, yet no operation of its time (the growth's measure of the
-	 * rate, window_split.c).  No drain runs while the metapage is held
-	 * exclusively, so the count is exact.
-	 */
-	if (now - born >= meta.period)
-		pending = FbfWindowPendingCount(index, &meta);
 
 	/*
 	 * Each refresh records `now` as the new future's birth, never a time on

@@ -309,16 +309,20 @@ grow(Relation index, const FbfAimdPolicy *policy, bool full)
 
 	/*
 	 * The operations since the present filter's birth, a period and a bit
-	 * ago: those drained into it since, and those on the chains now (some
-	 * may wait there for this growth: FbfChainDrain), less those that were
-	 * on the chains at its birth (meta.pending_at), which arrived before
-	 * it.  Without that last term a drain's lag counts twice (up to a
-	 * page a chain, and what waits for bits): two clients at a window's
-	 * planned rate read as a rate past what its pages take, and grew it
-	 * for nothing (docs/design.md, "Growing at once").  Counting from the
-	 * present's birth, not the future's, keeps the count over a period at
-	 * least; a window younger than a period counts from the future's
-	 * birth.  The present is at least a period old but after a
+	 * ago (fbf_rate_since_birth): those on the chains now (some may wait
+	 * there for this growth: FbfChainDrain), and those drained into it
+	 * since, less those that were on the chains at its birth
+	 * (meta.pending_at), which arrived before it.  Without that last term
+	 * a drain's lag counts twice (up to a page a chain, and what waits for
+	 * bits): two clients at a window's planned rate read as a rate past
+	 * what its pages take, and grew it for nothing (docs/design.md,
+	 * "Growing at once").  Never less than what waits now: a tenant's
+	 * operations that waited at the birth and were rolled back since
+	 * cannot hide what others brought, only what was drained; and a full
+	 * chain grows the window whatever the rate reads (`full`).  Counting
+	 * from the present's birth, not the future's, keeps the count over a
+	 * period at least; a window younger than a period counts from the
+	 * future's birth.  The present is at least a period old but after a
 	 * late refresh, which makes each filter it rotates in at once born
 	 * then: counted over less than a period, an idle window's few entries
 	 * in flight would read as a rate of tens of thousands a second, and
@@ -332,11 +336,14 @@ grow(Relation index, const FbfAimdPolicy *policy, bool full)
 	else
 		rate = fbf_rate_since_birth(distinct[0], meta.pending_at[0], pending,
 									now - meta.born_at[0], meta.period / 4);
-	if (rate <= 0)
+	if (rate <= 0 && !full)
 		return FBF_GROWTH_NONE;
-	factor = FbfFilterRoutineOf(&meta)->split_factor(&meta, rate,
-													  policy->increase_at,
-													  &capped);
+	factor = 1;
+	capped = false;
+	if (rate > 0)
+		factor = FbfFilterRoutineOf(&meta)->split_factor(&meta, rate,
+														  policy->increase_at,
+														  &capped);
 
 	/*
 	 * At the cap with its estimate at the target, say so: the counter's

@@ -635,12 +635,23 @@ test_rate_since_birth(void)
 
 	/* a batch waiting at the birth, drained since, is no rate */
 	CHECK(fbf_rate_since_birth(2000, 2000, 0, 100, 100) == 0, "drained batch");
-	CHECK(fbf_rate_since_birth(99, 2000, 1901, 100, 100) == 0, "batch still waiting");
-	/* nor are aborted ones, dropped from the chains uncounted */
-	CHECK(fbf_rate_since_birth(0, 50, 0, 100, 100) == 0, "aborted");
+	/* what still waits for room counts, whenever it came */
+	CHECK(fbf_rate_since_birth(99, 2000, 1901, 100, 100) == 19.01,
+		  "batch still waiting: %g", fbf_rate_since_birth(99, 2000, 1901, 100, 100));
 	/* what arrived since the birth is counted, drained or waiting */
 	CHECK(fbf_rate_since_birth(150, 100, 250, 100, 100) == 3, "arrived: %g",
 		  fbf_rate_since_birth(150, 100, 250, 100, 100));
+
+	/*
+	 * Entries that waited at the birth and were dropped (rolled back), not
+	 * drained, can hide drained arrivals, never waiting ones: a tenant's
+	 * rolled-back batch cannot make a full chain read as no rate.
+	 */
+	CHECK(fbf_rate_since_birth(0, 50, 0, 100, 100) == 0, "aborted alone");
+	CHECK(fbf_rate_since_birth(100, 50, 0, 100, 100) == 0.5, "aborted beside drained");
+	CHECK(fbf_rate_since_birth(0, 60000, 5000, 100, 100) == 50,
+		  "a rolled-back flood beside waiting entries: %g",
+		  fbf_rate_since_birth(0, 60000, 5000, 100, 100));
 
 	/* a filter born an instant ago is measured over the floor */
 	CHECK(fbf_rate_since_birth(5, 0, 0, 1, 1000) == 0.005, "floor: %g",
