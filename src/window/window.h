@@ -310,7 +310,7 @@ typedef void (*FbfPolicySource) (FbfAimdPolicy *policy);
 extern void FbfWindowSetPolicySource(FbfPolicySource source);
 
 /* ---- window_ring.c: refresh, resize ---- */
-extern int	FbfWindowRefresh(Relation index);
+extern int	FbfWindowRefresh(Relation index, bool wait);
 extern int	FbfWindowResize(Relation index, int nfilters);
 
 /* ---- window_maintain.c: the maintenance pass ---- */

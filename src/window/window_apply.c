@@ -505,7 +505,8 @@ wait_for_xact(ApplyState *st, FullTransactionId xid)
 
 /*
  * Step 1: share-lock the metapage (unless the hold has it); refresh the
- * window first if it is due (needs_refresh); refuse a window not upgraded;
+ * window first if it is due (needs_refresh; unless another backend is
+ * refreshing it, FbfWindowRefresh); refuse a window not upgraded;
  * FBF_OP_REKEYED if the operation was not hashed as the window hashes now
  * (window_key.c): under another key, or without an identity the window
  * still asks (under the public hash, or the fixed key it gave up,
@@ -529,7 +530,7 @@ open_window(ApplyState *st, const FbfWindowKeying *keying,
 	if (!st->refresh_tried && needs_refresh(&h->meta, st->now))
 	{
 		FbfWindowLetGo(h);
-		FbfWindowRefresh(h->index);
+		FbfWindowRefresh(h->index, false);
 		st->refresh_tried = true;
 		return STEP_AGAIN;
 	}

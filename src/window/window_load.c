@@ -50,7 +50,7 @@ FbfWindowLoad(Relation index, const struct varlena *snapshot,
 	/* a 1.0 window is upgraded first, by its first refresh */
 	FbfWindowReadMeta(index, &meta);
 	if (meta.version != FBF_STORAGE_VERSION)
-		FbfWindowRefresh(index);
+		FbfWindowRefresh(index, true);
 
 	/* the value's streams, if it carries them (type/fbf_value.h) */
 	if (!FbfValueGetStreams(snapshot, &streams, &nstreams))

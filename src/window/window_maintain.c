@@ -53,7 +53,7 @@ FbfWindowDrain(Relation index, bool *grow)
 		UnlockReleaseBuffer(metabuf);
 		if (RecoveryInProgress())
 			return 0;
-		FbfWindowRefresh(index);
+		FbfWindowRefresh(index, true);
 		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
 	}
 	for (c = 0; c < meta.nchains; c++)
@@ -188,7 +188,7 @@ FbfWindowMaintain(Relation index, const FbfAimdPolicy *policy)
 	bool		capped_bits = false;
 	bool		grow = false;
 
-	FbfWindowRefresh(index);
+	FbfWindowRefresh(index, true);
 	FbfWindowSyncOptions(index);
 	FbfWindowDrain(index, &grow);
 	if (grow)

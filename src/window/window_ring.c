@@ -85,9 +85,17 @@ take_streams(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	return true;
 }
 
+/* A refresh is due: the future filter is a period old. */
+static bool
+refresh_due(const FbfWindowMetaPageData *meta)
+{
+	return meta->version == FBF_STORAGE_VERSION &&
+		FbfWindowNow(meta) - meta->born_at[0] >= meta->period;
+}
+
 /*
- * The operations on the window's chains, if a refresh is due; else 0.
- * The metapage share-locked while the chains are read (each share in
+ * The operations on the window's chains, if a refresh is still due; else
+ * 0.  The metapage share-locked while the chains are read (each share in
  * turn).
  */
 static int64
@@ -97,9 +105,12 @@ pending_if_due(Relation index)
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
 	int64		pending = 0;
 
-	if (meta.version == FBF_STORAGE_VERSION &&
-		FbfWindowNow(&meta) - meta.born_at[0] >= meta.period)
+	if (refresh_due(&meta))
+	{
 		pending = FbfWindowPendingCount(index, &meta);
+		elog(DEBUG1, "fbf: counted " INT64_FORMAT " operations on the chains of \"%s\" for its refresh",
+			 pending, RelationGetRelationName(index));
+	}
 	UnlockReleaseBuffer(metabuf);
 	return pending;
 }
@@ -113,10 +124,12 @@ pending_if_due(Relation index)
  * written before keys a step towards its own (FbfWindowKeyStep), gives it
  * the stream pages its options ask for (take_streams), and anchors the
  * window's clock on this boot (window_clock.c).  Returns the number of
- * refreshes done.
+ * refreshes done.  Unless `wait`, returns 0 at once if another backend is
+ * doing a refresh that is due (an operation goes on as if it had come a
+ * moment earlier; maintenance waits for it).
  */
 int
-FbfWindowRefresh(Relation index)
+FbfWindowRefresh(Relation index, bool wait)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf;
@@ -127,6 +140,7 @@ FbfWindowRefresh(Relation index)
 	bool		postponed = false;
 	int			done = 0;
 	int64		pending = 0;
+	bool		refresher = false;
 
 	if (RecoveryInProgress())
 		return 0;
@@ -140,8 +154,25 @@ FbfWindowRefresh(Relation index)
 	 * FBF_MAX_PENDING_PAGES under a backlog, too many pages to read while
 	 * every operation on the window waits.  So the count is of a moment
 	 * before the birth, off by what was drained or added in between.
+	 *
+	 * Counted once: a refresh that is due is done under the heavyweight
+	 * lock of the metapage's block (taken holding no buffer lock: lock
+	 * order, src/window/README.md).  A backend that finds it taken leaves
+	 * the refresh to its holder if it need not wait, else waits and finds
+	 * it done, counting nothing.  A refresh that was not due here but is by
+	 * the time it holds the metapage rotates with a count of 0, as a window
+	 * written before the counts measures.
 	 */
-	pending = pending_if_due(index);
+	FbfWindowReadMeta(index, &meta);
+	if (refresh_due(&meta))
+	{
+		if (wait)
+			LockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock);
+		else if (!ConditionalLockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock))
+			return 0;
+		refresher = true;
+		pending = pending_if_due(index);
+	}
 
 	/*
 	 * The new future's birth time must not be earlier than the moment it
@@ -182,6 +213,11 @@ FbfWindowRefresh(Relation index)
 	if (done > 0 || changed)
 		FbfWindowLogMeta(index, metabuf, &meta, now);
 	UnlockReleaseBuffer(metabuf);
+	if (refresher)
+		UnlockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock);
+	if (done > 0)
+		elog(DEBUG1, "fbf: refreshed \"%s\": %d filters rotated in",
+			 RelationGetRelationName(index), done);
 	if (postponed)
 		elog(DEBUG1, "fbf: refresh of \"%s\" postponed: the oldest filter still covers the retention",
 			 RelationGetRelationName(index));
@@ -316,7 +352,7 @@ FbfWindowResize(Relation index, int nfilters)
 	FbfWindowReadMeta(index, &meta);
 	if (meta.version != FBF_STORAGE_VERSION)
 	{
-		FbfWindowRefresh(index);
+		FbfWindowRefresh(index, true);
 		FbfWindowReadMeta(index, &meta);
 	}
 	/* a format whose ring is fixed (window_format.h, can_resize) */
