@@ -298,6 +298,8 @@ struct FbfWindowHold
 	int			npend;			/* entries appended in memory, not yet on */
 	int			pend_page;		/* this page of the chain (in_pend) */
 	bool		pend_floor;		/* and the chain's new floor with them */
+	bool		refresh_asked;	/* a refresh was asked for (open_window) */
+	int64		refresh_born;	/* while the future was born then */
 	/* last: an operation alone zeroes the rest, and appends at once */
 	FbfPendingChain chain;
 	FbfPendingEntry pend[FBF_PENDING_CAPACITY];
@@ -527,8 +529,18 @@ open_window(ApplyState *st, const FbfWindowKeying *keying,
 		h->meta_held = true;
 	}
 	st->now = FbfWindowNow(&h->meta);
-	if (!st->refresh_tried && needs_refresh(&h->meta, st->now))
+
+	/*
+	 * A refresh asked for and not done (postponed, or left to the backend
+	 * doing it) is not asked for again by the same hold's operations until
+	 * the window has moved on: each would let the hold go for nothing.
+	 */
+	if (!st->refresh_tried &&
+		!(h->refresh_asked && h->refresh_born == h->meta.born_at[0]) &&
+		needs_refresh(&h->meta, st->now))
 	{
+		h->refresh_asked = true;
+		h->refresh_born = h->meta.born_at[0];
 		FbfWindowLetGo(h);
 		FbfWindowRefresh(h->index, false);
 		st->refresh_tried = true;

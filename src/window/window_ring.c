@@ -94,25 +94,21 @@ refresh_due(const FbfWindowMetaPageData *meta)
 }
 
 /*
- * The operations on the window's chains, if a refresh is still due; else
- * 0.  The metapage share-locked while the chains are read (each share in
- * turn).
+ * The operations on the window's chains into *pending, if a refresh is
+ * still due; else false.  The metapage share-locked while the chains are
+ * read (each share in turn).
  */
-static int64
-pending_if_due(Relation index)
+static bool
+pending_if_due(Relation index, int64 *pending)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
-	int64		pending = 0;
+	bool		due = refresh_due(&meta);
 
-	if (refresh_due(&meta))
-	{
-		pending = FbfWindowPendingCount(index, &meta);
-		elog(DEBUG1, "fbf: counted " INT64_FORMAT " operations on the chains of \"%s\" for its refresh",
-			 pending, RelationGetRelationName(index));
-	}
+	if (due)
+		*pending = FbfWindowPendingCount(index, &meta);
 	UnlockReleaseBuffer(metabuf);
-	return pending;
+	return due;
 }
 
 /*
@@ -126,7 +122,8 @@ pending_if_due(Relation index)
  * window's clock on this boot (window_clock.c).  Returns the number of
  * refreshes done.  Unless `wait`, returns 0 at once if another backend is
  * doing a refresh that is due (an operation goes on as if it had come a
- * moment earlier; maintenance waits for it).
+ * moment earlier; maintenance waits for it).  Upgrading a window written
+ * by 1.0 is no refresh that is due: it takes no such lock.
  */
 int
 FbfWindowRefresh(Relation index, bool wait)
@@ -141,6 +138,7 @@ FbfWindowRefresh(Relation index, bool wait)
 	int			done = 0;
 	int64		pending = 0;
 	bool		refresher = false;
+	bool		counted = false;
 
 	if (RecoveryInProgress())
 		return 0;
@@ -171,7 +169,7 @@ FbfWindowRefresh(Relation index, bool wait)
 		else if (!ConditionalLockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock))
 			return 0;
 		refresher = true;
-		pending = pending_if_due(index);
+		counted = pending_if_due(index, &pending);
 	}
 
 	/*
@@ -215,6 +213,11 @@ FbfWindowRefresh(Relation index, bool wait)
 	UnlockReleaseBuffer(metabuf);
 	if (refresher)
 		UnlockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock);
+
+	/* messages a client may be sent, with nothing of the window held */
+	if (counted)
+		elog(DEBUG1, "fbf: counted " INT64_FORMAT " operations on the chains of \"%s\" for its refresh",
+			 pending, RelationGetRelationName(index));
 	if (done > 0)
 		elog(DEBUG1, "fbf: refreshed \"%s\": %d filters rotated in",
 			 RelationGetRelationName(index), done);

@@ -13,7 +13,8 @@
 # Eight clients apply single increments to a counter of short period for
 # eight seconds, with the worker off, so that every refresh is one an
 # operation found due.  The server logs each count and each refresh that
-# rotated (DEBUG1): there may be no more counts than refreshes.
+# rotated or was postponed (DEBUG1): there may be no more counts than
+# those.
 use strict;
 use warnings;
 
@@ -56,9 +57,13 @@ ok($ran && $h->result(0) == 0 && $err !~ /aborted|ERROR/,
 my $log = substr(slurp_file($node->logfile), $log_offset);
 my $counts = () = $log =~ /fbf: counted \d+ operations on the chains of "c_fbf" for its refresh/g;
 my $refreshes = () = $log =~ /fbf: refreshed "c_fbf": \d+ filters rotated in/g;
+# a refresh that counted may still find the oldest filter covering the
+# retention, and leave the rotation to a later one
+my $postponed = () = $log =~ /fbf: refresh of "c_fbf" postponed/g;
 cmp_ok($refreshes, '>=', 4, "the window was refreshed $refreshes times");
-cmp_ok($counts, '<=', $refreshes,
-	"the chains were counted $counts times, no more than once a refresh");
+cmp_ok($counts, '>=', 1, 'the refreshes counted the chains');
+cmp_ok($counts, '<=', $refreshes + $postponed,
+	"the chains were counted $counts times, no more than once a refresh ($postponed postponed)");
 
 $node->stop;
 done_testing();
