@@ -121,6 +121,16 @@
 # it and returns whether it succeeded, what psql said on stderr and a
 # timeout's error as diagnostics.
 #
+#   my ($applied, $refused, $dismissed, $why) =
+#     fbf_ops_one_by_one($node, 't2', 'c', 'b', '1, 1000 + g', 300);
+#
+# fbf_ops_one_by_one applies $n operations of delta 1 to key $key of
+# counter $counter as the role $role, the g-th (from 1) with the client
+# and seq that $ids gives as SQL over g, one a statement of a PL/pgSQL
+# loop, each in a block of its own so that a refusal ends only its
+# operation; it returns how many were applied, refused and dismissed, and
+# the first refusal's SQLSTATE and message ('' if none).
+#
 #   my $c = db_commits($node, 'idle_db');
 #
 # db_commits returns the transactions committed in the database so far,
@@ -150,7 +160,7 @@ use Test::More;
 our @EXPORT = qw(fbf_node fbf_standby fbf_restore_to_lsn cuckoo_stats counter_stats db_commits
   fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
   citus_shard_windows citus_split_shard fbf_pgbench_start fbf_pgbench_prepared
-  fbf_start_call fbf_finish_call
+  fbf_start_call fbf_finish_call fbf_ops_one_by_one
   cuckoo_key_for_addr cuckoo_key_addr cuckoo_fingerprint);
 
 sub fbf_node
@@ -238,6 +248,30 @@ sub counter_stats
 		'SELECT ' . join(', ', @columns) . ', coalesce(streams_exact_from > now(), false) '
 		  . "FROM fbf_counter_stats WHERE counter = '$counter'::regclass",
 		@columns, 'learning');
+}
+
+sub fbf_ops_one_by_one
+{
+	my ($node, $role, $counter, $key, $ids, $n) = @_;
+
+	return split /\|/, $node->safe_psql('postgres', qq{
+		CREATE TEMP TABLE outcome (g int, o text);
+		DO \$\$
+		BEGIN
+			FOR g IN 1 .. $n LOOP
+				BEGIN
+					INSERT INTO outcome VALUES (g, CASE WHEN idempotent_increment('$counter', '$key', $ids, 1)
+														THEN 'applied' ELSE 'dismissed' END);
+				EXCEPTION WHEN others THEN
+					INSERT INTO outcome VALUES (g, SQLSTATE || ' ' || SQLERRM);
+				END;
+			END LOOP;
+		END \$\$;
+		SELECT count(*) FILTER (WHERE o = 'applied'), count(*) FILTER (WHERE o NOT IN ('applied', 'dismissed')),
+			   count(*) FILTER (WHERE o = 'dismissed'),
+			   coalesce((SELECT o FROM outcome WHERE o NOT IN ('applied', 'dismissed') ORDER BY g LIMIT 1), '')
+		  FROM outcome},
+		extra_params => [ '-U', $role ]);
 }
 
 sub db_commits

@@ -233,27 +233,12 @@ is($node->safe_psql('postgres', "SELECT fbf_counter_value('fl', 'a')"), $t1_appl
 # ---- 2. t2 takes the reserve ----
 
 # 300 new operations of `role` (t2 unless given) on `counter`, key 'b',
-# from seq `from`, one a statement: "applied refused dismissed"
+# new clients from `from` + 1, one a statement: "applied refused dismissed"
 sub newcomer
 {
 	my ($counter, $from, $role) = @_;
-	$role //= 't2';
-	my ($applied, $refused, $dismissed) = split /\|/, $node->safe_psql('postgres', qq{
-		CREATE TEMP TABLE outcome (o text);
-		DO \$\$
-		BEGIN
-			FOR g IN 1 .. 300 LOOP
-				BEGIN
-					INSERT INTO outcome VALUES (CASE WHEN idempotent_increment('$counter', 'b', $from + g, 1, 1)
-													 THEN 'applied' ELSE 'dismissed' END);
-				EXCEPTION WHEN others THEN
-					INSERT INTO outcome VALUES (SQLSTATE || ' ' || SQLERRM);
-				END;
-			END LOOP;
-		END \$\$;
-		SELECT count(*) FILTER (WHERE o = 'applied'), count(*) FILTER (WHERE o NOT IN ('applied', 'dismissed')),
-			   count(*) FILTER (WHERE o = 'dismissed') FROM outcome},
-		extra_params => [ '-U', $role ]);
+	my ($applied, $refused, $dismissed) =
+	  fbf_ops_one_by_one($node, $role // 't2', $counter, 'b', "$from + g, 1", 300);
 	return "$applied $refused $dismissed";
 }
 

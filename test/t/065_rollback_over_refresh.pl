@@ -59,30 +59,6 @@ sub t1_batch
 	return (undef, $err);
 }
 
-# 300 new operations of t2, key 'b', from seq `from`, one a statement:
-# "applied refused dismissed", and the refusals' first message
-sub t2_ops
-{
-	my ($counter, $from) = @_;
-	my ($applied, $refused, $dismissed, $why) = split /\|/, $node->safe_psql('postgres', qq{
-		CREATE TEMP TABLE outcome (o text);
-		DO \$\$
-		BEGIN
-			FOR g IN 1 .. 300 LOOP
-				BEGIN
-					INSERT INTO outcome VALUES (CASE WHEN idempotent_increment('$counter', 'b', 2, $from + g, 1)
-													 THEN 'applied' ELSE 'dismissed' END);
-				EXCEPTION WHEN others THEN
-					INSERT INTO outcome VALUES (SQLSTATE || ' ' || SQLERRM);
-				END;
-			END LOOP;
-		END \$\$;
-		SELECT count(*) FILTER (WHERE o = 'applied'), count(*) FILTER (WHERE o NOT IN ('applied', 'dismissed')),
-			   count(*) FILTER (WHERE o = 'dismissed'),
-			   coalesce(min(o) FILTER (WHERE o NOT IN ('applied', 'dismissed')), '') FROM outcome},
-		extra_params => [ '-U', 't2' ]);
-	return ($applied, $refused, $dismissed, $why);
-}
 
 for my $counter ('rb', 'rc')
 {
@@ -123,7 +99,8 @@ for my $counter ('rb', 'rc')
 		# the held batch may itself be refused: only its own tenant is
 		fbf_finish_call($held);
 
-		my ($applied, $refused, $dismissed, $why) = t2_ops($counter, $round * 1000);
+		my ($applied, $refused, $dismissed, $why) =
+		  fbf_ops_one_by_one($node, 't2', $counter, 'b', '2, ' . ($round * 1000) . ' + g', 300);
 		is($refused, 0, "$counter, round $round: none of t2's 300 new operations refused")
 		  or diag("first refusal: $why");
 		$t2_applied += $applied;
