@@ -219,8 +219,9 @@ FbfWindowRefresh(Relation index, bool wait)
 		elog(DEBUG1, "fbf: counted " INT64_FORMAT " operations on the chains of \"%s\" for its refresh",
 			 pending, RelationGetRelationName(index));
 	if (done > 0)
-		elog(DEBUG1, "fbf: refreshed \"%s\": %d filters rotated in",
-			 RelationGetRelationName(index), done);
+		elog(DEBUG1, "fbf: refreshed \"%s\" (%d rotations); operations waiting at the births of its future and present filters: " INT64_FORMAT ", " INT64_FORMAT,
+			 RelationGetRelationName(index), done,
+			 meta.pending_at[0], meta.pending_at[1]);
 	if (postponed)
 		elog(DEBUG1, "fbf: refresh of \"%s\" postponed: the oldest filter still covers the retention",
 			 RelationGetRelationName(index));

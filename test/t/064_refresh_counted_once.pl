@@ -15,6 +15,13 @@
 # operation found due.  The server logs each count and each refresh that
 # rotated or was postponed (DEBUG1): there may be no more counts than
 # those.
+#
+# Then what the count is for: it is stored for the filter the refresh
+# makes the future, and moves on with it when it becomes the present.  A
+# transaction holds 500 operations in flight on another counter while
+# single operations bring refreshes about: a refresh stores the 500 (and
+# more) for its future, and the next, rotating once, has them for its
+# present.
 use strict;
 use warnings;
 
@@ -22,6 +29,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes qw(usleep);
 use FbfTest;
 
 my $node = fbf_node('counted_once',
@@ -56,7 +64,7 @@ ok($ran && $h->result(0) == 0 && $err !~ /aborted|ERROR/,
 
 my $log = substr(slurp_file($node->logfile), $log_offset);
 my $counts = () = $log =~ /fbf: counted \d+ operations on the chains of "c_fbf" for its refresh/g;
-my $refreshes = () = $log =~ /fbf: refreshed "c_fbf": \d+ filters rotated in/g;
+my $refreshes = () = $log =~ /fbf: refreshed "c_fbf" \(\d+ rotations\)/g;
 # a refresh that counted may still find the oldest filter covering the
 # retention, and leave the rotation to a later one
 my $postponed = () = $log =~ /fbf: refresh of "c_fbf" postponed/g;
@@ -64,6 +72,46 @@ cmp_ok($refreshes, '>=', 4, "the window was refreshed $refreshes times");
 cmp_ok($counts, '>=', 1, 'the refreshes counted the chains');
 cmp_ok($counts, '<=', $refreshes + $postponed,
 	"the chains were counted $counts times, no more than once a refresh ($postponed postponed)");
+
+$node->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('w', retention => '3 s', expected_rate => 2000);});
+my $period = $node->safe_psql('postgres',
+	q{SELECT extract(epoch FROM period) FROM fbf_counter_stats WHERE counter = 'w'::regclass});
+$log_offset = -s $node->logfile;
+my $held = fbf_start_call($node, 'postgres', q{
+	BEGIN;
+	SELECT count(*) FROM unnest(idempotent_increment('w', 'a',
+		ARRAY(SELECT 1000 + g FROM generate_series(1, 500) g),
+		array_fill(1::bigint, ARRAY[500]), array_fill(1::bigint, ARRAY[500])));
+	SELECT pg_sleep(8);
+	COMMIT;}, 120);
+$node->poll_query_until('postgres',
+	q{SELECT pending >= 500 FROM fbf_counter_stats WHERE counter = 'w'::regclass})
+  or die 'the batch never showed in flight';
+for my $i (1 .. 8)
+{
+	usleep(int(1.5 * $period * 1_000_000));
+	$node->safe_psql('postgres', "SELECT idempotent_increment('w', 'b', 2, $i, 1)");
+}
+my @births;
+for my $line (split /\n/, substr(slurp_file($node->logfile), $log_offset))
+{
+	push @births, [ $1, $2, $3 ] if $line =~
+	  /fbf: refreshed "w_fbf" \((\d+) rotations\); operations waiting at the births of its future and present filters: (\d+), (\d+)/;
+}
+ok(fbf_finish_call($held), 'the batch in flight committed');
+my @future = grep { $_->[1] >= 500 } @births;
+ok(scalar(@future) >= 2,
+	'refreshes counted the operations in flight for their future: ' . join('; ', map { "$_->[1], $_->[2]" } @births));
+my $moved = 0;
+for my $i (1 .. $#births)
+{
+	next unless $births[$i][0] == 1 && $births[$i - 1][1] >= 500;
+	$moved++;
+	is($births[$i][2], $births[$i - 1][1],
+		"a refresh rotating once has its present's count where the one before had its future's ($births[$i - 1][1])");
+}
+ok($moved >= 1, 'a count moved on with its filter');
 
 $node->stop;
 done_testing();
