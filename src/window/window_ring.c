@@ -85,12 +85,12 @@ take_streams(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	return true;
 }
 
-/* A refresh is due: the future filter is a period old. */
+/* A refresh is due at window time `now`: the future filter is a period old. */
 static bool
-refresh_due(const FbfWindowMetaPageData *meta)
+refresh_due(const FbfWindowMetaPageData *meta, int64 now)
 {
 	return meta->version == FBF_STORAGE_VERSION &&
-		FbfWindowNow(meta) - meta->born_at[0] >= meta->period;
+		now - meta->born_at[0] >= meta->period;
 }
 
 /*
@@ -103,7 +103,7 @@ pending_if_due(Relation index, int64 *pending)
 {
 	FbfWindowMetaPageData meta;
 	Buffer		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_SHARE, &meta);
-	bool		due = refresh_due(&meta);
+	bool		due = refresh_due(&meta, FbfWindowNow(&meta));
 
 	if (due)
 		*pending = FbfWindowPendingCount(index, &meta);
@@ -157,28 +157,37 @@ FbfWindowRefresh(Relation index, bool wait)
 	 * lock of the metapage's block (taken holding no buffer lock: lock
 	 * order, src/window/README.md).  A backend that finds it taken leaves
 	 * the refresh to its holder if it need not wait, else waits and finds
-	 * it done, counting nothing.  A refresh that was not due here but is by
-	 * the time it holds the metapage rotates with a count of 0, as a window
-	 * written before the counts measures.
+	 * it done, counting nothing.  One that was not due when looked at but
+	 * is by the time it holds the metapage lets it go and starts again, so
+	 * that every rotation is counted (but a 1.0 window's upgrade: no count
+	 * is kept there).
 	 */
-	FbfWindowReadMeta(index, &meta);
-	if (refresh_due(&meta))
+	for (;;)
 	{
-		if (wait)
-			LockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock);
-		else if (!ConditionalLockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock))
-			return 0;
-		refresher = true;
-		counted = pending_if_due(index, &pending);
-	}
+		FbfWindowReadMeta(index, &meta);
+		if (refresh_due(&meta, FbfWindowNow(&meta)))
+		{
+			if (wait)
+				LockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock);
+			else if (!ConditionalLockPage(index, FBF_METAPAGE_BLKNO, ExclusiveLock))
+				return 0;
+			refresher = true;
+			counted = pending_if_due(index, &pending);
+		}
 
-	/*
-	 * The new future's birth time must not be earlier than the moment it
-	 * becomes future, which is now that we hold the metapage: operations
-	 * were drained into the old future until we got the lock.
-	 */
-	metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
-	now = FbfWindowNow(&meta);
+		/*
+		 * The new future's birth time must not be earlier than the moment
+		 * it becomes future, which is now that we hold the metapage:
+		 * operations were drained into the old future until we got the
+		 * lock.
+		 */
+		metabuf = FbfWindowLockMeta(index, BUFFER_LOCK_EXCLUSIVE, &meta);
+		now = FbfWindowNow(&meta);
+		if (refresher || !refresh_due(&meta, now))
+			break;
+		/* due since we looked: done as a due refresh is, counted */
+		UnlockReleaseBuffer(metabuf);
+	}
 	if (meta.version != FBF_STORAGE_VERSION)
 		FbfLegacyUpgrade(index, metabuf, &meta, now);
 	if (FbfWindowClockStale(&meta))
