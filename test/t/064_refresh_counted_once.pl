@@ -6,9 +6,10 @@
 # that finds the refresh due calls it, and before the count was taken
 # once, each of them read every chain and all but the one that rotated
 # threw the count away, while the metapage's exclusive lock, which every
-# operation on the window waits for, waited behind their reads.  Now they
-# queue for a heavyweight lock on the metapage's block, and those after
-# the first find the refresh done and count nothing.
+# operation on the window waits for, waited behind their reads.  Now a
+# refresh that is due is done under a heavyweight lock on the metapage's
+# block: an operation that finds it taken leaves the refresh to its
+# holder and counts nothing.
 #
 # Eight clients apply single increments to a counter of short period for
 # eight seconds, with the worker off, so that every refresh is one an
@@ -29,7 +30,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use Time::HiRes qw(usleep);
 use FbfTest;
 
 my $node = fbf_node('counted_once',
@@ -77,8 +77,11 @@ $node->safe_psql('postgres', q{
 	SELECT fbf_create_counter_table('w', retention => '3 s', expected_rate => 2000);});
 my $period = $node->safe_psql('postgres',
 	q{SELECT extract(epoch FROM period) FROM fbf_counter_stats WHERE counter = 'w'::regclass});
+$node->safe_psql('postgres', q{
+	CREATE ROLE w1 LOGIN;
+	GRANT SELECT, INSERT, UPDATE ON w TO w1;});
 $log_offset = -s $node->logfile;
-my $held = fbf_start_call($node, 'postgres', q{
+my $held = fbf_start_call($node, 'w1', q{
 	BEGIN;
 	SELECT count(*) FROM unnest(idempotent_increment('w', 'a',
 		ARRAY(SELECT 1000 + g FROM generate_series(1, 500) g),
@@ -88,11 +91,17 @@ my $held = fbf_start_call($node, 'postgres', q{
 $node->poll_query_until('postgres',
 	q{SELECT pending >= 500 FROM fbf_counter_stats WHERE counter = 'w'::regclass})
   or die 'the batch never showed in flight';
-for my $i (1 .. 8)
-{
-	usleep(int(1.5 * $period * 1_000_000));
-	$node->safe_psql('postgres', "SELECT idempotent_increment('w', 'b', 2, $i, 1)");
-}
+# from one session, an operation each 1.25 periods: each brings about a
+# refresh that rotates once
+$node->safe_psql('postgres', qq{
+	DO \$\$
+	BEGIN
+		FOR i IN 1 .. 8 LOOP
+			PERFORM pg_sleep(1.25 * $period);
+			PERFORM idempotent_increment('w', 'b', 2, i, 1);
+			COMMIT;
+		END LOOP;
+	END \$\$;});
 my @births;
 for my $line (split /\n/, substr(slurp_file($node->logfile), $log_offset))
 {

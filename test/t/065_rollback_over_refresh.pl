@@ -65,7 +65,7 @@ for my $counter ('rb', 'rc')
 	my $period = $node->safe_psql('postgres',
 		"SELECT extract(epoch FROM period) FROM fbf_counter_stats WHERE counter = '$counter'::regclass");
 	note "$counter: period $period s";
-	my ($t1_applied, $t1_refused, $t2_applied, $t2_dismissed) = (0, 0, 0, 0);
+	my ($t1_applied, $t1_refused, $t2_applied, $t2_dismissed, $held_ran) = (0, 0, 0, 0, 0);
 	my $base = 1_000_000;
 	my $sleep = 2 * $period;
 	for my $round (1 .. 6)
@@ -97,7 +97,7 @@ for my $counter ('rb', 'rc')
 			}
 		}
 		# the held batch may itself be refused: only its own tenant is
-		fbf_finish_call($held);
+		$held_ran++ if fbf_finish_call($held);
 
 		my ($applied, $refused, $dismissed, $why) =
 		  fbf_ops_one_by_one($node, 't2', $counter, 'b', '2, ' . ($round * 1000) . ' + g', 300);
@@ -107,6 +107,10 @@ for my $counter ('rb', 'rc')
 		$t2_dismissed += $dismissed;
 	}
 	note "$counter: t1 applied $t1_applied in committed batches, refused $t1_refused batches";
+	cmp_ok($held_ran, '>=', 1,
+		"$counter: a batch waited over refreshes and rolled back in $held_ran rounds of 6");
+	cmp_ok($t1_refused, '>', 0, "$counter: t1's flood reached its share ($t1_refused batches refused)")
+	  if $counter eq 'rc';
 	cmp_ok($t2_dismissed, '<=', 18,
 		"$counter: t2's 1,800 new operations dismissed within ten times the target ($t2_dismissed)");
 	is($node->safe_psql('postgres', "SELECT fbf_counter_value('$counter', 'b')"), $t2_applied,
