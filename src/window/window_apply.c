@@ -231,10 +231,7 @@ needs_refresh(const FbfWindowMetaPageData *meta, int64 now)
 	if (meta->version != FBF_STORAGE_VERSION || FbfWindowClockStale(meta) ||
 		!fbf_hash_key_is_set(&meta->key))
 		return true;
-	return now - meta->born_at[0] >= meta->period &&
-		fbf_refresh_action(meta->nlive, meta->nfilters,
-						   meta->born_at[meta->nlive - 2], now,
-						   meta->retention) != FBF_REFRESH_POSTPONE;
+	return FbfWindowRotationDue(meta, now);
 }
 
 /*

@@ -87,6 +87,8 @@ extern BlockNumber FbfWindowAppendParts(Relation index, ForkNumber fork,
 										BlockNumber *next, uint32 nparts,
 										const FbfWindowMetaPageData *meta);
 extern void FbfWindowCheckCancel(Buffer metabuf);
+extern bool FbfWindowRotationDue(const FbfWindowMetaPageData *meta,
+								 int64 now);
 extern bool FbfWindowRotate(FbfWindowMetaPageData *meta, int64 now,
 							int64 born, int64 pending);
 

@@ -215,6 +215,21 @@ FbfWindowLogMeta(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 }
 
 /*
+ * Is a rotation due at window time `now`?  The future filter is a period
+ * old, and fbf_refresh_action does not postpone it (the oldest filter
+ * still covering the retention), so that FbfWindowRotate would turn the
+ * ring.
+ */
+bool
+FbfWindowRotationDue(const FbfWindowMetaPageData *meta, int64 now)
+{
+	return now - meta->born_at[0] >= meta->period &&
+		fbf_refresh_action(meta->nlive, meta->nfilters,
+						   meta->born_at[meta->nlive - 2], now,
+						   meta->retention) != FBF_REFRESH_POSTPONE;
+}
+
+/*
  * Rotate once, as fbf_refresh_action says at `now`: the recycled filter
  * (the oldest live one, or the first unborn one) becomes the empty future,
  * born at `born`; its blocks go stale with the new epoch (and the

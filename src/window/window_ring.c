@@ -85,12 +85,15 @@ take_streams(Relation index, Buffer metabuf, FbfWindowMetaPageData *meta,
 	return true;
 }
 
-/* A refresh is due at window time `now`: the future filter is a period old. */
+/*
+ * A refresh is due at window time `now`: it would rotate the ring (not
+ * postponed: then there is nothing to count the chains for).
+ */
 static bool
 refresh_due(const FbfWindowMetaPageData *meta, int64 now)
 {
 	return meta->version == FBF_STORAGE_VERSION &&
-		now - meta->born_at[0] >= meta->period;
+		FbfWindowRotationDue(meta, now);
 }
 
 /*
