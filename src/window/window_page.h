@@ -219,6 +219,19 @@ typedef struct FbfWindowMetaPageData
 								 * into them later, yet arrived before */
 } FbfWindowMetaPageData;
 
+/*
+ * Fields that tests forge on disk, at their offsets in the page's contents
+ * (test/t/035_forged_metapage.pl, 039_forged_stream_pages.pl): the layout
+ * is on disk, so these never move.
+ */
+StaticAssertDecl(offsetof(FbfWindowMetaPageData, nbits) == 8,
+				 "the metapage's nbits moved");
+StaticAssertDecl(offsetof(FbfWindowMetaPageData, stream_start) == 1232 &&
+				 offsetof(FbfWindowMetaPageData, stream_pages) == 1236,
+				 "the metapage's stream fields moved");
+StaticAssertDecl(offsetof(FbfWindowMetaPageData, pending_at) == 1248,
+				 "the metapage's pending_at moved");
+
 /* public_until of a window keyed while public entries may be in flight */
 #define FBF_PUBLIC_OPEN			PG_INT64_MAX
 

@@ -1,6 +1,12 @@
 # A corrupted or forged window metapage is refused (XX002, "invalid fbf
 # metapage"), whatever the window's format.
 #
+# The counts of operations waiting on the chains at the future's and the
+# present's births (pending_at) are never negative: the growth's measure
+# takes them from what was drained since (window_split.c, grow), and a
+# forged negative count would make every window read as busier than it
+# is, and grow.  A metapage holding one is refused.
+#
 # A cuckoo window's metapage holds 1 in the Bloom fields nbits and
 # nhashes, which it does not use; the metapage check has always held
 # nbits to the range of a Bloom page for every format, so a cuckoo
@@ -14,7 +20,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FbfTest;
 
-use constant { CONTENTS => 24, NBITS_AT => 8 };
+# offsets in the metapage's contents, asserted in src/window/window_page.h
+use constant { CONTENTS => 24, NBITS_AT => 8, PENDING_AT => 1248 };
 
 my $node = fbf_node('main', "fbf.worker_enabled = off\nautovacuum = off\n",
 	no_data_checksums => 1);
@@ -26,29 +33,60 @@ for my $filter ('bloom', 'cuckoo')
 	for my $nbits (0, 0xFFFFFFFF)
 	{
 		my $t = "m_${filter}_$nbits";
-		$node->safe_psql('postgres', qq{
-			SELECT fbf_create_counter_table('$t', filter => '$filter');
-			SELECT idempotent_increment('$t', 'k', 'c1', 1, 1)});
-		my $path = $node->data_dir . '/'
-		  . $node->safe_psql('postgres',
-			"SELECT pg_relation_filepath('${t}_fbf')");
-		$node->safe_psql('postgres', 'CHECKPOINT');
-		$node->stop;
+		my $path = window_file($t, $filter);
 
 		# the metapage is block 0; nbits is its third uint32
-		open(my $fh, '+<:raw', $path) or die "open $path: $!";
-		sysseek($fh, CONTENTS + NBITS_AT, 0) or die "seek: $!";
-		syswrite($fh, pack('V', $nbits)) == 4 or die "write: $!";
-		close $fh;
-		$node->start;
-
-		my ($rc, $out, $err) = $node->psql('postgres',
-			"SELECT idempotent_increment('$t', 'k', 'c2', 1, 1)",
-			extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-		like($err, qr/XX002: index "${t}_fbf" has an invalid fbf metapage/,
-			"$filter window, nbits $nbits: the metapage is refused");
-		$node->safe_psql('postgres', "DROP TABLE $t");
+		forge($path, CONTENTS + NBITS_AT, pack('V', $nbits));
+		refused($t, "$filter window, nbits $nbits");
 	}
+
+	for my $i (0, 1)
+	{
+		my $t = "p_${filter}_$i";
+		my $path = window_file($t, $filter);
+		forge($path, CONTENTS + PENDING_AT + 8 * $i, pack('q<', -1));
+		refused($t, "$filter window, pending_at[$i] -1");
+	}
+}
+
+# a counter of $filter with one operation applied, its window's file, the server
+# stopped after a checkpoint so that the file is what the server reads next
+sub window_file
+{
+	my ($t, $filter) = @_;
+	$node->safe_psql('postgres', qq{
+		SELECT fbf_create_counter_table('$t', filter => '$filter');
+		SELECT idempotent_increment('$t', 'k', 'c1', 1, 1)});
+	my $path = $node->data_dir . '/'
+	  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('${t}_fbf')");
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	$node->stop;
+	return $path;
+}
+
+# write $bytes at $offset of $path, and start the server again
+sub forge
+{
+	my ($path, $offset, $bytes) = @_;
+	open(my $fh, '+<:raw', $path) or die "open $path: $!";
+	sysseek($fh, $offset, 0) or die "seek: $!";
+	syswrite($fh, $bytes) == length($bytes) or die "write: $!";
+	close $fh;
+	$node->start;
+	return;
+}
+
+# the next operation on $t is refused for its metapage, and nothing else
+sub refused
+{
+	my ($t, $what) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SELECT idempotent_increment('$t', 'k', 'c2', 1, 1)",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/XX002: index "${t}_fbf" has an invalid fbf metapage/,
+		"$what: the metapage is refused");
+	$node->safe_psql('postgres', "DROP TABLE $t");
+	return;
 }
 
 done_testing();

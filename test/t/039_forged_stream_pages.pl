@@ -14,7 +14,8 @@ use Test::More;
 use FbfTest;
 
 # page contents start after the 24-byte page header; offsets of
-# FbfWindowMetaPageData's stream fields and of FbfStreamPage's
+# FbfWindowMetaPageData's stream fields (stream_start's asserted in
+# src/window/window_page.h) and of FbfStreamPage's
 use constant {
 	CONTENTS => 24, STREAM_START_AT => 1232, STREAM_PAGES_AT => 1236,
 	NSLOTS_AT => 32, NUSED_AT => 36, SLOTS_AT => 40, SLOT => 40, BLCKSZ => 8192,
