@@ -22,6 +22,10 @@
 # its own test/lib.sh).  Every ratio is
 # measured inside one run of counter_bench.sh, against its own plain
 # UPDATE; alternating the revisions spreads the machine's drift over both.
+# Every run's counters are planned for one rate (counter_bench.sh's
+# PLAN_RATE): the first run's calibration, or PLAN_RATE if it is set, so
+# that a revision that calibrates faster is not measured on a larger
+# window than the other.
 # Logs and CSVs stay in the scratch directory it prints.  Not a test.
 set -euo pipefail
 
@@ -61,14 +65,20 @@ for side in before after; do
 done
 bindir_of() { echo "$work/pg-$1$(pg_config --bindir)"; }
 
+plan=${PLAN_RATE:-}
 for round in $(seq 1 "$rounds"); do
 	for side in before after; do
-		fbf_log "round $round: $side"
+		fbf_log "round $round: $side${plan:+ (planned for $plan/s)}"
 		csv="$work/${side}_$round.csv"
+		log="$work/${side}_$round.log"
 		a=("${args[@]}")
 		a[1]=$csv
-		(cd "$work/src-$side" && PATH="$(bindir_of "$side"):$PATH" \
-			bash test/bench/counter_bench.sh "${a[@]}") >"$work/${side}_$round.log" 2>&1
+		(cd "$work/src-$side" && PATH="$(bindir_of "$side"):$PATH" PLAN_RATE=$plan \
+			bash test/bench/counter_bench.sh "${a[@]}") >"$log" 2>&1
+		if [ -z "$plan" ]; then
+			plan=$(sed -n 's|^==> expected rate for the filters: \([0-9]*\)/s .*|\1|p' "$log" | head -1)
+			[ -n "$plan" ] || { echo "ab_bench.sh: no planned rate in $log" >&2; exit 1; }
+		fi
 	done
 done
 

@@ -16,7 +16,10 @@
 #   server pays them once per checkpoint interval; N: each run of sections
 #   a and b is first driven N s unmeasured after its CHECKPOINT, so that it
 #   measures the operations after those images, as if checkpoints never
-#   came; section c's runs are not warmed up).
+#   came; section c's runs are not warmed up), PLAN_RATE (unset: the
+#   counters' expected_rate is calibrated, below; N: they are planned for
+#   N operations a second, as ab_bench.sh does so that two revisions are
+#   measured on windows of one size).
 #   A short check of the script itself: counter_bench.sh 2 /tmp/c.csv 1 12
 #
 # Starts a scratch cluster (fsync = on, shared_preload_libraries = 'fbf,
@@ -91,6 +94,11 @@ SEQS=${SEQS:-random}
 WARMUP_S=${WARMUP_S:-0}
 case $WARMUP_S in
 '' | *[!0-9]*) echo "WARMUP_S is a whole number of seconds, not $WARMUP_S" >&2; exit 2 ;;
+esac
+PLAN_RATE=${PLAN_RATE:-}
+case $PLAN_RATE in
+'') ;;
+*[!0-9]* | 0*) echo "PLAN_RATE is a positive whole number of operations a second, not $PLAN_RATE" >&2; exit 2 ;;
 esac
 for v in "$ROUNDS" "$STEADY_ROUNDS"; do
 	case $v in
@@ -296,13 +304,18 @@ fmt2() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.2f", 
 # as the workload's own file has them: the in-order one needs run_one's
 # -D), with room.  Planned from the plain rate alone, a run's increments
 # went past the plan (up to 1.23 times it by 5 s) and grew its windows.
-fbf_log "calibrating"
-setup_tables 1000
-plain_rate=$(bench_calibrate "$work/plain.sql" "$CLIENTS" 1)
-setup_tables $((plain_rate * 2))
-fbf_rate=$(bench_calibrate "$FBF_ROOT/test/bench/workloads/fbf.sql" "$CLIENTS" 1)
-rate=$(awk -v p="$plain_rate" -v f="$fbf_rate" 'BEGIN { printf "%.0f", 1.2 * (p > f ? p : f) }')
-fbf_log "expected rate for the filters: $rate/s (1.2 times the faster of plain $plain_rate/s and fbf $fbf_rate/s)"
+if [ -n "$PLAN_RATE" ]; then
+	rate=$PLAN_RATE
+	fbf_log "expected rate for the filters: $rate/s (PLAN_RATE)"
+else
+	fbf_log "calibrating"
+	setup_tables 1000
+	plain_rate=$(bench_calibrate "$work/plain.sql" "$CLIENTS" 1)
+	setup_tables $((plain_rate * 2))
+	fbf_rate=$(bench_calibrate "$FBF_ROOT/test/bench/workloads/fbf.sql" "$CLIENTS" 1)
+	rate=$(awk -v p="$plain_rate" -v f="$fbf_rate" 'BEGIN { printf "%.0f", 1.2 * (p > f ? p : f) }')
+	fbf_log "expected rate for the filters: $rate/s (1.2 times the faster of plain $plain_rate/s and fbf $fbf_rate/s)"
+fi
 setup_tables "$rate"
 
 # each round's sides by bench_turn: plain first in odd rounds, so a
