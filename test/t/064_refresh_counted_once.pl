@@ -23,6 +23,13 @@
 # single operations bring refreshes about: a refresh stores the 500 (and
 # more) for its future, and the next, rotating once, has them for its
 # present.
+#
+# Last, a window that adopts a snapshot starts its counts again: its
+# chains are empty, and the filters it takes were born elsewhere.  A
+# rolled-back batch leaves 500 entries on the chains, which a refresh
+# counts before maintenance drains them; the window, empty again, adopts
+# a snapshot, and its metapage's counts are 0 (kept, the 500 would read
+# as arrivals drained before the adopted filters' births).
 use strict;
 use warnings;
 
@@ -121,6 +128,47 @@ for my $i (1 .. $#births)
 		"a refresh rotating once has its present's count where the one before had its future's ($births[$i - 1][1])");
 }
 ok($moved >= 1, 'a count moved on with its filter');
+
+# a window whose counts stand at 500 adopts a snapshot: the counts, read
+# from the metapage on disk after a checkpoint (pending_at, at the offset
+# window_page.h asserts), are 0 after it
+sub pending_at
+{
+	my ($t) = @_;
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	my $hex = $node->safe_psql('postgres', qq{
+		SELECT encode(pg_read_binary_file(pg_relation_filepath('${t}_fbf'),
+			24 + 1248, 16), 'hex')});
+	return [ unpack('q<q<', pack('H*', $hex)) ];
+}
+
+$node->safe_psql('postgres', q{
+	SELECT fbf_create_counter_table('a', retention => '3 s', expected_rate => 2000);
+	SELECT fbf_create_counter_table('s', retention => '3 s', expected_rate => 2000);
+	SELECT idempotent_increment('s', 'k', 9, 1, 1);
+	GRANT SELECT, INSERT, UPDATE ON a TO w1;});
+$period = $node->safe_psql('postgres',
+	q{SELECT extract(epoch FROM period) FROM fbf_counter_stats WHERE counter = 'a'::regclass});
+# 500 entries of a rolled-back batch on the chains, counted by the
+# refresh that maintenance does a period later before it drains them
+ok(fbf_finish_call(fbf_start_call($node, 'w1', q{
+	BEGIN;
+	SELECT count(*) FROM unnest(idempotent_increment('a', 'a',
+		ARRAY(SELECT 1000 + g FROM generate_series(1, 500) g),
+		array_fill(1::bigint, ARRAY[500]), array_fill(1::bigint, ARRAY[500])));
+	ROLLBACK;}, 60)), 'a batch of 500 rolled back');
+$node->safe_psql('postgres',
+	"SELECT pg_sleep(1.25 * $period); SELECT fbf_counter_maintain('a');");
+is($node->safe_psql('postgres',
+	q{SELECT pending FROM fbf_counter_stats WHERE counter = 'a'::regclass}),
+	'0', 'maintenance drained the rolled-back entries');
+my $before = pending_at('a');
+ok($before->[0] >= 500,
+	"before the adoption, the window's counts are @$before");
+is($node->safe_psql('postgres',
+	q{SELECT fbf_counter_load('a', fbf_snapshot('s'))}),
+	'adopted', 'the empty window adopted the snapshot');
+is_deeply(pending_at('a'), [ 0, 0 ], "after it, they are 0");
 
 $node->stop;
 done_testing();
