@@ -23,9 +23,10 @@
 # measured inside one run of counter_bench.sh, against its own plain
 # UPDATE; alternating the revisions spreads the machine's drift over both.
 # Every run's counters are planned for one rate (counter_bench.sh's
-# PLAN_RATE): the first run's calibration, or PLAN_RATE if it is set, so
-# that a revision that calibrates faster is not measured on a larger
-# window than the other.
+# PLAN_RATE), so that a revision that calibrates faster is not measured
+# on a larger window than the other: PLAN_RATE if it is set, else the
+# larger of the two revisions' calibrations, made once before the rounds
+# (counter_bench.sh's CALIBRATE_ONLY).
 # Logs and CSVs stay in the scratch directory it prints.  Not a test.
 set -euo pipefail
 
@@ -38,6 +39,10 @@ rounds=${3:-3}
 shift $(( $# >= 3 ? 3 : 2 ))
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(8 /dev/null 3 12)
+case ${PLAN_RATE:-} in
+'') ;;
+*[!0-9]* | 0*) echo "PLAN_RATE is a positive whole number of operations a second, not $PLAN_RATE" >&2; exit 2 ;;
+esac
 
 work=$(mktemp -d /var/tmp/fbf-ab.XXXXXX)
 chmod 755 "$work"
@@ -66,19 +71,28 @@ done
 bindir_of() { echo "$work/pg-$1$(pg_config --bindir)"; }
 
 plan=${PLAN_RATE:-}
+if [ -z "$plan" ]; then
+	for side in before after; do
+		fbf_log "calibrating $side"
+		log="$work/${side}_calibration.log"
+		(cd "$work/src-$side" && PATH="$(bindir_of "$side"):$PATH" CALIBRATE_ONLY=1 \
+			bash test/bench/counter_bench.sh "${args[@]}") >"$log" 2>&1 ||
+			{ echo "ab_bench.sh: the calibration failed: $log" >&2; exit 1; }
+		rate=$(sed -n 's|^==> expected rate for the filters: \([0-9]*\)/s .*|\1|p' "$log" | head -1)
+		[ -n "$rate" ] || { echo "ab_bench.sh: no planned rate in $log" >&2; exit 1; }
+		fbf_log "$side: $rate/s"
+		[ -n "$plan" ] && [ "$plan" -ge "$rate" ] || plan=$rate
+	done
+fi
+fbf_log "every run's counters planned for $plan/s"
 for round in $(seq 1 "$rounds"); do
 	for side in before after; do
-		fbf_log "round $round: $side${plan:+ (planned for $plan/s)}"
+		fbf_log "round $round: $side"
 		csv="$work/${side}_$round.csv"
-		log="$work/${side}_$round.log"
 		a=("${args[@]}")
 		a[1]=$csv
 		(cd "$work/src-$side" && PATH="$(bindir_of "$side"):$PATH" PLAN_RATE=$plan \
-			bash test/bench/counter_bench.sh "${a[@]}") >"$log" 2>&1
-		if [ -z "$plan" ]; then
-			plan=$(sed -n 's|^==> expected rate for the filters: \([0-9]*\)/s .*|\1|p' "$log" | head -1)
-			[ -n "$plan" ] || { echo "ab_bench.sh: no planned rate in $log" >&2; exit 1; }
-		fi
+			bash test/bench/counter_bench.sh "${a[@]}") >"$work/${side}_$round.log" 2>&1
 	done
 done
 
@@ -119,4 +133,4 @@ for side in before after; do
 		echo "$side $round: $(grep -m1 '^fbf false dismissals' "$work/${side}_$round.log" | sed 's/^fbf false dismissals (unique operations): //')"
 	done
 done
-echo "logs: $work"
+echo "counters planned for $plan/s in every run; logs: $work"

@@ -19,7 +19,9 @@
 #   came; section c's runs are not warmed up), PLAN_RATE (unset: the
 #   counters' expected_rate is calibrated, below; N: they are planned for
 #   N operations a second, as ab_bench.sh does so that two revisions are
-#   measured on windows of one size).
+#   measured on windows of one size), CALIBRATE_ONLY (1: print the planned
+#   rate's line and stop, as ab_bench.sh asks each revision before its
+#   rounds).
 #   A short check of the script itself: counter_bench.sh 2 /tmp/c.csv 1 12
 #
 # Starts a scratch cluster (fsync = on, shared_preload_libraries = 'fbf,
@@ -316,6 +318,7 @@ else
 	rate=$(awk -v p="$plain_rate" -v f="$fbf_rate" 'BEGIN { printf "%.0f", 1.2 * (p > f ? p : f) }')
 	fbf_log "expected rate for the filters: $rate/s (1.2 times the faster of plain $plain_rate/s and fbf $fbf_rate/s)"
 fi
+[ "${CALIBRATE_ONLY:-}" != 1 ] || exit 0
 setup_tables "$rate"
 
 # each round's sides by bench_turn: plain first in odd rounds, so a

@@ -14,7 +14,7 @@ use Test::More;
 use FbfTest;
 
 # page contents start after the 24-byte page header; offsets of
-# FbfWindowMetaPageData's stream fields (stream_start's asserted in
+# FbfWindowMetaPageData's stream fields (asserted in
 # src/window/window_page.h) and of FbfStreamPage's
 use constant {
 	CONTENTS => 24, STREAM_START_AT => 1232, STREAM_PAGES_AT => 1236,
