@@ -221,8 +221,9 @@ typedef struct FbfWindowMetaPageData
 
 /*
  * Fields that tests forge or read on disk, at their offsets in the page's
- * contents (test/t/035_forged_metapage.pl, 039_forged_stream_pages.pl,
- * 064_refresh_counted_once.pl): the layout is on disk, so these never move.
+ * contents (FbfTest.pm's FBF_META_*, used by test/t/035_forged_metapage.pl,
+ * 039_forged_stream_pages.pl and 064_refresh_counted_once.pl): the layout
+ * is on disk, so these never move.
  * The offsets are those of 64-bit platforms (int64 aligned on 8 bytes).
  */
 #if MAXIMUM_ALIGNOF == 8

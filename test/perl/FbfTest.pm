@@ -161,7 +161,20 @@ our @EXPORT = qw(fbf_node fbf_standby fbf_restore_to_lsn cuckoo_stats counter_st
   fbf_citus_cluster fbf_citus_sent citus_transfer_conf citus_shards_on
   citus_shard_windows citus_split_shard fbf_pgbench_start fbf_pgbench_prepared
   fbf_start_call fbf_finish_call fbf_ops_one_by_one
-  cuckoo_key_for_addr cuckoo_key_addr cuckoo_fingerprint);
+  cuckoo_key_for_addr cuckoo_key_addr cuckoo_fingerprint
+  FBF_PAGE_CONTENTS FBF_META_NBITS FBF_META_STREAM_START FBF_META_STREAM_PAGES
+  FBF_META_PENDING_AT);
+
+# where a page's contents start (after its 24-byte header), and the
+# offsets in a window metapage's contents of the fields tests forge or
+# read on disk: asserted in src/window/window_page.h
+use constant {
+	FBF_PAGE_CONTENTS => 24,
+	FBF_META_NBITS => 8,
+	FBF_META_STREAM_START => 1232,
+	FBF_META_STREAM_PAGES => 1236,
+	FBF_META_PENDING_AT => 1248,
+};
 
 sub fbf_node
 {

@@ -20,9 +20,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FbfTest;
 
-# offsets in the metapage's contents, asserted in src/window/window_page.h
-use constant { CONTENTS => 24, NBITS_AT => 8, PENDING_AT => 1248 };
-
 my $node = fbf_node('main', "fbf.worker_enabled = off\nautovacuum = off\n",
 	no_data_checksums => 1);
 is($node->safe_psql('postgres', 'SHOW data_checksums'), 'off',
@@ -36,7 +33,7 @@ for my $filter ('bloom', 'cuckoo')
 		my $path = window_file($t, $filter);
 
 		# the metapage is block 0; nbits is its third uint32
-		forge($path, CONTENTS + NBITS_AT, pack('V', $nbits));
+		forge($path, FBF_PAGE_CONTENTS + FBF_META_NBITS, pack('V', $nbits));
 		refused($t, "$filter window, nbits $nbits");
 	}
 
@@ -44,7 +41,8 @@ for my $filter ('bloom', 'cuckoo')
 	{
 		my $t = "p_${filter}_$i";
 		my $path = window_file($t, $filter);
-		forge($path, CONTENTS + PENDING_AT + 8 * $i, pack('q<', -1));
+		forge($path, FBF_PAGE_CONTENTS + FBF_META_PENDING_AT + 8 * $i,
+			pack('q<', -1));
 		refused($t, "$filter window, pending_at[$i] -1");
 	}
 }

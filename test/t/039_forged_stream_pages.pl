@@ -13,12 +13,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FbfTest;
 
-# page contents start after the 24-byte page header; offsets of
-# FbfWindowMetaPageData's stream fields (asserted in
-# src/window/window_page.h) and of FbfStreamPage's
+# page contents start after the page header; offsets of
+# FbfWindowMetaPageData's stream fields (FbfTest.pm) and of FbfStreamPage's
 use constant {
-	CONTENTS => 24, STREAM_START_AT => 1232, STREAM_PAGES_AT => 1236,
-	NSLOTS_AT => 32, NUSED_AT => 36, SLOTS_AT => 40, SLOT => 40, BLCKSZ => 8192,
+	CONTENTS => FBF_PAGE_CONTENTS, STREAM_START_AT => FBF_META_STREAM_START,
+	STREAM_PAGES_AT => FBF_META_STREAM_PAGES, NSLOTS_AT => 32, NUSED_AT => 36, SLOTS_AT => 40, SLOT => 40, BLCKSZ => 8192,
 };
 
 my $node = fbf_node('main', "fbf.worker_enabled = off\nautovacuum = off\n",

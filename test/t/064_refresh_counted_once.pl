@@ -130,15 +130,15 @@ for my $i (1 .. $#births)
 ok($moved >= 1, 'a count moved on with its filter');
 
 # a window whose counts stand at 500 adopts a snapshot: the counts, read
-# from the metapage on disk after a checkpoint (pending_at, at the offset
-# window_page.h asserts), are 0 after it
+# from the metapage on disk after a checkpoint, are 0 after it
 sub pending_at
 {
 	my ($t) = @_;
 	$node->safe_psql('postgres', 'CHECKPOINT');
+	my $at = FBF_PAGE_CONTENTS + FBF_META_PENDING_AT;
 	my $hex = $node->safe_psql('postgres', qq{
 		SELECT encode(pg_read_binary_file(pg_relation_filepath('${t}_fbf'),
-			24 + 1248, 16), 'hex')});
+			$at, 16), 'hex')});
 	return [ unpack('q<q<', pack('H*', $hex)) ];
 }
 
